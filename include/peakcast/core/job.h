@@ -1,0 +1,78 @@
+// The one in-memory job record every stage shares, and the utilization labels derived from it
+// (METHOD.md §1). A Job holds what the trace said; labels are filled by compute_labels().
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace peakcast {
+
+enum class Resource : int { kMem = 0, kVram = 1 };
+inline constexpr int kNumResources = 2;
+inline constexpr std::array<Resource, kNumResources> kResources = {Resource::kMem, Resource::kVram};
+
+// "mem" / "vram": the names used in every output and option.
+std::string_view resource_name(Resource r);
+std::optional<Resource> parse_resource(std::string_view name);
+
+inline constexpr int idx(Resource r) { return static_cast<int>(r); }
+
+struct Job {
+  // Identity and timeline (epoch seconds). end_time is when the label became known.
+  std::string job_id;
+  std::string user;
+  int64_t submit_time = 0;
+  std::optional<int64_t> start_time;
+  int64_t end_time = 0;
+  // Slurm state name, normalized: "COMPLETED", "FAILED", "CANCELLED" (the "by UID" suffix dropped),
+  // "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", ... Default COMPLETED.
+  std::string state = "COMPLETED";
+
+  // The request.
+  std::optional<double> req_cpus;
+  std::optional<uint64_t> req_mem_bytes;   // whole-job host memory
+  std::optional<int> req_gpus;
+  std::optional<int64_t> req_time_s;       // walltime limit
+  std::optional<uint64_t> gpu_mem_bytes;   // capacity of ONE allocated GPU
+
+  // What identifies "the same script".
+  std::optional<std::string> script;       // full text, when the trace has it
+  std::optional<std::string> workload;     // identity when there is no script (SWF exe, NF process)
+  std::string job_name;
+  std::string partition;
+  std::string account;
+  std::optional<uint64_t> input_bytes;
+
+  // The outcome (absent when not measured).
+  std::optional<uint64_t> peak_mem_bytes;
+  std::optional<uint64_t> peak_vram_bytes;  // summed over the job's GPUs
+
+  // ---- derived by ingest (compute_labels / script_key) ----
+  // SHA-256 hex of the redacted script, else of "workload:" + workload; empty when neither exists.
+  std::string script_key;
+  std::array<double, kNumResources> util{0.0, 0.0};        // label in [0, cap] where valid
+  std::array<bool, kNumResources> valid{false, false};     // resource scored / contributes loss
+  std::array<bool, kNumResources> clipped{false, false};   // raw util exceeded cap
+  bool censored = false;                                   // OUT_OF_MEMORY: true peak >= request
+
+  bool is_valid(Resource r) const { return valid[idx(r)]; }
+  double label(Resource r) const { return util[idx(r)]; }
+};
+
+// The raw utilization peak / capacity, or nullopt when the resource is not measurable for this
+// job (no GPUs, no measurement, no or zero request).
+std::optional<double> raw_util(const Job& job, Resource r);
+
+// Fills util/valid/clipped/censored from the request and peaks. cap > 0 (default 1.0).
+// OUT_OF_MEMORY jobs are censored: their memory label is set to the cap (a lower bound) when
+// the request is known, even if no peak was recorded.
+void compute_labels(Job& job, double util_cap = 1.0);
+
+// Normalizes a Slurm state string: upper-cases, drops " by <uid>", maps common aliases
+// ("CD" -> COMPLETED, "OOM" -> OUT_OF_MEMORY, "CA" -> CANCELLED, ...).
+std::string normalize_state(std::string_view state);
+
+}  // namespace peakcast

@@ -1,0 +1,27 @@
+// Parsing of the size and time notations traces use. Every parser returns nullopt on garbage;
+// callers turn that into a Status naming the file, line and field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace peakcast {
+
+// "4096", "4K", "1.50G", "2.5 GB", "1.2 MB", "512 KiB", "4000M" -> bytes. Bare numbers are
+// multiplied by `bare_unit` (1 for bytes, 1024*1024 for Slurm MB fields). Suffixes are binary
+// (K = 1024), as Slurm and Nextflow print them.
+std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit = 1);
+
+// Slurm durations: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS"; "UNLIMITED" ->
+// nullopt. Returns seconds.
+std::optional<int64_t> parse_slurm_duration(std::string_view text);
+
+// Timestamps: epoch seconds ("1674490103"), epoch ms (13 digits), ISO "2026-11-30T07:57:35",
+// "2023-01-23 10:00:00.000". Calendar forms are read as UTC unless `utc_offset_s` is given.
+std::optional<int64_t> parse_timestamp(std::string_view text, int64_t utc_offset_s = 0);
+
+std::optional<double> parse_double(std::string_view text);
+std::optional<int64_t> parse_int(std::string_view text);
+
+}  // namespace peakcast

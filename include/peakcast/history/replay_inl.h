@@ -1,0 +1,23 @@
+// Implementation of history::replay (included from history.h).
+#pragma once
+
+#include <algorithm>
+
+namespace peakcast::history {
+
+template <typename Visitor>
+void replay(const std::vector<const Job*>& jobs_in_submit_order, HistoryStore& store,
+            Visitor&& visit) {
+  std::vector<const Job*> by_end(jobs_in_submit_order);
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [](const Job* a, const Job* b) { return a->end_time < b->end_time; });
+  size_t next = 0;
+  for (const Job* job : jobs_in_submit_order) {
+    while (next < by_end.size() && by_end[next]->end_time < job->submit_time) {
+      store.add_completion(*by_end[next++]);
+    }
+    visit(*job, static_cast<const HistoryStore&>(store));
+  }
+}
+
+}  // namespace peakcast::history

@@ -1,0 +1,73 @@
+// Trace readers: SWF, Nextflow trace, Slurm `sacct -P`, canonical JSONL. One entry point picks
+// the reader by --format or by content (gzip is undone first, everywhere).
+//
+// Failure behaviour: a malformed line is skipped and counted (ReadStats), with the first few
+// reasons kept as "file:line: field: why"; with strict=true the first one is returned as an
+// error instead. Only an unreadable file or an unknown format fails the whole read.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "peakcast/core/job.h"
+#include "peakcast/core/status.h"
+
+namespace peakcast::ingest {
+
+enum class Format { kAuto, kSwf, kNextflow, kSacct, kJsonl };
+std::string_view format_name(Format f);               // "auto", "swf", "nextflow", "sacct", "jsonl"
+Result<Format> parse_format(std::string_view name);   // error lists the valid names
+
+struct ReadOptions {
+  Format format = Format::kAuto;
+  bool strict = false;
+  double util_cap = 1.0;
+  size_t max_reasons = 5;            // how many skip reasons to keep
+  std::string user;                  // Nextflow: user name (else derived from the file name)
+  std::vector<std::string> columns;  // sacct -n output: the --format column names, in order
+  std::string scripts_dir;           // sacct: folder of <jobid>.sh job scripts
+  std::string scripts_dump;          // sacct: file of concatenated `sacct -B` outputs
+};
+
+struct ReadStats {
+  size_t lines = 0;        // data lines/records seen (headers and comments excluded)
+  size_t jobs = 0;         // jobs kept
+  size_t skipped = 0;      // malformed lines skipped
+  std::array<size_t, kNumResources> labelled{0, 0};  // jobs valid per resource
+  std::array<size_t, kNumResources> clipped{0, 0};   // labels clipped to the cap
+  size_t censored = 0;     // OUT_OF_MEMORY jobs
+  std::vector<std::string> reasons;  // first max_reasons skip reasons, "file:line: field: why"
+};
+
+struct Trace {
+  std::string path;
+  Format format = Format::kAuto;    // the format actually read
+  std::vector<Job> jobs;            // in file order; labels and script_key filled
+  ReadStats stats;
+  bool has_submit_times = true;     // false for sacct dumps without Submit: evaluate refuses
+  bool has_scripts = false;         // any job carries script text
+  std::vector<std::string> notes;   // facts worth telling the user ("no user column: ...")
+};
+
+// Reads, parses, redacts+hashes scripts (script_key), computes labels.
+Result<Trace> read_trace(const std::string& path, const ReadOptions& options = {});
+
+// Detects the format from the (decompressed) content's first lines.
+Format detect_format(std::string_view content);
+
+// Per-format parsers over already-decompressed text; `name` is used in messages. They fill
+// jobs and stats but leave script_key and labels to finalize_trace().
+Status parse_swf(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
+Status parse_nextflow(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
+Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
+Status parse_jsonl(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
+
+// Computes script_key and labels for every job and the label counts in stats.
+void finalize_trace(Trace& trace, double util_cap);
+
+// Records a skipped line: counts it, keeps the reason while fewer than max_reasons, and in
+// strict mode returns it as an error (else OK).
+Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason);
+
+}  // namespace peakcast::ingest

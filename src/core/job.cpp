@@ -1,0 +1,73 @@
+#include "peakcast/core/job.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace peakcast {
+
+std::string_view resource_name(Resource r) { return r == Resource::kMem ? "mem" : "vram"; }
+
+std::optional<Resource> parse_resource(std::string_view name) {
+  if (name == "mem" || name == "memory") return Resource::kMem;
+  if (name == "vram" || name == "gpu_mem") return Resource::kVram;
+  return std::nullopt;
+}
+
+std::optional<double> raw_util(const Job& job, Resource r) {
+  if (r == Resource::kMem) {
+    if (!job.peak_mem_bytes || !job.req_mem_bytes || *job.req_mem_bytes == 0) return std::nullopt;
+    return static_cast<double>(*job.peak_mem_bytes) / static_cast<double>(*job.req_mem_bytes);
+  }
+  if (!job.peak_vram_bytes || !job.req_gpus || *job.req_gpus <= 0 || !job.gpu_mem_bytes ||
+      *job.gpu_mem_bytes == 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>(*job.peak_vram_bytes) /
+         (static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes));
+}
+
+void compute_labels(Job& job, double util_cap) {
+  job.censored = job.state == "OUT_OF_MEMORY";
+  for (Resource r : kResources) {
+    const int i = idx(r);
+    job.valid[i] = false;
+    job.clipped[i] = false;
+    job.util[i] = 0.0;
+    std::optional<double> u = raw_util(job, r);
+    // An OOM-killed job hit its memory limit: the label is at least the request. Use the cap as
+    // the (censored) label even when no peak was recorded, as long as the request is known.
+    if (job.censored && !u) {
+      const bool requested = r == Resource::kMem
+                                 ? (job.req_mem_bytes && *job.req_mem_bytes > 0)
+                                 : false;
+      if (requested) u = util_cap;
+    }
+    if (!u || !(*u >= 0.0)) continue;  // rejects NaN too
+    double v = *u;
+    if (job.censored && r == Resource::kMem) v = std::max(v, util_cap);
+    if (v > util_cap) {
+      job.clipped[i] = true;
+      v = util_cap;
+    }
+    job.util[i] = v;
+    job.valid[i] = true;
+  }
+}
+
+std::string normalize_state(std::string_view state) {
+  std::string s;
+  for (char c : state) s.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '+')) s.pop_back();
+  if (auto p = s.find(" BY "); p != std::string::npos) s.resize(p);
+  if (s.empty()) return "COMPLETED";
+  static const std::pair<const char*, const char*> kAliases[] = {
+      {"CD", "COMPLETED"}, {"F", "FAILED"},       {"CA", "CANCELLED"}, {"TO", "TIMEOUT"},
+      {"OOM", "OUT_OF_MEMORY"}, {"NF", "NODE_FAIL"}, {"PR", "PREEMPTED"}, {"R", "RUNNING"},
+      {"PD", "PENDING"}, {"DL", "DEADLINE"}, {"BF", "BOOT_FAIL"}, {"CANCELED", "CANCELLED"}};
+  for (auto [a, b] : kAliases) {
+    if (s == a) return b;
+  }
+  return s;
+}
+
+}  // namespace peakcast

@@ -1,0 +1,133 @@
+#include "peakcast/core/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <ctime>
+#include <string>
+
+#include "peakcast/core/io.h"
+
+namespace peakcast {
+
+std::optional<double> parse_double(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  double v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  text = trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  auto num = parse_double(text.substr(0, i));
+  if (!num || *num < 0) return std::nullopt;
+  std::string_view unit = trim(text.substr(i));
+  double mult = static_cast<double>(bare_unit);
+  if (!unit.empty()) {
+    std::string u;
+    for (char c : unit) u.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    // Accept K, KB, KIB (and the same for M/G/T/P), and a bare B.
+    if (u == "B") {
+      mult = 1;
+    } else {
+      const std::string letters = "KMGTP";
+      size_t pow = letters.find(u[0]);
+      if (pow == std::string::npos) return std::nullopt;
+      std::string rest = u.substr(1);
+      if (!(rest.empty() || rest == "B" || rest == "IB")) return std::nullopt;
+      mult = std::pow(1024.0, static_cast<double>(pow + 1));
+    }
+  }
+  double bytes = *num * mult;
+  if (!std::isfinite(bytes) || bytes > 1.8e19) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(bytes));
+}
+
+std::optional<int64_t> parse_slurm_duration(std::string_view text) {
+  text = trim(text);
+  if (text.empty() || text == "UNLIMITED" || text == "Partition_Limit" || text == "INVALID") {
+    return std::nullopt;
+  }
+  int64_t days = 0;
+  if (auto dash = text.find('-'); dash != std::string_view::npos) {
+    auto d = parse_int(text.substr(0, dash));
+    if (!d || *d < 0) return std::nullopt;
+    days = *d;
+    text = text.substr(dash + 1);
+    auto parts = split(text, ':');
+    if (parts.size() > 3) return std::nullopt;
+    int64_t v[3] = {0, 0, 0};  // hours, minutes, seconds
+    for (size_t k = 0; k < parts.size(); ++k) {
+      auto x = parse_int(parts[k]);
+      if (!x || *x < 0) return std::nullopt;
+      v[k] = *x;
+    }
+    return ((days * 24 + v[0]) * 60 + v[1]) * 60 + v[2];
+  }
+  auto parts = split(text, ':');
+  std::vector<int64_t> v;
+  for (auto p : parts) {
+    // Elapsed may carry fractional seconds ("00:00.123").
+    auto d = parse_double(p);
+    if (!d || *d < 0) return std::nullopt;
+    v.push_back(static_cast<int64_t>(*d));
+  }
+  switch (v.size()) {
+    case 1: return v[0] * 60;                          // minutes
+    case 2: return v[0] * 60 + v[1];                   // MM:SS
+    case 3: return (v[0] * 60 + v[1]) * 60 + v[2];     // HH:MM:SS
+    default: return std::nullopt;
+  }
+}
+
+std::optional<int64_t> parse_timestamp(std::string_view text, int64_t utc_offset_s) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  bool all_digits = true;
+  for (char c : text) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
+  if (all_digits) {
+    auto v = parse_int(text);
+    if (!v) return std::nullopt;
+    if (text.size() >= 13) return *v / 1000;  // epoch milliseconds
+    return *v;
+  }
+  // YYYY-MM-DD[T ]HH:MM[:SS[.fff]]
+  int y, mo, d, h = 0, mi = 0;
+  double s = 0;
+  char sep = 0;
+  std::string t(text);
+  int n = std::sscanf(t.c_str(), "%4d-%2d-%2d%c%2d:%2d:%lf", &y, &mo, &d, &sep, &h, &mi, &s);
+  if (n < 3) return std::nullopt;
+  if (n >= 4 && sep != 'T' && sep != ' ') return std::nullopt;
+  if (n == 4 || n == 5) return std::nullopt;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
+      s >= 61) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = static_cast<int>(s);
+  return static_cast<int64_t>(timegm(&tm)) - utc_offset_s;
+}
+
+}  // namespace peakcast

@@ -1,0 +1,76 @@
+#include <gtest/gtest.h>
+
+#include "peakcast/core/job.h"
+#include "peakcast/core/units.h"
+
+namespace peakcast {
+
+TEST(Units, ParseSize) {
+  EXPECT_EQ(parse_size("4096"), 4096u);
+  EXPECT_EQ(parse_size("4K"), 4096u);
+  EXPECT_EQ(parse_size("1.50G"), 1610612736u);
+  EXPECT_EQ(parse_size("4 GB"), 4294967296u);
+  EXPECT_EQ(parse_size("512 KiB"), 524288u);
+  EXPECT_EQ(parse_size("4000", 1024 * 1024), 4000u * 1024 * 1024);
+  EXPECT_FALSE(parse_size("abc"));
+  EXPECT_FALSE(parse_size("4Q"));
+  EXPECT_FALSE(parse_size(""));
+}
+
+TEST(Units, SlurmDuration) {
+  EXPECT_EQ(parse_slurm_duration("02:30:00"), 9000);
+  EXPECT_EQ(parse_slurm_duration("1-00:00:00"), 86400);
+  EXPECT_EQ(parse_slurm_duration("1-02"), 93600);
+  EXPECT_EQ(parse_slurm_duration("30"), 1800);
+  EXPECT_EQ(parse_slurm_duration("05:30"), 330);
+  EXPECT_FALSE(parse_slurm_duration("UNLIMITED"));
+  EXPECT_FALSE(parse_slurm_duration("x:y"));
+}
+
+TEST(Units, Timestamp) {
+  EXPECT_EQ(parse_timestamp("1674490103"), 1674490103);
+  EXPECT_EQ(parse_timestamp("1674490103249"), 1674490103);
+  EXPECT_EQ(parse_timestamp("2023-01-23T16:08:23"), 1674490103);
+  EXPECT_EQ(parse_timestamp("2023-01-23 16:08:23.000"), 1674490103);
+  EXPECT_FALSE(parse_timestamp("Unknown"));
+  EXPECT_FALSE(parse_timestamp("2023-13-01T00:00:00"));
+}
+
+TEST(Labels, MemAndVramMasks) {
+  Job j;
+  j.req_mem_bytes = 1000;
+  j.peak_mem_bytes = 250;
+  compute_labels(j);
+  EXPECT_TRUE(j.is_valid(Resource::kMem));
+  EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 0.25);
+  EXPECT_FALSE(j.is_valid(Resource::kVram));  // no GPUs
+
+  j.req_gpus = 2;
+  j.gpu_mem_bytes = 100;
+  j.peak_vram_bytes = 300;  // 300 / 200 -> clipped
+  compute_labels(j);
+  EXPECT_TRUE(j.is_valid(Resource::kVram));
+  EXPECT_TRUE(j.clipped[idx(Resource::kVram)]);
+  EXPECT_DOUBLE_EQ(j.label(Resource::kVram), 1.0);
+  compute_labels(j, 2.0);
+  EXPECT_DOUBLE_EQ(j.label(Resource::kVram), 1.5);
+}
+
+TEST(Labels, OutOfMemoryIsCensoredAtCap) {
+  Job j;
+  j.state = normalize_state("OUT_OF_MEMORY");
+  j.req_mem_bytes = 1000;
+  compute_labels(j);
+  EXPECT_TRUE(j.censored);
+  EXPECT_TRUE(j.is_valid(Resource::kMem));
+  EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 1.0);
+}
+
+TEST(State, Normalize) {
+  EXPECT_EQ(normalize_state("CANCELLED by 0"), "CANCELLED");
+  EXPECT_EQ(normalize_state("completed"), "COMPLETED");
+  EXPECT_EQ(normalize_state("OOM"), "OUT_OF_MEMORY");
+  EXPECT_EQ(normalize_state(""), "COMPLETED");
+}
+
+}  // namespace peakcast
