@@ -1,0 +1,46 @@
+// What a prediction says about one job: per resource the utilization, the bytes it means, how it
+// was reached (route, expert, gamma, history used) and a one-line rationale. `peakcast predict
+// --json` prints exactly to_json(); the service answers with the same object.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "peakcast/core/job.h"
+
+namespace peakcast::cascade {
+
+enum class Route { kBypass, kEncoder, kCache, kNoHistory };
+std::string_view route_name(Route r);  // "bypass", "encoder", "cache", "no_history"
+
+struct ResourcePrediction {
+  double util = 0.0;                 // predicted peak / request, in [0, cap]
+  std::optional<uint64_t> bytes;     // util x capacity, when the capacity is known
+  Route route = Route::kNoHistory;
+  std::string expert;                // history expert used ("last1", ...), empty when none
+  std::optional<double> gamma;       // fusion weight on the code model, when fused
+  int history_n = 0;                 // eligible history jobs at the answering level
+  std::string history_level;         // "exact_script", "user", "none"
+  // Upper bound with stated coverage and a recommended request (METHOD.md §10), when the model
+  // was calibrated for them.
+  std::optional<double> upper_util;
+  std::optional<double> upper_coverage;
+  std::optional<uint64_t> recommended_bytes;
+  std::string rationale;             // one line, for humans
+};
+
+struct JobPrediction {
+  std::string job_id;
+  ResourcePrediction mem;
+  std::optional<ResourcePrediction> vram;  // null for CPU-only jobs
+  bool scripts_absent = false;             // the code model read identity text, not a script
+};
+
+nlohmann::json to_json(const ResourcePrediction& p);
+// {"job_id": ..., "predictions": {"mem": {...}, "vram": {...} | null}}
+nlohmann::json to_json(const JobPrediction& p);
+
+}  // namespace peakcast::cascade
