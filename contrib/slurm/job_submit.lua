@@ -1,0 +1,511 @@
+--[[
+peakcast job_submit hook for Slurm 22.05 (job_submit/lua, Lua 5.1).
+
+Install: copy this file next to slurm.conf as job_submit.lua, set JobSubmitPlugins=lua
+(see slurm.conf.example in this folder) and start peakcastd on SOCKET_PATH below.
+
+At each submission the hook sends the job request as one canonical record (no outcome fields) to
+peakcastd's POST /v1/predict over a UNIX socket and writes the answer, as compact JSON, into the
+job's comment. It fails open: if the daemon is down, slow (TOTAL_TIMEOUT_S for the whole
+exchange) or answers garbage, the job is accepted unchanged and one line is logged to
+slurmctld.log. It never changes the request unless POLICY says so.
+
+The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout short.
+--]]
+
+---------------------------------------------------------------------------------------------------
+-- Configuration
+---------------------------------------------------------------------------------------------------
+local SOCKET_PATH = "/run/peakcast/peakcastd.sock"
+local TOTAL_TIMEOUT_S = 0.2          -- connect + send + receive, all together
+local COMMENT_FIELD = "comment"      -- "comment" or "admin_comment" (jobstats users keep the latter)
+local OVERWRITE_USER_COMMENT = false -- false: a comment the user set is kept and no answer is written
+local MAX_COMMENT_BYTES = 4096       -- a longer answer is written as a summary (see summarize())
+local MAX_SCRIPT_BYTES = 1048576     -- a longer script is not sent (the rest of the request is)
+local PENDING_JOB_ID = "pending"     -- job_id sent before Slurm has assigned one
+local PREDICT_WITHOUT_SCRIPT = false -- salloc/srun allocations have no script: skip them by default
+local TELL_USER = true               -- slurm.log_user shows the recommendation on sbatch's stderr
+-- POLICY: "advise" (default) never changes the request.
+--         "lower_to_recommended" lowers --mem / --mem-per-cpu to the daemon's recommended_bytes
+--         when that is below the request and at least POLICY_MIN_MB; it never raises a request.
+local POLICY = "advise"
+local POLICY_MIN_MB = 256
+
+---------------------------------------------------------------------------------------------------
+local MIB = 1048576
+local NO_VAL = 4294967294           -- slurm.NO_VAL
+local NO_VAL16 = 65534              -- slurm.NO_VAL16
+local INFINITE = 4294967295         -- slurm.INFINITE
+
+local unix_ok, unix = pcall(require, "socket.unix")
+local socket_ok, socket = pcall(require, "socket")
+
+local function log_info(msg)
+  if slurm and slurm.log_info then slurm.log_info("%s", "peakcast: " .. msg) end
+end
+
+---------------------------------------------------------------------------------------------------
+-- JSON encoding (compact, keys in the given order)
+---------------------------------------------------------------------------------------------------
+local json = {}
+json.null = setmetatable({}, { __tostring = function() return "null" end })
+
+-- Replaces each byte that is not part of a valid UTF-8 sequence with U+FFFD, so the text is
+-- valid JSON; the daemon refuses invalid UTF-8.
+local function utf8_clean(s)
+  if not s:find("[\128-\255]") then return s end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local c = s:byte(i)
+    local len, min = 0, 0
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len, min = 2, 0x80
+    elseif c >= 0xE0 and c <= 0xEF then len, min = 3, 0x800
+    elseif c >= 0xF0 and c <= 0xF4 then len, min = 4, 0x10000 end
+    local ok = len > 0 and i + len - 1 <= n
+    local cp = 0
+    if ok and len > 1 then
+      cp = c % (2 ^ (7 - len))
+      for k = i + 1, i + len - 1 do
+        local b = s:byte(k)
+        if b < 0x80 or b > 0xBF then ok = false; break end
+        cp = cp * 64 + (b - 0x80)
+      end
+      if ok and (cp < min or cp > 0x10FFFF or (cp >= 0xD800 and cp <= 0xDFFF)) then ok = false end
+    end
+    if ok then
+      out[#out + 1] = s:sub(i, i + len - 1)
+      i = i + len
+    else
+      out[#out + 1] = "\239\191\189"
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+local escapes = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
+                  ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
+
+function json.string(s)
+  s = utf8_clean(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    return escapes[c] or string.format("\\u%04x", c:byte())
+  end) .. '"'
+end
+
+function json.number(x)
+  if x ~= x or x == math.huge or x == -math.huge then return "null" end
+  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return string.format("%d", x) end
+  return string.format("%.17g", x)
+end
+
+-- Encodes a value. Objects are {__keys = {...}, k = v} (ordered) or plain tables with string keys
+-- (sorted); arrays are tables with __array = true.
+function json.encode(v)
+  local t = type(v)
+  if v == nil or v == json.null then return "null"
+  elseif t == "boolean" then return v and "true" or "false"
+  elseif t == "number" then return json.number(v)
+  elseif t == "string" then return json.string(v)
+  elseif t == "table" then
+    local parts = {}
+    if v.__array then
+      for i = 1, #v do parts[#parts + 1] = json.encode(v[i]) end
+      return "[" .. table.concat(parts, ",") .. "]"
+    end
+    local keys = v.__keys
+    if not keys then
+      keys = {}
+      for k in pairs(v) do if type(k) == "string" and k:sub(1, 2) ~= "__" then keys[#keys + 1] = k end end
+      table.sort(keys)
+    end
+    for _, k in ipairs(keys) do
+      if v[k] ~= nil then parts[#parts + 1] = json.string(k) .. ":" .. json.encode(v[k]) end
+    end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  error("json: cannot encode a " .. t)
+end
+
+---------------------------------------------------------------------------------------------------
+-- JSON decoding. decode(text) returns value, compact_text; raises on malformed input. Objects keep
+-- their key order in __keys, so the compact text and re-encoding preserve the daemon's order.
+---------------------------------------------------------------------------------------------------
+local MAX_DEPTH = 32
+
+local function decode_error(pos, what) error({ json_error = "at byte " .. pos .. ": " .. what }) end
+
+local function skip_ws(s, i) return (s:find("[^ \t\r\n]", i)) or (#s + 1) end
+
+local function utf8_char(cp)
+  if cp < 0x80 then return string.char(cp) end
+  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+  if cp < 0x10000 then
+    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+  end
+  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
+                     0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+local parse_value
+
+local function parse_string(s, i)  -- s:sub(i,i) == '"'
+  local out, j = {}, i + 1
+  while true do
+    local k = s:find('["\\%c]', j)
+    if not k then decode_error(i, "unterminated string") end
+    out[#out + 1] = s:sub(j, k - 1)
+    local c = s:sub(k, k)
+    if c == '"' then return table.concat(out), k + 1 end
+    if c ~= "\\" then decode_error(k, "control character in string") end
+    local e = s:sub(k + 1, k + 1)
+    local simple = { ['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t' }
+    if simple[e] then
+      out[#out + 1] = simple[e]; j = k + 2
+    elseif e == "u" then
+      local hex = s:sub(k + 2, k + 5)
+      if not hex:find("^%x%x%x%x$") then decode_error(k, "bad \\u escape") end
+      local cp = tonumber(hex, 16); j = k + 6
+      if cp >= 0xD800 and cp <= 0xDBFF and s:sub(j, j + 1) == "\\u" then
+        local lo = tonumber(s:sub(j + 2, j + 5), 16)
+        if lo and lo >= 0xDC00 and lo <= 0xDFFF then
+          cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00); j = j + 6
+        end
+      end
+      if cp >= 0xD800 and cp <= 0xDFFF then cp = 0xFFFD end
+      out[#out + 1] = utf8_char(cp)
+    else
+      decode_error(k, "bad escape")
+    end
+  end
+end
+
+parse_value = function(s, i, depth)
+  if depth > MAX_DEPTH then decode_error(i, "nested too deep") end
+  i = skip_ws(s, i)
+  local c = s:sub(i, i)
+  if c == "{" then
+    local obj, keys = {}, {}
+    obj.__keys = keys
+    i = skip_ws(s, i + 1)
+    if s:sub(i, i) == "}" then return obj, i + 1 end
+    while true do
+      if s:sub(i, i) ~= '"' then decode_error(i, "expected a key") end
+      local k; k, i = parse_string(s, i)
+      i = skip_ws(s, i)
+      if s:sub(i, i) ~= ":" then decode_error(i, "expected ':'") end
+      local v; v, i = parse_value(s, i + 1, depth + 1)
+      if obj[k] == nil then keys[#keys + 1] = k end
+      obj[k] = v
+      i = skip_ws(s, i)
+      c = s:sub(i, i)
+      if c == "}" then return obj, i + 1 end
+      if c ~= "," then decode_error(i, "expected ',' or '}'") end
+      i = skip_ws(s, i + 1)
+    end
+  elseif c == "[" then
+    local arr = { __array = true }
+    i = skip_ws(s, i + 1)
+    if s:sub(i, i) == "]" then return arr, i + 1 end
+    while true do
+      local v; v, i = parse_value(s, i, depth + 1)
+      arr[#arr + 1] = v
+      i = skip_ws(s, i)
+      c = s:sub(i, i)
+      if c == "]" then return arr, i + 1 end
+      if c ~= "," then decode_error(i, "expected ',' or ']'") end
+      i = i + 1
+    end
+  elseif c == '"' then
+    return parse_string(s, i)
+  elseif s:find("^true", i) then return true, i + 4
+  elseif s:find("^false", i) then return false, i + 5
+  elseif s:find("^null", i) then return json.null, i + 4
+  else
+    local num = s:match("^-?%d+%.?%d*[eE]?[-+]?%d*", i)
+    local n = num and tonumber(num)
+    if not n or num:find("^-?0%d") then decode_error(i, "unexpected character") end
+    return n, i + #num
+  end
+end
+
+-- Returns value, compact_text. The compact text is the re-encoded value (same key order).
+function json.decode(s)
+  local v, i = parse_value(s, 1, 0)
+  i = skip_ws(s, i)
+  if i <= #s then decode_error(i, "trailing data") end
+  return v, json.encode(v)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Reading the request
+---------------------------------------------------------------------------------------------------
+local function valid(n, unset)
+  return type(n) == "number" and n ~= (unset or NO_VAL) and n ~= INFINITE and n ~= NO_VAL and n >= 0
+end
+
+-- Total GPUs in a TRES string such as "gres:gpu:1", "gres:gpu:a100:2", "gpu:2", "gres/gpu=2",
+-- "gres:gpu:2,gres:foo:1". Returns nil when the string names no GPU.
+local function gpus_in(tres)
+  if type(tres) ~= "string" or tres == "" then return nil end
+  local total
+  for item in tres:gmatch("[^,]+") do
+    item = item:gsub("^%s+", ""):gsub("^gres[:/]", "")
+    local name, rest = item:match("^([%w_%-]+)(.*)$")
+    if name == "gpu" then
+      local count = rest:match("[:=](%d+)$")
+      total = (total or 0) + (tonumber(count) or 1)
+    end
+  end
+  return total
+end
+
+local function nodes_of(d)
+  if valid(d.min_nodes) and d.min_nodes >= 1 then return d.min_nodes end
+  return 1
+end
+
+local function cpus_of(d)
+  local tasks = valid(d.num_tasks) and d.num_tasks >= 1 and d.num_tasks or 1
+  local cpt = valid(d.cpus_per_task, NO_VAL16) and d.cpus_per_task >= 1 and d.cpus_per_task or 1
+  local cpus = tasks * cpt
+  if valid(d.min_cpus) and d.min_cpus > cpus then cpus = d.min_cpus end
+  return cpus
+end
+
+-- Whole-job host memory in bytes, and which form was requested ("node" or "cpu"), or nil.
+local function mem_of(d, cpus)
+  if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then
+    return d.min_mem_per_node * MIB * nodes_of(d), "node"
+  end
+  if valid(d.min_mem_per_cpu) and d.min_mem_per_cpu > 0 then
+    return d.min_mem_per_cpu * MIB * cpus, "cpu"
+  end
+  return nil
+end
+
+local function gpus_of(d)
+  local per_job = gpus_in(d.tres_per_job)
+  if per_job then return per_job end
+  local per_node = gpus_in(d.tres_per_node) or gpus_in(d.gres)
+  if per_node then return per_node * nodes_of(d) end
+  local per_task = gpus_in(d.tres_per_task)
+  if per_task then
+    local tasks = valid(d.num_tasks) and d.num_tasks >= 1 and d.num_tasks or 1
+    return per_task * tasks
+  end
+  local per_socket = gpus_in(d.tres_per_socket)
+  if per_socket then return per_socket * nodes_of(d) end  -- sockets unknown here: at least one
+  return nil
+end
+
+local function nonempty(s) if type(s) == "string" and s ~= "" then return s end end
+
+-- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
+local function build_record(d, submit_uid)
+  local cpus = cpus_of(d)
+  local mem = mem_of(d, cpus)
+  local rec = {
+    __keys = { "job_id", "user", "submit_time", "req_cpus", "req_mem_bytes", "req_gpus",
+               "req_time_s", "script", "job_name", "partition", "account" },
+    job_id = (valid(d.job_id) and d.job_id > 0) and tostring(d.job_id) or PENDING_JOB_ID,
+    user = nonempty(d.user_name) or tostring(d.user_id or submit_uid),
+    submit_time = os.time(),
+    req_cpus = cpus,
+    req_mem_bytes = mem,
+    req_gpus = gpus_of(d),
+    req_time_s = valid(d.time_limit) and d.time_limit * 60 or nil,
+    job_name = nonempty(d.name),
+    partition = nonempty(d.partition),
+    account = nonempty(d.account) or nonempty(d.default_account),
+  }
+  local script = nonempty(d.script)
+  if script and #script <= MAX_SCRIPT_BYTES then rec.script = script end
+  return rec, script
+end
+
+---------------------------------------------------------------------------------------------------
+-- HTTP/1.1 over the UNIX socket, with one deadline for the whole exchange
+---------------------------------------------------------------------------------------------------
+local function now() return socket.gettime() end
+
+local function http_post(path, body)
+  if not unix_ok or not socket_ok then return nil, "lua-socket (socket.unix) is not installed" end
+  local deadline = now() + TOTAL_TIMEOUT_S
+  local c = unix()
+  if not c then return nil, "cannot create a UNIX socket" end
+  local function left()
+    local l = deadline - now()
+    if l <= 0 then return nil end
+    c:settimeout(l)
+    return l
+  end
+  local function fail(why) c:close(); return nil, why end
+
+  left()
+  local ok, err = c:connect(SOCKET_PATH)
+  if not ok then return fail("connect " .. SOCKET_PATH .. ": " .. tostring(err)) end
+  local req = "POST " .. path .. " HTTP/1.1\r\nHost: peakcastd\r\nContent-Type: application/json\r\n" ..
+              "Content-Length: " .. #body .. "\r\nConnection: close\r\n\r\n" .. body
+  local sent = 0
+  while sent < #req do
+    if not left() then return fail("timeout sending") end
+    local n, e, partial = c:send(req, sent + 1)
+    if n then sent = n else
+      if e ~= "timeout" then return fail("send: " .. tostring(e)) end
+      sent = partial or sent
+    end
+  end
+
+  -- Read everything until the body is complete (Content-Length) or the peer closes.
+  local buf, head_end, clen = {}, nil, nil
+  local data = ""
+  while true do
+    if not left() then return fail("timeout waiting for the answer") end
+    local chunk, e, partial = c:receive(8192)
+    chunk = chunk or partial
+    if chunk and #chunk > 0 then buf[#buf + 1] = chunk; data = table.concat(buf); buf = { data } end
+    if not head_end then
+      head_end = data:find("\r\n\r\n", 1, true)
+      if head_end then
+        local head = data:sub(1, head_end - 1):lower()
+        clen = tonumber(head:match("\ncontent%-length:%s*(%d+)"))
+      end
+    end
+    if head_end and clen and #data >= head_end + 3 + clen then break end
+    if #data > 1048576 then return fail("answer larger than 1 MiB") end
+    if e == "closed" then break end
+    if e and e ~= "timeout" then return fail("receive: " .. tostring(e)) end
+  end
+  c:close()
+  if not head_end then return nil, "malformed HTTP answer" end
+  local status = tonumber(data:match("^HTTP/1%.%d (%d%d%d)"))
+  if not status then return nil, "malformed HTTP status line" end
+  local resp_body = data:sub(head_end + 4)
+  if clen then resp_body = resp_body:sub(1, clen) end
+  return status, resp_body
+end
+
+---------------------------------------------------------------------------------------------------
+-- Using the answer
+---------------------------------------------------------------------------------------------------
+local function field(t, ...)
+  for _, k in ipairs({ ... }) do
+    if type(t) ~= "table" then return nil end
+    t = t[k]
+  end
+  if t == json.null then return nil end
+  return t
+end
+
+local function human(bytes)
+  if type(bytes) ~= "number" then return "?" end
+  if bytes >= 1024 * MIB then return string.format("%.1fG", bytes / (1024 * MIB)) end
+  return string.format("%dM", math.ceil(bytes / MIB))
+end
+
+-- A short object when the whole answer does not fit in MAX_COMMENT_BYTES.
+local function summarize(ans)
+  local keep = { "util", "bytes", "upper_util", "recommended_bytes", "route" }
+  local out = { __keys = { "job_id", "predictions" }, job_id = field(ans, "job_id"),
+                predictions = { __keys = { "mem", "vram" } } }
+  for _, r in ipairs({ "mem", "vram" }) do
+    local p = field(ans, "predictions", r)
+    if type(p) == "table" then
+      local s = { __keys = keep }
+      for _, k in ipairs(keep) do s[k] = field(p, k) end
+      out.predictions[r] = s
+    end
+  end
+  return json.encode(out)
+end
+
+local function tell_user(ans, req_mem)
+  local mem = field(ans, "predictions", "mem")
+  if type(mem) ~= "table" then return end
+  local msg = "peakcast: predicted peak memory " .. human(field(mem, "bytes"))
+  local util = field(mem, "util")
+  if type(util) == "number" and req_mem then
+    msg = msg .. string.format(" (%.0f%% of the %s requested)", util * 100, human(req_mem))
+  end
+  local rec = field(mem, "recommended_bytes")
+  if type(rec) == "number" then msg = msg .. "; recommended --mem=" .. human(rec) end
+  local vram = field(ans, "predictions", "vram")
+  if type(vram) == "table" and type(field(vram, "bytes")) == "number" then
+    msg = msg .. "; GPU memory " .. human(field(vram, "bytes"))
+  end
+  slurm.log_user("%s", msg)
+end
+
+local function apply_policy(d, ans, req_mem, form, cpus)
+  if POLICY ~= "lower_to_recommended" or not req_mem then return end
+  local rec = field(ans, "predictions", "mem", "recommended_bytes")
+  if type(rec) ~= "number" or rec <= 0 or rec >= req_mem then return end
+  if form == "node" then
+    local mb = math.max(POLICY_MIN_MB, math.ceil(rec / MIB / nodes_of(d)))
+    if mb < d.min_mem_per_node then
+      log_info(string.format("policy: --mem %dM -> %dM", d.min_mem_per_node, mb))
+      d.min_mem_per_node = mb
+    end
+  elseif form == "cpu" then
+    local mb = math.max(POLICY_MIN_MB, math.ceil(rec / MIB / cpus))
+    if mb < d.min_mem_per_cpu then
+      log_info(string.format("policy: --mem-per-cpu %dM -> %dM", d.min_mem_per_cpu, mb))
+      d.min_mem_per_cpu = mb
+    end
+  end
+end
+
+local function predict(d, submit_uid)
+  if not nonempty(d.script) and not PREDICT_WITHOUT_SCRIPT then return end
+  local existing = d[COMMENT_FIELD]
+  if nonempty(existing) and not OVERWRITE_USER_COMMENT then
+    log_info("job already has a " .. COMMENT_FIELD .. "; no prediction written")
+    return
+  end
+  local rec, script = build_record(d, submit_uid)
+  if script and not rec.script then log_info("script over " .. MAX_SCRIPT_BYTES .. " bytes; sent without it") end
+  local t0 = now()
+  local status, body = http_post("/v1/predict", json.encode(rec))
+  local ms = (now() - t0) * 1000
+  if not status then
+    log_info(string.format("no prediction (%s after %.0f ms); job accepted unchanged", body, ms))
+    return
+  end
+  if status ~= 200 then
+    log_info(string.format("no prediction (HTTP %d: %s); job accepted unchanged", status, body:sub(1, 200)))
+    return
+  end
+  local ok, ans, compact = pcall(json.decode, body)
+  if not ok or type(ans) ~= "table" or ans.__array then
+    local why = ok and "not a JSON object" or (type(ans) == "table" and ans.json_error or tostring(ans))
+    log_info("no prediction (bad answer: " .. why .. "); job accepted unchanged")
+    return
+  end
+  if #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
+  d[COMMENT_FIELD] = compact
+  if TELL_USER then tell_user(ans, rec.req_mem_bytes) end
+  local _, form = mem_of(d, rec.req_cpus)
+  apply_policy(d, ans, rec.req_mem_bytes, form, rec.req_cpus)
+end
+
+---------------------------------------------------------------------------------------------------
+-- Slurm entry points
+---------------------------------------------------------------------------------------------------
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local ok, err = pcall(predict, job_desc, submit_uid)
+  if not ok then log_info("hook error (" .. tostring(err) .. "); job accepted unchanged") end
+  return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  return slurm.SUCCESS
+end
+
+-- For tests run outside slurmctld (lua5.1 with a stub `slurm` table and PEAKCAST_TEST set).
+if rawget(_G, "PEAKCAST_TEST") then
+  PEAKCAST_TEST.json, PEAKCAST_TEST.build_record, PEAKCAST_TEST.gpus_in = json, build_record, gpus_in
+  PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
+  PEAKCAST_TEST.set_policy = function(p) POLICY = p end
+end

@@ -1,0 +1,118 @@
+--[[
+Unit test of contrib/slurm/job_submit.lua outside slurmctld, with a stub `slurm` table.
+Usage: lua5.1 job_submit_unit_test.lua HOOK_FILE SOCKET MODE_FILE
+SOCKET is a running standin_peakcastd.lua (MODE_FILE switches its behaviour); a path where nothing
+listens is used for the fail-open cases. Prints "N passed, M failed"; exits 1 on any failure.
+--]]
+local hook, sock_path, mode_file = arg[1], arg[2], arg[3]
+local logs, user_msgs = {}, {}
+slurm = { SUCCESS = 0, ERROR = -1, NO_VAL = 4294967294, NO_VAL16 = 65534,
+          log_info = function(fmt, ...) logs[#logs + 1] = string.format(fmt, ...) end,
+          log_user = function(fmt, ...) user_msgs[#user_msgs + 1] = string.format(fmt, ...) end }
+PEAKCAST_TEST = {}
+dofile(hook)
+local T = PEAKCAST_TEST
+local json = T.json
+
+local passed, failed = 0, 0
+local function check(name, cond, detail)
+  if cond then passed = passed + 1 else
+    failed = failed + 1
+    print("FAIL " .. name .. (detail and (": " .. tostring(detail)) or ""))
+  end
+end
+local function set_mode(m) local f = io.open(mode_file, "w"); f:write(m, "\n"); f:close() end
+
+-- JSON encoding
+check("escape", json.encode('a"b\\c\n\t\1\127') == '"a\\"b\\\\c\\n\\t\\u0001\\u007f"', json.encode('a"b\\c\n\t\1\127'))
+check("utf8 kept", json.encode("é€😀") == '"é€😀"')
+check("bad utf8 replaced", json.encode("a\255b\192\128") == '"a\239\191\189b\239\191\189\239\191\189"', json.encode("a\255b"))
+check("integers", json.encode(3221225472) == "3221225472" and json.encode(-5) == "-5")
+check("float", json.decode(json.encode(0.1)) == 0.1)
+check("nan is null", json.encode(0 / 0) == "null")
+check("ordered object", json.encode({ __keys = { "b", "a" }, a = 1, b = 2 }) == '{"b":2,"a":1}')
+
+-- JSON decoding
+local v, compact = json.decode(' { "x" : [1, 2.5, -3e2, true, false, null, "s\\u00e9\\ud83d\\ude00"], "a":{} } ')
+check("decode compact", compact == '{"x":[1,2.5,-300,true,false,null,"sé😀"],"a":{}}', compact)
+check("decode value", v.x[2] == 2.5 and v.x[6] == json.null)
+for _, bad in ipairs({ "", "{", "{\"a\":}", "[1,]", "nul", "{\"a\":1} x", "\"\1\"", "01", "[" .. string.rep("[", 40) .. "]" }) do
+  check("reject " .. bad:sub(1, 12), not pcall(json.decode, bad))
+end
+
+-- GPU strings
+check("gres:gpu:1", T.gpus_in("gres:gpu:1") == 1)
+check("gres:gpu:a100:2", T.gpus_in("gres:gpu:a100:2") == 2)
+check("gpu:2", T.gpus_in("gpu:2") == 2)
+check("gres/gpu=3", T.gpus_in("gres/gpu=3") == 3)
+check("gpu alone", T.gpus_in("gres:gpu") == 1)
+check("mixed", T.gpus_in("gres:foo:4,gres:gpu:2") == 2)
+check("no gpu", T.gpus_in("gres:foo:4") == nil and T.gpus_in(nil) == nil)
+
+-- Record building
+local function desc(t)
+  local d = { script = "#!/bin/bash\necho hi\n", user_name = "alice", user_id = 1000, name = "j",
+              time_limit = slurm.NO_VAL, num_tasks = slurm.NO_VAL, cpus_per_task = slurm.NO_VAL16,
+              min_cpus = slurm.NO_VAL, min_nodes = slurm.NO_VAL }
+  for k, x in pairs(t or {}) do d[k] = x end
+  return d
+end
+local r = T.build_record(desc({ min_mem_per_cpu = 400, num_tasks = 2, min_cpus = 2, time_limit = 5,
+                                tres_per_job = "gres:gpu:2", partition = "debug", account = "acct" }), 1000)
+check("per cpu mem", r.req_mem_bytes == 800 * 1048576, r.req_mem_bytes)
+check("cpus", r.req_cpus == 2, r.req_cpus)
+check("gpus per job", r.req_gpus == 2)
+check("time", r.req_time_s == 300)
+check("pending id", r.job_id == "pending")
+r = T.build_record(desc({ min_mem_per_node = 500, min_nodes = 2, tres_per_node = "gres:gpu:1" }), 1000)
+check("per node mem x nodes", r.req_mem_bytes == 1000 * 1048576, r.req_mem_bytes)
+check("gpus per node x nodes", r.req_gpus == 2)
+r = T.build_record(desc({ tres_per_task = "gres:gpu:1", num_tasks = 3, cpus_per_task = 2 }), 1000)
+check("gpus per task", r.req_gpus == 3 and r.req_cpus == 6 and r.req_mem_bytes == nil)
+local enc = json.encode(r)
+check("no unknown keys", not enc:find('"x') and enc:find('"user":"alice"') ~= nil, enc)
+
+-- End to end against the stand-in
+T.set_socket(sock_path)
+set_mode("ok")
+local d = desc({ min_mem_per_node = 1000 })
+check("submit rc", slurm_job_submit(d, {}, 1000) == 0)
+local ans = d.comment and json.decode(d.comment)
+check("comment is the answer", ans and ans.predictions and ans.predictions.mem.bytes == 500 * 1048576, d.comment)
+check("request unchanged (advise)", d.min_mem_per_node == 1000)
+check("log_user told", #user_msgs == 1 and user_msgs[1]:find("recommended --mem=750M", 1, true), user_msgs[1])
+
+d = desc({ min_mem_per_node = 1000, comment = "mine" })
+slurm_job_submit(d, {}, 1000)
+check("user comment kept", d.comment == "mine")
+
+T.set_policy("lower_to_recommended")
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+check("policy lowers", d.min_mem_per_node == 750, d.min_mem_per_node)
+d = desc({ min_mem_per_node = 300 })
+slurm_job_submit(d, {}, 1000)
+check("policy floor", d.min_mem_per_node == 256, d.min_mem_per_node)
+T.set_policy("advise")
+
+for _, m in ipairs({ "slow", "garbage", "500" }) do
+  set_mode(m)
+  logs = {}
+  d = desc({ min_mem_per_node = 1000 })
+  local rc = slurm_job_submit(d, {}, 1000)
+  check("fail open " .. m, rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and #logs == 1, logs[1])
+end
+set_mode("ok")
+T.set_socket(sock_path .. ".absent")
+logs = {}
+d = desc({ min_mem_per_node = 1000 })
+check("fail open daemon down", slurm_job_submit(d, {}, 1000) == 0 and d.comment == nil and #logs == 1, logs[1])
+
+-- salloc (no script) is skipped
+T.set_socket(sock_path)
+d = desc({ script = nil })
+check("no script skipped", slurm_job_submit(d, {}, 1000) == 0 and d.comment == nil)
+check("modify", slurm_job_modify({}, {}, {}, 0) == 0)
+
+print(string.format("%d passed, %d failed", passed, failed))
+os.exit(failed == 0 and 0 or 1)

@@ -1,0 +1,102 @@
+--[[
+Stand-in for peakcastd, ONLY for developing and testing the Slurm side (job_submit.lua) before the
+real daemon exists. Speaks just enough HTTP/1.1 on a UNIX socket:
+  POST /v1/predict  -> {"job_id":..,"predictions":{"mem":{..},"vram":..}} built from the request
+  POST /v1/complete -> {"ok":true}
+  GET  /healthz     -> {"status":"ok"}
+Usage: lua5.1 standin_peakcastd.lua SOCKET REQUEST_LOG MODE_FILE
+Each request body is appended to REQUEST_LOG as one compact JSON line. MODE_FILE is read at each
+request: "ok" (default), "slow" (answers after 1 s), "garbage" (200 with a non-JSON body), "500".
+--]]
+local unix = require("socket.unix")
+local socket = require("socket")
+
+local sock_path, req_log, mode_file = arg[1], arg[2], arg[3]
+assert(sock_path and req_log and mode_file, "usage: standin_peakcastd.lua SOCKET REQUEST_LOG MODE_FILE")
+
+-- Reuse the hook's JSON code.
+PEAKCAST_TEST = {}
+slurm = { SUCCESS = 0, log_info = function() end, log_user = function() end }
+local here = arg[0]:match("^(.*)/[^/]*$") or "."
+dofile(here .. "/../../contrib/slurm/job_submit.lua")
+local json = PEAKCAST_TEST.json
+
+local function read_mode()
+  local f = io.open(mode_file, "r")
+  if not f then return "ok" end
+  local m = (f:read("*l") or "ok"):gsub("%s", "")
+  f:close()
+  return m
+end
+
+local function reply(c, status, body)
+  local reason = ({ [200] = "OK", [400] = "Bad Request", [404] = "Not Found", [500] = "Internal Server Error" })[status]
+  c:send(string.format("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+                       status, reason or "X", #body, body))
+end
+
+local function predict_answer(req)
+  local mem = req.req_mem_bytes
+  local p = { __keys = { "util", "bytes", "route", "expert", "history_n", "history_level", "upper_util",
+                         "upper_coverage", "recommended_bytes", "rationale" },
+              util = 0.5, route = "no_history", expert = "", history_n = 0, history_level = "none",
+              upper_util = 0.75, upper_coverage = 0.9, rationale = "stand-in: half of the request" }
+  if type(mem) == "number" then
+    p.bytes = math.floor(mem / 2)
+    p.recommended_bytes = math.floor(mem * 0.75)
+  end
+  local vram = json.null
+  if type(req.req_gpus) == "number" and req.req_gpus > 0 then
+    vram = { __keys = { "util", "route" }, util = 0.25, route = "no_history" }
+  end
+  return json.encode({ __keys = { "job_id", "predictions" }, job_id = req.job_id,
+                       predictions = { __keys = { "mem", "vram" }, mem = p, vram = vram } })
+end
+
+os.remove(sock_path)
+local srv = assert(unix())
+assert(srv:bind(sock_path))
+assert(srv:listen(16))
+io.stderr:write("standin_peakcastd: listening on " .. sock_path .. "\n")
+
+while true do
+  local c = srv:accept()
+  if c then
+    c:settimeout(2)
+    local line = c:receive("*l")
+    local headers, clen = {}, 0
+    while line do
+      local h = c:receive("*l")
+      if not h or h == "" then break end
+      local k, v = h:match("^([^:]+):%s*(.*)$")
+      if k then headers[k:lower()] = v end
+    end
+    clen = tonumber(headers["content-length"] or "0") or 0
+    local body = clen > 0 and c:receive(clen) or ""
+    local method, path = (line or ""):match("^(%u+) (%S+) HTTP/1%.%d$")
+    local mode = read_mode()
+    if mode == "slow" then socket.sleep(1.0) end
+    if not method then
+      reply(c, 400, '{"error":"bad request line"}')
+    elseif method == "GET" and path == "/healthz" then
+      reply(c, 200, '{"status":"ok"}')
+    elseif method == "POST" and (path == "/v1/predict" or path == "/v1/complete") then
+      local f = io.open(req_log, "a"); f:write(path, " ", body, "\n"); f:close()
+      local ok, req = pcall(json.decode, body or "")
+      if not ok or type(req) ~= "table" then
+        reply(c, 400, '{"error":"body is not a JSON object"}')
+      elseif mode == "500" then
+        reply(c, 500, '{"error":"stand-in told to fail"}')
+      elseif mode == "garbage" then
+        reply(c, 200, "this is not json {")
+      elseif path == "/v1/complete" then
+        reply(c, 200, '{"ok":true}')
+      else
+        reply(c, 200, predict_answer(req))
+      end
+    else
+      reply(c, 404, '{"error":"no such route"}')
+    end
+    c:close()
+  end
+end
