@@ -97,6 +97,10 @@ end
 function json.number(x)
   if x ~= x or x == math.huge or x == -math.huge then return "null" end
   if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return string.format("%d", x) end
+  for _, f in ipairs({ "%.15g", "%.16g" }) do
+    local t = string.format(f, x)
+    if tonumber(t) == x then return t end
+  end
   return string.format("%.17g", x)
 end
 
@@ -423,7 +427,7 @@ end
 
 local function tell_user(ans, req_mem)
   local mem = field(ans, "predictions", "mem")
-  if type(mem) ~= "table" then return end
+  if type(mem) ~= "table" or type(field(mem, "bytes")) ~= "number" then return end
   local msg = "peakcast: predicted peak memory " .. human(field(mem, "bytes"))
   local util = field(mem, "util")
   if type(util) == "number" and req_mem then
