@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace peakcast::history {
 
@@ -12,10 +13,16 @@ void replay(const std::vector<const Job*>& jobs_in_submit_order, HistoryStore& s
   std::stable_sort(by_end.begin(), by_end.end(),
                    [](const Job* a, const Job* b) { return a->end_time < b->end_time; });
   size_t next = 0;
+  const Job* prev = nullptr;
   for (const Job* job : jobs_in_submit_order) {
+    if (prev != nullptr && job->submit_time < prev->submit_time) {
+      throw std::invalid_argument("history::replay: jobs are not in submit order");
+    }
+    prev = job;
     while (next < by_end.size() && by_end[next]->end_time < job->submit_time) {
       store.add_completion(*by_end[next++]);
     }
+    store.advance_watermark(job->submit_time);
     visit(*job, static_cast<const HistoryStore&>(store));
   }
 }

@@ -1,0 +1,120 @@
+#include "peakcast/history/history.h"
+
+#include <limits>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+#include "history/id_set.h"
+#include "history/series.h"
+#include "peakcast/core/hash.h"
+
+namespace peakcast::history {
+namespace {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+using PerResource = std::array<detail::Series, kNumResources>;
+using KeyMap = std::unordered_map<std::string, PerResource, StringHash, std::equal_to<>>;
+
+KeyStats stats_of(const KeyMap& map, std::string_view key, int64_t t, Resource r) {
+  if (key.empty()) return {};
+  const auto it = map.find(key);
+  if (it == map.end()) return {};
+  return it->second[idx(r)].stats(t);
+}
+
+size_t map_bytes(const KeyMap& map) {
+  // Node: key string + value + next pointer + cached hash; plus the bucket array.
+  size_t n = map.bucket_count() * sizeof(void*);
+  for (const auto& [key, series] : map) {
+    n += sizeof(std::string) + sizeof(PerResource) + 2 * sizeof(void*);
+    if (key.capacity() > 15) n += key.capacity() + 1;
+    for (const detail::Series& s : series) n += s.heap_bytes();
+  }
+  return n;
+}
+
+}  // namespace
+
+struct HistoryStore::Impl {
+  KeyMap scripts;
+  KeyMap users;
+  detail::IdSet ids;
+  int64_t watermark = std::numeric_limits<int64_t>::min();
+};
+
+HistoryStore::HistoryStore() : impl_(std::make_unique<Impl>()) {}
+HistoryStore::~HistoryStore() = default;
+HistoryStore::HistoryStore(HistoryStore&&) noexcept = default;
+HistoryStore& HistoryStore::operator=(HistoryStore&&) noexcept = default;
+
+bool HistoryStore::add_completion(const Job& job) {
+  if (!job.valid[0] && !job.valid[1]) return false;
+  if (!impl_->ids.insert(fnv1a64(job.job_id))) return false;
+  const uint64_t tag = detail::order_tag(job);
+  PerResource* by_script = nullptr;
+  PerResource* by_user = nullptr;
+  if (!job.script_key.empty()) by_script = &impl_->scripts[job.script_key];
+  if (!job.user.empty()) by_user = &impl_->users[job.user];
+  for (Resource r : kResources) {
+    if (!job.is_valid(r)) continue;
+    detail::Entry e;
+    e.end = job.end_time;
+    e.submit = job.submit_time;
+    // Censoring is about the memory limit; the VRAM label of an OOM-ended job is a measurement.
+    e.tag = r == Resource::kMem ? tag : (tag & ~uint64_t{1});
+    e.x = job.label(r);
+    if (by_script) (*by_script)[idx(r)].add(e, impl_->watermark);
+    if (by_user) (*by_user)[idx(r)].add(e, impl_->watermark);
+  }
+  return true;
+}
+
+void HistoryStore::advance_watermark(int64_t t) {
+  if (t > impl_->watermark) impl_->watermark = t;
+}
+
+int64_t HistoryStore::watermark() const { return impl_->watermark; }
+
+HistoryView HistoryStore::query(const Job& job, Resource r) const {
+  return query(job.script_key, job.user, job.submit_time, r);
+}
+
+HistoryView HistoryStore::query(const std::string& script_key, const std::string& user,
+                                int64_t t, Resource r) const {
+  if (t < impl_->watermark) {
+    throw std::logic_error("history: query at a time before the watermark");
+  }
+  HistoryView v;
+  v.exact = stats_of(impl_->scripts, script_key, t, r);
+  v.user = stats_of(impl_->users, user, t, r);
+  v.level = v.exact.count > 0 ? Level::kExactScript
+            : v.user.count > 0 ? Level::kUser
+                               : Level::kNone;
+  return v;
+}
+
+size_t HistoryStore::size() const { return impl_->ids.size(); }
+
+size_t HistoryStore::key_count() const { return impl_->scripts.size() + impl_->users.size(); }
+
+size_t HistoryStore::memory_bytes() const {
+  return sizeof(Impl) + map_bytes(impl_->scripts) + map_bytes(impl_->users) +
+         impl_->ids.heap_bytes();
+}
+
+size_t HistoryStore::retained_entries() const {
+  size_t n = 0;
+  for (const KeyMap* m : {&impl_->scripts, &impl_->users}) {
+    for (const auto& [key, series] : *m) {
+      for (const detail::Series& s : series) n += s.retained();
+    }
+  }
+  return n;
+}
+
+}  // namespace peakcast::history

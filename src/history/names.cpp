@@ -1,0 +1,38 @@
+// Names of experts and levels as they appear in every output, and HistoryView::estimate.
+#include "peakcast/history/history.h"
+
+namespace peakcast::history {
+
+std::string_view expert_name(Expert e) {
+  switch (e) {
+    case Expert::kLast1: return "last1";
+    case Expert::kMedian3: return "median3";
+    case Expert::kMedian5: return "median5";
+    case Expert::kDecay: return "ewma";
+  }
+  return "?";
+}
+
+std::optional<Expert> parse_expert(std::string_view name) {
+  for (Expert e : kExperts) {
+    if (expert_name(e) == name) return e;
+  }
+  if (name == "decay") return Expert::kDecay;
+  return std::nullopt;
+}
+
+std::string_view level_name(Level l) {
+  switch (l) {
+    case Level::kExactScript: return "exact_script";
+    case Level::kUser: return "user";
+    case Level::kNone: return "none";
+  }
+  return "?";
+}
+
+double HistoryView::estimate(Expert e, double fallback) const {
+  if (level == Level::kNone) return fallback;
+  return answering().expert[static_cast<int>(e)];
+}
+
+}  // namespace peakcast::history

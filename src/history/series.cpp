@@ -1,0 +1,131 @@
+#include "history/series.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <tuple>
+
+#include "peakcast/core/hash.h"
+
+namespace peakcast::history::detail {
+namespace {
+
+// Weight of a label that ended at `from`, seen from `to` (from <= to in use; <= 1).
+double decay(int64_t from, int64_t to) {
+  return std::exp2(static_cast<double>(from - to) / kDecayHalfLifeS);
+}
+
+// Median of v[0..n) (n >= 1); reorders v.
+double median_of(double* v, int n) {
+  std::sort(v, v + n);
+  return (n % 2 == 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+uint64_t order_tag(const Job& job) {
+  return (fnv1a64(job.job_id) & ~uint64_t{1}) | (job.censored ? 1u : 0u);
+}
+
+bool entry_before(const Entry& a, const Entry& b) {
+  return std::tie(a.end, a.submit, a.tag) < std::tie(b.end, b.submit, b.tag);
+}
+
+void Series::recompute_from(size_t pos) {
+  for (size_t i = pos; i < log_.size(); ++i) {
+    Entry& e = log_[i];
+    if (i == 0) {
+      e.xs = e.x;
+      e.ws = 1.0;
+    } else {
+      const Entry& p = log_[i - 1];
+      const double w = decay(p.end, e.end);
+      e.xs = p.xs * w + e.x;
+      e.ws = p.ws * w + 1.0;
+    }
+  }
+}
+
+// A late label older than every kept one while some are already folded: it is visible to every
+// query that may still come (see maybe_fold), and never among the last kWindow, so it joins
+// the folded ones: its weight is added to every kept accumulator.
+void Series::fold_before_front(const Entry& e) {
+  for (Entry& k : log_) {
+    const double w = decay(e.end, k.end);
+    k.xs += w * e.x;
+    k.ws += w;
+  }
+  ++folded_;
+}
+
+// Every query from now on is at t >= watermark, so it sees at least the entries with
+// end < watermark; all but the last kWindow of those are never needed one by one again.
+// Fold only when that frees at least half the log, so the front erase stays amortized O(1).
+void Series::maybe_fold(int64_t watermark) {
+  if (log_.size() <= 2 * static_cast<size_t>(kWindow)) return;
+  const auto first_invisible =
+      std::lower_bound(log_.begin(), log_.end(), watermark,
+                       [](const Entry& e, int64_t t) { return e.end < t; });
+  const auto visible = static_cast<size_t>(first_invisible - log_.begin());
+  if (visible <= static_cast<size_t>(kWindow)) return;
+  const size_t foldable = visible - static_cast<size_t>(kWindow);
+  if (2 * foldable < log_.size()) return;
+  log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(foldable));
+  folded_ += static_cast<int64_t>(foldable);
+}
+
+void Series::add(const Entry& e, int64_t watermark) {
+  const auto it = std::upper_bound(log_.begin(), log_.end(), e, entry_before);
+  const auto pos = static_cast<size_t>(it - log_.begin());
+  if (pos == 0 && folded_ > 0) {
+    fold_before_front(e);
+    return;
+  }
+  log_.insert(it, e);
+  recompute_from(pos);
+  maybe_fold(watermark);
+}
+
+KeyStats Series::stats(int64_t t) const {
+  KeyStats s;
+  size_t v = log_.size();
+  if (v > 0 && log_[v - 1].end >= t) {  // some held labels are not visible yet at t
+    v = static_cast<size_t>(
+        std::lower_bound(log_.begin(), log_.end(), t,
+                         [](const Entry& e, int64_t tt) { return e.end < tt; }) -
+        log_.begin());
+  }
+  if (folded_ > 0 && v < static_cast<size_t>(kWindow)) {
+    throw std::logic_error("history: series queried before a watermark it was folded at");
+  }
+  if (v == 0) return s;
+
+  s.count = static_cast<int>(folded_ + static_cast<int64_t>(v));
+  const Entry& last = log_[v - 1];
+  s.last_end_time = static_cast<double>(last.end);
+  s.age_last_s = static_cast<double>(t - last.end);
+
+  const int m = static_cast<int>(std::min<size_t>(v, static_cast<size_t>(kWindow)));
+  const Entry* win = log_.data() + (v - static_cast<size_t>(m));
+  double buf[kWindow];
+  auto median_last = [&](int k) {
+    k = std::min(k, m);
+    for (int i = 0; i < k; ++i) buf[i] = win[m - k + i].x;
+    return median_of(buf, k);
+  };
+  s.expert[static_cast<int>(Expert::kLast1)] = last.x;
+  s.expert[static_cast<int>(Expert::kMedian3)] = median_last(3);
+  s.expert[static_cast<int>(Expert::kMedian5)] = median_last(5);
+  s.expert[static_cast<int>(Expert::kDecay)] = last.xs / last.ws;
+
+  const double med = median_last(m);
+  for (int i = 0; i < m; ++i) buf[i] = std::fabs(win[i].x - med);
+  s.mad = median_of(buf, m);
+  for (int i = 0; i < m; ++i) s.censored_recent += win[i].censored() ? 1 : 0;
+
+  const auto [lo, hi] = std::minmax_element(s.expert.begin(), s.expert.end());
+  s.spread = *hi - *lo;
+  return s;
+}
+
+}  // namespace peakcast::history::detail

@@ -1,0 +1,52 @@
+// One key's labels for one resource, in event-time order, with per-entry decay accumulators
+// (see the top of peakcast/history/history.h for the layout and the watermark trade-off).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "peakcast/history/history.h"
+
+namespace peakcast::history::detail {
+
+// The order of labels with equal end_time: submit_time, then this tag (hash of job_id with the
+// censored flag in bit 0). Depends only on the job, never on insertion order.
+uint64_t order_tag(const Job& job);
+
+struct Entry {
+  int64_t end = 0;
+  int64_t submit = 0;
+  uint64_t tag = 0;   // order_tag(); bit 0 = censored
+  double x = 0.0;     // the label
+  // Decay accumulator of every label up to and including this one (folded ones too), with
+  // weights 2^((end_i - end) / half-life) <= 1: xs = sum w_i x_i, ws = sum w_i (>= 1).
+  double xs = 0.0;
+  double ws = 0.0;
+
+  bool censored() const { return (tag & 1u) != 0; }
+};
+
+bool entry_before(const Entry& a, const Entry& b);
+
+class Series {
+ public:
+  // Inserts in order; folds old entries that no query at t >= watermark can need one by one.
+  void add(const Entry& e, int64_t watermark);
+  // Stats of the labels with end < t. Requires t >= every watermark passed to add() so far.
+  KeyStats stats(int64_t t) const;
+
+  size_t retained() const { return log_.size(); }
+  int64_t count() const { return static_cast<int64_t>(log_.size()) + folded_; }
+  size_t heap_bytes() const { return log_.capacity() * sizeof(Entry); }
+
+ private:
+  void recompute_from(size_t pos);
+  void fold_before_front(const Entry& e);
+  void maybe_fold(int64_t watermark);
+
+  std::vector<Entry> log_;  // sorted by entry_before
+  int64_t folded_ = 0;      // labels before log_.front(), present only in its accumulator
+};
+
+}  // namespace peakcast::history::detail

@@ -1,0 +1,193 @@
+// Examples of the history store's contract: strict event time, the experts on small hand-checked
+// series, the hierarchy, idempotence, the watermark and bounded memory in replay.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "peakcast/history/history.h"
+
+namespace peakcast::history {
+namespace {
+
+constexpr int64_t kHour = 3600;
+
+Job make_job(std::string id, std::string user, std::string script, int64_t submit, int64_t end,
+             double mem, bool censored = false) {
+  Job j;
+  j.job_id = std::move(id);
+  j.user = std::move(user);
+  j.script_key = std::move(script);
+  j.submit_time = submit;
+  j.end_time = end;
+  j.util[idx(Resource::kMem)] = mem;
+  j.valid[idx(Resource::kMem)] = true;
+  j.censored = censored;
+  return j;
+}
+
+double ex(const KeyStats& s, Expert e) { return s.expert[static_cast<int>(e)]; }
+
+TEST(HistoryNames, RoundTrip) {
+  for (Expert e : kExperts) EXPECT_EQ(parse_expert(expert_name(e)), e);
+  EXPECT_EQ(expert_name(Expert::kDecay), "ewma");
+  EXPECT_FALSE(parse_expert("last2").has_value());
+  EXPECT_EQ(level_name(Level::kExactScript), "exact_script");
+  EXPECT_EQ(level_name(Level::kUser), "user");
+  EXPECT_EQ(level_name(Level::kNone), "none");
+}
+
+TEST(HistoryStore, StrictEndTimeVisibility) {
+  HistoryStore store;
+  store.add_completion(make_job("1", "u", "s", 0, 100, 0.5));
+  EXPECT_EQ(store.query("s", "u", 100, Resource::kMem).exact.count, 0);  // end == t: not yet
+  EXPECT_EQ(store.query("s", "u", 99, Resource::kMem).level, Level::kNone);
+  const HistoryView v = store.query("s", "u", 101, Resource::kMem);
+  EXPECT_EQ(v.level, Level::kExactScript);
+  EXPECT_EQ(v.exact.count, 1);
+  EXPECT_DOUBLE_EQ(v.exact.age_last_s, 1.0);
+  EXPECT_DOUBLE_EQ(v.exact.last_end_time, 100.0);
+}
+
+TEST(HistoryStore, ExpertsOnASmallSeries) {
+  HistoryStore store;
+  // Added out of order; end-time order is 0.1, 0.9, 0.3, 0.7, 0.5, 0.2 (one hour apart).
+  const std::vector<double> labels = {0.1, 0.9, 0.3, 0.7, 0.5, 0.2};
+  for (int i : {3, 0, 5, 1, 4, 2}) {
+    store.add_completion(make_job("j" + std::to_string(i), "u", "s", 0, (i + 1) * kHour,
+                                  labels[static_cast<size_t>(i)], i == 1));
+  }
+  const KeyStats s = store.query("s", "u", 10 * kHour, Resource::kMem).exact;
+  ASSERT_EQ(s.count, 6);
+  EXPECT_DOUBLE_EQ(ex(s, Expert::kLast1), 0.2);
+  EXPECT_DOUBLE_EQ(ex(s, Expert::kMedian3), 0.5);   // {0.7, 0.5, 0.2}
+  EXPECT_DOUBLE_EQ(ex(s, Expert::kMedian5), 0.5);   // {0.9, 0.3, 0.7, 0.5, 0.2}
+  double num = 0, den = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double w = std::exp2(-static_cast<double>(10 * kHour - (i + 1) * kHour) /
+                               kDecayHalfLifeS);
+    num += w * labels[static_cast<size_t>(i)];
+    den += w;
+  }
+  EXPECT_NEAR(ex(s, Expert::kDecay), num / den, 1e-12);
+  // Window median = (0.3 + 0.5) / 2 = 0.4; deviations 0.3 0.5 0.1 0.3 0.1 0.2 -> median 0.25.
+  EXPECT_NEAR(s.mad, 0.25, 1e-12);
+  EXPECT_NEAR(s.spread, ex(s, Expert::kMedian3) - ex(s, Expert::kLast1), 1e-12);
+  EXPECT_EQ(s.censored_recent, 1);
+  EXPECT_DOUBLE_EQ(s.age_last_s, 4.0 * kHour);
+
+  // At t = 3.5 h only the first three have ended.
+  const KeyStats early = store.query("s", "u", 3 * kHour + 1800, Resource::kMem).exact;
+  ASSERT_EQ(early.count, 3);
+  EXPECT_DOUBLE_EQ(ex(early, Expert::kLast1), 0.3);
+  EXPECT_DOUBLE_EQ(ex(early, Expert::kMedian5), 0.3);  // median of {0.1, 0.9, 0.3}
+}
+
+TEST(HistoryStore, HierarchyAndResourceValidity) {
+  HistoryStore store;
+  Job gpu = make_job("g", "alice", "train", 0, 10, 0.4);
+  gpu.util[idx(Resource::kVram)] = 0.8;
+  gpu.valid[idx(Resource::kVram)] = true;
+  store.add_completion(gpu);
+  store.add_completion(make_job("c", "alice", "prep", 0, 20, 0.6));
+
+  const HistoryView exact = store.query("train", "alice", 100, Resource::kVram);
+  EXPECT_EQ(exact.level, Level::kExactScript);
+  EXPECT_DOUBLE_EQ(exact.estimate(Expert::kLast1, -1.0), 0.8);
+  const HistoryView other = store.query("eval", "alice", 100, Resource::kVram);
+  EXPECT_EQ(other.level, Level::kUser);  // only the GPU job counts for alice's VRAM
+  EXPECT_EQ(other.user.count, 1);
+  EXPECT_DOUBLE_EQ(other.estimate(Expert::kMedian3, -1.0), 0.8);
+  EXPECT_EQ(store.query("prep", "alice", 100, Resource::kMem).user.count, 2);
+  const HistoryView none = store.query("train", "bob", 5, Resource::kMem);
+  EXPECT_EQ(none.level, Level::kNone);
+  EXPECT_DOUBLE_EQ(none.estimate(Expert::kDecay, 0.33), 0.33);
+  EXPECT_EQ(store.query("", "alice", 100, Resource::kMem).level, Level::kUser);
+}
+
+TEST(HistoryStore, SameJobTwiceIsANoOp) {
+  HistoryStore store;
+  const Job j = make_job("42", "u", "s", 0, 10, 0.5);
+  EXPECT_TRUE(store.add_completion(j));
+  Job again = j;
+  again.util[idx(Resource::kMem)] = 0.9;  // a re-sent completion, even with other data
+  EXPECT_FALSE(store.add_completion(again));
+  EXPECT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.key_count(), 2u);
+  const KeyStats s = store.query("s", "u", 11, Resource::kMem).exact;
+  EXPECT_EQ(s.count, 1);
+  EXPECT_DOUBLE_EQ(ex(s, Expert::kLast1), 0.5);
+
+  Job unlabelled = make_job("43", "u", "s", 0, 10, 0.5);
+  unlabelled.valid = {false, false};
+  EXPECT_FALSE(store.add_completion(unlabelled));
+  EXPECT_EQ(store.size(), 1u);
+}
+
+TEST(HistoryStore, QueryBeforeWatermarkThrows) {
+  HistoryStore store;
+  store.advance_watermark(1000);
+  store.advance_watermark(500);  // ignored: monotone
+  EXPECT_EQ(store.watermark(), 1000);
+  EXPECT_NO_THROW(store.query("s", "u", 1000, Resource::kMem));
+  EXPECT_THROW(store.query("s", "u", 999, Resource::kMem), std::logic_error);
+}
+
+TEST(HistoryStore, DecayMeanStaysExactOverYears) {
+  HistoryStore store;
+  constexpr int64_t kDay = 24 * kHour;
+  constexpr int kDays = 6 * 365;
+  for (int d = 0; d < kDays; ++d) {
+    store.add_completion(make_job(std::to_string(d), "u", "s", d * kDay, d * kDay + kHour,
+                                  0.1 + 0.8 * ((d * 37) % 101) / 100.0));
+    store.advance_watermark(d * kDay + 2 * kHour);
+  }
+  const int64_t t = kDays * kDay;
+  long double num = 0, den = 0;
+  for (int d = 0; d < kDays; ++d) {
+    const long double w = std::exp2l(-static_cast<long double>(t - (d * kDay + kHour)) /
+                                     static_cast<long double>(kDecayHalfLifeS));
+    num += w * (0.1L + 0.8L * ((d * 37) % 101) / 100.0L);
+    den += w;
+  }
+  const KeyStats s = store.query("s", "u", t, Resource::kMem).exact;
+  EXPECT_EQ(s.count, kDays);
+  EXPECT_NEAR(ex(s, Expert::kDecay), static_cast<double>(num / den), 1e-12);
+  EXPECT_LE(store.retained_entries(), 2u * (2 * kWindow + 1));
+}
+
+TEST(HistoryReplay, VisitsInSubmitOrderAndBoundsMemory) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 2000; ++i) {
+    jobs.push_back(make_job(std::to_string(i), "u" + std::to_string(i % 3),
+                            "s" + std::to_string(i % 7), i * 60, i * 60 + 600 + (i % 13) * 60,
+                            (i % 10) / 10.0));
+  }
+  std::vector<const Job*> order;
+  for (const Job& j : jobs) order.push_back(&j);
+  HistoryStore store;
+  int64_t last_submit = -1;
+  int visited = 0;
+  replay(order, store, [&](const Job& job, const HistoryStore& s) {
+    EXPECT_GE(job.submit_time, last_submit);
+    last_submit = job.submit_time;
+    const HistoryView v = s.query(job, Resource::kMem);
+    if (v.user.count > 0) EXPECT_LT(v.user.last_end_time, static_cast<double>(job.submit_time));
+    ++visited;
+  });
+  EXPECT_EQ(visited, 2000);
+  // Every job ended before the last submission except the tail still running.
+  EXPECT_GT(store.size(), 1900u);
+  EXPECT_LE(store.retained_entries(), (7u + 3u) * (2 * kWindow + 1));
+  EXPECT_GT(store.memory_bytes(), store.retained_entries() * sizeof(double));
+
+  std::vector<const Job*> unsorted = {&jobs[5], &jobs[1]};
+  HistoryStore other;
+  EXPECT_THROW(replay(unsorted, other, [](const Job&, const HistoryStore&) {}),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace peakcast::history
