@@ -1,0 +1,601 @@
+// The Slurm `sacct -P` reader: header/columns, row repair, job-step join, and the Job record.
+// The rules are in include/peakcast/ingest/sacct.h; field pieces live in sacct_fields.cpp and
+// script loading in sacct_scripts.cpp.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "peakcast/core/io.h"
+#include "peakcast/core/units.h"
+#include "peakcast/ingest/reader.h"
+#include "peakcast/ingest/sacct.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using sacct::ReqMem;
+
+constexpr uint64_t kMiB = 1024ull * 1024ull;
+
+enum Col : int {
+  kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
+  kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
+  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kNumCols
+};
+
+// Header names as sacct prints them; matched case-insensitively.
+constexpr std::pair<std::string_view, Col> kColumnNames[] = {
+    {"jobid", kJobId},         {"jobidraw", kJobIdRaw},       {"jobname", kJobName},
+    {"user", kUser},           {"account", kAccount},         {"partition", kPartition},
+    {"state", kState},         {"submit", kSubmit},           {"start", kStart},
+    {"end", kEnd},             {"elapsed", kElapsed},         {"elapsedraw", kElapsedRaw},
+    {"timelimit", kTimelimit}, {"timelimitraw", kTimelimitRaw}, {"ncpus", kNcpus},
+    {"alloccpus", kNcpus},     {"reqcpus", kReqCpus},         {"nnodes", kNNodes},
+    {"allocnodes", kNNodes},   {"reqmem", kReqMem},           {"reqtres", kReqTres},
+    {"alloctres", kAllocTres}, {"maxrss", kMaxRss},           {"tresusageintot", kTresTot},
+    {"tresusageinmax", kTresMax}};
+
+constexpr std::string_view kDisplayNames[kNumCols] = {
+    "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "State", "Submit", "Start",
+    "End", "Elapsed", "ElapsedRaw", "Timelimit", "TimelimitRaw", "NCPUS", "ReqCPUS", "NNodes",
+    "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax"};
+
+// Columns whose text is free and may contain '|'.
+constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",
+                                          "submitline", "workdir", "constraints"};
+
+// States of jobs that have not finished: no label yet, left out (not malformed).
+constexpr std::string_view kUnfinished[] = {
+    "RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "COMPLETING",
+    "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"};
+
+std::string column_key(std::string_view name) {
+  name = trim(name);
+  if (size_t pct = name.find('%'); pct != std::string_view::npos) name = name.substr(0, pct);
+  std::string k;
+  for (char c : trim(name)) k.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return k;
+}
+
+bool is_free_text(const std::string& key) {
+  for (auto f : kFreeText) {
+    if (key == f) return true;
+  }
+  return false;
+}
+
+struct Layout {
+  size_t ncols = 0;
+  std::array<int, kNumCols> at{};
+  int free_col = -1;         // absorbs extra '|' in a row; -1: none can
+  bool trailing_pipe = false;  // `sacct -p`
+  bool has(Col c) const { return at[c] >= 0; }
+};
+
+Result<Layout> make_layout(const std::vector<std::string>& names, bool trailing_pipe,
+                           const std::string& where) {
+  Layout l;
+  l.at.fill(-1);
+  l.ncols = names.size();
+  l.trailing_pipe = trailing_pipe;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < names.size(); ++i) {
+    keys.push_back(column_key(names[i]));
+    for (auto [n, c] : kColumnNames) {
+      if (keys.back() == n && l.at[c] < 0) l.at[c] = static_cast<int>(i);
+    }
+  }
+  if (!l.has(kJobId) && !l.has(kJobIdRaw)) {
+    return Status::invalid(where + ": header: no JobID or JobIDRaw column; for `sacct -n` output "
+                           "give the --format column names (--columns)");
+  }
+  if (!keys.empty() && is_free_text(keys.back())) {
+    l.free_col = static_cast<int>(keys.size() - 1);
+  } else {
+    int only = -1, count = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (is_free_text(keys[i])) {
+        only = static_cast<int>(i);
+        ++count;
+      }
+    }
+    if (count == 1) l.free_col = only;
+  }
+  return l;
+}
+
+// A header has a JobID/JobIDRaw name and, unlike every data row, no field starting with a digit.
+bool looks_like_header(const std::vector<std::string_view>& fields) {
+  bool named = false;
+  for (std::string_view f : fields) {
+    std::string_view t = trim(f);
+    if (!t.empty() && std::isdigit(static_cast<unsigned char>(t.front()))) return false;
+    const std::string k = column_key(t);
+    named = named || k == "jobid" || k == "jobidraw";
+  }
+  return named;
+}
+
+std::vector<std::string> header_names(std::vector<std::string_view> fields, bool& trailing) {
+  trailing = fields.size() > 1 && trim(fields.back()).empty();
+  if (trailing) fields.pop_back();
+  std::vector<std::string> names;
+  for (auto f : fields) names.emplace_back(trim(f));
+  return names;
+}
+
+// One data row with its fields fitted to the layout.
+struct Row {
+  std::vector<std::string_view> f;
+  std::string merged;  // owns a free-text field that contained '|'
+  const Layout* layout = nullptr;
+  std::string_view get(Col c) const {
+    const int i = layout->at[c];
+    return i < 0 ? std::string_view() : trim(f[static_cast<size_t>(i)]);
+  }
+};
+
+// Fits split fields to the columns; returns an empty string or why it cannot.
+std::string fit_row(Row& row, const Layout& l, bool& repaired) {
+  repaired = false;
+  auto& f = row.f;
+  if (f.size() > l.ncols && l.trailing_pipe && trim(f.back()).empty()) f.pop_back();
+  if (f.size() == l.ncols + 1 && !l.trailing_pipe && trim(f.back()).empty()) f.pop_back();
+  if (f.size() < l.ncols) {
+    return "expected " + std::to_string(l.ncols) + " fields, found " + std::to_string(f.size());
+  }
+  if (f.size() > l.ncols) {
+    if (l.free_col < 0) {
+      return "expected " + std::to_string(l.ncols) + " fields, found " + std::to_string(f.size()) +
+             " and no free-text column to hold the extra '|'";
+    }
+    const size_t m = static_cast<size_t>(l.free_col);
+    const size_t extra = f.size() - l.ncols;
+    row.merged.assign(f[m]);
+    for (size_t k = 1; k <= extra; ++k) {
+      row.merged.push_back('|');
+      row.merged.append(f[m + k]);
+    }
+    f.erase(f.begin() + static_cast<std::ptrdiff_t>(m + 1),
+            f.begin() + static_cast<std::ptrdiff_t>(m + 1 + extra));
+    f[m] = row.merged;
+    repaired = true;
+  }
+  return {};
+}
+
+// What one row (job or step) says about the outcome.
+struct Usage {
+  std::optional<uint64_t> peak_mem;
+  std::optional<uint64_t> peak_vram;
+  bool oom = false;
+  std::optional<ReqMem> req_mem;
+};
+
+void merge_usage(Usage& into, const Usage& u) {
+  auto max_opt = [](std::optional<uint64_t>& a, const std::optional<uint64_t>& b) {
+    if (b && (!a || *b > *a)) a = b;
+  };
+  max_opt(into.peak_mem, u.peak_mem);
+  max_opt(into.peak_vram, u.peak_vram);
+  into.oom = into.oom || u.oom;
+  if (!into.req_mem) into.req_mem = u.req_mem;
+}
+
+// A failed field: which one and why.
+struct FieldError {
+  Col col;
+  std::string why;
+};
+
+std::string quoted(std::string_view v) { return "\"" + std::string(v) + "\""; }
+
+// Reads the usage fields a job or step row may carry. Sizes without a suffix are bytes.
+std::optional<FieldError> read_usage(const Row& row, Usage& u) {
+  auto tres_size = [&](Col c, std::string_view key,
+                       std::optional<uint64_t>& out) -> std::optional<FieldError> {
+    const std::string_view tres = row.get(c);
+    if (tres.empty()) return std::nullopt;
+    auto v = sacct::tres_value(tres, key);
+    if (!v || v->empty()) return std::nullopt;
+    auto bytes = parse_size(*v);
+    if (!bytes) return FieldError{c, std::string(key) + "=" + quoted(*v) + " is not a size"};
+    out = bytes;
+    return std::nullopt;
+  };
+  std::optional<uint64_t> tot, max_rss, tres_max;
+  if (auto e = tres_size(kTresTot, "mem", tot)) return e;
+  if (auto e = tres_size(kTresMax, "mem", tres_max)) return e;
+  if (std::string_view v = row.get(kMaxRss); !v.empty()) {
+    max_rss = parse_size(v);
+    if (!max_rss) return FieldError{kMaxRss, quoted(v) + " is not a size"};
+  }
+  u.peak_mem = tot ? tot : (max_rss ? max_rss : tres_max);
+  std::optional<uint64_t> vram_tot, vram_max;
+  if (auto e = tres_size(kTresTot, "gres/gpumem", vram_tot)) return e;
+  if (auto e = tres_size(kTresMax, "gres/gpumem", vram_max)) return e;
+  u.peak_vram = vram_tot ? vram_tot : vram_max;
+  if (row.layout->has(kState)) u.oom = normalize_state(row.get(kState)) == "OUT_OF_MEMORY";
+  if (std::string_view v = row.get(kReqMem); !v.empty()) {
+    u.req_mem = sacct::parse_req_mem(v);
+    if (!u.req_mem) return FieldError{kReqMem, quoted(v) + " is not a memory request"};
+  }
+  return std::nullopt;
+}
+
+// Everything read from a job row, before its steps are folded in.
+struct Record {
+  Job job;
+  size_t line = 0;
+  std::string job_id_raw;
+  Usage usage;
+  std::optional<int64_t> end, elapsed, nodes;
+  std::optional<double> ncpus, req_cpus;
+  std::string req_tres, alloc_tres;
+  bool unfinished = false;
+  bool superseded = false;
+};
+
+bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
+
+std::optional<FieldError> read_job_row(const Row& row, Record& r) {
+  Job& j = r.job;
+  j.job_name = std::string(row.get(kJobName));
+  j.user = std::string(row.get(kUser));
+  j.account = std::string(row.get(kAccount));
+  j.partition = std::string(row.get(kPartition));
+  r.job_id_raw = std::string(row.get(kJobIdRaw));
+  if (row.layout->has(kState)) {
+    j.state = normalize_state(row.get(kState));
+    for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
+  }
+  if (row.layout->has(kSubmit)) {
+    std::string_view v = row.get(kSubmit);
+    auto t = parse_timestamp(v);
+    if (!t) return FieldError{kSubmit, quoted(v) + " is not a time"};
+    j.submit_time = *t;
+  }
+  if (std::string_view v = row.get(kStart); !v.empty() && !is_unknown_time(v)) {
+    j.start_time = parse_timestamp(v);
+    if (!j.start_time) return FieldError{kStart, quoted(v) + " is not a time"};
+  }
+  if (std::string_view v = row.get(kEnd); v == "Unknown") {
+    r.unfinished = true;
+  } else if (!v.empty() && v != "None") {
+    r.end = parse_timestamp(v);
+    if (!r.end) return FieldError{kEnd, quoted(v) + " is not a time"};
+  }
+  if (std::string_view v = row.get(kElapsedRaw); !v.empty()) {
+    r.elapsed = parse_int(v);
+    if (!r.elapsed || *r.elapsed < 0) return FieldError{kElapsedRaw, quoted(v) + " is not seconds"};
+  } else if (std::string_view e = row.get(kElapsed); !e.empty()) {
+    r.elapsed = parse_slurm_duration(e);
+    if (!r.elapsed) return FieldError{kElapsed, quoted(e) + " is not a duration"};
+  }
+  if (std::string_view v = row.get(kTimelimit); !v.empty()) {
+    j.req_time_s = parse_slurm_duration(v);
+    if (!j.req_time_s && v != "UNLIMITED" && v != "Partition_Limit" && v != "INVALID") {
+      return FieldError{kTimelimit, quoted(v) + " is not a duration"};
+    }
+  } else if (std::string_view raw = row.get(kTimelimitRaw); !raw.empty() && raw != "UNLIMITED" &&
+                                                             raw != "Partition_Limit") {
+    auto minutes = parse_int(raw);
+    if (!minutes || *minutes < 0) return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
+    j.req_time_s = *minutes * 60;
+  }
+  auto count = [&](Col c, std::optional<double>& out) -> std::optional<FieldError> {
+    std::string_view v = row.get(c);
+    if (v.empty()) return std::nullopt;
+    out = parse_double(v);
+    if (!out || *out < 0) return FieldError{c, quoted(v) + " is not a count"};
+    return std::nullopt;
+  };
+  if (auto e = count(kNcpus, r.ncpus)) return e;
+  if (auto e = count(kReqCpus, r.req_cpus)) return e;
+  if (std::string_view v = row.get(kNNodes); !v.empty()) {
+    r.nodes = parse_int(v);
+    if (!r.nodes || *r.nodes < 0) return FieldError{kNNodes, quoted(v) + " is not a count"};
+  }
+  r.req_tres = std::string(row.get(kReqTres));
+  r.alloc_tres = std::string(row.get(kAllocTres));
+  for (Col c : {kAllocTres, kReqTres}) {
+    std::string_view tres = row.get(c);
+    if (tres.find("gres/gpu=") == std::string_view::npos &&
+        tres.find("gres/gpu:") == std::string_view::npos) {
+      continue;
+    }
+    auto gpus = sacct::tres_gpus(tres);
+    if (!gpus) return FieldError{c, "bad GPU count in " + quoted(tres)};
+    if (!j.req_gpus) j.req_gpus = gpus;
+  }
+  return read_usage(row, r.usage);
+}
+
+// Counts behind the notes the reader leaves for the user.
+struct Tally {
+  size_t unfinished = 0, one_node_assumed = 0, no_cpu_count = 0, zero_req_mem = 0;
+  size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
+  std::string first_unfinished;
+};
+
+std::optional<double> tres_count(std::string_view tres, std::string_view key) {
+  if (auto v = sacct::tres_value(tres, key)) return parse_double(*v);
+  return std::nullopt;
+}
+
+std::optional<uint64_t> tres_mem_mb(std::string_view tres) {
+  if (auto v = sacct::tres_value(tres, "mem")) return parse_size(*v, kMiB);
+  return std::nullopt;
+}
+
+// Turns a record into the final Job (request totals, peaks, GPU capacity, end time).
+void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
+  Job& j = r.job;
+  std::optional<double> tres_cpus = tres_count(r.req_tres, "cpu");
+  if (!tres_cpus) tres_cpus = tres_count(r.alloc_tres, "cpu");
+  j.req_cpus = r.req_cpus ? r.req_cpus : (r.ncpus ? r.ncpus : tres_cpus);
+  if (r.usage.req_mem) {
+    const ReqMem& m = *r.usage.req_mem;
+    // A per-CPU request is enforced on the allocated CPUs (NCPUS), which can exceed ReqCPUS.
+    std::optional<double> cpus = r.ncpus ? r.ncpus : (r.req_cpus ? r.req_cpus : tres_cpus);
+    if (m.per == ReqMem::Per::kNode && !r.nodes) ++tally.one_node_assumed;
+    if (m.per == ReqMem::Per::kCpu && !(cpus && *cpus > 0)) ++tally.no_cpu_count;
+    j.req_mem_bytes = sacct::req_mem_total(m, r.nodes, cpus);
+  } else {
+    j.req_mem_bytes = tres_mem_mb(r.req_tres);
+    if (!j.req_mem_bytes) j.req_mem_bytes = tres_mem_mb(r.alloc_tres);
+  }
+  if (j.req_mem_bytes && *j.req_mem_bytes == 0) {
+    j.req_mem_bytes.reset();  // 0 = no limit / whole node: no ratio to learn from
+    ++tally.zero_req_mem;
+  }
+  j.peak_mem_bytes = r.usage.peak_mem;
+  j.peak_vram_bytes = r.usage.peak_vram;
+  if (r.usage.oom) j.state = "OUT_OF_MEMORY";
+  if (j.req_gpus && *j.req_gpus > 0) {
+    std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);
+    if (!type) type = sacct::tres_gpu_type(r.req_tres);
+    if (type) {
+      if (auto it = so.gpu_mem_by_type.find(*type); it != so.gpu_mem_by_type.end()) {
+        j.gpu_mem_bytes = it->second;
+      } else {
+        j.gpu_mem_bytes = sacct::gpu_mem_from_type(*type);
+      }
+    }
+    if (!j.gpu_mem_bytes) j.gpu_mem_bytes = so.default_gpu_mem_bytes;
+    if (!j.gpu_mem_bytes && j.peak_vram_bytes) ++tally.gpu_no_capacity;
+  }
+  if (r.end) {
+    j.end_time = *r.end;
+  } else if (j.start_time && r.elapsed) {
+    j.end_time = *j.start_time + *r.elapsed;
+  } else {
+    j.end_time = 0;
+  }
+}
+
+std::string where(const std::string& name, size_t line) {
+  return name + ":" + std::to_string(line);
+}
+
+void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trace& out) {
+  auto n = [](size_t v) { return std::to_string(v); };
+  if (!submit_everywhere) {
+    out.notes.push_back(
+        "sacct: no Submit column: jobs have no submit times, so `evaluate` cannot order them "
+        "by submission (add Submit to --format); end times come from End, else Start+Elapsed, "
+        "else 0");
+  }
+  if (!first.has(kUser)) {
+    out.notes.push_back("sacct: no User column: every job has an empty user, so there is no "
+                        "same-user history");
+  }
+  if (!first.has(kState)) {
+    out.notes.push_back("sacct: no State column: every job is taken as COMPLETED, so "
+                        "OUT_OF_MEMORY jobs cannot be recognised as censored");
+  }
+  if (t.unfinished) {
+    out.notes.push_back("sacct: " + n(t.unfinished) + " job(s) still running or pending "
+                        "(End=Unknown) left out, first " + t.first_unfinished);
+  }
+  if (t.one_node_assumed) {
+    out.notes.push_back("sacct: " + n(t.one_node_assumed) + " job(s) with a per-node ReqMem "
+                        "(`n` suffix) and no NNodes column: taken as one node");
+  }
+  if (t.no_cpu_count) {
+    out.notes.push_back("sacct: " + n(t.no_cpu_count) + " job(s) with a per-CPU ReqMem (`c` "
+                        "suffix) and no CPU count (NCPUS/ReqCPUS): memory request unknown");
+  }
+  if (t.zero_req_mem) {
+    out.notes.push_back("sacct: " + n(t.zero_req_mem) + " job(s) with ReqMem 0 (no limit): "
+                        "memory request unknown");
+  }
+  if (t.superseded) {
+    out.notes.push_back("sacct: " + n(t.superseded) + " earlier record(s) of requeued jobs "
+                        "replaced by the job's last record");
+  }
+  if (t.repaired) {
+    out.notes.push_back("sacct: " + n(t.repaired) + " row(s) had '|' inside a free-text field; "
+                        "the extra fields were joined back into it");
+  }
+  if (t.gpu_no_capacity) {
+    out.notes.push_back("sacct: " + n(t.gpu_no_capacity) + " GPU job(s) have a gres/gpumem peak "
+                        "but no known per-GPU memory (GPU type not recognised): no VRAM label");
+  }
+}
+
+}  // namespace
+
+Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o,
+                   Trace& out) {
+  return parse_sacct(text, name, o, SacctOptions{}, out);
+}
+
+Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o,
+                   const SacctOptions& so, Trace& out) {
+  // Scripts first: a bad --scripts path should fail before any work.
+  std::unordered_map<std::string, std::string> dump;
+  if (!o.scripts_dump.empty()) {
+    auto data = read_file(o.scripts_dump);
+    if (!data) return data.status();
+    dump = sacct::parse_batch_script_dump(*data);
+  }
+  std::optional<sacct::ScriptFolder> folder;
+  if (!o.scripts_dir.empty()) {
+    auto f = sacct::ScriptFolder::open(o.scripts_dir);
+    if (!f) return f.status();
+    folder = std::move(f.value());
+  }
+
+  std::optional<Layout> layout, first_layout;
+  bool submit_everywhere = true;
+  if (!o.columns.empty()) {
+    auto l = make_layout(o.columns, false, name + ": --columns");
+    if (!l) return l.status();
+    layout = *l;
+  }
+
+  std::vector<Record> recs;
+  std::unordered_map<std::string, size_t> current;  // job key -> its latest record
+  std::unordered_map<std::string, std::vector<std::pair<size_t, Usage>>> orphans;
+  std::unordered_set<std::string> rejected;  // jobs whose row was malformed: drop their steps
+  Tally tally;
+
+  const std::vector<std::string_view> lines = split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t lineno = i + 1;
+    if (trim(lines[i]).empty()) continue;
+    std::vector<std::string_view> fields = split(lines[i], '|');
+    if (looks_like_header(fields)) {
+      bool trailing = false;
+      std::vector<std::string> names = header_names(fields, trailing);
+      auto l = make_layout(names, trailing, where(name, lineno));
+      if (!l) return l.status();
+      layout = *l;
+      if (!first_layout) first_layout = layout;
+      submit_everywhere = submit_everywhere && layout->has(kSubmit);
+      continue;
+    }
+    if (!layout) {
+      return Status::invalid(where(name, lineno) +
+                             ": header: the first line is not a sacct header (no JobID column); "
+                             "for `sacct -n` output give the --format column names (--columns)");
+    }
+    if (!first_layout) {
+      first_layout = layout;
+      submit_everywhere = layout->has(kSubmit);
+    }
+    ++out.stats.lines;
+    Row row;
+    row.f = std::move(fields);
+    row.layout = &*layout;
+    bool repaired = false;
+    if (std::string why = fit_row(row, *layout, repaired); !why.empty()) {
+      Status s = skip_line(out, o, where(name, lineno) + ": row: " + why);
+      if (!s) return s;
+      continue;
+    }
+    tally.repaired += repaired ? 1 : 0;
+    std::string_view id = row.get(layout->has(kJobId) ? kJobId : kJobIdRaw);
+    const sacct::JobIdParts parts = sacct::split_job_id(id);
+    if (parts.job.empty() || !std::isdigit(static_cast<unsigned char>(parts.job.front()))) {
+      Status s = skip_line(out, o, where(name, lineno) + ": JobID: " + quoted(id) +
+                                      " is not a job id");
+      if (!s) return s;
+      continue;
+    }
+    const std::string key(parts.job);
+    auto fail = [&](const FieldError& e) {
+      return skip_line(out, o, where(name, lineno) + ": " + std::string(kDisplayNames[e.col]) +
+                                  ": " + e.why);
+    };
+    if (parts.step.empty()) {
+      Record r;
+      r.line = lineno;
+      r.job.job_id = key;
+      if (auto e = read_job_row(row, r)) {
+        rejected.insert(key);
+        if (auto it = current.find(key); it != current.end()) {
+          recs[it->second].superseded = true;
+          current.erase(it);
+        }
+        if (Status s = fail(*e); !s) return s;
+        continue;
+      }
+      rejected.erase(key);
+      if (auto it = current.find(key); it != current.end()) {
+        recs[it->second].superseded = true;
+        ++tally.superseded;
+      }
+      if (auto it = orphans.find(key); it != orphans.end()) {
+        for (auto& [line, u] : it->second) merge_usage(r.usage, u);
+        orphans.erase(it);
+      }
+      current[key] = recs.size();
+      recs.push_back(std::move(r));
+      continue;
+    }
+    if (rejected.count(key)) continue;  // its job row was already reported
+    Usage u;
+    if (auto e = read_usage(row, u)) {
+      if (Status s = fail(*e); !s) return s;
+      continue;
+    }
+    if (auto it = current.find(key); it != current.end()) {
+      merge_usage(recs[it->second].usage, u);
+    } else {
+      orphans[key].emplace_back(lineno, u);
+    }
+  }
+  // Steps whose job row never came: nothing to attach them to.
+  std::vector<std::pair<size_t, std::string>> lost;
+  for (auto& [key, steps] : orphans) {
+    for (auto& [line, u] : steps) lost.emplace_back(line, key);
+  }
+  std::sort(lost.begin(), lost.end());
+  for (auto& [line, key] : lost) {
+    Status s = skip_line(out, o, where(name, line) + ": JobID: step of job " + key +
+                                    " whose job row is missing");
+    if (!s) return s;
+  }
+
+  for (Record& r : recs) {
+    if (r.superseded) continue;
+    if (r.unfinished) {
+      if (tally.unfinished++ == 0) tally.first_unfinished = where(name, r.line) + " " + r.job.job_id;
+      continue;
+    }
+    finish_job(r, so, tally);
+    Job& j = r.job;
+    const std::vector<std::string> keys = sacct::script_keys(j.job_id, r.job_id_raw);
+    for (const std::string& k : keys) {
+      if (auto it = dump.find(k); it != dump.end()) {
+        j.script = it->second;
+        break;
+      }
+    }
+    if (!j.script && folder) {
+      auto s = folder->find(keys);
+      if (!s) return s.status();
+      j.script = std::move(s.value());
+    }
+    if (j.script) {
+      ++tally.with_script;
+    } else if (!j.job_name.empty()) {
+      j.workload = j.job_name;
+    }
+    out.jobs.push_back(std::move(j));
+    ++out.stats.jobs;
+  }
+  if (tally.with_script) out.has_scripts = true;
+  if (!submit_everywhere) out.has_submit_times = false;
+  if (first_layout) add_notes(tally, *first_layout, submit_everywhere, out);
+  return Status::ok();
+}
+
+}  // namespace peakcast::ingest
