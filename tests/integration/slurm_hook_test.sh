@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Integration test of the Slurm side of peakcast on a real single-host cluster (run as root):
+#  - contrib/slurm/job_submit.lua puts the daemon's /v1/predict answer into each job's Comment;
+#  - the request it sends carries the right memory, CPUs, GPUs and time (checked when the daemon is
+#    the stand-in, which logs what it receives);
+#  - with the daemon down, slow, or answering garbage, submissions still succeed, unchanged (fail open);
+#  - afterwards sacct -P shows MaxRSS near the memory each job allocated, the Comment, and the
+#    stored batch script (AccountingStoreFlags=job_script).
+#
+# Usage: tests/integration/slurm_hook_test.sh
+# Environment:
+#   PEAKCASTD_CMD  command that starts the daemon in the foreground, run with `bash -c "exec ..."`;
+#                  it may use $PEAKCAST_SOCKET (where it must listen) and $TEST_DIR (a scratch
+#                  folder). Default: the Lua stand-in tests/integration/standin_peakcastd.lua.
+#                  Example: PEAKCASTD_CMD='build/apps/peakcastd/peakcastd --model models/m
+#                           --db "$TEST_DIR/history.db" --socket "$PEAKCAST_SOCKET"'
+#   KEEP_DIR=1     keep the cluster folder even when everything passed (it is kept on failure)
+# Prints "N passed, M failed" last; exits 1 when anything failed.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cluster="$here/slurm_cluster.sh"
+tool() { lua5.1 "$here/pc_tool.lua" "$@"; }
+
+TEST_DIR="$(mktemp -d /tmp/peakcast-slurm-test.XXXXXX)"
+PEAKCAST_SOCKET="$TEST_DIR/peakcastd.sock"
+export TEST_DIR PEAKCAST_SOCKET
+standin=0
+if [ -z "${PEAKCASTD_CMD:-}" ]; then
+  standin=1
+  PEAKCASTD_CMD="lua5.1 '$here/standin_peakcastd.lua' \"\$PEAKCAST_SOCKET\" \"\$TEST_DIR/requests.log\" \"\$TEST_DIR/mode\""
+fi
+
+passed=0
+failed=0
+ok()   { passed=$((passed + 1)); echo "PASS $*"; }
+bad()  { failed=$((failed + 1)); echo "FAIL $*"; }
+check() { local name="$1"; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+daemon_pid=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$daemon_pid" ]; then kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; fi
+  "$cluster" stop "$TEST_DIR/cluster"
+  if [ "$failed" -eq 0 ] && [ "$rc" -eq 0 ] && [ "${KEEP_DIR:-0}" != 1 ]; then
+    rm -rf "$TEST_DIR"
+  else
+    echo "kept $TEST_DIR (cluster logs in $TEST_DIR/cluster/log, daemon log $TEST_DIR/daemon.log)"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && exit 0
+  exit 1
+}
+
+start_daemon() {
+  bash -c "exec $PEAKCASTD_CMD" >>"$TEST_DIR/daemon.log" 2>&1 </dev/null &
+  daemon_pid=$!
+  local i
+  for i in $(seq 1 100); do
+    if tool http "$PEAKCAST_SOCKET" GET /healthz 2>/dev/null | head -1 | grep -qx 200; then return 0; fi
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
+}
+stop_daemon() {
+  [ -n "$daemon_pid" ] || return 0
+  kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null
+  daemon_pid=""
+}
+set_mode() { echo "$1" > "$TEST_DIR/mode"; }
+
+# --- cluster and daemon ------------------------------------------------------------------------
+t0=$(date +%s)
+if ! PEAKCAST_SOCKET="$PEAKCAST_SOCKET" "$cluster" start "$TEST_DIR/cluster"; then
+  bad "cluster starts"; finish
+fi
+ok "cluster starts ($(( $(date +%s) - t0 )) s)"
+. "$TEST_DIR/cluster/env.sh"
+work="$TEST_DIR/work"; mkdir -p "$work"
+set_mode ok
+if start_daemon; then ok "daemon answers /healthz"; else bad "daemon answers /healthz (see $TEST_DIR/daemon.log)"; finish; fi
+
+# A job script that allocates and touches MIB mebibytes in one block, holds it 3 s, and prints it.
+alloc_script() {  # name MIB
+  cat > "$work/$1.sh" <<EOF
+#!/bin/bash
+perl -e 'my \$x = ""; vec(\$x, $2 * 1048576 - 1, 8) = 1; sleep 3; print length(\$x), "\n";'
+EOF
+}
+# submit NAME SBATCH_ARGS... : sets job_id and sbatch_err; returns sbatch's status
+submit() {
+  local name="$1"; shift
+  local out
+  out=$(sbatch --parsable --chdir="$work" -o "$work/$name.out" -J "$name" "$@" "$work/$name.sh" 2>"$work/$name.sbatch.err")
+  local rc=$?
+  job_id="${out%%;*}"
+  sbatch_err="$(cat "$work/$name.sbatch.err")"
+  return $rc
+}
+comment_of() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *Comment=//p'; }
+is_prediction() {  # JSON text: an object with predictions.mem
+  [ -n "$1" ] && printf '%s' "$1" | tool jget predictions.mem >/dev/null
+}
+request_field() {  # job name, key: from the stand-in's request log
+  grep -F "\"job_name\":\"$1\"" "$TEST_DIR/requests.log" | tail -1 | sed 's|^/v1/predict ||' | tool jget "$2"
+}
+
+# --- predictions land in the comment -----------------------------------------------------------
+declare -A mib=([alloc200]=200 [alloc400]=400)
+declare -A reqmem_want=([alloc200]=600M [alloc400]=800M)
+declare -A jid=()
+alloc_script alloc200 200
+alloc_script alloc400 400
+if submit alloc200 --mem=600M -t 5 --gres=gpu:1; then
+  jid[alloc200]=$job_id; ok "sbatch alloc200 (job $job_id)"
+else bad "sbatch alloc200: $sbatch_err"; fi
+if submit alloc400 --mem-per-cpu=400M -n 2 --gpus=2; then
+  jid[alloc400]=$job_id; ok "sbatch alloc400 (job $job_id)"
+else bad "sbatch alloc400: $sbatch_err"; fi
+for n in alloc200 alloc400; do
+  [ -n "${jid[$n]:-}" ] || continue
+  c="$(comment_of "${jid[$n]}")"
+  check "$n: Comment carries the prediction" is_prediction "$c"
+  echo "     Comment=$c"
+done
+if [ "$standin" = 1 ]; then
+  check "alloc200: request req_mem_bytes = 600 MiB" [ "$(request_field alloc200 req_mem_bytes)" = 629145600 ]
+  check "alloc200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field alloc200 req_gpus)" = 1 ]
+  check "alloc200: request req_time_s = 300" [ "$(request_field alloc200 req_time_s)" = 300 ]
+  check "alloc200: request carries the script" bash -c "[ \"\$(grep -F '\"job_name\":\"alloc200\"' '$TEST_DIR/requests.log' | sed 's|^/v1/predict ||' | lua5.1 '$here/pc_tool.lua' jget script)\" = \"\$(cat '$work/alloc200.sh')\" ]"
+  check "alloc400: request req_mem_bytes = 2 x 400 MiB (--mem-per-cpu)" [ "$(request_field alloc400 req_mem_bytes)" = 838860800 ]
+  check "alloc400: request req_cpus = 2" [ "$(request_field alloc400 req_cpus)" = 2 ]
+  check "alloc400: request req_gpus = 2 (--gpus=2)" [ "$(request_field alloc400 req_gpus)" = 2 ]
+  check "alloc400: request user = $(id -un)" [ "$(request_field alloc400 user)" = "$(id -un)" ]
+  check "log_user shows the recommendation on sbatch stderr" grep -q "peakcast: predicted peak memory" "$work/alloc200.sbatch.err"
+fi
+
+# --- fail open ---------------------------------------------------------------------------------
+cat > "$work/tiny.sh" <<'EOF'
+#!/bin/bash
+true
+EOF
+failopen_case() {  # label, text expected in the slurmctld.log line
+  local name="tiny_$1" t1 t2
+  cp "$work/tiny.sh" "$work/$name.sh"
+  t1=$(date +%s%N)
+  if submit "$name" --mem=100M; then
+    t2=$(date +%s%N)
+    ok "$1: submission accepted (job $job_id, sbatch took $(( (t2 - t1) / 1000000 )) ms)"
+    check "$1: Comment left empty" [ -z "$(comment_of "$job_id")" ]
+    check "$1: slurmctld.log says why ($2)" grep -qF "peakcast: no prediction ($2" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+    jid[$name]=$job_id
+  else
+    bad "$1: submission refused: $sbatch_err"
+  fi
+}
+if [ "$standin" = 1 ]; then
+  # The stand-in answers one request at a time, so "slow" goes last.
+  set_mode garbage; failopen_case garbage_answer "bad answer"
+  set_mode 500;     failopen_case http_500 "HTTP 500"
+  set_mode slow;    failopen_case slow_daemon "timeout"
+  set_mode ok
+fi
+stop_daemon
+failopen_case daemon_down "connect"
+
+# --- accounting after the jobs end -------------------------------------------------------------
+deadline=$(( $(date +%s) + 90 ))
+while [ -n "$(squeue -h -o %i 2>/dev/null)" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+check "all jobs ended within 90 s" [ -z "$(squeue -h -o %i)" ]
+sacct_rows() {  # job id -> sacct -P rows: JobID|State|ReqMem|MaxRSS|Comment (bytes)
+  sacct -P -n --noconvert -j "$1" --format=JobID,State,ReqMem,MaxRSS,Comment 2>/dev/null
+}
+# slurmctld sends the end record to slurmdbd asynchronously: wait until every job row is final.
+for n in "${!jid[@]}"; do
+  for i in $(seq 1 40); do
+    sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j && $2=="COMPLETED"{f=1} END{exit !f}' && break
+    sleep 0.5
+  done
+done
+for n in alloc200 alloc400; do
+  id="${jid[$n]:-}"; [ -n "$id" ] || continue
+  rows="$(sacct_rows "$id")"
+  echo "$rows" | sed 's/^/     /'
+  state=$(echo "$rows" | awk -F'|' -v j="$id" '$1==j{print $2}')
+  peak=$(echo "$rows" | awk -F'|' '$4 ~ /^[0-9]+$/ && $4+0 > m {m = $4+0} END{printf "%d", m}')
+  want=$(( ${mib[$n]} * 1048576 ))
+  reqmem=$(echo "$rows" | awk -F'|' -v j="$id" '$1==j{print $3}')
+  check "$n: State COMPLETED" [ "$state" = COMPLETED ]
+  check "$n: request unchanged by the hook (ReqMem $reqmem = ${reqmem_want[$n]})" [ "$reqmem" = "${reqmem_want[$n]}" ]
+  check "$n: MaxRSS $peak within [0.9, 1.0 + 64 MiB] of $want" \
+    [ "$peak" -ge $(( want * 9 / 10 )) -a "$peak" -le $(( want + 64 * 1048576 )) ]
+  acct_comment=$(echo "$rows" | awk -F'|' -v j="$id" '$1==j{sub(/^[^|]*\|[^|]*\|[^|]*\|[^|]*\|/, ""); print}')
+  check "$n: sacct Comment carries the prediction" is_prediction "$acct_comment"
+  check "$n: sacct -B returns the stored script" bash -c "sacct -B -j $id | grep -qF 'vec(\$x, ${mib[$n]} * 1048576'"
+done
+for n in "${!jid[@]}"; do
+  case "$n" in tiny_*) ;; *) continue ;; esac
+  state=$(sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j{print $2}')
+  check "$n: State COMPLETED" [ "$state" = COMPLETED ]
+done
+echo "elapsed $(( $(date +%s) - t0 )) s"
+finish
