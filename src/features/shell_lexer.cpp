@@ -1,0 +1,151 @@
+#include "features/tokenizer_internal.h"
+
+namespace peakcast::features::detail {
+
+std::vector<std::string> logical_lines(std::string_view script) {
+  std::vector<std::string> lines;
+  std::string cur;
+  for (size_t i = 0; i < script.size(); ++i) {
+    char c = script[i];
+    if (c == '\r') continue;
+    if (c == '\\' && i + 1 < script.size() &&
+        (script[i + 1] == '\n' || (script[i + 1] == '\r' && i + 2 < script.size() &&
+                                   script[i + 2] == '\n'))) {
+      i += script[i + 1] == '\r' ? 2 : 1;  // continuation: join with the next line
+      cur.push_back(' ');
+      continue;
+    }
+    if (c == '\n') {
+      lines.push_back(std::move(cur));
+      cur.clear();
+      continue;
+    }
+    cur.push_back(c);
+  }
+  if (!cur.empty()) lines.push_back(std::move(cur));
+  return lines;
+}
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view s) : s_(s) {}
+
+  std::vector<Word> run() {
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (is_space(c)) {
+        flush();
+        ++i_;
+      } else if (c == '\'') {
+        ++i_;
+        begin_quote();
+        while (i_ < s_.size() && s_[i_] != '\'') cur_.text.push_back(s_[i_++]);
+        ++i_;  // closing quote (or past the end)
+      } else if (c == '"') {
+        ++i_;
+        begin_quote();
+        while (i_ < s_.size() && s_[i_] != '"') {
+          if (s_[i_] == '\\' && i_ + 1 < s_.size() &&
+              (s_[i_ + 1] == '"' || s_[i_ + 1] == '\\' || s_[i_ + 1] == '$' ||
+               s_[i_ + 1] == '`')) {
+            ++i_;
+          }
+          cur_.text.push_back(s_[i_++]);
+        }
+        ++i_;
+      } else if (c == '\\') {
+        in_word_ = true;
+        if (i_ + 1 < s_.size()) cur_.text.push_back(s_[i_ + 1]);
+        i_ += 2;
+      } else if (c == '#' && !in_word_) {
+        break;  // comment to end of line
+      } else if (c == '$' && i_ + 1 < s_.size() && s_[i_ + 1] == '{') {
+        // ${VAR...}: keep inside the word up to the matching brace.
+        in_word_ = true;
+        int depth = 0;
+        while (i_ < s_.size()) {
+          char d = s_[i_];
+          cur_.text.push_back(d);
+          ++i_;
+          if (d == '{') ++depth;
+          if (d == '}' && --depth == 0) break;
+        }
+      } else if (c == '$' && i_ + 1 < s_.size() && s_[i_ + 1] == '(') {
+        flush();
+        op("$(", 2);
+      } else if (c == '`' || c == '(' || c == ')' ) {
+        flush();
+        op(std::string(1, c), 1);
+      } else if (c == '|') {
+        flush();
+        op(next_is('|') ? "||" : "|", next_is('|') ? 2 : 1);
+      } else if (c == '&') {
+        flush();
+        if (next_is('&')) op("&&", 2);
+        else if (next_is('>')) op("&>", 2);
+        else op("&", 1);
+      } else if (c == ';') {
+        flush();
+        op(next_is(';') ? ";;" : ";", next_is(';') ? 2 : 1);
+      } else if (c == '>' || c == '<') {
+        // "2>" and "1>": a bare fd number right before the redirection belongs to it.
+        if (in_word_ && !cur_.quoted && (cur_.text == "1" || cur_.text == "2")) {
+          cur_ = Word{};
+          in_word_ = false;
+        }
+        flush();
+        if (c == '>') {
+          if (next_is('>')) op(">>", 2);
+          else if (next_is('&')) op(">&", 2);
+          else op(">", 1);
+        } else {
+          if (i_ + 2 < s_.size() && s_[i_ + 1] == '<' && s_[i_ + 2] == '<') op("<<<", 3);
+          else if (next_is('<')) op("<<", 2);
+          else op("<", 1);
+        }
+      } else {
+        in_word_ = true;
+        cur_.text.push_back(c);
+        ++i_;
+      }
+    }
+    flush();
+    return std::move(out_);
+  }
+
+ private:
+  void begin_quote() {
+    if (!cur_.quoted) cur_.quote_start = cur_.text.size();
+    cur_.quoted = true;
+    in_word_ = true;
+  }
+  bool next_is(char c) const { return i_ + 1 < s_.size() && s_[i_ + 1] == c; }
+  void op(std::string text, size_t len) {
+    Word w;
+    w.text = std::move(text);
+    w.is_op = true;
+    out_.push_back(std::move(w));
+    i_ += len;
+  }
+  void flush() {
+    if (in_word_) out_.push_back(std::move(cur_));
+    cur_ = Word{};
+    in_word_ = false;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  Word cur_;
+  bool in_word_ = false;
+  std::vector<Word> out_;
+};
+
+}  // namespace
+
+std::vector<Word> lex_shell_line(std::string_view line) { return Lexer(line).run(); }
+
+}  // namespace peakcast::features::detail

@@ -1,0 +1,87 @@
+#include "peakcast/features/tokenizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "features/tokenizer_internal.h"
+#include "peakcast/core/hash.h"
+
+namespace peakcast::features {
+
+std::vector<std::string> tokenize_script(std::string_view script, const TokenizerOptions& o) {
+  std::vector<std::string> tokens;
+  detail::TokenSink sink(tokens);
+  bool seen_content = false;
+  for (const std::string& raw : detail::logical_lines(script)) {
+    std::string_view line = raw;
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty()) continue;
+    bool first = !seen_content;
+    seen_content = true;
+    if (line.front() == '#') {
+      if (first && line.size() > 1 && line[1] == '!') continue;  // shebang
+      detail::tokenize_directive(line, sink);                     // else: a comment, dropped
+      continue;
+    }
+    detail::tokenize_shell_line(line, sink);
+  }
+  return truncate_tokens(std::move(tokens), o);
+}
+
+std::vector<std::string> truncate_tokens(std::vector<std::string> tokens, const TokenizerOptions& o) {
+  if (tokens.size() <= o.max_tokens) return tokens;
+  double share = std::clamp(o.head_share, 0.0, 1.0);
+  size_t head = static_cast<size_t>(std::floor(share * static_cast<double>(o.max_tokens)));
+  size_t tail = o.max_tokens - head;
+  std::vector<std::string> out;
+  out.reserve(o.max_tokens);
+  for (size_t i = 0; i < head; ++i) out.push_back(std::move(tokens[i]));
+  for (size_t i = tokens.size() - tail; i < tokens.size(); ++i) out.push_back(std::move(tokens[i]));
+  return out;
+}
+
+namespace {
+constexpr uint64_t kBigramSeed = 0x9e3779b97f4a7c15ULL;  // bigrams hash apart from unigrams
+
+void check_buckets(int64_t buckets, int64_t min) {
+  if (buckets < min) {
+    throw std::invalid_argument("hashed features: buckets must be >= " + std::to_string(min));
+  }
+}
+}  // namespace
+
+int64_t token_bucket(std::string_view token, int64_t buckets) {
+  check_buckets(buckets, 1);
+  return static_cast<int64_t>(fnv1a64(token) % static_cast<uint64_t>(buckets));
+}
+
+std::vector<int64_t> hashed_ngrams(const std::vector<std::string>& tokens, int64_t buckets,
+                                   bool bigrams) {
+  check_buckets(buckets, 1);
+  const auto b = static_cast<uint64_t>(buckets);
+  std::vector<int64_t> ids;
+  ids.reserve(bigrams && !tokens.empty() ? 2 * tokens.size() - 1 : tokens.size());
+  for (const auto& t : tokens) ids.push_back(static_cast<int64_t>(fnv1a64(t) % b));
+  if (bigrams) {
+    for (size_t i = 1; i < tokens.size(); ++i) {
+      // Hash "a \x1f b" continued from a's state: no string is built per bigram.
+      uint64_t h = fnv1a64(tokens[i - 1], kBigramSeed);
+      h = fnv1a64("\x1f", h);
+      h = fnv1a64(tokens[i], h);
+      ids.push_back(static_cast<int64_t>(h % b));
+    }
+  }
+  return ids;
+}
+
+std::vector<int64_t> hashed_token_ids(const std::vector<std::string>& tokens, int64_t buckets) {
+  check_buckets(buckets, 2);
+  const auto b = static_cast<uint64_t>(buckets - 1);
+  std::vector<int64_t> ids;
+  ids.reserve(tokens.size());
+  for (const auto& t : tokens) ids.push_back(1 + static_cast<int64_t>(fnv1a64(t) % b));
+  return ids;
+}
+
+}  // namespace peakcast::features

@@ -1,0 +1,217 @@
+#include "peakcast/features/tokenizer.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace pf = peakcast::features;
+
+namespace {
+
+bool has(const std::vector<std::string>& toks, const std::string& t) {
+  return std::find(toks.begin(), toks.end(), t) != toks.end();
+}
+bool any_starts_with(const std::vector<std::string>& toks, const std::string& prefix) {
+  return std::any_of(toks.begin(), toks.end(),
+                     [&](const std::string& t) { return t.rfind(prefix, 0) == 0; });
+}
+std::string bin_of(double x) { return std::to_string(static_cast<int>(std::floor(std::log2(x)))); }
+
+}  // namespace
+
+TEST(Tokenizer, SbatchDirectivesAreTyped) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "#SBATCH --job-name=train_resnet\n"
+      "#SBATCH --mem=64G\n"
+      "#SBATCH --mem-per-cpu=4000\n"
+      "#SBATCH -t 2-00:00:00\n"
+      "#SBATCH --gres=gpu:a100:2\n"
+      "#SBATCH -N2\n"
+      "#SBATCH --cpus-per-task 8\n"
+      "#SBATCH --gpus=4\n";
+  auto t = pf::tokenize_script(script);
+  EXPECT_TRUE(has(t, "sbatch:--mem"));
+  EXPECT_TRUE(has(t, "sbatch:--mem=bin:" + bin_of(64.0 * (1ULL << 30))));          // 36
+  EXPECT_TRUE(has(t, "sbatch:--mem-per-cpu=bin:" + bin_of(4000.0 * 1024 * 1024)));  // bare = MB
+  EXPECT_TRUE(has(t, "sbatch:--time"));                       // -t spelled long
+  EXPECT_TRUE(has(t, "sbatch:--time=hbin:" + bin_of(48.0)));  // two days in hours
+  EXPECT_TRUE(has(t, "sbatch:--gres:gpu"));
+  EXPECT_TRUE(has(t, "sbatch:--gres:gpu:a100"));
+  EXPECT_TRUE(has(t, "sbatch:--gres:gpu=gpus:2"));
+  EXPECT_TRUE(has(t, "sbatch:--nodes=bin:1"));          // attached value "-N2"
+  EXPECT_TRUE(has(t, "sbatch:--cpus-per-task=bin:3"));  // space-separated value
+  EXPECT_TRUE(has(t, "sbatch:--gpus=gpus:4"));
+  EXPECT_TRUE(has(t, "sbatch:--job-name=train_resnet"));
+  EXPECT_FALSE(any_starts_with(t, "path:bin"));  // shebang dropped
+}
+
+TEST(Tokenizer, OtherSchedulersDirectives) {
+  auto pbs = pf::tokenize_script("#PBS -l select=2:ncpus=8:mem=16gb:ngpus=1,walltime=12:00:00\n");
+  EXPECT_TRUE(has(pbs, "pbs:-l:ncpus=bin:3"));
+  EXPECT_TRUE(has(pbs, "pbs:-l:mem=bin:" + bin_of(16.0 * (1ULL << 30))));
+  EXPECT_TRUE(has(pbs, "pbs:-l:ngpus=gpus:1"));
+  EXPECT_TRUE(has(pbs, "pbs:-l:walltime=hbin:3"));  // 12 h
+
+  auto uge = pf::tokenize_script("#$ -l h_vmem=1G,h_rt=1:0:0\n#$ -pe smp 4\n");
+  EXPECT_TRUE(has(uge, "uge:-l:h_vmem=bin:30"));
+  EXPECT_TRUE(has(uge, "uge:-l:h_rt=hbin:0"));
+  EXPECT_TRUE(has(uge, "uge:-pe=smp"));
+  EXPECT_TRUE(has(uge, "uge:-pe=bin:2"));
+
+  auto lsf = pf::tokenize_script("#BSUB -R \"rusage[mem=4000] span[ptile=4]\"\n#BSUB -gpu \"num=2\"\n#BSUB -W 30\n");
+  EXPECT_TRUE(has(lsf, "bsub:-R:rusage:mem=bin:" + bin_of(4000.0 * 1024 * 1024)));
+  EXPECT_TRUE(has(lsf, "bsub:-R:span:ptile=bin:2"));
+  EXPECT_TRUE(has(lsf, "bsub:-gpu:num=gpus:2"));
+  EXPECT_TRUE(has(lsf, "bsub:-W=hbin:-1"));  // 30 minutes
+
+  auto pjm = pf::tokenize_script("#PJM -L \"rscgrp=small,node=1\"\n#PJM -L elapse=72:00:00\n");
+  EXPECT_TRUE(has(pjm, "pjm:-L:rscgrp=small"));
+  EXPECT_TRUE(has(pjm, "pjm:-L:node=bin:0"));
+  EXPECT_TRUE(has(pjm, "pjm:-L:elapse=hbin:6"));
+
+  auto flux = pf::tokenize_script("#flux: -N 2\n#FLUX: -t 2h\n#COBALT -t 100\n#COBALT -n 2\n");
+  EXPECT_TRUE(has(flux, "flux:-N=bin:1"));
+  EXPECT_TRUE(has(flux, "flux:-t=hbin:1"));
+  EXPECT_TRUE(has(flux, "cobalt:-t=hbin:0"));  // 100 minutes
+  EXPECT_TRUE(has(flux, "cobalt:-n=bin:1"));
+}
+
+TEST(Tokenizer, CommandsFlagsAndNumbers) {
+  auto t = pf::tokenize_script(
+      "module load cuda/11.8 gcc\n"
+      "export OMP_NUM_THREADS=8\n"
+      "srun -n 4 /usr/bin/python3 train.py --batch-size 64 --lr=0.001 epochs=10 --model resnet50 | tee log.txt\n");
+  EXPECT_TRUE(has(t, "cmd:module"));
+  EXPECT_TRUE(has(t, "module:cuda"));
+  EXPECT_TRUE(has(t, "module:cuda/11.8"));
+  EXPECT_TRUE(has(t, "module:gcc"));
+  EXPECT_TRUE(has(t, "env:OMP_NUM_THREADS"));
+  EXPECT_TRUE(has(t, "env:OMP_NUM_THREADS=bin:3"));
+  EXPECT_TRUE(has(t, "cmd:srun"));
+  EXPECT_TRUE(has(t, "-n=bin:2"));
+  EXPECT_TRUE(has(t, "cmd:python3"));  // a launcher's program, basename of its path
+  EXPECT_TRUE(has(t, "--batch-size"));
+  EXPECT_TRUE(has(t, "--batch-size=bin:6"));
+  EXPECT_TRUE(has(t, "num:bin:6"));
+  EXPECT_TRUE(has(t, "--lr=bin:-10"));
+  EXPECT_TRUE(has(t, "kv:epochs=bin:3"));
+  EXPECT_TRUE(has(t, "--model=resnet50"));
+  EXPECT_TRUE(has(t, "path:train"));
+  EXPECT_TRUE(has(t, "path:py"));
+  EXPECT_TRUE(has(t, "op:|"));
+  EXPECT_TRUE(has(t, "cmd:tee"));  // first word of the second pipeline stage
+}
+
+TEST(Tokenizer, CommentsDroppedDirectivesKept) {
+  auto t = pf::tokenize_script(
+      "#!/bin/bash\n# secretword in a comment\n#SBATCH -p gpu\necho hi # trailing secretword\n"
+      "  # indented secretword\n#SBATCHX --mem=1\n");
+  for (const auto& tok : t) EXPECT_EQ(tok.find("secretword"), std::string::npos) << tok;
+  EXPECT_TRUE(has(t, "sbatch:--partition=gpu"));
+  EXPECT_TRUE(has(t, "cmd:echo"));
+  EXPECT_FALSE(any_starts_with(t, "sbatch:--mem"));  // "#SBATCHX" is a comment
+}
+
+TEST(Tokenizer, QuotingAndContinuations) {
+  auto t = pf::tokenize_script(
+      "python run.py \\\n  --steps 1024 \\\n  --name \"my run\"\n"
+      "MSG='# not a comment'\nbash -c \"python eval.py --k 3\"\n");
+  EXPECT_TRUE(has(t, "--steps=bin:10"));  // continuation joined into one command
+  EXPECT_TRUE(has(t, "env:MSG"));
+  EXPECT_TRUE(has(t, "w:comment"));        // '#' inside quotes is text
+  EXPECT_TRUE(has(t, "--k=bin:1"));        // quoted command string tokenized as arguments
+  EXPECT_EQ(std::count(t.begin(), t.end(), "cmd:python"), 1);
+}
+
+TEST(Tokenizer, TruncationKeepsHeadAndTailShares) {
+  std::string script;
+  for (int i = 0; i < 500; ++i) script += "cmd" + std::to_string(i) + "x\n";
+  pf::TokenizerOptions o;
+  o.max_tokens = 100;
+  auto full = pf::tokenize_script(script, pf::TokenizerOptions{100000, 0.6});
+  auto t = pf::tokenize_script(script, o);
+  ASSERT_EQ(full.size(), 500u);
+  ASSERT_EQ(t.size(), 100u);
+  for (size_t i = 0; i < 60; ++i) EXPECT_EQ(t[i], full[i]);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(t[60 + i], full[full.size() - 40 + i]);
+}
+
+RC_GTEST_PROP(Tokenizer, TruncationRule, (std::vector<int> xs, unsigned max, unsigned share_pct)) {
+  std::vector<std::string> toks;
+  for (int x : xs) toks.push_back(std::to_string(x));
+  pf::TokenizerOptions o{max % 300, (share_pct % 101) / 100.0};
+  auto t = pf::truncate_tokens(toks, o);
+  RC_ASSERT(t.size() == std::min(toks.size(), o.max_tokens));
+  if (toks.size() > o.max_tokens) {
+    size_t head = static_cast<size_t>(std::floor(o.head_share * o.max_tokens));
+    for (size_t i = 0; i < head; ++i) RC_ASSERT(t[i] == toks[i]);
+    for (size_t i = head; i < t.size(); ++i) RC_ASSERT(t[i] == toks[toks.size() - t.size() + i]);
+  }
+}
+
+RC_GTEST_PROP(Tokenizer, NeverThrowsDeterministicAndBounded, (std::string text)) {
+  auto a = pf::tokenize_script(text);
+  auto b = pf::tokenize_script(text);
+  RC_ASSERT(a == b);
+  RC_ASSERT(a.size() <= 4096u);
+  for (const auto& t : a) RC_ASSERT(!t.empty() && t.size() <= 64u);
+}
+
+TEST(Tokenizer, HashedIdsInRangeAndStable) {
+  std::vector<std::string> toks = {"cmd:python", "--batch-size=bin:6", "num:bin:6"};
+  auto ng = pf::hashed_ngrams(toks, 1000);
+  ASSERT_EQ(ng.size(), 5u);  // 3 unigrams then 2 bigrams
+  for (auto id : ng) EXPECT_TRUE(id >= 0 && id < 1000);
+  EXPECT_EQ(ng[0], pf::token_bucket("cmd:python", 1000));
+  EXPECT_EQ(pf::hashed_ngrams(toks, 1000), ng);
+  EXPECT_EQ(pf::hashed_ngrams(toks, 1000, false).size(), 3u);
+  auto ids = pf::hashed_token_ids(toks, 50);
+  for (auto id : ids) EXPECT_TRUE(id >= 1 && id < 50);
+  EXPECT_THROW(pf::hashed_token_ids(toks, 1), std::invalid_argument);
+  EXPECT_TRUE(pf::hashed_ngrams({}, 10).empty());
+}
+
+TEST(Tokenizer, RealScriptsNeverThrow) {
+  const std::string path = PEAKCAST_SOURCE_DIR "/../shared/data/scripts/script-ai.jsonl";
+  std::ifstream in(path);
+  if (!in) GTEST_SKIP() << "real scripts absent: " << path;
+  std::string line;
+  std::vector<size_t> counts;
+  size_t truncated = 0, with_directive = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    std::string text = j.at("text").get<std::string>();
+    std::vector<std::string> toks;
+    ASSERT_NO_THROW(toks = pf::tokenize_script(text)) << j.at("id");
+    auto again = pf::tokenize_script(text);
+    ASSERT_EQ(toks, again);
+    auto full = pf::tokenize_script(text, pf::TokenizerOptions{1u << 30, 0.6});
+    counts.push_back(full.size());
+    if (full.size() > 4096) ++truncated;
+    bool directive = std::any_of(toks.begin(), toks.end(), [](const std::string& t) {
+      for (const char* p : {"sbatch:", "pbs:", "bsub:", "uge:", "pjm:", "flux:", "cobalt:"}) {
+        if (t.rfind(p, 0) == 0) return true;
+      }
+      return false;
+    });
+    if (directive) ++with_directive;
+    EXPECT_FALSE(toks.empty()) << "script " << j.at("id") << " gave no tokens";
+  }
+  ASSERT_EQ(counts.size(), 652u);
+  std::sort(counts.begin(), counts.end());
+  auto q = [&](double p) { return counts[static_cast<size_t>(p * (counts.size() - 1))]; };
+  std::cout << "[ tokens   ] 652 real scripts: min " << counts.front() << ", p10 " << q(0.1)
+            << ", p50 " << q(0.5) << ", p90 " << q(0.9) << ", p99 " << q(0.99) << ", max "
+            << counts.back() << "; over 4096: " << truncated << "; with a parsed directive: "
+            << with_directive << "\n";
+  // Nearly every script in the corpus is a batch script with directives.
+  EXPECT_GT(with_directive, counts.size() * 9 / 10);
+}
