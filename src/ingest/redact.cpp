@@ -1,0 +1,502 @@
+// Redaction of job scripts before hashing (docs/redaction.md). The rules run in a fixed order
+// over the whole text; every rule leaves its own placeholders (<SECRET>, <TOKEN>, <EMAIL>,
+// <USER>, <GROUP>, <PRIVATE KEY>) untouched, which is what makes redaction idempotent.
+// Patterns are PCRE2 (8-bit, byte mode, JIT when available), compiled once in function-local
+// statics (thread-safe initialization); compiled code is read-only and shared, match data is
+// per call.
+#include "peakcast/ingest/redact.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <array>
+#include <cctype>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "peakcast/core/hash.h"
+
+namespace peakcast::ingest {
+namespace {
+
+// ---------------------------------------------------------------- PCRE2 wrapper
+
+class Pattern {
+ public:
+  explicit Pattern(const char* regex, uint32_t options = 0) {
+    int err = 0;
+    PCRE2_SIZE where = 0;
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex), PCRE2_ZERO_TERMINATED, options, &err,
+                          &where, nullptr);
+    if (code_ == nullptr) {
+      std::array<PCRE2_UCHAR, 256> buf{};
+      pcre2_get_error_message(err, buf.data(), buf.size());
+      throw std::logic_error("redact: bad pattern at " + std::to_string(where) + ": " +
+                             reinterpret_cast<const char*>(buf.data()));
+    }
+    pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE);  // failure is fine: the interpreter is used
+  }
+  ~Pattern() { pcre2_code_free(code_); }
+  Pattern(const Pattern&) = delete;
+  Pattern& operator=(const Pattern&) = delete;
+  const pcre2_code* get() const { return code_; }
+
+ private:
+  pcre2_code* code_ = nullptr;
+};
+
+struct Match {
+  std::string_view subject;
+  const PCRE2_SIZE* ov = nullptr;
+  int groups = 0;
+
+  size_t begin(int i = 0) const { return ov[2 * i]; }
+  size_t end(int i = 0) const { return ov[2 * i + 1]; }
+  bool has(int i) const { return i < groups && ov[2 * i] != PCRE2_UNSET; }
+  std::string_view group(int i) const {
+    if (!has(i)) return {};
+    return subject.substr(ov[2 * i], ov[2 * i + 1] - ov[2 * i]);
+  }
+};
+
+// What a rule callback decides for one match.
+struct Decision {
+  std::optional<std::string> replacement;  // nullopt: keep the text
+  size_t resume = 0;                       // when kept: where to search next (0: match end)
+};
+
+// Replaces every match for which `decide` returns a replacement. Searching continues after a
+// replaced match, or at Decision::resume after a kept one (so a rejected long candidate does not
+// hide a shorter one inside it).
+template <typename Fn>
+std::string replace_all(const Pattern& p, std::string_view s, Fn&& decide) {
+  using MatchData = std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)>;
+  MatchData md(pcre2_match_data_create_from_pattern(p.get(), nullptr), &pcre2_match_data_free);
+  if (!md) throw std::bad_alloc();
+  std::string out;
+  size_t copied = 0;
+  size_t offset = 0;
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
+  while (offset <= s.size()) {
+    int rc = pcre2_match(p.get(), subject, s.size(), offset, 0, md.get(), nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      std::array<PCRE2_UCHAR, 256> buf{};
+      pcre2_get_error_message(rc, buf.data(), buf.size());
+      throw std::runtime_error(std::string("redact: match failed: ") +
+                               reinterpret_cast<const char*>(buf.data()));
+    }
+    Match m{s, pcre2_get_ovector_pointer(md.get()), rc};
+    Decision d = decide(m);
+    size_t b = m.begin(), e = m.end();
+    if (d.replacement) {
+      out.append(s.substr(copied, b - copied));
+      out += *d.replacement;
+      copied = e;
+      offset = e > b ? e : b + 1;
+    } else {
+      size_t next = d.resume != 0 ? d.resume : e;
+      offset = next > b ? next : b + 1;
+    }
+  }
+  if (copied == 0) return std::string(s);
+  out.append(s.substr(copied));
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// ---------------------------------------------------------------- rule 1: whitespace
+
+// CRLF and lone CR become LF; spaces, tabs, \f and \v at the end of every line are dropped;
+// trailing empty lines and a leading UTF-8 byte-order mark are dropped. The result has no final
+// newline.
+std::string normalize_whitespace(std::string_view s) {
+  if (s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);
+  std::string out;
+  out.reserve(s.size());
+  size_t line_start = 0;  // in `out`
+  auto trim_line = [&] {
+    while (out.size() > line_start) {
+      char c = out.back();
+      if (c == ' ' || c == '\t' || c == '\f' || c == '\v') {
+        out.pop_back();
+      } else {
+        break;
+      }
+    }
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '\r' || c == '\n') {
+      if (c == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      trim_line();
+      out.push_back('\n');
+      line_start = out.size();
+    } else {
+      out.push_back(c);
+    }
+  }
+  trim_line();
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// ---------------------------------------------------------------- rule 2: private keys
+
+// "-----BEGIN <anything> PRIVATE KEY<anything>-----" up to the matching "-----END ...-----"
+// line (or to the end of the text when the block is cut off) becomes "<PRIVATE KEY>".
+std::string redact_private_keys(std::string_view s, int& count) {
+  static constexpr std::string_view kBegin = "-----BEGIN";
+  std::string out;
+  size_t copied = 0, pos = 0;
+  while ((pos = s.find(kBegin, pos)) != std::string_view::npos) {
+    size_t hdr = pos + kBegin.size();
+    size_t close = s.find("-----", hdr);
+    if (close == std::string_view::npos) break;
+    std::string_view header = s.substr(hdr, close - hdr);
+    if (header.find('\n') != std::string_view::npos ||
+        header.find("PRIVATE KEY") == std::string_view::npos) {
+      pos = hdr;
+      continue;
+    }
+    size_t stop = s.size();
+    size_t end_marker = s.find("-----END", close + 5);
+    if (end_marker != std::string_view::npos) {
+      size_t end_close = s.find("-----", end_marker + 8);
+      size_t eol = s.find('\n', end_marker);
+      if (end_close != std::string_view::npos && (eol == std::string_view::npos || end_close < eol)) {
+        stop = end_close + 5;
+      } else {
+        stop = eol == std::string_view::npos ? s.size() : eol;
+      }
+    }
+    out.append(s.substr(copied, pos - copied));
+    out += "<PRIVATE KEY>";
+    ++count;
+    copied = pos = stop;
+  }
+  if (copied == 0) return std::string(s);
+  out.append(s.substr(copied));
+  return out;
+}
+
+// ---------------------------------------------------------------- rule 3: token shapes
+
+const Pattern& token_shapes() {
+  static const Pattern p(
+      "(?<![A-Za-z0-9_>])(?:"
+      "gh[pousr]_[A-Za-z0-9]{30,}"                       // GitHub classic tokens
+      "|github_pat_[A-Za-z0-9_]{30,}"                    // GitHub fine-grained tokens
+      "|glpat-[A-Za-z0-9_-]{20,}"                        // GitLab personal access tokens
+      "|xox[abposr]-[A-Za-z0-9-]{10,}"                   // Slack tokens
+      "|(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}"
+      "(?![A-Za-z0-9])"                                  // AWS access key ids
+      "|hf_[A-Za-z0-9]{30,}"                             // Hugging Face
+      "|sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}"       // OpenAI/Anthropic-style secret keys
+      "|AIza[0-9A-Za-z_-]{35}"                           // Google API keys
+      "|npm_[A-Za-z0-9]{36}"                             // npm tokens
+      "|eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}"  // JWTs
+      "|https://hooks\\.slack\\.com/services/[A-Za-z0-9/_-]+"              // Slack webhooks
+      ")");
+  return p;
+}
+
+// "Bearer X", "Authorization: Basic X", "Authorization: token X" with a literal X.
+const Pattern& auth_headers() {
+  static const Pattern p(
+      "(\\bbearer[ \\t]+|\\bauthorization:[ \\t]*(?:basic|token)[ \\t]+)"
+      "([A-Za-z0-9._~+/=-]{8,})",
+      PCRE2_CASELESS);
+  return p;
+}
+
+// ---------------------------------------------------------------- rule 4: credentials
+
+const Pattern& url_credentials() {  // scheme://user:password@host
+  static const Pattern p("\\b([A-Za-z][A-Za-z0-9+.-]*://)([^\\s/:@<>\"']+):([^\\s/@<>\"']+)@");
+  return p;
+}
+
+// -u user:password / --user user:password; only on lines that run curl (checked by the caller).
+const Pattern& curl_user() {
+  static const Pattern p(
+      "((?<![A-Za-z0-9_-])(?:-u|--user)(?:[ \\t]+|=)[\"']?)([^\\s:\"'<$]+):([^\\s\"'<$]+)");
+  return p;
+}
+
+bool line_runs_curl(std::string_view s, size_t pos) {
+  size_t bol = s.rfind('\n', pos);
+  bol = bol == std::string_view::npos ? 0 : bol + 1;
+  std::string_view line = s.substr(bol, pos - bol);
+  for (size_t p = line.find("curl"); p != std::string_view::npos; p = line.find("curl", p + 1)) {
+    bool left = p == 0 || !std::isalnum(static_cast<unsigned char>(line[p - 1]));
+    bool right = p + 4 == line.size() || !std::isalnum(static_cast<unsigned char>(line[p + 4]));
+    if (left && right) return true;
+  }
+  return false;
+}
+
+const Pattern& sshpass() {  // sshpass -p password
+  static const Pattern p("(\\bsshpass[ \\t]+-p[ \\t]*[\"']?)([^\\s\"'<$]+)");
+  return p;
+}
+
+// ---------------------------------------------------------------- rule 5: secret assignments
+
+// NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE.
+// Group 1: dashes, 2: quote around the name, 3: name, 4: separator, 5: value.
+const Pattern& assignments() {
+  static const Pattern p(
+      "(?<![A-Za-z0-9_$./>-])(?<!\\$\\{)(-{0,2})([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\\2\\]?"
+      "([ \\t]*[=:][ \\t]*|[ \\t]+)"
+      "(\"[^\"\\n]*\"|'[^'\\n]*'|[^\\s;&|()<>'\"`,\\]=:][^\\s;&|()<>'\"`,\\]]*)");
+  return p;
+}
+
+// Splits a variable or flag name into lower-case words at non-alphanumerics and camelCase humps.
+std::vector<std::string> name_words(std::string_view name) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (size_t i = 0; i < name.size(); ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (!std::isalnum(c)) {
+      if (!cur.empty()) words.push_back(std::move(cur)), cur.clear();
+      continue;
+    }
+    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1])) &&
+        !cur.empty()) {
+      words.push_back(std::move(cur)), cur.clear();
+    }
+    cur.push_back(static_cast<char>(std::tolower(c)));
+  }
+  if (!cur.empty()) words.push_back(std::move(cur));
+  return words;
+}
+
+bool secret_name(std::string_view name) {
+  static const std::array<std::string_view, 13> kWords = {
+      "token",      "secret",      "secrets",   "password", "passwd",     "passphrase", "credential",
+      "credentials", "apikey",     "accesskey", "secretkey", "privatekey", "authtoken"};
+  auto words = name_words(name);
+  for (const auto& w : words) {
+    for (auto k : kWords) {
+      if (w == k) return true;
+    }
+  }
+  return words.size() >= 2 && words.back() == "key";  // *_KEY, api-key, AccessKey
+}
+
+// Values that cannot be a literal secret: references ($VAR, ${VAR}, $(cmd)), placeholders
+// (<...>), booleans, short numbers.
+bool harmless_value(std::string_view v) {
+  if (v.empty() || v[0] == '$' || v[0] == '<') return true;
+  static const std::array<std::string_view, 8> kLiterals = {"true", "false", "yes", "no",
+                                                            "none", "null",  "on",  "off"};
+  std::string lv = lower(v);
+  for (auto k : kLiterals) {
+    if (lv == k) return true;
+  }
+  if (v.size() < 10) {
+    bool number = true, digit = false;
+    for (char c : v) {
+      if (std::isdigit(static_cast<unsigned char>(c))) {
+        digit = true;
+      } else if (c != '.' && c != 'e' && c != 'E' && c != '-' && c != '+') {
+        number = false;
+      }
+    }
+    bool has_dot_or_exp = v.find_first_of(".eE") != std::string_view::npos;
+    if (number && digit && (has_dot_or_exp || v.size() < 6)) return true;
+  }
+  return false;
+}
+
+std::string redact_assignments(std::string_view s, int& count) {
+  return replace_all(assignments(), s, [&](const Match& m) -> Decision {
+    Decision keep{std::nullopt, m.end(3)};
+    std::string_view dashes = m.group(1), name = m.group(3), sep = m.group(4), value = m.group(5);
+    bool spaced = sep.find_first_of("=:") == std::string_view::npos;
+    if (spaced && dashes.empty()) return keep;  // "export NAME" is not NAME=value
+    if (!secret_name(name)) return keep;
+    std::string_view inner = value;
+    char quote = 0;
+    if (inner.size() >= 2 && (inner[0] == '"' || inner[0] == '\'')) {
+      quote = inner[0];
+      inner = inner.substr(1, inner.size() - 2);
+    }
+    if (harmless_value(inner)) return {};  // skip the whole value
+    if (!quote && m.end() < s.size() && (s[m.end()] == '(' || s[m.end()] == '[')) {
+      return keep;  // a function call or subscript: code, not a literal
+    }
+    ++count;
+    std::string out(s.substr(m.begin(), m.begin(5) - m.begin()));
+    if (quote) out.push_back(quote);
+    out += "<SECRET>";
+    if (quote) out.push_back(quote);
+    return {std::move(out)};
+  });
+}
+
+// ---------------------------------------------------------------- rule 6: e-mail
+
+// An address whose local part may hold shell variables (${USER}@site.edu) or a documentation
+// placeholder (<NetID>@site.edu). Not after ':' or '/' (URLs with credentials are handled
+// above) except right after "mailto:".
+const Pattern& emails() {
+  static const Pattern p(
+      "(?:(?<=mailto:)|(?<![A-Za-z0-9_.%+/:$}>-]))"
+      "((?:[A-Za-z0-9._%+-]|\\$\\{?[A-Za-z_][A-Za-z0-9_]*\\}?|<[A-Za-z0-9_ -]{1,40}>)+)"
+      "@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+      "\\.[A-Za-z]{2,}(?![A-Za-z0-9])");
+  return p;
+}
+
+// Scheduler notification directives: the value is an address (or a user name) whatever it looks
+// like. Slurm --mail-user, PBS/UGE -M, LSF -u, PJM --mail-list, Cobalt --notify.
+const Pattern& mail_directives() {
+  static const Pattern p(
+      "^([ \\t]*#(?:SBATCH[ \\t][^\\n]*?--mail-user|PBS(?:[ \\t][^\\n]*?)?[ \\t]-M|"
+      "\\$(?:[ \\t][^\\n]*?)?[ \\t]-M|BSUB(?:[ \\t][^\\n]*?)?[ \\t]-u|PJM[ \\t][^\\n]*?--mail-list|"
+      "COBALT[ \\t][^\\n]*?--notify)(?:[ \\t]*=[ \\t]*|[ \\t]+))"
+      "(<[^>\\n]*>|\"[^\"\\n]*\"|'[^'\\n]*'|[^\\s#]+)",
+      PCRE2_MULTILINE);
+  return p;
+}
+
+// ---------------------------------------------------------------- rule 7: user paths
+
+bool path_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
+         c == '/' || c == '<' || c == '>';  // <USER>/<GROUP> placeholders are path components
+}
+
+// True when the match at `pos` (a '/') lies in the first `max_components` components of an
+// absolute path: not relative, not after $VAR / ${VAR} / ~, not a URL path.
+bool leading_absolute_component(std::string_view s, size_t pos, int max_components) {
+  size_t b = pos;
+  while (b > 0 && path_char(s[b - 1])) --b;
+  std::string_view prefix = s.substr(b, pos - b);
+  if (!prefix.empty() && prefix[0] != '/') return false;  // relative, or $HOME/...
+  if (prefix.substr(0, 2) == "//") return false;          // URL authority
+  if (b > 0) {
+    char before = s[b - 1];
+    if (before == '$' || before == '}' || before == '~' || before == ')') return false;
+  }
+  int components = 0;
+  for (char c : prefix) components += c == '/';
+  return components < max_components;
+}
+
+const Pattern& home_paths() {
+  // Group 1/2: the directory word, 3: the user component.
+  static const Pattern p(
+      "/(?:(home|Users|users|scratch)/|(homes)/(?:[a-z]/)?)(?!\\.{1,2}(?:/|$))"
+      "([A-Za-z0-9_.][A-Za-z0-9_.-]*+)");
+  return p;
+}
+
+const Pattern& work_paths() {
+  static const Pattern p(
+      "/work/(?!\\.{1,2}(?:/|$))([A-Za-z0-9_.][A-Za-z0-9_.-]*+)"
+      "(?:/(?!\\.{1,2}(?:/|$))([A-Za-z0-9_.][A-Za-z0-9_.-]*+))?");
+  return p;
+}
+
+const Pattern& tilde_users() {
+  static const Pattern p("(?<![A-Za-z0-9_$~/.>-])~([A-Za-z_][A-Za-z0-9_.-]*+)");
+  return p;
+}
+
+std::string redact_paths(std::string_view s, int& count) {
+  std::string out = replace_all(home_paths(), s, [&](const Match& m) -> Decision {
+    if (!leading_absolute_component(m.subject, m.begin(), 3)) return {};
+    ++count;
+    std::string dir(m.has(1) ? m.group(1) : m.group(2));
+    return {"/" + dir + "/<USER>"};
+  });
+  out = replace_all(work_paths(), out, [&](const Match& m) -> Decision {
+    if (!leading_absolute_component(m.subject, m.begin(), 2)) return {};
+    ++count;
+    return {m.has(2) ? std::string("/work/<GROUP>/<USER>") : std::string("/work/<GROUP>")};
+  });
+  out = replace_all(tilde_users(), out, [&](const Match&) -> Decision {
+    ++count;
+    return {std::string("~<USER>")};
+  });
+  return out;
+}
+
+}  // namespace
+
+std::string redact_script(std::string_view script, RedactionCounts* counts) {
+  RedactionCounts c;
+  std::string s = normalize_whitespace(script);
+  s = redact_private_keys(s, c.private_keys);
+
+  s = replace_all(token_shapes(), s, [&](const Match&) -> Decision {
+    ++c.tokens;
+    return {std::string("<TOKEN>")};
+  });
+  s = replace_all(auth_headers(), s, [&](const Match& m) -> Decision {
+    ++c.tokens;
+    return {std::string(m.group(1)) + "<SECRET>"};
+  });
+
+  s = replace_all(url_credentials(), s, [&](const Match& m) -> Decision {
+    if (m.group(3).front() == '$') return {};
+    ++c.secrets;
+    return {std::string(m.group(1)) + "<USER>:<SECRET>@"};
+  });
+  s = replace_all(curl_user(), s, [&](const Match& m) -> Decision {
+    if (!line_runs_curl(m.subject, m.begin())) return {};
+    ++c.secrets;
+    return {std::string(m.group(1)) + "<USER>:<SECRET>"};
+  });
+  s = replace_all(sshpass(), s, [&](const Match& m) -> Decision {
+    ++c.secrets;
+    return {std::string(m.group(1)) + "<SECRET>"};
+  });
+  s = redact_assignments(s, c.secrets);
+
+  s = replace_all(emails(), s, [&](const Match& m) -> Decision {
+    // git@github.com:org/repo is an SSH login, not a person; s@a.b@c@ is a sed substitution.
+    if (m.group(1) == "git" || m.group(1) == "s") return {};
+    ++c.emails;
+    return {std::string("<EMAIL>")};
+  });
+  s = replace_all(mail_directives(), s, [&](const Match& m) -> Decision {
+    std::string_view v = m.group(2);
+    if (v == "<EMAIL>" || v == "\"<EMAIL>\"" || v == "'<EMAIL>'") return {};
+    ++c.emails;
+    return {std::string(m.group(1)) + "<EMAIL>"};
+  });
+
+  s = redact_paths(s, c.paths);
+
+  if (counts != nullptr) {
+    counts->private_keys += c.private_keys;
+    counts->tokens += c.tokens;
+    counts->secrets += c.secrets;
+    counts->emails += c.emails;
+    counts->paths += c.paths;
+  }
+  return s;
+}
+
+std::string script_sha256(std::string_view script) { return sha256_hex(redact_script(script)); }
+
+std::string workload_key(std::string_view identity) {
+  std::string data = "workload:";
+  data += identity;
+  return sha256_hex(data);
+}
+
+}  // namespace peakcast::ingest
