@@ -1,0 +1,77 @@
+// The evaluation protocol end to end (METHOD.md §2, §8): split + purge, one event-time replay over
+// ALL jobs in submit order (test jobs that completed earlier are history for later test jobs),
+// fit each method on train/validation, predict the test block, score per resource on valid test
+// jobs, bootstrap against hier_last1, and break down by history level at submission.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "peakcast/core/log.h"
+#include "peakcast/core/status.h"
+#include "peakcast/eval/method.h"
+#include "peakcast/eval/metrics.h"
+#include "peakcast/eval/split.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::eval {
+
+struct EvalConfig {
+  SplitConfig split;
+  std::vector<std::string> methods;  // empty: every registered method
+  uint64_t seed = 42;                // bootstrap and methods
+  size_t bootstrap = 10000;          // resamples; 0 disables the interval
+  double util_cap = 1.0;             // predictions are clipped to [0, util_cap]
+  std::string model_dir;
+};
+
+// Subgroups by the history level that answered at submission (history::Level order).
+inline constexpr std::array<std::string_view, 3> kSubgroupNames = {"exact_script", "user_only",
+                                                                   "none"};
+
+struct ResultRow {
+  std::string method;
+  Resource resource = Resource::kMem;
+  Metrics metrics;
+  std::optional<BootstrapInterval> mae_diff_vs_baseline;  // nullopt when bootstrap disabled
+  std::array<Metrics, 3> subgroups;                       // indexed like kSubgroupNames
+  std::map<std::string, size_t> routes;                   // route -> scored test jobs
+};
+
+struct EvalReport {
+  std::string trace_path;
+  std::string trace_format;
+  ingest::ReadStats reader;
+  SplitConfig split_config;
+  SplitCounts split;
+  std::array<double, kNumResources> fallback{};
+  std::array<size_t, kNumResources> fallback_n{};
+  std::array<size_t, kNumResources> scored{};  // valid test jobs per resource
+  uint64_t seed = 0;
+  size_t bootstrap = 0;
+  double util_cap = 1.0;
+  std::string baseline{kBaselineMethod};
+  std::vector<ResultRow> results;  // method order as requested, mem before vram; resources
+                                   // without any valid test job are left out
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> choices;
+  std::vector<std::string> notes;
+};
+
+// Evaluates over the trace's jobs. Refuses (kInvalidInput, with the reason) a trace without
+// submit times, since no timeline can be built for it.
+Result<EvalReport> evaluate(const ingest::Trace& trace, const MethodRegistry& registry,
+                            const EvalConfig& config, const ProgressFn& progress = {});
+
+// Same protocol over jobs built in code (labels and script_key filled).
+Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegistry& registry,
+                                 const EvalConfig& config, const ProgressFn& progress = {});
+
+// Runs the event-time replay over split.order and returns each job's views and block (the data
+// every method fits on). Exposed for tests and for tools that train outside evaluate().
+EvalData build_eval_data(const Split& split, double util_cap, const ProgressFn& progress = {});
+
+}  // namespace peakcast::eval

@@ -1,0 +1,59 @@
+// Point metrics and the paired day-block bootstrap (METHOD.md §8).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace peakcast::eval {
+
+// Acc@10%: share of jobs with |prediction - label| <= 0.10 (a 1e-9 slack absorbs rounding, so
+// an error of exactly 0.1 counts as within).
+inline constexpr double kAccTolerance = 0.10;
+
+struct Metrics {
+  size_t n = 0;
+  double mae = 0.0;
+  double mse = 0.0;
+  double rmse = 0.0;
+  double acc10 = 0.0;  // share in [0, 1]
+};
+
+// Streaming accumulator; finish() gives zeros for an empty set (n == 0 marks it).
+class MetricsAccumulator {
+ public:
+  void add(double prediction, double label);
+  Metrics finish() const;
+
+ private:
+  size_t n_ = 0;
+  double abs_sum_ = 0.0;
+  double sq_sum_ = 0.0;
+  size_t within_ = 0;
+};
+
+// UTC day of an epoch-seconds time (floor division, correct for negative times).
+int64_t utc_day(int64_t epoch_s);
+
+struct BootstrapInterval {
+  double point = 0.0;   // MAE(method) - MAE(baseline) on the full set
+  double mean = 0.0;    // mean of the resampled differences
+  double lo = 0.0;      // (1 - level)/2 quantile
+  double hi = 0.0;      // 1 - (1 - level)/2 quantile
+  size_t days = 0;      // distinct days resampled
+  size_t resamples = 0;
+};
+
+// Paired day-block bootstrap of MAE(method) - MAE(baseline). Element i of the three spans is one
+// scored job: its submit day and both methods' absolute errors. Each resample draws the distinct
+// days with replacement and takes every job of a drawn day for BOTH methods. The draws depend only
+// on (seed, number of days), so every method compared on the same jobs sees the same days.
+// nullopt when there are no jobs or resamples == 0.
+std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> day,
+                                                      std::span<const double> abs_err_method,
+                                                      std::span<const double> abs_err_baseline,
+                                                      size_t resamples, uint64_t seed,
+                                                      double level = 0.95);
+
+}  // namespace peakcast::eval

@@ -1,0 +1,30 @@
+// One result table, several printers (terminal, markdown, json, csv), plus the reader summary
+// every command shows. Pure functions: they return text; the caller decides where it goes.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "peakcast/eval/evaluate.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::eval {
+
+// Aligned, human-readable table with the split and fallback above it.
+std::string render_table(const EvalReport& report);
+std::string render_markdown(const EvalReport& report);
+std::string render_csv(const EvalReport& report);
+// {"trace": {"path", "format"}, "config": {...}, "split": {...}, "reader": {...},
+//  "fallback": {...}, "results": [{"method", "resource", "n", "mae", "mse", "rmse", "acc10",
+//  "mae_diff_vs_hier_last1": {"point", "mean", "lo", "hi", "days", "resamples"} | null,
+//  "subgroups": {"exact_script": {"n", "mae", "mse", "rmse", "acc10"}, "user_only": {...},
+//  "none": {...}}, "routes": {...}}, ...], "choices": {...}, "notes": [...]}
+nlohmann::json to_json(const EvalReport& report);
+nlohmann::json to_json(const ingest::ReadStats& stats);
+
+// Multi-line reader summary: read / skipped / labelled per resource / clipped / censored and
+// the first skip reasons; also the trace's notes.
+std::string render_reader_summary(const ingest::Trace& trace);
+
+}  // namespace peakcast::eval

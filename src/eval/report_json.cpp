@@ -1,0 +1,82 @@
+#include <nlohmann/json.hpp>
+
+#include "peakcast/eval/report.h"
+
+namespace peakcast::eval {
+
+namespace {
+
+nlohmann::json metrics_json(const Metrics& m) {
+  return {{"n", m.n}, {"mae", m.mae}, {"mse", m.mse}, {"rmse", m.rmse}, {"acc10", m.acc10}};
+}
+
+nlohmann::json per_resource(const std::array<size_t, kNumResources>& v) {
+  return {{"mem", v[0]}, {"vram", v[1]}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ingest::ReadStats& s) {
+  return {{"lines", s.lines},
+          {"jobs", s.jobs},
+          {"skipped", s.skipped},
+          {"labelled", per_resource(s.labelled)},
+          {"clipped", per_resource(s.clipped)},
+          {"censored", s.censored},
+          {"reasons", s.reasons}};
+}
+
+nlohmann::json to_json(const EvalReport& r) {
+  nlohmann::json j;
+  j["trace"] = {{"path", r.trace_path}, {"format", r.trace_format}};
+  j["config"] = {{"split", format_split(r.split_config)},
+                 {"seed", r.seed},
+                 {"bootstrap", r.bootstrap},
+                 {"util_cap", r.util_cap},
+                 {"baseline", r.baseline}};
+  j["split"] = {{"total", r.split.total},
+                {"train", r.split.train},
+                {"validation", r.split.validation},
+                {"test", r.split.test},
+                {"purged_train", r.split.purged_train},
+                {"purged_validation", r.split.purged_validation},
+                {"first_validation_submit", r.split.first_validation_submit},
+                {"first_test_submit", r.split.first_test_submit},
+                {"scored", per_resource(r.scored)}};
+  j["reader"] = to_json(r.reader);
+  j["fallback"] = {{"mem", {{"value", r.fallback[0]}, {"train_n", r.fallback_n[0]}}},
+                   {"vram", {{"value", r.fallback[1]}, {"train_n", r.fallback_n[1]}}}};
+  nlohmann::json results = nlohmann::json::array();
+  const std::string diff_key = "mae_diff_vs_" + r.baseline;
+  for (const ResultRow& row : r.results) {
+    nlohmann::json e = metrics_json(row.metrics);
+    e["method"] = row.method;
+    e["resource"] = std::string(resource_name(row.resource));
+    if (row.mae_diff_vs_baseline) {
+      const BootstrapInterval& b = *row.mae_diff_vs_baseline;
+      e[diff_key] = {{"point", b.point}, {"mean", b.mean}, {"lo", b.lo},
+                     {"hi", b.hi},       {"days", b.days}, {"resamples", b.resamples}};
+    } else {
+      e[diff_key] = nullptr;
+    }
+    nlohmann::json sub;
+    for (size_t g = 0; g < kSubgroupNames.size(); ++g) {
+      sub[std::string(kSubgroupNames[g])] = metrics_json(row.subgroups[g]);
+    }
+    e["subgroups"] = std::move(sub);
+    e["routes"] = row.routes;
+    results.push_back(std::move(e));
+  }
+  j["results"] = std::move(results);
+  nlohmann::json choices = nlohmann::json::object();
+  for (const auto& [method, ch] : r.choices) {
+    nlohmann::json c = nlohmann::json::object();
+    for (const auto& [k, v] : ch) c[k] = v;
+    choices[method] = std::move(c);
+  }
+  j["choices"] = std::move(choices);
+  j["notes"] = r.notes;
+  return j;
+}
+
+}  // namespace peakcast::eval

@@ -1,0 +1,156 @@
+// Terminal table, markdown and CSV printers, and the reader summary.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "peakcast/eval/report.h"
+
+namespace peakcast::eval {
+
+namespace {
+
+std::string diff_cell(const ResultRow& row, const std::string& baseline) {
+  if (row.method == baseline) return "(baseline)";
+  if (!row.mae_diff_vs_baseline) return "-";
+  const BootstrapInterval& b = *row.mae_diff_vs_baseline;
+  return fmt::format("{:+.4f} [{:+.4f}, {:+.4f}]", b.point, b.lo, b.hi);
+}
+
+std::string sub_cell(const Metrics& m) {
+  if (m.n == 0) return "-";
+  return fmt::format("{:.4f} ({})", m.mae, m.n);
+}
+
+struct Cells {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+Cells cells(const EvalReport& r) {
+  Cells c;
+  c.header = {"method", "res", "n", "MAE", "MSE", "RMSE", "Acc@10%",
+              fmt::format("dMAE vs {} [95% CI]", r.baseline),
+              "MAE exact (n)", "MAE user (n)", "MAE none (n)"};
+  for (const ResultRow& row : r.results) {
+    c.rows.push_back({row.method, std::string(resource_name(row.resource)),
+                      std::to_string(row.metrics.n), fmt::format("{:.4f}", row.metrics.mae),
+                      fmt::format("{:.4f}", row.metrics.mse), fmt::format("{:.4f}", row.metrics.rmse),
+                      fmt::format("{:.2f}%", 100 * row.metrics.acc10), diff_cell(row, r.baseline),
+                      sub_cell(row.subgroups[0]), sub_cell(row.subgroups[1]),
+                      sub_cell(row.subgroups[2])});
+  }
+  return c;
+}
+
+std::string split_line(const EvalReport& r) {
+  const SplitCounts& s = r.split;
+  return fmt::format(
+      "split {} by submit time: {} jobs -> train {} (+{} purged), validation {} (+{} purged), "
+      "test {}; scored test jobs: mem {}, vram {}",
+      format_split(r.split_config), s.total, s.train, s.purged_train, s.validation,
+      s.purged_validation, s.test, r.scored[0], r.scored[1]);
+}
+
+std::string fallback_line(const EvalReport& r) {
+  return fmt::format("fallback (median of purged train): mem {:.4f} (n={}), vram {:.4f} (n={})",
+                     r.fallback[0], r.fallback_n[0], r.fallback[1], r.fallback_n[1]);
+}
+
+std::string choices_lines(const EvalReport& r) {
+  std::string out;
+  for (const auto& [method, ch] : r.choices) {
+    if (method.rfind("hier_", 0) == 0) continue;  // their expert is in their name
+    std::vector<std::string> kv;
+    for (const auto& [k, v] : ch) kv.push_back(k + "=" + v);
+    out += fmt::format("{}: {}\n", method, fmt::join(kv, " "));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_table(const EvalReport& r) {
+  const Cells c = cells(r);
+  std::vector<size_t> width(c.header.size());
+  for (size_t i = 0; i < width.size(); ++i) {
+    width[i] = c.header[i].size();
+    for (const auto& row : c.rows) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  if (!r.trace_path.empty()) out += fmt::format("trace {} ({})\n", r.trace_path, r.trace_format);
+  out += split_line(r) + "\n" + fallback_line(r) + "\n";
+  if (r.bootstrap > 0) {
+    out += fmt::format("intervals: paired day-block bootstrap, {} resamples, seed {}\n",
+                       r.bootstrap, r.seed);
+  }
+  out += "\n";
+  auto line = [&](const std::vector<std::string>& cols) {
+    std::string l;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const bool left = i < 2;
+      l += left ? fmt::format("{:<{}}", cols[i], width[i]) : fmt::format("{:>{}}", cols[i], width[i]);
+      if (i + 1 < cols.size()) l += "  ";
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    return l + "\n";
+  };
+  out += line(c.header);
+  std::vector<std::string> rule;
+  for (size_t w : width) rule.emplace_back(w, '-');
+  out += line(rule);
+  for (const auto& row : c.rows) out += line(row);
+  const std::string ch = choices_lines(r);
+  if (!ch.empty()) out += "\n" + ch;
+  for (const std::string& n : r.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string render_markdown(const EvalReport& r) {
+  const Cells c = cells(r);
+  std::string out;
+  if (!r.trace_path.empty()) out += fmt::format("Trace `{}` ({})\n\n", r.trace_path, r.trace_format);
+  out += split_line(r) + ".  \n" + fallback_line(r) + ".\n\n";
+  out += "| " + fmt::format("{}", fmt::join(c.header, " | ")) + " |\n|";
+  for (size_t i = 0; i < c.header.size(); ++i) out += i < 2 ? "---|" : "---:|";
+  out += "\n";
+  for (const auto& row : c.rows) out += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
+  return out;
+}
+
+std::string render_csv(const EvalReport& r) {
+  std::string out =
+      "method,resource,n,mae,mse,rmse,acc10,mae_diff_point,mae_diff_lo,mae_diff_hi,"
+      "exact_script_n,exact_script_mae,user_only_n,user_only_mae,none_n,none_mae\n";
+  for (const ResultRow& row : r.results) {
+    std::string diff = ",,";
+    if (row.mae_diff_vs_baseline) {
+      const auto& b = *row.mae_diff_vs_baseline;
+      diff = fmt::format("{:.6g},{:.6g},{:.6g}", b.point, b.lo, b.hi);
+    }
+    out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}", row.method,
+                       resource_name(row.resource), row.metrics.n, row.metrics.mae,
+                       row.metrics.mse, row.metrics.rmse, row.metrics.acc10, diff);
+    for (const Metrics& m : row.subgroups) out += fmt::format(",{},{:.6g}", m.n, m.mae);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_reader_summary(const ingest::Trace& t) {
+  const ingest::ReadStats& s = t.stats;
+  std::string out = fmt::format(
+      "read {} ({}): {} jobs from {} records, {} skipped; labelled mem {}, vram {}; clipped to "
+      "cap mem {}, vram {}; censored (OOM) {}\n",
+      t.path, ingest::format_name(t.format), s.jobs, s.lines, s.skipped, s.labelled[0],
+      s.labelled[1], s.clipped[0], s.clipped[1], s.censored);
+  for (const std::string& why : s.reasons) out += "  skipped: " + why + "\n";
+  if (s.skipped > s.reasons.size()) {
+    out += fmt::format("  ... and {} more skipped\n", s.skipped - s.reasons.size());
+  }
+  for (const std::string& n : t.notes) out += "  note: " + n + "\n";
+  return out;
+}
+
+}  // namespace peakcast::eval

@@ -1,0 +1,272 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "eval/eval_fixtures.h"
+#include "peakcast/eval/evaluate.h"
+#include "peakcast/eval/report.h"
+
+namespace peakcast::eval {
+namespace {
+
+using testing::make_job;
+using testing::with_vram;
+
+MethodRegistry builtins() {
+  MethodRegistry r;
+  register_builtins(r);
+  return r;
+}
+
+const ResultRow* find_row(const EvalReport& rep, std::string_view method, Resource r) {
+  for (const ResultRow& row : rep.results) {
+    if (row.method == method && row.resource == r) return &row;
+  }
+  return nullptr;
+}
+
+TEST(Registry, BuiltinsAndUnknownNamesListValidOnes) {
+  MethodRegistry reg = builtins();
+  const std::vector<std::string> want = {"hier_last1",    "hier_median3",  "hier_median5",
+                                         "hier_ewma",     "global_median", "history_policy"};
+  EXPECT_EQ(reg.names(), want);
+  Result<std::unique_ptr<Method>> bad = reg.create("hier_last2", {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hier_median5"), std::string::npos);
+  Result<std::vector<std::string>> list = reg.resolve("hier_ewma, hier_last1,hier_ewma");
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(*list, (std::vector<std::string>{"hier_ewma", "hier_last1"}));
+  EXPECT_EQ(reg.resolve("all")->size(), want.size());
+  EXPECT_FALSE(reg.resolve("nope").ok());
+  EXPECT_THROW(reg.add("hier_last1", "", nullptr), std::logic_error);
+}
+
+// One script whose labels cycle 0.5, 0.5, 0.9: Last-1 is wrong twice a cycle, the medians once.
+std::vector<Job> cycling(size_t n) {
+  std::vector<Job> jobs;
+  const double cycle[3] = {0.5, 0.5, 0.9};
+  for (size_t i = 0; i < n; ++i) {
+    const auto t = static_cast<int64_t>(i) * 100;
+    jobs.push_back(make_job("j" + std::to_string(i), "alice", "s1", t, t + 50, cycle[i % 3]));
+  }
+  return jobs;
+}
+
+TEST(HistoryPolicy, PicksTheExpertWithBestValidationMae) {
+  std::vector<Job> jobs = cycling(60);
+  Result<Split> split = make_split(jobs, SplitConfig{});
+  ASSERT_TRUE(split.ok());
+  EvalData data = build_eval_data(*split, 1.0);
+  // Validation MAE of every expert, computed here from the views.
+  std::array<MetricsAccumulator, history::kNumExperts> acc;
+  for (const JobContext& c : data.jobs) {
+    if (c.block != Block::kValidation) continue;
+    for (history::Expert e : history::kExperts) {
+      acc[static_cast<int>(e)].add(c.view[0].estimate(e, data.fallback[0]), c.job->label(Resource::kMem));
+    }
+  }
+  int best = 0;
+  for (int e = 1; e < history::kNumExperts; ++e) {
+    if (acc[e].finish().mae < acc[best].finish().mae) best = e;
+  }
+  ASSERT_NE(best, static_cast<int>(history::Expert::kLast1)) << "fixture should not favour Last-1";
+
+  MethodRegistry reg = builtins();
+  auto policy = reg.create("history_policy", {});
+  ASSERT_TRUE(policy.ok());
+  ASSERT_TRUE((*policy)->fit(data, {}).is_ok());
+  std::string chosen;
+  for (const auto& [k, v] : (*policy)->choices()) {
+    if (k == "mem.expert") chosen = v;
+  }
+  EXPECT_EQ(chosen, history::expert_name(static_cast<history::Expert>(best)));
+
+  // And the frozen choice is what the test block gets: same MAE as that hierarchical expert.
+  EvalConfig cfg;
+  cfg.bootstrap = 0;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const std::string twin = best == 1 ? "hier_median3" : best == 2 ? "hier_median5" : "hier_ewma";
+  const ResultRow* p = find_row(*rep, "history_policy", Resource::kMem);
+  const ResultRow* h = find_row(*rep, twin, Resource::kMem);
+  const ResultRow* l = find_row(*rep, "hier_last1", Resource::kMem);
+  ASSERT_TRUE(p && h && l);
+  EXPECT_DOUBLE_EQ(p->metrics.mae, h->metrics.mae);
+  EXPECT_LT(p->metrics.mae, l->metrics.mae);
+}
+
+// 12 runs of alice's script s1, then a test block of three: s1 again (exact history), a new
+// script of alice (user history only), a new user (none).
+std::vector<Job> subgroup_trace() {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 12; ++i) {
+    jobs.push_back(with_vram(make_job("t" + std::to_string(i), "alice", "s1", i * 100, i * 100 + 50,
+                                      0.2 + 0.05 * i),
+                             0.3));
+  }
+  jobs.push_back(make_job("x", "alice", "s1", 1200, 1250, 0.6));
+  jobs.push_back(make_job("y", "alice", "s2", 1300, 1350, 0.5));
+  jobs.push_back(make_job("z", "carol", "s3", 1400, 1450, 0.5));
+  return jobs;
+}
+
+TEST(Evaluate, SubgroupsFollowHistoryLevelAtSubmission) {
+  std::vector<Job> jobs = subgroup_trace();
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.methods = {"hier_last1", "global_median"};
+  cfg.bootstrap = 100;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  EXPECT_EQ(rep->split.test, 3u);
+  EXPECT_EQ(rep->scored[idx(Resource::kVram)], 0u);  // no test job has a VRAM label
+  EXPECT_EQ(find_row(*rep, "hier_last1", Resource::kVram), nullptr);
+  const ResultRow* row = find_row(*rep, "hier_last1", Resource::kMem);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->metrics.n, 3u);
+  for (int g = 0; g < 3; ++g) EXPECT_EQ(row->subgroups[g].n, 1u) << kSubgroupNames[g];
+  // x: s1's last label 0.75 vs 0.6; y: alice's last (x, ended before y's submit) 0.6 vs 0.5;
+  // z: nobody's history, the fallback.
+  EXPECT_NEAR(row->subgroups[0].mae, 0.15, 1e-6);
+  EXPECT_NEAR(row->subgroups[1].mae, 0.10, 1e-6);
+  EXPECT_NEAR(row->subgroups[2].mae, std::abs(rep->fallback[0] - 0.5), 1e-6);
+  EXPECT_EQ(row->routes.at("exact_script"), 1u);
+  EXPECT_EQ(row->routes.at("user"), 1u);
+  EXPECT_EQ(row->routes.at("fallback"), 1u);
+  // The baseline against itself: a zero interval.
+  ASSERT_TRUE(row->mae_diff_vs_baseline);
+  EXPECT_EQ(row->mae_diff_vs_baseline->lo, 0.0);
+  EXPECT_EQ(row->mae_diff_vs_baseline->hi, 0.0);
+}
+
+// Overlapping jobs from 3 users and 6 scripts, seeded.
+std::vector<Job> random_trace(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> user(0, 2), script(0, 5), gap(0, 3000), run(10, 40000);
+  std::uniform_real_distribution<double> util(0.0, 1.2);
+  std::vector<Job> jobs;
+  int64_t t = 1'700'000'000;
+  for (size_t i = 0; i < n; ++i) {
+    t += gap(rng);
+    const int u = user(rng);
+    Job j = make_job("r" + std::to_string(i), "u" + std::to_string(u),
+                     "s" + std::to_string(u) + std::to_string(script(rng)), t, t + run(rng),
+                     util(rng));
+    if (i % 3 == 0) j = with_vram(std::move(j), util(rng) * 0.8);
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+TEST(Evaluate, HierLast1MatchesIndependentReference) {
+  std::vector<Job> jobs = random_trace(600, 11);
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.methods = {"hier_last1"};
+  cfg.bootstrap = 0;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  for (Resource r : kResources) {
+    const ResultRow* row = find_row(*rep, "hier_last1", r);
+    ASSERT_NE(row, nullptr);
+    auto [mae, n] = testing::plain_last1_mae(jobs, r, 0.8, rep->fallback[idx(r)]);
+    EXPECT_EQ(row->metrics.n, n);
+    EXPECT_NEAR(row->metrics.mae, mae, 1e-9) << resource_name(r);
+  }
+  EXPECT_GT(rep->split.purged_train + rep->split.purged_validation, 0u);
+}
+
+TEST(Evaluate, BootstrapIsSeededAndPaired) {
+  std::vector<Job> jobs = random_trace(800, 5);
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.bootstrap = 300;
+  cfg.seed = 9;
+  Result<EvalReport> a = evaluate_jobs(jobs, reg, cfg);
+  Result<EvalReport> b = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->results.size(), b->results.size());
+  for (size_t i = 0; i < a->results.size(); ++i) {
+    const auto& x = a->results[i].mae_diff_vs_baseline;
+    const auto& y = b->results[i].mae_diff_vs_baseline;
+    ASSERT_TRUE(x && y);
+    EXPECT_EQ(x->lo, y->lo);
+    EXPECT_EQ(x->hi, y->hi);
+    const ResultRow* base = find_row(*a, "hier_last1", a->results[i].resource);
+    EXPECT_NEAR(x->point, a->results[i].metrics.mae - base->metrics.mae, 1e-12);
+  }
+}
+
+TEST(Evaluate, JsonFieldNames) {
+  std::vector<Job> jobs = random_trace(300, 3);
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.bootstrap = 50;
+  ingest::Trace trace;
+  trace.path = "mem://random";
+  trace.format = ingest::Format::kJsonl;
+  trace.jobs = jobs;
+  trace.stats.jobs = jobs.size();
+  Result<EvalReport> rep = evaluate(trace, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const nlohmann::json j = to_json(*rep);
+  EXPECT_EQ(j.at("trace").at("path"), "mem://random");
+  EXPECT_EQ(j.at("trace").at("format"), "jsonl");
+  for (const char* k : {"total", "train", "validation", "test", "purged_train", "purged_validation"}) {
+    EXPECT_TRUE(j.at("split").contains(k)) << k;
+  }
+  for (const char* k : {"jobs", "skipped", "labelled", "clipped", "censored", "reasons"}) {
+    EXPECT_TRUE(j.at("reader").contains(k)) << k;
+  }
+  const auto& results = j.at("results");
+  ASSERT_EQ(results.size(), 12u);  // six methods x two resources
+  std::set<std::string> methods;
+  for (const auto& e : results) {
+    for (const char* k : {"method", "resource", "n", "mae", "mse", "rmse", "acc10"}) {
+      EXPECT_TRUE(e.contains(k)) << k;
+    }
+    methods.insert(e.at("method").get<std::string>());
+    const std::string res = e.at("resource");
+    EXPECT_TRUE(res == "mem" || res == "vram");
+    for (const char* k : {"mean", "lo", "hi"}) {
+      EXPECT_TRUE(e.at("mae_diff_vs_hier_last1").at(k).is_number()) << k;
+    }
+    for (const char* g : {"exact_script", "user_only", "none"}) {
+      for (const char* k : {"n", "mae", "mse", "rmse", "acc10"}) {
+        EXPECT_TRUE(e.at("subgroups").at(g).contains(k)) << g << "." << k;
+      }
+    }
+  }
+  EXPECT_EQ(methods.size(), 6u);
+  // The text printers carry the same rows.
+  EXPECT_NE(render_table(*rep).find("history_policy"), std::string::npos);
+  EXPECT_NE(render_markdown(*rep).find("| hier_ewma | mem |"), std::string::npos);
+  const std::string csv = render_csv(*rep);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13);
+}
+
+TEST(Evaluate, RefusesTraceWithoutSubmitTimes) {
+  ingest::Trace trace;
+  trace.path = "dump.txt";
+  trace.format = ingest::Format::kSacct;
+  trace.jobs = random_trace(50, 1);
+  trace.has_submit_times = false;
+  MethodRegistry reg = builtins();
+  Result<EvalReport> rep = evaluate(trace, reg, EvalConfig{});
+  ASSERT_FALSE(rep.ok());
+  EXPECT_EQ(rep.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(rep.status().message().find("no submit times"), std::string::npos);
+}
+
+TEST(Evaluate, UnknownMethodListsValidNames) {
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.methods = {"xgboost"};
+  Result<EvalReport> rep = evaluate_jobs(random_trace(50, 2), reg, cfg);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.status().message().find("hier_last1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace peakcast::eval
