@@ -158,6 +158,34 @@ TEST(HistoryStore, DecayMeanStaysExactOverYears) {
   EXPECT_LE(store.retained_entries(), 2u * (2 * kWindow + 1));
 }
 
+TEST(HistoryStore, FoldsOldLabelsAndAbsorbsVeryLateOnes) {
+  HistoryStore store;
+  std::vector<std::pair<int64_t, double>> all;  // (end, label)
+  auto add = [&](int i, int64_t end) {
+    const double x = (i % 7) / 7.0;
+    ASSERT_TRUE(store.add_completion(make_job(std::to_string(i), "u", "s", 0, end, x)));
+    all.emplace_back(end, x);
+  };
+  for (int i = 1; i <= 40; ++i) add(i, i * kHour);
+  EXPECT_EQ(store.retained_entries(), 2u * 40);  // no watermark yet: nothing folded
+  store.advance_watermark(41 * kHour);
+  add(41, 41 * kHour);
+  EXPECT_LT(store.retained_entries(), 2u * 41);  // folded down to the window
+  add(0, kHour / 2);  // arrives long after it ended, older than everything kept
+  const int64_t t = 50 * kHour;
+  const KeyStats s = store.query("s", "u", t, Resource::kMem).exact;
+  EXPECT_EQ(s.count, 42);
+  EXPECT_DOUBLE_EQ(ex(s, Expert::kLast1), (41 % 7) / 7.0);
+  double num = 0, den = 0;
+  for (auto [end, x] : all) {
+    const double w = std::exp2(-static_cast<double>(t - end) / kDecayHalfLifeS);
+    num += w * x;
+    den += w;
+  }
+  EXPECT_NEAR(ex(s, Expert::kDecay), num / den, 1e-12);
+  EXPECT_EQ(store.size(), 42u);
+}
+
 TEST(HistoryReplay, VisitsInSubmitOrderAndBoundsMemory) {
   std::vector<Job> jobs;
   for (int i = 0; i < 2000; ++i) {
