@@ -362,32 +362,48 @@ local function http_post(path, body)
     end
   end
 
-  -- Read everything until the body is complete (Content-Length) or the peer closes.
-  local buf, head_end, clen = {}, nil, nil
-  local data = ""
-  while true do
-    if not left() then return fail("timeout waiting for the answer") end
-    local chunk, e, partial = c:receive(8192)
-    chunk = chunk or partial
-    if chunk and #chunk > 0 then buf[#buf + 1] = chunk; data = table.concat(buf); buf = { data } end
-    if not head_end then
-      head_end = data:find("\r\n\r\n", 1, true)
-      if head_end then
-        local head = data:sub(1, head_end - 1):lower()
-        clen = tonumber(head:match("\ncontent%-length:%s*(%d+)"))
+  -- Status line and headers line by line, then exactly Content-Length bytes (or until the peer
+  -- closes when there is none), so a daemon that keeps the connection open costs no extra wait.
+  local function recv(pattern)
+    local got = {}
+    while true do
+      if not left() then return nil, "timeout waiting for the answer" end
+      local data, e, partial = c:receive(pattern)
+      if data then got[#got + 1] = data; return table.concat(got) end
+      if partial and #partial > 0 then
+        got[#got + 1] = partial
+        if type(pattern) == "number" then pattern = pattern - #partial end
       end
+      if e == "closed" and pattern == "*a" then return table.concat(got) end
+      if e ~= "timeout" then return nil, "receive: " .. tostring(e) end
     end
-    if head_end and clen and #data >= head_end + 3 + clen then break end
-    if #data > 1048576 then return fail("answer larger than 1 MiB") end
-    if e == "closed" then break end
-    if e and e ~= "timeout" then return fail("receive: " .. tostring(e)) end
   end
+  local line, why = recv("*l")
+  if not line then return fail(why) end
+  local status = tonumber(line:match("^HTTP/1%.%d (%d%d%d)"))
+  if not status then return fail("malformed HTTP status line") end
+  local clen, chunked, nheaders = nil, false, 0
+  while true do
+    local h; h, why = recv("*l")
+    if not h then return fail(why) end
+    if h == "" then break end
+    nheaders = nheaders + 1
+    if nheaders > 100 then return fail("too many headers") end
+    local k, v = h:match("^([^:]+):%s*(.-)%s*$")
+    k = k and k:lower()
+    if k == "content-length" then clen = tonumber(v) end
+    if k == "transfer-encoding" and v:lower() ~= "identity" then chunked = true end
+  end
+  if chunked then return fail("chunked answer not supported") end
+  local resp_body
+  if clen then
+    if clen > 1048576 then return fail("answer larger than 1 MiB") end
+    resp_body = clen == 0 and "" or recv(clen)
+  else
+    resp_body = recv("*a")
+  end
+  if not resp_body then return fail("incomplete answer") end
   c:close()
-  if not head_end then return nil, "malformed HTTP answer" end
-  local status = tonumber(data:match("^HTTP/1%.%d (%d%d%d)"))
-  if not status then return nil, "malformed HTTP status line" end
-  local resp_body = data:sub(head_end + 4)
-  if clen then resp_body = resp_body:sub(1, clen) end
   return status, resp_body
 end
 

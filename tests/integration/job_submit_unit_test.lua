@@ -95,7 +95,14 @@ slurm_job_submit(d, {}, 1000)
 check("policy floor", d.min_mem_per_node == 256, d.min_mem_per_node)
 T.set_policy("advise")
 
-for _, m in ipairs({ "slow", "garbage", "500" }) do
+set_mode("keepalive")
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+check("answer read by Content-Length, not by close", d.comment ~= nil)
+set_mode("ok")
+require("socket").sleep(1.1)  -- the stand-in is busy holding that connection
+
+for _, m in ipairs({ "garbage", "500", "slow" }) do
   set_mode(m)
   logs = {}
   d = desc({ min_mem_per_node = 1000 })

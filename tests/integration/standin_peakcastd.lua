@@ -6,7 +6,8 @@ real daemon exists. Speaks just enough HTTP/1.1 on a UNIX socket:
   GET  /healthz     -> {"status":"ok"}
 Usage: lua5.1 standin_peakcastd.lua SOCKET REQUEST_LOG MODE_FILE
 Each request body is appended to REQUEST_LOG as one compact JSON line. MODE_FILE is read at each
-request: "ok" (default), "slow" (answers after 1 s), "garbage" (200 with a non-JSON body), "500".
+request: "ok" (default), "slow" (answers after 1 s), "garbage" (200 with a non-JSON body), "500",
+"keepalive" (answers at once but closes the connection 1 s later).
 --]]
 local unix = require("socket.unix")
 local socket = require("socket")
@@ -97,6 +98,7 @@ while true do
     else
       reply(c, 404, '{"error":"no such route"}')
     end
+    if mode == "keepalive" then socket.sleep(1.0) end  -- holds the connection open after answering
     c:close()
   end
 end
