@@ -1,0 +1,74 @@
+// Script encoders of the code predictor (METHOD.md §4) behind one interface, selected by name
+// through an explicit registry. This header includes LibTorch: include it only from code that
+// builds or extends the network (src/models/code/, tests); users of the model include
+// code_model.h, which is Torch-free.
+//
+// The contract the fusion network relies on, and all a new encoder (a transformer with LoRA,
+// say) has to provide:
+//   prepare(text)  text -> encoder-specific integer ids, done once per job on the CPU (cacheable
+//                  across epochs); thread-safe, no tensors.
+//   encode(batch)  prepared ids of B jobs -> script vectors [B, output_dim()].
+//   trainable_parameters()  what the optimiser updates (an adapter encoder returns only its
+//                  adapters; frozen base weights are then not saved either if it says so).
+// The fusion layers and heads never look inside an encoder.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "peakcast/core/status.h"
+#include "peakcast/models/code/code_config.h"
+#include "peakcast/models/code/code_text.h"
+
+namespace peakcast::models::code {
+
+// One job's text after the encoder's own tokenization (hashed n-grams, token ids, BPE ids...).
+struct PreparedText {
+  std::vector<int64_t> ids;
+};
+
+class ScriptEncoder : public torch::nn::Module {
+ public:
+  ~ScriptEncoder() override = default;
+  virtual int64_t output_dim() const = 0;
+  virtual PreparedText prepare(const CodeText& text) const = 0;
+  // texts: B >= 1 non-null pointers. Returns [B, output_dim()], float32. Must not depend on which
+  // other jobs share the batch (padding is masked), so a cached vector equals a fresh one.
+  virtual torch::Tensor encode(const std::vector<const PreparedText*>& texts) = 0;
+  virtual std::vector<torch::Tensor> trainable_parameters() { return parameters(); }
+};
+
+using EncoderFactory =
+    std::function<Result<std::shared_ptr<ScriptEncoder>>(const CodeModelConfig& cfg)>;
+
+// Name -> factory. No self-registering statics: register_builtins() adds bag, textcnn, bilstm.
+class EncoderRegistry {
+ public:
+  // Throws std::logic_error on a duplicate name (a programming error, not input).
+  void add(const std::string& name, EncoderFactory factory);
+  // Unknown names come back as kInvalidInput listing the valid ones.
+  Result<std::shared_ptr<ScriptEncoder>> create(const CodeModelConfig& cfg) const;
+  std::vector<std::string> names() const;
+
+  // The built-ins, registered once (thread-safe initialisation).
+  static const EncoderRegistry& builtin();
+
+ private:
+  std::map<std::string, EncoderFactory> factories_;
+};
+
+void register_builtins(EncoderRegistry& registry);
+
+// The loss of METHOD.md §4: Smooth L1 per (job, resource), zero where mask is 0, the VRAM column
+// weighted by vram_weight; summed and divided by the number of valid (job, resource) cells
+// (at least 1). pred, target, mask: [B, 2] float (column 0 memory, 1 VRAM). Returns a scalar.
+torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,
+                               const torch::Tensor& mask, double vram_weight, double beta);
+
+}  // namespace peakcast::models::code

@@ -1,0 +1,505 @@
+// The fusion network, its training loop, prediction and the model directory.
+#include "peakcast/models/code/code_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize.h>
+#include <torch/utils.h>
+
+#include "peakcast/core/io.h"
+#include "peakcast/features/request.h"
+#include "peakcast/models/code/encoder.h"
+
+namespace peakcast::models::code {
+namespace {
+
+constexpr int kReq = features::kNumRequestFeatures;
+constexpr size_t kPredictChunk = 512;
+constexpr const char* kFormatName = "peakcast-code-model";
+
+// script vector [B, D] ++ user embedding [B, U] ++ request [B, 8] -> fused [B, F] -> heads.
+class FusionNet : public torch::nn::Module {
+ public:
+  FusionNet(std::shared_ptr<ScriptEncoder> encoder, int64_t user_rows, const CodeModelConfig& cfg)
+      : cap_(cfg.util_cap) {
+    encoder_ = register_module("encoder", std::move(encoder));
+    users_ = register_module("users", torch::nn::Embedding(user_rows, cfg.user_dim));
+    const int64_t in = encoder_->output_dim() + cfg.user_dim + kReq;
+    fuse_ = register_module("fuse", torch::nn::Sequential(
+        torch::nn::Linear(in, cfg.fused_dim), torch::nn::ReLU(), torch::nn::Dropout(cfg.dropout),
+        torch::nn::Linear(cfg.fused_dim, cfg.fused_dim), torch::nn::ReLU(),
+        torch::nn::Dropout(cfg.dropout)));
+    mem_head_ = register_module("mem_head", torch::nn::Linear(cfg.fused_dim, 1));
+    vram_head_ = register_module("vram_head", torch::nn::Linear(cfg.fused_dim, 1));
+    // Small user vectors: an unseen user (row 0) and a seen one start on the same footing.
+    torch::NoGradGuard no_grad;
+    users_->weight.normal_(0.0, 0.1);
+  }
+
+  ScriptEncoder& encoder() { return *encoder_; }
+
+  // users [B] int64, request [B, 8] float -> [B, 2] in [0, cap].
+  torch::Tensor forward(const torch::Tensor& script_vec, const torch::Tensor& users,
+                        const torch::Tensor& request) {
+    auto x = torch::cat({script_vec, users_->forward(users), request}, 1);  // [B, D + U + 8]
+    auto h = fuse_->forward(x);                                              // [B, F]
+    auto logits = torch::cat({mem_head_->forward(h), vram_head_->forward(h)}, 1);  // [B, 2]
+    return torch::sigmoid(logits) * cap_;
+  }
+
+ private:
+  double cap_;
+  std::shared_ptr<ScriptEncoder> encoder_;
+  torch::nn::Embedding users_{nullptr};
+  torch::nn::Sequential fuse_{nullptr};
+  torch::nn::Linear mem_head_{nullptr};
+  torch::nn::Linear vram_head_{nullptr};
+};
+
+// One job, ready for batching: everything but the tensors.
+struct Example {
+  PreparedText text;
+  int64_t user = 0;
+  std::array<float, kReq> request{};
+  std::array<float, kNumResources> target{};  // 0 where invalid
+  std::array<float, kNumResources> mask{};
+  bool script_absent = false;
+};
+
+struct BatchTensors {
+  std::vector<const PreparedText*> texts;
+  torch::Tensor users;    // [B] int64
+  torch::Tensor request;  // [B, 8]
+  torch::Tensor target;   // [B, 2]
+  torch::Tensor mask;     // [B, 2]
+};
+
+BatchTensors make_batch(const std::vector<const Example*>& ex, bool with_labels) {
+  const auto b = static_cast<int64_t>(ex.size());
+  BatchTensors bt;
+  bt.texts.reserve(ex.size());
+  bt.users = torch::empty({b}, torch::kInt64);
+  bt.request = torch::empty({b, kReq}, torch::kFloat32);
+  auto u = bt.users.accessor<int64_t, 1>();
+  auto r = bt.request.accessor<float, 2>();
+  // Placeholder [1, 2] tensors keep the accessors below valid when there are no labels.
+  bt.target = torch::zeros({with_labels ? b : 1, kNumResources}, torch::kFloat32);
+  bt.mask = torch::zeros({with_labels ? b : 1, kNumResources}, torch::kFloat32);
+  auto t = bt.target.accessor<float, 2>();
+  auto m = bt.mask.accessor<float, 2>();
+  for (int64_t i = 0; i < b; ++i) {
+    const Example& e = *ex[static_cast<size_t>(i)];
+    bt.texts.push_back(&e.text);
+    u[i] = e.user;
+    for (int k = 0; k < kReq; ++k) r[i][k] = e.request[static_cast<size_t>(k)];
+    if (with_labels) {
+      for (int k = 0; k < kNumResources; ++k) {
+        t[i][k] = e.target[static_cast<size_t>(k)];
+        m[i][k] = e.mask[static_cast<size_t>(k)];
+      }
+    }
+  }
+  return bt;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+struct CodeModel::Impl {
+  CodeModelConfig cfg;
+  UserVocab users;
+  features::RequestStandardizer standardizer;
+  CodeTrainReport report;
+  std::shared_ptr<FusionNet> net;
+
+  Example example(const Job& job, bool with_labels) const {
+    Example e;
+    CodeText text = code_text(job);
+    e.script_absent = !text.is_script;
+    e.text = net->encoder().prepare(text);
+    e.user = users.row(job.user);
+    e.request = standardizer.transform(job);
+    if (with_labels) {
+      for (Resource r : kResources) {
+        if (!job.is_valid(r)) continue;
+        e.target[static_cast<size_t>(idx(r))] = static_cast<float>(std::clamp(job.label(r), 0.0, cfg.util_cap));
+        e.mask[static_cast<size_t>(idx(r))] = 1.0f;
+      }
+    }
+    return e;
+  }
+
+  // Forward of prepared examples, in eval mode without gradients: [B, 2].
+  torch::Tensor forward(const std::vector<const Example*>& ex) const {
+    BatchTensors bt = make_batch(ex, false);
+    return net->forward(net->encoder().encode(bt.texts), bt.users, bt.request);
+  }
+};
+
+CodeModel::CodeModel() = default;
+CodeModel::~CodeModel() = default;
+CodeModel::CodeModel(CodeModel&&) noexcept = default;
+CodeModel& CodeModel::operator=(CodeModel&&) noexcept = default;
+CodeModel::CodeModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+void set_torch_threads(int n) {
+  if (n < 1) throw std::invalid_argument("set_torch_threads: n must be >= 1");
+  torch::set_num_threads(n);
+}
+int torch_threads() { return torch::get_num_threads(); }
+
+namespace {
+
+Result<std::shared_ptr<FusionNet>> build_net(const CodeModelConfig& cfg, int64_t user_rows,
+                                             const EncoderRegistry* registry) {
+  const EncoderRegistry& reg = registry ? *registry : EncoderRegistry::builtin();
+  auto enc = reg.create(cfg);
+  if (!enc) return enc.status();
+  return std::make_shared<FusionNet>(std::move(enc).value(), user_rows, cfg);
+}
+
+struct EvalResult {
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  std::array<double, kNumResources> mae{};
+};
+
+// Masked loss and MAE over a whole set, batch by batch; the loss equals masked_smooth_l1 over
+// the concatenated set (sums and counts accumulated, divided once).
+EvalResult evaluate(CodeModel::Impl& m, const std::vector<Example>& set) {
+  EvalResult out;
+  if (set.empty()) return out;
+  torch::NoGradGuard no_grad;
+  m.net->eval();
+  double loss_sum = 0.0, cells = 0.0;
+  std::array<double, kNumResources> abs_sum{}, n{};
+  for (size_t start = 0; start < set.size(); start += kPredictChunk) {
+    std::vector<const Example*> chunk;
+    for (size_t i = start; i < std::min(set.size(), start + kPredictChunk); ++i) chunk.push_back(&set[i]);
+    BatchTensors bt = make_batch(chunk, true);
+    auto pred = m.net->forward(m.net->encoder().encode(bt.texts), bt.users, bt.request);  // [B, 2]
+    const double c = bt.mask.sum().item<double>();
+    loss_sum += masked_smooth_l1(pred, bt.target, bt.mask, m.cfg.vram_weight, m.cfg.smooth_l1_beta)
+                    .item<double>() * std::max(c, 1.0);
+    cells += c;
+    auto err = ((pred - bt.target).abs() * bt.mask).sum(0);  // [2]
+    auto cnt = bt.mask.sum(0);                                // [2]
+    for (int k = 0; k < kNumResources; ++k) {
+      abs_sum[static_cast<size_t>(k)] += err[k].item<double>();
+      n[static_cast<size_t>(k)] += cnt[k].item<double>();
+    }
+  }
+  out.loss = cells > 0 ? loss_sum / cells : std::numeric_limits<double>::quiet_NaN();
+  for (int k = 0; k < kNumResources; ++k) {
+    auto kk = static_cast<size_t>(k);
+    out.mae[kk] = n[kk] > 0 ? abs_sum[kk] / n[kk] : std::numeric_limits<double>::quiet_NaN();
+  }
+  return out;
+}
+
+bool any_valid(const Job& j) { return j.valid[0] || j.valid[1]; }
+
+}  // namespace
+
+Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
+                                   const std::vector<const Job*>& val, const CodeModelConfig& cfg,
+                                   const ProgressFn& progress, const EncoderRegistry* registry) {
+  const auto t_start = std::chrono::steady_clock::now();
+  if (auto st = cfg.validate(); !st) return st;
+  std::vector<const Job*> train_jobs, val_jobs;
+  for (const Job* j : train) if (any_valid(*j)) train_jobs.push_back(j);
+  for (const Job* j : val) if (any_valid(*j)) val_jobs.push_back(j);
+  if (train_jobs.empty()) return Status::invalid("code model: no training job has a valid label");
+
+  if (cfg.threads > 0) set_torch_threads(static_cast<int>(cfg.threads));
+  torch::manual_seed(cfg.seed);
+
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = cfg;
+  impl->users = UserVocab::fit(train_jobs, cfg.min_user_jobs);
+  impl->standardizer.fit(train_jobs);
+  auto net = build_net(cfg, impl->users.rows(), registry);
+  if (!net) return net.status();
+  impl->net = std::move(net).value();
+
+  try {
+    std::vector<Example> train_ex, val_ex;
+    train_ex.reserve(train_jobs.size());
+    size_t scripts = 0;
+    for (const Job* j : train_jobs) {
+      train_ex.push_back(impl->example(*j, true));
+      scripts += train_ex.back().script_absent ? 0 : 1;
+    }
+    for (const Job* j : val_jobs) val_ex.push_back(impl->example(*j, true));
+
+    CodeTrainReport& rep = impl->report;
+    rep.train_jobs = train_ex.size();
+    rep.val_jobs = val_ex.size();
+    rep.users = static_cast<size_t>(impl->users.rows() - 1);
+    rep.script_share = static_cast<double>(scripts) / static_cast<double>(train_ex.size());
+
+    torch::optim::AdamW opt(impl->net->parameters(),
+                            torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
+    std::vector<torch::Tensor> params = impl->net->parameters();
+    std::vector<torch::Tensor> best;
+    double best_loss = std::numeric_limits<double>::infinity();
+    int64_t since_best = 0;
+    std::vector<size_t> order(train_ex.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::mt19937_64 rng(cfg.seed);
+    std::bernoulli_distribution drop_user(cfg.user_dropout);
+    double train_s = 0.0;
+    size_t seen = 0;
+
+    for (int64_t epoch = 1; epoch <= cfg.max_epochs; ++epoch) {
+      const auto t_epoch = std::chrono::steady_clock::now();
+      impl->net->train();
+      std::shuffle(order.begin(), order.end(), rng);
+      for (size_t start = 0; start < order.size(); start += static_cast<size_t>(cfg.batch_size)) {
+        const size_t end = std::min(order.size(), start + static_cast<size_t>(cfg.batch_size));
+        std::vector<const Example*> chunk;
+        for (size_t i = start; i < end; ++i) chunk.push_back(&train_ex[order[i]]);
+        BatchTensors bt = make_batch(chunk, true);
+        // User dropout: some examples are shown as the unknown user so row 0 keeps learning.
+        auto u = bt.users.accessor<int64_t, 1>();
+        for (int64_t i = 0; i < u.size(0); ++i)
+          if (drop_user(rng)) u[i] = 0;
+        auto pred = impl->net->forward(impl->net->encoder().encode(bt.texts), bt.users, bt.request);
+        auto loss = masked_smooth_l1(pred, bt.target, bt.mask, cfg.vram_weight, cfg.smooth_l1_beta);
+        opt.zero_grad();
+        loss.backward();
+        if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params, cfg.grad_clip);
+        opt.step();
+        seen += chunk.size();
+      }
+      train_s += seconds_since(t_epoch);
+      rep.epochs_run = epoch;
+
+      EvalResult ev = evaluate(*impl, val_ex);
+      const bool has_val = !std::isnan(ev.loss);
+      if (!has_val || ev.loss < best_loss) {
+        best_loss = has_val ? ev.loss : best_loss;
+        rep.best_epoch = epoch;
+        rep.best_val_loss = ev.loss;
+        rep.val_mae = ev.mae;
+        since_best = 0;
+        torch::NoGradGuard no_grad;
+        best.clear();
+        for (const auto& p : params) best.push_back(p.detach().clone());
+      } else {
+        ++since_best;
+      }
+      peakcast::log(LogLevel::kDebug, fmt::format("code_model[{}] epoch {}: val loss {:.5f}, mae mem {:.4f} vram {:.4f}",
+                                        cfg.encoder, epoch, ev.loss, ev.mae[0], ev.mae[1]));
+      if (progress) progress("code_model", static_cast<size_t>(epoch), static_cast<size_t>(cfg.max_epochs));
+      if (has_val && since_best >= cfg.patience) break;
+    }
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best[i]);
+    }
+    impl->net->eval();
+    rep.jobs_per_s = train_s > 0 ? static_cast<double>(seen) / train_s : 0.0;
+    rep.seconds = seconds_since(t_start);
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("code model: torch: ") + e.what_without_backtrace());
+  }
+  return CodeModel(std::move(impl));
+}
+
+Result<std::vector<CodeModel>> train_code_models(const std::vector<const Job*>& train,
+                                                 const std::vector<const Job*>& val,
+                                                 const CodeModelConfig& cfg,
+                                                 const ProgressFn& progress) {
+  std::vector<CodeModel> out;
+  for (int64_t s = 0; s < cfg.seeds; ++s) {
+    CodeModelConfig c = cfg;
+    c.seed = cfg.seed + static_cast<uint64_t>(s);
+    c.seeds = 1;
+    auto m = CodeModel::train(train, val, c, progress);
+    if (!m) return m.status();
+    out.push_back(std::move(m).value());
+  }
+  return out;
+}
+
+// ---- prediction ----
+
+namespace {
+const CodeModel::Impl& require(const std::unique_ptr<CodeModel::Impl>& impl) {
+  if (!impl) throw std::logic_error("CodeModel used before train() or load()");
+  return *impl;
+}
+}  // namespace
+
+CodePrediction CodeModel::predict(const Job& job) const {
+  auto out = predict_batch({&job});
+  return out.front();
+}
+
+std::vector<CodePrediction> CodeModel::predict_batch(const std::vector<const Job*>& jobs) const {
+  const Impl& m = require(impl_);
+  std::vector<CodePrediction> out;
+  out.reserve(jobs.size());
+  torch::NoGradGuard no_grad;
+  for (size_t start = 0; start < jobs.size(); start += kPredictChunk) {
+    const size_t end = std::min(jobs.size(), start + kPredictChunk);
+    std::vector<Example> ex;  // per-call scratch
+    ex.reserve(end - start);
+    for (size_t i = start; i < end; ++i) ex.push_back(m.example(*jobs[i], false));
+    std::vector<const Example*> ptrs;
+    for (const auto& e : ex) ptrs.push_back(&e);
+    auto pred = m.forward(ptrs).contiguous();  // [B, 2]
+    auto a = pred.accessor<float, 2>();
+    for (size_t i = 0; i < ex.size(); ++i) {
+      const auto ii = static_cast<int64_t>(i);
+      out.push_back({{a[ii][0], a[ii][1]}, ex[i].script_absent});
+    }
+  }
+  return out;
+}
+
+std::vector<float> CodeModel::encode(const Job& job) const {
+  const Impl& m = require(impl_);
+  torch::NoGradGuard no_grad;
+  Example e = m.example(job, false);
+  auto v = m.net->encoder().encode({&e.text}).contiguous();  // [1, D]
+  const float* p = v.data_ptr<float>();
+  return {p, p + v.numel()};
+}
+
+const CodeModelConfig& CodeModel::config() const { return require(impl_).cfg; }
+const CodeTrainReport& CodeModel::report() const { return require(impl_).report; }
+
+// ---- the model directory ----
+
+namespace {
+
+nlohmann::json report_json(const CodeTrainReport& r) {
+  auto num = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  return {{"train_jobs", r.train_jobs}, {"val_jobs", r.val_jobs}, {"users", r.users},
+          {"script_share", r.script_share}, {"epochs_run", r.epochs_run},
+          {"best_epoch", r.best_epoch}, {"best_val_loss", num(r.best_val_loss)},
+          {"val_mae", {{"mem", num(r.val_mae[0])}, {"vram", num(r.val_mae[1])}}},
+          {"seconds", r.seconds}, {"jobs_per_s", r.jobs_per_s}};
+}
+
+CodeTrainReport report_from_json(const nlohmann::json& j) {
+  auto num = [](const nlohmann::json& v) {
+    return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+  };
+  CodeTrainReport r;
+  r.train_jobs = j.value("train_jobs", size_t{0});
+  r.val_jobs = j.value("val_jobs", size_t{0});
+  r.users = j.value("users", size_t{0});
+  r.script_share = j.value("script_share", 0.0);
+  r.epochs_run = j.value("epochs_run", int64_t{0});
+  r.best_epoch = j.value("best_epoch", int64_t{0});
+  r.best_val_loss = num(j.value("best_val_loss", nlohmann::json()));
+  if (j.contains("val_mae")) {
+    r.val_mae[0] = num(j["val_mae"].value("mem", nlohmann::json()));
+    r.val_mae[1] = num(j["val_mae"].value("vram", nlohmann::json()));
+  }
+  r.seconds = j.value("seconds", 0.0);
+  r.jobs_per_s = j.value("jobs_per_s", 0.0);
+  return r;
+}
+
+}  // namespace
+
+Status CodeModel::save(const std::string& dir) const {
+  const Impl& m = require(impl_);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::io(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
+  nlohmann::json manifest = {{"format", kFormatName},
+                             {"format_version", kFormatVersion},
+                             {"config", to_json(m.cfg)},
+                             {"request_standardizer", m.standardizer.to_json()},
+                             {"users", m.users.to_json()},
+                             {"report", report_json(m.report)},
+                             {"weights", "weights.pt"}};
+  std::ostringstream weights;
+  try {
+    torch::serialize::OutputArchive archive;
+    m.net->save(archive);
+    archive.save_to(weights);
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("code model: saving weights: ") + e.what_without_backtrace());
+  }
+  const std::string base = (std::filesystem::path(dir) / "").string();
+  if (auto st = write_file_atomic(base + "weights.pt", weights.str()); !st) return st;
+  return write_file_atomic(base + "manifest.json", manifest.dump(2) + "\n");
+}
+
+Result<CodeModel> CodeModel::load(const std::string& dir, const EncoderRegistry* registry) {
+  const std::string base = (std::filesystem::path(dir) / "").string();
+  auto manifest = read_file(base + "manifest.json");
+  if (!manifest) return manifest.status();
+  auto weights = read_file(base + "weights.pt");
+  if (!weights) return weights.status();
+  std::istringstream ms(*manifest), ws(*weights);
+  auto m = load(ms, ws, registry);
+  if (!m) return m.status().with_context(dir);
+  return m;
+}
+
+Result<CodeModel> CodeModel::load(std::istream& manifest_in, std::istream& weights,
+                                  const EncoderRegistry* registry) {
+  auto j = nlohmann::json::parse(manifest_in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::invalid("manifest.json: not a JSON object");
+  if (j.value("format", std::string()) != kFormatName)
+    return Status::invalid(fmt::format("manifest.json: format: expected '{}'", kFormatName));
+  if (!j.contains("format_version") || !j["format_version"].is_number_integer())
+    return Status::invalid("manifest.json: format_version: missing or not an integer");
+  const int version = j["format_version"].get<int>();
+  if (version > kFormatVersion)
+    return Status::unsupported(fmt::format(
+        "manifest.json: format_version: model format {} is newer than this build reads ({}); "
+        "use a newer peakcast or retrain", version, kFormatVersion));
+  if (version < 1) return Status::invalid(fmt::format("manifest.json: format_version: {} is invalid", version));
+  for (const char* key : {"config", "request_standardizer", "users"})
+    if (!j.contains(key)) return Status::invalid(fmt::format("manifest.json: {}: missing", key));
+
+  auto impl = std::make_unique<Impl>();
+  auto cfg = code_config_from_json(j["config"]);
+  if (!cfg) return cfg.status().with_context("manifest.json: config");
+  impl->cfg = *cfg;
+  auto stdz = features::RequestStandardizer::from_json(j["request_standardizer"]);
+  if (!stdz) return stdz.status().with_context("manifest.json: request_standardizer");
+  impl->standardizer = *stdz;
+  auto users = UserVocab::from_json(j["users"]);
+  if (!users) return users.status().with_context("manifest.json");
+  impl->users = std::move(users).value();
+  if (j.contains("report")) impl->report = report_from_json(j["report"]);
+
+  auto net = build_net(impl->cfg, impl->users.rows(), registry);
+  if (!net) return net.status();
+  impl->net = std::move(net).value();
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(weights);
+    impl->net->load(archive);
+  } catch (const c10::Error& e) {
+    return Status::invalid(std::string("weights.pt: does not match the manifest: ") +
+                           e.what_without_backtrace());
+  }
+  impl->net->eval();
+  return CodeModel(std::move(impl));
+}
+
+}  // namespace peakcast::models::code
