@@ -15,10 +15,15 @@ double decay(int64_t from, int64_t to) {
   return std::exp2(static_cast<double>(from - to) / kDecayHalfLifeS);
 }
 
-// Median of v[0..n) (n >= 1); reorders v.
+// Median of v[0..n) (n >= 1), the mean of the two middle values when n is even; reorders v.
 double median_of(double* v, int n) {
-  std::sort(v, v + n);
-  return (n % 2 == 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  if (n == 1) return v[0];
+  if (n == 2) return 0.5 * (v[0] + v[1]);
+  if (n == 3) return std::max(std::min(v[0], v[1]), std::min(std::max(v[0], v[1]), v[2]));
+  double* mid = v + n / 2;
+  std::nth_element(v, mid, v + n);
+  if (n % 2 == 1) return *mid;
+  return 0.5 * (*std::max_element(v, mid) + *mid);
 }
 
 }  // namespace

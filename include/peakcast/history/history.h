@@ -56,7 +56,7 @@ enum class Level : int { kExactScript = 0, kUser = 1, kNone = 2 };
 std::string_view level_name(Level l);    // "exact_script", "user", "none"
 
 inline constexpr double kDecayHalfLifeS = 168.0 * 3600.0;
-inline constexpr int kWindow = 16;       // labels kept per key for medians and MAD
+inline constexpr int kWindow = 16;       // most recent labels behind MAD and censored_recent
 
 // What one key's eligible history says about one resource at query time.
 struct KeyStats {
