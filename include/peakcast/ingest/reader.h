@@ -34,6 +34,8 @@ struct ReadStats {
   size_t lines = 0;        // data lines/records seen (headers and comments excluded)
   size_t jobs = 0;         // jobs kept
   size_t skipped = 0;      // malformed lines skipped
+  size_t ignored = 0;      // well-formed records deliberately not kept (Nextflow CACHED tasks);
+                           // never an error, explained in Trace::notes
   std::array<size_t, kNumResources> labelled{0, 0};  // jobs valid per resource
   std::array<size_t, kNumResources> clipped{0, 0};   // labels clipped to the cap
   size_t censored = 0;     // OUT_OF_MEMORY jobs
@@ -53,7 +55,8 @@ struct Trace {
 // Reads, parses, redacts+hashes scripts (script_key), computes labels.
 Result<Trace> read_trace(const std::string& path, const ReadOptions& options = {});
 
-// Detects the format from the (decompressed) content's first lines.
+// Detects the format from the (decompressed) content's first lines; kAuto when it cannot tell.
+// read_trace() then falls back to ReadOptions::columns (sacct) and the file name's extension.
 Format detect_format(std::string_view content);
 
 // Per-format parsers over already-decompressed text; `name` is used in messages. They fill

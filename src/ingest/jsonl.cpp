@@ -1,0 +1,332 @@
+// Canonical JSONL (../shared/data/README.md, docs/formats.md): one job object per line.
+#include "peakcast/ingest/jsonl.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "peakcast/core/io.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using nlohmann::json;
+
+// Epoch seconds beyond year ~5000 are garbage.
+constexpr double kMaxTime = 1e11;
+constexpr double kMaxBytes = 1.8e19;
+constexpr double kMaxCount = 1e7;  // CPUs or GPUs of one job
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "an unexpected value";
+  }
+}
+
+Status type_error(std::string_view field, std::string_view want, const json& v) {
+  return Status::invalid(std::string(field) + ": expected " + std::string(want) + ", got " +
+                         type_name(v));
+}
+
+// Reads a number field as double (integers of any width included).
+Result<double> number(std::string_view field, const json& v) {
+  if (!v.is_number()) return type_error(field, "a number", v);
+  double d = v.get<double>();
+  if (!std::isfinite(d)) return Status::invalid(std::string(field) + ": not a finite number");
+  return d;
+}
+
+Result<int64_t> epoch_seconds(std::string_view field, const json& v) {
+  Result<double> d = number(field, v);
+  if (!d) return d.status();
+  if (*d < 0 || *d > kMaxTime) {
+    return Status::invalid(std::string(field) + ": out of range for epoch seconds (" + v.dump() + ")");
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  return static_cast<int64_t>(std::floor(*d));
+}
+
+Result<uint64_t> byte_count(std::string_view field, const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  Result<double> d = number(field, v);
+  if (!d) return d.status();
+  if (*d < 0) return Status::invalid(std::string(field) + ": negative (" + v.dump() + ")");
+  if (*d > kMaxBytes) return Status::invalid(std::string(field) + ": out of range (" + v.dump() + ")");
+  if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
+  return static_cast<uint64_t>(std::llround(*d));
+}
+
+Result<double> positive_count(std::string_view field, const json& v, bool integral) {
+  Result<double> d = number(field, v);
+  if (!d) return d.status();
+  if (*d < 0) return Status::invalid(std::string(field) + ": negative (" + v.dump() + ")");
+  if (*d > kMaxCount) return Status::invalid(std::string(field) + ": out of range (" + v.dump() + ")");
+  if (integral && *d != std::floor(*d)) {
+    return Status::invalid(std::string(field) + ": expected a whole number, got " + v.dump());
+  }
+  return *d;
+}
+
+Result<std::string> string_field(std::string_view field, const json& v) {
+  if (!v.is_string()) return type_error(field, "a string", v);
+  return v.get<std::string>();
+}
+
+// The keys of the canonical schema; anything else (except x_*) is an error.
+enum class Key {
+  kJobId, kUser, kSubmitTime, kStartTime, kEndTime, kState, kReqCpus, kReqMemBytes, kReqGpus,
+  kReqTimeS, kGpuMemBytes, kScript, kWorkload, kJobName, kPartition, kAccount, kInputBytes,
+  kPeakMemBytes, kPeakVramBytes,
+};
+constexpr std::pair<std::string_view, Key> kKeys[] = {
+    {"job_id", Key::kJobId},           {"user", Key::kUser},
+    {"submit_time", Key::kSubmitTime}, {"start_time", Key::kStartTime},
+    {"end_time", Key::kEndTime},       {"state", Key::kState},
+    {"req_cpus", Key::kReqCpus},       {"req_mem_bytes", Key::kReqMemBytes},
+    {"req_gpus", Key::kReqGpus},       {"req_time_s", Key::kReqTimeS},
+    {"gpu_mem_bytes", Key::kGpuMemBytes}, {"script", Key::kScript},
+    {"workload", Key::kWorkload},      {"job_name", Key::kJobName},
+    {"partition", Key::kPartition},    {"account", Key::kAccount},
+    {"input_bytes", Key::kInputBytes}, {"peak_mem_bytes", Key::kPeakMemBytes},
+    {"peak_vram_bytes", Key::kPeakVramBytes},
+};
+
+std::string valid_keys() {
+  std::string s;
+  for (auto [name, key] : kKeys) {
+    if (!s.empty()) s += ", ";
+    s += name;
+  }
+  return s;
+}
+
+Status set_field(Job& job, Key key, std::string_view field, const json& v, bool& has_end) {
+  switch (key) {
+    case Key::kJobId: {
+      auto s = string_field(field, v);
+      if (!s) return s.status();
+      if (s->empty()) return Status::invalid("job_id: empty");
+      job.job_id = std::move(*s);
+      return Status::ok();
+    }
+    case Key::kUser: {
+      auto s = string_field(field, v);
+      if (!s) return s.status();
+      job.user = std::move(*s);
+      return Status::ok();
+    }
+    case Key::kSubmitTime: {
+      auto t = epoch_seconds(field, v);
+      if (!t) return t.status();
+      job.submit_time = *t;
+      return Status::ok();
+    }
+    case Key::kStartTime: {
+      auto t = epoch_seconds(field, v);
+      if (!t) return t.status();
+      job.start_time = *t;
+      return Status::ok();
+    }
+    case Key::kEndTime: {
+      auto t = epoch_seconds(field, v);
+      if (!t) return t.status();
+      job.end_time = *t;
+      has_end = true;
+      return Status::ok();
+    }
+    case Key::kState: {
+      auto s = string_field(field, v);
+      if (!s) return s.status();
+      job.state = normalize_state(*s);
+      return Status::ok();
+    }
+    case Key::kReqCpus: {
+      auto d = positive_count(field, v, false);
+      if (!d) return d.status();
+      job.req_cpus = *d;
+      return Status::ok();
+    }
+    case Key::kReqGpus: {
+      auto d = positive_count(field, v, true);
+      if (!d) return d.status();
+      job.req_gpus = static_cast<int>(*d);
+      return Status::ok();
+    }
+    case Key::kReqTimeS: {
+      auto d = number(field, v);
+      if (!d) return d.status();
+      if (*d < 0 || *d > kMaxTime) {
+        return Status::invalid(std::string(field) + ": out of range (" + v.dump() + ")");
+      }
+      job.req_time_s = std::llround(*d);
+      return Status::ok();
+    }
+    case Key::kReqMemBytes:
+    case Key::kGpuMemBytes:
+    case Key::kInputBytes:
+    case Key::kPeakMemBytes:
+    case Key::kPeakVramBytes: {
+      auto b = byte_count(field, v);
+      if (!b) return b.status();
+      std::optional<uint64_t>* target =
+          key == Key::kReqMemBytes    ? &job.req_mem_bytes
+          : key == Key::kGpuMemBytes  ? &job.gpu_mem_bytes
+          : key == Key::kInputBytes   ? &job.input_bytes
+          : key == Key::kPeakMemBytes ? &job.peak_mem_bytes
+                                      : &job.peak_vram_bytes;
+      *target = *b;
+      return Status::ok();
+    }
+    case Key::kScript:
+    case Key::kWorkload: {
+      auto s = string_field(field, v);
+      if (!s) return s.status();
+      (key == Key::kScript ? job.script : job.workload) = std::move(*s);
+      return Status::ok();
+    }
+    case Key::kJobName:
+    case Key::kPartition:
+    case Key::kAccount: {
+      auto s = string_field(field, v);
+      if (!s) return s.status();
+      (key == Key::kJobName ? job.job_name : key == Key::kPartition ? job.partition : job.account) =
+          std::move(*s);
+      return Status::ok();
+    }
+  }
+  return Status::internal("set_field: unhandled key");
+}
+
+bool is_required(Key key, bool require_outcome) {
+  return key == Key::kJobId || key == Key::kUser || key == Key::kSubmitTime ||
+         (require_outcome && key == Key::kEndTime);
+}
+
+// Fills either json or ordered_json, so the line writer keeps the schema's key order.
+template <typename J>
+void fill(J& out, const Job& job) {
+  out["job_id"] = job.job_id;
+  out["user"] = job.user;
+  out["submit_time"] = job.submit_time;
+  if (job.start_time) out["start_time"] = *job.start_time;
+  out["end_time"] = job.end_time;
+  out["state"] = job.state;
+  if (job.req_cpus) {
+    const double c = *job.req_cpus;
+    if (c == std::floor(c) && std::fabs(c) < 9e15) {
+      out["req_cpus"] = static_cast<int64_t>(c);
+    } else {
+      out["req_cpus"] = c;
+    }
+  }
+  if (job.req_mem_bytes) out["req_mem_bytes"] = *job.req_mem_bytes;
+  if (job.req_gpus) out["req_gpus"] = *job.req_gpus;
+  if (job.req_time_s) out["req_time_s"] = *job.req_time_s;
+  if (job.gpu_mem_bytes) out["gpu_mem_bytes"] = *job.gpu_mem_bytes;
+  if (!job.partition.empty()) out["partition"] = job.partition;
+  if (!job.account.empty()) out["account"] = job.account;
+  if (!job.job_name.empty()) out["job_name"] = job.job_name;
+  if (job.workload) out["workload"] = *job.workload;
+  if (job.script) out["script"] = *job.script;
+  if (job.input_bytes) out["input_bytes"] = *job.input_bytes;
+  if (job.peak_mem_bytes) {
+    out["peak_mem_bytes"] = *job.peak_mem_bytes;
+  } else {
+    out["peak_mem_bytes"] = nullptr;
+  }
+  if (job.peak_vram_bytes) {
+    out["peak_vram_bytes"] = *job.peak_vram_bytes;
+  } else {
+    out["peak_vram_bytes"] = nullptr;
+  }
+}
+
+}  // namespace
+
+Result<Job> job_from_json(const nlohmann::json& obj, const JobParseOptions& o) {
+  if (!obj.is_object()) {
+    return Status::invalid(std::string("record: expected a JSON object, got ") + type_name(obj));
+  }
+  Job job;
+  bool seen[std::size(kKeys)] = {};
+  bool has_end = false;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& field = it.key();
+    if (field.starts_with("x_")) continue;
+    size_t k = 0;
+    while (k < std::size(kKeys) && kKeys[k].first != field) ++k;
+    if (k == std::size(kKeys)) {
+      return Status::invalid(field + ": unknown key (valid: " + valid_keys() +
+                             "; extension keys must start with x_)");
+    }
+    seen[k] = true;
+    const Key key = kKeys[k].second;
+    if (it.value().is_null()) {
+      if (is_required(key, o.require_outcome)) return Status::invalid(field + ": required, got null");
+      seen[k] = false;
+      continue;
+    }
+    if (Status s = set_field(job, key, field, it.value(), has_end); !s) return s;
+  }
+  for (size_t k = 0; k < std::size(kKeys); ++k) {
+    if (!seen[k] && is_required(kKeys[k].second, o.require_outcome)) {
+      return Status::invalid(std::string(kKeys[k].first) + ": required field missing");
+    }
+  }
+  if (has_end && job.end_time < job.submit_time) {
+    return Status::invalid("end_time: before submit_time (" + std::to_string(job.end_time) + " < " +
+                           std::to_string(job.submit_time) + ")");
+  }
+  if (job.start_time && has_end && *job.start_time > job.end_time) {
+    return Status::invalid("start_time: after end_time (" + std::to_string(*job.start_time) +
+                           " > " + std::to_string(job.end_time) + ")");
+  }
+  return job;
+}
+
+nlohmann::json job_to_json(const Job& job) {
+  json out = json::object();
+  fill(out, job);
+  return out;
+}
+
+std::string job_to_jsonl_line(const Job& job) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  fill(out, job);
+  // Scripts from old traces may hold invalid UTF-8: replace it rather than throw.
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+Status parse_jsonl(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out) {
+  const std::vector<std::string_view> lines = split_lines(text);
+  for (size_t ln = 0; ln < lines.size(); ++ln) {
+    std::string_view line = trim(lines[ln]);
+    if (ln == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
+    if (line.empty()) continue;
+    ++out.stats.lines;
+    const std::string where = name + ":" + std::to_string(ln + 1) + ": ";
+    json obj = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (obj.is_discarded()) {
+      if (Status s = skip_line(out, o, where + "json: not a valid JSON value"); !s) return s;
+      continue;
+    }
+    Result<Job> job = job_from_json(obj);
+    if (!job) {
+      if (Status s = skip_line(out, o, where + job.status().message()); !s) return s;
+      continue;
+    }
+    out.jobs.push_back(std::move(*job));
+  }
+  return Status::ok();
+}
+
+}  // namespace peakcast::ingest

@@ -1,0 +1,218 @@
+// The format dispatcher: names, detection from content, the skip policy and the finishing pass
+// (script keys and labels) shared by every reader.
+#include "peakcast/ingest/reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "peakcast/core/io.h"
+#include "peakcast/ingest/redact.h"
+
+namespace peakcast::ingest {
+namespace {
+
+constexpr std::pair<Format, std::string_view> kFormatNames[] = {
+    {Format::kAuto, "auto"},
+    {Format::kSwf, "swf"},
+    {Format::kNextflow, "nextflow"},
+    {Format::kSacct, "sacct"},
+    {Format::kJsonl, "jsonl"},
+};
+
+std::string lower(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+bool is_swf_data_line(std::string_view line) {
+  // 18 whitespace-separated numbers (SWF v2.2). Some logs drop trailing fields; accept >= 15.
+  size_t fields = 0;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size()) break;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') {
+      char c = line[j];
+      if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.')) return false;
+      ++j;
+    }
+    ++fields;
+    i = j;
+  }
+  return fields >= 15 && fields <= 18;
+}
+
+bool header_has(std::string_view line, char delim, std::string_view name) {
+  for (std::string_view f : split(line, delim)) {
+    f = trim(f);
+    if (f.size() >= 2 && f.front() == '"' && f.back() == '"') f = f.substr(1, f.size() - 2);
+    if (lower(f) == name) return true;
+  }
+  return false;
+}
+
+bool looks_like_sacct_row(std::string_view line) {
+  // `sacct -P -n` output: '|'-separated, first field a job id (12345, 12345_7, 12345.batch).
+  if (line.find('|') == std::string_view::npos) return false;
+  std::string_view id = trim(split(line, '|').front());
+  if (id.empty() || !std::isdigit(static_cast<unsigned char>(id.front()))) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' ||
+           c == '[' || c == ']' || c == '-' || c == ',';
+  });
+}
+
+Format format_from_name(const std::string& path) {
+  std::string name = lower(std::filesystem::path(path).filename().string());
+  if (name.size() > 3 && name.ends_with(".gz")) name.resize(name.size() - 3);
+  if (name.ends_with(".swf")) return Format::kSwf;
+  if (name.ends_with(".jsonl") || name.ends_with(".ndjson")) return Format::kJsonl;
+  if (name.ends_with(".csv") || name.ends_with(".tsv")) return Format::kNextflow;
+  return Format::kAuto;
+}
+
+}  // namespace
+
+std::string_view format_name(Format f) {
+  for (auto [fmt, name] : kFormatNames) {
+    if (fmt == f) return name;
+  }
+  return "unknown";
+}
+
+Result<Format> parse_format(std::string_view name) {
+  const std::string n = lower(trim(name));
+  for (auto [fmt, fname] : kFormatNames) {
+    if (n == fname) return fmt;
+  }
+  if (n == "nf") return Format::kNextflow;
+  if (n == "json" || n == "canonical") return Format::kJsonl;
+  std::string valid;
+  for (auto [fmt, fname] : kFormatNames) {
+    if (!valid.empty()) valid += ", ";
+    valid += fname;
+  }
+  return Status::invalid("format: unknown format '" + std::string(name) + "' (valid: " + valid + ")");
+}
+
+Format detect_format(std::string_view content) {
+  // Skip a UTF-8 byte-order mark and blank lines; decide on the first meaningful line, looking a
+  // little further only for SWF (whose header is all comments).
+  if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);
+  size_t pos = 0;
+  int examined = 0;
+  bool swf_comment_seen = false;
+  while (pos < content.size() && examined < 200) {
+    size_t nl = content.find('\n', pos);
+    std::string_view line =
+        trim(content.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
+    pos = nl == std::string_view::npos ? content.size() : nl + 1;
+    if (line.empty()) continue;
+    ++examined;
+    if (line.front() == ';') {
+      swf_comment_seen = true;
+      continue;
+    }
+    if (line.front() == '{') return Format::kJsonl;
+    if (is_swf_data_line(line)) return Format::kSwf;
+    if (swf_comment_seen) return Format::kAuto;  // a comment header followed by non-SWF data
+    if (line.find('|') != std::string_view::npos) {
+      if (header_has(line, '|', "jobid") || header_has(line, '|', "jobidraw") ||
+          looks_like_sacct_row(line)) {
+        return Format::kSacct;
+      }
+      return Format::kAuto;
+    }
+    for (char delim : {'\t', ','}) {
+      if (line.find(delim) == std::string_view::npos) continue;
+      // Nextflow's trace columns; its default set has no `process`, so count several.
+      int known = 0;
+      for (std::string_view col : {"task_id", "hash", "native_id", "process", "name", "status",
+                                   "exit", "submit", "duration", "realtime", "peak_rss", "%cpu",
+                                   "complete", "memory"}) {
+        known += header_has(line, delim, col) ? 1 : 0;
+      }
+      const bool key = header_has(line, delim, "task_id") || header_has(line, delim, "process") ||
+                       header_has(line, delim, "hash");
+      if (key && known >= 3) return Format::kNextflow;
+    }
+    return Format::kAuto;
+  }
+  return swf_comment_seen ? Format::kSwf : Format::kAuto;
+}
+
+Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason) {
+  ++out.stats.skipped;
+  if (out.stats.reasons.size() < o.max_reasons) out.stats.reasons.push_back(reason);
+  if (o.strict) return Status::invalid(reason);
+  return Status::ok();
+}
+
+void finalize_trace(Trace& trace, double util_cap) {
+  ReadStats& st = trace.stats;
+  st.jobs = trace.jobs.size();
+  st.labelled = {0, 0};
+  st.clipped = {0, 0};
+  st.censored = 0;
+  trace.has_scripts = false;
+  for (Job& job : trace.jobs) {
+    if (job.script && !job.script->empty()) {
+      job.script_key = script_sha256(*job.script);
+      trace.has_scripts = true;
+    } else if (job.workload && !job.workload->empty()) {
+      job.script_key = workload_key(*job.workload);
+    } else {
+      job.script_key.clear();
+    }
+    compute_labels(job, util_cap);
+    for (Resource r : kResources) {
+      if (job.valid[idx(r)]) ++st.labelled[idx(r)];
+      if (job.clipped[idx(r)]) ++st.clipped[idx(r)];
+    }
+    if (job.censored) ++st.censored;
+  }
+}
+
+Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
+  if (!(options.util_cap > 0.0)) {
+    return Status::invalid("util_cap: must be > 0 (got " + std::to_string(options.util_cap) + ")");
+  }
+  Result<std::string> text = read_file(path);
+  if (!text) return text.status();
+
+  Trace trace;
+  trace.path = path;
+  Format format = options.format;
+  if (format == Format::kAuto) {
+    format = detect_format(*text);
+    if (format == Format::kAuto && !options.columns.empty()) format = Format::kSacct;
+    if (format == Format::kAuto) format = format_from_name(path);
+    if (format == Format::kAuto) {
+      return Status::invalid(path +
+                             ": cannot tell the trace format from its content; pass --format "
+                             "(swf, nextflow, sacct, jsonl)");
+    }
+  }
+  trace.format = format;
+
+  Status st;
+  switch (format) {
+    case Format::kSwf: st = parse_swf(*text, path, options, trace); break;
+    case Format::kNextflow: st = parse_nextflow(*text, path, options, trace); break;
+    case Format::kSacct: st = parse_sacct(*text, path, options, trace); break;
+    case Format::kJsonl: st = parse_jsonl(*text, path, options, trace); break;
+    case Format::kAuto: st = Status::internal("read_trace: format still auto"); break;
+  }
+  if (!st) return st;
+  finalize_trace(trace, options.util_cap);
+  if (trace.stats.lines > 0 && trace.jobs.empty()) {
+    trace.notes.push_back("no job could be read: every record was skipped (first reasons above)");
+  }
+  return trace;
+}
+
+}  // namespace peakcast::ingest

@@ -1,0 +1,116 @@
+#include <algorithm>
+
+#include "golden_util.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using test_util::expect_jobs_match;
+using test_util::golden;
+using test_util::shared_data;
+
+bool has_note(const Trace& t, std::string_view needle) {
+  return std::any_of(t.notes.begin(), t.notes.end(),
+                     [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+}
+
+TEST(Nextflow, GoldenRawCsv) {
+  auto trace = read_trace(golden("trace_demo.csv"));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kNextflow);
+  expect_jobs_match(*trace, golden("trace_demo.csv.expected.jsonl"));
+  EXPECT_EQ(trace->stats.lines, 6u);
+  EXPECT_EQ(trace->stats.skipped, 2u);
+  EXPECT_EQ(trace->stats.ignored, 1u);  // the CACHED task
+  EXPECT_TRUE(has_note(*trace, "CACHED"));
+  EXPECT_TRUE(has_note(*trace, "user 'demo'"));
+  ASSERT_EQ(trace->stats.reasons.size(), 2u);
+  EXPECT_NE(trace->stats.reasons[0].find("trace_demo.csv:6: complete: missing"), std::string::npos)
+      << trace->stats.reasons[0];
+  EXPECT_NE(trace->stats.reasons[1].find("trace_demo.csv:7: cpus:"), std::string::npos)
+      << trace->stats.reasons[1];
+}
+
+TEST(Nextflow, LabelsArePeakRssOverMemory) {
+  auto trace = read_trace(golden("trace_demo.csv"));
+  ASSERT_TRUE(trace.ok());
+  ASSERT_EQ(trace->jobs.size(), 3u);
+  EXPECT_DOUBLE_EQ(trace->jobs[0].label(Resource::kMem), 0.25);
+  EXPECT_DOUBLE_EQ(trace->jobs[1].label(Resource::kMem), 1.0);
+  EXPECT_FALSE(trace->jobs[1].clipped[idx(Resource::kMem)]);  // exactly at the request
+  EXPECT_FALSE(trace->jobs[2].is_valid(Resource::kMem));
+  EXPECT_EQ(trace->jobs[0].script_key, trace->jobs[1].script_key);  // same process
+  EXPECT_NE(trace->jobs[0].script_key, trace->jobs[2].script_key);
+}
+
+TEST(Nextflow, GoldenHumanReadableTsvWithUserOption) {
+  ReadOptions o;
+  o.user = "alice";
+  auto trace = read_trace(golden("trace_human.tsv"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kNextflow);
+  expect_jobs_match(*trace, golden("trace_human.tsv.expected.jsonl"));
+  EXPECT_FALSE(has_note(*trace, "no user column"));
+  EXPECT_TRUE(trace->jobs[1].clipped[idx(Resource::kMem)]);  // 3 GB used of 2 GB
+}
+
+TEST(Nextflow, QuotedScriptColumnSpansLines) {
+  auto trace = read_trace(golden("trace_script.csv"));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("trace_script.csv.expected.jsonl"));
+  EXPECT_TRUE(trace->has_scripts);
+  ASSERT_EQ(trace->stats.reasons.size(), 1u);
+  // Line numbers count the physical lines inside the quoted script.
+  EXPECT_NE(trace->stats.reasons[0].find("trace_script.csv:7: submit: not a timestamp"),
+            std::string::npos)
+      << trace->stats.reasons[0];
+  EXPECT_EQ(trace->jobs[0].script_key.size(), 64u);
+}
+
+TEST(Nextflow, MissingTimeColumnsFailTheRead) {
+  Trace t;
+  Status s = parse_nextflow("task_id,process,status\n1,A,COMPLETED\n", "t.csv", {}, t);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("t.csv:1: header:"), std::string::npos) << s.message();
+}
+
+TEST(Nextflow, RowWithWrongColumnCountIsSkipped) {
+  Trace t;
+  ReadOptions o;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n2,B,1000\n", "t.csv", o, t));
+  EXPECT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.stats.skipped, 1u);
+}
+
+TEST(Nextflow, RepeatedTaskIdsStayUnique) {
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n1,A,3000,4000\n",
+                             "trace_x.csv", {}, t));
+  ASSERT_EQ(t.jobs.size(), 2u);
+  EXPECT_NE(t.jobs[0].job_id, t.jobs[1].job_id);
+}
+
+// nf-core runs published with the Sizey study: raw values, comma separated, no user column.
+TEST(NextflowRealData, NfCoreTracesReadCompletely) {
+  const std::pair<const char*, size_t> files[] = {
+      {"nextflow/trace_chipseq.csv", 2938}, {"nextflow/trace_mag.csv", 6242}, {"nextflow/trace_eager.csv", 1576}};
+  for (auto [rel, want] : files) {
+    const std::string path = shared_data(rel);
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace absent: " << path;
+    auto trace = read_trace(path);
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->format, Format::kNextflow) << rel;
+    EXPECT_EQ(trace->stats.jobs, want) << rel;
+    EXPECT_EQ(trace->stats.skipped, 0u) << rel;
+    EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], want) << rel;
+    EXPECT_TRUE(has_note(*trace, "no user column")) << rel;
+    for (const Job& j : trace->jobs) {
+      ASSERT_LE(j.submit_time, j.end_time) << j.job_id;
+      ASSERT_TRUE(j.workload.has_value()) << j.job_id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace peakcast::ingest

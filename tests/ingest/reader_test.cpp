@@ -1,0 +1,132 @@
+#include <zlib.h>
+
+#include "golden_util.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using test_util::golden;
+using test_util::temp_path;
+using test_util::write_text;
+
+TEST(Reader, FormatNamesRoundTrip) {
+  for (Format f : {Format::kAuto, Format::kSwf, Format::kNextflow, Format::kSacct, Format::kJsonl}) {
+    auto back = parse_format(format_name(f));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, f);
+  }
+  auto bad = parse_format("csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("swf, nextflow, sacct, jsonl"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST(Reader, DetectsEveryGoldenFileFromContent) {
+  const std::pair<const char*, Format> files[] = {
+      {"small.swf", Format::kSwf},
+      {"trace_demo.csv", Format::kNextflow},
+      {"trace_human.tsv", Format::kNextflow},
+      {"trace_script.csv", Format::kNextflow},
+      {"canonical.jsonl", Format::kJsonl},
+  };
+  for (auto [name, want] : files) {
+    auto text = read_file(golden(name));
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(detect_format(*text), want) << name;
+  }
+}
+
+TEST(Reader, DetectsSacctAndUnknownContent) {
+  EXPECT_EQ(detect_format("JobID|JobName|State|MaxRSS\n1|a|COMPLETED|10K\n"), Format::kSacct);
+  EXPECT_EQ(detect_format("jobidraw|state\n1|COMPLETED\n"), Format::kSacct);
+  EXPECT_EQ(detect_format("4242|a|COMPLETED|10K\n4242.batch|batch|COMPLETED|10K\n"), Format::kSacct);
+  EXPECT_EQ(detect_format("\n\n   1 0 0 10 1 -1 5 1 60 10 1 1 1 1 1 -1 -1 -1\n"), Format::kSwf);
+  EXPECT_EQ(detect_format("hello world\n"), Format::kAuto);
+  EXPECT_EQ(detect_format(""), Format::kAuto);
+  EXPECT_EQ(detect_format("a|b|c\n"), Format::kAuto);
+  EXPECT_EQ(detect_format("; only a header\n;\n"), Format::kSwf);
+}
+
+TEST(Reader, ContentWinsOverTheFileName) {
+  // SWF content under a .jsonl name is still read as SWF.
+  auto text = read_file(golden("small.swf"));
+  ASSERT_TRUE(text.ok());
+  const std::string path = temp_path("misnamed.jsonl");
+  write_text(path, *text);
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kSwf);
+  EXPECT_EQ(trace->jobs.size(), 4u);
+}
+
+TEST(Reader, UnknownContentIsAnErrorNamingTheFormats) {
+  const std::string path = temp_path("mystery.dat");
+  write_text(path, "hello world\n");
+  auto trace = read_trace(path);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("--format"), std::string::npos);
+}
+
+TEST(Reader, GzipInputIsAcceptedWhateverTheName) {
+  auto text = read_file(golden("trace_demo.csv"));
+  ASSERT_TRUE(text.ok());
+  const std::string path = temp_path("trace_demo.bin");
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text->data(), static_cast<unsigned>(text->size())), static_cast<int>(text->size()));
+  gzclose(gz);
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kNextflow);
+  EXPECT_EQ(trace->jobs.size(), 3u);
+}
+
+TEST(Reader, MissingFileIsNotFound) {
+  auto trace = read_trace(golden("no-such-file.swf"));
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().kind(), ErrorKind::kNotFound);
+}
+
+TEST(Reader, BadCapIsRejected) {
+  ReadOptions o;
+  o.util_cap = 0;
+  EXPECT_FALSE(read_trace(golden("small.swf"), o).ok());
+}
+
+TEST(Reader, SkipLineCountsKeepsAndFailsInStrictMode) {
+  Trace t;
+  ReadOptions o;
+  o.max_reasons = 2;
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(skip_line(t, o, "f:" + std::to_string(i) + ": x: bad"));
+  EXPECT_EQ(t.stats.skipped, 4u);
+  ASSERT_EQ(t.stats.reasons.size(), 2u);
+  EXPECT_EQ(t.stats.reasons[1], "f:1: x: bad");
+  o.strict = true;
+  Status s = skip_line(t, o, "f:9: y: worse");
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(), "f:9: y: worse");
+}
+
+TEST(Reader, FinalizeKeysPreferScriptThenWorkload) {
+  Trace t;
+  Job a;
+  a.script = "echo hi\n";
+  a.workload = "W";
+  Job b;
+  b.workload = "W";
+  Job c;
+  c.workload = "W";
+  Job d;
+  t.jobs = {a, b, c, d};
+  finalize_trace(t, 1.0);
+  EXPECT_FALSE(t.jobs[0].script_key.empty());
+  EXPECT_NE(t.jobs[0].script_key, t.jobs[1].script_key);
+  EXPECT_EQ(t.jobs[1].script_key, t.jobs[2].script_key);
+  EXPECT_TRUE(t.jobs[3].script_key.empty());
+  EXPECT_TRUE(t.has_scripts);
+  EXPECT_EQ(t.stats.jobs, 4u);
+}
+
+}  // namespace
+}  // namespace peakcast::ingest

@@ -1,0 +1,125 @@
+#include <algorithm>
+
+#include "golden_util.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using test_util::expect_jobs_match;
+using test_util::golden;
+using test_util::shared_data;
+
+TEST(Swf, GoldenRecords) {
+  ReadOptions o;
+  o.format = Format::kSwf;
+  auto trace = read_trace(golden("small.swf"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("small.swf.expected.jsonl"));
+  EXPECT_EQ(trace->stats.lines, 8u);
+  EXPECT_EQ(trace->stats.jobs, 4u);
+  EXPECT_EQ(trace->stats.skipped, 4u);
+}
+
+TEST(Swf, SkipReasonsNameFileLineAndField) {
+  auto trace = read_trace(golden("small.swf"));
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const auto& r = trace->stats.reasons;
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_NE(r[0].find("small.swf:11: field 2 (submit time): unknown"), std::string::npos) << r[0];
+  EXPECT_NE(r[1].find("small.swf:12: field 4 (run time): unknown"), std::string::npos) << r[1];
+  EXPECT_NE(r[2].find("small.swf:13: fields: expected 18"), std::string::npos) << r[2];
+  EXPECT_NE(r[3].find("small.swf:14: field 3 (wait time): not a number"), std::string::npos) << r[3];
+}
+
+TEST(Swf, LabelIsUsedOverRequestedAndClipsAtCap) {
+  auto trace = read_trace(golden("small.swf"));
+  ASSERT_TRUE(trace.ok());
+  const auto& jobs = trace->jobs;
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_TRUE(jobs[0].is_valid(Resource::kMem));
+  EXPECT_DOUBLE_EQ(jobs[0].label(Resource::kMem), 1000.0 / 2000.0);
+  EXPECT_TRUE(jobs[2].clipped[idx(Resource::kMem)]);  // 500 / 400 KB per processor
+  EXPECT_DOUBLE_EQ(jobs[2].label(Resource::kMem), 1.0);
+  EXPECT_FALSE(jobs[1].is_valid(Resource::kMem));
+  EXPECT_FALSE(jobs[0].is_valid(Resource::kVram));
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 2u);
+  EXPECT_EQ(trace->stats.clipped[idx(Resource::kMem)], 1u);
+
+  ReadOptions o;
+  o.util_cap = 2.0;
+  auto wide = read_trace(golden("small.swf"), o);
+  ASSERT_TRUE(wide.ok());
+  EXPECT_DOUBLE_EQ(wide->jobs[2].label(Resource::kMem), 500.0 / 400.0);
+  EXPECT_EQ(wide->stats.clipped[idx(Resource::kMem)], 0u);
+}
+
+TEST(Swf, IdentityIsTheExecutableNumber) {
+  auto trace = read_trace(golden("small.swf"));
+  ASSERT_TRUE(trace.ok());
+  const auto& jobs = trace->jobs;
+  EXPECT_FALSE(jobs[0].script_key.empty());
+  EXPECT_EQ(jobs[0].script_key, jobs[2].script_key);  // both executable 12
+  EXPECT_NE(jobs[0].script_key, jobs[3].script_key);  // executable 13
+  EXPECT_TRUE(jobs[1].script_key.empty());            // executable unknown
+  EXPECT_FALSE(trace->has_scripts);
+}
+
+TEST(Swf, NotesExplainUnknownWaitAndMissingProcessors) {
+  auto trace = read_trace(golden("small.swf"));
+  ASSERT_TRUE(trace.ok());
+  auto has = [&](std::string_view needle) {
+    return std::any_of(trace->notes.begin(), trace->notes.end(),
+                       [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("unknown wait time"));
+  EXPECT_TRUE(has("no processor count"));
+}
+
+TEST(Swf, StrictModeFailsOnTheFirstBadLine) {
+  ReadOptions o;
+  o.strict = true;
+  auto trace = read_trace(golden("small.swf"), o);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(trace.status().message().find("small.swf:11: field 2"), std::string::npos)
+      << trace.status().message();
+}
+
+TEST(Swf, WithoutHeaderTimesAreRelative) {
+  Trace t;
+  ReadOptions o;
+  ASSERT_TRUE(parse_swf("1 100 0 10 1 -1 5 1 60 10 1 1 1 1 1 -1 -1 -1\n", "x.swf", o, t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].submit_time, 100);
+  EXPECT_EQ(t.jobs[0].end_time, 110);
+  EXPECT_FALSE(t.notes.empty());
+}
+
+// The LANL CM-5 log from the Parallel Workloads Archive (first 60% by submit time).
+TEST(SwfRealData, LanlCm5CountsAndClippedShare) {
+  const std::string path = shared_data("swf/LANL-CM5-1994-4.1-cln.first60pct.swf.gz");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace absent: " << path;
+  auto trace = read_trace(path);  // gzip and format detected from content
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kSwf);
+  EXPECT_EQ(trace->stats.lines, 73236u);
+  EXPECT_EQ(trace->stats.jobs, 73236u);
+  EXPECT_EQ(trace->stats.skipped, 0u);
+  const size_t labelled = trace->stats.labelled[idx(Resource::kMem)];
+  const size_t clipped = trace->stats.clipped[idx(Resource::kMem)];
+  EXPECT_GT(labelled, 50000u);
+  const double share = static_cast<double>(clipped) / static_cast<double>(labelled);
+  EXPECT_GT(share, 0.15);
+  EXPECT_LT(share, 0.30);
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kVram)], 0u);
+  // Ordered in time: submit times never decrease (the log is sorted by submission).
+  for (size_t i = 1; i < trace->jobs.size(); ++i) {
+    ASSERT_LE(trace->jobs[i - 1].submit_time, trace->jobs[i].submit_time) << i;
+    ASSERT_LE(trace->jobs[i].submit_time, trace->jobs[i].end_time) << i;
+  }
+  EXPECT_EQ(trace->jobs.front().submit_time, 781275672);  // UnixStartTime + 0
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
