@@ -202,7 +202,9 @@ TEST(HistoryReplay, VisitsInSubmitOrderAndBoundsMemory) {
     EXPECT_GE(job.submit_time, last_submit);
     last_submit = job.submit_time;
     const HistoryView v = s.query(job, Resource::kMem);
-    if (v.user.count > 0) EXPECT_LT(v.user.last_end_time, static_cast<double>(job.submit_time));
+    if (v.user.count > 0) {
+      EXPECT_LT(v.user.last_end_time, static_cast<double>(job.submit_time));
+    }
     ++visited;
   });
   EXPECT_EQ(visited, 2000);
