@@ -1,0 +1,524 @@
+// The Slurm `sacct -P` reader: golden files for 22.05 and pre-21.08 output, field helpers,
+// scripts, column-order independence, and the real Yale array dumps.
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "golden_util.h"  // gtest first: rapidcheck/gtest.h needs it
+#include <rapidcheck/gtest.h>
+#include "peakcast/core/io.h"
+#include "peakcast/core/units.h"
+#include "peakcast/ingest/reader.h"
+#include "peakcast/ingest/sacct.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using test_util::expect_jobs_match;
+using test_util::golden;
+using test_util::shared_data;
+using test_util::temp_path;
+using test_util::write_text;
+
+constexpr uint64_t kK = 1024, kM = kK * kK, kG = kM * kK;
+
+ReadOptions sacct_options() {
+  ReadOptions o;
+  o.format = Format::kSacct;
+  return o;
+}
+
+bool has_note(const Trace& t, std::string_view needle) {
+  return std::any_of(t.notes.begin(), t.notes.end(),
+                     [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+}
+
+const Job* find_job(const Trace& t, std::string_view id) {
+  for (const Job& j : t.jobs) {
+    if (j.job_id == id) return &j;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------- golden files
+
+TEST(Sacct, Golden2205) {
+  auto trace = read_trace(golden("sacct_2205.txt"), sacct_options());
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("sacct_2205.txt.expected.jsonl"));
+  EXPECT_EQ(trace->stats.lines, 24u);
+  EXPECT_EQ(trace->stats.skipped, 0u) << (trace->stats.reasons.empty() ? "" : trace->stats.reasons[0]);
+  EXPECT_TRUE(trace->has_submit_times);
+  EXPECT_TRUE(has_note(*trace, "1 job(s) still running")) << "job 9 is RUNNING";
+  EXPECT_EQ(find_job(*trace, "9"), nullptr);
+}
+
+TEST(Sacct, Golden2205Labels) {
+  auto trace = read_trace(golden("sacct_2205.txt"), sacct_options());
+  ASSERT_TRUE(trace.ok());
+  const Job* oom = find_job(*trace, "7");  // job row FAILED, batch step OUT_OF_MEMORY
+  ASSERT_NE(oom, nullptr);
+  EXPECT_TRUE(oom->censored);
+  EXPECT_DOUBLE_EQ(oom->label(Resource::kMem), 1.0);
+  EXPECT_EQ(trace->stats.censored, 1u);
+
+  const Job* two = find_job(*trace, "5");  // the max over steps of TRESUsageInTot
+  ASSERT_NE(two, nullptr);
+  EXPECT_DOUBLE_EQ(two->label(Resource::kMem), (269348.0 * kK) / (800.0 * kM));
+
+  const Job* gpu = find_job(*trace, "14");
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_TRUE(gpu->is_valid(Resource::kVram));
+  EXPECT_DOUBLE_EQ(gpu->label(Resource::kVram), (72532.0 * kM) / (2.0 * 80 * kG));
+  const Job* untyped = find_job(*trace, "6");  // gres/gpu=1, no type, no gpumem
+  ASSERT_NE(untyped, nullptr);
+  EXPECT_FALSE(untyped->is_valid(Resource::kVram));
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kVram)], 1u);
+  EXPECT_FALSE(find_job(*trace, "8")->is_valid(Resource::kMem));  // never ran: no peak
+}
+
+TEST(Sacct, StrictModeDoesNotTreatRunningJobsAsErrors) {
+  ReadOptions o = sacct_options();
+  o.strict = true;
+  auto trace = read_trace(golden("sacct_2205.txt"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->jobs.size(), 9u);
+}
+
+TEST(Sacct, GoldenPre2108) {
+  auto trace = read_trace(golden("sacct_2011.txt"), sacct_options());
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("sacct_2011.txt.expected.jsonl"));
+  EXPECT_EQ(trace->stats.lines, 16u);
+  const auto& r = trace->stats.reasons;
+  ASSERT_EQ(trace->stats.skipped, 3u);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_NE(r[0].find("sacct_2011.txt:11: MaxRSS: \"12Q\""), std::string::npos) << r[0];
+  EXPECT_NE(r[1].find("sacct_2011.txt:13: Submit: \"yesterday\""), std::string::npos) << r[1];
+  EXPECT_NE(r[2].find("sacct_2011.txt:15: JobID: step of job 105"), std::string::npos) << r[2];
+  EXPECT_TRUE(has_note(*trace, "1 row(s) had '|' inside a free-text field"));
+  EXPECT_TRUE(has_note(*trace, "ReqMem 0"));
+  const Job* oom = find_job(*trace, "102");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_TRUE(oom->censored);
+}
+
+TEST(Sacct, StrictModeStopsAtTheFirstBadRow) {
+  ReadOptions o = sacct_options();
+  o.strict = true;
+  auto trace = read_trace(golden("sacct_2011.txt"), o);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("sacct_2011.txt:11: MaxRSS"), std::string::npos)
+      << trace.status().message();
+}
+
+TEST(Sacct, NoHeaderNeedsColumns) {
+  auto bare = read_trace(golden("sacct_noheader.txt"), sacct_options());
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.status().message().find("--columns"), std::string::npos) << bare.status().message();
+
+  ReadOptions o = sacct_options();
+  o.columns = {"JobID", "JobName", "MaxRSS", "Elapsed", "ReqMem", "ReqCPUS", "Timelimit",
+               "State", "User"};
+  auto trace = read_trace(golden("sacct_noheader.txt"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("sacct_noheader.txt.expected.jsonl"));
+  EXPECT_FALSE(trace->has_submit_times);
+  EXPECT_TRUE(has_note(*trace, "evaluate"));
+  EXPECT_TRUE(has_note(*trace, "taken as one node"));
+}
+
+// ---------------------------------------------------------------- field helpers
+
+TEST(SacctFields, ReqMemBeforeAndAfter2108) {
+  using sacct::ReqMem;
+  auto n = sacct::parse_req_mem("4000Mn");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->per, ReqMem::Per::kNode);
+  EXPECT_EQ(n->bytes, 4000 * kM);
+  auto c = sacct::parse_req_mem("2Gc");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->per, ReqMem::Per::kCpu);
+  EXPECT_EQ(c->bytes, 2 * kG);
+  auto total = sacct::parse_req_mem("2.50G");
+  ASSERT_TRUE(total);
+  EXPECT_EQ(total->per, ReqMem::Per::kJob);
+  EXPECT_EQ(total->bytes, 2560 * kM);
+  EXPECT_EQ(sacct::parse_req_mem("500")->bytes, 500 * kM);  // bare numbers are MB
+  EXPECT_FALSE(sacct::parse_req_mem(""));
+  EXPECT_FALSE(sacct::parse_req_mem("lots"));
+  EXPECT_FALSE(sacct::parse_req_mem("n"));
+  EXPECT_FALSE(sacct::parse_req_mem("4XYn"));
+
+  EXPECT_EQ(sacct::req_mem_total(*n, 3, std::nullopt), 3 * 4000 * kM);
+  EXPECT_EQ(sacct::req_mem_total(*n, std::nullopt, std::nullopt), 4000 * kM);  // one node
+  EXPECT_EQ(sacct::req_mem_total(*c, std::nullopt, 4.0), 8 * kG);
+  EXPECT_FALSE(sacct::req_mem_total(*c, 1, std::nullopt));  // per CPU, no CPU count
+  EXPECT_EQ(sacct::req_mem_total(*total, 4, 64.0), 2560 * kM);
+}
+
+TEST(SacctFields, TresValuesAndGpus) {
+  const std::string usage = "cpu=00:00:00,energy=0,fs/disk=1694124,mem=221128K,pages=4,vmem=225732K";
+  EXPECT_EQ(sacct::tres_value(usage, "mem"), "221128K");
+  EXPECT_EQ(sacct::tres_value(usage, "vmem"), "225732K");
+  EXPECT_FALSE(sacct::tres_value(usage, "gres/gpumem"));
+  EXPECT_EQ(sacct::tres_gpus("billing=1,cpu=1,gres/gpu=2,mem=1G,node=1"), 2);
+  EXPECT_EQ(sacct::tres_gpus("cpu=4,gres/gpu:a100=1,gres/gpu:v100=2"), 3);
+  EXPECT_EQ(sacct::tres_gpus("cpu=8,gres/gpu:a100=2,gres/gpu=2"), 2);  // no double count
+  EXPECT_FALSE(sacct::tres_gpus("cpu=1,gres/gpumem=36266M,gres/gpuutil=100"));
+  EXPECT_FALSE(sacct::tres_gpus("cpu=1,gres/gpu=two"));
+  EXPECT_EQ(sacct::tres_gpu_type("cpu=1,gres/gpu:A100=1"), "a100");
+  EXPECT_FALSE(sacct::tres_gpu_type("gres/gpu=1"));
+}
+
+TEST(SacctFields, GpuMemoryFromType) {
+  EXPECT_EQ(sacct::gpu_mem_from_type("a100_80g"), 80 * kG);
+  EXPECT_EQ(sacct::gpu_mem_from_type("a100-40gb"), 40 * kG);
+  EXPECT_EQ(sacct::gpu_mem_from_type("h100.80GB"), 80 * kG);
+  EXPECT_EQ(sacct::gpu_mem_from_type("a100_1g.10gb"), 10 * kG);  // MIG slice, not 1 GB
+  EXPECT_EQ(sacct::gpu_mem_from_type("tesla_t4"), 16 * kG);
+  EXPECT_EQ(sacct::gpu_mem_from_type("l40s"), 48 * kG);
+  EXPECT_FALSE(sacct::gpu_mem_from_type("a100"));  // 40 or 80
+  EXPECT_FALSE(sacct::gpu_mem_from_type("v100"));
+  EXPECT_FALSE(sacct::gpu_mem_from_type(""));
+}
+
+TEST(SacctFields, GpuCapacityOptionsWin) {
+  SacctOptions so;
+  so.gpu_mem_by_type["a100"] = 40 * kG;
+  so.default_gpu_mem_bytes = 16 * kG;
+  const std::string text =
+      "JobID|State|AllocTRES|ReqMem|TRESUsageInTot\n"
+      "1|COMPLETED|cpu=1,gres/gpu:a100=1,mem=1G|1G|\n"
+      "1.0|COMPLETED|||gres/gpumem=20G,mem=100M\n"
+      "2|COMPLETED|cpu=1,gres/gpu=1,mem=1G|1G|\n"
+      "2.0|COMPLETED|||gres/gpumem=4G,mem=100M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "x", sacct_options(), so, t));
+  ASSERT_EQ(t.jobs.size(), 2u);
+  EXPECT_EQ(t.jobs[0].gpu_mem_bytes, 40 * kG);
+  EXPECT_EQ(t.jobs[0].peak_vram_bytes, 20 * kG);
+  EXPECT_EQ(t.jobs[1].gpu_mem_bytes, 16 * kG);
+
+  Trace plain;  // without the options: no capacity, and a note says why there is no label
+  ASSERT_TRUE(parse_sacct(text, "x", sacct_options(), plain));
+  EXPECT_FALSE(plain.jobs[0].gpu_mem_bytes);
+  EXPECT_TRUE(has_note(plain, "no known per-GPU memory"));
+}
+
+TEST(SacctFields, JobIdsAndScriptKeys) {
+  auto p = sacct::split_job_id("123_4.batch");
+  EXPECT_EQ(p.job, "123_4");
+  EXPECT_EQ(p.step, "batch");
+  EXPECT_EQ(sacct::split_job_id("123+0").job, "123+0");
+  EXPECT_EQ(sacct::split_job_id("123+0").step, "");
+  EXPECT_EQ(sacct::split_job_id("5.0").step, "0");
+  EXPECT_EQ(sacct::script_keys("123_4", "130"), (std::vector<std::string>{"123_4", "130", "123"}));
+  EXPECT_EQ(sacct::script_keys("77", "77"), (std::vector<std::string>{"77"}));
+  EXPECT_EQ(sacct::script_keys("9+1", ""), (std::vector<std::string>{"9+1", "9"}));
+}
+
+// ---------------------------------------------------------------- rows and columns
+
+TEST(SacctRows, ExtraPipeOnlyWhereAFreeTextColumnCanTakeIt) {
+  // Two free-text columns, neither last: a row with an extra '|' cannot be attributed.
+  const std::string text =
+      "JobID|JobName|Comment|ReqMem|MaxRSS\n"
+      "1|a|b|c|1G|5M\n"
+      "2|ok|fine|1G|\n"
+      "2.batch||||100M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "two_free", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].job_id, "2");
+  ASSERT_EQ(t.stats.skipped, 1u);
+  EXPECT_NE(t.stats.reasons[0].find("two_free:2: row: expected 5 fields, found 6"), std::string::npos)
+      << t.stats.reasons[0];
+
+  // A single free-text column in the middle does take it.
+  Trace one;
+  ASSERT_TRUE(parse_sacct("JobID|JobName|ReqMem\n7|x|y|2G\n", "one_free", sacct_options(), one));
+  ASSERT_EQ(one.jobs.size(), 1u);
+  EXPECT_EQ(one.jobs[0].job_name, "x|y");
+  EXPECT_EQ(one.jobs[0].req_mem_bytes, 2 * kG);
+}
+
+TEST(SacctRows, ConcatenatedOutputsSwitchHeaders) {
+  const std::string text =
+      "JobID|ReqMem|MaxRSS\n"
+      "1|1G|\n"
+      "1.batch||10M\n"
+      "MaxRSS|JobID|ReqMem|Submit\n"
+      "20M|2.batch||\n"
+      "|2|2G|2026-01-01T00:00:00\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "cat", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 2u);
+  EXPECT_EQ(t.jobs[0].peak_mem_bytes, 10 * kM);
+  EXPECT_EQ(t.jobs[1].peak_mem_bytes, 20 * kM);  // a step before its job row still joins
+  EXPECT_FALSE(t.has_submit_times);              // the first output had no Submit
+  EXPECT_EQ(t.stats.skipped, 0u);
+}
+
+TEST(SacctRows, RequeuedJobKeepsItsLastRecord) {
+  const std::string text =
+      "JobID|State|ReqMem|MaxRSS\n"
+      "3|REQUEUED|1G|\n"
+      "3.batch|CANCELLED||900M\n"
+      "3|COMPLETED|1G|\n"
+      "3.batch|COMPLETED||300M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "requeue", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].state, "COMPLETED");
+  EXPECT_EQ(t.jobs[0].peak_mem_bytes, 300 * kM);
+  EXPECT_TRUE(has_note(t, "requeued"));
+}
+
+TEST(SacctRows, PeakPrefersTresTotThenMaxRssThenTresMax) {
+  const std::string text =
+      "JobID|ReqMem|MaxRSS|TRESUsageInMax|TRESUsageInTot\n"
+      "1|4G|||\n"
+      "1.0||100M|mem=100M|mem=300M\n"  // Tot wins: 300M
+      "2|4G|||\n"
+      "2.0||100M|mem=150M|cpu=1\n"     // no Tot mem: MaxRSS 100M
+      "3|4G|||\n"
+      "3.0|||mem=150M|\n";             // only Max: 150M
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "peaks", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].peak_mem_bytes, 300 * kM);
+  EXPECT_EQ(t.jobs[1].peak_mem_bytes, 100 * kM);
+  EXPECT_EQ(t.jobs[2].peak_mem_bytes, 150 * kM);
+}
+
+TEST(SacctRows, EpochTimesNoConvertBytesAndElapsedEnd) {
+  const std::string text =
+      "JobID|Submit|Start|Elapsed|ReqMem|MaxRSS\n"
+      "1|1700000000|1700000010|01:00:00|1024|\n"
+      "1.batch||||1048576|524288000\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "epoch", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].submit_time, 1700000000);
+  EXPECT_EQ(t.jobs[0].end_time, 1700000010 + 3600);  // no End column: Start + Elapsed
+  EXPECT_EQ(t.jobs[0].req_mem_bytes, kG);
+  EXPECT_EQ(t.jobs[0].peak_mem_bytes, 524288000u);
+}
+
+TEST(SacctRows, EmptyAndHeaderOnlyInputs) {
+  Trace empty;
+  EXPECT_TRUE(parse_sacct("", "e", sacct_options(), empty));
+  EXPECT_TRUE(empty.jobs.empty());
+  Trace header;
+  EXPECT_TRUE(parse_sacct("JobID|JobName|\n", "h", sacct_options(), header));
+  EXPECT_TRUE(header.jobs.empty());
+  EXPECT_EQ(header.stats.lines, 0u);
+}
+
+// Columns in any order: permuting the 22.05 golden's columns gives the same jobs.
+RC_GTEST_PROP(SacctProps, ColumnOrderDoesNotMatter, ()) {
+  auto text = read_file(golden("sacct_2205.txt"));
+  RC_ASSERT(text.ok());
+  std::vector<std::vector<std::string_view>> rows;
+  for (std::string_view line : split_lines(*text)) {
+    if (!trim(line).empty()) rows.push_back(split(line, '|'));
+  }
+  const size_t ncols = rows[0].size();
+  std::vector<size_t> order(ncols);
+  for (size_t i = 0; i < ncols; ++i) order[i] = i;
+  const auto perm = *rc::gen::exec([&] {
+    std::vector<size_t> p = order;
+    for (size_t i = p.size(); i > 1; --i) {
+      std::swap(p[i - 1], p[*rc::gen::inRange<size_t>(0, i)]);
+    }
+    return p;
+  });
+  std::string shuffled;
+  for (const auto& row : rows) {
+    for (size_t k = 0; k < ncols; ++k) {
+      if (k) shuffled += '|';
+      shuffled += row[perm[k]];
+    }
+    shuffled += '\n';
+  }
+  Trace a, b;
+  RC_ASSERT(parse_sacct(*text, "a", sacct_options(), a).is_ok());
+  RC_ASSERT(parse_sacct(shuffled, "b", sacct_options(), b).is_ok());
+  RC_ASSERT(a.jobs.size() == b.jobs.size());
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    RC_ASSERT(job_to_json(a.jobs[i]) == job_to_json(b.jobs[i]));
+  }
+}
+
+// Whatever rows are made of, the reader never crashes and its counts stay consistent.
+RC_GTEST_PROP(SacctProps, ArbitraryRowsNeverBreakTheReader, ()) {
+  const std::vector<std::string> tokens = {
+      "1", "1.batch", "2_3", "2_3.extern", "4+0", "x", "", "1G", "4000Mn", "2Gc", "0n", "12Q",
+      "Unknown", "2026-11-30T07:57:35", "1700000000", "OUT_OF_MEMORY", "CANCELLED by 0",
+      "RUNNING", "gres/gpu=2,mem=1G", "gres/gpu:a100_80g=1", "gres/gpumem=1G,mem=2G", "|", "-1",
+      "99999999999999999999G", "UNLIMITED", "1-00:00:00"};
+  const auto nrows = *rc::gen::inRange(0, 12);
+  std::string text = "JobID|State|Submit|End|ReqMem|AllocTRES|MaxRSS|TRESUsageInTot|Timelimit|JobName\n";
+  for (int r = 0; r < nrows; ++r) {
+    const auto nfields = *rc::gen::inRange(1, 13);
+    for (int f = 0; f < nfields; ++f) {
+      if (f) text += '|';
+      text += tokens[*rc::gen::inRange<size_t>(0, tokens.size())];
+    }
+    text += '\n';
+  }
+  Trace t;
+  Status s = parse_sacct(text, "rc", sacct_options(), t);
+  RC_ASSERT(s.is_ok());
+  RC_ASSERT(t.stats.lines <= static_cast<size_t>(nrows));  // blank rows are not data
+  RC_ASSERT(t.jobs.size() <= t.stats.lines);
+  RC_ASSERT(t.stats.skipped <= t.stats.lines);
+}
+
+// ---------------------------------------------------------------- scripts
+
+TEST(SacctScripts, BatchScriptDump) {
+  auto text = read_file(golden("sacct_scripts.dump"));
+  ASSERT_TRUE(text.ok());
+  auto scripts = sacct::parse_batch_script_dump(*text);
+  ASSERT_EQ(scripts.size(), 2u);  // 101 is NONE
+  EXPECT_EQ(scripts.count("101"), 0u);
+  EXPECT_EQ(scripts["100"], "#!/bin/bash\n#SBATCH -N 2\nsrun ./mpi_run --size 64\n");
+  // A "Batch Script for" line without the dash rule stays inside the script.
+  EXPECT_NE(scripts["35256075"].find("echo \"Batch Script for nothing\""), std::string::npos);
+}
+
+TEST(SacctScripts, DumpAttachesScriptsAndJobNameIsTheFallbackIdentity) {
+  ReadOptions o = sacct_options();
+  o.scripts_dump = golden("sacct_scripts.dump");
+  auto trace = read_trace(golden("sacct_2011.txt"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const Job* with = find_job(*trace, "100");
+  const Job* without = find_job(*trace, "101");
+  ASSERT_TRUE(with && without);
+  ASSERT_TRUE(with->script);
+  EXPECT_NE(with->script->find("mpi_run"), std::string::npos);
+  EXPECT_FALSE(with->workload);
+  EXPECT_FALSE(without->script);
+  EXPECT_EQ(without->workload, "a|b");
+  EXPECT_TRUE(trace->has_scripts);
+  EXPECT_NE(with->script_key, without->script_key);
+}
+
+TEST(SacctScripts, FolderOfJobScriptsWithArrayParentFallback) {
+  const std::string dir = temp_path("sacct_scripts_dir");
+  std::filesystem::create_directories(dir);
+  write_text(dir + "/35256075.sh", "#!/bin/bash\necho array\n");
+  write_text(dir + "/35256075_2.sh", "#!/bin/bash\necho task two\n");
+  write_text(dir + "/notes.txt", "not a script\n");
+  ReadOptions o = sacct_options();
+  o.columns = {"JobID", "JobName", "MaxRSS", "Elapsed", "ReqMem", "ReqCPUS", "Timelimit", "State",
+               "User"};
+  o.scripts_dir = dir;
+  auto trace = read_trace(golden("sacct_noheader.txt"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 2u);
+  EXPECT_EQ(trace->jobs[0].script, "#!/bin/bash\necho array\n");
+  EXPECT_EQ(trace->jobs[1].script, "#!/bin/bash\necho task two\n");
+
+  o.scripts_dir = dir + "/missing";
+  auto missing = read_trace(golden("sacct_noheader.txt"), o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("scripts folder"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- real data (Yale arrays)
+
+// An independent count from the raw text: job keys, job keys with any OUT_OF_MEMORY row, and the
+// max MaxRSS (K or M suffix) per job.
+struct NaiveScan {
+  std::set<std::string> jobs, oom, preempted;
+  std::map<std::string, uint64_t> max_rss;
+};
+
+NaiveScan naive_scan(const std::string& text) {
+  NaiveScan s;
+  auto lines = split_lines(text);
+  auto header = split(lines[0], '|');
+  auto col = [&](std::string_view name) {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  const int id = col("JobID"), state = col("State"), rss = col("MaxRSS");
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    auto f = split(lines[i], '|');
+    std::string key(f[id].substr(0, f[id].find('.')));
+    if (f[id].find('.') == std::string_view::npos) s.jobs.insert(key);
+    if (state >= 0 && f[state] == "OUT_OF_MEMORY") s.oom.insert(key);
+    if (state >= 0 && f[state] == "PREEMPTED") s.preempted.insert(key);
+    if (rss >= 0 && (f[rss].ends_with("K") || f[rss].ends_with("M"))) {
+      const double unit = f[rss].back() == 'K' ? 1024.0 : 1024.0 * 1024.0;
+      const double v = std::stod(std::string(f[rss].substr(0, f[rss].size() - 1))) * unit;
+      s.max_rss[key] = std::max(s.max_rss[key], static_cast<uint64_t>(v + 0.5));
+    }
+  }
+  return s;
+}
+
+void check_yale(const std::string& file, size_t expected_tasks, bool has_states) {
+  const std::string path = shared_data("sacct/" + file);
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent (needs ../shared/data)";
+  auto text = read_file(path);
+  ASSERT_TRUE(text.ok());
+  const NaiveScan naive = naive_scan(*text);
+  auto trace = read_trace(path, ReadOptions{});  // format detected from the content
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kSacct);
+  EXPECT_EQ(trace->jobs.size(), expected_tasks);
+  EXPECT_EQ(trace->jobs.size(), naive.jobs.size());
+  EXPECT_EQ(trace->stats.skipped, 0u);
+  EXPECT_FALSE(trace->has_submit_times);
+  EXPECT_TRUE(has_note(*trace, "cannot order"));
+  std::map<std::string, size_t> states;
+  size_t peaks_checked = 0;
+  for (const Job& j : trace->jobs) {
+    ++states[j.state];
+    auto it = naive.max_rss.find(j.job_id);
+    if (it != naive.max_rss.end()) {
+      EXPECT_EQ(j.peak_mem_bytes, it->second) << j.job_id;
+      ++peaks_checked;
+    }
+    EXPECT_EQ(j.state == "OUT_OF_MEMORY", naive.oom.count(j.job_id) == 1) << j.job_id;
+    EXPECT_EQ(j.workload, j.job_name);
+  }
+  EXPECT_EQ(peaks_checked, naive.max_rss.size());
+  EXPECT_GT(trace->stats.labelled[idx(Resource::kMem)], expected_tasks * 9 / 10);
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kVram)], 0u);
+  if (has_states) {
+    EXPECT_GT(states["OUT_OF_MEMORY"], 0u);
+    EXPECT_EQ(states["OUT_OF_MEMORY"], naive.oom.size());
+    EXPECT_EQ(states["PREEMPTED"], naive.preempted.size());
+    EXPECT_GT(states["PREEMPTED"], 0u);
+    EXPECT_EQ(trace->stats.censored, naive.oom.size());
+  }
+}
+
+TEST(SacctRealData, YaleClustered) { check_yale("yale-grace-array-clustered.txt", 10000, true); }
+TEST(SacctRealData, YaleTest) { check_yale("yale-grace-array-test.txt", 7001, false); }
+
+TEST(SacctRealData, YaleClusteredPerCpuRequest) {
+  const std::string path = shared_data("sacct/yale-grace-array-clustered.txt");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent (needs ../shared/data)";
+  auto trace = read_trace(path, sacct_options());
+  ASSERT_TRUE(trace.ok());
+  // ReqMem 10Gc with ReqCPUS 1: 10 GiB; the first task's batch step peaked at 2039920K.
+  const Job& first = trace->jobs.front();
+  EXPECT_EQ(first.job_id, "56210313_0");
+  EXPECT_EQ(first.req_mem_bytes, 10 * kG);
+  EXPECT_DOUBLE_EQ(first.label(Resource::kMem), 2039920.0 * kK / (10.0 * kG));
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
