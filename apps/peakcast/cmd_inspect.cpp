@@ -1,0 +1,51 @@
+// peakcast inspect TRACE: what a trace holds, before evaluating anything on it.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "peakcast/eval/inspect.h"
+#include "peakcast/eval/report.h"
+
+namespace peakcast::app {
+namespace {
+
+struct InspectArgs {
+  std::string trace;
+  ReaderArgs reader;
+  std::string json;
+};
+
+int run_inspect(const InspectArgs& a) {
+  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
+  if (!trace) return fail(trace.status());
+  const eval::TraceSummary s = eval::summarize_trace(*trace, stderr_progress());
+  std::cout << eval::render_summary(s, *trace);
+  std::cout.flush();
+  if (!a.json.empty()) {
+    nlohmann::json j = eval::to_json(s);
+    j["trace"] = {{"path", trace->path}, {"format", ingest::format_name(trace->format)}};
+    j["reader"] = eval::to_json(trace->stats);
+    j["notes"] = trace->notes;
+    if (Status st = write_output(a.json, j.dump(2) + "\n"); !st) return fail(st);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect",
+      "Describe a job trace: jobs, users, distinct script identities, label coverage per resource "
+      "(clipped, OOM-censored), share of jobs with exact-script and user history at submission, "
+      "the utilization distribution, and final states (OUT_OF_MEMORY, PREEMPTED, ...). Works on "
+      "sacct dumps without submit times.");
+  cmd->add_option("TRACE", a->trace, "Job trace (any supported format; gzip accepted)")->required();
+  add_reader_options(*cmd, a->reader);
+  cmd->add_option("--json", a->json, "Also write the summary as JSON to FILE ('-' = stdout)");
+  cmd->callback([a, &exit_code] { exit_code = run_inspect(*a); });
+}
+
+}  // namespace peakcast::app

@@ -1,0 +1,99 @@
+#include "common.h"
+
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "peakcast/core/io.h"
+#include "peakcast/eval/report.h"
+
+namespace peakcast::app {
+
+void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
+  cmd.add_option("--format", a.format,
+                 "Trace format: auto (detected from the content), swf, nextflow, sacct, jsonl")
+      ->check(CLI::IsMember({"auto", "swf", "nextflow", "sacct", "jsonl"}))
+      ->default_str("auto");
+  cmd.add_flag("--strict", a.strict, "Stop at the first malformed line instead of skipping it");
+  cmd.add_option("--util-cap", a.util_cap,
+                 "Labels above this utilization are clipped to it (and counted)")
+      ->check(CLI::PositiveNumber)
+      ->default_str("1.0");
+  cmd.add_option("--user", a.user, "Nextflow traces: the user name (default: from the file name)");
+  cmd.add_option("--columns", a.columns,
+                 "sacct output without a header (-n): the --format column names, comma separated");
+  cmd.add_option("--scripts-dir", a.scripts_dir, "sacct: folder of <jobid>.sh job scripts");
+  cmd.add_option("--scripts-dump", a.scripts_dump, "sacct: file of concatenated `sacct -B` output");
+}
+
+Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {
+  Result<ingest::Format> format = ingest::parse_format(a.format);
+  if (!format) return format.status();
+  ingest::ReadOptions o;
+  o.format = *format;
+  o.strict = a.strict;
+  o.util_cap = a.util_cap;
+  o.user = a.user;
+  for (std::string_view c : split(a.columns, ',')) {
+    if (!trim(c).empty()) o.columns.emplace_back(trim(c));
+  }
+  o.scripts_dir = a.scripts_dir;
+  o.scripts_dump = a.scripts_dump;
+  Result<ingest::Trace> trace = ingest::read_trace(path, o);
+  if (trace) std::cerr << eval::render_reader_summary(*trace);
+  return trace;
+}
+
+Status write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    std::cout.flush();
+    return std::cout ? Status::ok() : Status::io("writing standard output failed");
+  }
+  return write_file_atomic(path, text);
+}
+
+int fail(const Status& status) {
+  std::cerr << "peakcast: error: " << status.message() << "\n";
+  switch (status.kind()) {
+    case ErrorKind::kInvalidInput:
+    case ErrorKind::kNotFound:
+    case ErrorKind::kUnsupported:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
+}
+
+ProgressFn stderr_progress() {
+  using Clock = std::chrono::steady_clock;
+  struct State {
+    Clock::time_point start = Clock::now();
+    std::map<std::string, Clock::time_point, std::less<>> last;
+  };
+  auto st = std::make_shared<State>();
+  return [st](std::string_view stage, size_t done, size_t total) {
+    const auto now = Clock::now();
+    // Quiet for short runs: nothing before a second has passed.
+    if (now - st->start < std::chrono::seconds(1)) return;
+    auto it = st->last.find(stage);
+    const bool finished = done >= total;
+    if (it != st->last.end() && !finished && now - it->second < std::chrono::seconds(1)) return;
+    st->last[std::string(stage)] = now;
+    const double secs = std::chrono::duration<double>(now - st->start).count();
+    std::cerr << fmt::format("[{:6.1f}s] {}: {}/{}{}\n", secs, stage, done, total,
+                             total ? fmt::format(" ({:.0f}%)", 100.0 * done / total) : "");
+  };
+}
+
+void install_log_sink(bool verbose) {
+  set_log_sink([verbose](LogLevel level, std::string_view msg) {
+    if (!verbose && level < LogLevel::kWarn) return;
+    static constexpr const char* kNames[] = {"debug", "info", "warning", "error"};
+    std::cerr << "peakcast: " << kNames[static_cast<int>(level)] << ": " << msg << "\n";
+  });
+}
+
+}  // namespace peakcast::app

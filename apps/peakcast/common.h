@@ -1,0 +1,53 @@
+// Shared pieces of the peakcast subcommands: reader options, the stderr log sink and progress,
+// and the one place that maps a Status to an exit code.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "peakcast/core/log.h"
+#include "peakcast/core/status.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::app {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the system failed us (disk, internal error)
+inline constexpr int kExitUsage = 2;    // bad arguments or bad input
+
+struct ReaderArgs {
+  std::string format = "auto";
+  bool strict = false;
+  double util_cap = 1.0;
+  std::string user;
+  std::string columns;
+  std::string scripts_dir;
+  std::string scripts_dump;
+};
+
+// --format, --strict, --util-cap, --user, --columns, --scripts-dir, --scripts-dump.
+void add_reader_options(CLI::App& cmd, ReaderArgs& args);
+
+// Reads the trace and prints the reader summary to stderr (every command does).
+Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& args);
+
+// Writes text to FILE ("-" = standard output).
+Status write_output(const std::string& path, const std::string& text);
+
+// Prints "peakcast: error: ..." to stderr; returns kExitUsage for input errors, else kExitFailure.
+int fail(const Status& status);
+
+// Progress lines on stderr, at most about once a second per stage, for runs that take a while.
+ProgressFn stderr_progress();
+
+// Routes peakcast::log to stderr (warnings and above, or everything with verbose).
+void install_log_sink(bool verbose);
+
+// Subcommands: each adds itself to `app` and sets `exit_code` when it runs.
+void add_evaluate_command(CLI::App& app, int& exit_code);
+void add_inspect_command(CLI::App& app, int& exit_code);
+void add_synth_command(CLI::App& app, int& exit_code);
+
+}  // namespace peakcast::app
