@@ -1,0 +1,224 @@
+// peakcastd: the prediction service. Parses arguments, opens the model and the database, serves
+// HTTP until SIGTERM/SIGINT; optionally polls sacct in the background (slurm-sync).
+#include <signal.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "peakcast/cascade/predictor.h"
+#include "peakcast/core/log.h"
+#include "peakcast/serve/http_server.h"
+#include "peakcast/serve/service.h"
+#include "peakcast/serve/slurm_sync.h"
+
+namespace {
+
+using namespace peakcast;
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+
+int fail(const Status& s) {
+  std::cerr << "peakcastd: error: " << s.message() << "\n";
+  return s.kind() == ErrorKind::kInvalidInput || s.kind() == ErrorKind::kUnsupported ? kExitUsage
+                                                                                     : kExitFailure;
+}
+
+void install_log_sink(bool verbose) {
+  set_log_sink([verbose](LogLevel level, std::string_view msg) {
+    if (!verbose && level < LogLevel::kInfo) return;
+    static constexpr const char* kNames[] = {"debug", "info", "warning", "error"};
+    std::cerr << "peakcastd: " << kNames[static_cast<int>(level)] << ": " << msg << "\n";
+  });
+}
+
+// Background slurm-sync: one poll every `interval`, until stopped.
+class SyncLoop {
+ public:
+  SyncLoop(serve::Service& service, serve::SyncOptions options, double interval_s)
+      : service_(service), options_(std::move(options)), interval_(interval_s) {}
+  void start() { thread_ = std::thread([this] { run(); }); }
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      poll_once();
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::duration<double>(interval_), [this] { return stopping_; });
+    }
+  }
+  void poll_once() {
+    auto report = serve::sync_once(
+        service_.store(), [this](const Job& j) { return service_.add_completion(j); }, options_);
+    if (!report) {
+      log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
+      return;
+    }
+    if (report->added > 0 || report->skipped > 0) {
+      log(LogLevel::kInfo, "slurm-sync: " + std::to_string(report->finished) + " finished job(s) since " +
+                               serve::sacct_time(report->since) + ", " + std::to_string(report->added) +
+                               " new (" + std::to_string(report->with_script) + " with script), " +
+                               std::to_string(report->skipped) + " malformed row(s) skipped");
+    }
+    for (const std::string& n : report->notes) log(LogLevel::kDebug, "slurm-sync: " + n);
+  }
+
+  serve::Service& service_;
+  serve::SyncOptions options_;
+  double interval_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "peakcastd: answers peak-memory predictions for jobs at submission (POST /v1/predict), "
+      "learns from finished jobs (POST /v1/complete, or its own sacct polling), keeps the history "
+      "in SQLite. HTTP/1.1 + JSON on a UNIX socket; loopback TCP only when asked."};
+  std::string model_dir, db_path, socket_path = "/run/peakcast/peakcastd.sock", listen;
+  bool allow_remote = false, store_scripts = false, verbose = false, sync_once_only = false;
+  std::string socket_mode_text = "0660", socket_group;
+  size_t max_script_bytes = 1 << 20;
+  int threads = 0;
+  double sync_interval = 0;
+  int64_t late_tolerance_s = 7 * 24 * 3600;
+  serve::SyncOptions sync;
+  uint64_t gpu_mem_bytes = 0;
+  app.add_option("--model", model_dir, "Model directory (manifest.json with kind and format_version)")
+      ->required()->check(CLI::ExistingDirectory);
+  app.add_option("--db", db_path, "SQLite database of completions (created when absent)")->required();
+  app.add_option("--socket", socket_path,
+                 "UNIX socket to listen on; empty string: none (then --listen is required)")
+      ->capture_default_str();
+  app.add_option("--listen", listen, "Also listen on TCP HOST:PORT (loopback only unless --allow-remote)");
+  app.add_flag("--allow-remote", allow_remote, "Accept a non-loopback --listen address (the API has no authentication)");
+  app.add_option("--socket-mode", socket_mode_text, "File mode of the socket, octal")->capture_default_str();
+  app.add_option("--socket-group", socket_group, "Group that owns the socket (e.g. slurm)");
+  app.add_option("--max-script-bytes", max_script_bytes, "Largest job script accepted, in bytes")
+      ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{64} << 20));
+  app.add_flag("--store-scripts", store_scripts, "Keep script text in the database (default: hashes and features only)");
+  app.add_option("--threads", threads, "Worker threads per listener (0: max(8, cores - 1))")
+      ->capture_default_str()->check(CLI::Range(0, 1024));
+  app.add_option("--late-tolerance", late_tolerance_s,
+                 "Seconds a completion may arrive after its end and still be used exactly; older "
+                 "labels are folded to keep memory bounded")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{10} * 365 * 86400));
+  app.add_option("--sync-interval", sync_interval,
+                 "Poll sacct for finished jobs every S seconds (slurm-sync inside the daemon); 0: off")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--sacct", sync.sacct, "sacct program used by the sync")->capture_default_str();
+  app.add_option("--sync-overlap", sync.overlap_s, "Seconds each poll re-reads before the previous one")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{7} * 86400));
+  app.add_option("--sync-lookback", sync.initial_lookback_s, "First poll: seconds back from now")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
+  app.add_option("--gpu-mem-bytes", gpu_mem_bytes, "Sync: capacity of one GPU when sacct's GRES type does not say it");
+  app.add_flag("--sync-once", sync_once_only, "Run one sacct poll into --db and exit (no serving)");
+  app.add_flag("-v,--verbose", verbose, "Also log debug messages");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  install_log_sink(verbose);
+
+  unsigned socket_mode = 0;
+  try {
+    size_t used = 0;
+    socket_mode = static_cast<unsigned>(std::stoul(socket_mode_text, &used, 8));
+    if (used != socket_mode_text.size() || socket_mode > 0777) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    return fail(Status::invalid("--socket-mode: expected an octal mode like 0660, got " + socket_mode_text));
+  }
+
+  // Signals are taken by one thread (sigwait), so worker threads never see them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto predictor = cascade::load_predictor(model_dir);
+  if (!predictor) return fail(predictor.status());
+  std::shared_ptr<const cascade::Predictor> model(std::move(*predictor));
+  serve::SqliteOptions so;
+  so.store_scripts = store_scripts;
+  auto store = serve::open_sqlite_store(db_path, so);
+  if (!store) return fail(store.status());
+
+  serve::ServiceOptions opts;
+  opts.limits.max_script_bytes = max_script_bytes;
+  opts.late_tolerance_s = late_tolerance_s;
+  serve::Service service(model, std::move(*store), opts);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status s = service.rebuild(); !s) return fail(s);
+  log(LogLevel::kInfo, "model: " + model->describe());
+  log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
+                           db_path + " in " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - t0).count()) + " ms");
+
+  sync.util_cap = model->util_cap();
+  if (gpu_mem_bytes > 0) sync.default_gpu_mem_bytes = gpu_mem_bytes;
+  if (sync_once_only) {
+    auto report = serve::sync_once(
+        service.store(), [&service](const Job& j) { return service.add_completion(j); }, sync);
+    if (!report) return fail(report.status());
+    std::cout << "slurm-sync: " << report->finished << " finished job(s) since "
+              << serve::sacct_time(report->since) << ": " << report->added << " new ("
+              << report->with_script << " with script), " << report->known << " already known, "
+              << report->skipped << " malformed row(s) skipped\n";
+    return kExitOk;
+  }
+
+  serve::ListenOptions lo;
+  lo.socket_path = socket_path;
+  lo.listen = listen;
+  lo.allow_remote = allow_remote;
+  lo.socket_mode = socket_mode;
+  lo.socket_group = socket_group;
+  lo.threads = threads;
+  lo.max_body_bytes = opts.limits.max_body_bytes();
+  serve::HttpServer server(service, lo);
+  if (Status s = server.bind(); !s) return fail(s);
+  log(LogLevel::kInfo, "listening on " + (socket_path.empty() ? std::string() : "unix:" + socket_path) +
+                           (listen.empty() ? "" : " tcp:" + listen));
+
+  std::unique_ptr<SyncLoop> sync_loop;
+  if (sync_interval > 0) {
+    sync_loop = std::make_unique<SyncLoop>(service, sync, sync_interval);
+    sync_loop->start();
+  }
+  std::thread signal_thread([&server, &sigs] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig));
+    server.stop();
+  });
+  server.serve();
+  if (sync_loop) sync_loop->stop();
+  // serve() also returns if a listener failed; make sure the signal thread can end.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  return kExitOk;
+}

@@ -1,0 +1,51 @@
+// HTTP/1.1 transport for the Service (cpp-httplib): a UNIX socket by default, loopback TCP when
+// asked. Routes: POST /v1/predict, POST /v1/complete, GET /v1/history, GET /healthz,
+// GET /metrics. Every answer, errors included, is JSON with a Content-Length (except /metrics).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "peakcast/core/status.h"
+#include "peakcast/serve/service.h"
+
+namespace peakcast::serve {
+
+struct ListenOptions {
+  std::string socket_path;       // UNIX socket; empty: none
+  std::string listen;            // "HOST:PORT" for TCP; empty: none
+  bool allow_remote = false;     // accept a non-loopback TCP host
+  unsigned socket_mode = 0660;   // file mode of the socket
+  std::string socket_group;      // group owning the socket; empty: unchanged
+  int threads = 0;               // worker threads per listener; 0: max(8, cores - 1)
+  size_t max_body_bytes = 6 << 20;
+};
+
+// "127.0.0.1:8080" / "[::1]:8080" / "localhost:8080" -> host, port. Errors name the field.
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+Result<HostPort> parse_listen(const std::string& text);
+bool is_loopback_host(const std::string& host);
+
+class HttpServer {
+ public:
+  HttpServer(Service& service, ListenOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds every listener (the socket gets its mode and group). A live daemon on the same socket
+  // path is an error; a stale socket file is replaced.
+  Status bind();
+  // Serves until stop(); returns when every listener has stopped.
+  void serve();
+  void stop();  // safe from another thread
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace peakcast::serve

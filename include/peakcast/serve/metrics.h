@@ -1,0 +1,55 @@
+// Prometheus counters and latency histograms for the service. Thread-safe; observing costs a few
+// atomic adds (plus a short lock for the (route, status) counter).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "peakcast/cascade/prediction.h"
+
+namespace peakcast::serve {
+
+enum class Endpoint : int { kPredict, kComplete, kHistory, kHealthz, kMetrics, kOther };
+inline constexpr int kNumEndpoints = 6;
+std::string_view endpoint_name(Endpoint e);  // "predict", "complete", "history", ...
+
+// Upper bounds in seconds; the last bucket is +Inf.
+inline constexpr std::array<double, 14> kLatencyBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5};
+
+struct Gauges {  // read by the service when /metrics is asked
+  size_t history_jobs = 0;
+  size_t history_keys = 0;
+  size_t history_memory_bytes = 0;
+  size_t history_retained_entries = 0;
+  bool storage_ok = true;
+};
+
+class Metrics {
+ public:
+  void observe(Endpoint e, int status, double seconds);
+  void count_route(Resource r, cascade::Route route);
+  void count_storage_error() { storage_errors_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t requests(Endpoint e, int status) const;
+  uint64_t route_count(Resource r, cascade::Route route) const;
+  std::string render(const Gauges& g) const;  // Prometheus text format 0.0.4
+
+ private:
+  struct Histogram {
+    std::array<std::atomic<uint64_t>, kLatencyBuckets.size() + 1> buckets{};
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> sum_ns{0};
+  };
+  std::array<Histogram, kNumEndpoints> latency_;
+  std::array<std::array<std::atomic<uint64_t>, 4>, kNumResources> routes_{};
+  std::atomic<uint64_t> storage_errors_{0};
+  mutable std::mutex mu_;
+  std::map<std::pair<int, int>, uint64_t> requests_;  // (endpoint, status) -> count
+};
+
+}  // namespace peakcast::serve

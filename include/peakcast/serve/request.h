@@ -1,0 +1,34 @@
+// Turning a request body into a Job: the one parser for /v1/predict and /v1/complete bodies
+// (a canonical record, ../shared/data/README.md). Never throws on any input; never keeps or logs
+// the script beyond the returned Job.
+#pragma once
+
+#include <string_view>
+#include <variant>
+
+#include "peakcast/core/job.h"
+#include "peakcast/serve/errors.h"
+
+namespace peakcast::serve {
+
+struct RequestLimits {
+  size_t max_script_bytes = 1 << 20;  // --max-script-bytes
+  int max_depth = 16;                 // JSON nesting (the record is flat; x_ keys may nest a bit)
+  double util_cap = 1.0;              // for the labels of completions
+  // Whole-body bound: a script may be escaped up to 6 bytes per byte (\u00XX).
+  size_t max_body_bytes() const { return max_script_bytes * 6 + (64 << 10); }
+};
+
+enum class BodyKind {
+  kPredict,   // no outcome: end_time and peaks must be absent (or null)
+  kComplete,  // with outcome: end_time required
+};
+
+// A Job with script_key and (for completions) labels filled, or the error to answer.
+using ParsedJob = std::variant<Job, ApiError>;
+ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimits& limits);
+
+// Checks that `s` is valid UTF-8 without NUL bytes (exposed for tests).
+bool is_clean_utf8(std::string_view s);
+
+}  // namespace peakcast::serve

@@ -1,0 +1,87 @@
+// The service behind peakcastd's endpoints, independent of the transport (tests call it
+// directly; http_server.h puts it on a socket).
+//
+// Concurrency: the predictor is immutable and shared; the in-memory history sits behind a
+// shared_mutex (predictions and history reads take it shared, completions exclusive).
+// Completions are written to the store first (committed, synchronous=FULL) and added to the
+// history only after the commit succeeded: an acknowledged completion is durable, a refused one
+// changed nothing. When the store fails, completions get 503 with the reason and predictions keep
+// working from memory.
+//
+// Memory: the history's watermark follows the clock minus `late_tolerance_s`, so old labels are
+// folded (history.h); a prediction asked about a time before the watermark is answered as of
+// the watermark.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "peakcast/cascade/predictor.h"
+#include "peakcast/history/history.h"
+#include "peakcast/serve/errors.h"
+#include "peakcast/serve/metrics.h"
+#include "peakcast/serve/request.h"
+#include "peakcast/serve/store.h"
+
+namespace peakcast::serve {
+
+struct ServiceOptions {
+  RequestLimits limits;
+  int64_t late_tolerance_s = 7 * 24 * 3600;  // completions may arrive this late and still count
+  size_t history_rows = 50;                  // jobs listed by GET /v1/history
+  std::function<int64_t()> clock;            // epoch seconds; default: the system clock
+};
+
+struct Reply {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+class Service {
+ public:
+  Service(std::shared_ptr<const cascade::Predictor> predictor, std::unique_ptr<CompletionStore> store,
+          ServiceOptions options);
+
+  // Reads every stored completion into the in-memory history (call once, before serving).
+  Status rebuild();
+
+  Reply predict(std::string_view body);
+  Reply complete(std::string_view body);
+  // Query parameters of GET /v1/history (name -> value).
+  Reply history(const std::multimap<std::string, std::string>& params);
+  Reply healthz();
+  Reply metrics_text();
+  Reply error(const ApiError& e) const;
+
+  // A finished job already parsed and finalized (labels, script_key): the completion path
+  // without the HTTP body (slurm-sync inside the daemon). true: stored now; false: known.
+  Result<bool> add_completion(const Job& job);
+
+  Metrics& metrics() { return metrics_; }
+  CompletionStore& store() { return *store_; }
+  size_t history_size() const;
+  const cascade::Predictor& predictor() const { return *predictor_; }
+
+ private:
+  int64_t now() const;
+  void note_storage(const Status& s);
+
+  std::shared_ptr<const cascade::Predictor> predictor_;
+  std::unique_ptr<CompletionStore> store_;
+  ServiceOptions options_;
+  Metrics metrics_;
+
+  mutable std::shared_mutex history_mu_;
+  history::HistoryStore history_;
+
+  std::mutex complete_mu_;        // one completion at a time: store then history, in order
+  mutable std::mutex storage_mu_;
+  std::string storage_error_;     // last storage failure, empty when the last write succeeded
+};
+
+}  // namespace peakcast::serve

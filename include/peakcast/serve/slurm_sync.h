@@ -1,0 +1,63 @@
+// slurm-sync: finished Slurm jobs -> completions. Polls
+//   sacct -a -P --noconvert -S <cursor> -E now -s CD,F,TO,OOM,CA,NF,PR --format=<kSacctColumns>
+// (with TZ=UTC, so times read as UTC are right), parses it with the sacct reader (job peak over
+// steps, ReqMem, GPUs, state), fetches each new job's script with `sacct -B -j ID` (present when
+// slurm.conf has AccountingStoreFlags=job_script), and hands every finished job to a sink (the
+// daemon's completion path). The cursor is persisted in the store's meta table and moves only
+// after every job of a poll was accepted; each poll overlaps the previous one by `overlap_s`
+// (slurmdbd receives end records late), and completions are idempotent by job id, so running a
+// poll twice, or two polls over the same window, adds nothing twice.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "peakcast/core/job.h"
+#include "peakcast/core/status.h"
+#include "peakcast/serve/store.h"
+
+namespace peakcast::serve {
+
+inline constexpr const char* kSacctColumns =
+    "JobID,JobIDRaw,JobName,User,Account,Partition,State,Submit,Start,End,Elapsed,Timelimit,"
+    "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax";
+inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
+
+struct SyncOptions {
+  std::string sacct = "sacct";        // program (PATH lookup) or path
+  int64_t overlap_s = 600;            // each poll starts this long before the last one did
+  int64_t initial_lookback_s = 7 * 24 * 3600;  // first poll: from now minus this
+  bool fetch_scripts = true;          // sacct -B for each new job
+  double util_cap = 1.0;
+  std::optional<uint64_t> default_gpu_mem_bytes;  // capacity of an untyped GPU (VRAM labels)
+  size_t max_output_bytes = 512u << 20;
+  std::function<int64_t()> clock;     // epoch seconds; default: the system clock
+};
+
+struct SyncReport {
+  int64_t since = 0;        // cursor used (-S)
+  size_t finished = 0;      // finished jobs sacct listed
+  size_t added = 0;         // new completions
+  size_t known = 0;         // already stored (earlier poll)
+  size_t with_script = 0;   // new completions whose script was found
+  size_t skipped = 0;       // malformed sacct rows
+  std::vector<std::string> notes;
+};
+
+// true: stored now; false: already known.
+using CompletionSink = std::function<Result<bool>(const Job&)>;
+
+// Runs `argv` (no shell) with TZ=UTC and returns its standard output; a non-zero exit is an
+// error carrying the first line of its standard error.
+Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes);
+
+// "2024-05-01T12:00:00" (UTC), the form sacct -S takes.
+std::string sacct_time(int64_t epoch_s);
+
+// One poll. `store` holds the cursor and says which jobs are known (to skip their script fetch).
+Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
+                             const SyncOptions& options);
+
+}  // namespace peakcast::serve

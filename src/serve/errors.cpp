@@ -1,0 +1,57 @@
+#include "peakcast/serve/errors.h"
+
+#include <nlohmann/json.hpp>
+
+namespace peakcast::serve {
+
+int http_status(ApiErrorKind kind) {
+  switch (kind) {
+    case ApiErrorKind::kMalformedJson: return 400;
+    case ApiErrorKind::kInvalidField: return 422;
+    case ApiErrorKind::kTooLarge: return 413;
+    case ApiErrorKind::kNotFound: return 404;
+    case ApiErrorKind::kMethodNotAllowed: return 405;
+    case ApiErrorKind::kStorageUnavailable: return 503;
+    case ApiErrorKind::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string_view kind_name(ApiErrorKind kind) {
+  switch (kind) {
+    case ApiErrorKind::kMalformedJson: return "malformed_json";
+    case ApiErrorKind::kInvalidField: return "invalid_field";
+    case ApiErrorKind::kTooLarge: return "too_large";
+    case ApiErrorKind::kNotFound: return "not_found";
+    case ApiErrorKind::kMethodNotAllowed: return "method_not_allowed";
+    case ApiErrorKind::kStorageUnavailable: return "storage_unavailable";
+    case ApiErrorKind::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+nlohmann::json error_body(const ApiError& e) {
+  nlohmann::json err = {{"kind", std::string(kind_name(e.kind))},
+                        {"field", e.field.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.field)},
+                        {"message", e.message}};
+  return nlohmann::json{{"error", std::move(err)}};
+}
+
+ApiError from_status(const Status& s) {
+  ApiError e;
+  e.message = s.message();
+  switch (s.kind()) {
+    case ErrorKind::kInvalidInput: {
+      e.kind = ApiErrorKind::kInvalidField;
+      const size_t colon = s.message().find(':');
+      if (colon != std::string::npos && colon < 64) e.field = s.message().substr(0, colon);
+      break;
+    }
+    case ErrorKind::kIo: e.kind = ApiErrorKind::kStorageUnavailable; break;
+    case ErrorKind::kNotFound: e.kind = ApiErrorKind::kNotFound; break;
+    default: e.kind = ApiErrorKind::kInternal; break;
+  }
+  return e;
+}
+
+}  // namespace peakcast::serve

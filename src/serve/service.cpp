@@ -1,0 +1,230 @@
+#include "peakcast/serve/service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "peakcast/core/log.h"
+
+namespace peakcast::serve {
+namespace {
+
+using nlohmann::json;
+
+Reply json_reply(int status, const json& j) {
+  // Strings we echo (job ids, users) passed UTF-8 validation; replace keeps dump() total anyway.
+  return Reply{status, j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json"};
+}
+
+bool is_sha256_hex(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+json opt_json(const auto& v) { return v ? json(*v) : json(nullptr); }
+
+json stats_json(const history::KeyStats& s) {
+  json j = {{"count", s.count}};
+  if (s.count > 0) {
+    for (history::Expert e : history::kExperts) {
+      j[std::string(history::expert_name(e))] = s.expert[static_cast<int>(e)];
+    }
+    j["mad"] = s.mad;
+    j["age_last_s"] = s.age_last_s;
+    j["censored_recent"] = s.censored_recent;
+  }
+  return j;
+}
+
+json row_json(const Job& j) {
+  return {{"job_id", j.job_id},
+          {"user", j.user},
+          {"script_sha256", j.script_key},
+          {"submit_time", j.submit_time},
+          {"end_time", j.end_time},
+          {"state", j.state},
+          {"req_mem_bytes", opt_json(j.req_mem_bytes)},
+          {"req_gpus", opt_json(j.req_gpus)},
+          {"peak_mem_bytes", opt_json(j.peak_mem_bytes)},
+          {"peak_vram_bytes", opt_json(j.peak_vram_bytes)},
+          {"mem_util", j.valid[0] ? json(j.util[0]) : json(nullptr)},
+          {"vram_util", j.valid[1] ? json(j.util[1]) : json(nullptr)},
+          {"censored", j.censored}};
+}
+
+}  // namespace
+
+Service::Service(std::shared_ptr<const cascade::Predictor> predictor,
+                 std::unique_ptr<CompletionStore> store, ServiceOptions options)
+    : predictor_(std::move(predictor)), store_(std::move(store)), options_(std::move(options)) {
+  if (!predictor_ || !store_) throw std::invalid_argument("Service: predictor and store required");
+  options_.limits.util_cap = predictor_->util_cap();
+}
+
+int64_t Service::now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void Service::note_storage(const Status& s) {
+  std::lock_guard lock(storage_mu_);
+  if (s.is_ok()) {
+    if (!storage_error_.empty()) log(LogLevel::kInfo, "storage: writes succeed again");
+    storage_error_.clear();
+  } else {
+    metrics_.count_storage_error();
+    if (storage_error_ != s.message()) {
+      log(LogLevel::kError, "storage: completions refused: " + s.message());
+    }
+    storage_error_ = s.message();
+  }
+}
+
+Status Service::rebuild() {
+  std::unique_lock lock(history_mu_);
+  Status s = store_->for_each([this](Job&& j) { history_.add_completion(j); });
+  if (!s) return s;
+  history_.advance_watermark(now() - options_.late_tolerance_s);
+  return Status::ok();
+}
+
+size_t Service::history_size() const {
+  std::shared_lock lock(history_mu_);
+  return history_.size();
+}
+
+Reply Service::error(const ApiError& e) const { return json_reply(http_status(e.kind), error_body(e)); }
+
+Reply Service::predict(std::string_view body) {
+  try {
+    ParsedJob parsed = parse_job_body(body, BodyKind::kPredict, options_.limits);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return error(*e);
+    Job& job = std::get<Job>(parsed);
+    cascade::JobPrediction p;
+    {
+      std::shared_lock lock(history_mu_);
+      job.submit_time = std::max(job.submit_time, history_.watermark());
+      p = predictor_->predict(job, history_);
+    }
+    metrics_.count_route(Resource::kMem, p.mem.route);
+    if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
+    return json_reply(200, cascade::to_json(p));
+  } catch (const std::exception& ex) {
+    log(LogLevel::kError, std::string("predict: internal error: ") + ex.what());
+    return error({ApiErrorKind::kInternal, "", std::string("internal error: ") + ex.what()});
+  }
+}
+
+Result<bool> Service::add_completion(const Job& job) {
+  std::lock_guard order(complete_mu_);
+  Result<bool> stored = store_->insert(job);
+  note_storage(stored.status());
+  if (!stored) return stored;
+  if (*stored) {
+    std::unique_lock lock(history_mu_);
+    history_.add_completion(job);
+    history_.advance_watermark(now() - options_.late_tolerance_s);
+  }
+  return stored;
+}
+
+Reply Service::complete(std::string_view body) {
+  try {
+    ParsedJob parsed = parse_job_body(body, BodyKind::kComplete, options_.limits);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return error(*e);
+    const Job& job = std::get<Job>(parsed);
+    Result<bool> stored = add_completion(job);
+    if (!stored) {
+      ApiError e = from_status(stored.status());
+      if (e.kind != ApiErrorKind::kStorageUnavailable) e.kind = ApiErrorKind::kInternal;
+      e.message = "completion not stored: " + e.message;
+      return error(e);
+    }
+    return json_reply(200, {{"job_id", job.job_id},
+                            {"stored", *stored},
+                            {"duplicate", !*stored},
+                            {"labelled", {{"mem", job.valid[0]}, {"vram", job.valid[1]}}}});
+  } catch (const std::exception& ex) {
+    log(LogLevel::kError, std::string("complete: internal error: ") + ex.what());
+    return error({ApiErrorKind::kInternal, "", std::string("internal error: ") + ex.what()});
+  }
+}
+
+Reply Service::history(const std::multimap<std::string, std::string>& params) {
+  try {
+    std::string user, script;
+    for (const auto& [k, v] : params) {
+      if (k == "user") user = v;
+      else if (k == "script_sha256") script = v;
+      else return error({ApiErrorKind::kInvalidField, k, k + ": unknown parameter (valid: user, script_sha256)"});
+      if (params.count(k) > 1) return error({ApiErrorKind::kInvalidField, k, k + ": given more than once"});
+    }
+    if (user.empty() == script.empty()) {
+      return error({ApiErrorKind::kInvalidField, "user",
+                    "user, script_sha256: give exactly one of ?user=NAME or ?script_sha256=HEX"});
+    }
+    if (!script.empty() && !is_sha256_hex(script)) {
+      return error({ApiErrorKind::kInvalidField, "script_sha256",
+                    "script_sha256: expected 64 lower-case hex digits"});
+    }
+    if (!is_clean_utf8(user)) {
+      return error({ApiErrorKind::kInvalidField, "user", "user: binary content is not accepted"});
+    }
+    json experts = json::object();
+    {
+      std::shared_lock lock(history_mu_);
+      const int64_t t = std::max(now() + 1, history_.watermark());
+      for (Resource r : kResources) {
+        const history::HistoryView v = history_.query(script, user, t, r);
+        experts[std::string(resource_name(r))] = stats_json(script.empty() ? v.user : v.exact);
+      }
+    }
+    auto rows = store_->recent(HistoryFilter{user, script}, options_.history_rows);
+    json jobs = json::array();
+    std::string storage_note;
+    if (rows) {
+      for (const Job& j : *rows) jobs.push_back(row_json(j));
+    } else {
+      storage_note = rows.status().message();
+    }
+    json out = {{"filter", script.empty() ? json{{"user", user}} : json{{"script_sha256", script}}},
+                {"history", experts},
+                {"jobs", jobs}};
+    if (!storage_note.empty()) out["storage_error"] = storage_note;
+    return json_reply(200, out);
+  } catch (const std::exception& ex) {
+    return error({ApiErrorKind::kInternal, "", std::string("internal error: ") + ex.what()});
+  }
+}
+
+Reply Service::healthz() {
+  json out = {{"status", "ok"}, {"model", predictor_->describe()}};
+  {
+    std::shared_lock lock(history_mu_);
+    out["history_jobs"] = history_.size();
+  }
+  std::lock_guard lock(storage_mu_);
+  out["storage"] = storage_error_.empty() ? json{{"ok", true}}
+                                          : json{{"ok", false}, {"error", storage_error_}};
+  return json_reply(200, out);
+}
+
+Reply Service::metrics_text() {
+  Gauges g;
+  {
+    std::shared_lock lock(history_mu_);
+    g.history_jobs = history_.size();
+    g.history_keys = history_.key_count();
+    g.history_memory_bytes = history_.memory_bytes();
+    g.history_retained_entries = history_.retained_entries();
+  }
+  {
+    std::lock_guard lock(storage_mu_);
+    g.storage_ok = storage_error_.empty();
+  }
+  return Reply{200, metrics_.render(g), "text/plain; version=0.0.4"};
+}
+
+}  // namespace peakcast::serve

@@ -1,0 +1,329 @@
+// SQLite implementation of CompletionStore. One connection behind a mutex, prepared statements
+// kept for the life of the store, RAII for every handle.
+#include <sqlite3.h>
+
+#include <mutex>
+
+#include "peakcast/serve/store.h"
+
+namespace peakcast::serve {
+namespace {
+
+struct DbClose {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+struct StmtFinalize {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbClose>;
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalize>;
+
+// Resets a statement on scope exit so the next use starts clean.
+class StmtUse {
+ public:
+  explicit StmtUse(sqlite3_stmt* s) : s_(s) {}
+  ~StmtUse() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  StmtUse(const StmtUse&) = delete;
+  StmtUse& operator=(const StmtUse&) = delete;
+  sqlite3_stmt* get() const { return s_; }
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+Status db_error(sqlite3* db, int rc, const std::string& what) {
+  const std::string msg = "database: " + what + ": " + sqlite3_errstr(rc) +
+                          (db ? std::string(" (") + sqlite3_errmsg(db) + ")" : std::string());
+  switch (rc & 0xff) {
+    case SQLITE_FULL: case SQLITE_READONLY: case SQLITE_IOERR: case SQLITE_CANTOPEN:
+    case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_PERM: case SQLITE_NOLFS: case SQLITE_AUTH:
+    case SQLITE_CORRUPT: case SQLITE_NOTADB:
+      return Status::io(msg);
+    default:
+      return Status::internal(msg);
+  }
+}
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS completions (
+  job_id TEXT PRIMARY KEY NOT NULL,
+  user TEXT NOT NULL,
+  script_key TEXT NOT NULL,
+  submit_time INTEGER NOT NULL,
+  start_time INTEGER,
+  end_time INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  req_cpus REAL,
+  req_mem_bytes INTEGER,
+  req_gpus INTEGER,
+  req_time_s INTEGER,
+  gpu_mem_bytes INTEGER,
+  peak_mem_bytes INTEGER,
+  peak_vram_bytes INTEGER,
+  mem_util REAL NOT NULL,
+  vram_util REAL NOT NULL,
+  valid_mask INTEGER NOT NULL,
+  clipped_mask INTEGER NOT NULL,
+  censored INTEGER NOT NULL,
+  job_name TEXT NOT NULL,
+  partition TEXT NOT NULL,
+  account TEXT NOT NULL,
+  workload TEXT,
+  script TEXT,
+  stored_at INTEGER NOT NULL DEFAULT (strftime('%s','now'))
+);
+CREATE INDEX IF NOT EXISTS completions_user ON completions(user, end_time);
+CREATE INDEX IF NOT EXISTS completions_script ON completions(script_key, end_time);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+)sql";
+
+constexpr const char* kColumns =
+    "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, "
+    "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
+    "valid_mask, clipped_mask, censored, job_name, partition, account, workload";
+
+// Bytes are uint64 in the Job and int64 in SQLite: stored bit for bit.
+template <typename T>
+void bind_opt_int(sqlite3_stmt* s, int i, const std::optional<T>& v) {
+  if (v) sqlite3_bind_int64(s, i, static_cast<sqlite3_int64>(*v));
+  else sqlite3_bind_null(s, i);
+}
+void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+std::string col_text(sqlite3_stmt* s, int i) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
+}
+template <typename T>
+std::optional<T> col_opt(sqlite3_stmt* s, int i) {
+  if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
+  return static_cast<T>(sqlite3_column_int64(s, i));
+}
+
+Job job_from_row(sqlite3_stmt* s) {
+  Job j;
+  j.job_id = col_text(s, 0);
+  j.user = col_text(s, 1);
+  j.script_key = col_text(s, 2);
+  j.submit_time = sqlite3_column_int64(s, 3);
+  j.start_time = col_opt<int64_t>(s, 4);
+  j.end_time = sqlite3_column_int64(s, 5);
+  j.state = col_text(s, 6);
+  if (sqlite3_column_type(s, 7) != SQLITE_NULL) j.req_cpus = sqlite3_column_double(s, 7);
+  j.req_mem_bytes = col_opt<uint64_t>(s, 8);
+  j.req_gpus = col_opt<int>(s, 9);
+  j.req_time_s = col_opt<int64_t>(s, 10);
+  j.gpu_mem_bytes = col_opt<uint64_t>(s, 11);
+  j.peak_mem_bytes = col_opt<uint64_t>(s, 12);
+  j.peak_vram_bytes = col_opt<uint64_t>(s, 13);
+  j.util = {sqlite3_column_double(s, 14), sqlite3_column_double(s, 15)};
+  const int valid = sqlite3_column_int(s, 16), clipped = sqlite3_column_int(s, 17);
+  j.valid = {(valid & 1) != 0, (valid & 2) != 0};
+  j.clipped = {(clipped & 1) != 0, (clipped & 2) != 0};
+  j.censored = sqlite3_column_int(s, 18) != 0;
+  j.job_name = col_text(s, 19);
+  j.partition = col_text(s, 20);
+  j.account = col_text(s, 21);
+  if (sqlite3_column_type(s, 22) != SQLITE_NULL) j.workload = col_text(s, 22);
+  return j;
+}
+
+class SqliteStore final : public CompletionStore {
+ public:
+  static Result<std::unique_ptr<CompletionStore>> open(const std::string& path,
+                                                        const SqliteOptions& o) {
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                   nullptr);
+    DbPtr db(raw);
+    if (rc != SQLITE_OK) return db_error(db.get(), rc, "opening " + path);
+    auto store = std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), o));
+    if (Status s = store->init(path); !s) return s;
+    return std::unique_ptr<CompletionStore>(std::move(store));
+  }
+
+  Result<bool> insert(const Job& j) override {
+    std::lock_guard lock(mu_);
+    StmtUse u(insert_.get());
+    sqlite3_stmt* s = u.get();
+    bind_text(s, 1, j.job_id);
+    bind_text(s, 2, j.user);
+    bind_text(s, 3, j.script_key);
+    sqlite3_bind_int64(s, 4, j.submit_time);
+    bind_opt_int(s, 5, j.start_time);
+    sqlite3_bind_int64(s, 6, j.end_time);
+    bind_text(s, 7, j.state);
+    if (j.req_cpus) sqlite3_bind_double(s, 8, *j.req_cpus); else sqlite3_bind_null(s, 8);
+    bind_opt_int(s, 9, j.req_mem_bytes);
+    bind_opt_int(s, 10, j.req_gpus);
+    bind_opt_int(s, 11, j.req_time_s);
+    bind_opt_int(s, 12, j.gpu_mem_bytes);
+    bind_opt_int(s, 13, j.peak_mem_bytes);
+    bind_opt_int(s, 14, j.peak_vram_bytes);
+    sqlite3_bind_double(s, 15, j.util[0]);
+    sqlite3_bind_double(s, 16, j.util[1]);
+    sqlite3_bind_int(s, 17, (j.valid[0] ? 1 : 0) | (j.valid[1] ? 2 : 0));
+    sqlite3_bind_int(s, 18, (j.clipped[0] ? 1 : 0) | (j.clipped[1] ? 2 : 0));
+    sqlite3_bind_int(s, 19, j.censored ? 1 : 0);
+    bind_text(s, 20, j.job_name);
+    bind_text(s, 21, j.partition);
+    bind_text(s, 22, j.account);
+    if (j.workload) bind_text(s, 23, *j.workload); else sqlite3_bind_null(s, 23);
+    if (options_.store_scripts && j.script) bind_text(s, 24, *j.script); else sqlite3_bind_null(s, 24);
+    const int rc = sqlite3_step(s);
+    if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "storing job " + j.job_id);
+    return sqlite3_changes(db_.get()) > 0;
+  }
+
+  Result<bool> contains(const std::string& job_id) override {
+    std::lock_guard lock(mu_);
+    StmtUse u(contains_.get());
+    bind_text(u.get(), 1, job_id);
+    const int rc = sqlite3_step(u.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return db_error(db_.get(), rc, "looking up job " + job_id);
+  }
+
+  Status for_each(const std::function<void(Job&&)>& visit) override {
+    std::lock_guard lock(mu_);
+    StmtPtr stmt;
+    if (Status s = prepare(std::string("SELECT ") + kColumns +
+                               " FROM completions ORDER BY end_time, job_id", stmt); !s) {
+      return s;
+    }
+    int rc;
+    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) visit(job_from_row(stmt.get()));
+    if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "reading completions");
+    return Status::ok();
+  }
+
+  Result<std::vector<Job>> recent(const HistoryFilter& f, size_t limit) override {
+    std::lock_guard lock(mu_);
+    sqlite3_stmt* stmt = f.user.empty() ? recent_script_.get() : recent_user_.get();
+    StmtUse u(stmt);
+    bind_text(stmt, 1, f.user.empty() ? f.script_key : f.user);
+    sqlite3_bind_int64(stmt, 2, static_cast<sqlite3_int64>(limit));
+    std::vector<Job> out;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) out.push_back(job_from_row(stmt));
+    if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "reading history");
+    return out;
+  }
+
+  Result<size_t> count() override {
+    std::lock_guard lock(mu_);
+    StmtUse u(count_.get());
+    const int rc = sqlite3_step(u.get());
+    if (rc != SQLITE_ROW) return db_error(db_.get(), rc, "counting completions");
+    return static_cast<size_t>(sqlite3_column_int64(u.get(), 0));
+  }
+
+  Result<std::optional<std::string>> get_meta(const std::string& key) override {
+    std::lock_guard lock(mu_);
+    StmtUse u(get_meta_.get());
+    bind_text(u.get(), 1, key);
+    const int rc = sqlite3_step(u.get());
+    if (rc == SQLITE_ROW) return std::optional<std::string>(col_text(u.get(), 0));
+    if (rc == SQLITE_DONE) return std::optional<std::string>();
+    return db_error(db_.get(), rc, "reading " + key);
+  }
+
+  Status set_meta(const std::string& key, const std::string& value) override {
+    std::lock_guard lock(mu_);
+    StmtUse u(set_meta_.get());
+    bind_text(u.get(), 1, key);
+    bind_text(u.get(), 2, value);
+    const int rc = sqlite3_step(u.get());
+    if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "writing " + key);
+    return Status::ok();
+  }
+
+ private:
+  SqliteStore(DbPtr db, const SqliteOptions& o) : db_(std::move(db)), options_(o) {}
+
+  Status exec(const std::string& sql) {
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &err);
+    std::string why = err ? err : "";
+    sqlite3_free(err);
+    if (rc != SQLITE_OK) return db_error(db_.get(), rc, sql.substr(0, 40));
+    return Status::ok();
+  }
+
+  Status prepare(const std::string& sql, StmtPtr& out) {
+    sqlite3_stmt* s = nullptr;
+    const int rc = sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &s, nullptr);
+    out.reset(s);
+    if (rc != SQLITE_OK) return db_error(db_.get(), rc, "preparing a statement");
+    return Status::ok();
+  }
+
+  Result<int> user_version() {
+    StmtPtr s;
+    if (Status st = prepare("PRAGMA user_version", s); !st) return st;
+    const int rc = sqlite3_step(s.get());
+    if (rc != SQLITE_ROW) return db_error(db_.get(), rc, "reading user_version");
+    return sqlite3_column_int(s.get(), 0);
+  }
+
+  Status init(const std::string& path) {
+    sqlite3_busy_timeout(db_.get(), options_.busy_timeout_ms);
+    if (Status s = exec("PRAGMA journal_mode=WAL"); !s) return s.with_context(path);
+    if (Status s = exec("PRAGMA synchronous=FULL"); !s) return s.with_context(path);
+    auto v = user_version();
+    if (!v) return v.status().with_context(path);
+    if (*v > kSchemaVersion) {
+      return Status::unsupported(path + ": database schema version " + std::to_string(*v) +
+                                 " is newer than this build reads (" +
+                                 std::to_string(kSchemaVersion) + "); upgrade peakcast");
+    }
+    if (*v < kSchemaVersion) {
+      // Version 0: a new file. (Later versions add migrations here, one step at a time.)
+      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + "PRAGMA user_version=" +
+                          std::to_string(kSchemaVersion) + ";COMMIT;");
+          !s) {
+        exec("ROLLBACK");
+        return s.with_context(path);
+      }
+    }
+    Status s = prepare(std::string("INSERT OR IGNORE INTO completions (") + kColumns +
+                           ", script) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
+                           "?16,?17,?18,?19,?20,?21,?22,?23,?24)", insert_);
+    if (s) s = prepare("SELECT 1 FROM completions WHERE job_id = ?1", contains_);
+    if (s) s = prepare(std::string("SELECT ") + kColumns +
+                       " FROM completions WHERE user = ?1 ORDER BY end_time DESC LIMIT ?2", recent_user_);
+    if (s) s = prepare(std::string("SELECT ") + kColumns +
+                       " FROM completions WHERE script_key = ?1 ORDER BY end_time DESC LIMIT ?2",
+                       recent_script_);
+    if (s) s = prepare("SELECT count(*) FROM completions", count_);
+    if (s) s = prepare("SELECT value FROM meta WHERE key = ?1", get_meta_);
+    if (s) s = prepare("INSERT INTO meta (key, value) VALUES (?1, ?2) "
+                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value", set_meta_);
+    if (!s) return s.with_context(path);
+    if (options_.query_only) {
+      if (Status q = exec("PRAGMA query_only=ON"); !q) return q.with_context(path);
+    }
+    return Status::ok();
+  }
+
+  std::mutex mu_;
+  DbPtr db_;
+  SqliteOptions options_;
+  // Declared after db_: finalized before the connection closes.
+  StmtPtr insert_, contains_, recent_user_, recent_script_, count_, get_meta_, set_meta_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<CompletionStore>> open_sqlite_store(const std::string& path,
+                                                           const SqliteOptions& options) {
+  return SqliteStore::open(path, options);
+}
+
+}  // namespace peakcast::serve
