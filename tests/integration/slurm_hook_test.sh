@@ -14,9 +14,20 @@
 #                  folder). Default: the Lua stand-in tests/integration/standin_peakcastd.lua.
 #                  Example: PEAKCASTD_CMD='build/apps/peakcastd/peakcastd --model models/m
 #                           --db "$TEST_DIR/history.db" --socket "$PEAKCAST_SOCKET"'
+#   PEAKCASTD_BIN  path to the real peakcastd: the test then writes a model directory (kind
+#                  "history") and runs it with its own slurm-sync (--sync-interval 1), and also
+#                  checks that after the jobs end the history holds their measured peaks and that
+#                  a resubmission of the same script is answered from exact-script history
+#                  (route bypass) with a value near the measured peak.
 #   KEEP_DIR=1     keep the cluster folder even when everything passed (it is kept on failure)
-# Prints "N passed, M failed" last; exits 1 when anything failed.
+# Prints "N passed, M failed" last; exits 1 when anything failed, 77 (skipped) when not root or
+# when Slurm is not installed.
 set -uo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (the Slurm daemons run as SlurmUser=root)"; exit 77; fi
+for b in slurmctld slurmd slurmdbd sbatch sacct munged mariadbd lua5.1; do
+  command -v "$b" >/dev/null || { echo "SKIP: $b not installed (scripts/install-deps.sh slurm)"; exit 77; }
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -27,6 +38,13 @@ TEST_DIR="$(mktemp -d /tmp/peakcast-slurm-test.XXXXXX)"
 PEAKCAST_SOCKET="$TEST_DIR/peakcastd.sock"
 export TEST_DIR PEAKCAST_SOCKET
 standin=0
+real=0
+if [ -z "${PEAKCASTD_CMD:-}" ] && [ -n "${PEAKCASTD_BIN:-}" ]; then
+  real=1
+  mkdir -p "$TEST_DIR/model"
+  echo '{"format_version": 1, "kind": "history", "trained_on": "slurm_hook_test"}' > "$TEST_DIR/model/manifest.json"
+  PEAKCASTD_CMD="'$PEAKCASTD_BIN' --model \"\$TEST_DIR/model\" --db \"\$TEST_DIR/history.db\" --socket \"\$PEAKCAST_SOCKET\" --sync-interval 1 --sync-lookback 3600 --sacct sacct -v"
+fi
 if [ -z "${PEAKCASTD_CMD:-}" ]; then
   standin=1
   PEAKCASTD_CMD="lua5.1 '$here/standin_peakcastd.lua' \"\$PEAKCAST_SOCKET\" \"\$TEST_DIR/requests.log\" \"\$TEST_DIR/mode\""
@@ -208,5 +226,45 @@ for n in "${!jid[@]}"; do
   state=$(sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j{print $2}')
   check "$n: State COMPLETED" [ "$state" = COMPLETED ]
 done
+
+# --- the real daemon: history from slurm-sync, exact-script answers -----------------------------
+if [ "$real" = 1 ]; then
+  in_range() { [ -n "$1" ] && [ "$1" -gt 0 ] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+  if start_daemon; then ok "daemon restarts on its database"; else bad "daemon restarts (see $TEST_DIR/daemon.log)"; fi
+  history_peak() {  # job id -> peak_mem_bytes the daemon's history holds for it (empty if none)
+    local body i id
+    body="$(tool http "$PEAKCAST_SOCKET" GET "/v1/history?user=$(id -un)" | tail -n +2)"
+    for i in $(seq 1 50); do
+      id=$(printf '%s' "$body" | tool jget "jobs.$i.job_id") || break
+      if [ "$id" = "$1" ]; then printf '%s' "$body" | tool jget "jobs.$i.peak_mem_bytes"; return; fi
+    done
+  }
+  for n in alloc200 alloc400; do
+    id="${jid[$n]:-}"; [ -n "$id" ] || continue
+    got=""
+    for i in $(seq 1 60); do got="$(history_peak "$id")"; [ -n "$got" ] && break; sleep 0.5; done
+    want=$(( ${mib[$n]} * 1048576 ))
+    check "$n: after slurm-sync the history holds its peak ($got B, allocated $want B)" \
+      in_range "$got" $(( want * 9 / 10 )) $(( want + 64 * 1048576 ))
+    eval "peak_$n=\${got:-0}"
+  done
+  cp "$work/alloc200.sh" "$work/alloc200_again.sh"
+  if submit alloc200_again --mem=600M -t 5; then
+    c="$(comment_of "$job_id")"
+    echo "     Comment=$c"
+    route=$(printf '%s' "$c" | tool jget predictions.mem.route)
+    level=$(printf '%s' "$c" | tool jget predictions.mem.history_level)
+    bytes=$(printf '%s' "$c" | tool jget predictions.mem.bytes)
+    check "resubmission answered from exact-script history (route $route, level $level)" \
+      [ "$route" = bypass -a "$level" = exact_script ]
+    check "resubmission's prediction $bytes B is within 5% of the measured peak $peak_alloc200 B" \
+      in_range "$bytes" $(( peak_alloc200 * 95 / 100 )) $(( peak_alloc200 * 105 / 100 ))
+  else
+    bad "sbatch alloc200_again: $sbatch_err"
+  fi
+  m="$(tool http "$PEAKCAST_SOCKET" GET /metrics | tail -n +2)"
+  check "/metrics counts a bypass prediction" bash -c "printf '%s' \"\$1\" | grep -q '^peakcast_predictions_total{resource=\"mem\",route=\"bypass\"} [1-9]'" _ "$m"
+  stop_daemon
+fi
 echo "elapsed $(( $(date +%s) - t0 )) s"
 finish
