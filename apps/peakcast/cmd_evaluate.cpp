@@ -67,13 +67,15 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
   eval::register_builtins(*registry);
   auto a = std::make_shared<EvaluateArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "evaluate",
-      "Evaluate predictors on a job trace: chronological train/validation/test split by submit "
+      "evaluate", "Evaluate predictors on a job trace under the event-time protocol");
+  cmd->footer(
+      "Evaluates predictors on a job trace: chronological train/validation/test split by submit "
       "time with completion-boundary purge, event-time history (a job sees only jobs that ended "
       "before its submission), MAE/MSE/RMSE/Acc@10% per resource on valid test jobs, a paired "
       "day-block bootstrap interval of each method's MAE difference to hier_last1, and rows by "
       "history level (exact script / user only / none). Prints a table; --json/--markdown/--csv "
-      "write machine-readable results.");
+      "write machine-readable results.\nExit codes: 0 ok, 2 usage or input error (e.g. a trace "
+      "without submit times), 1 other failures.");
   cmd->add_option("TRACE", a->trace, "Job trace (SWF, Nextflow trace, sacct -P, canonical JSONL; "
                                      "gzip accepted; '-' = stdin)")
       ->required();

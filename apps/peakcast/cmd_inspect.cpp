@@ -36,9 +36,9 @@ int run_inspect(const InspectArgs& a) {
 
 void add_inspect_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<InspectArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "inspect",
-      "Describe a job trace: jobs, users, distinct script identities, label coverage per resource "
+  CLI::App* cmd = app.add_subcommand("inspect", "Describe what a job trace holds");
+  cmd->footer(
+      "Describes a job trace: jobs, users, distinct script identities, label coverage per resource "
       "(clipped, OOM-censored), share of jobs with exact-script and user history at submission, "
       "the utilization distribution, and final states (OUT_OF_MEMORY, PREEMPTED, ...). Works on "
       "sacct dumps without submit times.");

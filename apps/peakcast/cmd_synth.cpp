@@ -2,40 +2,57 @@
 #include <iostream>
 
 #include "common.h"
-
-#ifdef PEAKCAST_HAVE_SYNTH
+#include "peakcast/ingest/jsonl.h"
 #include "peakcast/synth/synth.h"
-#endif
 
 namespace peakcast::app {
 namespace {
 
 struct SynthArgs {
-  size_t jobs = 5000;
-  uint64_t seed = 42;
+  synth::SynthOptions options;
+  bool no_scripts = false;
   std::string out;
 };
 
 int run_synth(const SynthArgs& a) {
-#ifdef PEAKCAST_HAVE_SYNTH
-  return run_synth_module(a);
-#else
-  return fail(Status::unsupported(
-      "this build has no synthetic generator (src/synth was not present when it was configured)"));
-#endif
+  synth::SynthOptions o = a.options;
+  o.include_scripts = !a.no_scripts;
+  if (Status s = synth::validate(o); !s) return fail(s);
+  Result<std::vector<Job>> jobs = synth::generate_trace(o);
+  if (!jobs) return fail(jobs.status());
+  if (a.out == "-") {
+    std::string text;
+    for (const Job& j : *jobs) text += ingest::job_to_jsonl_line(j) + "\n";
+    if (Status s = write_output("-", text); !s) return fail(s);
+  } else if (Status s = synth::write_trace_jsonl(*jobs, a.out); !s) {
+    return fail(s);
+  }
+  size_t gpu = 0, oom = 0;
+  for (const Job& j : *jobs) {
+    gpu += j.req_gpus.value_or(0) > 0;
+    oom += j.state == "OUT_OF_MEMORY";
+  }
+  std::cerr << "wrote " << jobs->size() << " jobs (" << gpu << " with GPUs, " << oom
+            << " OUT_OF_MEMORY) to " << a.out << "\n";
+  return kExitOk;
 }
 
 }  // namespace
 
 void add_synth_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<SynthArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "synth",
-      "Write a synthetic job trace in canonical JSONL: users who over-request, recurring scripts "
+  CLI::App* cmd = app.add_subcommand("synth", "Write a synthetic job trace (canonical JSONL)");
+  cmd->footer(
+      "Writes a synthetic job trace in canonical JSONL: users who over-request, recurring scripts "
       "that drift, CPU and GPU jobs whose arguments drive memory and VRAM, bursts of submissions, "
-      "OOM-killed jobs. The built-in demo trace and the test fixture.");
-  cmd->add_option("--jobs", a->jobs, "Number of jobs")->check(CLI::PositiveNumber)->default_str("5000");
-  cmd->add_option("--seed", a->seed, "Random seed (same seed, same trace)")->default_str("42");
+      "OOM-killed jobs (docs/synth.md has the generative model). The same seed gives the same "
+      "trace. It is the built-in demo trace and the fixture for tests.");
+  synth::SynthOptions& o = a->options;
+  cmd->add_option("--jobs", o.jobs, "Number of jobs")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--users", o.users, "Users over the whole trace")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--days", o.days, "Approximate span of the submissions in days")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--no-scripts", a->no_scripts, "Leave out script text (identity goes to `workload`)");
   cmd->add_option("-o,--output", a->out, "Output file (.jsonl; '-' = stdout)")->required();
   cmd->callback([a, &exit_code] { exit_code = run_synth(*a); });
 }

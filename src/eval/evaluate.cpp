@@ -178,7 +178,7 @@ Result<EvalReport> evaluate(const ingest::Trace& trace, const MethodRegistry& re
   report->trace_path = trace.path;
   report->trace_format = std::string(ingest::format_name(trace.format));
   report->reader = trace.stats;
-  for (const std::string& n : trace.notes) report->notes.push_back(n);
+  report->reader_notes = trace.notes;
   return report;
 }
 

@@ -1,6 +1,8 @@
 // The history baselines (METHOD.md §3): hierarchical experts, the global median, and the
 // history policy that picks one expert per resource on validation.
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <memory>
 
@@ -107,6 +109,7 @@ class HistoryPolicy final : public Method {
   std::vector<std::pair<std::string, std::string>> choices() const override {
     std::vector<std::pair<std::string, std::string>> out;
     for (Resource r : kResources) {
+      if (validation_n_[idx(r)] == 0) continue;  // nothing was chosen for this resource
       const std::string res(resource_name(r));
       out.emplace_back(res + ".expert", std::string(history::expert_name(chosen_[idx(r)])));
       out.emplace_back(res + ".validation_n", std::to_string(validation_n_[idx(r)]));

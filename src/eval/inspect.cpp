@@ -56,6 +56,13 @@ std::string pct(size_t a, size_t b) {
   return b == 0 ? "-" : fmt::format("{:.1f}%", 100.0 * static_cast<double>(a) / static_cast<double>(b));
 }
 
+std::string share(const std::optional<std::array<double, kNumResources>>& v,
+                  const std::array<size_t, kNumResources>& labelled, int i) {
+  if (!v) return "n/a";
+  if (labelled[i] == 0) return "-";
+  return fmt::format("{:.1f}%", 100 * (*v)[i]);
+}
+
 }  // namespace
 
 TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progress) {
@@ -149,8 +156,7 @@ std::string render_summary(const TraceSummary& s, const ingest::Trace& t) {
     out += fmt::format(
         "  {:<5} {:>8} {:>8} {:>8} {:>9} {:>12} {:>12}\n", resource_name(r), s.labelled[i],
         pct(s.labelled[i], s.jobs), s.clipped[i], s.censored[i],
-        s.exact_history_share ? fmt::format("{:.1f}%", 100 * (*s.exact_history_share)[i]) : "n/a",
-        s.user_history_share ? fmt::format("{:.1f}%", 100 * (*s.user_history_share)[i]) : "n/a");
+        share(s.exact_history_share, s.labelled, i), share(s.user_history_share, s.labelled, i));
   }
   out += "  (history shares: labelled jobs whose exact script / user had eligible history at "
          "submission)\n";

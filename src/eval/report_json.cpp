@@ -44,6 +44,7 @@ nlohmann::json to_json(const EvalReport& r) {
                 {"first_test_submit", r.split.first_test_submit},
                 {"scored", per_resource(r.scored)}};
   j["reader"] = to_json(r.reader);
+  j["reader"]["notes"] = r.reader_notes;
   j["fallback"] = {{"mem", {{"value", r.fallback[0]}, {"train_n", r.fallback_n[0]}}},
                    {"vram", {{"value", r.fallback[1]}, {"train_n", r.fallback_n[1]}}}};
   nlohmann::json results = nlohmann::json::array();

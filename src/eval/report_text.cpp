@@ -82,8 +82,18 @@ std::string render_table(const EvalReport& r) {
   if (!r.trace_path.empty()) out += fmt::format("trace {} ({})\n", r.trace_path, r.trace_format);
   out += split_line(r) + "\n" + fallback_line(r) + "\n";
   if (r.bootstrap > 0) {
-    out += fmt::format("intervals: paired day-block bootstrap, {} resamples, seed {}\n",
-                       r.bootstrap, r.seed);
+    std::vector<std::string> days;
+    for (Resource res : kResources) {
+      for (const ResultRow& row : r.results) {
+        if (row.resource == res && row.mae_diff_vs_baseline) {
+          days.push_back(fmt::format("{} {}", resource_name(res), row.mae_diff_vs_baseline->days));
+          break;
+        }
+      }
+    }
+    out += fmt::format(
+        "intervals: paired day-block bootstrap over submit days ({}), {} resamples, seed {}\n",
+        fmt::join(days, ", "), r.bootstrap, r.seed);
   }
   out += "\n";
   auto line = [&](const std::vector<std::string>& cols) {

@@ -58,7 +58,8 @@ struct EvalReport {
   std::vector<ResultRow> results;  // method order as requested, mem before vram; resources
                                    // without any valid test job are left out
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> choices;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes;         // about the evaluation (e.g. an empty fallback)
+  std::vector<std::string> reader_notes;  // what the reader said about the trace
 };
 
 // Evaluates over the trace's jobs. Refuses (kInvalidInput, with the reason) a trace without
