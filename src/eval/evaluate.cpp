@@ -1,6 +1,7 @@
 #include "peakcast/eval/evaluate.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -151,6 +152,17 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
                              config.seed + static_cast<uint64_t>(ri));
   }
   if (progress && config.bootstrap > 0) progress("bootstrap", rows.size(), rows.size());
+  for (Resource r : kResources) {
+    const auto& d = scored.day[idx(r)];
+    if (config.bootstrap == 0 || d.empty()) continue;
+    const size_t days = std::set<int64_t>(d.begin(), d.end()).size();
+    if (days < 5) {
+      report.notes.push_back(fmt::format(
+          "{}: the test block spans only {} submit day(s), so the day-block bootstrap interval "
+          "is (nearly) a point and says little about uncertainty",
+          resource_name(r), days));
+    }
+  }
   // Requested order, mem before vram within a method.
   std::stable_sort(rows.begin(), rows.end(), [&](const ResultRow& a, const ResultRow& b) {
     const auto pa = std::find(names.begin(), names.end(), a.method) - names.begin();
