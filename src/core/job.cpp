@@ -28,23 +28,27 @@ std::optional<double> raw_util(const Job& job, Resource r) {
 
 void compute_labels(Job& job, double util_cap) {
   job.censored = job.state == "OUT_OF_MEMORY";
+  // Which limit was hit: Slurm's OUT_OF_MEMORY is the host-memory cgroup; a trace that records
+  // only a GPU peak for an OOM job (GPUMemNet's runs at the card's limit) ran out of VRAM. Only
+  // the exhausted resource is censored at the cap; the other keeps its measurement, if any.
+  const bool vram_oom = job.censored && job.peak_vram_bytes && !job.peak_mem_bytes;
+  const Resource censored_resource = vram_oom ? Resource::kVram : Resource::kMem;
   for (Resource r : kResources) {
     const int i = idx(r);
     job.valid[i] = false;
     job.clipped[i] = false;
     job.util[i] = 0.0;
+    const bool censored_here = job.censored && r == censored_resource;
     std::optional<double> u = raw_util(job, r);
-    // An OOM-killed job hit its memory limit: the label is at least the request. Use the cap as
+    // An OOM-killed job hit its memory limit: its label is at least the request. Use the cap as
     // the (censored) label even when no peak was recorded, as long as the request is known.
-    if (job.censored && !u) {
-      const bool requested = r == Resource::kMem
-                                 ? (job.req_mem_bytes && *job.req_mem_bytes > 0)
-                                 : false;
-      if (requested) u = util_cap;
+    if (censored_here && !u && r == Resource::kMem && job.req_mem_bytes &&
+        *job.req_mem_bytes > 0) {
+      u = util_cap;
     }
     if (!u || !(*u >= 0.0)) continue;  // rejects NaN too
     double v = *u;
-    if (job.censored && r == Resource::kMem) v = std::max(v, util_cap);
+    if (censored_here) v = std::max(v, util_cap);
     if (v > util_cap) {
       job.clipped[i] = true;
       v = util_cap;

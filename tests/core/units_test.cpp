@@ -74,3 +74,35 @@ TEST(State, Normalize) {
 }
 
 }  // namespace peakcast
+
+namespace peakcast {
+
+TEST(Labels, GpuOutOfMemoryCensorsVramOnly) {
+  // A VRAM-only trace (no host-memory peak recorded): the OOM was the GPU's.
+  Job j;
+  j.state = "OUT_OF_MEMORY";
+  j.req_mem_bytes = 1000;
+  j.req_gpus = 1;
+  j.gpu_mem_bytes = 100;
+  j.peak_vram_bytes = 97;
+  compute_labels(j);
+  EXPECT_TRUE(j.censored);
+  EXPECT_FALSE(j.is_valid(Resource::kMem));  // no invented memory label
+  EXPECT_TRUE(j.is_valid(Resource::kVram));
+  EXPECT_DOUBLE_EQ(j.label(Resource::kVram), 1.0);
+}
+
+TEST(Labels, HostOutOfMemoryKeepsVramMeasurement) {
+  Job j;
+  j.state = "OUT_OF_MEMORY";
+  j.req_mem_bytes = 1000;
+  j.peak_mem_bytes = 990;
+  j.req_gpus = 1;
+  j.gpu_mem_bytes = 100;
+  j.peak_vram_bytes = 40;
+  compute_labels(j);
+  EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 1.0);
+  EXPECT_DOUBLE_EQ(j.label(Resource::kVram), 0.4);
+}
+
+}  // namespace peakcast
