@@ -13,10 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-// Epoch seconds beyond year ~5000 are garbage.
-constexpr double kMaxTime = 1e11;
-constexpr double kMaxBytes = 1.8e19;
-constexpr double kMaxCount = 1e7;  // CPUs or GPUs of one job
+constexpr double kMaxTime = kMaxEpochSeconds;
 
 const char* type_name(const json& v) {
   switch (v.type()) {
@@ -56,13 +53,13 @@ Result<int64_t> epoch_seconds(std::string_view field, const json& v) {
 }
 
 Result<uint64_t> byte_count(std::string_view field, const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
   Result<double> d = number(field, v);
   if (!d) return d.status();
   if (*d < 0) return Status::invalid(std::string(field) + ": negative (" + v.dump() + ")");
   if (*d > kMaxBytes) return Status::invalid(std::string(field) + ": out of range (" + v.dump() + ")");
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer()) return static_cast<uint64_t>(v.get<int64_t>());
-  return static_cast<uint64_t>(std::llround(*d));
+  return static_cast<uint64_t>(std::round(*d));
 }
 
 Result<double> positive_count(std::string_view field, const json& v, bool integral) {

@@ -13,12 +13,13 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
+#include "peakcast/ingest/jsonl.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::ingest {
 namespace {
 
-constexpr double kMaxMs = 1e14;  // ~3,000 years
+constexpr double kMaxMs = kMaxEpochSeconds * 1000 / 4;  // each duration alone; sums stay in range
 
 std::string lower(std::string_view s) {
   std::string out;
@@ -137,11 +138,11 @@ std::optional<int64_t> parse_nf_time(std::string_view v) {
   if (all_digits(v)) {
     if (v.size() > 15) return std::nullopt;
     auto ms = parse_int(v);
-    if (!ms) return std::nullopt;
+    if (!ms || *ms / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
     return *ms / 1000;
   }
   auto t = parse_timestamp(v);
-  if (!t || *t < 0 || *t > 100'000'000'000) return std::nullopt;
+  if (!t || *t < 0 || *t > kMaxEpochSeconds / 2) return std::nullopt;
   return t;
 }
 
@@ -335,7 +336,7 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
 
     if (!missing(get(c_cpus))) {
       auto cpus = parse_double(get(c_cpus));
-      if (!cpus || *cpus < 0 || *cpus > 1e7) {
+      if (!cpus || *cpus < 0 || *cpus > kMaxCount) {
         if (Status s = reject("cpus", "not a CPU count: '" + std::string(get(c_cpus)) + "'"); !s) return s;
         continue;
       }

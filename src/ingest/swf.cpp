@@ -8,15 +8,15 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
+#include "peakcast/ingest/jsonl.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::ingest {
 namespace {
 
 constexpr int kSwfFields = 18;
-// Times beyond this many seconds (~3,000 years) are garbage, not a schedule.
-constexpr double kMaxSeconds = 1e11;
-constexpr double kMaxBytes = 1.8e19;
+// Each time field alone must stay well inside the canonical bound, so sums cannot overflow.
+constexpr double kMaxSeconds = kMaxEpochSeconds / 4;
 
 // 1-based field numbers of the SWF v2.2 definition, named as the standard names them.
 enum SwfField : int {
@@ -76,7 +76,7 @@ void read_header_line(std::string_view line, Header& h) {
   std::string_view key = trim(line.substr(0, colon));
   std::string_view value = trim(line.substr(colon + 1));
   if (key == "UnixStartTime") {
-    if (auto v = parse_int(value); v && *v >= 0 && *v < 100'000'000'000) {
+    if (auto v = parse_int(value); v && *v >= 0 && *v < kMaxEpochSeconds / 4) {
       h.unix_start = *v;
       h.has_unix_start = true;
     }
@@ -155,12 +155,18 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
     bool range_ok = true;
     for (int k : {kSubmitTime, kWaitTime, kRunTime, kRequestedTime}) {
       if (f[k] > kMaxSeconds) {
-        if (Status s = reject(k, "out of range (> 1e11 seconds)"); !s) return s;
+        if (Status s = reject(k, "out of range (more than 2.5e10 seconds)"); !s) return s;
         range_ok = false;
         break;
       }
     }
     if (!range_ok) continue;
+
+    if (f[kRequestedProcs] > kMaxCount || f[kAllocatedProcs] > kMaxCount) {
+      const int k = f[kRequestedProcs] > kMaxCount ? kRequestedProcs : kAllocatedProcs;
+      if (Status s = reject(k, "out of range (more than 1e7 processors)"); !s) return s;
+      continue;
+    }
 
     Job job;
     job.job_id = int_string(f[kJobNumber]);
@@ -206,9 +212,9 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
         }
       }
       if (!mem_ok) continue;
-      if (f[kUsedMemory] >= 0) job.peak_mem_bytes = static_cast<uint64_t>(std::llround(bytes(f[kUsedMemory])));
+      if (f[kUsedMemory] >= 0) job.peak_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kUsedMemory])));
       if (f[kRequestedMemory] >= 0) {
-        job.req_mem_bytes = static_cast<uint64_t>(std::llround(bytes(f[kRequestedMemory])));
+        job.req_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kRequestedMemory])));
       }
     } else if (has_memory) {
       ++no_processors;

@@ -11,8 +11,15 @@
 
 namespace peakcast::ingest {
 
+// Bounds the canonical form accepts (anything beyond is garbage, not a job). Every reader rejects
+// values outside them, so whatever it produces can be written and read back.
+inline constexpr double kMaxEpochSeconds = 1e11;  // also the largest walltime in seconds
+inline constexpr double kMaxBytes = 1.8e19;       // below 2^64
+inline constexpr double kMaxCount = 1e7;          // CPUs or GPUs of one job
+
 struct JobParseOptions {
-  // Service requests carry no outcome yet: end_time and peaks become optional.
+  // Service requests carry no outcome yet: end_time and peaks become optional (end_time is 0
+  // when absent).
   bool require_outcome = true;
 };
 
