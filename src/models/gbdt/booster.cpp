@@ -1,0 +1,209 @@
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "models/gbdt/xgb_check.h"
+
+namespace peakcast::models {
+
+std::string_view objective_name(GbdtObjective o) {
+  switch (o) {
+    case GbdtObjective::kBinaryLogistic: return "binary:logistic";
+    case GbdtObjective::kRegSquaredError: return "reg:squarederror";
+    case GbdtObjective::kRegLogistic: return "reg:logistic";
+  }
+  return "reg:squarederror";
+}
+
+Status GbdtParams::validate() const {
+  auto bad = [](const std::string& m) { return Status::invalid("gbdt params: " + m); };
+  if (max_depth < 1 || max_depth > 32) return bad("max_depth: must be in [1, 32]");
+  if (!(eta > 0 && eta <= 1)) return bad("eta: must be in (0, 1]");
+  if (n_rounds < 1) return bad("n_rounds: must be >= 1");
+  if (nthread < 0) return bad("nthread: must be >= 0 (0 = all cores)");
+  if (!(subsample > 0 && subsample <= 1)) return bad("subsample: must be in (0, 1]");
+  if (!(colsample_bytree > 0 && colsample_bytree <= 1)) return bad("colsample_bytree: must be in (0, 1]");
+  if (!(min_child_weight >= 0)) return bad("min_child_weight: must be >= 0");
+  if (!(lambda >= 0)) return bad("lambda: must be >= 0");
+  if (early_stopping_rounds < 0) return bad("early_stopping_rounds: must be >= 0");
+  return Status::ok();
+}
+
+namespace {
+
+std::string fmt_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// "[3]\tvalid-rmse:0.1234" -> 0.1234
+double parse_eval(const char* text) {
+  std::string s(text);
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos) throw XgbError("XGBoost: unexpected evaluation text: " + s);
+  return std::strtod(s.c_str() + colon + 1, nullptr);
+}
+
+}  // namespace
+
+Booster::Booster(void* h) : h_(h) {}
+
+Booster Booster::train(const GbdtParams& p, const DMatrix& train, const DMatrix* valid,
+                       TrainReport* report) {
+  if (Status s = p.validate(); !s) throw std::invalid_argument(s.message());
+  detail::install_xgb_log_sink();
+  std::vector<DMatrixHandle> cache = {train.handle()};
+  if (valid != nullptr) cache.push_back(valid->handle());
+  BoosterHandle raw = nullptr;
+  XGB_CHECK(XGBoosterCreate(cache.data(), cache.size(), &raw));
+  Booster b(raw);
+  BoosterHandle h = b.h_.get();
+  const std::string metric = p.objective == GbdtObjective::kBinaryLogistic ? "logloss" : "rmse";
+  const std::pair<const char*, std::string> kv[] = {
+      {"objective", std::string(objective_name(p.objective))},
+      {"eval_metric", metric},
+      {"max_depth", std::to_string(p.max_depth)},
+      {"eta", fmt_double(p.eta)},
+      {"nthread", std::to_string(p.nthread)},
+      {"seed", std::to_string(p.seed)},
+      {"subsample", fmt_double(p.subsample)},
+      {"colsample_bytree", fmt_double(p.colsample_bytree)},
+      {"min_child_weight", fmt_double(p.min_child_weight)},
+      {"lambda", fmt_double(p.lambda)},
+      {"tree_method", "hist"},
+      {"verbosity", "1"},
+  };
+  for (const auto& [k, v] : kv) XGB_CHECK(XGBoosterSetParam(h, k, v.c_str()));
+
+  TrainReport rep;
+  rep.metric = metric;
+  int since_best = 0;
+  for (int round = 0; round < p.n_rounds; ++round) {
+    XGB_CHECK(XGBoosterUpdateOneIter(h, round, train.handle()));
+    rep.rounds_trained = round + 1;
+    if (valid == nullptr) continue;
+    DMatrixHandle dm[] = {valid->handle()};
+    const char* names[] = {"valid"};
+    const char* out = nullptr;
+    XGB_CHECK(XGBoosterEvalOneIter(h, round, dm, names, 1, &out));
+    double score = parse_eval(out);
+    rep.valid_history.push_back(score);
+    if (rep.best_round < 0 || score < rep.best_score) {
+      rep.best_round = round;
+      rep.best_score = score;
+      since_best = 0;
+    } else if (p.early_stopping_rounds > 0 && ++since_best >= p.early_stopping_rounds) {
+      break;
+    }
+  }
+  if (p.early_stopping_rounds > 0 && rep.best_round >= 0 && rep.best_round + 1 < rep.rounds_trained) {
+    BoosterHandle sliced = nullptr;
+    XGB_CHECK(XGBoosterSlice(h, 0, rep.best_round + 1, 1, &sliced));
+    b = Booster(sliced);
+  }
+  b.prepare();
+  if (report != nullptr) *report = std::move(rep);
+  return b;
+}
+
+void Booster::prepare() {
+  bst_ulong n = 0;
+  XGB_CHECK(XGBoosterGetNumFeature(h_.get(), &n));
+  num_features_ = n;
+  inplace_config_ =
+      R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, )"
+      R"("strict_shape": false, "cache_id": 0, "missing": NaN})";
+  // First prediction configures the learner (a mutation); do it now, before sharing.
+  std::vector<float> row(num_features_ == 0 ? 1 : num_features_, kMissing);
+  float out = 0;
+  if (num_features_ > 0) predict_dense(row, 1, std::span<float>(&out, 1));
+}
+
+Result<Booster> Booster::load_buffer(std::string_view bytes) {
+  detail::install_xgb_log_sink();
+  BoosterHandle raw = nullptr;
+  XGB_CHECK(XGBoosterCreate(nullptr, 0, &raw));
+  Booster b(raw);
+  if (bytes.empty() || XGBoosterLoadModelFromBuffer(raw, bytes.data(), bytes.size()) != 0) {
+    return Status::invalid(std::string("gbdt model: not a readable XGBoost model: ") +
+                           (bytes.empty() ? "empty" : detail::last_xgb_error()));
+  }
+  b.prepare();
+  return b;
+}
+
+Result<Booster> Booster::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::not_found(path + ": cannot open gbdt model");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto r = load_buffer(ss.str());
+  if (!r.ok()) return r.status().with_context(path);
+  return r;
+}
+
+std::string Booster::save_buffer(ModelFormat format) const {
+  const char* cfg = format == ModelFormat::kJson ? R"({"format": "json"})" : R"({"format": "ubj"})";
+  bst_ulong len = 0;
+  const char* data = nullptr;
+  XGB_CHECK(XGBoosterSaveModelToBuffer(h_.get(), cfg, &len, &data));
+  return std::string(data, len);
+}
+
+Status Booster::save_file(const std::string& path, ModelFormat format) const {
+  std::string bytes = save_buffer(format);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::io(path + ": cannot open for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return Status::io(path + ": write failed");
+  return Status::ok();
+}
+
+std::vector<float> Booster::predict(const DMatrix& m) const {
+  const bst_ulong* shape = nullptr;
+  bst_ulong dim = 0;
+  const float* result = nullptr;
+  static const char* kConfig =
+      R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false})";
+  XGB_CHECK(XGBoosterPredictFromDMatrix(h_.get(), m.handle(), kConfig, &shape, &dim, &result));
+  size_t n = 1;
+  for (bst_ulong d = 0; d < dim; ++d) n *= shape[d];
+  return std::vector<float>(result, result + n);  // the buffer is XGBoost's, per thread: copy
+}
+
+void Booster::predict_dense(std::span<const float> data, size_t rows, std::span<float> out) const {
+  if (data.size() != rows * num_features_ || out.size() != rows) {
+    throw std::invalid_argument("Booster::predict_dense: expected [" + std::to_string(rows) + ", " +
+                                std::to_string(num_features_) + "] input and [" +
+                                std::to_string(rows) + "] output");
+  }
+  if (rows == 0) return;
+  // __array_interface__ (version 3) pointing at the caller's floats: nothing is copied.
+  char iface[160];
+  std::snprintf(iface, sizeof iface,
+                R"({"data": [%llu, true], "shape": [%zu, %zu], "typestr": "<f4", "version": 3})",
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(data.data())), rows,
+                num_features_);
+  const bst_ulong* shape = nullptr;
+  bst_ulong dim = 0;
+  const float* result = nullptr;
+  XGB_CHECK(XGBoosterPredictFromDense(h_.get(), iface, inplace_config_.c_str(), nullptr, &shape,
+                                      &dim, &result));
+  std::copy(result, result + rows, out.begin());
+}
+
+float Booster::predict_row(std::span<const float> row) const {
+  float out = 0;
+  predict_dense(row, 1, std::span<float>(&out, 1));
+  return out;
+}
+
+int Booster::num_rounds() const {
+  int n = 0;
+  XGB_CHECK(XGBoosterBoostedRounds(h_.get(), &n));
+  return n;
+}
+
+}  // namespace peakcast::models
