@@ -75,14 +75,19 @@ class RecordReader {
       }
     }
     fields.push_back(std::move(field));
+    unterminated_ = quoted;
     return true;
   }
+
+  // The last record ended inside a quoted field (the rest of the text went into it).
+  bool unterminated() const { return unterminated_; }
 
  private:
   std::string_view text_;
   char delim_;
   size_t pos_ = 0;
   size_t line_ = 1;
+  bool unterminated_ = false;
 };
 
 bool missing(std::string_view v) {
@@ -235,6 +240,12 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
     auto reject = [&](const char* field, const std::string& why) {
       return skip_line(out, o, where + field + ": " + why);
     };
+    if (reader.unterminated()) {
+      if (Status s = reject("row", "unterminated quoted field (runs to the end of the file)"); !s) {
+        return s;
+      }
+      continue;
+    }
     if (row.size() != header_size) {
       if (Status s = reject("row", "expected " + std::to_string(header_size) +
                                        " columns, got " + std::to_string(row.size()));

@@ -83,6 +83,16 @@ TEST(Nextflow, RowWithWrongColumnCountIsSkipped) {
   EXPECT_EQ(t.stats.skipped, 1u);
 }
 
+TEST(Nextflow, UnterminatedQuoteIsSkippedWithAReason) {
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n2,\"B,1000,2000\n3,C,1,2\n",
+                             "t.csv", {}, t));
+  EXPECT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.stats.skipped, 1u);
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_NE(t.stats.reasons[0].find("t.csv:3: row: unterminated"), std::string::npos) << t.stats.reasons[0];
+}
+
 TEST(Nextflow, RepeatedTaskIdsStayUnique) {
   Trace t;
   ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n1,A,3000,4000\n",
