@@ -12,6 +12,7 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
+#include "peakcast/ingest/jsonl.h"  // the canonical ranges (kMaxEpochSeconds, ...)
 #include "peakcast/ingest/reader.h"
 #include "peakcast/ingest/sacct.h"
 
@@ -243,6 +244,26 @@ struct Record {
 
 bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
 
+// Reads a time field: epoch or ISO, within the canonical schema's range.
+std::optional<FieldError> read_time(const Row& row, Col c, std::optional<int64_t>& out) {
+  std::string_view v = row.get(c);
+  out = parse_timestamp(v);
+  if (!out) return FieldError{c, quoted(v) + " is not a time"};
+  if (*out < 0 || static_cast<double>(*out) > kMaxEpochSeconds) {
+    return FieldError{c, quoted(v) + " is out of range"};
+  }
+  return std::nullopt;
+}
+
+std::optional<FieldError> read_seconds(Col c, std::string_view v, std::optional<int64_t> s,
+                                       std::optional<int64_t>& out) {
+  if (!s || *s < 0 || static_cast<double>(*s) > kMaxEpochSeconds) {
+    return FieldError{c, quoted(v) + " is not a duration"};
+  }
+  out = s;
+  return std::nullopt;
+}
+
 std::optional<FieldError> read_job_row(const Row& row, Record& r) {
   Job& j = r.job;
   j.job_name = std::string(row.get(kJobName));
@@ -255,51 +276,53 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
     for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
   }
   if (row.layout->has(kSubmit)) {
-    std::string_view v = row.get(kSubmit);
-    auto t = parse_timestamp(v);
-    if (!t) return FieldError{kSubmit, quoted(v) + " is not a time"};
+    std::optional<int64_t> t;
+    if (auto e = read_time(row, kSubmit, t)) return e;
     j.submit_time = *t;
   }
   if (std::string_view v = row.get(kStart); !v.empty() && !is_unknown_time(v)) {
-    j.start_time = parse_timestamp(v);
-    if (!j.start_time) return FieldError{kStart, quoted(v) + " is not a time"};
+    if (auto e = read_time(row, kStart, j.start_time)) return e;
   }
   if (std::string_view v = row.get(kEnd); v == "Unknown") {
     r.unfinished = true;
   } else if (!v.empty() && v != "None") {
-    r.end = parse_timestamp(v);
-    if (!r.end) return FieldError{kEnd, quoted(v) + " is not a time"};
+    if (auto e = read_time(row, kEnd, r.end)) return e;
   }
   if (std::string_view v = row.get(kElapsedRaw); !v.empty()) {
-    r.elapsed = parse_int(v);
-    if (!r.elapsed || *r.elapsed < 0) return FieldError{kElapsedRaw, quoted(v) + " is not seconds"};
-  } else if (std::string_view e = row.get(kElapsed); !e.empty()) {
-    r.elapsed = parse_slurm_duration(e);
-    if (!r.elapsed) return FieldError{kElapsed, quoted(e) + " is not a duration"};
+    if (auto e = read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed)) return e;
+  } else if (std::string_view d = row.get(kElapsed); !d.empty()) {
+    if (auto e = read_seconds(kElapsed, d, d.size() > 20 ? std::nullopt : parse_slurm_duration(d),
+                              r.elapsed)) {
+      return e;
+    }
   }
   if (std::string_view v = row.get(kTimelimit); !v.empty()) {
-    j.req_time_s = parse_slurm_duration(v);
-    if (!j.req_time_s && v != "UNLIMITED" && v != "Partition_Limit" && v != "INVALID") {
-      return FieldError{kTimelimit, quoted(v) + " is not a duration"};
+    if (v != "UNLIMITED" && v != "Partition_Limit" && v != "INVALID") {
+      auto s = v.size() > 20 ? std::nullopt : parse_slurm_duration(v);
+      if (auto e = read_seconds(kTimelimit, v, s, j.req_time_s)) return e;
     }
   } else if (std::string_view raw = row.get(kTimelimitRaw); !raw.empty() && raw != "UNLIMITED" &&
                                                              raw != "Partition_Limit") {
     auto minutes = parse_int(raw);
-    if (!minutes || *minutes < 0) return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
+    if (!minutes || *minutes < 0 || static_cast<double>(*minutes) > kMaxEpochSeconds / 60) {
+      return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
+    }
     j.req_time_s = *minutes * 60;
   }
   auto count = [&](Col c, std::optional<double>& out) -> std::optional<FieldError> {
     std::string_view v = row.get(c);
     if (v.empty()) return std::nullopt;
     out = parse_double(v);
-    if (!out || *out < 0) return FieldError{c, quoted(v) + " is not a count"};
+    if (!out || *out < 0 || *out > kMaxCount) return FieldError{c, quoted(v) + " is not a count"};
     return std::nullopt;
   };
   if (auto e = count(kNcpus, r.ncpus)) return e;
   if (auto e = count(kReqCpus, r.req_cpus)) return e;
   if (std::string_view v = row.get(kNNodes); !v.empty()) {
     r.nodes = parse_int(v);
-    if (!r.nodes || *r.nodes < 0) return FieldError{kNNodes, quoted(v) + " is not a count"};
+    if (!r.nodes || *r.nodes < 0 || static_cast<double>(*r.nodes) > kMaxCount) {
+      return FieldError{kNNodes, quoted(v) + " is not a count"};
+    }
   }
   r.req_tres = std::string(row.get(kReqTres));
   r.alloc_tres = std::string(row.get(kAllocTres));
@@ -310,8 +333,19 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
       continue;
     }
     auto gpus = sacct::tres_gpus(tres);
-    if (!gpus) return FieldError{c, "bad GPU count in " + quoted(tres)};
+    if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(tres)};
     if (!j.req_gpus) j.req_gpus = gpus;
+  }
+  // A finished job needs an end at or after its submission (history is ordered by it) and
+  // after its start.
+  if (!r.unfinished) {
+    std::optional<int64_t> end = r.end;
+    if (!end && j.start_time && r.elapsed) end = *j.start_time + *r.elapsed;
+    if (row.layout->has(kSubmit)) {
+      if (!end) return FieldError{kEnd, "no end time for a finished job"};
+      if (*end < j.submit_time) return FieldError{kEnd, "before Submit"};
+    }
+    if (end && j.start_time && *j.start_time > *end) return FieldError{kStart, "after End"};
   }
   return read_usage(row, r.usage);
 }
@@ -324,7 +358,10 @@ struct Tally {
 };
 
 std::optional<double> tres_count(std::string_view tres, std::string_view key) {
-  if (auto v = sacct::tres_value(tres, key)) return parse_double(*v);
+  if (auto v = sacct::tres_value(tres, key)) {
+    auto n = parse_double(*v);
+    if (n && *n >= 0 && *n <= kMaxCount) return n;
+  }
   return std::nullopt;
 }
 
@@ -374,6 +411,8 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     j.end_time = *r.end;
   } else if (j.start_time && r.elapsed) {
     j.end_time = *j.start_time + *r.elapsed;
+  } else if (j.start_time) {
+    j.end_time = *j.start_time;  // only without Submit: the lower bound we know
   } else {
     j.end_time = 0;
   }
@@ -389,7 +428,7 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
     out.notes.push_back(
         "sacct: no Submit column: jobs have no submit times, so `evaluate` cannot order them "
         "by submission (add Submit to --format); end times come from End, else Start+Elapsed, "
-        "else 0");
+        "else Start, else 0");
   }
   if (!first.has(kUser)) {
     out.notes.push_back("sacct: no User column: every job has an empty user, so there is no "
@@ -522,6 +561,8 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
         rejected.insert(key);
         if (auto it = current.find(key); it != current.end()) {
           recs[it->second].superseded = true;
+          ++tally.superseded;
+          ++out.stats.ignored;
           current.erase(it);
         }
         if (Status s = fail(*e); !s) return s;
@@ -531,6 +572,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
       if (auto it = current.find(key); it != current.end()) {
         recs[it->second].superseded = true;
         ++tally.superseded;
+        ++out.stats.ignored;
       }
       if (auto it = orphans.find(key); it != orphans.end()) {
         for (auto& [line, u] : it->second) merge_usage(r.usage, u);
@@ -567,6 +609,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   for (Record& r : recs) {
     if (r.superseded) continue;
     if (r.unfinished) {
+      ++out.stats.ignored;
       if (tally.unfinished++ == 0) tally.first_unfinished = where(name, r.line) + " " + r.job.job_id;
       continue;
     }

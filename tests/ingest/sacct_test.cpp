@@ -55,6 +55,7 @@ TEST(Sacct, Golden2205) {
   EXPECT_TRUE(trace->has_submit_times);
   EXPECT_TRUE(has_note(*trace, "1 job(s) still running")) << "job 9 is RUNNING";
   EXPECT_EQ(find_job(*trace, "9"), nullptr);
+  EXPECT_EQ(trace->stats.ignored, 1u);
 }
 
 TEST(Sacct, Golden2205Labels) {
@@ -252,9 +253,9 @@ TEST(SacctRows, ConcatenatedOutputsSwitchHeaders) {
       "JobID|ReqMem|MaxRSS\n"
       "1|1G|\n"
       "1.batch||10M\n"
-      "MaxRSS|JobID|ReqMem|Submit\n"
-      "20M|2.batch||\n"
-      "|2|2G|2026-01-01T00:00:00\n";
+      "MaxRSS|JobID|ReqMem|Submit|End\n"
+      "20M|2.batch|||\n"
+      "|2|2G|2026-01-01T00:00:00|2026-01-01T01:00:00\n";
   Trace t;
   ASSERT_TRUE(parse_sacct(text, "cat", sacct_options(), t));
   ASSERT_EQ(t.jobs.size(), 2u);
@@ -308,6 +309,23 @@ TEST(SacctRows, EpochTimesNoConvertBytesAndElapsedEnd) {
   EXPECT_EQ(t.jobs[0].end_time, 1700000010 + 3600);  // no End column: Start + Elapsed
   EXPECT_EQ(t.jobs[0].req_mem_bytes, kG);
   EXPECT_EQ(t.jobs[0].peak_mem_bytes, 524288000u);
+}
+
+TEST(SacctRows, FinishedJobsNeedAnEndNotBeforeSubmit) {
+  const std::string text =
+      "JobID|Submit|End|State\n"
+      "1|2026-01-01T10:00:00|2026-01-01T09:00:00|COMPLETED\n"
+      "2|2026-01-01T10:00:00||COMPLETED\n"
+      "3|2026-01-01T10:00:00|Unknown|RUNNING\n"
+      "4|2026-01-01T10:00:00|2026-01-01T10:00:00|FAILED\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "ends", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].job_id, "4");
+  ASSERT_EQ(t.stats.skipped, 2u);
+  EXPECT_NE(t.stats.reasons[0].find("ends:2: End: before Submit"), std::string::npos) << t.stats.reasons[0];
+  EXPECT_NE(t.stats.reasons[1].find("ends:3: End: no end time"), std::string::npos) << t.stats.reasons[1];
+  EXPECT_EQ(t.stats.ignored, 1u);  // the running job: not an error
 }
 
 TEST(SacctRows, EmptyAndHeaderOnlyInputs) {

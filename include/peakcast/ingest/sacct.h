@@ -22,7 +22,9 @@
 //   A job whose End is `Unknown`, or whose state is RUNNING/PENDING/..., is still going: it is
 //   left out and counted in a note, not as a malformed line. No Submit column → the trace has
 //   no submit times (Trace.has_submit_times = false, with a note); end_time is End if present,
-//   else Start + Elapsed, else 0.
+//   else Start + Elapsed, else Start (a lower bound, so start <= end holds), else 0. With a
+//   Submit column a finished job must have an end (End or Start + Elapsed) not before Submit,
+//   and every job a Start not after its end; otherwise the row is malformed.
 // - State: normalize_state() of the job row; any step that ended OUT_OF_MEMORY makes the job
 //   OUT_OF_MEMORY (its label is censored). No State column: jobs are COMPLETED (with a note).
 // - Identity: JobName is job_name, and becomes `workload` for jobs with no script attached.
