@@ -505,6 +505,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   std::unordered_set<std::string> rejected;  // jobs whose row was malformed: drop their steps
   Tally tally;
 
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
   const std::vector<std::string_view> lines = split_lines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
     const size_t lineno = i + 1;

@@ -336,6 +336,10 @@ TEST(SacctRows, EmptyAndHeaderOnlyInputs) {
   EXPECT_TRUE(parse_sacct("JobID|JobName|\n", "h", sacct_options(), header));
   EXPECT_TRUE(header.jobs.empty());
   EXPECT_EQ(header.stats.lines, 0u);
+  Trace bom;
+  ASSERT_TRUE(parse_sacct("\xEF\xBB\xBFJobID|ReqMem\r\n1|1G\r\n", "bom", sacct_options(), bom));
+  ASSERT_EQ(bom.jobs.size(), 1u);
+  EXPECT_EQ(bom.jobs[0].req_mem_bytes, kG);
 }
 
 // Columns in any order: permuting the 22.05 golden's columns gives the same jobs.
