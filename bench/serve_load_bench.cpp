@@ -1,0 +1,217 @@
+// Load test of peakcastd's HTTP path over a UNIX socket: many concurrent clients send
+// predictions mixed with completions to an in-process server (the same Service + HttpServer the
+// daemon runs, SQLite with synchronous=FULL on a temp file). Prints p50/p99 per route and the
+// throughput beside a single-threaded baseline (one client, one worker). Exits 1 on any error.
+//
+//   serve_load_bench [--clients N] [--predictions N] [--complete-every K] [--seed-jobs N]
+#include <httplib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/cascade/history_predictor.h"
+#include "peakcast/serve/http_server.h"
+#include "peakcast/serve/service.h"
+
+using namespace peakcast;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Args {
+  int clients = 16;
+  int predictions = 24000;
+  int complete_every = 10;  // one completion per this many predictions
+  int seed_jobs = 2000;
+  int scripts = 400;
+  int users = 60;
+};
+
+int64_t epoch_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string script_text(int s) {
+  return "#!/bin/bash\n#SBATCH --mem=" + std::to_string(4 + s % 60) + "G\nmodule load python\n"
+         "python train.py --config exp" + std::to_string(s) + ".yaml --batch-size " +
+         std::to_string(16 << (s % 5)) + "\n";
+}
+
+json request(int i, const Args& a, int64_t now) {
+  const int s = (i * 7919) % a.scripts;
+  return {{"job_id", "pending"}, {"user", "user" + std::to_string(s % a.users)},
+          {"submit_time", now}, {"req_cpus", 4}, {"req_mem_bytes", (4ull + s % 60) << 30},
+          {"req_time_s", 3600}, {"script", script_text(s)}};
+}
+
+json completion(const std::string& id, int i, const Args& a, int64_t now) {
+  json j = request(i, a, now);
+  j["job_id"] = id;
+  j["submit_time"] = now - 7200;
+  j["end_time"] = now - 60 - (i % 3000);
+  j["peak_mem_bytes"] = ((4ull + (i * 7919) % a.scripts % 60) << 30) / 100 * (20 + i % 70);
+  return j;
+}
+
+struct RunResult {
+  std::vector<double> predict_ms, complete_ms;
+  int errors = 0;
+  double seconds = 0;
+};
+
+RunResult run(const std::string& sock, int clients, int predictions, const Args& a,
+              const std::string& id_prefix) {
+  RunResult out;
+  std::vector<RunResult> per(clients);
+  const int64_t now = epoch_now();
+  std::atomic<int> next{0};
+  const auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client cli(sock);
+      cli.set_address_family(AF_UNIX);
+      cli.set_keep_alive(true);
+      RunResult& r = per[c];
+      int i;
+      while ((i = next.fetch_add(1)) < predictions) {
+        const std::string body = request(i, a, now).dump();
+        auto s = Clock::now();
+        auto res = cli.Post("/v1/predict", body, "application/json");
+        r.predict_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+        if (!res || res->status != 200) ++r.errors;
+        if (i % a.complete_every == 0) {
+          const std::string cb = completion(id_prefix + std::to_string(i), i, a, now).dump();
+          s = Clock::now();
+          res = cli.Post("/v1/complete", cb, "application/json");
+          r.complete_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+          if (!res || res->status != 200) ++r.errors;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (auto& r : per) {
+    out.predict_ms.insert(out.predict_ms.end(), r.predict_ms.begin(), r.predict_ms.end());
+    out.complete_ms.insert(out.complete_ms.end(), r.complete_ms.begin(), r.complete_ms.end());
+    out.errors += r.errors;
+  }
+  return out;
+}
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+struct Server {
+  std::unique_ptr<serve::Service> service;
+  std::unique_ptr<serve::HttpServer> http;
+  std::thread thread;
+  ~Server() {
+    if (http) http->stop();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+std::unique_ptr<Server> start(const std::string& dir, const std::string& name, int threads,
+                              const Args& a) {
+  auto s = std::make_unique<Server>();
+  auto store = serve::open_sqlite_store(dir + "/" + name + ".db");
+  if (!store) {
+    std::fprintf(stderr, "store: %s\n", store.status().message().c_str());
+    std::exit(1);
+  }
+  s->service = std::make_unique<serve::Service>(
+      std::make_shared<cascade::HistoryPredictor>(cascade::HistoryPredictorConfig{}),
+      std::move(*store), serve::ServiceOptions{});
+  (void)s->service->rebuild();
+  // Seed the history (through the service, so it is on disk too).
+  const int64_t now = epoch_now();
+  for (int i = 0; i < a.seed_jobs; ++i) {
+    auto r = s->service->complete(completion("seed" + std::to_string(i), i, a, now).dump());
+    if (r.status != 200) {
+      std::fprintf(stderr, "seed: %s\n", r.body.c_str());
+      std::exit(1);
+    }
+  }
+  serve::ListenOptions lo;
+  lo.socket_path = dir + "/" + name + ".sock";
+  lo.threads = threads;
+  s->http = std::make_unique<serve::HttpServer>(*s->service, lo);
+  if (auto st = s->http->bind(); !st) {
+    std::fprintf(stderr, "bind: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  s->thread = std::thread([p = s.get()] { p->http->serve(); });
+  return s;
+}
+
+void print_row(const char* name, int clients, int threads, const RunResult& r) {
+  const double n = static_cast<double>(r.predict_ms.size() + r.complete_ms.size());
+  std::printf("%-16s %7d %7d %8zu %8zu %7d %9.3f %9.3f %9.3f %9.3f %10.0f\n", name, clients, threads,
+              r.predict_ms.size(), r.complete_ms.size(), r.errors, pct(r.predict_ms, 0.5),
+              pct(r.predict_ms, 0.99), pct(r.complete_ms, 0.5), pct(r.complete_ms, 0.99),
+              n / r.seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (k == "--clients") a.clients = v;
+    else if (k == "--predictions") a.predictions = v;
+    else if (k == "--complete-every") a.complete_every = std::max(1, v);
+    else if (k == "--seed-jobs") a.seed_jobs = v;
+    else {
+      std::fprintf(stderr, "usage: serve_load_bench [--clients N] [--predictions N] "
+                           "[--complete-every K] [--seed-jobs N]\n");
+      return 2;
+    }
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "peakcast-load-XXXXXX").string();
+  const std::string dir = mkdtemp(tmpl.data());
+  const int threads = std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  std::printf("serve_load_bench: %d predictions (+1 completion per %d), history seeded with %d jobs, "
+              "%u cores\n", a.predictions, a.complete_every, a.seed_jobs,
+              std::thread::hardware_concurrency());
+  std::printf("%-16s %7s %7s %8s %8s %7s %9s %9s %9s %9s %10s\n", "run", "clients", "workers",
+              "predict", "complete", "errors", "pred p50", "pred p99", "comp p50", "comp p99", "req/s");
+  RunResult base, conc;
+  {
+    auto s = start(dir, "single", 1, a);
+    base = run(dir + "/single.sock", 1, a.predictions / 4, a, "b");
+    print_row("single-threaded", 1, 1, base);
+  }
+  {
+    auto s = start(dir, "multi", threads, a);
+    conc = run(dir + "/multi.sock", a.clients, a.predictions, a, "c");
+    print_row("concurrent", a.clients, threads, conc);
+  }
+  const double base_rps = static_cast<double>(base.predict_ms.size() + base.complete_ms.size()) / base.seconds;
+  const double conc_rps = static_cast<double>(conc.predict_ms.size() + conc.complete_ms.size()) / conc.seconds;
+  std::printf("latency in ms (client side, keep-alive); throughput %.2fx the single-threaded run\n",
+              conc_rps / base_rps);
+  std::filesystem::remove_all(dir);
+  const int errors = base.errors + conc.errors;
+  if (errors > 0) std::printf("FAILED: %d error(s)\n", errors);
+  return errors > 0 ? 1 : 0;
+}

@@ -1,0 +1,211 @@
+#include "peakcast/serve/service.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "serve_test_util.h"
+
+namespace peakcast::serve {
+namespace {
+
+using nlohmann::json;
+using testing::completion_json;
+using testing::FaultyStore;
+using testing::request_json;
+using testing::TempDir;
+
+constexpr int64_t kNow = 1'800'000'000;
+constexpr uint64_t kGiB = 1ull << 30;
+
+ServiceOptions fixed_clock() {
+  ServiceOptions o;
+  o.clock = [] { return kNow; };
+  o.limits.max_script_bytes = 4096;
+  return o;
+}
+
+struct Fixture {
+  TempDir dir;
+  FaultyStore* faulty = nullptr;
+  std::unique_ptr<Service> service;
+
+  explicit Fixture(SqliteOptions so = {}) {
+    auto store = open_sqlite_store(dir.file("h.db"), so);
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    auto wrapped = std::make_unique<FaultyStore>(std::move(*store));
+    faulty = wrapped.get();
+    service = std::make_unique<Service>(testing::history_model(), std::move(wrapped), fixed_clock());
+    EXPECT_TRUE(service->rebuild().is_ok());
+  }
+};
+
+json body_of(const Reply& r) { return json::parse(r.body); }
+
+TEST(Service, PredictsFallbackThenExactScriptAfterACompletion) {
+  Fixture f;
+  const std::string script = "#!/bin/bash\npython train.py --epochs 3\n";
+  Reply r = f.service->predict(request_json("alice", script, kNow, 8 * kGiB).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  json p = body_of(r);
+  EXPECT_EQ(p["job_id"], "pending");
+  EXPECT_EQ(p["predictions"]["mem"]["route"], "no_history");
+  EXPECT_TRUE(p["predictions"]["vram"].is_null());
+
+  r = f.service->complete(completion_json("7", "alice", script, kNow - 100, kNow - 10, 8 * kGiB, 2 * kGiB).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["stored"], true);
+
+  r = f.service->predict(request_json("alice", script, kNow, 4 * kGiB).dump());
+  p = body_of(r)["predictions"]["mem"];
+  EXPECT_EQ(p["route"], "bypass");
+  EXPECT_EQ(p["history_level"], "exact_script");
+  EXPECT_DOUBLE_EQ(p["util"].get<double>(), 0.25);
+  EXPECT_EQ(p["bytes"].get<uint64_t>(), kGiB);  // 0.25 x the new 4 GiB request
+
+  // Same user, other script: the user level answers, not the exact one.
+  r = f.service->predict(request_json("alice", "#!/bin/bash\necho other\n", kNow, 4 * kGiB).dump());
+  p = body_of(r)["predictions"]["mem"];
+  EXPECT_EQ(p["history_level"], "user");
+  EXPECT_EQ(p["route"], "no_history");
+}
+
+TEST(Service, CompletionIsIdempotentByJobId) {
+  Fixture f;
+  const std::string body =
+      completion_json("42", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2).dump();
+  EXPECT_EQ(body_of(f.service->complete(body))["stored"], true);
+  Reply again = f.service->complete(body);
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(body_of(again)["duplicate"], true);
+  EXPECT_EQ(f.service->history_size(), 1u);
+  EXPECT_EQ(*f.service->store().count(), 1u);
+}
+
+TEST(Service, BadInputGets4xxNamingTheField) {
+  Fixture f;
+  const json good = request_json("alice", "#!/bin/sh\n", kNow, kGiB);
+  struct Case {
+    std::string body;
+    int status;
+    std::string field;
+  };
+  json wrong_type = good; wrong_type["req_mem_bytes"] = "lots";
+  json missing = good; missing.erase("user");
+  json unknown = good; unknown["memory"] = 1;
+  json negative = good; negative["req_mem_bytes"] = -5;
+  json absurd = good; absurd["submit_time"] = 1e300;
+  json nul = good; nul["script"] = std::string("a\0b", 3);
+  json big = good; big["script"] = std::string(5000, 'x');
+  json outcome = good; outcome["peak_mem_bytes"] = 5;
+  const std::string invalid_utf8 = R"({"job_id":"p","user":"al)" + std::string("\xff\xfe") +
+                                   R"(","submit_time":1})";
+  const std::vector<Case> cases = {
+      {"{not json", 400, "body"},
+      {"", 400, "body"},
+      {"[1,2]", 400, "body"},
+      {std::string(100, '[') + std::string(100, ']'), 400, "body"},
+      {wrong_type.dump(), 422, "req_mem_bytes"},
+      {missing.dump(), 422, "user"},
+      {unknown.dump(), 422, "memory"},
+      {negative.dump(), 422, "req_mem_bytes"},
+      {absurd.dump(), 422, "submit_time"},
+      {nul.dump(), 422, "script"},
+      {big.dump(), 413, "script"},
+      {outcome.dump(), 422, "peak_mem_bytes"},
+      {invalid_utf8, 400, "body"},
+  };
+  for (const Case& c : cases) {
+    Reply r = f.service->predict(c.body);
+    EXPECT_EQ(r.status, c.status) << c.body.substr(0, 80) << " -> " << r.body;
+    json e = body_of(r);
+    ASSERT_TRUE(e.contains("error")) << r.body;
+    EXPECT_EQ(e["error"]["field"], c.field) << r.body;
+    // The script is never echoed back.
+    EXPECT_EQ(r.body.find(std::string(200, 'x')), std::string::npos);
+  }
+  // A completion without its outcome names end_time; nothing was written.
+  Reply r = f.service->complete(good.dump());
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(body_of(r)["error"]["field"], "end_time");
+  EXPECT_EQ(*f.service->store().count(), 0u);
+}
+
+TEST(Service, StorageFailureRefusesCompletionsButPredictionsWork) {
+  Fixture f;
+  const std::string script = "#!/bin/sh\nrun\n";
+  ASSERT_EQ(f.service->complete(completion_json("1", "u", script, kNow - 99, kNow - 9, kGiB, kGiB / 4).dump()).status, 200);
+  f.faulty->fail_writes = true;
+  Reply r = f.service->complete(completion_json("2", "u", script, kNow - 99, kNow - 5, kGiB, kGiB).dump());
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("disk is full"), std::string::npos);
+  // Nothing half-done: the refused completion is not in memory either.
+  EXPECT_EQ(f.service->history_size(), 1u);
+  r = f.service->predict(request_json("u", script, kNow, kGiB).dump());
+  ASSERT_EQ(r.status, 200);
+  EXPECT_DOUBLE_EQ(body_of(r)["predictions"]["mem"]["util"].get<double>(), 0.25);
+  json h = body_of(f.service->healthz());
+  EXPECT_EQ(h["storage"]["ok"], false);
+  EXPECT_NE(f.service->metrics_text().body.find("peakcast_storage_ok 0"), std::string::npos);
+  f.faulty->fail_writes = false;
+  EXPECT_EQ(f.service->complete(completion_json("2", "u", script, kNow - 99, kNow - 5, kGiB, kGiB).dump()).status, 200);
+  EXPECT_EQ(body_of(f.service->healthz())["storage"]["ok"], true);
+}
+
+TEST(Service, ReadOnlyDatabaseGives503) {
+  Fixture f(SqliteOptions{.query_only = true});
+  Reply r = f.service->complete(completion_json("1", "u", "#!/bin/sh\n", kNow - 9, kNow - 1, kGiB, 1).dump());
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(f.service->predict(request_json("u", "#!/bin/sh\n", kNow, kGiB).dump()).status, 200);
+}
+
+TEST(Service, RebuildsHistoryFromTheDatabase) {
+  TempDir dir;
+  const std::string script = "#!/bin/sh\nwork\n";
+  {
+    auto store = open_sqlite_store(dir.file("h.db"));
+    ASSERT_TRUE(store.ok());
+    Service s(testing::history_model(), std::move(*store), fixed_clock());
+    ASSERT_TRUE(s.rebuild().is_ok());
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(s.complete(completion_json(std::to_string(i), "u", script, kNow - 1000 + i,
+                                           kNow - 500 + i, kGiB, kGiB / 8 * (i + 1)).dump()).status, 200);
+    }
+  }
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  Service s(testing::history_model(), std::move(*store), fixed_clock());
+  ASSERT_TRUE(s.rebuild().is_ok());
+  EXPECT_EQ(s.history_size(), 5u);
+  json p = body_of(s.predict(request_json("u", script, kNow, kGiB).dump()))["predictions"]["mem"];
+  EXPECT_EQ(p["history_n"], 5);
+  EXPECT_DOUBLE_EQ(p["util"].get<double>(), 5.0 / 8.0);  // last1 = the latest end time
+}
+
+TEST(Service, HistoryEndpointListsJobsAndRejectsBadQueries) {
+  Fixture f;
+  ASSERT_EQ(f.service->complete(completion_json("9", "carol", "#!/bin/sh\n", kNow - 9, kNow - 1, kGiB, kGiB / 2).dump()).status, 200);
+  Reply r = f.service->history({{"user", "carol"}});
+  ASSERT_EQ(r.status, 200);
+  json h = body_of(r);
+  ASSERT_EQ(h["jobs"].size(), 1u);
+  EXPECT_EQ(h["jobs"][0]["peak_mem_bytes"], kGiB / 2);
+  EXPECT_EQ(h["history"]["mem"]["count"], 1);
+  const std::string key = h["jobs"][0]["script_sha256"];
+  EXPECT_EQ(body_of(f.service->history({{"script_sha256", key}}))["jobs"].size(), 1u);
+  EXPECT_EQ(f.service->history({}).status, 422);
+  EXPECT_EQ(f.service->history({{"script_sha256", "xyz"}}).status, 422);
+  EXPECT_EQ(f.service->history({{"color", "red"}}).status, 422);
+}
+
+TEST(Errors, OneMappingFromKindToStatus) {
+  EXPECT_EQ(http_status(ApiErrorKind::kMalformedJson), 400);
+  EXPECT_EQ(http_status(ApiErrorKind::kInvalidField), 422);
+  EXPECT_EQ(http_status(ApiErrorKind::kTooLarge), 413);
+  EXPECT_EQ(http_status(ApiErrorKind::kStorageUnavailable), 503);
+  EXPECT_EQ(from_status(Status::io("disk")).kind, ApiErrorKind::kStorageUnavailable);
+  EXPECT_EQ(from_status(Status::invalid("user: bad")).field, "user");
+}
+
+}  // namespace
+}  // namespace peakcast::serve

@@ -1,0 +1,99 @@
+#include "peakcast/serve/slurm_sync.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "peakcast/serve/service.h"
+#include "peakcast/core/io.h"
+#include "peakcast/ingest/redact.h"
+#include "serve_test_util.h"
+
+namespace peakcast::serve {
+namespace {
+
+using testing::TempDir;
+
+// A stand-in sacct: the listing for `-S ...`, a script for `-B -j N`; logs its arguments.
+void write_fake_sacct(const TempDir& dir) {
+  const std::string path = dir.file("sacct");
+  std::ofstream f(path);
+  f << "#!/bin/bash\n"
+       "echo \"$*\" >> '" << dir.file("calls.log") << "'\n"
+       "if [ \"$1\" = -B ]; then\n"
+       "  [ \"$3\" = 12 ] || { echo NONE; exit 0; }\n"
+       "  printf 'Batch Script for 12\\n%s\\n#!/bin/bash\\nperl alloc.pl 200\\n' '-----------'\n"
+       "  exit 0\nfi\n"
+       "cat <<'EOF'\n"
+       "JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqCPUS|NNodes|ReqMem|ReqTRES|AllocTRES|MaxRSS|TRESUsageInTot|TRESUsageInMax\n"
+       "12|12|alloc|alice|acct|debug|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:10|00:00:09|00:05:00|1|1|1|600M|cpu=1,mem=600M,node=1|cpu=1,mem=600M,node=1|||\n"
+       "12.batch|12|batch||acct||COMPLETED|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:10|00:00:09||1||1||||217915392||\n"
+       "13|13|other|bob|acct|debug|OUT_OF_MEMORY|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:20|00:00:19|00:05:00|1|1|1|100M|cpu=1,mem=100M,node=1|cpu=1,mem=100M,node=1|||\n"
+       "EOF\n";
+  f.close();
+  ::chmod(path.c_str(), 0755);
+}
+
+TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
+  TempDir dir;
+  write_fake_sacct(dir);
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  ServiceOptions so;
+  so.clock = [] { return int64_t{1'714'600'000}; };
+  Service service(testing::history_model(), std::move(*store), so);
+  ASSERT_TRUE(service.rebuild().is_ok());
+  SyncOptions o;
+  o.sacct = dir.file("sacct");
+  o.clock = [] { return int64_t{1'714'600'000}; };
+  auto sink = [&](const Job& j) { return service.add_completion(j); };
+
+  auto first = sync_once(service.store(), sink, o);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->finished, 2u);
+  EXPECT_EQ(first->added, 2u);
+  EXPECT_EQ(first->with_script, 1u);
+  EXPECT_EQ(first->since, 1'714'600'000 - o.initial_lookback_s);
+
+  auto rows = service.store().recent(HistoryFilter{"alice", ""}, 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].peak_mem_bytes, 217915392u);  // the step's MaxRSS
+  EXPECT_EQ((*rows)[0].req_mem_bytes, 600ull << 20);
+  EXPECT_EQ((*rows)[0].script_key, ingest::script_sha256("#!/bin/bash\nperl alloc.pl 200\n"));
+  auto oom = service.store().recent(HistoryFilter{"bob", ""}, 10);
+  ASSERT_EQ(oom->size(), 1u);
+  EXPECT_TRUE((*oom)[0].censored);
+
+  // Twice: nothing new, no script fetched again, the cursor moved back by the overlap only.
+  auto second = sync_once(service.store(), sink, o);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->added, 0u);
+  EXPECT_EQ(second->known, 2u);
+  EXPECT_EQ(second->since, 1'714'600'000 - o.overlap_s);
+  EXPECT_EQ(service.history_size(), 2u);
+  auto calls = read_file(dir.file("calls.log"));
+  ASSERT_TRUE(calls.ok());
+  size_t script_fetches = 0;
+  for (auto line : split_lines(*calls)) script_fetches += line.starts_with("-B") ? 1 : 0;
+  EXPECT_EQ(script_fetches, 2u);  // jobs 12 and 13 on the first poll only
+  EXPECT_NE(calls->find("-S " + sacct_time(1'714'600'000 - o.overlap_s)), std::string::npos);
+}
+
+TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {
+  TempDir dir;
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = "/bin/false";
+  auto r = sync_once(**store, [](const Job&) -> Result<bool> { return true; }, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exited with status 1"), std::string::npos);
+  EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+}
+
+TEST(SlurmSync, SacctTimeIsUtc) { EXPECT_EQ(sacct_time(0), "1970-01-01T00:00:00"); }
+
+}  // namespace
+}  // namespace peakcast::serve
