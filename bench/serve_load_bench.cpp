@@ -69,8 +69,15 @@ json completion(const std::string& id, int i, const Args& a, int64_t now) {
 struct RunResult {
   std::vector<double> predict_ms, complete_ms;
   int errors = 0;
+  std::string first_error;
   double seconds = 0;
 };
+
+void note_error(RunResult& r, const httplib::Result& res) {
+  if (r.errors++ > 0) return;
+  r.first_error = res ? "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 200)
+                      : "transport: " + httplib::to_string(res.error());
+}
 
 RunResult run(const std::string& sock, int clients, int predictions, const Args& a,
               const std::string& id_prefix) {
@@ -92,13 +99,13 @@ RunResult run(const std::string& sock, int clients, int predictions, const Args&
         auto s = Clock::now();
         auto res = cli.Post("/v1/predict", body, "application/json");
         r.predict_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-        if (!res || res->status != 200) ++r.errors;
+        if (!res || res->status != 200) note_error(r, res);
         if (i % a.complete_every == 0) {
           const std::string cb = completion(id_prefix + std::to_string(i), i, a, now).dump();
           s = Clock::now();
           res = cli.Post("/v1/complete", cb, "application/json");
           r.complete_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-          if (!res || res->status != 200) ++r.errors;
+          if (!res || res->status != 200) note_error(r, res);
         }
       }
     });
@@ -109,6 +116,7 @@ RunResult run(const std::string& sock, int clients, int predictions, const Args&
     out.predict_ms.insert(out.predict_ms.end(), r.predict_ms.begin(), r.predict_ms.end());
     out.complete_ms.insert(out.complete_ms.end(), r.complete_ms.begin(), r.complete_ms.end());
     out.errors += r.errors;
+    if (out.first_error.empty()) out.first_error = r.first_error;
   }
   return out;
 }
@@ -212,6 +220,9 @@ int main(int argc, char** argv) {
               conc_rps / base_rps);
   std::filesystem::remove_all(dir);
   const int errors = base.errors + conc.errors;
-  if (errors > 0) std::printf("FAILED: %d error(s)\n", errors);
+  if (errors > 0) {
+    std::printf("FAILED: %d error(s); first: %s\n", errors,
+                (base.first_error.empty() ? conc.first_error : base.first_error).c_str());
+  }
   return errors > 0 ? 1 : 0;
 }

@@ -99,14 +99,33 @@ struct HttpServer::Impl {
     };
   }
 
+  // The listening socket of the server being bound (see raise_backlog).
+  int last_socket = -1;
+
+  // libcpp-httplib is compiled with a listen backlog of 5; on a UNIX socket a full backlog makes
+  // connect() fail at once (EAGAIN) instead of waiting, so a burst of clients would see errors.
+  // listen() again on the bound socket raises it.
+  void raise_backlog() {
+    if (last_socket >= 0) ::listen(last_socket, SOMAXCONN);
+    last_socket = -1;
+  }
+
   std::unique_ptr<httplib::Server> make_server() {
     auto srv = std::make_unique<httplib::Server>();
+    srv->set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      last_socket = sock;
+    });
     const int threads = options.threads > 0
                             ? options.threads
                             : std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
     srv->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
     srv->set_payload_max_length(options.max_body_bytes);
-    srv->set_keep_alive_max_count(1000);
+    // A keep-alive connection holds a worker thread until it closes: bound both its request count
+    // and its idle time, so connections queued behind busy workers are served (more clients
+    // than workers must not starve anyone). The Slurm hook closes after each request anyway.
+    srv->set_keep_alive_max_count(100);
+    srv->set_keep_alive_timeout(1);
     srv->Post("/v1/predict", timed([this](const httplib::Request& q) { return service.predict(q.body); }));
     srv->Post("/v1/complete", timed([this](const httplib::Request& q) { return service.complete(q.body); }));
     srv->Get("/v1/history", timed([this](const httplib::Request& q) { return service.history(q.params); }));
@@ -161,6 +180,7 @@ struct HttpServer::Impl {
     const bool ok = srv->bind_to_port(path, 80);
     ::umask(old);
     if (!ok) return Status::io("--socket: cannot listen on " + path + ": " + std::strerror(errno));
+    raise_backlog();
     bound_socket = path;
     if (!options.socket_group.empty()) {
       const group* g = ::getgrnam(options.socket_group.c_str());
@@ -188,6 +208,7 @@ struct HttpServer::Impl {
     if (!srv->bind_to_port(hp->host, hp->port)) {
       return Status::io("--listen: cannot listen on " + options.listen + ": " + std::strerror(errno));
     }
+    raise_backlog();
     servers.push_back(std::move(srv));
     return Status::ok();
   }
