@@ -1,0 +1,64 @@
+// Configuration of the reliability-gated cascade (METHOD.md §4–7, §10): the code model's own
+// config, the protocol shares that keep gate/fusion training out of the code model's sight, the
+// XGBoost parameters of the gate C_{r,e} and fusion G_{r,e}, the grids the policy is chosen from on
+// validation, the exact cache and the conformal upper bound. JSON keys equal the field names;
+// unknown keys and out-of-range values are errors naming the field. Torch-free.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "peakcast/core/status.h"
+#include "peakcast/models/code/code_config.h"
+#include "peakcast/models/gbdt.h"
+
+namespace peakcast::cascade {
+
+struct CascadeConfig {
+  // The code predictor Q. Defaults for the cascade favour CPU training time (see cascade_model.h).
+  models::code::CodeModelConfig code = default_code_config();
+
+  // ---- protocol (see cascade_train.h) ----
+  // Share of the train block (last jobs by submit order) held out for the code model's early
+  // stopping. In (0, 0.5].
+  double code_holdout_share = 0.1;
+  // Share of the validation block (first jobs by submit order) on which gate and fusion are fit;
+  // the rest chooses the policy and calibrates the upper bound. In (0, 1).
+  double fit_share_of_validation = 0.5;
+
+  // ---- gate and fusion ----
+  double agreement_tol = 0.10;          // gate label: |H_e - Q| <= agreement_tol
+  models::GbdtParams gate = default_gate_params();
+  models::GbdtParams fusion = default_fusion_params();
+  size_t min_component_examples = 30;   // fewer -> a constant instead of a booster
+
+  // ---- policy grids (chosen jointly per resource on the policy half of validation) ----
+  // tau > 1 means "never bypass".
+  std::vector<double> tau_grid{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.01};
+  std::vector<double> trust_coef_grid{1.0, 2.0, 3.0, 5.0, 1e9};   // 1e9: no trust region
+  std::vector<double> trust_floor_grid{0.02, 0.05, 0.1, 0.2};
+
+  // ---- serving ----
+  size_t cache_capacity = 65536;        // exact-cache entries (LRU); 0 disables the cache
+
+  // ---- upper bound (METHOD.md §10) ----
+  double coverage = 0.9;                // split-conformal coverage of upper_util; in (0, 1)
+  size_t min_conformal = 30;            // fewer residuals in a route class -> pooled per resource
+
+  static models::code::CodeModelConfig default_code_config();
+  static models::GbdtParams default_gate_params();
+  static models::GbdtParams default_fusion_params();
+
+  Status validate() const;
+};
+
+nlohmann::json to_json(const CascadeConfig& c);
+// Missing keys keep their defaults; unknown keys are errors; the result is validated.
+Result<CascadeConfig> cascade_config_from_json(const nlohmann::json& j);
+
+nlohmann::json to_json(const models::GbdtParams& p);
+Result<models::GbdtParams> gbdt_params_from_json(const nlohmann::json& j);
+
+}  // namespace peakcast::cascade

@@ -1,0 +1,131 @@
+// The reliability-gated cascade (model kind "cascade"; METHOD.md §4–7, §10).
+//
+// Per job and relevant resource r (memory always, VRAM when GPUs are requested), with the frozen
+// policy (expert e_r, threshold tau_r, trust coefficient and floor):
+//   no history at all              -> Q_r                                   route no_history
+//   exact-script history and
+//     C_{r,e}(features) >= tau_r   -> H = e_r's exact-script value          route bypass
+//   otherwise                      -> gamma Q + (1 - gamma) H, gamma = G_{r,e}(features, Q)
+//                                     (H at the answering level: exact script, else same user);
+//                                     with exact history clipped to [H - d, H + d],
+//                                     d = max(floor_r, coef_r x MAD)        route encoder | cache
+//   finally clipped to [0, cap].
+// The encoder runs for a job when any relevant resource is not bypassed; a resource whose gate
+// said bypass keeps H even then (each resource's policy is chosen independently on validation).
+// Q comes from the exact cache when (script text, user, request) was seen before (route cache).
+//
+// Upper bound: upper_util = min(cap, util + q_{r,route}), q the split-conformal quantile of |y -
+// prediction| on the policy half of validation at `coverage`, per resource and route class
+// (bypass, encoder with exact history, encoder with user history, no history; pooled per
+// resource where a class has fewer than min_conformal residuals). recommended_bytes =
+// min(upper_util, 1) x capacity: never above the request (sizing up is a user's call; on traces
+// with cap > 1 the excess is reported in upper_util only), and equal to the request when the
+// exact-script window holds an OUT_OF_MEMORY run (a censored label is a lower bound: no sizing
+// down after an OOM).
+//
+// Thread safety: after train() or load() the model is immutable except the exact cache, which
+// has its own mutex; predict* may run concurrently.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "peakcast/cascade/cascade_config.h"
+#include "peakcast/cascade/cascade_train.h"
+#include "peakcast/cascade/predictor.h"
+#include "peakcast/core/log.h"
+#include "peakcast/models/code/code_model.h"
+
+namespace peakcast::cascade {
+
+inline constexpr int kCascadeFormatVersion = 1;
+
+// The frozen choice for one resource, and how it did on the policy set.
+struct ResourcePolicy {
+  history::Expert expert = history::Expert::kLast1;
+  double tau = 1.01;           // bypass when the gate's probability >= tau (> 1: never)
+  double trust_coef = 1e9;
+  double trust_floor = 0.1;
+  size_t policy_n = 0;         // policy-set jobs valid for the resource
+  double policy_mae = 0.0;     // cascade MAE there with this choice
+  double policy_encoder_share = 0.0;  // share of them that needed the encoder for this resource
+  double policy_history_mae = 0.0;    // hierarchical e_r alone (history only), for reference
+};
+
+// Conformal half-width per route class (bypass, encoder_exact, encoder_user, no_history).
+inline constexpr int kRouteClasses = 4;
+struct UpperBound {
+  std::array<double, kRouteClasses> q{};   // NaN: class uses `pooled`
+  std::array<size_t, kRouteClasses> n{};
+  double pooled = 0.0;                      // NaN: no upper bound for this resource
+  size_t pooled_n = 0;
+};
+
+struct CascadeTrainReport {
+  TrainingSets sets;
+  models::code::CodeTrainReport code;
+  std::array<ResourcePolicy, kNumResources> policy;
+  double seconds_code = 0.0, seconds_components = 0.0, seconds_policy = 0.0;
+};
+
+class CascadeModel final : public Predictor {
+ public:
+  ~CascadeModel() override;
+  CascadeModel(CascadeModel&&) noexcept;
+  CascadeModel& operator=(CascadeModel&&) noexcept;
+
+  // Trains the code model, the gates and fusions for every expert, chooses the policy and
+  // calibrates the upper bound, following the protocol of cascade_train.h. Errors: invalid
+  // config, no train or validation job, the code model's errors. progress stages: "code_model"
+  // (epochs), "gate_fusion", "policy".
+  static Result<CascadeModel> train(const TrainingInput& input, const CascadeConfig& config,
+                                    const ProgressFn& progress = {});
+
+  // Writes DIR/manifest.json (format_version, kind "cascade", config, policy, upper bound,
+  // feature names and statistics, training-set sizes), DIR/training_sets.json (the job ids),
+  // DIR/gate_<r>.ubj and DIR/fusion_<r>.ubj (the selected experts' boosters, when not constant),
+  // and DIR/code/ (the code model's own directory). Files are written atomically.
+  Status save(const std::string& dir) const;
+  // Refuses a newer format_version (kUnsupported, with a clear message).
+  static Result<CascadeModel> load(const std::string& dir);
+  // The same from an already parsed manifest (load_predictor's dispatch).
+  static Result<CascadeModel> load(const std::string& dir, const nlohmann::json& manifest);
+
+  // Predictor: queries `history` at job.submit_time, then predict_views().
+  JobPrediction predict(const Job& job, const history::HistoryStore& history) const override;
+  std::string describe() const override;
+  double util_cap() const override;
+
+  // Harness form: the history views are given (no HistoryStore needed). Uses and fills the cache.
+  JobPrediction predict_views(const Job& job, const HistoryViews& views) const;
+  // Batch form: the jobs are taken in order (the cache sees them as if one by one); the code
+  // model runs once, batched, over the jobs that need it and miss the cache. A batched forward
+  // may differ from batch-1 in the last float bits; within one call, a cache hit equals the
+  // output computed for its first occurrence.
+  std::vector<JobPrediction> predict_views_batch(std::span<const Job* const> jobs,
+                                                 std::span<const HistoryViews> views) const;
+
+  const models::code::CodeModel& code_model() const;
+  const CascadeConfig& config() const;
+  const std::array<ResourcePolicy, kNumResources>& policy() const;
+  const std::array<UpperBound, kNumResources>& upper_bound() const;
+  const std::array<double, kNumResources>& fallback() const;
+  // Training-time report (sets by id, code-model report, policy); after load() the sets are those
+  // in training_sets.json and timings are 0.
+  const CascadeTrainReport& report() const;
+  void clear_cache() const;
+  size_t cache_size() const;
+
+  struct Impl;  // src/cascade/cascade_internal.h
+
+ private:
+  explicit CascadeModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace peakcast::cascade

@@ -1,0 +1,296 @@
+// The cascade's model directory: manifest.json, training_sets.json, the chosen experts' boosters
+// (UBJ) and the code model's own directory. Doubles are written by nlohmann::json, which
+// round-trips them exactly, so save -> load -> predict is bit-identical.
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cascade/cascade_internal.h"
+#include "peakcast/core/io.h"
+
+namespace peakcast::cascade {
+namespace {
+
+using nlohmann::json;
+
+json num_or_null(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
+double null_to_nan(const json& v) { return v.is_number() ? v.get<double>() : std::nan(""); }
+
+json names_json(const auto& names) {
+  json a = json::array();
+  for (auto n : names) a.push_back(std::string(n));
+  return a;
+}
+
+json policy_json(const ResourcePolicy& p) {
+  return {{"expert", std::string(history::expert_name(p.expert))}, {"tau", p.tau},
+          {"trust_coef", p.trust_coef}, {"trust_floor", p.trust_floor}, {"policy_n", p.policy_n},
+          {"policy_mae", p.policy_mae}, {"policy_encoder_share", p.policy_encoder_share},
+          {"policy_history_mae", p.policy_history_mae}};
+}
+
+Result<ResourcePolicy> policy_from_json(const json& j) {
+  if (!j.is_object()) return Status::invalid("expected an object");
+  ResourcePolicy p;
+  auto e = history::parse_expert(j.value("expert", std::string()));
+  if (!e) return Status::invalid("expert: unknown (valid: last1, median3, median5, ewma)");
+  p.expert = *e;
+  for (const char* k : {"tau", "trust_coef", "trust_floor"})
+    if (!j.contains(k) || !j[k].is_number()) return Status::invalid(std::string(k) + ": required number");
+  p.tau = j["tau"].get<double>();
+  p.trust_coef = j["trust_coef"].get<double>();
+  p.trust_floor = j["trust_floor"].get<double>();
+  p.policy_n = j.value("policy_n", size_t{0});
+  p.policy_mae = j.value("policy_mae", 0.0);
+  p.policy_encoder_share = j.value("policy_encoder_share", 0.0);
+  p.policy_history_mae = j.value("policy_history_mae", 0.0);
+  return p;
+}
+
+json upper_json(const UpperBound& u) {
+  json classes = json::object();
+  for (int c = 0; c < kRouteClasses; ++c) {
+    classes[std::string(route_class_name(c))] = {{"q", num_or_null(u.q[static_cast<size_t>(c)])},
+                                                 {"n", u.n[static_cast<size_t>(c)]}};
+  }
+  return {{"classes", classes}, {"pooled", num_or_null(u.pooled)}, {"pooled_n", u.pooled_n}};
+}
+
+Result<UpperBound> upper_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("classes") || !j["classes"].is_object())
+    return Status::invalid("expected {\"classes\": {...}, \"pooled\": ...}");
+  UpperBound u;
+  for (int c = 0; c < kRouteClasses; ++c) {
+    const std::string name(route_class_name(c));
+    const json& cj = j["classes"].value(name, json::object());
+    u.q[static_cast<size_t>(c)] = null_to_nan(cj.value("q", json(nullptr)));
+    u.n[static_cast<size_t>(c)] = cj.value("n", size_t{0});
+  }
+  u.pooled = null_to_nan(j.value("pooled", json(nullptr)));
+  u.pooled_n = j.value("pooled_n", size_t{0});
+  return u;
+}
+
+std::string component_file(const char* what, Resource r) {
+  return std::string(what) + "_" + std::string(resource_name(r)) + ".ubj";
+}
+
+json sets_json(const TrainingSets& s) {
+  json gate = json::object(), fusion = json::object();
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    for (history::Expert e : history::kExperts) {
+      const auto ei = static_cast<size_t>(static_cast<int>(e));
+      gate[std::string(resource_name(r))][std::string(history::expert_name(e))] = s.gate[ri][ei];
+      fusion[std::string(resource_name(r))][std::string(history::expert_name(e))] = s.fusion[ri][ei];
+    }
+  }
+  return {{"code_fit", s.code_fit}, {"code_early_stopping", s.code_early_stopping},
+          {"gate_fusion", s.gate_fusion}, {"policy", s.policy},
+          {"gate_fusion_purged", s.gate_fusion_purged},
+          {"fusion_censored_dropped", s.fusion_censored_dropped},
+          {"gate", gate}, {"fusion", fusion}};
+}
+
+TrainingSets sets_from_json(const json& j) {
+  TrainingSets s;
+  auto list = [&](const json& v) {
+    std::vector<std::string> out;
+    if (v.is_array())
+      for (const auto& x : v) if (x.is_string()) out.push_back(x.get<std::string>());
+    return out;
+  };
+  s.code_fit = list(j.value("code_fit", json()));
+  s.code_early_stopping = list(j.value("code_early_stopping", json()));
+  s.gate_fusion = list(j.value("gate_fusion", json()));
+  s.policy = list(j.value("policy", json()));
+  s.gate_fusion_purged = j.value("gate_fusion_purged", size_t{0});
+  s.fusion_censored_dropped = j.value("fusion_censored_dropped", size_t{0});
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    const std::string rn(resource_name(r));
+    for (history::Expert e : history::kExperts) {
+      const auto ei = static_cast<size_t>(static_cast<int>(e));
+      const std::string en(history::expert_name(e));
+      if (j.contains("gate") && j["gate"].contains(rn)) s.gate[ri][ei] = list(j["gate"][rn].value(en, json()));
+      if (j.contains("fusion") && j["fusion"].contains(rn))
+        s.fusion[ri][ei] = list(j["fusion"][rn].value(en, json()));
+    }
+  }
+  return s;
+}
+
+Result<Component> component_from_json(const std::string& dir, const json& j) {
+  if (!j.is_object() || !j.contains("constant") || !j["constant"].is_number())
+    return Status::invalid("expected {\"file\": ..., \"constant\": ..., \"n\": ...}");
+  Component c;
+  c.constant = j["constant"].get<double>();
+  c.n = j.value("n", size_t{0});
+  const json& f = j.value("file", json(nullptr));
+  if (f.is_string()) {
+    auto b = models::Booster::load_file((std::filesystem::path(dir) / f.get<std::string>()).string());
+    if (!b) return b.status();
+    c.booster = std::move(b).value();
+    if (c.booster->num_features() != 0 &&
+        c.booster->num_features() != static_cast<size_t>(kGateFeatures) &&
+        c.booster->num_features() != static_cast<size_t>(kFusionFeatures))
+      return Status::invalid(f.get<std::string>() + ": unexpected feature count");
+  }
+  return c;
+}
+
+}  // namespace
+
+Status CascadeModel::save(const std::string& dir) const {
+  const Impl& m = *impl_;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::io(dir + ": cannot create directory: " + ec.message());
+  const std::filesystem::path base(dir);
+  if (auto st = m.code.save((base / "code").string()); !st) return st;
+
+  json policy = json::object(), components = json::object(), upper = json::object(),
+       gate_mean = json::object(), fallback = json::object();
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    const std::string rn(resource_name(r));
+    policy[rn] = policy_json(m.policy[ri]);
+    upper[rn] = upper_json(m.upper[ri]);
+    fallback[rn] = m.fallback[ri];
+    json gm = json::array();
+    for (double v : m.gate_feature_mean[ri]) gm.push_back(num_or_null(v));
+    gate_mean[rn] = gm;
+    json comp = json::object();
+    for (const char* what : {"gate", "fusion"}) {
+      const Component& c = std::string(what) == "gate" ? m.gate[ri] : m.fusion[ri];
+      json cj = {{"constant", c.constant}, {"n", c.n}, {"file", nullptr}};
+      if (c.booster) {
+        const std::string file = component_file(what, r);
+        if (auto st = write_file_atomic((base / file).string(), c.booster->save_buffer(models::ModelFormat::kUbj)); !st)
+          return st;
+        cj["file"] = file;
+      }
+      comp[what] = cj;
+    }
+    components[rn] = comp;
+  }
+  upper["coverage"] = m.cfg.coverage;
+  const TrainingSets& s = m.report.sets;
+  json manifest = {
+      {"format_version", kCascadeFormatVersion},
+      {"kind", "cascade"},
+      {"util_cap", m.util_cap},
+      {"fallback", fallback},
+      {"trained_on", m.trained_on},
+      {"config", to_json(m.cfg)},
+      {"policy", policy},
+      {"components", components},
+      {"upper_bound", upper},
+      {"features", {{"gate", names_json(gate_feature_names())},
+                    {"fusion", names_json(fusion_feature_names())},
+                    {"gate_mean", gate_mean}}},
+      {"code_model", "code"},
+      {"training", {{"code_fit", s.code_fit.size()},
+                    {"code_early_stopping", s.code_early_stopping.size()},
+                    {"gate_fusion", s.gate_fusion.size()},
+                    {"gate_fusion_purged", s.gate_fusion_purged},
+                    {"policy", s.policy.size()},
+                    {"fusion_censored_dropped", s.fusion_censored_dropped},
+                    {"seconds", {{"code", m.report.seconds_code},
+                                 {"components", m.report.seconds_components},
+                                 {"policy", m.report.seconds_policy}}},
+                    {"sets_file", "training_sets.json"}}}};
+  if (auto st = write_file_atomic((base / "training_sets.json").string(), sets_json(s).dump() + "\n"); !st)
+    return st;
+  // The manifest last: a directory with a manifest is complete.
+  return write_file_atomic((base / "manifest.json").string(), manifest.dump(2) + "\n");
+}
+
+Result<CascadeModel> CascadeModel::load(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
+  auto text = read_file(path);
+  if (!text) return text.status();
+  json m = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object()) return Status::invalid(path + ": not a JSON object");
+  auto r = load(dir, m);
+  if (!r) return r.status().with_context(path);
+  return r;
+}
+
+Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
+  static const char* kKeys[] = {"format_version", "kind", "util_cap", "fallback", "trained_on",
+                                "config", "policy", "components", "upper_bound", "features",
+                                "code_model", "training"};
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKeys) known = known || it.key() == k;
+    if (!known) return Status::invalid(it.key() + ": unknown manifest key for kind \"cascade\"");
+  }
+  if (!m.contains("format_version") || !m["format_version"].is_number_integer())
+    return Status::invalid("format_version: required integer");
+  const auto version = m["format_version"].get<int64_t>();
+  if (version > kCascadeFormatVersion)
+    return Status::unsupported("format_version " + std::to_string(version) +
+                               " of kind \"cascade\" is newer than this build reads (" +
+                               std::to_string(kCascadeFormatVersion) + "); upgrade peakcast or retrain");
+  if (version < 1) return Status::invalid("format_version: must be >= 1");
+  if (m.value("kind", std::string()) != "cascade") return Status::invalid("kind: expected \"cascade\"");
+
+  auto impl = std::make_unique<Impl>();
+  if (!m.contains("util_cap") || !m["util_cap"].is_number() || !(m["util_cap"].get<double>() > 0))
+    return Status::invalid("util_cap: required positive number");
+  impl->util_cap = m["util_cap"].get<double>();
+  impl->trained_on = m.value("trained_on", std::string());
+  auto cfg = cascade_config_from_json(m.value("config", json::object()));
+  if (!cfg) return cfg.status().with_context("config");
+  impl->cfg = *cfg;
+  for (const char* k : {"fallback", "policy", "components", "upper_bound"})
+    if (!m.contains(k) || !m[k].is_object()) return Status::invalid(std::string(k) + ": required object");
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    const std::string rn(resource_name(r));
+    const json& fb = m["fallback"].value(rn, json(nullptr));
+    if (!fb.is_number()) return Status::invalid("fallback." + rn + ": required number");
+    impl->fallback[ri] = fb.get<double>();
+    auto pol = policy_from_json(m["policy"].value(rn, json(nullptr)));
+    if (!pol) return pol.status().with_context("policy." + rn);
+    impl->policy[ri] = *pol;
+    auto ub = upper_from_json(m["upper_bound"].value(rn, json(nullptr)));
+    if (!ub) return ub.status().with_context("upper_bound." + rn);
+    impl->upper[ri] = *ub;
+    const json& comp = m["components"].value(rn, json::object());
+    auto gate = component_from_json(dir, comp.value("gate", json(nullptr)));
+    if (!gate) return gate.status().with_context("components." + rn + ".gate");
+    impl->gate[ri] = std::move(gate).value();
+    auto fusion = component_from_json(dir, comp.value("fusion", json(nullptr)));
+    if (!fusion) return fusion.status().with_context("components." + rn + ".fusion");
+    impl->fusion[ri] = std::move(fusion).value();
+    if (m.contains("features") && m["features"].contains("gate_mean")) {
+      for (const auto& v : m["features"]["gate_mean"].value(rn, json::array()))
+        impl->gate_feature_mean[ri].push_back(null_to_nan(v));
+    }
+  }
+  if (m.contains("features")) {
+    const json& g = m["features"].value("gate", json::array());
+    if (g != names_json(gate_feature_names()))
+      return Status::invalid("features.gate: the saved feature list differs from this build's");
+  }
+  const std::string code_dir = m.value("code_model", std::string("code"));
+  auto code = models::code::CodeModel::load((std::filesystem::path(dir) / code_dir).string());
+  if (!code) return code.status().with_context("code_model");
+  impl->code = std::move(code).value();
+  impl->report.code = impl->code.report();
+  impl->report.policy = impl->policy;
+  const std::string sets_file = m.value("training", json::object()).value("sets_file", std::string());
+  if (!sets_file.empty()) {
+    auto sets = read_file((std::filesystem::path(dir) / sets_file).string());
+    if (!sets) return sets.status();
+    json sj = json::parse(*sets, nullptr, false);
+    if (sj.is_discarded() || !sj.is_object()) return Status::invalid(sets_file + ": not a JSON object");
+    impl->report.sets = sets_from_json(sj);
+  }
+  return CascadeModel(std::move(impl));
+}
+
+}  // namespace peakcast::cascade

@@ -1,0 +1,267 @@
+// CascadeModel: training entry, prediction (one job, or a batch with given history views),
+// rationale and upper bound. Save/load live in cascade_io.cpp.
+#include "peakcast/cascade/cascade_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "cascade/cascade_internal.h"
+
+namespace peakcast::cascade {
+namespace {
+
+std::optional<double> capacity_bytes(const Job& job, Resource r) {
+  if (r == Resource::kMem) {
+    if (job.req_mem_bytes && *job.req_mem_bytes > 0) return static_cast<double>(*job.req_mem_bytes);
+    return std::nullopt;
+  }
+  if (job.req_gpus && *job.req_gpus > 0 && job.gpu_mem_bytes && *job.gpu_mem_bytes > 0)
+    return static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes);
+  return std::nullopt;
+}
+
+std::string f3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+std::string f2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+// What is decided about one resource before the encoder runs.
+struct Pre {
+  bool active = false;
+  history::Level level = history::Level::kNone;
+  double h = 0.0;
+  double prob = -1.0;   // gate probability; -1 when not consulted
+  bool bypass = false;
+  GateFeatures gate{};
+};
+
+std::array<Pre, kNumResources> decide(const CascadeModel::Impl& m, const Job& job,
+                                      const HistoryViews& views) {
+  std::array<Pre, kNumResources> pre;
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    if (!relevant(job, r)) continue;
+    Pre& p = pre[ri];
+    const history::HistoryView& v = views[ri];
+    const history::Expert e = m.policy[ri].expert;
+    p.active = true;
+    p.level = v.level;
+    p.h = v.estimate(e, m.fallback[ri]);
+    p.gate = gate_features(job, v, e, m.fallback[ri]);
+    // The gate only ever opens with exact-script history.
+    if (v.level == history::Level::kExactScript) {
+      p.prob = m.gate[ri].predict(p.gate);
+      p.bypass = p.prob >= m.policy[ri].tau;
+    }
+  }
+  return pre;
+}
+
+bool needs_encoder(const std::array<Pre, kNumResources>& pre) {
+  for (const Pre& p : pre)
+    if (p.active && !p.bypass) return true;
+  return false;
+}
+
+std::string history_phrase(const history::HistoryView& v, history::Expert e) {
+  const history::KeyStats& s = v.answering();
+  const std::string who = v.level == history::Level::kExactScript ? "earlier run(s) of the same script"
+                                                                  : "job(s) of the same user";
+  return std::string(history::expert_name(e)) + " of " + std::to_string(s.count) + " " + who;
+}
+
+ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource r,
+                          const history::HistoryView& v, const Pre& pre,
+                          const models::code::CodePrediction* q, bool from_cache) {
+  const auto ri = static_cast<size_t>(idx(r));
+  const ResourcePolicy& pol = m.policy[ri];
+  const std::string res(resource_name(r));
+  ResourcePrediction p;
+  p.history_level = std::string(history::level_name(v.level));
+  p.history_n = v.level == history::Level::kNone ? 0 : v.answering().count;
+  double gamma = 0.0;
+  const double qr = q != nullptr ? static_cast<double>(q->util[ri]) : 0.0;
+  if (!pre.bypass && v.level != history::Level::kNone) {
+    if (q == nullptr) throw std::logic_error("cascade: encoder route without a code-model output");
+    gamma = std::clamp(m.fusion[ri].predict(fusion_features(pre.gate, pre.h, qr)), 0.0, 1.0);
+  }
+  if (v.level == history::Level::kNone && q == nullptr)
+    throw std::logic_error("cascade: no-history route without a code-model output");
+  p.util = resolve_util(v.level, pre.bypass, pre.h, qr, gamma, v.exact.mad, pol, m.util_cap);
+
+  const char* src = from_cache ? "cached code model" : "code model";
+  if (v.level == history::Level::kNone) {
+    p.route = Route::kNoHistory;
+    p.rationale = res + ": no history for this script or user; " + src + " Q = " + f3(p.util);
+  } else if (pre.bypass) {
+    p.route = Route::kBypass;
+    p.expert = std::string(history::expert_name(pol.expert));
+    p.rationale = res + ": bypass (gate " + f2(pre.prob) + " >= " + f2(pol.tau) + "): " +
+                  history_phrase(v, pol.expert) + " = " + f3(p.util);
+  } else {
+    p.route = from_cache ? Route::kCache : Route::kEncoder;
+    p.expert = std::string(history::expert_name(pol.expert));
+    p.gamma = gamma;
+    p.rationale = res + ": " + f2(gamma) + " x " + src + " " + f3(qr) + " + " + f2(1.0 - gamma) +
+                  " x " + history_phrase(v, pol.expert) + " " + f3(pre.h);
+    if (v.level == history::Level::kExactScript) {
+      const double d = std::max(pol.trust_floor, pol.trust_coef * v.exact.mad);
+      if (d < 1e6) p.rationale += ", trust region +/-" + f3(d);
+    }
+    p.rationale += " = " + f3(p.util);
+  }
+
+  const auto cap_bytes = capacity_bytes(job, r);
+  if (cap_bytes) p.bytes = static_cast<uint64_t>(std::llround(p.util * *cap_bytes));
+  const UpperBound& ub = m.upper[ri];
+  double hw = ub.q[static_cast<size_t>(route_class(v.level, pre.bypass))];
+  if (std::isnan(hw)) hw = ub.pooled;
+  if (!std::isnan(hw)) {
+    p.upper_util = std::min(m.util_cap, p.util + hw);
+    p.upper_coverage = m.cfg.coverage;
+    if (cap_bytes) {
+      const bool oom_recent = r == Resource::kMem && v.exact.count > 0 && v.exact.censored_recent > 0;
+      const double share = oom_recent ? 1.0 : std::min(*p.upper_util, 1.0);
+      p.recommended_bytes = static_cast<uint64_t>(std::llround(share * *cap_bytes));
+      if (oom_recent) p.rationale += "; recent run(s) hit OUT_OF_MEMORY: keep the full request";
+    }
+  }
+  return p;
+}
+
+JobPrediction assemble(const CascadeModel::Impl& m, const Job& job, const HistoryViews& views,
+                       const std::array<Pre, kNumResources>& pre,
+                       const models::code::CodePrediction* q, bool from_cache) {
+  JobPrediction out;
+  out.job_id = job.job_id;
+  out.scripts_absent = !job.script || job.script->empty();
+  out.mem = finish(m, job, Resource::kMem, views[0], pre[0], q, from_cache);
+  if (pre[1].active) out.vram = finish(m, job, Resource::kVram, views[1], pre[1], q, from_cache);
+  return out;
+}
+
+}  // namespace
+
+CascadeModel::CascadeModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->cache = std::make_unique<ExactCache>(impl_->cfg.cache_capacity);
+}
+CascadeModel::~CascadeModel() = default;
+CascadeModel::CascadeModel(CascadeModel&&) noexcept = default;
+CascadeModel& CascadeModel::operator=(CascadeModel&&) noexcept = default;
+
+Result<CascadeModel> CascadeModel::train(const TrainingInput& input, const CascadeConfig& config,
+                                         const ProgressFn& progress) {
+  auto impl = train_cascade(input, config, progress);
+  if (!impl) return impl.status();
+  return CascadeModel(std::move(impl).value());
+}
+
+JobPrediction CascadeModel::predict(const Job& job, const history::HistoryStore& history) const {
+  HistoryViews views;
+  for (Resource r : kResources) {
+    if (relevant(job, r)) views[static_cast<size_t>(idx(r))] = history.query(job, r);
+  }
+  return predict_views(job, views);
+}
+
+JobPrediction CascadeModel::predict_views(const Job& job, const HistoryViews& views) const {
+  const Impl& m = *impl_;
+  const auto pre = decide(m, job, views);
+  if (!needs_encoder(pre)) return assemble(m, job, views, pre, nullptr, false);
+  const bool use_cache = m.cache->capacity() > 0;
+  const std::string key = use_cache ? exact_cache_key(job) : std::string();
+  if (use_cache) {
+    if (auto hit = m.cache->get(key)) return assemble(m, job, views, pre, &*hit, true);
+  }
+  const models::code::CodePrediction q = m.code.predict(job);
+  if (use_cache) m.cache->put(key, q);
+  return assemble(m, job, views, pre, &q, false);
+}
+
+std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job* const> jobs,
+                                                             std::span<const HistoryViews> views) const {
+  if (jobs.size() != views.size())
+    throw std::invalid_argument("CascadeModel::predict_views_batch: jobs and views differ in size");
+  const Impl& m = *impl_;
+  const size_t n = jobs.size();
+  const bool use_cache = m.cache->capacity() > 0;
+  std::vector<std::array<Pre, kNumResources>> pre(n);
+  std::vector<models::code::CodePrediction> q(n);
+  std::vector<int> source(n, -1);       // -1 none, 0 fresh, 1 cache
+  std::vector<size_t> same_as(n, n);    // within-batch duplicate of an earlier fresh job
+  std::vector<std::string> keys(n);
+  std::unordered_map<std::string, size_t> first_fresh;
+  std::vector<const Job*> to_run;
+  std::vector<size_t> to_run_pos;
+  for (size_t i = 0; i < n; ++i) {
+    pre[i] = decide(m, *jobs[i], views[i]);
+    if (!needs_encoder(pre[i])) continue;
+    if (use_cache) {
+      keys[i] = exact_cache_key(*jobs[i]);
+      if (auto hit = m.cache->get(keys[i])) {
+        q[i] = *hit;
+        source[i] = 1;
+        continue;
+      }
+      if (auto it = first_fresh.find(keys[i]); it != first_fresh.end()) {
+        same_as[i] = it->second;
+        source[i] = 1;
+        continue;
+      }
+      first_fresh.emplace(keys[i], i);
+    }
+    source[i] = 0;
+    to_run.push_back(jobs[i]);
+    to_run_pos.push_back(i);
+  }
+  const auto fresh = m.code.predict_batch(to_run);
+  for (size_t k = 0; k < fresh.size(); ++k) {
+    q[to_run_pos[k]] = fresh[k];
+    if (use_cache) m.cache->put(keys[to_run_pos[k]], fresh[k]);
+  }
+  std::vector<JobPrediction> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (same_as[i] < n) q[i] = q[same_as[i]];
+    const models::code::CodePrediction* qp = source[i] >= 0 ? &q[i] : nullptr;
+    out.push_back(assemble(m, *jobs[i], views[i], pre[i], qp, source[i] == 1));
+  }
+  return out;
+}
+
+std::string CascadeModel::describe() const {
+  const Impl& m = *impl_;
+  std::string s = "cascade (format " + std::to_string(kCascadeFormatVersion) + "): code model " +
+                  m.code.config().encoder +
+                  (m.code.trained_without_scripts() ? " (trained without scripts)" : "");
+  for (Resource r : kResources) {
+    const ResourcePolicy& p = m.policy[static_cast<size_t>(idx(r))];
+    s += ", " + std::string(resource_name(r)) + " " + std::string(history::expert_name(p.expert)) +
+         " tau " + f2(p.tau) + " trust " + (p.trust_coef >= 1e6 ? std::string("off") :
+                                             f2(p.trust_coef) + "xMAD floor " + f2(p.trust_floor));
+  }
+  s += ", cap " + f3(m.util_cap);
+  if (!m.trained_on.empty()) s += ", trained on " + m.trained_on;
+  return s;
+}
+
+double CascadeModel::util_cap() const { return impl_->util_cap; }
+const models::code::CodeModel& CascadeModel::code_model() const { return impl_->code; }
+const CascadeConfig& CascadeModel::config() const { return impl_->cfg; }
+const std::array<ResourcePolicy, kNumResources>& CascadeModel::policy() const { return impl_->policy; }
+const std::array<UpperBound, kNumResources>& CascadeModel::upper_bound() const { return impl_->upper; }
+const std::array<double, kNumResources>& CascadeModel::fallback() const { return impl_->fallback; }
+const CascadeTrainReport& CascadeModel::report() const { return impl_->report; }
+void CascadeModel::clear_cache() const { impl_->cache->clear(); }
+size_t CascadeModel::cache_size() const { return impl_->cache->size(); }
+
+}  // namespace peakcast::cascade

@@ -1,0 +1,124 @@
+// The training protocol: no gate or fusion example uses a code-model output from a model that saw
+// that job's label, over random splits; the guard refuses such outputs outright.
+#include <algorithm>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include <gtest/gtest.h>
+
+#include "cascade/cascade_internal.h"
+#include "cascade/cascade_fixtures.h"
+
+namespace peakcast::cascade {
+namespace {
+
+using testing::make_input;
+using testing::roles_by_share;
+using testing::synth_jobs;
+using testing::tiny_config;
+
+TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits) {
+  const std::vector<Job> jobs = synth_jobs(1200, 7);
+  std::mt19937_64 rng(2024);
+  std::uniform_real_distribution<double> train_share(0.35, 0.65), val_share(0.15, 0.35),
+      holdout(0.05, 0.4), fit_share(0.2, 0.8);
+  for (int trial = 0; trial < 4; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    std::vector<Role> roles = roles_by_share(jobs.size(), train_share(rng), val_share(rng));
+    // Some purged jobs in the mix: they must reach no component.
+    for (size_t i = 0; i < roles.size(); i += 37) roles[i] = Role::kIgnore;
+    const TrainingInput in = make_input(jobs, roles);
+    CascadeConfig cfg = tiny_config();
+    cfg.code.max_epochs = 2;
+    cfg.code_holdout_share = holdout(rng);
+    cfg.fit_share_of_validation = fit_share(rng);
+    auto model = CascadeModel::train(in, cfg);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    const TrainingSets& s = model->report().sets;
+
+    std::unordered_map<std::string, size_t> pos;
+    for (size_t i = 0; i < in.jobs.size(); ++i) pos[in.jobs[i].job->job_id] = i;
+    std::set<std::string> code(s.code_fit.begin(), s.code_fit.end());
+    code.insert(s.code_early_stopping.begin(), s.code_early_stopping.end());
+    ASSERT_FALSE(s.code_fit.empty());
+    ASSERT_FALSE(s.code_early_stopping.empty());
+    // Everything the code model saw is from the train block; the early-stopping set comes last.
+    for (const auto& id : code) EXPECT_EQ(in.jobs[pos.at(id)].role, Role::kTrain) << id;
+    EXPECT_LT(pos.at(s.code_fit.back()), pos.at(s.code_early_stopping.front()));
+
+    ASSERT_FALSE(s.policy.empty());
+    const int64_t policy_start = in.jobs[pos.at(s.policy.front())].job->submit_time;
+    size_t examples = 0;
+    for (Resource r : kResources) {
+      for (history::Expert e : history::kExperts) {
+        const auto ri = static_cast<size_t>(idx(r));
+        const auto ei = static_cast<size_t>(static_cast<int>(e));
+        for (const auto* list : {&s.gate[ri][ei], &s.fusion[ri][ei]}) {
+          for (const std::string& id : *list) {
+            ++examples;
+            EXPECT_EQ(code.count(id), 0u) << "code model saw " << id;
+            const TrainingJob& t = in.jobs[pos.at(id)];
+            EXPECT_EQ(t.role, Role::kValidation) << id;
+            // Label known before the policy set starts; not itself a policy job.
+            EXPECT_LT(t.job->end_time, policy_start) << id;
+            EXPECT_EQ(std::count(s.policy.begin(), s.policy.end(), id), 0) << id;
+          }
+        }
+      }
+    }
+    EXPECT_GT(examples, 0u) << "the property must be exercised on real examples";
+    for (const std::string& id : s.policy) EXPECT_EQ(code.count(id), 0u) << id;
+  }
+}
+
+TEST(CascadeProtocol, GuardRefusesOutputsForJobsTheCodeModelSaw) {
+  const std::vector<Job> jobs = synth_jobs(400, 3);
+  const TrainingInput in = make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2));
+  std::vector<const Job*> fit;
+  for (size_t i = 0; i < 100; ++i) fit.push_back(in.jobs[i].job);
+  auto code = models::code::CodeModel::train(fit, {}, tiny_config().code);
+  ASSERT_TRUE(code.ok()) << code.status().message();
+  CodeModelSight sight(in.jobs.size());
+  for (size_t i = 0; i < 100; ++i) sight.mark(i);
+  EXPECT_NO_THROW(out_of_sample_q(*code, sight, in, {200, 201, 300}));
+  EXPECT_THROW(out_of_sample_q(*code, sight, in, {200, 50}), std::logic_error);
+  EXPECT_EQ(out_of_sample_q(*code, sight, in, {250}).size(), 1u);
+}
+
+TEST(CascadeProtocol, TooSmallBlocksAreInputErrors) {
+  const std::vector<Job> jobs = synth_jobs(50, 5);
+  std::vector<Role> roles(jobs.size(), Role::kTrain);
+  roles.back() = Role::kValidation;  // a single validation job: no policy set
+  auto model = CascadeModel::train(make_input(jobs, roles), tiny_config());
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(model.status().message().find("validation"), std::string::npos);
+}
+
+TEST(CascadeProtocol, OutOfOrderJobsAreRejected) {
+  std::vector<Job> jobs = synth_jobs(60, 5);
+  TrainingInput in = make_input(jobs, roles_by_share(jobs.size(), 0.5, 0.5));
+  std::swap(in.jobs[3], in.jobs[40]);
+  auto model = CascadeModel::train(in, tiny_config());
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(model.status().message().find("submit order"), std::string::npos);
+}
+
+TEST(CascadeProtocol, ConformalQuantileIsTheFiniteSampleRank) {
+  std::vector<double> r;
+  for (int i = 1; i <= 19; ++i) r.push_back(i * 0.01);
+  // ceil(20 * 0.9) = 18th smallest.
+  EXPECT_DOUBLE_EQ(conformal_quantile(r, 0.9, 5), 0.18);
+  EXPECT_TRUE(std::isnan(conformal_quantile(r, 0.9, 50)));
+  EXPECT_TRUE(std::isinf(conformal_quantile({0.1, 0.2}, 0.9, 1)));
+}
+
+TEST(CascadeProtocol, TrustClipStaysWithinTheRegion) {
+  EXPECT_DOUBLE_EQ(trust_clip(0.9, 0.5, 0.01, 2.0, 0.05), 0.55);
+  EXPECT_DOUBLE_EQ(trust_clip(0.1, 0.5, 0.1, 2.0, 0.05), 0.3);
+  EXPECT_DOUBLE_EQ(trust_clip(0.52, 0.5, 0.0, 2.0, 0.05), 0.52);
+}
+
+}  // namespace
+}  // namespace peakcast::cascade
