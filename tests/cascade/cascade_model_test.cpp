@@ -1,0 +1,333 @@
+// The trained cascade: routing rules, trust region, exact cache, unknown users and empty scripts,
+// save -> load -> predict bit-identical, concurrency, config round trip.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cascade/cascade_fixtures.h"
+#include "peakcast/cascade/predictor.h"
+#include "peakcast/core/io.h"
+
+namespace peakcast::cascade {
+namespace {
+
+using testing::make_input;
+using testing::roles_by_share;
+using testing::synth_jobs;
+using testing::tiny_config;
+
+// One model for the suite, with grids that force the rules to show: tau 0 (the gate opens for
+// every job it is consulted on) and a tight trust region that binds.
+class CascadeModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    jobs_ = new std::vector<Job>(synth_jobs(1500, 11));
+    input_ = new TrainingInput(make_input(*jobs_, roles_by_share(jobs_->size(), 0.6, 0.2)));
+    CascadeConfig cfg = tiny_config();
+    cfg.tau_grid = {0.0};
+    cfg.trust_coef_grid = {0.5};
+    cfg.trust_floor_grid = {0.01};
+    auto m = CascadeModel::train(*input_, cfg);
+    if (!m.ok()) throw std::runtime_error(m.status().message());
+    model_ = new CascadeModel(std::move(m).value());
+    // A second, default-grid model (the policy is chosen, not forced).
+    auto d = CascadeModel::train(*input_, tiny_config());
+    if (!d.ok()) throw std::runtime_error(d.status().message());
+    chosen_ = new CascadeModel(std::move(d).value());
+  }
+  static void TearDownTestSuite() {
+    delete chosen_;
+    delete model_;
+    delete input_;
+    delete jobs_;
+  }
+  static std::vector<const TrainingJob*> test_jobs() {
+    std::vector<const TrainingJob*> out;
+    for (const auto& t : input_->jobs) if (t.role == Role::kTest) out.push_back(&t);
+    return out;
+  }
+  static std::string tmp_dir(const std::string& name) {
+    auto p = std::filesystem::temp_directory_path() /
+             ("peakcast-cascade-test-" + name + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(p);
+    return p.string();
+  }
+
+  static std::vector<Job>* jobs_;
+  static TrainingInput* input_;
+  static CascadeModel* model_;
+  static CascadeModel* chosen_;
+};
+std::vector<Job>* CascadeModelTest::jobs_ = nullptr;
+TrainingInput* CascadeModelTest::input_ = nullptr;
+CascadeModel* CascadeModelTest::model_ = nullptr;
+CascadeModel* CascadeModelTest::chosen_ = nullptr;
+
+TEST_F(CascadeModelTest, BypassOnlyWithExactScriptHistory) {
+  size_t bypass = 0, exact = 0;
+  for (const TrainingJob* t : test_jobs()) {
+    const JobPrediction p = model_->predict_views(*t->job, t->views);
+    std::vector<std::pair<const ResourcePrediction*, const history::HistoryView*>> rs = {{&p.mem, &t->views[0]}};
+    if (p.vram) rs.push_back({&*p.vram, &t->views[1]});
+    for (auto [rp, view] : rs) {
+      if (rp->route == Route::kBypass) {
+        ++bypass;
+        EXPECT_EQ(view->level, history::Level::kExactScript) << t->job->job_id;
+        EXPECT_GT(view->exact.count, 0);
+        EXPECT_EQ(rp->history_level, "exact_script");
+      }
+      if (view->level == history::Level::kExactScript) {
+        ++exact;
+        // tau = 0: the gate opens wherever it is consulted.
+        EXPECT_EQ(rp->route, Route::kBypass) << t->job->job_id;
+      } else {
+        EXPECT_NE(rp->route, Route::kBypass) << t->job->job_id;
+      }
+      if (view->level == history::Level::kNone) {
+        EXPECT_EQ(rp->route, Route::kNoHistory);
+      }
+    }
+  }
+  EXPECT_GT(bypass, 0u);
+  EXPECT_EQ(bypass, exact);
+}
+
+TEST_F(CascadeModelTest, ChosenPolicyNeverBypassesWithoutExactHistory) {
+  size_t non_exact = 0;
+  for (const TrainingJob* t : test_jobs()) {
+    // Strip the exact level: the same job with only user history must take the encoder.
+    HistoryViews v = t->views;
+    for (auto& view : v) {
+      view.exact = history::KeyStats{};
+      view.level = view.user.count > 0 ? history::Level::kUser : history::Level::kNone;
+    }
+    const JobPrediction p = chosen_->predict_views(*t->job, v);
+    EXPECT_NE(p.mem.route, Route::kBypass);
+    if (p.vram) {
+      EXPECT_NE(p.vram->route, Route::kBypass);
+    }
+    ++non_exact;
+  }
+  EXPECT_GT(non_exact, 0u);
+}
+
+TEST_F(CascadeModelTest, TrustRegionBindsOnFusedExactHistory) {
+  // Build views that force fusion with exact history: take jobs with exact history, and a model
+  // whose gate never opens (tau > 1) and whose trust region is tight.
+  CascadeConfig cfg = tiny_config();
+  cfg.tau_grid = {1.01};
+  cfg.trust_coef_grid = {0.5};
+  cfg.trust_floor_grid = {0.01};
+  auto m = CascadeModel::train(*input_, cfg);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  size_t checked = 0;
+  for (const TrainingJob* t : test_jobs()) {
+    const JobPrediction p = m->predict_views(*t->job, t->views);
+    const auto& view = t->views[0];
+    if (view.level != history::Level::kExactScript) continue;
+    ASSERT_TRUE(p.mem.route == Route::kEncoder || p.mem.route == Route::kCache);
+    ASSERT_TRUE(p.mem.gamma.has_value());
+    const auto& pp = m->policy()[0];
+    const double h = view.estimate(pp.expert, m->fallback()[0]);
+    const double d = std::max(0.01, 0.5 * view.exact.mad);
+    EXPECT_LE(std::abs(p.mem.util - std::clamp(h, 0.0, 1.0)), d + 1e-12) << t->job->job_id;
+    ++checked;
+  }
+  EXPECT_GT(checked, 10u);
+}
+
+TEST_F(CascadeModelTest, CacheHitEqualsFreshForward) {
+  model_->clear_cache();
+  // Same-user history only: the encoder route, where the cache applies.
+  HistoryViews user_only{};
+  for (auto& v : user_only) {
+    v.user.count = 3;
+    v.user.expert = {0.3, 0.35, 0.35, 0.32};
+    v.level = history::Level::kUser;
+  }
+  size_t n = 0;
+  for (const TrainingJob* t : test_jobs()) {
+    const JobPrediction a = model_->predict_views(*t->job, user_only);
+    const JobPrediction b = model_->predict_views(*t->job, user_only);
+    EXPECT_TRUE(a.mem.route == Route::kEncoder || a.mem.route == Route::kCache);
+    EXPECT_EQ(b.mem.route, Route::kCache);
+    EXPECT_EQ(a.mem.util, b.mem.util);
+    // The cached value is exactly what a fresh batch-1 forward gives, fused the same way.
+    const auto q = model_->code_model().predict(*t->job);
+    ASSERT_TRUE(b.mem.gamma.has_value());
+    const double g = *b.mem.gamma;
+    const double h = user_only[0].estimate(model_->policy()[0].expert, 0.0);
+    EXPECT_EQ(b.mem.util, std::clamp(g * static_cast<double>(q.util[0]) + (1.0 - g) * h, 0.0, 1.0));
+    // No history: route no_history, the cached Q itself.
+    const JobPrediction c = model_->predict_views(*t->job, HistoryViews{});
+    EXPECT_EQ(c.mem.route, Route::kNoHistory);
+    EXPECT_EQ(c.mem.util, std::clamp(static_cast<double>(q.util[0]), 0.0, 1.0));
+    if (c.vram) {
+      EXPECT_EQ(c.vram->util, std::clamp(static_cast<double>(q.util[1]), 0.0, 1.0));
+    }
+    if (++n > 60) break;
+  }
+  EXPECT_GT(model_->cache_size(), 0u);
+  EXPECT_LE(model_->cache_size(), model_->config().cache_capacity);
+}
+
+TEST_F(CascadeModelTest, UnknownUsersAndEmptyScriptsWork) {
+  Job j;
+  j.job_id = "new-1";
+  j.user = "someone-never-seen";
+  j.submit_time = (*jobs_).back().submit_time + 10;
+  j.req_mem_bytes = 8ULL << 30;
+  j.req_cpus = 2;
+  j.req_gpus = 1;
+  j.gpu_mem_bytes = 40ULL << 30;
+  for (std::optional<std::string> script : {std::optional<std::string>(""), std::optional<std::string>()}) {
+    j.script = script;
+    history::HistoryStore empty;
+    const JobPrediction p = model_->predict(j, empty);
+    EXPECT_EQ(p.mem.route, Route::kNoHistory);
+    EXPECT_TRUE(std::isfinite(p.mem.util));
+    EXPECT_GE(p.mem.util, 0.0);
+    EXPECT_LE(p.mem.util, 1.0);
+    ASSERT_TRUE(p.vram.has_value());
+    EXPECT_TRUE(p.scripts_absent);
+    ASSERT_TRUE(p.mem.bytes.has_value());
+    EXPECT_LE(*p.mem.bytes, *j.req_mem_bytes);
+    EXPECT_FALSE(p.mem.rationale.empty());
+  }
+  // No GPUs requested: no VRAM prediction.
+  j.req_gpus.reset();
+  history::HistoryStore empty;
+  EXPECT_FALSE(model_->predict(j, empty).vram.has_value());
+}
+
+TEST_F(CascadeModelTest, UpperBoundCoversAndNeverExceedsTheRequest) {
+  size_t n = 0, covered = 0;
+  for (const TrainingJob* t : test_jobs()) {
+    const JobPrediction p = chosen_->predict_views(*t->job, t->views);
+    if (!t->job->is_valid(Resource::kMem) || !p.mem.upper_util) continue;
+    EXPECT_GE(*p.mem.upper_util, p.mem.util);
+    EXPECT_LE(*p.mem.upper_util, 1.0);
+    if (p.mem.recommended_bytes && t->job->req_mem_bytes) {
+      EXPECT_LE(*p.mem.recommended_bytes, *t->job->req_mem_bytes);
+      EXPECT_GE(*p.mem.recommended_bytes, *p.mem.bytes);
+    }
+    ++n;
+    covered += t->job->label(Resource::kMem) <= *p.mem.upper_util + 1e-12 ? 1 : 0;
+  }
+  ASSERT_GT(n, 50u);
+  // Stated 0.9 on the policy set; on a small shifted test block allow slack, but it must bound.
+  EXPECT_GT(static_cast<double>(covered) / static_cast<double>(n), 0.6);
+}
+
+TEST_F(CascadeModelTest, SaveLoadPredictIsBitIdentical) {
+  const std::string dir = tmp_dir("roundtrip");
+  ASSERT_TRUE(chosen_->save(dir).is_ok());
+  auto loaded = CascadeModel::load(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  chosen_->clear_cache();
+  size_t n = 0;
+  for (const TrainingJob* t : test_jobs()) {
+    const JobPrediction a = chosen_->predict_views(*t->job, t->views);
+    const JobPrediction b = loaded->predict_views(*t->job, t->views);
+    EXPECT_EQ(nlohmann::json(to_json(a)).dump(), nlohmann::json(to_json(b)).dump());
+    EXPECT_EQ(a.mem.util, b.mem.util);
+    ++n;
+  }
+  EXPECT_GT(n, 100u);
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    EXPECT_EQ(chosen_->policy()[ri].expert, loaded->policy()[ri].expert);
+    EXPECT_EQ(chosen_->policy()[ri].tau, loaded->policy()[ri].tau);
+  }
+  EXPECT_EQ(loaded->report().sets.gate_fusion, chosen_->report().sets.gate_fusion);
+
+  // Through the generic loader, as the CLI and the service do.
+  auto p = load_predictor(dir);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ((*p)->describe().rfind("cascade", 0), 0u) << (*p)->describe();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(CascadeModelTest, NewerFormatIsRefusedClearly) {
+  const std::string dir = tmp_dir("newer");
+  ASSERT_TRUE(model_->save(dir).is_ok());
+  auto text = read_file(dir + "/manifest.json");
+  ASSERT_TRUE(text.ok());
+  auto j = nlohmann::json::parse(*text);
+  j["format_version"] = kCascadeFormatVersion + 1;
+  ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", j.dump()).is_ok());
+  auto m = CascadeModel::load(dir);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(m.status().message().find("newer"), std::string::npos);
+  auto p = load_predictor(dir);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().kind(), ErrorKind::kUnsupported);
+  j["format_version"] = kCascadeFormatVersion;
+  j["surprise"] = 1;
+  ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", j.dump()).is_ok());
+  EXPECT_FALSE(CascadeModel::load(dir).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(CascadeModelTest, BatchMatchesOneByOneRoutes) {
+  std::vector<const Job*> jobs;
+  std::vector<HistoryViews> views;
+  for (const TrainingJob* t : test_jobs()) {
+    jobs.push_back(t->job);
+    views.push_back(t->views);
+  }
+  chosen_->clear_cache();
+  const auto batch = chosen_->predict_views_batch(jobs, views);
+  chosen_->clear_cache();
+  ASSERT_EQ(batch.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobPrediction one = chosen_->predict_views(*jobs[i], views[i]);
+    EXPECT_EQ(one.mem.route, batch[i].mem.route) << jobs[i]->job_id;
+    EXPECT_NEAR(one.mem.util, batch[i].mem.util, 1e-5);
+    EXPECT_EQ(one.vram.has_value(), batch[i].vram.has_value());
+  }
+}
+
+TEST_F(CascadeModelTest, ConcurrentPredictionsAgree) {
+  const auto tj = test_jobs();
+  chosen_->clear_cache();
+  std::vector<double> expect;
+  for (const TrainingJob* t : tj) expect.push_back(chosen_->predict_views(*t->job, t->views).mem.util);
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (size_t i = 0; i < tj.size(); ++i) {
+        if (chosen_->predict_views(*tj[i]->job, tj[i]->views).mem.util != expect[i]) ++bad[k];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(bad[k], 0);
+}
+
+TEST(CascadeConfigTest, JsonRoundTripAndUnknownKeys) {
+  CascadeConfig c = tiny_config();
+  c.tau_grid = {0.3, 0.7};
+  auto back = cascade_config_from_json(to_json(c));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(to_json(*back).dump(), to_json(c).dump());
+  auto j = to_json(c);
+  j["tua_grid"] = {0.5};
+  auto bad = cascade_config_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tua_grid"), std::string::npos);
+  j = to_json(c);
+  j["coverage"] = 1.5;
+  EXPECT_FALSE(cascade_config_from_json(j).ok());
+}
+
+}  // namespace
+}  // namespace peakcast::cascade
