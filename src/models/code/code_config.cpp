@@ -51,6 +51,8 @@ const std::vector<Spec>& specs() {
       {"vram_weight", &CodeModelConfig::vram_weight, 0, 1000, "VRAM loss weight (memory = 1)"},
       {"smooth_l1_beta", &CodeModelConfig::smooth_l1_beta, 1e-6, 10, "Smooth L1 transition point"},
       {"lr", &CodeModelConfig::lr, 1e-7, 10, "AdamW learning rate"},
+      {"embed_lr_scale", &CodeModelConfig::embed_lr_scale, 1e-3, 1e3,
+       "learning-rate multiplier for the sparse token tables"},
       {"weight_decay", &CodeModelConfig::weight_decay, 0, 10, "AdamW weight decay"},
       {"batch_size", &CodeModelConfig::batch_size, 1, 1 << 20, "training batch size"},
       {"max_epochs", &CodeModelConfig::max_epochs, 1, 100000, "epoch limit"},

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <torch/nn.h>
 #include <torch/optim/adamw.h>
@@ -113,6 +114,48 @@ BatchTensors make_batch(const std::vector<const Example*>& ex, bool with_labels)
   }
   return bt;
 }
+
+// Adam for tables with sparse gradients, updating (and decaying) only the rows a batch touched.
+// Bias correction uses the global step, as torch.optim.SparseAdam does.
+class LazyAdam {
+ public:
+  LazyAdam(std::vector<torch::Tensor> params, double lr, double weight_decay)
+      : params_(std::move(params)), lr_(lr), wd_(weight_decay) {
+    for (const auto& p : params_) {
+      m_.push_back(torch::zeros_like(p));
+      v_.push_back(torch::zeros_like(p));
+    }
+  }
+  void zero_grad() {
+    for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+  }
+  void step() {
+    torch::NoGradGuard no_grad;
+    ++t_;
+    const double bc1 = 1.0 - std::pow(kB1, static_cast<double>(t_));
+    const double bc2 = 1.0 - std::pow(kB2, static_cast<double>(t_));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto& p = params_[i];
+      if (!p.grad().defined()) continue;
+      auto g = p.grad().coalesce();
+      auto rows = g.indices()[0];                  // [n]
+      auto vals = g.values();                      // [n, D]
+      auto m = m_[i].index_select(0, rows).mul_(kB1).add_(vals, 1.0 - kB1);           // [n, D]
+      auto v = v_[i].index_select(0, rows).mul_(kB2).addcmul_(vals, vals, 1.0 - kB2);  // [n, D]
+      m_[i].index_copy_(0, rows, m);
+      v_[i].index_copy_(0, rows, v);
+      auto w = p.index_select(0, rows).mul_(1.0 - lr_ * wd_);                           // [n, D]
+      w.addcdiv_(m, (v / bc2).sqrt_().add_(kEps), -lr_ / bc1);
+      p.index_copy_(0, rows, w);
+    }
+  }
+
+ private:
+  static constexpr double kB1 = 0.9, kB2 = 0.999, kEps = 1e-8;
+  std::vector<torch::Tensor> params_, m_, v_;
+  double lr_, wd_;
+  int64_t t_ = 0;
+};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -252,9 +295,23 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
     rep.users = static_cast<size_t>(impl->users.rows() - 1);
     rep.script_share = static_cast<double>(scripts) / static_cast<double>(train_ex.size());
 
-    torch::optim::AdamW opt(impl->net->parameters(),
-                            torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
-    std::vector<torch::Tensor> params = impl->net->parameters();
+    // Dense parameters (fusion, heads, users, dense encoder parts) -> AdamW; the encoder's sparse
+    // token tables -> LazyAdam. Frozen encoder weights (not in trainable_parameters) -> neither.
+    std::vector<torch::Tensor> params = impl->net->parameters();  // everything, for best-state copies
+    std::vector<torch::Tensor> sparse = impl->net->encoder().sparse_parameters();
+    std::vector<torch::Tensor> dense;
+    auto is_in = [](const torch::Tensor& t, const std::vector<torch::Tensor>& v) {
+      return std::any_of(v.begin(), v.end(), [&](const torch::Tensor& u) { return u.is_same(t); });
+    };
+    const auto enc_trainable = impl->net->encoder().trainable_parameters();
+    const auto enc_all = impl->net->encoder().parameters();
+    for (const auto& p : params) {
+      if (is_in(p, sparse)) continue;
+      if (is_in(p, enc_all) && !is_in(p, enc_trainable)) continue;
+      dense.push_back(p);
+    }
+    torch::optim::AdamW opt(dense, torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
+    LazyAdam sparse_opt(sparse, cfg.lr * cfg.embed_lr_scale, cfg.weight_decay);
     std::vector<torch::Tensor> best;
     double best_loss = std::numeric_limits<double>::infinity();
     int64_t since_best = 0;
@@ -281,9 +338,11 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
         auto pred = impl->net->forward(impl->net->encoder().encode(bt.texts), bt.users, bt.request);
         auto loss = masked_smooth_l1(pred, bt.target, bt.mask, cfg.vram_weight, cfg.smooth_l1_beta);
         opt.zero_grad();
+        sparse_opt.zero_grad();
         loss.backward();
-        if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params, cfg.grad_clip);
+        if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(dense, cfg.grad_clip);
         opt.step();
+        sparse_opt.step();
         seen += chunk.size();
       }
       train_s += seconds_since(t_epoch);
@@ -491,9 +550,20 @@ Result<CodeModel> CodeModel::load(std::istream& manifest_in, std::istream& weigh
   if (!net) return net.status();
   impl->net = std::move(net).value();
   try {
+    // Module::load replaces tensors whole, shape included: check the shapes the manifest implies.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
+    for (const auto& p : impl->net->named_parameters())
+      expected.emplace_back(p.key(), p.value().sizes().vec());
     torch::serialize::InputArchive archive;
     archive.load_from(weights);
     impl->net->load(archive);
+    auto loaded = impl->net->named_parameters();
+    for (const auto& [name, shape] : expected) {
+      if (loaded[name].sizes().vec() != shape)
+        return Status::invalid(fmt::format("weights.pt: {}: shape [{}] does not match the manifest's [{}]",
+                                           name, fmt::join(loaded[name].sizes().vec(), ", "),
+                                           fmt::join(shape, ", ")));
+    }
   } catch (const c10::Error& e) {
     return Status::invalid(std::string("weights.pt: does not match the manifest: ") +
                            e.what_without_backtrace());

@@ -19,9 +19,10 @@ class BagEncoder : public ScriptEncoder {
   explicit BagEncoder(const CodeModelConfig& cfg)
       : buckets_(cfg.hash_buckets), max_tokens_(static_cast<size_t>(cfg.max_tokens)) {
     bag_ = register_module("bag", torch::nn::EmbeddingBag(
-        torch::nn::EmbeddingBagOptions(cfg.hash_buckets, cfg.token_dim).mode(torch::kMean)));
+        torch::nn::EmbeddingBagOptions(cfg.hash_buckets, cfg.token_dim).mode(torch::kMean).sparse(true)));
   }
   int64_t output_dim() const override { return bag_->options.embedding_dim(); }
+  std::vector<torch::Tensor> sparse_parameters() override { return {bag_->weight}; }
 
   PreparedText prepare(const CodeText& text) const override {
     return {features::hashed_ngrams(code_tokens(text, max_tokens_), buckets_, /*bigrams=*/true)};
@@ -55,8 +56,9 @@ class SequenceEncoder : public ScriptEncoder {
         max_tokens_(static_cast<size_t>(cfg.max_tokens)),
         seq_cap_(static_cast<size_t>(cfg.seq_max_tokens)) {
     emb_ = register_module("embedding", torch::nn::Embedding(
-        torch::nn::EmbeddingOptions(cfg.seq_buckets, cfg.token_dim).padding_idx(0)));
+        torch::nn::EmbeddingOptions(cfg.seq_buckets, cfg.token_dim).padding_idx(0).sparse(true)));
   }
+  std::vector<torch::Tensor> sparse_parameters() override { return {emb_->weight}; }
 
   PreparedText prepare(const CodeText& text) const override {
     auto ids = features::hashed_token_ids(code_tokens(text, max_tokens_), buckets_);
@@ -206,8 +208,9 @@ void register_builtins(EncoderRegistry& registry) {
 
 torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,
                                const torch::Tensor& mask, double vram_weight, double beta) {
-  auto per_cell = torch::nn::functional::smooth_l1_loss(
-      pred, target, torch::nn::functional::SmoothL1LossFuncOptions().reduction(torch::kNone).beta(beta));  // [B, 2]
+  // Not torch::nn::functional::smooth_l1_loss: LibTorch 1.13 ignores SmoothL1LossFuncOptions::beta
+  // there (always 1.0); the ATen op takes beta directly.
+  auto per_cell = torch::smooth_l1_loss(pred, target, at::Reduction::None, beta);  // [B, 2]
   auto weights = torch::tensor({1.0f, static_cast<float>(vram_weight)}).unsqueeze(0);  // [1, 2]
   // where() rather than a product: a masked cell contributes exactly zero loss and gradient
   // (callers still put finite placeholders, 0, in masked target cells).

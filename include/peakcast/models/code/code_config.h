@@ -37,6 +37,7 @@ struct CodeModelConfig {
   double vram_weight = 2.0;          // VRAM term weight in the masked Smooth L1 (memory = 1)
   double smooth_l1_beta = 0.05;      // Smooth L1 transition point (small: close to L1 = MAE)
   double lr = 2e-3;                  // AdamW learning rate
+  double embed_lr_scale = 10.0;      // sparse token tables learn at lr * this (lazy Adam)
   double weight_decay = 1e-4;        // AdamW decoupled weight decay
   int64_t batch_size = 128;
   int64_t max_epochs = 30;

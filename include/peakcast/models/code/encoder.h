@@ -9,7 +9,7 @@
 //                  across epochs); thread-safe, no tensors.
 //   encode(batch)  prepared ids of B jobs -> script vectors [B, output_dim()].
 //   trainable_parameters()  what the optimiser updates (an adapter encoder returns only its
-//                  adapters; frozen base weights are then not saved either if it says so).
+//                  adapters), and sparse_parameters() the tables among them with sparse gradients.
 // The fusion layers and heads never look inside an encoder.
 #pragma once
 
@@ -42,6 +42,10 @@ class ScriptEncoder : public torch::nn::Module {
   // other jobs share the batch (padding is masked), so a cached vector equals a fresh one.
   virtual torch::Tensor encode(const std::vector<const PreparedText*>& texts) = 0;
   virtual std::vector<torch::Tensor> trainable_parameters() { return parameters(); }
+  // The subset of trainable_parameters() whose gradients are sparse (embedding tables built with
+  // sparse=true). The trainer updates them with a lazy row-wise Adam: a batch touches a few
+  // hundred of 2^18 rows, and a dense optimiser step over the whole table would dominate training.
+  virtual std::vector<torch::Tensor> sparse_parameters() { return {}; }
 };
 
 using EncoderFactory =

@@ -1,0 +1,71 @@
+// The masked loss and the encoder registry (needs LibTorch directly).
+#include <gtest/gtest.h>
+#include <torch/nn.h>
+
+#include "peakcast/models/code/encoder.h"
+
+namespace peakcast::models::code {
+namespace {
+
+TEST(MaskedSmoothL1, InvalidVramGetsNoGradient) {
+  torch::manual_seed(0);
+  torch::nn::Linear mem_head(6, 1), vram_head(6, 1);
+  auto x = torch::randn({4, 6});
+  auto pred = torch::sigmoid(torch::cat({mem_head(x), vram_head(x)}, 1));  // [4, 2]
+  auto target = torch::full({4, 2}, 0.9f);
+  auto mask = torch::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 1.f, 0.f}).view({4, 2});  // mem only
+  auto loss = masked_smooth_l1(pred, target, mask, 2.0, 0.05);
+  loss.backward();
+  EXPECT_GT(loss.item<float>(), 0.0f);
+  EXPECT_EQ(vram_head->weight.grad().abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(vram_head->bias.grad().abs().sum().item<float>(), 0.0f);
+  EXPECT_GT(mem_head->weight.grad().abs().sum().item<float>(), 0.0f);
+}
+
+TEST(MaskedSmoothL1, VramWeightAndNormalisation) {
+  auto pred = torch::tensor({0.5f, 0.5f}).view({1, 2});
+  auto target = torch::tensor({1.0f, 1.0f}).view({1, 2});
+  auto both = torch::ones({1, 2});
+  // |err| = 0.5 > beta: per cell 0.5 - beta/2; weights 1 and 3, divided by 2 valid cells.
+  const double cell = 0.5 - 0.05 / 2;
+  EXPECT_NEAR(masked_smooth_l1(pred, target, both, 3.0, 0.05).item<double>(), (cell + 3 * cell) / 2, 1e-6);
+  auto none = torch::zeros({1, 2});
+  EXPECT_EQ(masked_smooth_l1(pred, target, none, 2.0, 0.05).item<double>(), 0.0);
+}
+
+TEST(EncoderRegistry, BuiltinsAndUnknownNames) {
+  auto names = EncoderRegistry::builtin().names();
+  EXPECT_EQ(names, (std::vector<std::string>{"bag", "bilstm", "textcnn"}));
+  CodeModelConfig cfg;
+  cfg.encoder = "qwen2";
+  auto r = EncoderRegistry::builtin().create(cfg);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("textcnn"), std::string::npos);
+  EncoderRegistry mine;
+  register_builtins(mine);
+  EXPECT_THROW(register_builtins(mine), std::logic_error);
+}
+
+TEST(EncoderRegistry, EveryEncoderHandlesEmptyTextAndDeclaresItsWidth) {
+  CodeModelConfig cfg;
+  cfg.hash_buckets = 1024;
+  cfg.seq_buckets = 1024;
+  for (const auto& name : EncoderRegistry::builtin().names()) {
+    cfg.encoder = name;
+    auto enc = EncoderRegistry::builtin().create(cfg);
+    ASSERT_TRUE(enc.ok()) << name;
+    (*enc)->eval();
+    torch::NoGradGuard no_grad;
+    PreparedText empty = (*enc)->prepare(CodeText{"", false});
+    PreparedText some = (*enc)->prepare(CodeText{"python train.py --batch-size 64\n", true});
+    EXPECT_FALSE(some.ids.empty()) << name;
+    auto out = (*enc)->encode({&empty, &some});
+    ASSERT_EQ(out.dim(), 2) << name;
+    EXPECT_EQ(out.size(0), 2) << name;
+    EXPECT_EQ(out.size(1), (*enc)->output_dim()) << name;
+    EXPECT_TRUE(torch::isfinite(out).all().item<bool>()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace peakcast::models::code
