@@ -1,6 +1,6 @@
 // Batch-1 prediction latency of the XGBoost wrapper (the gate and fusion run once per job and
-// resource): in-place prediction from a float row vs the naive baseline that builds a DMatrix per
-// call. Model: 20 dense features, 100 trees of depth 6, one thread. Reports mean (Google
+// resource): the native tree walker and XGBoost's in-place prediction from a float row vs the
+// naive baseline that builds a DMatrix per call. Model: 20 dense features, 100 trees of depth 6, one thread. Reports mean (Google
 // Benchmark's time) and p50/p99 per call in microseconds as counters.
 #include <benchmark/benchmark.h>
 
@@ -70,14 +70,27 @@ void timed_loop(benchmark::State& state, Fn&& fn) {
   report_percentiles(state, us);
 }
 
-// Ours: XGBoosterPredictFromDense on the caller's floats, no DMatrix.
-void BM_PredictRow_Inplace(benchmark::State& state) {
+// Ours: the native tree walker (Booster::predict_row), no C-API call.
+void BM_PredictRow_Native(benchmark::State& state) {
   auto& f = fixture();
+  if (!f.booster.native_predictor()) state.SkipWithError("model not supported natively");
   timed_loop(state, [&](size_t r) {
     return f.booster.predict_row(std::span<const float>(&f.probe[r * kFeatures], kFeatures));
   });
 }
-BENCHMARK(BM_PredictRow_Inplace);
+BENCHMARK(BM_PredictRow_Native);
+
+// XGBoost's in-place prediction (XGBoosterPredictFromDense on the caller's floats, no DMatrix).
+void BM_PredictRow_XgbInplace(benchmark::State& state) {
+  auto& f = fixture();
+  timed_loop(state, [&](size_t r) {
+    float out = 0;
+    f.booster.predict_dense_xgboost(std::span<const float>(&f.probe[r * kFeatures], kFeatures), 1,
+                                    std::span<float>(&out, 1));
+    return out;
+  });
+}
+BENCHMARK(BM_PredictRow_XgbInplace);
 
 // Baseline: build a 1-row DMatrix per call, predict through it, free it.
 void BM_PredictRow_DMatrixPerCall(benchmark::State& state) {
@@ -91,7 +104,7 @@ void BM_PredictRow_DMatrixPerCall(benchmark::State& state) {
 BENCHMARK(BM_PredictRow_DMatrixPerCall);
 
 // Throughput for batch scoring (evaluation): 1024 rows per call, both ways.
-void BM_PredictBatch1024_Inplace(benchmark::State& state) {
+void BM_PredictBatch1024_Native(benchmark::State& state) {
   auto& f = fixture();
   std::vector<float> out(Fixture::kProbeRows);
   for (auto _ : state) {
@@ -100,7 +113,7 @@ void BM_PredictBatch1024_Inplace(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * Fixture::kProbeRows);
 }
-BENCHMARK(BM_PredictBatch1024_Inplace);
+BENCHMARK(BM_PredictBatch1024_Native);
 
 void BM_PredictBatch1024_DMatrix(benchmark::State& state) {
   auto& f = fixture();

@@ -91,6 +91,44 @@ TEST(Gbdt, InplaceRowPredictionMatchesDmatrix) {
   }
   std::vector<float> wrong(4);
   EXPECT_THROW(b.predict_row(wrong), std::invalid_argument);
+  EXPECT_THROW(b.predict_dense_xgboost(wrong, 1, inplace), std::invalid_argument);
+}
+
+// The native tree walker must give XGBoost's floats exactly, for every objective we train.
+TEST(Gbdt, NativePredictorMatchesXgboostBitForBit) {
+  for (auto obj : {pm::GbdtObjective::kRegSquaredError, pm::GbdtObjective::kBinaryLogistic,
+                   pm::GbdtObjective::kRegLogistic}) {
+    auto d = make_regression(3000, 8, 16);
+    if (obj != pm::GbdtObjective::kRegSquaredError) {
+      for (auto& y : d.y) y = y > 0.6f ? 1.0f : 0.0f;
+    }
+    auto p = small_params();
+    p.objective = obj;
+    p.n_rounds = 100;
+    p.max_depth = 6;
+    auto b = pm::Booster::train(p, to_dmatrix(d));
+    ASSERT_TRUE(b.native_predictor()) << pm::objective_name(obj);
+    auto probe = make_regression(2000, 8, 17);
+    for (size_t i = 0; i < probe.x.size(); i += 13) probe.x[i] = pm::kMissing;  // scattered NaN
+    auto want = b.predict(pm::DMatrix::from_dense(probe.x, probe.rows, probe.cols));
+    std::vector<float> native(probe.rows), xgb(probe.rows);
+    for (size_t r = 0; r < probe.rows; ++r) {  // row by row: the native path
+      native[r] = b.predict_row(std::span<const float>(&probe.x[r * probe.cols], probe.cols));
+    }
+    b.predict_dense_xgboost(probe.x, probe.rows, xgb);
+    size_t differ = 0;
+    for (size_t r = 0; r < probe.rows; ++r) differ += native[r] != want[r];
+    EXPECT_EQ(differ, 0u) << pm::objective_name(obj);
+    EXPECT_EQ(xgb, want) << pm::objective_name(obj);
+    // And after a save/load round trip.
+    auto loaded = pm::Booster::load_buffer(b.save_buffer());
+    ASSERT_TRUE(loaded.ok());
+    std::vector<float> again(probe.rows);
+    for (size_t r = 0; r < probe.rows; ++r) {
+      again[r] = loaded->predict_row(std::span<const float>(&probe.x[r * probe.cols], probe.cols));
+    }
+    EXPECT_EQ(again, native);
+  }
 }
 
 TEST(Gbdt, BinaryLogisticGivesProbabilities) {

@@ -45,6 +45,7 @@ struct CsrMatrix {
 };
 
 namespace detail {
+class FlatForest;
 struct XgbHandleFree {
   void operator()(void* dmatrix_handle) const noexcept;  // XGDMatrixFree
 };
@@ -120,10 +121,15 @@ class Booster {
 
   // Batch prediction through a DMatrix: [rows].
   std::vector<float> predict(const DMatrix& m) const;
-  // In-place prediction of row-major [rows, cols] floats (NaN = missing), no DMatrix built:
-  // the path for batch-1 latency. cols must equal num_features(). out: [rows].
+  // Row-major [rows, num_features()] floats (NaN = missing), no DMatrix built: the path for
+  // batch-1 latency. Up to 32 rows it uses the native tree walker when the model allows
+  // (native_predictor()), else and for bigger batches XGBoost's in-place prediction; both give the same floats as predict(DMatrix) (tested).
   void predict_dense(std::span<const float> data, size_t rows, std::span<float> out) const;
   float predict_row(std::span<const float> row) const;
+  // XGBoost's own in-place prediction (XGBoosterPredictFromDense), always: the reference the
+  // native walker is checked against, and the fallback.
+  void predict_dense_xgboost(std::span<const float> data, size_t rows, std::span<float> out) const;
+  bool native_predictor() const { return flat_ != nullptr; }
 
   size_t num_features() const { return num_features_; }
   int num_rounds() const;
@@ -135,6 +141,7 @@ class Booster {
   std::unique_ptr<void, detail::XgbBoosterFree> h_;
   size_t num_features_ = 0;
   std::string inplace_config_;  // JSON config for XGBoosterPredictFromDense
+  std::shared_ptr<const detail::FlatForest> flat_;  // null: model not supported natively
 };
 
 }  // namespace peakcast::models

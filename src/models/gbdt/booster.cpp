@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/gbdt/flat_forest.h"
 #include "models/gbdt/xgb_check.h"
 
 namespace peakcast::models {
@@ -117,7 +118,11 @@ void Booster::prepare() {
   // First prediction configures the learner (a mutation); do it now, before sharing.
   std::vector<float> row(num_features_ == 0 ? 1 : num_features_, kMissing);
   float out = 0;
-  if (num_features_ > 0) predict_dense(row, 1, std::span<float>(&out, 1));
+  if (num_features_ > 0) predict_dense_xgboost(row, 1, std::span<float>(&out, 1));
+  if (auto f = detail::FlatForest::from_ubj(save_buffer(ModelFormat::kUbj));
+      f && f->num_features() == num_features_) {
+    flat_ = std::make_shared<const detail::FlatForest>(std::move(*f));
+  }
 }
 
 Result<Booster> Booster::load_buffer(std::string_view bytes) {
@@ -174,6 +179,19 @@ std::vector<float> Booster::predict(const DMatrix& m) const {
 }
 
 void Booster::predict_dense(std::span<const float> data, size_t rows, std::span<float> out) const {
+  // Native for few rows (no per-call set-up); XGBoost's block kernel is faster on big batches.
+  constexpr size_t kNativeMaxRows = 32;
+  if (flat_ == nullptr || rows > kNativeMaxRows) return predict_dense_xgboost(data, rows, out);
+  if (data.size() != rows * num_features_ || out.size() != rows) {
+    throw std::invalid_argument("Booster::predict_dense: expected [" + std::to_string(rows) + ", " +
+                                std::to_string(num_features_) + "] input and [" +
+                                std::to_string(rows) + "] output");
+  }
+  for (size_t r = 0; r < rows; ++r) out[r] = flat_->predict(data.data() + r * num_features_);
+}
+
+void Booster::predict_dense_xgboost(std::span<const float> data, size_t rows,
+                                    std::span<float> out) const {
   if (data.size() != rows * num_features_ || out.size() != rows) {
     throw std::invalid_argument("Booster::predict_dense: expected [" + std::to_string(rows) + ", " +
                                 std::to_string(num_features_) + "] input and [" +
