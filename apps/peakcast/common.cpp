@@ -8,6 +8,7 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/eval/report.h"
+#include "peakcast/models/code/code_config.h"
 
 namespace peakcast::app {
 
@@ -26,6 +27,31 @@ void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
                  "sacct output without a header (-n): the --format column names, comma separated");
   cmd.add_option("--scripts-dir", a.scripts_dir, "sacct: folder of <jobid>.sh job scripts");
   cmd.add_option("--scripts-dump", a.scripts_dump, "sacct: file of concatenated `sacct -B` output");
+}
+
+void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>& code_options) {
+  cmd.add_option("--threads", threads,
+                 "Threads for XGBoost and LibTorch (0 = all cores; LibTorch's own default is 1)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("0");
+  std::string help = "Code-model setting KEY=VALUE over the defaults (repeatable):";
+  for (const models::code::CodeOptionInfo& o : models::code::code_config_options()) {
+    help += fmt::format("\n  {:<16} {} {}", o.name, o.bounds, o.description);
+  }
+  cmd.add_option("--code-option", code_options, help)->take_all()->expected(1);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
+    const std::vector<std::string>& options) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& kv : options) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::invalid("--code-option '" + kv + "': expected KEY=VALUE, e.g. max_epochs=5");
+    }
+    out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return out;
 }
 
 Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {

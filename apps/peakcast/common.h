@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -45,9 +47,18 @@ ProgressFn stderr_progress();
 // Routes peakcast::log to stderr (warnings and above, or everything with verbose).
 void install_log_sink(bool verbose);
 
+// --threads N (XGBoost and LibTorch; 0 = all cores) and --code-option KEY=VALUE (repeatable,
+// code-model settings such as max_epochs=5; the list is in --help).
+void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>& code_options);
+// "key=value" strings -> pairs; a missing '=' is an input error naming the option.
+Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
+    const std::vector<std::string>& options);
+
 // Subcommands: each adds itself to `app` and sets `exit_code` when it runs.
 void add_evaluate_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_synth_command(CLI::App& app, int& exit_code);
+void add_train_command(CLI::App& app, int& exit_code);
+void add_predict_command(CLI::App& app, int& exit_code);
 
 }  // namespace peakcast::app

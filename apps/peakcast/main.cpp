@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   add_evaluate_command(app, exit_code);
   add_inspect_command(app, exit_code);
   add_synth_command(app, exit_code);
+  add_train_command(app, exit_code);
+  add_predict_command(app, exit_code);
   app.parse_complete_callback([&verbose] { install_log_sink(verbose); });
   try {
     app.parse(argc, argv);

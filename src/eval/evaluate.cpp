@@ -1,6 +1,8 @@
 #include "peakcast/eval/evaluate.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -30,6 +32,26 @@ EvalData build_eval_data(const Split& split, double util_cap, const ProgressFn& 
 }
 
 namespace {
+
+// Batch-1 timing pass over the first `count` test jobs in submit order: caches cleared first (as
+// before scoring), steady_clock around each predict() call, grouped by the job's route.
+std::map<std::string, LatencyStats> time_predictions(const Method& method,
+                                                     const std::vector<const JobContext*>& test,
+                                                     size_t count) {
+  using Clock = std::chrono::steady_clock;
+  method.clear_caches();
+  std::map<std::string, std::vector<double>> micros;
+  for (size_t t = 0; t < count && t < test.size(); ++t) {
+    const auto t0 = Clock::now();
+    const Prediction p = method.predict(*test[t]->job, test[t]->view);
+    const auto t1 = Clock::now();
+    micros[job_route(p)].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  method.clear_caches();
+  std::map<std::string, LatencyStats> out;
+  for (auto& [route, v] : micros) out[route] = latency_stats(std::move(v));
+  return out;
+}
 
 struct Scored {
   // Per resource: index into data.jobs of each valid test job.
@@ -99,45 +121,87 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   for (const std::string& n : names) {
     if (n != kBaselineMethod) run.push_back(n);
   }
-  const MethodOptions mopts{config.seed, config.model_dir};
-  // [method][resource][scored job] absolute errors, kept for the paired bootstrap.
+  if (config.seeds < 1) return Status::invalid("seeds must be at least 1");
+  report.seeds = config.seeds;
+  report.latency_jobs = std::min(config.latency_jobs, test.size());
+  // [method][resource][scored job] absolute errors (mean over seeds), for the paired bootstrap.
   std::vector<std::array<std::vector<double>, kNumResources>> abs_err(run.size());
   std::vector<ResultRow> rows;
   for (size_t m = 0; m < run.size(); ++m) {
-    Result<std::unique_ptr<Method>> method = registry.create(run[m], mopts);
-    if (!method) return method.status();
-    if (Status s = (*method)->fit(data, progress); !s) {
-      return s.with_context("fitting " + run[m]);
-    }
-    std::vector<Prediction> preds(test.size());
-    (*method)->predict_batch(test, preds);
-    if (progress) progress("predict " + run[m], test.size(), test.size());
     const bool requested = std::find(names.begin(), names.end(), run[m]) != names.end();
+    std::array<std::vector<Metrics>, kNumResources> seed_metrics;
+    std::array<std::array<std::vector<Metrics>, 3>, kNumResources> seed_sub;
+    std::array<std::vector<std::optional<Routing>>, kNumResources> seed_routing;
+    std::array<std::map<std::string, size_t>, kNumResources> first_routes;
+    std::map<std::string, LatencyStats> latency;
+    std::vector<std::pair<std::string, std::string>> first_choices;
+    size_t seeds = 1;
+    for (size_t k = 0; k < seeds; ++k) {
+      MethodOptions mopts;
+      mopts.seed = config.seed + k;
+      mopts.model_dir = config.model_dir;
+      mopts.threads = config.threads;
+      mopts.code_options = config.code_options;
+      Result<std::unique_ptr<Method>> method = registry.create(run[m], mopts);
+      if (!method) return method.status();
+      if (k == 0 && (*method)->seeded()) seeds = config.seeds;
+      const std::string label = seeds > 1 ? fmt::format("{} (seed {})", run[m], mopts.seed) : run[m];
+      if (Status s = (*method)->fit(data, progress); !s) {
+        return s.with_context("fitting " + label);
+      }
+      (*method)->clear_caches();
+      std::vector<Prediction> preds(test.size());
+      (*method)->predict_batch(test, preds);
+      if (progress) progress("predict " + label, test.size(), test.size());
+      for (Resource r : kResources) {
+        const int ri = idx(r);
+        if (scored.jobs[ri].empty()) continue;
+        MetricsAccumulator all;
+        std::array<MetricsAccumulator, 3> sub;
+        std::map<std::string, size_t> routes;
+        abs_err[m][ri].resize(scored.jobs[ri].size(), 0.0);
+        for (size_t s = 0; s < scored.jobs[ri].size(); ++s) {
+          const size_t t = scored.jobs[ri][s];
+          const JobContext& c = *test[t];
+          const double pred = std::clamp(preds[t].util[ri], 0.0, config.util_cap);
+          const double label_value = c.job->label(r);
+          all.add(pred, label_value);
+          sub[static_cast<int>(c.view[ri].level)].add(pred, label_value);
+          abs_err[m][ri][s] += std::fabs(pred - label_value);
+          ++routes[preds[t].route[ri].empty() ? "unknown" : preds[t].route[ri]];
+        }
+        seed_metrics[ri].push_back(all.finish());
+        for (int g = 0; g < 3; ++g) seed_sub[ri][g].push_back(sub[g].finish());
+        seed_routing[ri].push_back(routing_shares(routes));
+        if (k == 0) first_routes[ri] = std::move(routes);
+      }
+      if (k == 0 && requested) {
+        first_choices = (*method)->choices();
+        if (report.latency_jobs > 0) latency = time_predictions(**method, test, report.latency_jobs);
+      }
+      if (progress && seeds > 1) progress("seeds " + run[m], k + 1, seeds);
+    }
     for (Resource r : kResources) {
       const int ri = idx(r);
       if (scored.jobs[ri].empty()) continue;
+      for (double& e : abs_err[m][ri]) e /= static_cast<double>(seeds);
+      if (!requested) continue;
       ResultRow row;
       row.method = run[m];
       row.resource = r;
-      MetricsAccumulator all;
-      std::array<MetricsAccumulator, 3> sub;
-      abs_err[m][ri].reserve(scored.jobs[ri].size());
-      for (size_t t : scored.jobs[ri]) {
-        const JobContext& c = *test[t];
-        const double pred = std::clamp(preds[t].util[ri], 0.0, config.util_cap);
-        const double label = c.job->label(r);
-        all.add(pred, label);
-        sub[static_cast<int>(c.view[ri].level)].add(pred, label);
-        abs_err[m][ri].push_back(std::fabs(pred - label));
-        ++row.routes[preds[t].route[ri].empty() ? "unknown" : preds[t].route[ri]];
-      }
-      row.metrics = all.finish();
-      for (int g = 0; g < 3; ++g) row.subgroups[g] = sub[g].finish();
-      if (requested) rows.push_back(std::move(row));
+      const SeedSummary summary = summarize_seeds(seed_metrics[ri]);
+      row.metrics = summary.mean;
+      row.metrics_sd = summary.sd;
+      row.seeds = seeds;
+      for (int g = 0; g < 3; ++g) row.subgroups[g] = summarize_seeds(seed_sub[ri][g]).mean;
+      row.routes = std::move(first_routes[ri]);
+      row.routing = mean_routing(seed_routing[ri]);
+      row.latency_us = latency;
+      rows.push_back(std::move(row));
     }
-    if (requested) {
-      auto ch = (*method)->choices();
-      if (!ch.empty()) report.choices.emplace_back(run[m], std::move(ch));
+    if (requested && !first_choices.empty()) {
+      if (seeds > 1) first_choices.emplace_back("choices_from_seed", std::to_string(config.seed));
+      report.choices.emplace_back(run[m], std::move(first_choices));
     }
   }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 namespace peakcast::eval {
@@ -119,6 +120,38 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
   out.lo = quantile_of_sorted(diffs, alpha);
   out.hi = quantile_of_sorted(diffs, 1.0 - alpha);
   return out;
+}
+
+}  // namespace peakcast::eval
+
+namespace peakcast::eval {
+
+std::pair<double, double> mean_sd(std::span<const double> values) {
+  if (values.empty()) return {0.0, 0.0};
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  const double mean = sum / static_cast<double>(values.size());
+  if (values.size() < 2) return {mean, 0.0};
+  double ss = 0.0;
+  for (double v : values) ss += (v - mean) * (v - mean);
+  return {mean, std::sqrt(ss / static_cast<double>(values.size() - 1))};
+}
+
+SeedSummary summarize_seeds(std::span<const Metrics> per_seed) {
+  SeedSummary s;
+  s.seeds = per_seed.size();
+  if (per_seed.empty()) return s;
+  s.mean.n = s.sd.n = per_seed.front().n;
+  std::vector<double> v(per_seed.size());
+  auto field = [&](double Metrics::*f, double& mean, double& sd) {
+    for (size_t i = 0; i < per_seed.size(); ++i) v[i] = per_seed[i].*f;
+    std::tie(mean, sd) = mean_sd(v);
+  };
+  field(&Metrics::mae, s.mean.mae, s.sd.mae);
+  field(&Metrics::mse, s.mean.mse, s.sd.mse);
+  field(&Metrics::rmse, s.mean.rmse, s.sd.rmse);
+  field(&Metrics::acc10, s.mean.acc10, s.sd.acc10);
+  return s;
 }
 
 }  // namespace peakcast::eval

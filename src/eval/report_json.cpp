@@ -31,6 +31,8 @@ nlohmann::json to_json(const EvalReport& r) {
   j["trace"] = {{"path", r.trace_path}, {"format", r.trace_format}};
   j["config"] = {{"split", format_split(r.split_config)},
                  {"seed", r.seed},
+                 {"seeds", r.seeds},
+                 {"latency_jobs", r.latency_jobs},
                  {"bootstrap", r.bootstrap},
                  {"util_cap", r.util_cap},
                  {"baseline", r.baseline}};
@@ -66,6 +68,25 @@ nlohmann::json to_json(const EvalReport& r) {
     }
     e["subgroups"] = std::move(sub);
     e["routes"] = row.routes;
+    e["seeds"] = row.seeds;
+    e["sd"] = {{"mae", row.metrics_sd.mae},
+               {"mse", row.metrics_sd.mse},
+               {"rmse", row.metrics_sd.rmse},
+               {"acc10", row.metrics_sd.acc10}};
+    if (row.routing) {
+      e["routing"] = {{"n", row.routing->n},
+                      {"routed", row.routing->routed},
+                      {"encoder_share", row.routing->encoder_share},
+                      {"bypass_share", row.routing->bypass_share},
+                      {"cache_share", row.routing->cache_share}};
+    } else {
+      e["routing"] = nullptr;
+    }
+    nlohmann::json lat = nlohmann::json::object();
+    for (const auto& [route, l] : row.latency_us) {
+      lat[route] = {{"n", l.n}, {"p50", l.p50_us}, {"p99", l.p99_us}};
+    }
+    e["latency_us"] = std::move(lat);
     results.push_back(std::move(e));
   }
   j["results"] = std::move(results);

@@ -28,20 +28,71 @@ struct Cells {
   std::vector<std::vector<std::string>> rows;
 };
 
+bool any_seeds(const EvalReport& r) {
+  return std::any_of(r.results.begin(), r.results.end(),
+                     [](const ResultRow& row) { return row.seeds > 1; });
+}
+
+bool any_routing(const EvalReport& r) {
+  return std::any_of(r.results.begin(), r.results.end(),
+                     [](const ResultRow& row) { return row.routing.has_value(); });
+}
+
+// "0.1234" or, for a row behind several seeds, "0.1234 +- 0.0012".
+std::string value_cell(double mean, double sd, size_t seeds, double scale, const char* unit,
+                       int digits) {
+  std::string v = fmt::format("{:.{}f}{}", scale * mean, digits, unit);
+  if (seeds > 1) v += fmt::format(" +- {:.{}f}", scale * sd, digits);
+  return v;
+}
+
+std::string routing_cell(const ResultRow& row) {
+  if (!row.routing) return "-";
+  const Routing& g = *row.routing;
+  return fmt::format("{:.1f}/{:.1f}/{:.1f}%", 100 * g.encoder_share, 100 * g.bypass_share,
+                     100 * g.cache_share);
+}
+
 Cells cells(const EvalReport& r) {
   Cells c;
+  const bool routing = any_routing(r);
   c.header = {"method", "res", "n", "MAE", "MSE", "RMSE", "Acc@10%",
               fmt::format("dMAE vs {} [95% CI]", r.baseline),
               "MAE exact (n)", "MAE user (n)", "MAE none (n)"};
+  if (routing) c.header.push_back("enc/bypass/cache");
   for (const ResultRow& row : r.results) {
+    const Metrics& m = row.metrics;
+    const Metrics& sd = row.metrics_sd;
     c.rows.push_back({row.method, std::string(resource_name(row.resource)),
-                      std::to_string(row.metrics.n), fmt::format("{:.4f}", row.metrics.mae),
-                      fmt::format("{:.4f}", row.metrics.mse), fmt::format("{:.4f}", row.metrics.rmse),
-                      fmt::format("{:.2f}%", 100 * row.metrics.acc10), diff_cell(row, r.baseline),
-                      sub_cell(row.subgroups[0]), sub_cell(row.subgroups[1]),
-                      sub_cell(row.subgroups[2])});
+                      std::to_string(m.n), value_cell(m.mae, sd.mae, row.seeds, 1, "", 4),
+                      value_cell(m.mse, sd.mse, row.seeds, 1, "", 4),
+                      value_cell(m.rmse, sd.rmse, row.seeds, 1, "", 4),
+                      value_cell(m.acc10, sd.acc10, row.seeds, 100, "%", 2),
+                      diff_cell(row, r.baseline), sub_cell(row.subgroups[0]),
+                      sub_cell(row.subgroups[1]), sub_cell(row.subgroups[2])});
+    if (routing) c.rows.back().push_back(routing_cell(row));
   }
   return c;
+}
+
+// One line per method with timings: "latency (batch 1, µs): cascade bypass p50 12 p99 40 (n=..)".
+std::string latency_lines(const EvalReport& r) {
+  std::string out;
+  std::vector<std::string> seen;
+  for (const ResultRow& row : r.results) {
+    if (row.latency_us.empty()) continue;
+    if (std::find(seen.begin(), seen.end(), row.method) != seen.end()) continue;
+    seen.push_back(row.method);
+    std::vector<std::string> parts;
+    for (const auto& [route, l] : row.latency_us) {
+      parts.push_back(fmt::format("{} p50 {:.0f} p99 {:.0f} (n={})", route, l.p50_us, l.p99_us, l.n));
+    }
+    out += fmt::format("  {}: {}\n", row.method, fmt::join(parts, ", "));
+  }
+  if (!out.empty()) {
+    out = fmt::format("latency per route (batch 1, µs, first {} test jobs):\n", r.latency_jobs) + out;
+  }
+  return out;
 }
 
 std::string split_line(const EvalReport& r) {
@@ -111,6 +162,17 @@ std::string render_table(const EvalReport& r) {
   for (size_t w : width) rule.emplace_back(w, '-');
   out += line(rule);
   for (const auto& row : c.rows) out += line(row);
+  if (any_seeds(r)) {
+    out += fmt::format("learned methods: mean +- s.d. over {} seeds ({}..{}); intervals on the "
+                       "per-job error averaged over seeds\n",
+                       r.seeds, r.seed, r.seed + r.seeds - 1);
+  }
+  if (any_routing(r)) {
+    out += "enc/bypass/cache: share of jobs that needed the code model / share bypassed / share "
+           "of the former served from the exact cache\n";
+  }
+  const std::string lat = latency_lines(r);
+  if (!lat.empty()) out += "\n" + lat;
   const std::string ch = choices_lines(r);
   if (!ch.empty()) out += "\n" + ch;
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
@@ -132,7 +194,8 @@ std::string render_markdown(const EvalReport& r) {
 std::string render_csv(const EvalReport& r) {
   std::string out =
       "method,resource,n,mae,mse,rmse,acc10,mae_diff_point,mae_diff_lo,mae_diff_hi,"
-      "exact_script_n,exact_script_mae,user_only_n,user_only_mae,none_n,none_mae\n";
+      "exact_script_n,exact_script_mae,user_only_n,user_only_mae,none_n,none_mae,seeds,mae_sd,"
+      "acc10_sd,encoder_share,bypass_share,cache_share\n";
   for (const ResultRow& row : r.results) {
     std::string diff = ",,";
     if (row.mae_diff_vs_baseline) {
@@ -143,6 +206,13 @@ std::string render_csv(const EvalReport& r) {
                        resource_name(row.resource), row.metrics.n, row.metrics.mae,
                        row.metrics.mse, row.metrics.rmse, row.metrics.acc10, diff);
     for (const Metrics& m : row.subgroups) out += fmt::format(",{},{:.6g}", m.n, m.mae);
+    out += fmt::format(",{},{:.6g},{:.6g}", row.seeds, row.metrics_sd.mae, row.metrics_sd.acc10);
+    if (row.routing) {
+      out += fmt::format(",{:.6g},{:.6g},{:.6g}", row.routing->encoder_share,
+                         row.routing->bypass_share, row.routing->cache_share);
+    } else {
+      out += ",,,";
+    }
     out += "\n";
   }
   return out;

@@ -15,6 +15,7 @@
 #include "peakcast/core/status.h"
 #include "peakcast/eval/method.h"
 #include "peakcast/eval/metrics.h"
+#include "peakcast/eval/routing.h"
 #include "peakcast/eval/split.h"
 #include "peakcast/ingest/reader.h"
 
@@ -27,19 +28,39 @@ struct EvalConfig {
   size_t bootstrap = 10000;          // resamples; 0 disables the interval
   double util_cap = 1.0;             // predictions are clipped to [0, util_cap]
   std::string model_dir;
+  // Learned (seeded) methods are trained this many times, with seeds seed .. seed + seeds - 1;
+  // deterministic methods run once (their s.d. is 0). >= 1.
+  size_t seeds = 1;
+  int threads = 0;                   // MethodOptions::threads (0 = all cores)
+  std::vector<std::pair<std::string, std::string>> code_options;  // MethodOptions::code_options
+  // Latency pass: the first latency_jobs test jobs (submit order) are predicted again one by one,
+  // batch 1, with each method's caches cleared first, timed with steady_clock around each
+  // predict() call. 0 turns the pass off.
+  size_t latency_jobs = 2000;
 };
 
 // Subgroups by the history level that answered at submission (history::Level order).
 inline constexpr std::array<std::string_view, 3> kSubgroupNames = {"exact_script", "user_only",
                                                                    "none"};
 
+// With several seeds: `metrics` and `subgroups` are the means over seeds and `metrics_sd` the
+// sample s.d. (0 for one seed and for deterministic methods); the bootstrap resamples each job's
+// absolute error averaged over the seeds, so its point estimate equals the mean over seeds of
+// MAE(method) - MAE(baseline) (MAE is linear in the per-job errors); `routes` are the first
+// seed's counts and `routing` the mean of the per-seed shares; latency is measured on the first
+// seed's model.
 struct ResultRow {
   std::string method;
   Resource resource = Resource::kMem;
   Metrics metrics;
+  Metrics metrics_sd;                                     // s.d. over seeds (n as metrics)
+  size_t seeds = 1;                                       // training runs behind the row
   std::optional<BootstrapInterval> mae_diff_vs_baseline;  // nullopt when bootstrap disabled
   std::array<Metrics, 3> subgroups;                       // indexed like kSubgroupNames
   std::map<std::string, size_t> routes;                   // route -> scored test jobs
+  std::optional<Routing> routing;                         // cascade-vocabulary routes only
+  std::map<std::string, LatencyStats> latency_us;         // job route -> batch-1 timings (per
+                                                          // method: same in both resources' rows)
 };
 
 struct EvalReport {
@@ -52,6 +73,8 @@ struct EvalReport {
   std::array<size_t, kNumResources> fallback_n{};
   std::array<size_t, kNumResources> scored{};  // valid test jobs per resource
   uint64_t seed = 0;
+  size_t seeds = 1;
+  size_t latency_jobs = 0;
   size_t bootstrap = 0;
   double util_cap = 1.0;
   std::string baseline{kBaselineMethod};

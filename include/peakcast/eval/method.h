@@ -67,11 +67,21 @@ class Method {
                              std::span<Prediction> out) const;
   // Frozen choices worth reporting, e.g. {"mem.expert", "median3"}; empty by default.
   virtual std::vector<std::pair<std::string, std::string>> choices() const { return {}; }
+  // True when fit() depends on MethodOptions::seed (learned methods): the harness then trains
+  // EvalConfig::seeds instances with seeds seed, seed + 1, ... and reports mean +- s.d.
+  virtual bool seeded() const { return false; }
+  // Forgets state kept between predictions (the cascade's exact cache), so a scoring or timing
+  // pass starts as the first pass did. Default: nothing to forget.
+  virtual void clear_caches() const {}
 };
 
 struct MethodOptions {
   uint64_t seed = 42;
   std::string model_dir;  // where trained methods keep or find their artifacts
+  int threads = 0;        // threads for learned methods (XGBoost, LibTorch); 0 = all cores
+  // Code-model options as "name", "value" (models::code::set_code_option), applied over the
+  // defaults of the code_only / textcnn / bilstm / cascade methods, e.g. {"max_epochs", "3"}.
+  std::vector<std::pair<std::string, std::string>> code_options;
 };
 
 using MethodFactory = std::function<std::unique_ptr<Method>(const MethodOptions&)>;
@@ -100,6 +110,11 @@ class MethodRegistry {
 
 // hier_last1, hier_median3, hier_median5, hier_ewma, global_median, history_policy.
 void register_builtins(MethodRegistry& registry);
+
+// The learned methods of the study's table (src/eval/learned_*.cpp): xgboost, code_only (the
+// code model with the bag encoder alone), textcnn, bilstm, cascade. Kept apart from the builtins
+// so that tools (and tests) that want only the fast history methods do not train anything.
+void register_learned(MethodRegistry& registry);
 
 // The baseline every method is compared against (METHOD.md §3).
 inline constexpr std::string_view kBaselineMethod = "hier_last1";

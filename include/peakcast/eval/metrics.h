@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 
 namespace peakcast::eval {
 
@@ -32,6 +33,19 @@ class MetricsAccumulator {
   double sq_sum_ = 0.0;
   size_t within_ = 0;
 };
+
+// Metrics of one method over several training seeds: the mean of each field, and its sample
+// standard deviation (n - 1 in the denominator; 0 for a single seed). n is the first seed's
+// (every seed scores the same jobs). Empty input -> zeros.
+struct SeedSummary {
+  Metrics mean;
+  Metrics sd;
+  size_t seeds = 0;
+};
+SeedSummary summarize_seeds(std::span<const Metrics> per_seed);
+
+// Mean and sample s.d. of plain values (0 s.d. for fewer than two).
+std::pair<double, double> mean_sd(std::span<const double> values);
 
 // UTC day of an epoch-seconds time (floor division, correct for negative times).
 int64_t utc_day(int64_t epoch_s);

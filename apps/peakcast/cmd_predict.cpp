@@ -1,0 +1,75 @@
+// peakcast predict --model MODEL_DIR JOB.json|-: predicts canonical JSONL request records with a
+// saved model, optionally with the history of an earlier trace.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "peakcast/core/io.h"
+#include "peakcast/eval/model_tools.h"
+
+namespace peakcast::app {
+namespace {
+
+struct PredictArgs {
+  std::string model;
+  std::string input;
+  std::string history;
+  ReaderArgs reader;
+  bool json = false;
+};
+
+Result<std::string> read_input(const std::string& path) {
+  if (path != "-") return read_file(path);
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  if (std::cin.bad()) return Status::io("reading standard input failed");
+  return text;
+}
+
+int run_predict(const PredictArgs& a) {
+  Result<std::unique_ptr<cascade::Predictor>> predictor = cascade::load_predictor(a.model);
+  if (!predictor) return fail(predictor.status());
+  Result<std::string> text = read_input(a.input);
+  if (!text) return fail(text.status());
+  Result<std::vector<Job>> jobs = eval::parse_request_records(
+      *text, a.input == "-" ? "<stdin>" : a.input, (*predictor)->util_cap());
+  if (!jobs) return fail(jobs.status());
+  std::optional<ingest::Trace> history;
+  if (!a.history.empty()) {
+    Result<ingest::Trace> t = load_trace(a.history, a.reader);
+    if (!t) return fail(t.status());
+    history = std::move(t).value();
+  }
+  const std::vector<cascade::JobPrediction> preds =
+      eval::predict_jobs(**predictor, *jobs, history ? &history->jobs : nullptr);
+  std::string out;
+  if (!a.json) out += (*predictor)->describe() + "\n";
+  for (const cascade::JobPrediction& p : preds) {
+    out += a.json ? cascade::to_json(p).dump() + "\n" : eval::render_prediction(p);
+  }
+  if (Status s = write_output("-", out); !s) return fail(s);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<PredictArgs>();
+  CLI::App* cmd = app.add_subcommand("predict", "Predict jobs' peak utilization with a saved model");
+  cmd->footer(
+      "Predicts canonical JSONL job records (one per line; outcome fields are ignored) with a "
+      "model directory from `peakcast train` (or a history-only model). With --history TRACE, "
+      "the jobs of that trace that ended before a job's submit time are its history (a job "
+      "without submit time sees all of them). Prints per job and resource the utilization, the "
+      "bytes, the route (bypass, encoder, cache, no_history), expert, gamma and a rationale; "
+      "--json prints one object per job as the service answers.\nExit codes: 0 ok, 2 usage or "
+      "input error, 1 other failures.");
+  cmd->add_option("--model", a->model, "Model directory")->required();
+  cmd->add_option("JOBS", a->input, "Canonical JSONL request record(s); '-' = stdin")->required();
+  cmd->add_option("--history", a->history, "Trace of earlier jobs (any supported format)");
+  add_reader_options(*cmd, a->reader);
+  cmd->add_flag("--json", a->json, "One JSON object per job: {job_id, predictions: {mem, vram}}");
+  cmd->callback([a, &exit_code] { exit_code = run_predict(*a); });
+}
+
+}  // namespace peakcast::app

@@ -1,0 +1,87 @@
+// peakcast train TRACE -o MODEL_DIR: trains the cascade (code model, gates, fusions, policy) on a
+// whole trace and writes the versioned model directory.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common.h"
+#include "peakcast/eval/model_tools.h"
+
+namespace peakcast::app {
+namespace {
+
+struct TrainArgs {
+  std::string trace;
+  ReaderArgs reader;
+  std::string out;
+  eval::TrainOptions options;
+  std::vector<std::string> code_options;
+};
+
+int run_train(TrainArgs& a) {
+  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  if (!code) return fail(code.status());
+  a.options.code_options = *code;
+  a.options.util_cap = a.reader.util_cap;
+  a.options.trained_on = a.trace;
+  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
+  if (!trace) return fail(trace.status());
+  if (!trace->has_submit_times) {
+    return fail(Status::invalid(a.trace + ": this trace has no submit times; training needs them"));
+  }
+  eval::TrainSummary summary;
+  Result<cascade::CascadeModel> model =
+      eval::train_cascade_on_jobs(trace->jobs, a.options, &summary, stderr_progress());
+  if (!model) return fail(model.status().with_context(a.trace));
+  if (Status s = model->save(a.out); !s) return fail(s);
+  std::cerr << fmt::format(
+      "trained on {} jobs: train {} (+{} purged), validation {}; fallback mem {:.3f}, vram {:.3f}\n",
+      summary.jobs, summary.train, summary.purged, summary.validation, summary.fallback[0],
+      summary.fallback[1]);
+  if (model->code_model().trained_without_scripts()) {
+    std::cerr << "note: the trace has no scripts; the code model read identity text (executable, "
+                 "process, job name)\n";
+  }
+  for (Resource r : kResources) {
+    const cascade::ResourcePolicy& p = model->policy()[idx(r)];
+    if (p.policy_n == 0) continue;
+    std::cerr << fmt::format(
+        "{}: expert {}, tau {:.2f}, validation MAE {:.4f} (history alone {:.4f}, n={}), "
+        "encoder share {:.1f}%\n",
+        resource_name(r), history::expert_name(p.expert), p.tau, p.policy_mae,
+        p.policy_history_mae, p.policy_n, 100.0 * p.policy_encoder_share);
+  }
+  std::cout << model->describe() << "\n";
+  std::cerr << "wrote " << a.out << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train the cascade on a job trace and save it");
+  cmd->footer(
+      "Trains the reliability-gated cascade on a whole trace: the last --validation share of the "
+      "jobs by submit time is the validation block (gate and fusion fit on its first half, the "
+      "policy is chosen on the rest), the earlier jobs train the code model (train jobs that ended "
+      "after validation began are purged). Writes MODEL_DIR: manifest (format version, config, "
+      "feature statistics, policy), XGBoost models, Torch weights. `peakcast predict --model "
+      "MODEL_DIR` uses it.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.");
+  cmd->add_option("TRACE", a->trace, "Job trace (any supported format with submit times)")->required();
+  cmd->add_option("-o,--output", a->out, "Model directory to write")->required();
+  add_reader_options(*cmd, a->reader);
+  cmd->add_option("--encoder", a->options.encoder, "Script encoder of the code model")
+      ->check(CLI::IsMember({"bag", "textcnn", "bilstm"}))
+      ->default_str("bag");
+  cmd->add_option("--seed", a->options.seed, "Seed for the code model and the boosters")
+      ->default_str("42");
+  cmd->add_option("--validation", a->options.validation_share,
+                  "Share of the jobs (latest by submit time) in the validation block")
+      ->check(CLI::Range(0.01, 0.9))
+      ->default_str("0.2");
+  add_learning_options(*cmd, a->options.threads, a->code_options);
+  cmd->callback([a, &exit_code] { exit_code = run_train(*a); });
+}
+
+}  // namespace peakcast::app

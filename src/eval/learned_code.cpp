@@ -1,0 +1,90 @@
+// code_only, textcnn, bilstm: the code model Q alone (METHOD.md §4), one encoder each. Trained on
+// the train block, early-stopped on the validation block; no history at prediction.
+#include <cstdio>
+#include <optional>
+
+#include "eval/learned.h"
+#include "peakcast/models/code/code_model.h"
+
+namespace peakcast::eval::learned {
+namespace {
+
+std::string f6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  return buf;
+}
+
+class CodeOnly final : public Method {
+ public:
+  CodeOnly(std::string name, std::string encoder, MethodOptions o)
+      : name_(std::move(name)), encoder_(std::move(encoder)), options_(std::move(o)) {}
+
+  std::string_view name() const override { return name_; }
+  bool seeded() const override { return true; }
+
+  Status fit(const EvalData& data, const ProgressFn& progress) override {
+    Result<models::code::CodeModelConfig> cfg = code_config_for(encoder_, options_, data.util_cap);
+    if (!cfg) return cfg.status();
+    models::code::set_torch_threads(cfg->threads);
+    const std::vector<const Job*> train = block_jobs(data, Block::kTrain);
+    const std::vector<const Job*> val = block_jobs(data, Block::kValidation);
+    Result<models::code::CodeModel> model = models::code::CodeModel::train(train, val, *cfg, progress);
+    if (!model) return model.status();
+    model_ = std::move(model).value();
+    // Inference threads too (training may restore the previous setting).
+    models::code::set_torch_threads(cfg->threads);
+    return Status::ok();
+  }
+
+  Prediction predict(const Job& job, const HistoryViews&) const override {
+    return to_prediction(model().predict(job));
+  }
+
+  void predict_batch(std::span<const JobContext* const> jobs,
+                     std::span<Prediction> out) const override {
+    std::vector<const Job*> ptrs;
+    ptrs.reserve(jobs.size());
+    for (const JobContext* c : jobs) ptrs.push_back(c->job);
+    const std::vector<models::code::CodePrediction> q = model().predict_batch(ptrs);
+    for (size_t i = 0; i < q.size() && i < out.size(); ++i) out[i] = to_prediction(q[i]);
+  }
+
+  std::vector<std::pair<std::string, std::string>> choices() const override {
+    if (!model_) return {};
+    const models::code::CodeTrainReport& r = model_->report();
+    return {{"encoder", encoder_},
+            {"epochs_run", std::to_string(r.epochs_run)},
+            {"best_epoch", std::to_string(r.best_epoch)},
+            {"mem.validation_mae", f6(r.val_mae[0])},
+            {"vram.validation_mae", f6(r.val_mae[1])},
+            {"train_jobs", std::to_string(r.train_jobs)},
+            {"script_text", script_text_choice(model_->trained_without_scripts())},
+            {"train_seconds", f6(r.seconds)}};
+  }
+
+ private:
+  const models::code::CodeModel& model() const {
+    if (!model_) throw std::logic_error(name_ + ": predict before fit");
+    return *model_;
+  }
+  static Prediction to_prediction(const models::code::CodePrediction& q) {
+    Prediction p;
+    p.util = {static_cast<double>(q.util[0]), static_cast<double>(q.util[1])};
+    p.route = {"encoder", "encoder"};
+    return p;
+  }
+
+  std::string name_;
+  std::string encoder_;
+  MethodOptions options_;
+  std::optional<models::code::CodeModel> model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_code_only(std::string name, std::string encoder, const MethodOptions& o) {
+  return std::make_unique<CodeOnly>(std::move(name), std::move(encoder), o);
+}
+
+}  // namespace peakcast::eval::learned

@@ -1,0 +1,69 @@
+// Registration of the learned methods and the helpers they share.
+#include <algorithm>
+#include <thread>
+
+#include "eval/learned.h"
+#include "peakcast/cascade/cascade_config.h"
+
+namespace peakcast::eval {
+namespace learned {
+
+std::vector<const Job*> block_jobs(const EvalData& data, Block block) {
+  std::vector<const Job*> out;
+  for (const JobContext& c : data.jobs) {
+    if (c.block != block) continue;
+    if (c.job->is_valid(Resource::kMem) || c.job->is_valid(Resource::kVram)) out.push_back(c.job);
+  }
+  return out;
+}
+
+int resolve_threads(int threads) {
+  if (threads > 0) return threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder,
+                                                      const MethodOptions& o, double util_cap) {
+  models::code::CodeModelConfig cfg = cascade::CascadeConfig::default_code_config();
+  cfg.encoder = encoder;
+  cfg.seed = o.seed;
+  cfg.threads = resolve_threads(o.threads);
+  cfg.util_cap = util_cap;
+  for (const auto& [name, value] : o.code_options) {
+    if (Status s = models::code::set_code_option(cfg, name, value); !s) {
+      return s.with_context("--code-option " + name);
+    }
+  }
+  // The encoder is the method's identity: an override would mislabel the row.
+  cfg.encoder = encoder;
+  if (Status s = cfg.validate(); !s) return s;
+  return cfg;
+}
+
+std::string script_text_choice(bool trained_without_scripts) {
+  return trained_without_scripts
+             ? "none: the trace has no scripts, the code model read identity text (executable, "
+               "process, job name)"
+             : "scripts";
+}
+
+}  // namespace learned
+
+void register_learned(MethodRegistry& registry) {
+  registry.add("xgboost",
+               "XGBoost per resource on request + user + history features + hashed script "
+               "tokens, early stopping on validation",
+               [](const MethodOptions& o) { return learned::make_xgboost(o); });
+  registry.add("code_only", "the code model Q with the bag encoder alone (no history)",
+               [](const MethodOptions& o) { return learned::make_code_only("code_only", "bag", o); });
+  registry.add("textcnn", "the code model with a TextCNN script encoder alone",
+               [](const MethodOptions& o) { return learned::make_code_only("textcnn", "textcnn", o); });
+  registry.add("bilstm", "the code model with a BiLSTM script encoder alone",
+               [](const MethodOptions& o) { return learned::make_code_only("bilstm", "bilstm", o); });
+  registry.add("cascade",
+               "reliability-gated cascade: history bypass by gate, else gamma-fusion of code "
+               "model and history with trust region",
+               [](const MethodOptions& o) { return learned::make_cascade(o); });
+}
+
+}  // namespace peakcast::eval

@@ -1,0 +1,167 @@
+#include "peakcast/eval/model_tools.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eval/learned.h"
+#include "peakcast/core/io.h"
+#include "peakcast/eval/split.h"
+#include "peakcast/ingest/jsonl.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::eval {
+
+Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs,
+                                                    const TrainOptions& o, TrainSummary* summary,
+                                                    const ProgressFn& progress) {
+  if (!(o.validation_share > 0 && o.validation_share < 1)) {
+    return Status::invalid("validation share must be in (0, 1)");
+  }
+  if (jobs.empty()) return Status::invalid("no job to train on");
+  if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.submit_time == 0; })) {
+    return Status::invalid("the jobs have no submit times; training needs them for the event-time "
+                           "history and the chronological validation block");
+  }
+  std::vector<const Job*> order;
+  for (const Job& j : jobs) order.push_back(&j);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+  const size_t n = order.size();
+  const auto n_val = static_cast<size_t>(std::llround(o.validation_share * static_cast<double>(n)));
+  if (n_val == 0 || n_val >= n) {
+    return Status::invalid(fmt::format("{} jobs are too few for a train and a validation block", n));
+  }
+  const size_t first_val = n - n_val;
+  const int64_t boundary = order[first_val]->submit_time;
+  std::vector<cascade::Role> roles(n, cascade::Role::kValidation);
+  TrainSummary s;
+  s.jobs = n;
+  std::array<std::vector<double>, kNumResources> train_labels;
+  for (size_t i = 0; i < first_val; ++i) {
+    if (order[i]->end_time >= boundary) {
+      roles[i] = cascade::Role::kIgnore;
+      ++s.purged;
+      continue;
+    }
+    roles[i] = cascade::Role::kTrain;
+    ++s.train;
+    for (Resource r : kResources) {
+      if (order[i]->is_valid(r)) train_labels[idx(r)].push_back(order[i]->label(r));
+    }
+  }
+  s.validation = n_val;
+  if (s.train == 0) return Status::invalid("every train job ended after validation began (all purged)");
+  for (Resource r : kResources) s.fallback[idx(r)] = median(train_labels[idx(r)]);
+
+  cascade::CascadeConfig cfg;
+  MethodOptions mo;
+  mo.seed = o.seed;
+  mo.threads = o.threads;
+  mo.code_options = o.code_options;
+  Result<models::code::CodeModelConfig> code = learned::code_config_for(o.encoder, mo, o.util_cap);
+  if (!code) return code.status();
+  cfg.code = *code;
+  const int threads = learned::resolve_threads(o.threads);
+  cfg.gate.nthread = cfg.fusion.nthread = threads;
+  cfg.gate.seed = cfg.fusion.seed = o.seed;
+  if (Status st = cfg.validate(); !st) return st;
+  models::code::set_torch_threads(threads);
+
+  cascade::TrainingInput in;
+  in.jobs = cascade::with_history_views(order, roles);
+  in.fallback = s.fallback;
+  in.util_cap = o.util_cap;
+  in.trained_on = o.trained_on;
+  if (summary) *summary = s;
+  return cascade::CascadeModel::train(in, cfg, progress);
+}
+
+Result<std::vector<Job>> parse_request_records(std::string_view text, const std::string& name,
+                                               double util_cap) {
+  ingest::Trace t;
+  ingest::JobParseOptions po;
+  po.require_outcome = false;
+  size_t line_no = 0;
+  for (std::string_view line : split(text, '\n')) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const nlohmann::json obj = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (obj.is_discarded() || !obj.is_object()) {
+      return Status::invalid(fmt::format("{}:{}: not a JSON object (one canonical job record per "
+                                         "line expected)", name, line_no));
+    }
+    Result<Job> job = ingest::job_from_json(obj, po);
+    if (!job) return job.status().with_context(fmt::format("{}:{}", name, line_no));
+    t.jobs.push_back(std::move(*job));
+  }
+  if (t.jobs.empty()) return Status::invalid(name + ": no job record");
+  ingest::finalize_trace(t, util_cap);
+  return std::move(t.jobs);
+}
+
+std::vector<cascade::JobPrediction> predict_jobs(const cascade::Predictor& predictor,
+                                                 const std::vector<Job>& jobs,
+                                                 const std::vector<Job>* history) {
+  history::HistoryStore store;
+  int64_t last_end = 0;
+  if (history) {
+    for (const Job& h : *history) {
+      store.add_completion(h);
+      last_end = std::max(last_end, h.end_time);
+    }
+  }
+  std::vector<cascade::JobPrediction> out;
+  out.reserve(jobs.size());
+  for (const Job& j : jobs) {
+    if (j.submit_time != 0) {
+      out.push_back(predictor.predict(j, store));
+      continue;
+    }
+    Job at = j;
+    at.submit_time = last_end + 1;
+    out.push_back(predictor.predict(at, store));
+  }
+  return out;
+}
+
+namespace {
+
+std::string bytes_text(const std::optional<uint64_t>& b) {
+  if (!b) return "-";
+  const double gib = static_cast<double>(*b) / (1024.0 * 1024.0 * 1024.0);
+  return fmt::format("{:.2f} GiB", gib);
+}
+
+std::string resource_lines(std::string_view name, const cascade::ResourcePrediction& p) {
+  std::string out = fmt::format(
+      "  {:<4} util {:.3f}  bytes {}  route {}  expert {}  gamma {}  history {} ({})\n", name,
+      p.util, bytes_text(p.bytes), cascade::route_name(p.route), p.expert.empty() ? "-" : p.expert,
+      p.gamma ? fmt::format("{:.2f}", *p.gamma) : "-", p.history_n,
+      p.history_level.empty() ? "none" : p.history_level);
+  if (p.upper_util) {
+    out += fmt::format("       upper {:.3f} at {:.0f}% coverage, recommended request {}\n",
+                       *p.upper_util, 100.0 * p.upper_coverage.value_or(0.0),
+                       bytes_text(p.recommended_bytes));
+  }
+  out += "       " + p.rationale + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string render_prediction(const cascade::JobPrediction& p) {
+  std::string out = fmt::format("job {}{}\n", p.job_id.empty() ? "(no id)" : p.job_id,
+                                p.scripts_absent ? " (no script: the code model reads identity text)" : "");
+  out += resource_lines("mem", p.mem);
+  if (p.vram) {
+    out += resource_lines("vram", *p.vram);
+  } else {
+    out += "  vram -    (no GPUs requested)\n";
+  }
+  return out;
+}
+
+}  // namespace peakcast::eval

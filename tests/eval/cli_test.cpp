@@ -1,0 +1,137 @@
+// The peakcast binary end to end: synth -> evaluate --methods hier_last1,xgboost --json, and
+// synth -> train -> predict --json. Skipped when the binary was not built.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcast";
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+CmdResult run(const std::string& args) {
+  CmdResult r;
+  const std::string cmd = kBinary + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built (cmake --build ... --target peakcast)";
+    dir_ = fs::temp_directory_path() /
+           ("peakcast_cli_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    trace_ = (dir_ / "trace.jsonl").string();
+    ASSERT_EQ(run("synth --jobs 1200 --seed 3 --users 12 --days 25 -o " + trace_).exit_code, 0);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+  std::string trace_;
+};
+
+TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
+  const std::string json = (dir_ / "eval.json").string();
+  const CmdResult r = run("evaluate " + trace_ + " --methods hier_last1,xgboost --bootstrap 100 --threads 2 "
+                    "--latency-jobs 20 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("xgboost"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  std::set<std::string> methods;
+  for (const auto& e : j.at("results")) {
+    methods.insert(e.at("method").get<std::string>());
+    EXPECT_TRUE(e.at("mae").is_number());
+    EXPECT_EQ(e.at("seeds"), 1);
+    EXPECT_TRUE(e.at("latency_us").is_object());
+    EXPECT_FALSE(e.at("latency_us").empty());
+  }
+  EXPECT_EQ(methods, (std::set<std::string>{"hier_last1", "xgboost"}));
+  EXPECT_EQ(j.at("config").at("latency_jobs"), 20);
+  // Unknown methods and malformed options are usage errors.
+  EXPECT_EQ(run("evaluate " + trace_ + " --methods nope").exit_code, 2);
+  EXPECT_EQ(run("evaluate " + trace_ + " --methods code_only --code-option max_epochs").exit_code, 2);
+}
+
+TEST_F(Cli, TrainThenPredictJson) {
+  const std::string model = (dir_ / "model").string();
+  const CmdResult t = run("train " + trace_ + " -o " + model + " --threads 2 --code-option token_dim=8 "
+                    "--code-option hash_buckets=4096 --code-option user_dim=8 --code-option "
+                    "fused_dim=32 --code-option max_epochs=2");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  ASSERT_TRUE(fs::exists(fs::path(model) / "manifest.json"));
+  // The last three jobs of the trace as requests, with the trace itself as history.
+  std::istringstream lines(slurp(trace_));
+  std::vector<std::string> all;
+  for (std::string l; std::getline(lines, l);) all.push_back(l);
+  ASSERT_GE(all.size(), 3u);
+  const std::string jobs = (dir_ / "jobs.jsonl").string();
+  {
+    std::ofstream out(jobs);
+    for (size_t i = all.size() - 3; i < all.size(); ++i) out << all[i] << "\n";
+  }
+  const CmdResult p = run("predict --model " + model + " " + jobs + " --history " + trace_ + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  std::istringstream objs(p.out);
+  size_t n = 0;
+  for (std::string l; std::getline(objs, l);) {
+    if (l.empty()) continue;
+    ++n;
+    const nlohmann::json o = nlohmann::json::parse(l);
+    ASSERT_TRUE(o.at("job_id").is_string());
+    const auto& preds = o.at("predictions");
+    ASSERT_TRUE(preds.at("mem").is_object());
+    ASSERT_TRUE(preds.contains("vram"));
+    for (const auto& res : {preds.at("mem"), preds.at("vram")}) {
+      if (res.is_null()) continue;
+      for (const char* k : {"util", "bytes", "route", "expert", "gamma", "history_n", "rationale"}) {
+        EXPECT_TRUE(res.contains(k)) << k;
+      }
+      const std::string route = res.at("route");
+      EXPECT_TRUE(route == "bypass" || route == "encoder" || route == "cache" || route == "no_history")
+          << route;
+      EXPECT_GE(res.at("util").get<double>(), 0.0);
+      EXPECT_LE(res.at("util").get<double>(), 1.0);
+    }
+  }
+  EXPECT_EQ(n, 3u);
+  // Human-readable form names the route and a rationale for each job.
+  const CmdResult h = run("predict --model " + model + " " + jobs);
+  ASSERT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("route"), std::string::npos);
+  EXPECT_EQ(run("predict --model " + (dir_ / "missing").string() + " " + jobs).exit_code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,301 @@
+// The learned methods in the harness (xgboost, code_only, textcnn, bilstm, cascade) on a small
+// synthetic trace, the seed aggregation, routing shares and latency statistics, and the JSON.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "peakcast/eval/evaluate.h"
+#include "peakcast/eval/report.h"
+#include "peakcast/synth/synth.h"
+
+namespace peakcast::eval {
+namespace {
+
+const ResultRow* find_row(const EvalReport& rep, std::string_view method, Resource r) {
+  for (const ResultRow& row : rep.results) {
+    if (row.method == method && row.resource == r) return &row;
+  }
+  return nullptr;
+}
+
+MethodRegistry all_methods() {
+  MethodRegistry r;
+  register_builtins(r);
+  register_learned(r);
+  return r;
+}
+
+const std::vector<Job>& synth_trace() {
+  static const std::vector<Job> jobs = [] {
+    synth::SynthOptions o;
+    o.jobs = 1500;
+    o.seed = 7;
+    o.users = 16;
+    o.days = 30.0;
+    auto j = synth::generate_trace(o);
+    if (!j) throw std::runtime_error(j.status().message());
+    return std::move(j).value();
+  }();
+  return jobs;
+}
+
+// Small code models so each fit takes seconds on two cores.
+EvalConfig small_config(std::vector<std::string> methods) {
+  EvalConfig c;
+  c.methods = std::move(methods);
+  c.bootstrap = 200;
+  c.threads = 2;
+  c.latency_jobs = 40;
+  c.code_options = {{"token_dim", "8"},   {"hash_buckets", "4096"}, {"seq_buckets", "4096"},
+                    {"seq_max_tokens", "64"}, {"user_dim", "8"},     {"fused_dim", "32"},
+                    {"conv_filters", "8"}, {"lstm_hidden", "8"},    {"max_epochs", "4"},
+                    {"patience", "2"},     {"batch_size", "64"}};
+  return c;
+}
+
+TEST(SeedSummary, MeanAndSampleStandardDeviation) {
+  std::vector<Metrics> m(3);
+  const double mae[3] = {0.1, 0.2, 0.3}, acc[3] = {0.5, 0.5, 0.8};
+  for (int i = 0; i < 3; ++i) {
+    m[i].n = 10;
+    m[i].mae = mae[i];
+    m[i].mse = mae[i] * mae[i];
+    m[i].rmse = mae[i];
+    m[i].acc10 = acc[i];
+  }
+  const SeedSummary s = summarize_seeds(m);
+  EXPECT_EQ(s.seeds, 3u);
+  EXPECT_EQ(s.mean.n, 10u);
+  EXPECT_NEAR(s.mean.mae, 0.2, 1e-12);
+  EXPECT_NEAR(s.sd.mae, 0.1, 1e-12);  // sqrt(((0.1)^2 + 0 + (0.1)^2) / 2)
+  EXPECT_NEAR(s.mean.acc10, 0.6, 1e-12);
+  EXPECT_NEAR(s.sd.acc10, std::sqrt((0.01 + 0.01 + 0.04) / 2.0), 1e-12);
+  const SeedSummary one = summarize_seeds(std::span<const Metrics>(m.data(), 1));
+  EXPECT_EQ(one.sd.mae, 0.0);
+  EXPECT_EQ(one.mean.mae, 0.1);
+  EXPECT_EQ(summarize_seeds({}).seeds, 0u);
+}
+
+TEST(Routing, SharesFromCounts) {
+  auto r = routing_shares({{"bypass", 3}, {"encoder", 5}, {"cache", 2}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->n, 10u);
+  EXPECT_EQ(r->routed, 7u);
+  EXPECT_DOUBLE_EQ(r->encoder_share, 0.7);
+  EXPECT_DOUBLE_EQ(r->bypass_share, 0.3);
+  EXPECT_DOUBLE_EQ(r->cache_share, 2.0 / 7.0);
+  EXPECT_FALSE(routing_shares({{"exact_script", 4}, {"user", 1}}).has_value());
+  EXPECT_FALSE(routing_shares({}).has_value());
+  auto all_bypass = routing_shares({{"bypass", 4}});
+  ASSERT_TRUE(all_bypass.has_value());
+  EXPECT_EQ(all_bypass->cache_share, 0.0);  // no routed job: no division by zero
+}
+
+RC_GTEST_PROP(Routing, EncoderAndBypassSharesSumToOne, ()) {
+  const auto b = *rc::gen::inRange<size_t>(0, 1000);
+  const auto e = *rc::gen::inRange<size_t>(0, 1000);
+  const auto c = *rc::gen::inRange<size_t>(0, 1000);
+  const auto n = *rc::gen::inRange<size_t>(0, 1000);
+  RC_PRE(b + e + c + n > 0);
+  auto r = routing_shares({{"bypass", b}, {"encoder", e}, {"cache", c}, {"no_history", n}});
+  RC_ASSERT(r.has_value());
+  RC_ASSERT(std::fabs(r->encoder_share + r->bypass_share - 1.0) < 1e-12);
+  RC_ASSERT(r->cache_share >= 0.0 && r->cache_share <= 1.0);
+  RC_ASSERT(r->routed == e + c + n);
+}
+
+TEST(Routing, MeanOverSeeds) {
+  std::vector<std::optional<Routing>> v = {routing_shares({{"bypass", 1}, {"encoder", 1}}),
+                                           routing_shares({{"bypass", 0}, {"encoder", 2}})};
+  auto m = mean_routing(v);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_DOUBLE_EQ(m->bypass_share, 0.25);
+  EXPECT_DOUBLE_EQ(m->encoder_share, 0.75);
+  v.push_back(std::nullopt);
+  EXPECT_FALSE(mean_routing(v).has_value());
+}
+
+TEST(Latency, NearestRankPercentilesAndJobRoute) {
+  std::vector<double> us;
+  for (int i = 100; i >= 1; --i) us.push_back(i);
+  const LatencyStats s = latency_stats(us);
+  EXPECT_EQ(s.n, 100u);
+  EXPECT_EQ(s.p50_us, 50.0);
+  EXPECT_EQ(s.p99_us, 99.0);
+  EXPECT_EQ(latency_stats({7.0}).p99_us, 7.0);
+  Prediction p;
+  p.route = {"bypass", "encoder"};
+  EXPECT_EQ(job_route(p), "encoder");
+  p.route = {"cache", ""};
+  EXPECT_EQ(job_route(p), "cache");
+  p.route = {"user", "exact_script"};
+  EXPECT_EQ(job_route(p), "user");
+  p.route = {"", ""};
+  EXPECT_EQ(job_route(p), "unknown");
+}
+
+TEST(Learned, RegistryHoldsTheStudysTable) {
+  MethodRegistry r = all_methods();
+  for (const char* m : {"xgboost", "code_only", "textcnn", "bilstm", "cascade"}) {
+    EXPECT_TRUE(r.contains(m)) << m;
+    auto method = r.create(m, {});
+    ASSERT_TRUE(method.ok());
+    EXPECT_TRUE((*method)->seeded()) << m;
+  }
+  auto h = r.create("hier_last1", {});
+  ASSERT_TRUE(h.ok());
+  EXPECT_FALSE((*h)->seeded());
+  EXPECT_EQ(r.resolve("all")->size(), 11u);
+}
+
+TEST(Learned, BadCodeOptionIsAnInputError) {
+  MethodRegistry reg = all_methods();
+  EvalConfig cfg = small_config({"code_only"});
+  cfg.code_options.emplace_back("no_such_option", "1");
+  Result<EvalReport> rep = evaluate_jobs(synth_trace(), reg, cfg);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.status().message().find("no_such_option"), std::string::npos);
+}
+
+// Every learned method fits, predicts, beats the training median on memory, and its rows carry
+// routing (cascade, code models), latency and seed fields.
+class LearnedOnSynth : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    MethodRegistry reg = all_methods();
+    EvalConfig cfg = small_config(
+        {"hier_last1", "global_median", "xgboost", "code_only", "textcnn", "bilstm", "cascade"});
+    auto rep = evaluate_jobs(synth_trace(), reg, cfg);
+    if (!rep) throw std::runtime_error(rep.status().message());
+    report_ = new EvalReport(std::move(rep).value());
+  }
+  static void TearDownTestSuite() {
+    delete report_;
+    report_ = nullptr;
+  }
+  static EvalReport* report_;
+};
+EvalReport* LearnedOnSynth::report_ = nullptr;
+
+TEST_F(LearnedOnSynth, EveryLearnedMethodBeatsTheGlobalMedian) {
+  for (Resource r : kResources) {
+    const ResultRow* median = find_row(*report_, "global_median", r);
+    ASSERT_NE(median, nullptr);
+    ASSERT_GT(median->metrics.n, 20u);
+    for (const char* m : {"xgboost", "code_only", "textcnn", "bilstm", "cascade"}) {
+      const ResultRow* row = find_row(*report_, m, r);
+      ASSERT_NE(row, nullptr) << m;
+      EXPECT_EQ(row->metrics.n, median->metrics.n);
+      EXPECT_LT(row->metrics.mae, median->metrics.mae) << m << " " << resource_name(r);
+      EXPECT_EQ(row->seeds, 1u);
+      EXPECT_EQ(row->metrics_sd.mae, 0.0);
+    }
+  }
+}
+
+TEST_F(LearnedOnSynth, CascadeRoutingSharesAndLatency) {
+  for (Resource r : kResources) {
+    const ResultRow* row = find_row(*report_, "cascade", r);
+    ASSERT_NE(row, nullptr);
+    ASSERT_TRUE(row->routing.has_value());
+    size_t total = 0;
+    for (const auto& [route, n] : row->routes) {
+      EXPECT_TRUE(route == "bypass" || route == "encoder" || route == "cache" || route == "no_history")
+          << route;
+      total += n;
+    }
+    EXPECT_EQ(total, row->metrics.n);
+    EXPECT_EQ(row->routing->n, row->metrics.n);
+    EXPECT_NEAR(row->routing->encoder_share + row->routing->bypass_share, 1.0, 1e-12);
+    ASSERT_FALSE(row->latency_us.empty());
+    size_t timed = 0;
+    for (const auto& [route, l] : row->latency_us) {
+      EXPECT_LE(l.p50_us, l.p99_us);
+      EXPECT_GT(l.p50_us, 0.0);
+      timed += l.n;
+    }
+    EXPECT_EQ(timed, 40u);
+  }
+  const ResultRow* code = find_row(*report_, "code_only", Resource::kMem);
+  ASSERT_NE(code, nullptr);
+  ASSERT_TRUE(code->routing.has_value());
+  EXPECT_EQ(code->routing->encoder_share, 1.0);
+  const ResultRow* hist = find_row(*report_, "hier_last1", Resource::kMem);
+  ASSERT_NE(hist, nullptr);
+  EXPECT_FALSE(hist->routing.has_value());
+}
+
+TEST_F(LearnedOnSynth, JsonCarriesSeedsRoutingAndLatency) {
+  const nlohmann::json j = to_json(*report_);
+  EXPECT_EQ(j.at("config").at("seeds"), 1);
+  bool saw_cascade = false;
+  for (const auto& e : j.at("results")) {
+    for (const char* k : {"sd", "seeds", "routing", "latency_us", "mae_diff_vs_hier_last1"}) {
+      EXPECT_TRUE(e.contains(k)) << k;
+    }
+    EXPECT_TRUE(e.at("sd").contains("mae"));
+    if (e.at("method") == "cascade") {
+      saw_cascade = true;
+      const auto& g = e.at("routing");
+      ASSERT_TRUE(g.is_object());
+      for (const char* k : {"encoder_share", "bypass_share", "cache_share"}) {
+        EXPECT_TRUE(g.at(k).is_number()) << k;
+      }
+      ASSERT_TRUE(e.at("latency_us").is_object());
+      for (const auto& [route, l] : e.at("latency_us").items()) {
+        EXPECT_TRUE(l.at("p50").is_number());
+        EXPECT_TRUE(l.at("p99").is_number());
+      }
+    }
+  }
+  EXPECT_TRUE(saw_cascade);
+  const auto& ch = j.at("choices").at("cascade");
+  EXPECT_TRUE(ch.contains("mem.expert"));
+  EXPECT_EQ(ch.at("script_text"), "scripts");
+  const std::string table = render_table(*report_);
+  EXPECT_NE(table.find("enc/bypass/cache"), std::string::npos);
+  EXPECT_NE(table.find("latency per route"), std::string::npos);
+}
+
+// Seeds: the mean over seeds equals the mean of separate single-seed runs, the s.d. is the
+// sample s.d. of them, and the interval's point is the mean of their points.
+TEST(Learned, SeedsAggregateSeparateRuns) {
+  MethodRegistry reg = all_methods();
+  EvalConfig both = small_config({"hier_last1", "xgboost"});
+  both.seeds = 2;
+  both.latency_jobs = 0;
+  auto rep2 = evaluate_jobs(synth_trace(), reg, both);
+  ASSERT_TRUE(rep2.ok()) << rep2.status().message();
+  std::array<std::optional<EvalReport>, 2> single;
+  for (uint64_t k = 0; k < 2; ++k) {
+    EvalConfig one = both;
+    one.seeds = 1;
+    one.seed = both.seed + k;
+    auto rep = evaluate_jobs(synth_trace(), reg, one);
+    ASSERT_TRUE(rep.ok());
+    single[k] = std::move(rep).value();
+  }
+  for (Resource r : kResources) {
+    const ResultRow* row = find_row(*rep2, "xgboost", r);
+    const ResultRow* a = find_row(*single[0], "xgboost", r);
+    const ResultRow* b = find_row(*single[1], "xgboost", r);
+    ASSERT_TRUE(row && a && b);
+    EXPECT_EQ(row->seeds, 2u);
+    EXPECT_NEAR(row->metrics.mae, (a->metrics.mae + b->metrics.mae) / 2, 1e-12);
+    EXPECT_NEAR(row->metrics_sd.mae, std::fabs(a->metrics.mae - b->metrics.mae) / std::sqrt(2.0), 1e-12);
+    EXPECT_NEAR(row->metrics.acc10, (a->metrics.acc10 + b->metrics.acc10) / 2, 1e-12);
+    ASSERT_TRUE(row->mae_diff_vs_baseline && a->mae_diff_vs_baseline && b->mae_diff_vs_baseline);
+    // The bootstrap seed is the report's seed (that of run a), so compare points only.
+    EXPECT_NEAR(row->mae_diff_vs_baseline->point,
+                (a->mae_diff_vs_baseline->point + b->mae_diff_vs_baseline->point) / 2, 1e-12);
+    const ResultRow* base = find_row(*rep2, "hier_last1", r);
+    ASSERT_NE(base, nullptr);
+    EXPECT_EQ(base->seeds, 1u);
+    EXPECT_EQ(base->metrics_sd.mae, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace peakcast::eval
