@@ -126,7 +126,7 @@ void real_trace(const std::string& path, int threads) {
 
 int main(int argc, char** argv) {
   size_t n_jobs = 4000, calls = 2000;
-  int epochs = 3, threads = 2;
+  int epochs = 3, threads = 1;
   std::string swf = PEAKCAST_SOURCE_DIR "/../shared/data/swf/LANL-CM5-1994-4.1-cln.first60pct.swf.gz";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];

@@ -31,7 +31,7 @@ CodeModelConfig tiny_config(const std::string& encoder) {
   c.fused_dim = 32;
   c.max_epochs = 2;
   c.batch_size = 32;
-  c.threads = 2;
+  c.threads = 1;
   return c;
 }
 
