@@ -17,22 +17,31 @@ if ! command -v clang++ >/dev/null 2>&1; then
   exit 2
 fi
 
+# LibTorch's headers do not compile with clang 14 in C++20, and no parser needs them: the fuzz
+# build leaves the code model out.
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPEAKCAST_BUILD_FUZZ=ON -DPEAKCAST_BUILD_BENCH=OFF \
+    -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON \
     -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address" \
     -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address" >/dev/null
 fi
 
 if [ -n "${FUZZ_TARGETS:-}" ]; then
   targets="$FUZZ_TARGETS"
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target $targets
 else
+  # Every *_fuzz.cpp whose libraries this configuration builds (tests/fuzz/CMakeLists.txt says
+  # which were skipped and why).
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target fuzz_targets
   targets=""
-  for f in tests/fuzz/*_fuzz.cpp; do targets="$targets $(basename "$f" .cpp)"; done
+  for f in tests/fuzz/*_fuzz.cpp; do
+    t="$(basename "$f" .cpp)"
+    if [ -x "$BUILD_DIR/bin/$t" ]; then targets="$targets $t"; else echo "-- $t not built here, skipped"; fi
+  done
 fi
-# shellcheck disable=SC2086
-cmake --build "$BUILD_DIR" -j "$JOBS" --target $targets
 
 # Seeds: the golden inputs written for each reader (expected outputs excluded).
 seeds_for() {
