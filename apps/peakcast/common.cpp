@@ -31,7 +31,9 @@ void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
 
 void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>& code_options) {
   cmd.add_option("--threads", threads,
-                 "Threads for XGBoost and LibTorch (0 = all cores; LibTorch's own default is 1)")
+                 "Threads for XGBoost and LibTorch (0 = all cores; LibTorch's own default is 1). On a "
+                 "machine shared with other work, run with OMP_WAIT_POLICY=passive: OpenMP's "
+                 "spinning threads otherwise fight for the cores (measured 30x slower)")
       ->check(CLI::NonNegativeNumber)
       ->default_str("0");
   std::string help = "Code-model setting KEY=VALUE over the defaults (repeatable):";

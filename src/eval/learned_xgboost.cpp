@@ -6,10 +6,15 @@
 //   - the script (or identity text) as hashed uni-/bi-gram presence over kTokenBuckets, from the
 //     code model's own tokens (models::code::code_tokens).
 // Sparse rows (absent = missing); trained on the train block, early stopping on validation.
+// Only user and token columns present in at least kMinColumnJobs training jobs become features,
+// renumbered densely after the history/request block: XGBoost's split search costs per feature
+// and node, so 2^18 hashed columns of which a few thousand occur would mostly cost time.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "eval/learned.h"
 #include "peakcast/cascade/cascade_features.h"
@@ -20,12 +25,15 @@
 namespace peakcast::eval::learned {
 namespace {
 
-constexpr size_t kUserBuckets = size_t{1} << 10;
-constexpr size_t kTokenBuckets = size_t{1} << 14;
-constexpr size_t kUserOffset = cascade::kGateFeatures;
+constexpr size_t kUserBuckets = size_t{1} << 16;
+constexpr size_t kTokenBuckets = size_t{1} << 18;
+constexpr size_t kUserOffset = 0;  // hashed-column space, before renumbering
 constexpr size_t kTokenOffset = kUserOffset + kUserBuckets;
-constexpr size_t kColumns = kTokenOffset + kTokenBuckets;
 constexpr size_t kMaxTokens = 4096;
+constexpr size_t kMinColumnJobs = 2;
+
+// Hashed column -> feature index (after the kGateFeatures dense ones).
+using ColumnMap = std::unordered_map<uint32_t, uint32_t>;
 
 // The resource-independent sparse part of a job's row: user and script columns, sorted.
 std::vector<uint32_t> static_columns(const Job& job) {
@@ -45,7 +53,7 @@ std::vector<uint32_t> static_columns(const Job& job) {
 }
 
 void add_row(models::CsrMatrix& m, const Job& job, const history::HistoryView& view,
-             double fallback, const std::vector<uint32_t>& static_cols) {
+             double fallback, const std::vector<uint32_t>& static_cols, const ColumnMap& map) {
   const cascade::GateFeatures g = cascade::gate_features(job, view, history::Expert::kLast1, fallback);
   std::vector<uint32_t> idx;
   std::vector<float> val;
@@ -56,16 +64,20 @@ void add_row(models::CsrMatrix& m, const Job& job, const history::HistoryView& v
     idx.push_back(static_cast<uint32_t>(i));
     val.push_back(g[i]);
   }
+  const size_t first = idx.size();
   for (uint32_t c : static_cols) {
-    idx.push_back(c);
+    auto it = map.find(c);
+    if (it == map.end()) continue;  // too rare in training: not a feature
+    idx.push_back(it->second);
     val.push_back(1.0f);
   }
+  std::sort(idx.begin() + static_cast<std::ptrdiff_t>(first), idx.end());
   m.add_row(idx, val);
 }
 
-models::CsrMatrix empty_matrix() {
+models::CsrMatrix empty_matrix(const ColumnMap& map) {
   models::CsrMatrix m;
-  m.cols = kColumns;
+  m.cols = cascade::kGateFeatures + map.size();
   return m;
 }
 
@@ -97,16 +109,27 @@ class XgboostMethod final : public Method {
     }
     std::vector<std::vector<uint32_t>> cols(used.size());
     for (size_t i = 0; i < used.size(); ++i) cols[i] = static_columns(*used[i]->job);
+    std::map<uint32_t, size_t> seen;  // ordered: the numbering does not depend on hashing order
+    for (size_t i = 0; i < used.size(); ++i) {
+      if (used[i]->block != Block::kTrain) continue;
+      for (uint32_t c : cols[i]) ++seen[c];
+    }
+    columns_.clear();
+    for (const auto& [c, n] : seen) {
+      if (n >= kMinColumnJobs) {
+        columns_.emplace(c, static_cast<uint32_t>(cascade::kGateFeatures + columns_.size()));
+      }
+    }
 
     for (Resource r : kResources) {
       const int ri = idx(r);
-      models::CsrMatrix train = empty_matrix(), valid = empty_matrix();
+      models::CsrMatrix train = empty_matrix(columns_), valid = empty_matrix(columns_);
       std::vector<float> ytrain, yvalid;
       for (size_t i = 0; i < used.size(); ++i) {
         const JobContext& c = *used[i];
         if (!c.job->is_valid(r)) continue;
         const bool is_train = c.block == Block::kTrain;
-        add_row(is_train ? train : valid, *c.job, c.view[ri], fallback_[ri], cols[i]);
+        add_row(is_train ? train : valid, *c.job, c.view[ri], fallback_[ri], cols[i], columns_);
         (is_train ? ytrain : yvalid).push_back(static_cast<float>(c.job->label(r)));
       }
       train_n_[ri] = ytrain.size();
@@ -137,8 +160,8 @@ class XgboostMethod final : public Method {
         p.util[ri] = fallback_[ri];
         continue;
       }
-      models::CsrMatrix m = empty_matrix();
-      add_row(m, job, view[ri], fallback_[ri], cols);
+      models::CsrMatrix m = empty_matrix(columns_);
+      add_row(m, job, view[ri], fallback_[ri], cols, columns_);
       p.util[ri] = booster_[ri]->predict(models::DMatrix::from_csr(m)).at(0);
     }
     return p;
@@ -155,9 +178,9 @@ class XgboostMethod final : public Method {
         for (size_t i = 0; i < jobs.size(); ++i) out[i].util[ri] = fallback_[ri];
         continue;
       }
-      models::CsrMatrix m = empty_matrix();
+      models::CsrMatrix m = empty_matrix(columns_);
       for (size_t i = 0; i < jobs.size(); ++i) {
-        add_row(m, *jobs[i]->job, jobs[i]->view[ri], fallback_[ri], cols[i]);
+        add_row(m, *jobs[i]->job, jobs[i]->view[ri], fallback_[ri], cols[i], columns_);
       }
       const std::vector<float> y = booster_[ri]->predict(models::DMatrix::from_csr(m));
       for (size_t i = 0; i < jobs.size(); ++i) out[i].util[ri] = y.at(i);
@@ -166,6 +189,7 @@ class XgboostMethod final : public Method {
 
   std::vector<std::pair<std::string, std::string>> choices() const override {
     std::vector<std::pair<std::string, std::string>> out;
+    out.emplace_back("sparse_features", std::to_string(columns_.size()));
     for (Resource r : kResources) {
       const int ri = idx(r);
       if (!booster_[ri]) continue;
@@ -183,6 +207,7 @@ class XgboostMethod final : public Method {
 
  private:
   MethodOptions options_;
+  ColumnMap columns_;
   std::array<double, kNumResources> fallback_{};
   std::array<std::optional<models::Booster>, kNumResources> booster_;
   std::array<models::TrainReport, kNumResources> report_;

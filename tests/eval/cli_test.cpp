@@ -65,7 +65,7 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
   const std::string json = (dir_ / "eval.json").string();
-  const CmdResult r = run("evaluate " + trace_ + " --methods hier_last1,xgboost --bootstrap 100 --threads 2 "
+  const CmdResult r = run("evaluate " + trace_ + " --methods hier_last1,xgboost --bootstrap 100 --threads 1 "
                     "--latency-jobs 20 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("xgboost"), std::string::npos);
@@ -87,7 +87,7 @@ TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
 
 TEST_F(Cli, TrainThenPredictJson) {
   const std::string model = (dir_ / "model").string();
-  const CmdResult t = run("train " + trace_ + " -o " + model + " --threads 2 --code-option token_dim=8 "
+  const CmdResult t = run("train " + trace_ + " -o " + model + " --threads 1 --code-option token_dim=8 "
                     "--code-option hash_buckets=4096 --code-option user_dim=8 --code-option "
                     "fused_dim=32 --code-option max_epochs=2");
   ASSERT_EQ(t.exit_code, 0) << t.out;

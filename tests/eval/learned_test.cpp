@@ -46,7 +46,7 @@ EvalConfig small_config(std::vector<std::string> methods) {
   EvalConfig c;
   c.methods = std::move(methods);
   c.bootstrap = 200;
-  c.threads = 2;
+  c.threads = 1;  // two OpenMP threads spin badly on a shared two-core machine
   c.latency_jobs = 40;
   c.code_options = {{"token_dim", "8"},   {"hash_buckets", "4096"}, {"seq_buckets", "4096"},
                     {"seq_max_tokens", "64"}, {"user_dim", "8"},     {"fused_dim", "32"},
