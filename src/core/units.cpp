@@ -56,7 +56,8 @@ std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit) {
   }
   double bytes = *num * mult;
   if (!std::isfinite(bytes) || bytes > 1.8e19) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(bytes));
+  // llround would overflow past INT64_MAX; uint64 holds up to the 1.8e19 checked above.
+  return static_cast<uint64_t>(std::round(bytes));
 }
 
 std::optional<int64_t> parse_slurm_duration(std::string_view text) {

@@ -106,3 +106,15 @@ TEST(Labels, HostOutOfMemoryKeepsVramMeasurement) {
 }
 
 }  // namespace peakcast
+
+namespace peakcast {
+TEST(Units, ParseSizeAboveInt64Range) {
+  // Regression: 10 EiB is above INT64_MAX; it must not wrap.
+  auto v = parse_size("10E", 1);  // unknown suffix E -> rejected
+  EXPECT_FALSE(v);
+  auto big = parse_size("9000P");  // 9000 PiB ~ 1.01e19 bytes
+  ASSERT_TRUE(big);
+  EXPECT_GT(*big, 9223372036854775807ULL);
+  EXPECT_FALSE(parse_size("20000P"));  // ~2.3e19 > uint64 range
+}
+}  // namespace peakcast
