@@ -45,7 +45,8 @@ std::map<std::string, LatencyStats> time_predictions(const Method& method,
     const auto t0 = Clock::now();
     const Prediction p = method.predict(*test[t]->job, test[t]->view);
     const auto t1 = Clock::now();
-    micros[job_route(p)].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    const Job& job = *test[t]->job;
+    micros[job_route(p, {job.is_valid(Resource::kMem), job.is_valid(Resource::kVram)})].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   method.clear_caches();
   std::map<std::string, LatencyStats> out;

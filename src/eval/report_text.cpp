@@ -85,7 +85,7 @@ std::string latency_lines(const EvalReport& r) {
     seen.push_back(row.method);
     std::vector<std::string> parts;
     for (const auto& [route, l] : row.latency_us) {
-      parts.push_back(fmt::format("{} p50 {:.0f} p99 {:.0f} (n={})", route, l.p50_us, l.p99_us, l.n));
+      parts.push_back(fmt::format("{} p50 {:.1f} p99 {:.1f} (n={})", route, l.p50_us, l.p99_us, l.n));
     }
     out += fmt::format("  {}: {}\n", row.method, fmt::join(parts, ", "));
   }

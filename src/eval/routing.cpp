@@ -62,15 +62,18 @@ LatencyStats latency_stats(std::vector<double> micros) {
   return s;
 }
 
-std::string job_route(const Prediction& p) {
+std::string job_route(const Prediction& p, std::array<bool, 2> use) {
   static constexpr std::array<const char*, 4> kCost = {"encoder", "no_history", "cache", "bypass"};
+  bool any = false;
+  for (size_t i = 0; i < p.route.size(); ++i) any = any || (use[i] && !p.route[i].empty());
+  if (!any) use = {true, true};
   for (const char* route : kCost) {
-    for (const std::string& r : p.route) {
-      if (r == route) return r;
+    for (size_t i = 0; i < p.route.size(); ++i) {
+      if (use[i] && p.route[i] == route) return p.route[i];
     }
   }
-  for (const std::string& r : p.route) {
-    if (!r.empty()) return r;
+  for (size_t i = 0; i < p.route.size(); ++i) {
+    if (use[i] && !p.route[i].empty()) return p.route[i];
   }
   return "unknown";
 }

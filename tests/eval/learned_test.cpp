@@ -132,6 +132,10 @@ TEST(Latency, NearestRankPercentilesAndJobRoute) {
   EXPECT_EQ(job_route(p), "cache");
   p.route = {"user", "exact_script"};
   EXPECT_EQ(job_route(p), "user");
+  p.route = {"fallback", "user"};
+  EXPECT_EQ(job_route(p, {false, true}), "user");   // only the valid resource counts
+  p.route = {"bypass", ""};
+  EXPECT_EQ(job_route(p, {false, true}), "bypass");  // ... unless it has no route
   p.route = {"", ""};
   EXPECT_EQ(job_route(p), "unknown");
 }

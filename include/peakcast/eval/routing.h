@@ -48,7 +48,8 @@ LatencyStats latency_stats(std::vector<double> micros);
 
 // One route per job for latency: the costliest route among the job's non-empty per-resource
 // routes (encoder > no_history > cache > bypass); other vocabularies (history methods): the
-// first non-empty route. "unknown" when every route is empty.
-std::string job_route(const Prediction& p);
+// first non-empty route. Only resources with use[r] count (the job's valid ones), unless none
+// of those has a route. "unknown" when every route is empty.
+std::string job_route(const Prediction& p, std::array<bool, 2> use = {true, true});
 
 }  // namespace peakcast::eval
