@@ -58,6 +58,7 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
 void add_evaluate_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_synth_command(CLI::App& app, int& exit_code);
+void add_slurm_sync_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_predict_command(CLI::App& app, int& exit_code);
 

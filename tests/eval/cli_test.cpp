@@ -135,3 +135,42 @@ TEST_F(Cli, TrainThenPredictJson) {
 }
 
 }  // namespace
+
+namespace {
+
+// slurm-sync against a stand-in sacct (a shell script printing a 22.05 `sacct -P` listing):
+// the first run stores both finished jobs, the second finds them known (idempotent by job id).
+TEST(CliSlurmSync, StoresFinishedJobsOnceWithAPersistedCursor) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
+  const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_sync_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path sacct = dir / "sacct";
+  {
+    std::ofstream f(sacct);
+    f << "#!/bin/bash\n"
+         "if [ \"$1\" = -B ]; then echo NONE; exit 0; fi\n"
+         "cat <<'EOF'\n"
+         "JobID|JobName|User|Account|Partition|State|Submit|Start|End|NCPUS|NNodes|ReqMem|AllocTRES|MaxRSS\n"
+         "12|alloc|alice|acct|debug|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:10|1|1|600M|cpu=1,mem=600M,node=1|\n"
+         "12.batch|batch||acct||COMPLETED|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:10|1|1|||217915392\n"
+         "13|other|bob|acct|debug|OUT_OF_MEMORY|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:20|1|1|100M|cpu=1,mem=100M,node=1|\n"
+         "EOF\n";
+  }
+  fs::permissions(sacct, fs::perms::owner_all);
+  const std::string args =
+      "slurm-sync --db " + (dir / "h.db").string() + " --sacct " + sacct.string();
+  CmdResult first = run(args);
+  EXPECT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("2 finished job(s)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find(": 2 new"), std::string::npos) << first.out;
+  CmdResult second = run(args);
+  EXPECT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_NE(second.out.find(": 0 new"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("2 already known"), std::string::npos) << second.out;
+  // A missing --db is a usage error.
+  EXPECT_EQ(run("slurm-sync --sacct " + sacct.string()).exit_code, 2);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace

@@ -1,0 +1,66 @@
+// peakcast slurm-sync: one sacct poll into the daemon's database (cron, or filling the history
+// before peakcastd first starts). A running daemon learns rows written here at its next start;
+// to learn at once, let the daemon poll itself (peakcastd --sync-interval S).
+#include <iostream>
+
+#include "common.h"
+#include "peakcast/serve/slurm_sync.h"
+#include "peakcast/serve/store.h"
+
+namespace peakcast::app {
+
+void add_slurm_sync_command(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string db;
+    std::string sacct = "sacct";
+    int64_t overlap_s = 600;
+    int64_t lookback_s = 7 * 24 * 3600;
+    uint64_t gpu_mem_bytes = 0;
+    double util_cap = 1.0;
+    bool no_scripts = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "slurm-sync",
+      "Poll sacct once for finished jobs and store them as completions in peakcastd's database "
+      "(idempotent by job id; a persisted cursor; safe to run twice or from cron)");
+  cmd->add_option("--db", args->db, "SQLite database of completions (peakcastd --db)")->required();
+  cmd->add_option("--sacct", args->sacct, "sacct program to run")->capture_default_str();
+  cmd->add_option("--overlap", args->overlap_s, "Seconds each poll re-reads before the previous one")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{604800}));
+  cmd->add_option("--lookback", args->lookback_s, "First poll: seconds back from now")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{315360000}));
+  cmd->add_option("--gpu-mem-bytes", args->gpu_mem_bytes,
+                  "Capacity of one GPU when sacct's GRES type does not say it (VRAM labels)");
+  cmd->add_option("--util-cap", args->util_cap, "Labels above this utilization are clipped to it")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-scripts", args->no_scripts, "Do not fetch job scripts with sacct -B");
+  cmd->callback([args, &exit_code] {
+    auto store = serve::open_sqlite_store(args->db);
+    if (!store) {
+      exit_code = fail(store.status());
+      return;
+    }
+    serve::SyncOptions o;
+    o.sacct = args->sacct;
+    o.overlap_s = args->overlap_s;
+    o.initial_lookback_s = args->lookback_s;
+    o.fetch_scripts = !args->no_scripts;
+    o.util_cap = args->util_cap;
+    if (args->gpu_mem_bytes > 0) o.default_gpu_mem_bytes = args->gpu_mem_bytes;
+    serve::CompletionStore& s = **store;
+    auto report = serve::sync_once(s, [&s](const Job& j) { return s.insert(j); }, o);
+    if (!report) {
+      exit_code = fail(report.status());
+      return;
+    }
+    for (const std::string& note : report->notes) std::cerr << "note: " << note << "\n";
+    std::cout << "slurm-sync: " << report->finished << " finished job(s) since "
+              << serve::sacct_time(report->since) << ": " << report->added << " new ("
+              << report->with_script << " with script), " << report->known << " already known, "
+              << report->skipped << " malformed row(s) skipped\n";
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace peakcast::app
