@@ -55,10 +55,7 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
       return;
     }
     for (const std::string& note : report->notes) std::cerr << "note: " << note << "\n";
-    std::cout << "slurm-sync: " << report->finished << " finished job(s) since "
-              << serve::sacct_time(report->since) << ": " << report->added << " new ("
-              << report->with_script << " with script), " << report->known << " already known, "
-              << report->skipped << " malformed row(s) skipped\n";
+    std::cout << "slurm-sync: " << serve::describe(*report) << "\n";
     exit_code = kExitOk;
   });
 }

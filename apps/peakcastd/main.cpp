@@ -184,10 +184,7 @@ int main(int argc, char** argv) {
     auto report = serve::sync_once(
         service.store(), [&service](const Job& j) { return service.add_completion(j); }, sync);
     if (!report) return fail(report.status());
-    std::cout << "slurm-sync: " << report->finished << " finished job(s) since "
-              << serve::sacct_time(report->since) << ": " << report->added << " new ("
-              << report->with_script << " with script), " << report->known << " already known, "
-              << report->skipped << " malformed row(s) skipped\n";
+    std::cout << "slurm-sync: " << serve::describe(*report) << "\n";
     return kExitOk;
   }
 

@@ -181,4 +181,11 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
   return report;
 }
 
+std::string describe(const SyncReport& r) {
+  return std::to_string(r.finished) + " finished job(s) since " + sacct_time(r.since) + ": " +
+         std::to_string(r.added) + " new (" + std::to_string(r.with_script) + " with script), " +
+         std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
+         " malformed row(s) skipped";
+}
+
 }  // namespace peakcast::serve

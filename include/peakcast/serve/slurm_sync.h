@@ -46,6 +46,10 @@ struct SyncReport {
   std::vector<std::string> notes;
 };
 
+// One line for people: "N finished job(s) since T: A new (S with script), K already known, M
+// malformed row(s) skipped".
+std::string describe(const SyncReport& report);
+
 // true: stored now; false: already known.
 using CompletionSink = std::function<Result<bool>(const Job&)>;
 
