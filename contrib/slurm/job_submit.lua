@@ -528,4 +528,5 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.json, PEAKCAST_TEST.build_record, PEAKCAST_TEST.gpus_in = json, build_record, gpus_in
   PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
   PEAKCAST_TEST.set_policy = function(p) POLICY = p end
+  PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
 end
