@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   }
   if (jobs_limit > 0 && jobs.size() > jobs_limit) {
     std::stable_sort(jobs.begin(), jobs.end(),
-                     [](const Job& a, const Job& b) { return a.submit_time < b.submit_time; });
+                     [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
     jobs.resize(jobs_limit);
   }
   const double read_s = since(t_read);

@@ -38,8 +38,8 @@ std::vector<Job> synthetic_jobs(size_t n, uint64_t seed) {
     const int batch = 1 << e(rng), model = m(rng);
     j.job_id = std::to_string(i);
     j.user = "u" + std::to_string(u(rng));
-    j.submit_time = static_cast<int64_t>(i) * 30;
-    j.end_time = j.submit_time + 900;
+    j.submit_ms = static_cast<int64_t>(i) * 30 * kMsPerSecond;
+    j.end_ms = j.submit_ms + 900 * kMsPerSecond;
     j.req_cpus = 8;
     j.req_mem_bytes = 32 * kGiB;
     j.req_gpus = 1;
@@ -100,11 +100,11 @@ void real_trace(const std::string& path, int threads) {
   auto trace = ingest::read_trace(path);
   if (!trace) { std::printf("swf: %s\n", trace.status().message().c_str()); return; }
   auto& jobs = trace->jobs;
-  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.submit_time < b.submit_time; });
+  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
   const size_t n = jobs.size(), a = n * 6 / 10, b = n * 8 / 10;
   // Completion-boundary purge (METHOD.md §2), simplified: drop train jobs ending after val starts.
   std::vector<const Job*> train, val = ptrs(jobs, a, b), test = ptrs(jobs, b);
-  for (size_t i = 0; i < a; ++i) if (jobs[i].end_time < jobs[a].submit_time) train.push_back(&jobs[i]);
+  for (size_t i = 0; i < a; ++i) if (jobs[i].end_ms < jobs[a].submit_ms) train.push_back(&jobs[i]);
   const double read_s = std::chrono::duration<double>(Clock::now() - t0).count();
   CodeModelConfig cfg;  // defaults: bag
   cfg.threads = threads;

@@ -58,8 +58,8 @@ const std::vector<Job>& trace() {
       j.job_id = std::to_string(1'000'000 + i);
       j.user = "user" + std::to_string(static_cast<int>((s * 7919LL) % kUsers));
       j.script_key = script_key(s);
-      j.submit_time = submits[i];
-      j.end_time = j.submit_time + static_cast<int64_t>(60.0 * std::pow(2880.0, u01(rng)));
+      j.submit_ms = submits[i] * peakcast::kMsPerSecond;
+      j.end_ms = j.submit_ms + static_cast<int64_t>(60.0 * std::pow(2880.0, u01(rng))) * peakcast::kMsPerSecond;
       j.valid = {u01(rng) < 0.95, u01(rng) < 0.30};
       j.util = {u01(rng), u01(rng)};
       j.censored = u01(rng) < 0.01;
@@ -108,8 +108,8 @@ KeyStats naive_stats(const std::vector<const Job*>& done, bool by_script, const 
   KeyStats s;
   std::vector<std::pair<int64_t, double>> h;
   for (const Job* j : done) {
-    if (j->end_time < t && j->is_valid(r) && (by_script ? j->script_key : j->user) == key) {
-      h.emplace_back(j->end_time, j->label(r));
+    if (j->end_ms < t && j->is_valid(r) && (by_script ? j->script_key : j->user) == key) {
+      h.emplace_back(j->end_ms, j->label(r));
     }
   }
   std::sort(h.begin(), h.end());
@@ -128,7 +128,7 @@ KeyStats naive_stats(const std::vector<const Job*>& done, bool by_script, const 
   s.expert[2] = median_last(5);
   double num = 0, den = 0;
   for (auto [end, x] : h) {
-    const double w = std::exp2(-static_cast<double>(t - end) / peakcast::history::kDecayHalfLifeS);
+    const double w = std::exp2(-static_cast<double>(t - end) / peakcast::history::kDecayHalfLifeMs);
     num += w * x;
     den += w;
   }
@@ -140,18 +140,18 @@ void BM_ReplayNaive(benchmark::State& state) {
   const auto order = prefix(static_cast<size_t>(state.range(0)));
   std::vector<const Job*> by_end(order);
   std::stable_sort(by_end.begin(), by_end.end(),
-                   [](const Job* a, const Job* b) { return a->end_time < b->end_time; });
+                   [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
   for (auto _ : state) {
     std::vector<const Job*> done;
     size_t next = 0;
     double sink = 0;
     for (const Job* job : order) {
-      while (next < by_end.size() && by_end[next]->end_time < job->submit_time) {
+      while (next < by_end.size() && by_end[next]->end_ms < job->submit_ms) {
         done.push_back(by_end[next++]);
       }
       for (Resource r : kResources) {
-        sink += naive_stats(done, true, job->script_key, job->submit_time, r).expert[0];
-        sink += naive_stats(done, false, job->user, job->submit_time, r).expert[3];
+        sink += naive_stats(done, true, job->script_key, job->submit_ms, r).expert[0];
+        sink += naive_stats(done, false, job->user, job->submit_ms, r).expert[3];
       }
     }
     benchmark::DoNotOptimize(sink);

@@ -89,6 +89,21 @@ models::GbdtParams CascadeConfig::default_fusion_params() {
   return p;
 }
 
+models::GbdtParams CascadeConfig::default_tree_params() {
+  // The `xgboost` baseline's settings: deep enough for the token columns, early-stopped.
+  models::GbdtParams p;
+  p.objective = models::GbdtObjective::kRegSquaredError;
+  p.max_depth = 6;
+  p.eta = 0.1;
+  p.n_rounds = 300;
+  p.early_stopping_rounds = 20;
+  p.subsample = 0.8;
+  p.colsample_bytree = 0.8;
+  p.min_child_weight = 1.0;
+  p.nthread = 2;
+  return p;
+}
+
 Status CascadeConfig::validate() const {
   if (auto st = code.validate(); !st) return st.with_context("code");
   if (!(std::isfinite(code_holdout_share) && code_holdout_share > 0.0 && code_holdout_share <= 0.5))
@@ -99,6 +114,13 @@ Status CascadeConfig::validate() const {
     return Status::invalid("agreement_tol: must be > 0");
   if (auto st = gate.validate(); !st) return st.with_context("gate");
   if (auto st = fusion.validate(); !st) return st.with_context("fusion");
+  if (auto st = tree.validate(); !st) return st.with_context("tree");
+  if (tree.objective != models::GbdtObjective::kRegSquaredError)
+    return Status::invalid("tree.objective: must be reg:squarederror");
+  if (!(std::isfinite(history_margin_se) && history_margin_se >= 0.0))
+    return Status::invalid("history_margin_se: must be >= 0");
+  if (q_source != "auto" && q_source != "code_model" && q_source != "tree_route")
+    return Status::invalid("q_source: must be auto, code_model or tree_route");
   if (gate.objective != models::GbdtObjective::kBinaryLogistic)
     return Status::invalid("gate.objective: must be binary:logistic");
   if (fusion.objective != models::GbdtObjective::kRegLogistic)
@@ -162,6 +184,10 @@ nlohmann::json to_json(const CascadeConfig& c) {
           {"agreement_tol", c.agreement_tol},
           {"gate", to_json(c.gate)},
           {"fusion", to_json(c.fusion)},
+          {"tree", to_json(c.tree)},
+          {"history_margin_se", c.history_margin_se},
+          {"allow_history_only", c.allow_history_only},
+          {"q_source", c.q_source},
           {"min_component_examples", c.min_component_examples},
           {"tau_grid", c.tau_grid},
           {"trust_coef_grid", c.trust_coef_grid},
@@ -181,10 +207,17 @@ Result<CascadeConfig> cascade_config_from_json(const nlohmann::json& j) {
       auto cc = models::code::code_config_from_json(*it);
       if (!cc) return cc.status().with_context("code");
       c.code = *cc;
-    } else if (k == "gate" || k == "fusion") {
+    } else if (k == "gate" || k == "fusion" || k == "tree") {
       auto p = gbdt_params_from_json(*it);
       if (!p) return p.status().with_context(k);
-      (k == "gate" ? c.gate : c.fusion) = *p;
+      (k == "gate" ? c.gate : k == "fusion" ? c.fusion : c.tree) = *p;
+    } else if (k == "history_margin_se") { st = read_number(*it, k, c.history_margin_se);
+    } else if (k == "allow_history_only") {
+      if (!it->is_boolean()) return Status::invalid(k + ": expected true or false");
+      c.allow_history_only = it->get<bool>();
+    } else if (k == "q_source") {
+      if (!it->is_string()) return Status::invalid(k + ": expected a string");
+      c.q_source = it->get<std::string>();
     } else if (k == "code_holdout_share") { st = read_number(*it, k, c.code_holdout_share);
     } else if (k == "fit_share_of_validation") { st = read_number(*it, k, c.fit_share_of_validation);
     } else if (k == "agreement_tol") { st = read_number(*it, k, c.agreement_tol);
@@ -197,7 +230,8 @@ Result<CascadeConfig> cascade_config_from_json(const nlohmann::json& j) {
     } else if (k == "min_conformal") { st = read_number(*it, k, c.min_conformal);
     } else {
       st = Status::invalid(k + ": unknown cascade config key (valid: code, code_holdout_share, "
-                           "fit_share_of_validation, agreement_tol, gate, fusion, "
+                           "fit_share_of_validation, agreement_tol, gate, fusion, tree, history_margin_se, "
+                           "allow_history_only, q_source, "
                            "min_component_examples, tau_grid, trust_coef_grid, trust_floor_grid, "
                            "cache_capacity, coverage, min_conformal)");
     }

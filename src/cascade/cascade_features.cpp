@@ -12,8 +12,9 @@ namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// exact: 9 features, user: 9 features (4 experts, log1p count, mad, spread, log1p age h, censored).
-constexpr int kLevelFeatures = 9;
+// exact: 14 features, user: 14 features (4 experts, log1p count, mad, spread, log1p age h,
+// censored, the 4 experts' recent walk-forward errors, how many labels those rest on).
+constexpr int kLevelFeatures = 14;
 
 void put_level(const history::KeyStats& s, float* out) {
   if (s.count <= 0) {
@@ -27,6 +28,10 @@ void put_level(const history::KeyStats& s, float* out) {
   out[6] = static_cast<float>(s.spread);
   out[7] = static_cast<float>(std::log1p(std::max(0.0, s.age_last_s) / 3600.0));
   out[8] = static_cast<float>(s.censored_recent);
+  for (int e = 0; e < history::kNumExperts; ++e) {
+    out[9 + e] = s.err_n > 0 ? static_cast<float>(s.recent_err[static_cast<size_t>(e)]) : kNaN;
+  }
+  out[13] = static_cast<float>(s.err_n);
 }
 
 }  // namespace
@@ -36,8 +41,10 @@ const std::array<std::string_view, kGateFeatures>& gate_feature_names() {
       "h", "level", "disagreement_h",
       "exact_last1", "exact_median3", "exact_median5", "exact_ewma", "exact_log1p_n",
       "exact_mad", "exact_spread", "exact_log1p_age_h", "exact_censored",
+      "exact_err_last1", "exact_err_median3", "exact_err_median5", "exact_err_ewma", "exact_err_n",
       "user_last1", "user_median3", "user_median5", "user_ewma", "user_log1p_n",
       "user_mad", "user_spread", "user_log1p_age_h", "user_censored",
+      "user_err_last1", "user_err_median3", "user_err_median5", "user_err_ewma", "user_err_n",
       "exact_vs_user",
       "log1p_req_cpus", "log1p_req_mem_gib", "log1p_req_gpus", "log1p_req_time_h",
       "log1p_mem_per_core_gib", "log1p_gpu_mem_gib", "has_gpu", "has_mem_request",
@@ -58,15 +65,16 @@ const std::array<std::string_view, kFusionFeatures>& fusion_feature_names() {
   return names;
 }
 
-double history_estimate(const history::HistoryView& view, history::Expert e, double fallback) {
-  return view.estimate(e, fallback);
+double history_estimate(const history::HistoryView& view, history::Expert e, double fallback,
+                        const history::ExpertPriors& priors) {
+  return view.estimate(e, fallback, priors);
 }
 
 GateFeatures gate_features(const Job& job, const history::HistoryView& view, history::Expert e,
-                           double fallback) {
+                           double fallback, const history::ExpertPriors& priors) {
   static_assert(3 + 2 * kLevelFeatures + 1 + features::kNumRequestFeatures + 1 == kGateFeatures);
   GateFeatures f{};
-  const double h = view.estimate(e, fallback);
+  const double h = view.estimate(e, fallback, priors);
   f[0] = static_cast<float>(h);
   f[1] = static_cast<float>(static_cast<int>(view.level));
   // How far the candidate is from the other experts at the answering level.
@@ -80,11 +88,10 @@ GateFeatures gate_features(const Job& job, const history::HistoryView& view, his
   }
   put_level(view.exact, &f[3]);
   put_level(view.user, &f[3 + kLevelFeatures]);
-  const int ei = static_cast<int>(e);
+  const auto ei = static_cast<size_t>(e == history::Expert::kCombined ? history::Expert::kMedian3 : e);
   f[3 + 2 * kLevelFeatures] =
       (view.exact.count > 0 && view.user.count > 0)
-          ? static_cast<float>(std::abs(view.exact.expert[static_cast<size_t>(ei)] -
-                                        view.user.expert[static_cast<size_t>(ei)]))
+          ? static_cast<float>(std::abs(view.exact.expert[ei] - view.user.expert[ei]))
           : kNaN;
   const auto req = features::raw_request_features(job);
   std::copy(req.begin(), req.end(), f.begin() + 4 + 2 * kLevelFeatures);

@@ -13,6 +13,7 @@
 
 #include "peakcast/cascade/cascade_model.h"
 #include "peakcast/cascade/exact_cache.h"
+#include "peakcast/cascade/tree_route.h"
 #include "peakcast/models/gbdt.h"
 
 namespace peakcast::cascade {
@@ -72,6 +73,12 @@ struct CascadeModel::Impl {
   std::array<double, kNumResources> fallback{0.5, 0.5};
   std::string trained_on;
   models::code::CodeModel code;
+  // Where Q comes from per resource (chosen on the gate/fusion set): the code model or the tree
+  // route. The tree route exists when some resource uses it.
+  std::array<QSource, kNumResources> q_source{QSource::kCodeModel, QSource::kCodeModel};
+  std::optional<TreeRoute> tree;
+  // Priors of the combined history estimate (learned on every train and validation job).
+  std::array<history::ExpertPriors, kNumResources> priors;
   std::array<Component, kNumResources> gate;    // for the chosen expert of each resource
   std::array<Component, kNumResources> fusion;
   std::array<ResourcePolicy, kNumResources> policy;

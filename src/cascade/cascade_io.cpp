@@ -24,18 +24,21 @@ json names_json(const auto& names) {
 }
 
 json policy_json(const ResourcePolicy& p) {
-  return {{"expert", std::string(history::expert_name(p.expert))}, {"tau", p.tau},
+  return {{"history_only", p.history_only},
+          {"expert", std::string(history::expert_name(p.expert))}, {"tau", p.tau},
           {"trust_coef", p.trust_coef}, {"trust_floor", p.trust_floor}, {"policy_n", p.policy_n},
           {"policy_mae", p.policy_mae}, {"policy_encoder_share", p.policy_encoder_share},
-          {"policy_history_mae", p.policy_history_mae}};
+          {"policy_history_mae", p.policy_history_mae},
+          {"policy_fused_mae", p.policy_fused_mae}};
 }
 
 Result<ResourcePolicy> policy_from_json(const json& j) {
   if (!j.is_object()) return Status::invalid("expected an object");
   ResourcePolicy p;
   auto e = history::parse_expert(j.value("expert", std::string()));
-  if (!e) return Status::invalid("expert: unknown (valid: last1, median3, median5, ewma)");
+  if (!e) return Status::invalid("expert: unknown (valid: last1, median3, median5, ewma, combined)");
   p.expert = *e;
+  p.history_only = j.value("history_only", false);
   for (const char* k : {"tau", "trust_coef", "trust_floor"})
     if (!j.contains(k) || !j[k].is_number()) return Status::invalid(std::string(k) + ": required number");
   p.tau = j["tau"].get<double>();
@@ -45,6 +48,7 @@ Result<ResourcePolicy> policy_from_json(const json& j) {
   p.policy_mae = j.value("policy_mae", 0.0);
   p.policy_encoder_share = j.value("policy_encoder_share", 0.0);
   p.policy_history_mae = j.value("policy_history_mae", 0.0);
+  p.policy_fused_mae = j.value("policy_fused_mae", 0.0);
   return p;
 }
 
@@ -80,7 +84,7 @@ json sets_json(const TrainingSets& s) {
   json gate = json::object(), fusion = json::object();
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
-    for (history::Expert e : history::kExperts) {
+    for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
       gate[std::string(resource_name(r))][std::string(history::expert_name(e))] = s.gate[ri][ei];
       fusion[std::string(resource_name(r))][std::string(history::expert_name(e))] = s.fusion[ri][ei];
@@ -110,7 +114,7 @@ TrainingSets sets_from_json(const json& j) {
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
     const std::string rn(resource_name(r));
-    for (history::Expert e : history::kExperts) {
+    for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
       const std::string en(history::expert_name(e));
       if (j.contains("gate") && j["gate"].contains(rn)) s.gate[ri][ei] = list(j["gate"][rn].value(en, json()));
@@ -140,6 +144,26 @@ Result<Component> component_from_json(const std::string& dir, const json& j) {
   return c;
 }
 
+json priors_json(const history::ExpertPriors& p) { return {{"err", p.err}, {"n", p.n}}; }
+
+Result<history::ExpertPriors> priors_from_json(const json& j) {
+  try {
+    history::ExpertPriors p;
+    p.err = j.at("err").get<std::array<std::array<double, history::kNumExperts>, 2>>();
+    p.n = j.at("n").get<std::array<size_t, 2>>();
+    return p;
+  } catch (const json::exception& e) {
+    return Status::invalid(std::string("expected {\"err\": [[4], [4]], \"n\": [2]}: ") + e.what());
+  }
+}
+
+Result<QSource> q_source_from_json(const json& j) {
+  const std::string s = j.is_string() ? j.get<std::string>() : std::string();
+  if (s == q_source_name(QSource::kCodeModel)) return QSource::kCodeModel;
+  if (s == q_source_name(QSource::kTreeRoute)) return QSource::kTreeRoute;
+  return Status::invalid("unknown Q source (valid: code_model, tree_route)");
+}
+
 }  // namespace
 
 Status CascadeModel::save(const std::string& dir) const {
@@ -151,11 +175,25 @@ Status CascadeModel::save(const std::string& dir) const {
   if (auto st = m.code.save((base / "code").string()); !st) return st;
 
   json policy = json::object(), components = json::object(), upper = json::object(),
-       gate_mean = json::object(), fallback = json::object();
+       gate_mean = json::object(), fallback = json::object(), q_source = json::object(),
+       priors = json::object();
+  json tree = nullptr;
+  if (m.tree) {
+    tree = {{"route", m.tree->to_json()}, {"files", json::object()}};
+    for (Resource r : kResources) {
+      const auto bytes = m.tree->booster_bytes(r);
+      if (!bytes) continue;
+      const std::string file = component_file("tree", r);
+      if (auto st = write_file_atomic((base / file).string(), *bytes); !st) return st;
+      tree["files"][std::string(resource_name(r))] = file;
+    }
+  }
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
     const std::string rn(resource_name(r));
     policy[rn] = policy_json(m.policy[ri]);
+    q_source[rn] = std::string(q_source_name(m.q_source[ri]));
+    priors[rn] = priors_json(m.priors[ri]);
     upper[rn] = upper_json(m.upper[ri]);
     fallback[rn] = m.fallback[ri];
     json gm = json::array();
@@ -185,6 +223,9 @@ Status CascadeModel::save(const std::string& dir) const {
       {"trained_on", m.trained_on},
       {"config", to_json(m.cfg)},
       {"policy", policy},
+      {"q_source", q_source},
+      {"priors", priors},
+      {"tree_route", tree},
       {"components", components},
       {"upper_bound", upper},
       {"features", {{"gate", names_json(gate_feature_names())},
@@ -220,8 +261,8 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir) {
 
 Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
   static const char* kKeys[] = {"format_version", "kind", "util_cap", "fallback", "trained_on",
-                                "config", "policy", "components", "upper_bound", "features",
-                                "code_model", "training"};
+                                "config", "policy", "q_source", "priors", "tree_route",
+                                "components", "upper_bound", "features", "code_model", "training"};
   for (auto it = m.begin(); it != m.end(); ++it) {
     bool known = false;
     for (const char* k : kKeys) known = known || it.key() == k;
@@ -234,7 +275,10 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
     return Status::unsupported("format_version " + std::to_string(version) +
                                " of kind \"cascade\" is newer than this build reads (" +
                                std::to_string(kCascadeFormatVersion) + "); upgrade peakcast or retrain");
-  if (version < 1) return Status::invalid("format_version: must be >= 1");
+  if (version < kCascadeFormatVersion)
+    return Status::unsupported("format_version " + std::to_string(version) +
+                               " of kind \"cascade\" was written by an older peakcast whose gate "
+                               "features differ from this build's; retrain with `peakcast train`");
   if (m.value("kind", std::string()) != "cascade") return Status::invalid("kind: expected \"cascade\"");
 
   auto impl = std::make_unique<Impl>();
@@ -259,6 +303,12 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
     auto ub = upper_from_json(m["upper_bound"].value(rn, json(nullptr)));
     if (!ub) return ub.status().with_context("upper_bound." + rn);
     impl->upper[ri] = *ub;
+    auto qs = q_source_from_json(m.value("q_source", json::object()).value(rn, json(nullptr)));
+    if (!qs) return qs.status().with_context("q_source." + rn);
+    impl->q_source[ri] = *qs;
+    auto pr = priors_from_json(m.value("priors", json::object()).value(rn, json(nullptr)));
+    if (!pr) return pr.status().with_context("priors." + rn);
+    impl->priors[ri] = *pr;
     const json& comp = m["components"].value(rn, json::object());
     auto gate = component_from_json(dir, comp.value("gate", json(nullptr)));
     if (!gate) return gate.status().with_context("components." + rn + ".gate");
@@ -270,6 +320,24 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
       for (const auto& v : m["features"]["gate_mean"].value(rn, json::array()))
         impl->gate_feature_mean[ri].push_back(null_to_nan(v));
     }
+  }
+  if (const json& t = m.value("tree_route", json(nullptr)); t.is_object()) {
+    std::array<std::optional<std::string>, kNumResources> boosters;
+    for (Resource r : kResources) {
+      const json& f = t.value("files", json::object()).value(std::string(resource_name(r)), json(nullptr));
+      if (!f.is_string()) continue;
+      auto bytes = read_file((std::filesystem::path(dir) / f.get<std::string>()).string());
+      if (!bytes) return bytes.status();
+      boosters[static_cast<size_t>(idx(r))] = std::move(bytes).value();
+    }
+    auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
+    if (!route) return route.status();
+    impl->tree.emplace(std::move(route).value());
+  }
+  for (Resource r : kResources) {
+    if (impl->q_source[static_cast<size_t>(idx(r))] == QSource::kTreeRoute && !impl->tree)
+      return Status::invalid("q_source." + std::string(resource_name(r)) +
+                             ": tree_route chosen but the manifest has no tree_route");
   }
   if (m.contains("features")) {
     const json& g = m["features"].value("gate", json::array());

@@ -55,10 +55,12 @@ std::array<Pre, kNumResources> decide(const CascadeModel::Impl& m, const Job& jo
     const history::Expert e = m.policy[ri].expert;
     p.active = true;
     p.level = v.level;
-    p.h = v.estimate(e, m.fallback[ri]);
-    p.gate = gate_features(job, v, e, m.fallback[ri]);
-    // The gate only ever opens with exact-script history.
-    if (v.level == history::Level::kExactScript) {
+    p.h = v.estimate(e, m.fallback[ri], m.priors[ri]);
+    p.gate = gate_features(job, v, e, m.fallback[ri], m.priors[ri]);
+    if (m.policy[ri].history_only) {
+      p.bypass = v.level != history::Level::kNone;  // history wherever there is some
+    } else if (v.level == history::Level::kExactScript) {
+      // The gate only ever opens with exact-script history.
       p.prob = m.gate[ri].predict(p.gate);
       p.bypass = p.prob >= m.policy[ri].tau;
     }
@@ -66,10 +68,22 @@ std::array<Pre, kNumResources> decide(const CascadeModel::Impl& m, const Job& jo
   return pre;
 }
 
-bool needs_encoder(const std::array<Pre, kNumResources>& pre) {
-  for (const Pre& p : pre)
-    if (p.active && !p.bypass) return true;
+// Whether some resource needs Q from `source`.
+bool needs_q(const CascadeModel::Impl& m, const std::array<Pre, kNumResources>& pre, QSource source) {
+  for (size_t ri = 0; ri < pre.size(); ++ri)
+    if (pre[ri].active && !pre[ri].bypass && m.q_source[ri] == source) return true;
   return false;
+}
+
+// Fills Q of the resources served by the tree route.
+void add_tree_q(const CascadeModel::Impl& m, const Job& job, const HistoryViews& views,
+                const std::array<Pre, kNumResources>& pre, models::code::CodePrediction& q) {
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    if (!pre[ri].active || pre[ri].bypass || m.q_source[ri] != QSource::kTreeRoute) continue;
+    if (!m.tree) throw std::logic_error("cascade: tree route chosen but not present");
+    q.util[ri] = static_cast<float>(std::clamp(m.tree->predict(job, views[ri], r), 0.0, m.util_cap));
+  }
 }
 
 std::string history_phrase(const history::HistoryView& v, history::Expert e) {
@@ -98,14 +112,17 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
     throw std::logic_error("cascade: no-history route without a code-model output");
   p.util = resolve_util(v.level, pre.bypass, pre.h, qr, gamma, v.exact.mad, pol, m.util_cap);
 
-  const char* src = from_cache ? "cached code model" : "code model";
+  const bool tree = m.q_source[ri] == QSource::kTreeRoute;
+  from_cache = from_cache && !tree;
+  const char* src = tree ? "tree route" : from_cache ? "cached code model" : "code model";
   if (v.level == history::Level::kNone) {
     p.route = Route::kNoHistory;
     p.rationale = res + ": no history for this script or user; " + src + " Q = " + f3(p.util);
   } else if (pre.bypass) {
     p.route = Route::kBypass;
     p.expert = std::string(history::expert_name(pol.expert));
-    p.rationale = res + ": bypass (gate " + f2(pre.prob) + " >= " + f2(pol.tau) + "): " +
+    p.rationale = res + (pol.history_only ? std::string(": history (chosen on validation): ")
+                                          : ": bypass (gate " + f2(pre.prob) + " >= " + f2(pol.tau) + "): ") +
                   history_phrase(v, pol.expert) + " = " + f3(p.util);
   } else {
     p.route = from_cache ? Route::kCache : Route::kEncoder;
@@ -158,6 +175,10 @@ CascadeModel::~CascadeModel() = default;
 CascadeModel::CascadeModel(CascadeModel&&) noexcept = default;
 CascadeModel& CascadeModel::operator=(CascadeModel&&) noexcept = default;
 
+std::string_view q_source_name(QSource s) {
+  return s == QSource::kTreeRoute ? "tree_route" : "code_model";
+}
+
 Result<CascadeModel> CascadeModel::train(const TrainingInput& input, const CascadeConfig& config,
                                          const ProgressFn& progress) {
   auto impl = train_cascade(input, config, progress);
@@ -176,15 +197,26 @@ JobPrediction CascadeModel::predict(const Job& job, const history::HistoryStore&
 JobPrediction CascadeModel::predict_views(const Job& job, const HistoryViews& views) const {
   const Impl& m = *impl_;
   const auto pre = decide(m, job, views);
-  if (!needs_encoder(pre)) return assemble(m, job, views, pre, nullptr, false);
-  const bool use_cache = m.cache->capacity() > 0;
-  const std::string key = use_cache ? exact_cache_key(job) : std::string();
-  if (use_cache) {
-    if (auto hit = m.cache->get(key)) return assemble(m, job, views, pre, &*hit, true);
+  const bool code = needs_q(m, pre, QSource::kCodeModel);
+  const bool tree = needs_q(m, pre, QSource::kTreeRoute);
+  if (!code && !tree) return assemble(m, job, views, pre, nullptr, false);
+  models::code::CodePrediction q{};
+  bool from_cache = false;
+  if (code) {
+    const bool use_cache = m.cache->capacity() > 0;
+    const std::string key = use_cache ? exact_cache_key(job) : std::string();
+    std::optional<models::code::CodePrediction> hit;
+    if (use_cache) hit = m.cache->get(key);
+    if (hit) {
+      q = *hit;
+      from_cache = true;
+    } else {
+      q = m.code.predict(job);
+      if (use_cache) m.cache->put(key, q);
+    }
   }
-  const models::code::CodePrediction q = m.code.predict(job);
-  if (use_cache) m.cache->put(key, q);
-  return assemble(m, job, views, pre, &q, false);
+  add_tree_q(m, job, views, pre, q);
+  return assemble(m, job, views, pre, &q, from_cache);
 }
 
 std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job* const> jobs,
@@ -196,7 +228,7 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
   const bool use_cache = m.cache->capacity() > 0;
   std::vector<std::array<Pre, kNumResources>> pre(n);
   std::vector<models::code::CodePrediction> q(n);
-  std::vector<int> source(n, -1);       // -1 none, 0 fresh, 1 cache
+  std::vector<int> source(n, -1);       // -1 none, 0 fresh, 1 cache, 2 tree route only
   std::vector<size_t> same_as(n, n);    // within-batch duplicate of an earlier fresh job
   std::vector<std::string> keys(n);
   std::unordered_map<std::string, size_t> first_fresh;
@@ -204,7 +236,8 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
   std::vector<size_t> to_run_pos;
   for (size_t i = 0; i < n; ++i) {
     pre[i] = decide(m, *jobs[i], views[i]);
-    if (!needs_encoder(pre[i])) continue;
+    if (needs_q(m, pre[i], QSource::kTreeRoute)) source[i] = 2;  // Q from the tree route only, so far
+    if (!needs_q(m, pre[i], QSource::kCodeModel)) continue;
     if (use_cache) {
       keys[i] = exact_cache_key(*jobs[i]);
       if (auto hit = m.cache->get(keys[i])) {
@@ -232,6 +265,7 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (same_as[i] < n) q[i] = q[same_as[i]];
+    add_tree_q(m, *jobs[i], views[i], pre[i], q[i]);
     const models::code::CodePrediction* qp = source[i] >= 0 ? &q[i] : nullptr;
     out.push_back(assemble(m, *jobs[i], views[i], pre[i], qp, source[i] == 1));
   }
@@ -245,7 +279,9 @@ std::string CascadeModel::describe() const {
                   (m.code.trained_without_scripts() ? " (trained without scripts)" : "");
   for (Resource r : kResources) {
     const ResourcePolicy& p = m.policy[static_cast<size_t>(idx(r))];
-    s += ", " + std::string(resource_name(r)) + " " + std::string(history::expert_name(p.expert)) +
+    s += ", " + std::string(resource_name(r)) + " Q " +
+         std::string(q_source_name(m.q_source[static_cast<size_t>(idx(r))])) + " " +
+         (p.history_only ? "history only " : "") + std::string(history::expert_name(p.expert)) +
          " tau " + f2(p.tau) + " trust " + (p.trust_coef >= 1e6 ? std::string("off") :
                                              f2(p.trust_coef) + "xMAD floor " + f2(p.trust_floor));
   }
@@ -261,6 +297,10 @@ const std::array<ResourcePolicy, kNumResources>& CascadeModel::policy() const { 
 const std::array<UpperBound, kNumResources>& CascadeModel::upper_bound() const { return impl_->upper; }
 const std::array<double, kNumResources>& CascadeModel::fallback() const { return impl_->fallback; }
 const CascadeTrainReport& CascadeModel::report() const { return impl_->report; }
+const std::array<history::ExpertPriors, kNumResources>& CascadeModel::priors() const {
+  return impl_->priors;
+}
+const std::array<QSource, kNumResources>& CascadeModel::q_source() const { return impl_->q_source; }
 void CascadeModel::clear_cache() const { impl_->cache->clear(); }
 size_t CascadeModel::cache_size() const { return impl_->cache->size(); }
 

@@ -18,7 +18,8 @@ struct Row {
 
 std::vector<Row> rows_for(const TrainingInput& in, const std::vector<size_t>& pos,
                           const std::vector<models::code::CodePrediction>& q, Resource r,
-                          history::Expert e, const Component& gate, const Component& fusion) {
+                          history::Expert e, const history::ExpertPriors& priors,
+                          const Component& gate, const Component& fusion) {
   const auto ri = static_cast<size_t>(idx(r));
   std::vector<Row> rows;
   std::vector<float> gx, fx;
@@ -28,11 +29,11 @@ std::vector<Row> rows_for(const TrainingInput& in, const std::vector<size_t>& po
     const history::HistoryView& v = t.views[ri];
     Row row{};
     row.level = v.level;
-    row.h = v.estimate(e, in.fallback[ri]);
+    row.h = v.estimate(e, in.fallback[ri], priors);
     row.q = static_cast<double>(q[k].util[ri]);
     row.y = std::clamp(t.job->label(r), 0.0, in.util_cap);
     row.mad = v.exact.mad;
-    const GateFeatures g = gate_features(*t.job, v, e, in.fallback[ri]);
+    const GateFeatures g = gate_features(*t.job, v, e, in.fallback[ri], priors);
     const FusionFeatures f = fusion_features(g, row.h, row.q);
     gx.insert(gx.end(), g.begin(), g.end());
     fx.insert(fx.end(), f.begin(), f.end());
@@ -53,18 +54,45 @@ struct Score {
   size_t encoder = 0;
 };
 
+// Whether the policy serves H without the encoder: the gate cleared tau, or history_only with
+// some history.
+bool bypassed(const Row& row, const ResourcePolicy& p) {
+  if (p.history_only) return row.level != history::Level::kNone;
+  return row.prob >= p.tau;
+}
+
+double served(const Row& row, const ResourcePolicy& p, double cap) {
+  return resolve_util(row.level, bypassed(row, p), row.h, row.q, row.gamma, row.mad, p, cap);
+}
+
 Score score(const std::vector<Row>& rows, const ResourcePolicy& p, double cap) {
   Score s;
   if (rows.empty()) return {0.0, 0};
   double err = 0.0;
   for (const Row& row : rows) {
-    const bool bypass = row.prob >= p.tau;
-    const double u = resolve_util(row.level, bypass, row.h, row.q, row.gamma, row.mad, p, cap);
-    err += std::abs(u - row.y);
-    s.encoder += bypass ? 0 : 1;
+    err += std::abs(served(row, p, cap) - row.y);
+    s.encoder += bypassed(row, p) ? 0 : 1;
   }
   s.mae = err / static_cast<double>(rows.size());
   return s;
+}
+
+// Mean and standard error of the paired per-job difference |a - y| - |b - y|.
+std::pair<double, double> paired_difference(const std::vector<Row>& rows_a, const ResourcePolicy& a,
+                                            const std::vector<Row>& rows_b, const ResourcePolicy& b,
+                                            double cap) {
+  const size_t n = std::min(rows_a.size(), rows_b.size());
+  if (n < 2) return {0.0, 0.0};
+  double sum = 0.0, sq = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = std::abs(served(rows_a[i], a, cap) - rows_a[i].y) -
+                     std::abs(served(rows_b[i], b, cap) - rows_b[i].y);
+    sum += d;
+    sq += d * d;
+  }
+  const double mean = sum / static_cast<double>(n);
+  const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(n - 1));
+  return {mean, std::sqrt(var / static_cast<double>(n))};
 }
 
 }  // namespace
@@ -78,9 +106,33 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
     Score best_score;
     std::vector<Row> best_rows;
     bool first = true;
-    for (history::Expert e : history::kExperts) {
+    // History alone, with the estimate history::choose_estimate picks on the policy set.
+    std::array<std::vector<Row>, history::kNumEstimates> rows_by_estimate;
+    for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
-      std::vector<Row> rows = rows_for(in, pos, q, r, e, cand.gate[ri][ei], cand.fusion[ri][ei]);
+      rows_by_estimate[ei] = rows_for(in, pos, q, r, e, cand.priors[ri], cand.gate[ri][ei],
+                                      cand.fusion[ri][ei]);
+    }
+    ResourcePolicy hist;
+    hist.history_only = true;
+    {
+      std::vector<std::array<double, history::kNumEstimates>> errs;
+      const auto& some = rows_by_estimate[0];
+      for (size_t i = 0; i < some.size(); ++i) {
+        if (some[i].level == history::Level::kNone) continue;  // Q there, whatever the estimate
+        std::array<double, history::kNumEstimates> row{};
+        for (history::Expert e : history::kEstimates) {
+          const auto ei = static_cast<size_t>(static_cast<int>(e));
+          row[ei] = std::abs(std::clamp(rows_by_estimate[ei][i].h, 0.0, in.util_cap) - some[i].y);
+        }
+        errs.push_back(row);
+      }
+      hist.expert = history::choose_estimate(errs, cfg.history_margin_se);
+    }
+    const std::vector<Row>& hist_rows = rows_by_estimate[static_cast<size_t>(hist.expert)];
+    for (history::Expert e : history::kEstimates) {
+      const auto ei = static_cast<size_t>(static_cast<int>(e));
+      std::vector<Row>& rows = rows_by_estimate[ei];
       bool improved = false;
       for (double tau : cfg.tau_grid) {
         for (double coef : cfg.trust_coef_grid) {
@@ -103,8 +155,17 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
           }
         }
       }
-      if (improved) best_rows = std::move(rows);
+      if (improved) best_rows = rows;
     }
+    // A small policy set must show a clear gain before the fused cascade replaces history.
+    const double fused_mae = best_score.mae;
+    const auto [diff, se] = paired_difference(best_rows, best, hist_rows, hist, in.util_cap);
+    if (cfg.allow_history_only && !(diff + cfg.history_margin_se * se < 0.0)) {
+      best = hist;
+      best_score = score(hist_rows, hist, in.util_cap);
+      best_rows = hist_rows;
+    }
+    best.policy_fused_mae = best_rows.empty() ? 0.0 : fused_mae;
     best.policy_n = best_rows.size();
     best.policy_mae = best_score.mae;
     best.policy_encoder_share =
@@ -118,8 +179,8 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
     std::array<std::vector<double>, kRouteClasses> res;
     std::vector<double> pooled;
     for (const Row& row : best_rows) {
-      const bool bypass = row.prob >= best.tau;
-      const double u = resolve_util(row.level, bypass, row.h, row.q, row.gamma, row.mad, best, in.util_cap);
+      const bool bypass = bypassed(row, best);
+      const double u = served(row, best, in.util_cap);
       const double a = std::abs(row.y - u);
       res[static_cast<size_t>(route_class(row.level, bypass))].push_back(a);
       pooled.push_back(a);

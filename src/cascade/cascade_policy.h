@@ -10,8 +10,9 @@ namespace peakcast::cascade {
 
 // Gates and fusions for every resource and expert, before the policy picks one expert each.
 struct PolicyCandidates {
-  std::array<std::array<Component, history::kNumExperts>, kNumResources> gate, fusion;
-  std::array<std::array<std::vector<double>, history::kNumExperts>, kNumResources> gate_mean;
+  std::array<std::array<Component, history::kNumEstimates>, kNumResources> gate, fusion;
+  std::array<std::array<std::vector<double>, history::kNumEstimates>, kNumResources> gate_mean;
+  std::array<history::ExpertPriors, kNumResources> priors;  // those the components saw
 };
 
 // On the policy set (positions into input.jobs, with Q for each), per resource: the expert, tau,

@@ -53,7 +53,7 @@ Result<Blocks> make_blocks(const TrainingInput& in, const CascadeConfig& cfg) {
   for (size_t i = 0; i < in.jobs.size(); ++i) {
     const TrainingJob& t = in.jobs[i];
     if (t.job == nullptr) return Status::invalid(fmt::format("cascade: jobs[{}]: null job", i));
-    if (i > 0 && t.job->submit_time < in.jobs[i - 1].job->submit_time)
+    if (i > 0 && t.job->submit_ms < in.jobs[i - 1].job->submit_ms)
       return Status::invalid(fmt::format("cascade: jobs[{}] ({}): not in submit order", i, t.job->job_id));
     if (t.role == Role::kTrain) train.push_back(i);
     if (t.role == Role::kValidation) val.push_back(i);
@@ -66,10 +66,10 @@ Result<Blocks> make_blocks(const TrainingInput& in, const CascadeConfig& cfg) {
   b.code_es.assign(train.end() - static_cast<std::ptrdiff_t>(n_es), train.end());
   const size_t n_fit = share_count(val.size(), cfg.fit_share_of_validation);
   b.policy.assign(val.begin() + static_cast<std::ptrdiff_t>(n_fit), val.end());
-  const int64_t first_policy_submit = in.jobs[b.policy.front()].job->submit_time;
+  const int64_t first_policy_submit = in.jobs[b.policy.front()].job->submit_ms;
   for (size_t k = 0; k < n_fit; ++k) {
     const size_t p = val[k];
-    if (in.jobs[p].job->end_time >= first_policy_submit) {
+    if (in.jobs[p].job->end_ms >= first_policy_submit) {
       ++b.gate_fusion_purged;  // its label was not known when the policy set starts
     } else {
       b.gate_fusion.push_back(p);
@@ -103,7 +103,8 @@ struct ComponentData {
 
 ComponentData component_data(const TrainingInput& in, const std::vector<size_t>& positions,
                              const std::vector<models::code::CodePrediction>& q, Resource r,
-                             history::Expert e, const CascadeConfig& cfg) {
+                             history::Expert e, const history::ExpertPriors& priors,
+                             const CascadeConfig& cfg) {
   ComponentData d;
   const auto ri = static_cast<size_t>(idx(r));
   for (size_t k = 0; k < positions.size(); ++k) {
@@ -111,9 +112,9 @@ ComponentData component_data(const TrainingInput& in, const std::vector<size_t>&
     const Job& job = *t.job;
     const history::HistoryView& view = t.views[ri];
     if (!relevant(job, r) || view.level == history::Level::kNone) continue;
-    const double h = view.estimate(e, in.fallback[ri]);
+    const double h = view.estimate(e, in.fallback[ri], priors);
     const double qr = static_cast<double>(q[k].util[ri]);
-    const GateFeatures g = gate_features(job, view, e, in.fallback[ri]);
+    const GateFeatures g = gate_features(job, view, e, in.fallback[ri], priors);
     // Gate: only where it is consulted (exact-script history); the label needs no outcome.
     if (view.level == history::Level::kExactScript) {
       d.gate_x.insert(d.gate_x.end(), g.begin(), g.end());
@@ -157,6 +158,122 @@ std::vector<double> column_means(const std::vector<float>& x, size_t cols) {
   }
   for (size_t c = 0; c < cols; ++c) sum[c] = n[c] > 0 ? sum[c] / n[c] : std::nan("");
   return sum;
+}
+
+// Priors of the combined estimate from the jobs at `positions` (their event-time views).
+std::array<history::ExpertPriors, kNumResources> priors_of(const TrainingInput& in,
+                                                          const std::vector<size_t>& positions) {
+  std::array<history::ExpertPriorAccumulator, kNumResources> acc;
+  for (size_t p : positions) {
+    const TrainingJob& t = in.jobs[p];
+    for (Resource r : kResources) {
+      const auto ri = static_cast<size_t>(idx(r));
+      if (t.job->is_valid(r)) acc[ri].add(t.views[ri], std::clamp(t.job->label(r), 0.0, in.util_cap));
+    }
+  }
+  return {acc[0].priors(), acc[1].priors()};
+}
+
+std::vector<size_t> concat(std::vector<size_t> a, const std::vector<size_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+models::GbdtParams tree_params(const CascadeConfig& cfg) {
+  models::GbdtParams p = cfg.tree;
+  p.nthread = cfg.gate.nthread;
+  p.seed = cfg.gate.seed;
+  return p;
+}
+
+// Fits the tree route's regressor for every resource: on `fit` with early stopping on `stop`,
+// or, with `rounds` given, on `fit` for that many rounds.
+TreeRoute fit_tree(const TrainingInput& in, const std::vector<size_t>& fit,
+                   const std::vector<size_t>& stop, const std::array<history::ExpertPriors, kNumResources>& priors,
+                   const CascadeConfig& cfg, const std::array<int, kNumResources>* rounds) {
+  TreeRoute tree(history::Expert::kCombined, in.fallback, priors);
+  std::vector<const Job*> jobs;
+  for (size_t p : fit) jobs.push_back(in.jobs[p].job);
+  tree.build_columns(jobs);
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    auto rows_of = [&](const std::vector<size_t>& pos, std::vector<TreeRoute::Row>& rows,
+                       std::vector<float>& y) {
+      for (size_t p : pos) {
+        const TrainingJob& t = in.jobs[p];
+        if (!t.job->is_valid(r)) continue;
+        rows.push_back({t.job, &t.views[ri]});
+        y.push_back(static_cast<float>(std::clamp(t.job->label(r), 0.0, in.util_cap)));
+      }
+    };
+    std::vector<TreeRoute::Row> rt, rv;
+    std::vector<float> yt, yv;
+    rows_of(fit, rt, yt);
+    models::GbdtParams params = tree_params(cfg);
+    if (rounds != nullptr) {
+      if ((*rounds)[ri] <= 0) continue;
+      params.n_rounds = (*rounds)[ri];
+      params.early_stopping_rounds = 0;
+    } else {
+      rows_of(stop, rv, yv);
+    }
+    tree.fit(r, rt, yt, rv, yv, params);
+  }
+  return tree;
+}
+
+// Q of the tree route for the jobs at `positions`, in CodePrediction form.
+std::vector<models::code::CodePrediction> tree_q(const TreeRoute& tree, const TrainingInput& in,
+                                                 const std::vector<size_t>& positions) {
+  std::vector<models::code::CodePrediction> out(positions.size());
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    std::vector<TreeRoute::Row> rows;
+    for (size_t p : positions) rows.push_back({in.jobs[p].job, &in.jobs[p].views[ri]});
+    const std::vector<double> q = tree.predict_batch(rows, r);
+    for (size_t k = 0; k < positions.size(); ++k) {
+      out[k].util[ri] = static_cast<float>(std::clamp(q[k], 0.0, in.util_cap));
+    }
+  }
+  return out;
+}
+
+// Per resource, the Q source with the lower MAE on the jobs at `positions` (valid labels);
+// ties and empty sets keep the code model.
+std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
+                                                   const std::vector<size_t>& positions,
+                                                   const std::vector<models::code::CodePrediction>& q_code,
+                                                   const std::vector<models::code::CodePrediction>& q_tree,
+                                                   std::array<std::array<double, 2>, kNumResources>& mae) {
+  std::array<QSource, kNumResources> out{QSource::kCodeModel, QSource::kCodeModel};
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    double ec = 0.0, et = 0.0;
+    size_t n = 0;
+    for (size_t k = 0; k < positions.size(); ++k) {
+      const Job& job = *in.jobs[positions[k]].job;
+      if (!job.is_valid(r)) continue;
+      const double y = std::clamp(job.label(r), 0.0, in.util_cap);
+      ec += std::abs(static_cast<double>(q_code[k].util[ri]) - y);
+      et += std::abs(static_cast<double>(q_tree[k].util[ri]) - y);
+      ++n;
+    }
+    mae[ri] = {n ? ec / static_cast<double>(n) : 0.0, n ? et / static_cast<double>(n) : 0.0};
+    if (n > 0 && et < ec) out[ri] = QSource::kTreeRoute;
+  }
+  return out;
+}
+
+// Q as the cascade uses it: per resource from the chosen source.
+std::vector<models::code::CodePrediction> chosen_q(const std::array<QSource, kNumResources>& source,
+                                                   std::vector<models::code::CodePrediction> q_code,
+                                                   const std::vector<models::code::CodePrediction>& q_tree) {
+  for (size_t k = 0; k < q_code.size(); ++k) {
+    for (size_t ri = 0; ri < static_cast<size_t>(kNumResources); ++ri) {
+      if (source[ri] == QSource::kTreeRoute) q_code[k].util[ri] = q_tree[k].util[ri];
+    }
+  }
+  return q_code;
 }
 
 // The assertion that closes training: no gate/fusion example is a job whose label the code model
@@ -224,23 +341,43 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   rep.code = impl->code.report();
   rep.seconds_code = seconds_since(t0);
 
-  // 2. Q on the validation block, through the guard.
+  // 2. The tree route on the same jobs (fit set, early stopping on the code model's holdout),
+  //    with the combined estimate's priors from the train block only.
   t0 = std::chrono::steady_clock::now();
-  const std::vector<models::code::CodePrediction> q_gf =
-      out_of_sample_q(impl->code, sight, in, b.gate_fusion);
-  const std::vector<models::code::CodePrediction> q_policy =
-      out_of_sample_q(impl->code, sight, in, b.policy);
+  const std::vector<size_t> train_pos = concat(b.code_fit, b.code_es);
+  const auto train_priors = priors_of(in, train_pos);
+  const TreeRoute tree = fit_tree(in, b.code_fit, b.code_es, train_priors, cfg, nullptr);
 
-  // 3. Gate and fusion for every resource and expert (the policy picks one expert later).
+  // 3. Q on the validation block, through the guard; the source per resource is chosen on the
+  //    gate/fusion set.
+  const std::vector<models::code::CodePrediction> q_gf_code =
+      out_of_sample_q(impl->code, sight, in, b.gate_fusion);
+  const std::vector<models::code::CodePrediction> q_policy_code =
+      out_of_sample_q(impl->code, sight, in, b.policy);
+  for (size_t p : b.gate_fusion) {
+    if (sight.saw(p)) throw std::logic_error("cascade: leakage: tree route Q for a training job");
+  }
+  const auto q_gf_tree = tree_q(tree, in, b.gate_fusion);
+  const auto q_policy_tree = tree_q(tree, in, b.policy);
+  impl->q_source = choose_q_source(in, b.gate_fusion, q_gf_code, q_gf_tree, rep.q_mae);
+  if (cfg.q_source != "auto") {
+    const QSource forced = cfg.q_source == "tree_route" ? QSource::kTreeRoute : QSource::kCodeModel;
+    impl->q_source = {forced, forced};
+  }
+  const auto q_gf = chosen_q(impl->q_source, q_gf_code, q_gf_tree);
+  const auto q_policy = chosen_q(impl->q_source, q_policy_code, q_policy_tree);
+
+  // 4. Gate and fusion for every resource and estimate (the policy picks one later).
   PolicyCandidates cand;
+  cand.priors = train_priors;
   std::vector<size_t> used;
-  const size_t total = static_cast<size_t>(kNumResources * history::kNumExperts);
+  const size_t total = static_cast<size_t>(kNumResources * history::kNumEstimates);
   size_t done = 0;
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
-    for (history::Expert e : history::kExperts) {
+    for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
-      ComponentData d = component_data(in, b.gate_fusion, q_gf, r, e, cfg);
+      ComponentData d = component_data(in, b.gate_fusion, q_gf, r, e, train_priors[ri], cfg);
       const double pos_share =
           d.gate_y.empty() ? 0.0
                            : static_cast<double>(std::count(d.gate_y.begin(), d.gate_y.end(), 1.0f)) /
@@ -269,20 +406,33 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   assert_disjoint(in, sight, code_pos, used);
   rep.seconds_components = seconds_since(t0);
 
-  // 4. Policy and upper bound on the policy set; keep the chosen experts' components.
+  // 5. Policy and upper bound on the policy set; keep the chosen experts' components.
   t0 = std::chrono::steady_clock::now();
   choose_policy(in, b.policy, q_policy, cand, cfg, *impl);
   rep.policy = impl->policy;
+
+  // 6. Serving: priors from every train and validation job; the tree route (where a resource
+  //    uses it) refit on all of them for the rounds early stopping chose. Gate, fusion and
+  //    policy saw the train-block route's outputs; the refit only adds data.
+  const std::vector<size_t> all_pos = concat(train_pos, concat(b.gate_fusion, b.policy));
+  impl->priors = priors_of(in, all_pos);
+  if (impl->q_source[0] == QSource::kTreeRoute || impl->q_source[1] == QSource::kTreeRoute) {
+    std::array<int, kNumResources> rounds{tree.rounds(Resource::kMem), tree.rounds(Resource::kVram)};
+    impl->tree.emplace(fit_tree(in, all_pos, {}, impl->priors, cfg, &rounds));
+  }
+  rep.q_source = impl->q_source;
   rep.seconds_policy = seconds_since(t0);
   if (progress) progress("policy", 1, 1);
   peakcast::log(LogLevel::kInfo,
       fmt::format("cascade: code fit {} / early stop {}, gate+fusion {} (purged {}), policy {}; "
-                  "mem {} tau {:.2f} (policy MAE {:.4f} vs history {:.4f}); "
-                  "vram {} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
+                  "mem {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f}); "
+                  "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
                   b.code_fit.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
-                  b.policy.size(), history::expert_name(impl->policy[0].expert), impl->policy[0].tau,
+                  b.policy.size(), history::expert_name(impl->policy[0].expert),
+                  impl->policy[0].history_only ? " history only" : "", impl->policy[0].tau,
                   impl->policy[0].policy_mae, impl->policy[0].policy_history_mae,
-                  history::expert_name(impl->policy[1].expert), impl->policy[1].tau,
+                  history::expert_name(impl->policy[1].expert),
+                  impl->policy[1].history_only ? " history only" : "", impl->policy[1].tau,
                   impl->policy[1].policy_mae, impl->policy[1].policy_history_mae));
   return impl;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace peakcast {
 
@@ -11,6 +12,10 @@ std::optional<Resource> parse_resource(std::string_view name) {
   if (name == "mem" || name == "memory") return Resource::kMem;
   if (name == "vram" || name == "gpu_mem") return Resource::kVram;
   return std::nullopt;
+}
+
+int64_t ms_from_seconds(double epoch_s) {
+  return static_cast<int64_t>(std::floor(epoch_s * 1000.0 + 0.5));
 }
 
 std::optional<double> raw_util(const Job& job, Resource r) {

@@ -1,6 +1,7 @@
 #include "peakcast/core/units.h"
 
 #include <cctype>
+#include <climits>
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -97,16 +98,25 @@ std::optional<int64_t> parse_slurm_duration(std::string_view text) {
   }
 }
 
-std::optional<int64_t> parse_timestamp(std::string_view text, int64_t utc_offset_s) {
+std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s) {
   text = trim(text);
   if (text.empty()) return std::nullopt;
-  bool all_digits = true;
-  for (char c : text) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
-  if (all_digits) {
+  size_t digits = 0, dots = 0;
+  for (char c : text) {
+    if (std::isdigit(static_cast<unsigned char>(c))) ++digits;
+    else if (c == '.') ++dots;
+  }
+  if (digits == text.size()) {
     auto v = parse_int(text);
     if (!v) return std::nullopt;
-    if (text.size() >= 13) return *v / 1000;  // epoch milliseconds
-    return *v;
+    if (text.size() >= 13) return *v;  // epoch milliseconds
+    if (*v > INT64_MAX / 1000) return std::nullopt;
+    return *v * 1000;
+  }
+  if (dots == 1 && digits + 1 == text.size() && text.front() != '.' && text.back() != '.') {
+    auto v = parse_double(text);  // fractional epoch seconds
+    if (!v || *v >= 9.2e15) return std::nullopt;
+    return static_cast<int64_t>(std::floor(*v * 1000.0 + 0.5));
   }
   // YYYY-MM-DD[T ]HH:MM[:SS[.fff]]
   int y, mo, d, h = 0, mi = 0;
@@ -128,7 +138,8 @@ std::optional<int64_t> parse_timestamp(std::string_view text, int64_t utc_offset
   tm.tm_hour = h;
   tm.tm_min = mi;
   tm.tm_sec = static_cast<int>(s);
-  return static_cast<int64_t>(timegm(&tm)) - utc_offset_s;
+  const auto frac_ms = static_cast<int64_t>(std::floor((s - std::floor(s)) * 1000.0 + 0.5));
+  return (static_cast<int64_t>(timegm(&tm)) - utc_offset_s) * 1000 + frac_ms;
 }
 
 }  // namespace peakcast

@@ -99,7 +99,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
     for (Resource r : kResources) {
       if (test[t]->job->is_valid(r)) {
         scored.jobs[idx(r)].push_back(t);
-        scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_time));
+        scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_ms));
       }
     }
   }

@@ -1,6 +1,7 @@
-// The history baselines (METHOD.md §3): hierarchical experts, the global median, and the
-// history policy that picks one expert per resource on validation.
+// The history baselines (METHOD.md §3): hierarchical experts, their walk-forward combination,
+// the global median, and the history policy that picks one estimate per resource on validation.
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdio>
 #include <limits>
@@ -66,34 +67,71 @@ class GlobalMedian final : public Method {
   std::array<double, kNumResources> fallback_{};
 };
 
-// Best expert per resource by validation MAE (ties: the earlier expert in kExperts), frozen.
+// Priors of the combined estimate from the jobs of the given blocks (their walk-forward errors:
+// each job's history view is the one it had at its submission).
+std::array<history::ExpertPriors, kNumResources> learn_priors(const EvalData& data, bool with_validation) {
+  std::array<history::ExpertPriorAccumulator, kNumResources> acc;
+  for (const JobContext& c : data.jobs) {
+    const bool use = c.block == Block::kTrain || (with_validation && c.block == Block::kValidation);
+    if (!use) continue;
+    for (Resource r : kResources) {
+      if (c.job->is_valid(r)) acc[idx(r)].add(c.view[idx(r)], c.job->label(r));
+    }
+  }
+  return {acc[0].priors(), acc[1].priors()};
+}
+
+// The four experts weighted by their walk-forward record (history::combined_estimate), with the
+// priors learned from every train and validation job.
+class HierarchicalCombined final : public Method {
+ public:
+  std::string_view name() const override { return "hier_combined"; }
+  Status fit(const EvalData& data, const ProgressFn&) override {
+    fallback_ = data.fallback;
+    priors_ = learn_priors(data, true);
+    return Status::ok();
+  }
+  Prediction predict(const Job&, const HistoryViews& view) const override {
+    Prediction p;
+    for (Resource r : kResources) {
+      const auto& v = view[idx(r)];
+      p.util[idx(r)] = v.estimate(Expert::kCombined, fallback_[idx(r)], priors_[idx(r)]);
+      p.route[idx(r)] = level_route(v.level);
+    }
+    return p;
+  }
+
+ private:
+  std::array<double, kNumResources> fallback_{};
+  std::array<history::ExpertPriors, kNumResources> priors_;
+};
+
+// Per resource, one estimate (an expert or the combined one) chosen on validation with
+// history::choose_estimate: the combined estimate unless another is clearly better there.
 class HistoryPolicy final : public Method {
  public:
   std::string_view name() const override { return "history_policy"; }
   Status fit(const EvalData& data, const ProgressFn&) override {
     fallback_ = data.fallback;
+    const auto train_priors = learn_priors(data, false);  // out of sample for validation jobs
+    priors_ = learn_priors(data, true);
     for (Resource r : kResources) {
-      std::array<MetricsAccumulator, history::kNumExperts> acc;
+      std::vector<std::array<double, history::kNumEstimates>> errs;
       for (const JobContext& c : data.jobs) {
         if (c.block != Block::kValidation || !c.job->is_valid(r)) continue;
-        for (Expert e : history::kExperts) {
-          const double pred = std::clamp(c.view[idx(r)].estimate(e, fallback_[idx(r)]), 0.0,
-                                         data.util_cap);
-          acc[static_cast<int>(e)].add(pred, c.job->label(r));
+        std::array<double, history::kNumEstimates> row{};
+        for (Expert e : history::kEstimates) {
+          const double pred = std::clamp(
+              c.view[idx(r)].estimate(e, fallback_[idx(r)], train_priors[idx(r)]), 0.0, data.util_cap);
+          row[static_cast<size_t>(e)] = std::fabs(pred - c.job->label(r));
         }
+        errs.push_back(row);
       }
-      double best = std::numeric_limits<double>::infinity();
-      chosen_[idx(r)] = Expert::kLast1;
-      validation_n_[idx(r)] = 0;
-      for (Expert e : history::kExperts) {
-        const Metrics m = acc[static_cast<int>(e)].finish();
-        validation_n_[idx(r)] = m.n;
-        if (m.n > 0 && m.mae < best) {
-          best = m.mae;
-          chosen_[idx(r)] = e;
-        }
-      }
-      validation_mae_[idx(r)] = validation_n_[idx(r)] > 0 ? best : 0.0;
+      validation_n_[idx(r)] = errs.size();
+      chosen_[idx(r)] = history::choose_estimate(errs);
+      double sum = 0.0;
+      for (const auto& row : errs) sum += row[static_cast<size_t>(chosen_[idx(r)])];
+      validation_mae_[idx(r)] = errs.empty() ? 0.0 : sum / static_cast<double>(errs.size());
     }
     return Status::ok();
   }
@@ -101,7 +139,7 @@ class HistoryPolicy final : public Method {
     Prediction p;
     for (Resource r : kResources) {
       const auto& v = view[idx(r)];
-      p.util[idx(r)] = v.estimate(chosen_[idx(r)], fallback_[idx(r)]);
+      p.util[idx(r)] = v.estimate(chosen_[idx(r)], fallback_[idx(r)], priors_[idx(r)]);
       p.route[idx(r)] = level_route(v.level);
     }
     return p;
@@ -125,7 +163,8 @@ class HistoryPolicy final : public Method {
     return buf;
   }
   std::array<double, kNumResources> fallback_{};
-  std::array<Expert, kNumResources> chosen_{Expert::kLast1, Expert::kLast1};
+  std::array<history::ExpertPriors, kNumResources> priors_;
+  std::array<Expert, kNumResources> chosen_{Expert::kCombined, Expert::kCombined};
   std::array<size_t, kNumResources> validation_n_{0, 0};
   std::array<double, kNumResources> validation_mae_{0.0, 0.0};
 };
@@ -150,8 +189,13 @@ void register_builtins(MethodRegistry& registry) {
   }
   registry.add("global_median", "median label of the purged training block for every job",
                [](const MethodOptions&) { return std::make_unique<GlobalMedian>(); });
+  registry.add("hier_combined",
+               "the four experts weighted by their recent walk-forward errors at the key, shrunk "
+               "towards priors learned on train and validation; exact script -> user -> median",
+               [](const MethodOptions&) { return std::make_unique<HierarchicalCombined>(); });
   registry.add("history_policy",
-               "per resource, the hierarchical expert with the lowest validation MAE, frozen",
+               "per resource, an expert or hier_combined chosen on validation: hier_combined "
+               "unless another is better by more than 2 standard errors, frozen",
                [](const MethodOptions&) { return std::make_unique<HistoryPolicy>(); });
 }
 

@@ -43,8 +43,8 @@ UtilQuantiles quantiles(std::vector<double> v) {
   return q;
 }
 
-std::string utc_time(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
+std::string utc_time(int64_t t_ms) {
+  std::time_t tt = static_cast<std::time_t>(t_ms / kMsPerSecond);
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[32];
@@ -90,9 +90,9 @@ TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progr
       utils[idx(r)].push_back(j.label(r));
     }
     if (trace.has_submit_times) {
-      s.first_submit = std::min(s.first_submit.value_or(j.submit_time), j.submit_time);
-      s.last_submit = std::max(s.last_submit.value_or(j.submit_time), j.submit_time);
-      s.last_end = std::max(s.last_end.value_or(j.end_time), j.end_time);
+      s.first_submit = std::min(s.first_submit.value_or(j.submit_ms), j.submit_ms);
+      s.last_submit = std::max(s.last_submit.value_or(j.submit_ms), j.submit_ms);
+      s.last_end = std::max(s.last_end.value_or(j.end_ms), j.end_ms);
     }
   }
   s.users = users.size();
@@ -107,7 +107,7 @@ TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progr
     order.reserve(trace.jobs.size());
     for (const Job& j : trace.jobs) order.push_back(&j);
     std::stable_sort(order.begin(), order.end(),
-                     [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+                     [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
     std::array<size_t, kNumResources> exact{0, 0}, user{0, 0};
     history::HistoryStore store;
     size_t done = 0;

@@ -105,6 +105,10 @@ class CascadeMethod final : public Method {
       const cascade::ResourcePolicy& p = model_->policy()[idx(r)];
       if (p.policy_n == 0) continue;
       const std::string res(resource_name(r));
+      out.emplace_back(res + ".q_source", std::string(cascade::q_source_name(rep.q_source[idx(r)])));
+      out.emplace_back(res + ".q_mae_code_model", fmt6(rep.q_mae[idx(r)][0]));
+      out.emplace_back(res + ".q_mae_tree_route", fmt6(rep.q_mae[idx(r)][1]));
+      out.emplace_back(res + ".history_only", p.history_only ? "yes" : "no");
       out.emplace_back(res + ".expert", std::string(history::expert_name(p.expert)));
       out.emplace_back(res + ".tau", fmt6(p.tau));
       out.emplace_back(res + ".trust_coef", p.trust_coef >= 1e8 ? "off" : fmt6(p.trust_coef));
@@ -112,6 +116,7 @@ class CascadeMethod final : public Method {
       out.emplace_back(res + ".policy_n", std::to_string(p.policy_n));
       out.emplace_back(res + ".policy_mae", fmt6(p.policy_mae));
       out.emplace_back(res + ".policy_history_mae", fmt6(p.policy_history_mae));
+      out.emplace_back(res + ".policy_fused_mae", fmt6(p.policy_fused_mae));
       out.emplace_back(res + ".policy_encoder_share", fmt6(p.policy_encoder_share));
     }
     out.emplace_back("train_seconds",

@@ -30,10 +30,10 @@ Metrics MetricsAccumulator::finish() const {
   return m;
 }
 
-int64_t utc_day(int64_t epoch_s) {
-  constexpr int64_t kDay = 86400;
-  int64_t d = epoch_s / kDay;
-  if (epoch_s % kDay < 0) --d;
+int64_t utc_day(int64_t epoch_ms) {
+  constexpr int64_t kDay = 86400 * 1000;
+  int64_t d = epoch_ms / kDay;
+  if (epoch_ms % kDay < 0) --d;
   return d;
 }
 

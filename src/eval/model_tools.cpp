@@ -21,27 +21,27 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
     return Status::invalid("validation share must be in (0, 1)");
   }
   if (jobs.empty()) return Status::invalid("no job to train on");
-  if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.submit_time == 0; })) {
+  if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.submit_ms == 0; })) {
     return Status::invalid("the jobs have no submit times; training needs them for the event-time "
                            "history and the chronological validation block");
   }
   std::vector<const Job*> order;
   for (const Job& j : jobs) order.push_back(&j);
   std::stable_sort(order.begin(), order.end(),
-                   [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+                   [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   const size_t n = order.size();
   const auto n_val = static_cast<size_t>(std::llround(o.validation_share * static_cast<double>(n)));
   if (n_val == 0 || n_val >= n) {
     return Status::invalid(fmt::format("{} jobs are too few for a train and a validation block", n));
   }
   const size_t first_val = n - n_val;
-  const int64_t boundary = order[first_val]->submit_time;
+  const int64_t boundary = order[first_val]->submit_ms;
   std::vector<cascade::Role> roles(n, cascade::Role::kValidation);
   TrainSummary s;
   s.jobs = n;
   std::array<std::vector<double>, kNumResources> train_labels;
   for (size_t i = 0; i < first_val; ++i) {
-    if (order[i]->end_time >= boundary) {
+    if (order[i]->end_ms >= boundary) {
       roles[i] = cascade::Role::kIgnore;
       ++s.purged;
       continue;
@@ -110,18 +110,18 @@ std::vector<cascade::JobPrediction> predict_jobs(const cascade::Predictor& predi
   if (history) {
     for (const Job& h : *history) {
       store.add_completion(h);
-      last_end = std::max(last_end, h.end_time);
+      last_end = std::max(last_end, h.end_ms);
     }
   }
   std::vector<cascade::JobPrediction> out;
   out.reserve(jobs.size());
   for (const Job& j : jobs) {
-    if (j.submit_time != 0) {
+    if (j.submit_ms != 0) {
       out.push_back(predictor.predict(j, store));
       continue;
     }
     Job at = j;
-    at.submit_time = last_end + 1;
+    at.submit_ms = last_end + 1;
     out.push_back(predictor.predict(at, store));
   }
   return out;

@@ -42,8 +42,8 @@ nlohmann::json to_json(const EvalReport& r) {
                 {"test", r.split.test},
                 {"purged_train", r.split.purged_train},
                 {"purged_validation", r.split.purged_validation},
-                {"first_validation_submit", r.split.first_validation_submit},
-                {"first_test_submit", r.split.first_test_submit},
+                {"first_validation_submit", seconds_from_ms(r.split.first_validation_submit)},
+                {"first_test_submit", seconds_from_ms(r.split.first_test_submit)},
                 {"scored", per_resource(r.scored)}};
   j["reader"] = to_json(r.reader);
   j["reader"]["notes"] = r.reader_notes;

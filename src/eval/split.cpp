@@ -65,7 +65,7 @@ Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config
   s.order.reserve(n);
   for (const Job& j : jobs) s.order.push_back(&j);
   std::stable_sort(s.order.begin(), s.order.end(),
-                   [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+                   [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   // Block boundaries by position; floor, so the test block gets the remainder ("the last 20%").
   // The 1e-9 keeps 0.6 * 10 from landing on 5.999... .
   const auto cut = [&](double share) {
@@ -79,14 +79,14 @@ Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config
         format_split(config)));
   }
   s.counts.total = n;
-  s.counts.first_validation_submit = s.order[val_begin]->submit_time;
-  s.counts.first_test_submit = s.order[test_begin]->submit_time;
+  s.counts.first_validation_submit = s.order[val_begin]->submit_ms;
+  s.counts.first_test_submit = s.order[test_begin]->submit_ms;
   s.block.resize(n);
   std::array<std::vector<double>, kNumResources> train_labels;
   for (size_t i = 0; i < n; ++i) {
     const Job& j = *s.order[i];
     if (i < val_begin) {
-      if (j.end_time >= s.counts.first_validation_submit) {
+      if (j.end_ms >= s.counts.first_validation_submit) {
         s.block[i] = Block::kPurgedTrain;
         ++s.counts.purged_train;
       } else {
@@ -97,7 +97,7 @@ Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config
         }
       }
     } else if (i < test_begin) {
-      if (j.end_time >= s.counts.first_test_submit) {
+      if (j.end_ms >= s.counts.first_test_submit) {
         s.block[i] = Block::kPurgedValidation;
         ++s.counts.purged_validation;
       } else {

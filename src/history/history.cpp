@@ -63,8 +63,8 @@ bool HistoryStore::add_completion(const Job& job) {
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
     detail::Entry e;
-    e.end = job.end_time;
-    e.submit = job.submit_time;
+    e.end = job.end_ms;
+    e.submit = job.submit_ms;
     // Censoring is about the memory limit; the VRAM label of an OOM-ended job is a measurement.
     e.tag = r == Resource::kMem ? tag : (tag & ~uint64_t{1});
     e.x = job.label(r);
@@ -81,7 +81,7 @@ void HistoryStore::advance_watermark(int64_t t) {
 int64_t HistoryStore::watermark() const { return impl_->watermark; }
 
 HistoryView HistoryStore::query(const Job& job, Resource r) const {
-  return query(job.script_key, job.user, job.submit_time, r);
+  return query(job.script_key, job.user, job.submit_ms, r);
 }
 
 HistoryView HistoryStore::query(const std::string& script_key, const std::string& user,

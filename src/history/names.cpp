@@ -9,12 +9,13 @@ std::string_view expert_name(Expert e) {
     case Expert::kMedian3: return "median3";
     case Expert::kMedian5: return "median5";
     case Expert::kDecay: return "ewma";
+    case Expert::kCombined: return "combined";
   }
   return "?";
 }
 
 std::optional<Expert> parse_expert(std::string_view name) {
-  for (Expert e : kExperts) {
+  for (Expert e : kEstimates) {
     if (expert_name(e) == name) return e;
   }
   if (name == "decay") return Expert::kDecay;
@@ -30,8 +31,11 @@ std::string_view level_name(Level l) {
   return "?";
 }
 
-double HistoryView::estimate(Expert e, double fallback) const {
+double HistoryView::estimate(Expert e, double fallback, const ExpertPriors& priors) const {
   if (level == Level::kNone) return fallback;
+  if (e == Expert::kCombined) {
+    return combined_estimate(answering(), priors.err[static_cast<size_t>(level)]);
+  }
   return answering().expert[static_cast<int>(e)];
 }
 

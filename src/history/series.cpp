@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -12,7 +13,7 @@ namespace {
 
 // Weight of a label that ended at `from`, seen from `to` (from <= to in use; <= 1).
 double decay(int64_t from, int64_t to) {
-  return std::exp2(static_cast<double>(from - to) / kDecayHalfLifeS);
+  return std::exp2(static_cast<double>(from - to) / kDecayHalfLifeMs);
 }
 
 // Median of v[0..n) (n >= 1), the mean of the two middle values when n is even; reorders v.
@@ -36,9 +37,32 @@ bool entry_before(const Entry& a, const Entry& b) {
   return std::tie(a.end, a.submit, a.tag) < std::tie(b.end, b.submit, b.tag);
 }
 
+// What the four experts said from the first i entries (i > 0): for entry e, i is the number of
+// entries that had ended before e was submitted -- what a prediction at its submission saw.
+std::array<double, kNumExperts> experts_before(const std::vector<Entry>& log, size_t i) {
+  double buf[5];
+  auto median_last = [&](size_t k) {
+    k = std::min(k, i);
+    for (size_t j = 0; j < k; ++j) buf[j] = log[i - k + j].x;
+    return median_of(buf, static_cast<int>(k));
+  };
+  const Entry& p = log[i - 1];
+  return {p.x, median_last(3), median_last(5), p.xs / p.ws};
+}
+
 void Series::recompute_from(size_t pos) {
   for (size_t i = pos; i < log_.size(); ++i) {
     Entry& e = log_[i];
+    // The entries visible at e's submission (end < submit) are a prefix of those before it.
+    const auto seen = static_cast<size_t>(
+        std::lower_bound(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(i), e.submit,
+                         [](const Entry& x, int64_t t) { return x.end < t; }) - log_.begin());
+    if (seen == 0) {
+      e.err.fill(std::numeric_limits<float>::quiet_NaN());  // no history at its submission
+    } else {
+      const std::array<double, kNumExperts> ex = experts_before(log_, seen);
+      for (int k = 0; k < kNumExperts; ++k) e.err[k] = static_cast<float>(std::fabs(ex[k] - e.x));
+    }
     if (i == 0) {
       e.xs = e.x;
       e.ws = 1.0;
@@ -107,8 +131,8 @@ KeyStats Series::stats(int64_t t) const {
 
   s.count = static_cast<int>(folded_ + static_cast<int64_t>(v));
   const Entry& last = log_[v - 1];
-  s.last_end_time = static_cast<double>(last.end);
-  s.age_last_s = static_cast<double>(t - last.end);
+  s.last_end_time = seconds_from_ms(last.end);
+  s.age_last_s = static_cast<double>(t - last.end) / static_cast<double>(kMsPerSecond);
 
   const int m = static_cast<int>(std::min<size_t>(v, static_cast<size_t>(kWindow)));
   const Entry* win = log_.data() + (v - static_cast<size_t>(m));
@@ -127,6 +151,16 @@ KeyStats Series::stats(int64_t t) const {
   for (int i = 0; i < m; ++i) buf[i] = std::fabs(win[i].x - med);
   s.mad = median_of(buf, m);
   for (int i = 0; i < m; ++i) s.censored_recent += win[i].censored() ? 1 : 0;
+
+  // Recent walk-forward errors: the last kErrorWindow visible labels that have one.
+  const int first = std::max(0, m - kErrorWindow);
+  std::array<double, kNumExperts> sum{};
+  for (int i = first; i < m; ++i) {
+    if (std::isnan(win[i].err[0])) continue;
+    for (int k = 0; k < kNumExperts; ++k) sum[k] += win[i].err[k];
+    ++s.err_n;
+  }
+  for (int k = 0; k < kNumExperts; ++k) s.recent_err[k] = s.err_n > 0 ? sum[k] / s.err_n : 0.0;
 
   const auto [lo, hi] = std::minmax_element(s.expert.begin(), s.expert.end());
   s.spread = *hi - *lo;

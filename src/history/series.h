@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct Entry {
   // weights 2^((end_i - end) / half-life) <= 1: xs = sum w_i x_i, ws = sum w_i (>= 1).
   double xs = 0.0;
   double ws = 0.0;
+  // Walk-forward error of each expert on this label: |expert from the entries that had ended
+  // before its submission - x|, NaN when none had. Only labels that ended before a query are read.
+  std::array<float, kNumExperts> err{};
 
   bool censored() const { return (tag & 1u) != 0; }
 };

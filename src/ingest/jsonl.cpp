@@ -42,14 +42,31 @@ Result<double> number(std::string_view field, const json& v) {
   return d;
 }
 
-Result<int64_t> epoch_seconds(std::string_view field, const json& v) {
+// Epoch seconds in the schema (fractions allowed) -> epoch ms, rounded to the nearest ms.
+Result<int64_t> epoch_ms(std::string_view field, const json& v) {
   Result<double> d = number(field, v);
   if (!d) return d.status();
   if (*d < 0 || *d > kMaxTime) {
     return Status::invalid(std::string(field) + ": out of range for epoch seconds (" + v.dump() + ")");
   }
-  if (v.is_number_integer()) return v.get<int64_t>();
-  return static_cast<int64_t>(std::floor(*d));
+  if (v.is_number_integer()) return v.get<int64_t>() * kMsPerSecond;
+  return ms_from_seconds(*d);
+}
+
+// Epoch ms -> the schema's epoch seconds: an integer when whole, else fractional seconds.
+template <typename J>
+void set_epoch_seconds(J& slot, int64_t ms) {
+  if (ms % kMsPerSecond == 0) {
+    slot = ms / kMsPerSecond;
+  } else {
+    slot = seconds_from_ms(ms);
+  }
+}
+
+std::string fmt_seconds(int64_t ms) {
+  json v;
+  set_epoch_seconds(v, ms);
+  return v.dump();
 }
 
 Result<uint64_t> byte_count(std::string_view field, const json& v) {
@@ -122,21 +139,21 @@ Status set_field(Job& job, Key key, std::string_view field, const json& v, bool&
       return Status::ok();
     }
     case Key::kSubmitTime: {
-      auto t = epoch_seconds(field, v);
+      auto t = epoch_ms(field, v);
       if (!t) return t.status();
-      job.submit_time = *t;
+      job.submit_ms = *t;
       return Status::ok();
     }
     case Key::kStartTime: {
-      auto t = epoch_seconds(field, v);
+      auto t = epoch_ms(field, v);
       if (!t) return t.status();
-      job.start_time = *t;
+      job.start_ms = *t;
       return Status::ok();
     }
     case Key::kEndTime: {
-      auto t = epoch_seconds(field, v);
+      auto t = epoch_ms(field, v);
       if (!t) return t.status();
-      job.end_time = *t;
+      job.end_ms = *t;
       has_end = true;
       return Status::ok();
     }
@@ -213,9 +230,9 @@ template <typename J>
 void fill(J& out, const Job& job) {
   out["job_id"] = job.job_id;
   out["user"] = job.user;
-  out["submit_time"] = job.submit_time;
-  if (job.start_time) out["start_time"] = *job.start_time;
-  out["end_time"] = job.end_time;
+  set_epoch_seconds(out["submit_time"], job.submit_ms);
+  if (job.start_ms) set_epoch_seconds(out["start_time"], *job.start_ms);
+  set_epoch_seconds(out["end_time"], job.end_ms);
   out["state"] = job.state;
   if (job.req_cpus) {
     const double c = *job.req_cpus;
@@ -279,13 +296,13 @@ Result<Job> job_from_json(const nlohmann::json& obj, const JobParseOptions& o) {
       return Status::invalid(std::string(kKeys[k].first) + ": required field missing");
     }
   }
-  if (has_end && job.end_time < job.submit_time) {
-    return Status::invalid("end_time: before submit_time (" + std::to_string(job.end_time) + " < " +
-                           std::to_string(job.submit_time) + ")");
+  if (has_end && job.end_ms < job.submit_ms) {
+    return Status::invalid("end_time: before submit_time (" + fmt_seconds(job.end_ms) + " < " +
+                           fmt_seconds(job.submit_ms) + ")");
   }
-  if (job.start_time && has_end && *job.start_time > job.end_time) {
-    return Status::invalid("start_time: after end_time (" + std::to_string(*job.start_time) +
-                           " > " + std::to_string(job.end_time) + ")");
+  if (job.start_ms && has_end && *job.start_ms > job.end_ms) {
+    return Status::invalid("start_time: after end_time (" + fmt_seconds(*job.start_ms) +
+                           " > " + fmt_seconds(job.end_ms) + ")");
   }
   return job;
 }

@@ -137,17 +137,18 @@ std::optional<double> parse_duration_ms(std::string_view v) {
   return total;
 }
 
-// Raw epoch milliseconds, or the human "2023-01-23 10:00:00.000" (read as UTC). Epoch seconds.
+// Raw epoch milliseconds, or the human "2023-01-23 10:00:00.000" (read as UTC). Epoch ms, as
+// recorded: tasks of one workflow often end and start within the same second.
 std::optional<int64_t> parse_nf_time(std::string_view v) {
   v = trim(v);
   if (all_digits(v)) {
     if (v.size() > 15) return std::nullopt;
     auto ms = parse_int(v);
     if (!ms || *ms / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
-    return *ms / 1000;
+    return *ms;
   }
-  auto t = parse_timestamp(v);
-  if (!t || *t < 0 || *t > kMaxEpochSeconds / 2) return std::nullopt;
+  auto t = parse_timestamp_ms(v);
+  if (!t || *t < 0 || *t / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
   return t;
 }
 
@@ -284,7 +285,6 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
       }
     } else {
       // Nextflow's default trace has no 'complete': duration runs from submission to completion.
-      // Rounded up so the task never looks finished before it was.
       auto ms = missing(get(c_duration)) ? std::nullopt : parse_duration_ms(get(c_duration));
       if (!ms) {
         Status s = reject("duration", missing(get(c_duration))
@@ -293,21 +293,25 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
         if (!s) return s;
         continue;
       }
-      complete = *submit + static_cast<int64_t>(std::ceil(*ms / 1000.0));
+      complete = *submit + static_cast<int64_t>(std::ceil(*ms));
     }
+    // Nextflow records submit to the millisecond but start and complete often to the second
+    // (".000"): a task done within the second of its submission can read as ending up to a
+    // second before it. Such an end is the submission itself, as far as the trace can tell.
+    if (*complete < *submit && *submit - *complete < kMsPerSecond) complete = *submit;
     if (*complete < *submit) {
       if (Status s = reject("complete", "before submit"); !s) return s;
       continue;
     }
-    job.submit_time = *submit;
-    job.end_time = *complete;
+    job.submit_ms = *submit;
+    job.end_ms = *complete;
     if (!missing(get(c_start))) {
       auto start = parse_nf_time(get(c_start));
       if (!start) {
         if (Status s = reject("start", "not a timestamp: '" + std::string(get(c_start)) + "'"); !s) return s;
         continue;
       }
-      job.start_time = std::clamp(*start, job.submit_time, job.end_time);
+      job.start_ms = std::clamp(*start, job.submit_ms, job.end_ms);
     }
 
     std::string task_id(get(c_task));

@@ -244,12 +244,12 @@ struct Record {
 
 bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
 
-// Reads a time field: epoch or ISO, within the canonical schema's range.
+// Reads a time field (epoch ms out): epoch or ISO, within the canonical schema's range.
 std::optional<FieldError> read_time(const Row& row, Col c, std::optional<int64_t>& out) {
   std::string_view v = row.get(c);
-  out = parse_timestamp(v);
+  out = parse_timestamp_ms(v);
   if (!out) return FieldError{c, quoted(v) + " is not a time"};
-  if (*out < 0 || static_cast<double>(*out) > kMaxEpochSeconds) {
+  if (*out < 0 || static_cast<double>(*out) / 1000.0 > kMaxEpochSeconds) {
     return FieldError{c, quoted(v) + " is out of range"};
   }
   return std::nullopt;
@@ -278,10 +278,10 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
   if (row.layout->has(kSubmit)) {
     std::optional<int64_t> t;
     if (auto e = read_time(row, kSubmit, t)) return e;
-    j.submit_time = *t;
+    j.submit_ms = *t;
   }
   if (std::string_view v = row.get(kStart); !v.empty() && !is_unknown_time(v)) {
-    if (auto e = read_time(row, kStart, j.start_time)) return e;
+    if (auto e = read_time(row, kStart, j.start_ms)) return e;
   }
   if (std::string_view v = row.get(kEnd); v == "Unknown") {
     r.unfinished = true;
@@ -340,12 +340,12 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
   // after its start.
   if (!r.unfinished) {
     std::optional<int64_t> end = r.end;
-    if (!end && j.start_time && r.elapsed) end = *j.start_time + *r.elapsed;
+    if (!end && j.start_ms && r.elapsed) end = *j.start_ms + *r.elapsed * kMsPerSecond;
     if (row.layout->has(kSubmit)) {
       if (!end) return FieldError{kEnd, "no end time for a finished job"};
-      if (*end < j.submit_time) return FieldError{kEnd, "before Submit"};
+      if (*end < j.submit_ms) return FieldError{kEnd, "before Submit"};
     }
-    if (end && j.start_time && *j.start_time > *end) return FieldError{kStart, "after End"};
+    if (end && j.start_ms && *j.start_ms > *end) return FieldError{kStart, "after End"};
   }
   return read_usage(row, r.usage);
 }
@@ -408,13 +408,13 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     if (!j.gpu_mem_bytes && j.peak_vram_bytes) ++tally.gpu_no_capacity;
   }
   if (r.end) {
-    j.end_time = *r.end;
-  } else if (j.start_time && r.elapsed) {
-    j.end_time = *j.start_time + *r.elapsed;
-  } else if (j.start_time) {
-    j.end_time = *j.start_time;  // only without Submit: the lower bound we know
+    j.end_ms = *r.end;
+  } else if (j.start_ms && r.elapsed) {
+    j.end_ms = *j.start_ms + *r.elapsed * kMsPerSecond;
+  } else if (j.start_ms) {
+    j.end_ms = *j.start_ms;  // only without Submit: the lower bound we know
   } else {
-    j.end_time = 0;
+    j.end_ms = 0;
   }
 }
 

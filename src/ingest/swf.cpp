@@ -171,14 +171,14 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
     Job job;
     job.job_id = int_string(f[kJobNumber]);
     job.user = f[kUserId] >= 0 ? int_string(f[kUserId]) : std::string();
-    job.submit_time = header.unix_start + std::llround(f[kSubmitTime]);
-    const int64_t run = std::llround(f[kRunTime]);
+    job.submit_ms = header.unix_start * kMsPerSecond + ms_from_seconds(f[kSubmitTime]);
+    const int64_t run = ms_from_seconds(f[kRunTime]);
     if (f[kWaitTime] >= 0) {
-      job.start_time = job.submit_time + std::llround(f[kWaitTime]);
-      job.end_time = *job.start_time + run;
+      job.start_ms = job.submit_ms + ms_from_seconds(f[kWaitTime]);
+      job.end_ms = *job.start_ms + run;
     } else {
       // Wait unknown: the end is at least submit + run time; no start time.
-      job.end_time = job.submit_time + run;
+      job.end_ms = job.submit_ms + run;
       ++unknown_wait;
     }
     job.state = swf_state(f[kStatus]);

@@ -41,8 +41,8 @@ json row_json(const Job& j) {
   return {{"job_id", j.job_id},
           {"user", j.user},
           {"script_sha256", j.script_key},
-          {"submit_time", j.submit_time},
-          {"end_time", j.end_time},
+          {"submit_time", seconds_from_ms(j.submit_ms)},
+          {"end_time", seconds_from_ms(j.end_ms)},
           {"state", j.state},
           {"req_mem_bytes", opt_json(j.req_mem_bytes)},
           {"req_gpus", opt_json(j.req_gpus)},
@@ -86,7 +86,7 @@ Status Service::rebuild() {
   std::unique_lock lock(history_mu_);
   Status s = store_->for_each([this](Job&& j) { history_.add_completion(j); });
   if (!s) return s;
-  history_.advance_watermark(now() - options_.late_tolerance_s);
+  history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
   return Status::ok();
 }
 
@@ -105,7 +105,7 @@ Reply Service::predict(std::string_view body) {
     cascade::JobPrediction p;
     {
       std::shared_lock lock(history_mu_);
-      job.submit_time = std::max(job.submit_time, history_.watermark());
+      job.submit_ms = std::max(job.submit_ms, history_.watermark());
       p = predictor_->predict(job, history_);
     }
     metrics_.count_route(Resource::kMem, p.mem.route);
@@ -125,7 +125,7 @@ Result<bool> Service::add_completion(const Job& job) {
   if (*stored) {
     std::unique_lock lock(history_mu_);
     history_.add_completion(job);
-    history_.advance_watermark(now() - options_.late_tolerance_s);
+    history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
   }
   return stored;
 }
@@ -175,7 +175,7 @@ Reply Service::history(const std::multimap<std::string, std::string>& params) {
     json experts = json::object();
     {
       std::shared_lock lock(history_mu_);
-      const int64_t t = std::max(now() + 1, history_.watermark());
+      const int64_t t = std::max((now() + 1) * kMsPerSecond, history_.watermark());
       for (Resource r : kResources) {
         const history::HistoryView v = history_.query(script, user, t, r);
         experts[std::string(resource_name(r))] = stats_json(script.empty() ? v.user : v.exact);

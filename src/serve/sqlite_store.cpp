@@ -104,14 +104,32 @@ std::optional<T> col_opt(sqlite3_stmt* s, int i) {
   return static_cast<T>(sqlite3_column_int64(s, i));
 }
 
+// Times are stored as the canonical schema's epoch seconds (an integer when whole, a real with
+// the milliseconds otherwise), so databases written before millisecond times read unchanged.
+int64_t col_epoch_ms(sqlite3_stmt* s, int i) {
+  if (sqlite3_column_type(s, i) == SQLITE_FLOAT) return ms_from_seconds(sqlite3_column_double(s, i));
+  return sqlite3_column_int64(s, i) * kMsPerSecond;
+}
+std::optional<int64_t> col_opt_epoch_ms(sqlite3_stmt* s, int i) {
+  if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
+  return col_epoch_ms(s, i);
+}
+void bind_epoch(sqlite3_stmt* s, int i, int64_t ms) {
+  if (ms % kMsPerSecond == 0) {
+    sqlite3_bind_int64(s, i, ms / kMsPerSecond);
+  } else {
+    sqlite3_bind_double(s, i, seconds_from_ms(ms));
+  }
+}
+
 Job job_from_row(sqlite3_stmt* s) {
   Job j;
   j.job_id = col_text(s, 0);
   j.user = col_text(s, 1);
   j.script_key = col_text(s, 2);
-  j.submit_time = sqlite3_column_int64(s, 3);
-  j.start_time = col_opt<int64_t>(s, 4);
-  j.end_time = sqlite3_column_int64(s, 5);
+  j.submit_ms = col_epoch_ms(s, 3);
+  j.start_ms = col_opt_epoch_ms(s, 4);
+  j.end_ms = col_epoch_ms(s, 5);
   j.state = col_text(s, 6);
   if (sqlite3_column_type(s, 7) != SQLITE_NULL) j.req_cpus = sqlite3_column_double(s, 7);
   j.req_mem_bytes = col_opt<uint64_t>(s, 8);
@@ -154,9 +172,9 @@ class SqliteStore final : public CompletionStore {
     bind_text(s, 1, j.job_id);
     bind_text(s, 2, j.user);
     bind_text(s, 3, j.script_key);
-    sqlite3_bind_int64(s, 4, j.submit_time);
-    bind_opt_int(s, 5, j.start_time);
-    sqlite3_bind_int64(s, 6, j.end_time);
+    bind_epoch(s, 4, j.submit_ms);
+    if (j.start_ms) bind_epoch(s, 5, *j.start_ms); else sqlite3_bind_null(s, 5);
+    bind_epoch(s, 6, j.end_ms);
     bind_text(s, 7, j.state);
     if (j.req_cpus) sqlite3_bind_double(s, 8, *j.req_cpus); else sqlite3_bind_null(s, 8);
     bind_opt_int(s, 9, j.req_mem_bytes);

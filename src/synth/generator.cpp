@@ -80,7 +80,7 @@ class Generator {
       events += 1;
     }
     std::stable_sort(jobs_.begin(), jobs_.end(),
-                     [](const Job& a, const Job& b) { return a.submit_time < b.submit_time; });
+                     [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
     for (size_t i = 0; i < jobs_.size(); ++i) jobs_[i].job_id = std::to_string(1000000 + i);
     return std::move(jobs_);
   }
@@ -413,9 +413,10 @@ class Generator {
     double wait = std::min(3.0 * kDay, rng_.lognormal(wait_median, 1.2));
     wait += array_wave * e.minutes * 60.0;  // array throttle (%8): later waves wait for earlier
 
-    j.submit_time = static_cast<int64_t>(std::floor(submit));
-    j.start_time = j.submit_time + static_cast<int64_t>(std::llround(wait));
-    j.end_time = *j.start_time + std::max<int64_t>(1, std::llround(runtime));
+    // Whole seconds, as a scheduler's accounting records them.
+    j.submit_ms = static_cast<int64_t>(std::floor(submit)) * kMsPerSecond;
+    j.start_ms = j.submit_ms + static_cast<int64_t>(std::llround(wait)) * kMsPerSecond;
+    j.end_ms = *j.start_ms + std::max<int64_t>(1, std::llround(runtime)) * kMsPerSecond;
     j.req_cpus = r.cpus;
     j.req_gpus = r.gpus;
     j.req_time_s = r.time_s;

@@ -55,6 +55,7 @@ inline CascadeConfig tiny_config() {
   c.code.threads = 2;
   c.gate.n_rounds = 15;
   c.fusion.n_rounds = 15;
+  c.tree.n_rounds = 30;
   c.tau_grid = {0.6, 0.9, 1.01};
   c.trust_coef_grid = {2.0, 1e9};
   c.trust_floor_grid = {0.05};

@@ -33,6 +33,8 @@ class CascadeModelTest : public ::testing::Test {
     cfg.tau_grid = {0.0};
     cfg.trust_coef_grid = {0.5};
     cfg.trust_floor_grid = {0.01};
+    cfg.allow_history_only = false;  // the forced grid entry, whatever history alone would do
+    cfg.q_source = "code_model";     // the exact cache applies to the code model's Q
     auto m = CascadeModel::train(*input_, cfg);
     if (!m.ok()) throw std::runtime_error(m.status().message());
     model_ = new CascadeModel(std::move(m).value());
@@ -98,6 +100,9 @@ TEST_F(CascadeModelTest, BypassOnlyWithExactScriptHistory) {
   EXPECT_EQ(bypass, exact);
 }
 
+// The gate only opens with exact-script history. A resource whose policy is history alone (chosen
+// when the fused cascade was not clearly better) serves user history without the encoder too,
+// and says so in the rationale; with no history at all it is Q.
 TEST_F(CascadeModelTest, ChosenPolicyNeverBypassesWithoutExactHistory) {
   size_t non_exact = 0;
   for (const TrainingJob* t : test_jobs()) {
@@ -108,10 +113,17 @@ TEST_F(CascadeModelTest, ChosenPolicyNeverBypassesWithoutExactHistory) {
       view.level = view.user.count > 0 ? history::Level::kUser : history::Level::kNone;
     }
     const JobPrediction p = chosen_->predict_views(*t->job, v);
-    EXPECT_NE(p.mem.route, Route::kBypass);
-    if (p.vram) {
-      EXPECT_NE(p.vram->route, Route::kBypass);
-    }
+    auto check = [&](const ResourcePrediction& rp, Resource r) {
+      const bool hist_only = chosen_->policy()[static_cast<size_t>(idx(r))].history_only;
+      if (hist_only && v[static_cast<size_t>(idx(r))].level == history::Level::kUser) {
+        EXPECT_EQ(rp.route, Route::kBypass);
+        EXPECT_NE(rp.rationale.find("history (chosen on validation)"), std::string::npos) << rp.rationale;
+      } else {
+        EXPECT_NE(rp.route, Route::kBypass);
+      }
+    };
+    check(p.mem, Resource::kMem);
+    if (p.vram) check(*p.vram, Resource::kVram);
     ++non_exact;
   }
   EXPECT_GT(non_exact, 0u);
@@ -124,6 +136,7 @@ TEST_F(CascadeModelTest, TrustRegionBindsOnFusedExactHistory) {
   cfg.tau_grid = {1.01};
   cfg.trust_coef_grid = {0.5};
   cfg.trust_floor_grid = {0.01};
+  cfg.allow_history_only = false;
   auto m = CascadeModel::train(*input_, cfg);
   ASSERT_TRUE(m.ok()) << m.status().message();
   size_t checked = 0;
@@ -134,7 +147,7 @@ TEST_F(CascadeModelTest, TrustRegionBindsOnFusedExactHistory) {
     ASSERT_TRUE(p.mem.route == Route::kEncoder || p.mem.route == Route::kCache);
     ASSERT_TRUE(p.mem.gamma.has_value());
     const auto& pp = m->policy()[0];
-    const double h = view.estimate(pp.expert, m->fallback()[0]);
+    const double h = view.estimate(pp.expert, m->fallback()[0], m->priors()[0]);
     const double d = std::max(0.01, 0.5 * view.exact.mad);
     EXPECT_LE(std::abs(p.mem.util - std::clamp(h, 0.0, 1.0)), d + 1e-12) << t->job->job_id;
     ++checked;
@@ -162,7 +175,7 @@ TEST_F(CascadeModelTest, CacheHitEqualsFreshForward) {
     const auto q = model_->code_model().predict(*t->job);
     ASSERT_TRUE(b.mem.gamma.has_value());
     const double g = *b.mem.gamma;
-    const double h = user_only[0].estimate(model_->policy()[0].expert, 0.0);
+    const double h = user_only[0].estimate(model_->policy()[0].expert, 0.0, model_->priors()[0]);
     EXPECT_EQ(b.mem.util, std::clamp(g * static_cast<double>(q.util[0]) + (1.0 - g) * h, 0.0, 1.0));
     // No history: route no_history, the cached Q itself.
     const JobPrediction c = model_->predict_views(*t->job, HistoryViews{});
@@ -181,7 +194,7 @@ TEST_F(CascadeModelTest, UnknownUsersAndEmptyScriptsWork) {
   Job j;
   j.job_id = "new-1";
   j.user = "someone-never-seen";
-  j.submit_time = (*jobs_).back().submit_time + 10;
+  j.submit_ms = (*jobs_).back().submit_ms + 10;
   j.req_mem_bytes = 8ULL << 30;
   j.req_cpus = 2;
   j.req_gpus = 1;

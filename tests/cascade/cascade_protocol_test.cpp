@@ -48,7 +48,7 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
     EXPECT_LT(pos.at(s.code_fit.back()), pos.at(s.code_early_stopping.front()));
 
     ASSERT_FALSE(s.policy.empty());
-    const int64_t policy_start = in.jobs[pos.at(s.policy.front())].job->submit_time;
+    const int64_t policy_start = in.jobs[pos.at(s.policy.front())].job->submit_ms;
     size_t examples = 0;
     for (Resource r : kResources) {
       for (history::Expert e : history::kExperts) {
@@ -61,7 +61,7 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
             const TrainingJob& t = in.jobs[pos.at(id)];
             EXPECT_EQ(t.role, Role::kValidation) << id;
             // Label known before the policy set starts; not itself a policy job.
-            EXPECT_LT(t.job->end_time, policy_start) << id;
+            EXPECT_LT(t.job->end_ms, policy_start) << id;
             EXPECT_EQ(std::count(s.policy.begin(), s.policy.end(), id), 0) << id;
           }
         }

@@ -19,7 +19,7 @@ TEST(ExactCache, KeyChangesWithScriptUserAndRequestOnly) {
   const Job a = job("python a.py", "u1", 4);
   Job a2 = a;
   a2.job_id = "other";
-  a2.submit_time = 99;
+  a2.submit_ms = 99;
   EXPECT_EQ(exact_cache_key(a), exact_cache_key(a2));
   EXPECT_NE(exact_cache_key(a), exact_cache_key(job("python b.py", "u1", 4)));
   EXPECT_NE(exact_cache_key(a), exact_cache_key(job("python a.py", "u2", 4)));

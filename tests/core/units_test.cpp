@@ -28,12 +28,16 @@ TEST(Units, SlurmDuration) {
 }
 
 TEST(Units, Timestamp) {
-  EXPECT_EQ(parse_timestamp("1674490103"), 1674490103);
-  EXPECT_EQ(parse_timestamp("1674490103249"), 1674490103);
-  EXPECT_EQ(parse_timestamp("2023-01-23T16:08:23"), 1674490103);
-  EXPECT_EQ(parse_timestamp("2023-01-23 16:08:23.000"), 1674490103);
-  EXPECT_FALSE(parse_timestamp("Unknown"));
-  EXPECT_FALSE(parse_timestamp("2023-13-01T00:00:00"));
+  EXPECT_EQ(parse_timestamp_ms("1674490103"), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("1674490103249"), 1674490103249LL);
+  EXPECT_EQ(parse_timestamp_ms("1674490103.25"), 1674490103250LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T16:08:23"), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23 16:08:23.000"), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23 16:08:23.249"), 1674490103249LL);
+  EXPECT_FALSE(parse_timestamp_ms("Unknown"));
+  EXPECT_FALSE(parse_timestamp_ms("1674490103."));
+  EXPECT_FALSE(parse_timestamp_ms("1.2.3"));
+  EXPECT_FALSE(parse_timestamp_ms("2023-13-01T00:00:00"));
 }
 
 TEST(Labels, MemAndVramMasks) {

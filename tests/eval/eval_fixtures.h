@@ -20,9 +20,9 @@ inline Job make_job(std::string id, std::string user, std::string key, int64_t s
   Job j;
   j.job_id = std::move(id);
   j.user = std::move(user);
-  j.submit_time = submit;
-  j.start_time = submit;
-  j.end_time = end;
+  j.submit_ms = submit;
+  j.start_ms = submit;
+  j.end_ms = end;
   j.req_mem_bytes = 1'000'000;
   j.peak_mem_bytes = static_cast<uint64_t>(mem_util * 1'000'000.0 + 0.5);
   compute_labels(j);
@@ -49,10 +49,10 @@ inline std::pair<double, size_t> plain_last1_mae(const std::vector<Job>& jobs, R
   std::vector<const Job*> by_submit, by_end;
   for (const Job& j : jobs) by_submit.push_back(&j);
   std::stable_sort(by_submit.begin(), by_submit.end(),
-                   [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+                   [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   by_end = by_submit;
   std::stable_sort(by_end.begin(), by_end.end(),
-                   [](const Job* a, const Job* b) { return a->end_time < b->end_time; });
+                   [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
   std::map<std::string, double> last_key, last_user;
   size_t next = 0;
   double sum = 0;
@@ -60,7 +60,7 @@ inline std::pair<double, size_t> plain_last1_mae(const std::vector<Job>& jobs, R
   const auto first_test = static_cast<size_t>(test_from * static_cast<double>(jobs.size()));
   for (size_t i = 0; i < by_submit.size(); ++i) {
     const Job& j = *by_submit[i];
-    while (next < by_end.size() && by_end[next]->end_time < j.submit_time) {
+    while (next < by_end.size() && by_end[next]->end_ms < j.submit_ms) {
       const Job& h = *by_end[next++];
       if (!h.is_valid(r)) continue;
       if (!h.script_key.empty()) last_key[h.script_key] = h.label(r);
@@ -84,7 +84,7 @@ inline double plain_fallback(const std::vector<Job>& jobs, Resource r, double sh
   std::vector<const Job*> order;
   for (const Job& j : jobs) order.push_back(&j);
   std::stable_sort(order.begin(), order.end(),
-                   [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+                   [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   std::vector<double> v;
   const auto end = static_cast<size_t>(share * static_cast<double>(jobs.size()));
   for (size_t i = 0; i < end; ++i) {

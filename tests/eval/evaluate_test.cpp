@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -29,7 +31,8 @@ const ResultRow* find_row(const EvalReport& rep, std::string_view method, Resour
 TEST(Registry, BuiltinsAndUnknownNamesListValidOnes) {
   MethodRegistry reg = builtins();
   const std::vector<std::string> want = {"hier_last1",    "hier_median3",  "hier_median5",
-                                         "hier_ewma",     "global_median", "history_policy"};
+                                         "hier_ewma",     "global_median", "hier_combined",
+                                         "history_policy"};
   EXPECT_EQ(reg.names(), want);
   Result<std::unique_ptr<Method>> bad = reg.create("hier_last2", {});
   ASSERT_FALSE(bad.ok());
@@ -42,7 +45,6 @@ TEST(Registry, BuiltinsAndUnknownNamesListValidOnes) {
   EXPECT_THROW(reg.add("hier_last1", "", nullptr), std::logic_error);
 }
 
-// One script whose labels cycle 0.5, 0.5, 0.9: Last-1 is wrong twice a cycle, the medians once.
 std::vector<Job> cycling(size_t n) {
   std::vector<Job> jobs;
   const double cycle[3] = {0.5, 0.5, 0.9};
@@ -53,24 +55,46 @@ std::vector<Job> cycling(size_t n) {
   return jobs;
 }
 
-TEST(HistoryPolicy, PicksTheExpertWithBestValidationMae) {
-  std::vector<Job> jobs = cycling(60);
+// history::choose_estimate keeps the combined estimate unless another is better by more than
+// z standard errors of the paired difference.
+TEST(ChooseEstimate, NeedsAClearGainToLeaveTheCombinedEstimate) {
+  using history::Expert;
+  std::vector<std::array<double, history::kNumEstimates>> clear, noisy;
+  for (int i = 0; i < 200; ++i) {
+    // median3 better by 0.05 +- 0.01 on every job: a clear gain.
+    clear.push_back({0.2, i % 2 ? 0.11 : 0.09, 0.2, 0.2, 0.15});
+    // median3 better on average by 0.01 but with spread 0.2: not clear on 200 jobs.
+    noisy.push_back({0.3, i % 2 ? 0.44 : 0.04, 0.3, 0.3, 0.25});
+  }
+  EXPECT_EQ(history::choose_estimate(clear), Expert::kMedian3);
+  EXPECT_EQ(history::choose_estimate(noisy), Expert::kCombined);
+  EXPECT_EQ(history::choose_estimate({}), Expert::kCombined);
+  EXPECT_EQ(history::choose_estimate(clear, 1e9), Expert::kCombined);  // no gain is clear enough
+}
+
+// One script whose labels cycle 0.5, 0.5, 0.9: Last-1 is wrong twice a cycle, the medians once.
+TEST(HistoryPolicy, ChoosesOnValidationAndFreezes) {
+  std::vector<Job> jobs = cycling(600);
   Result<Split> split = make_split(jobs, SplitConfig{});
   ASSERT_TRUE(split.ok());
   EvalData data = build_eval_data(*split, 1.0);
-  // Validation MAE of every expert, computed here from the views.
-  std::array<MetricsAccumulator, history::kNumExperts> acc;
+  // The choice, recomputed here: priors from the train block, errors on validation.
+  history::ExpertPriorAccumulator prior;
+  for (const JobContext& c : data.jobs) {
+    if (c.block == Block::kTrain) prior.add(c.view[0], c.job->label(Resource::kMem));
+  }
+  std::vector<std::array<double, history::kNumEstimates>> errs;
   for (const JobContext& c : data.jobs) {
     if (c.block != Block::kValidation) continue;
-    for (history::Expert e : history::kExperts) {
-      acc[static_cast<int>(e)].add(c.view[0].estimate(e, data.fallback[0]), c.job->label(Resource::kMem));
+    std::array<double, history::kNumEstimates> row{};
+    for (history::Expert e : history::kEstimates) {
+      row[static_cast<size_t>(e)] =
+          std::fabs(c.view[0].estimate(e, data.fallback[0], prior.priors()) - c.job->label(Resource::kMem));
     }
+    errs.push_back(row);
   }
-  int best = 0;
-  for (int e = 1; e < history::kNumExperts; ++e) {
-    if (acc[e].finish().mae < acc[best].finish().mae) best = e;
-  }
-  ASSERT_NE(best, static_cast<int>(history::Expert::kLast1)) << "fixture should not favour Last-1";
+  const history::Expert want = history::choose_estimate(errs);
+  ASSERT_NE(want, history::Expert::kLast1) << "fixture should not favour Last-1";
 
   MethodRegistry reg = builtins();
   auto policy = reg.create("history_policy", {});
@@ -80,14 +104,17 @@ TEST(HistoryPolicy, PicksTheExpertWithBestValidationMae) {
   for (const auto& [k, v] : (*policy)->choices()) {
     if (k == "mem.expert") chosen = v;
   }
-  EXPECT_EQ(chosen, history::expert_name(static_cast<history::Expert>(best)));
+  EXPECT_EQ(chosen, history::expert_name(want));
 
-  // And the frozen choice is what the test block gets: same MAE as that hierarchical expert.
+  // And the frozen choice is what the test block gets: same MAE as its hierarchical twin.
   EvalConfig cfg;
   cfg.bootstrap = 0;
   Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
   ASSERT_TRUE(rep.ok()) << rep.status().message();
-  const std::string twin = best == 1 ? "hier_median3" : best == 2 ? "hier_median5" : "hier_ewma";
+  const std::string twin = want == history::Expert::kMedian3   ? "hier_median3"
+                           : want == history::Expert::kMedian5 ? "hier_median5"
+                           : want == history::Expert::kDecay   ? "hier_ewma"
+                                                               : "hier_combined";
   const ResultRow* p = find_row(*rep, "history_policy", Resource::kMem);
   const ResultRow* h = find_row(*rep, twin, Resource::kMem);
   const ResultRow* l = find_row(*rep, "hier_last1", Resource::kMem);
@@ -220,7 +247,7 @@ TEST(Evaluate, JsonFieldNames) {
     EXPECT_TRUE(j.at("reader").contains(k)) << k;
   }
   const auto& results = j.at("results");
-  ASSERT_EQ(results.size(), 12u);  // six methods x two resources
+  ASSERT_EQ(results.size(), 14u);  // seven methods x two resources
   std::set<std::string> methods;
   for (const auto& e : results) {
     for (const char* k : {"method", "resource", "n", "mae", "mse", "rmse", "acc10"}) {
@@ -238,12 +265,12 @@ TEST(Evaluate, JsonFieldNames) {
       }
     }
   }
-  EXPECT_EQ(methods.size(), 6u);
+  EXPECT_EQ(methods.size(), 7u);
   // The text printers carry the same rows.
   EXPECT_NE(render_table(*rep).find("history_policy"), std::string::npos);
   EXPECT_NE(render_markdown(*rep).find("| hier_ewma | mem |"), std::string::npos);
   const std::string csv = render_csv(*rep);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 15);
 }
 
 TEST(Evaluate, RefusesTraceWithoutSubmitTimes) {

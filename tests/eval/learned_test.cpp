@@ -151,7 +151,7 @@ TEST(Learned, RegistryHoldsTheStudysTable) {
   auto h = r.create("hier_last1", {});
   ASSERT_TRUE(h.ok());
   EXPECT_FALSE((*h)->seeded());
-  EXPECT_EQ(r.resolve("all")->size(), 11u);
+  EXPECT_EQ(r.resolve("all")->size(), 12u);
 }
 
 TEST(Learned, BadCodeOptionIsAnInputError) {

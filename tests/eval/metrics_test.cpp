@@ -29,8 +29,8 @@ TEST(Metrics, EmptyIsZeroWithNZero) {
 
 TEST(Metrics, UtcDayFloors) {
   EXPECT_EQ(utc_day(0), 0);
-  EXPECT_EQ(utc_day(86399), 0);
-  EXPECT_EQ(utc_day(86400), 1);
+  EXPECT_EQ(utc_day(86399999), 0);  // epoch ms
+  EXPECT_EQ(utc_day(86400000), 1);
   EXPECT_EQ(utc_day(-1), -1);
 }
 

@@ -37,7 +37,7 @@ void check_parser(Parser parse, std::string_view text, const char* name) {
   PEAKCAST_FUZZ_CHECK(trace.stats.reasons.size() <= trace.stats.skipped);
   for (const Job& job : trace.jobs) {
     PEAKCAST_FUZZ_CHECK(!job.job_id.empty());
-    PEAKCAST_FUZZ_CHECK(job.end_time >= job.submit_time);
+    PEAKCAST_FUZZ_CHECK(job.end_ms >= job.submit_ms);
     for (Resource r : kResources) {
       if (job.is_valid(r)) PEAKCAST_FUZZ_CHECK(job.label(r) >= 0.0 && job.label(r) <= 1.0);
     }

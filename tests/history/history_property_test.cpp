@@ -30,8 +30,8 @@ std::vector<Job> random_trace(int n, uint64_t seed) {
     j.job_id = "job" + std::to_string(i);
     j.user = chance(0.05) ? "" : "u" + std::to_string(pick(0, 3));
     j.script_key = chance(0.1) ? "" : "s" + std::to_string(pick(0, 5));
-    j.submit_time = kGrid * pick(0, 2000);
-    j.end_time = j.submit_time + kGrid * (chance(0.1) ? 0 : pick(0, 400));
+    j.submit_ms = kGrid * pick(0, 2000);
+    j.end_ms = j.submit_ms + kGrid * (chance(0.1) ? 0 : pick(0, 400));
     j.censored = chance(0.1);
     for (Resource r : kResources) {
       j.valid[idx(r)] = chance(r == Resource::kMem ? 0.9 : 0.4);
@@ -49,7 +49,7 @@ std::vector<const Job*> submit_order(const std::vector<Job>& jobs) {
   std::vector<const Job*> order;
   for (const Job& j : jobs) order.push_back(&j);
   std::stable_sort(order.begin(), order.end(),
-                   [](const Job* a, const Job* b) { return a->submit_time < b->submit_time; });
+                   [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   return order;
 }
 
@@ -75,10 +75,10 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
     if (!j->valid[0] && !j->valid[1]) continue;
     seen.push_back(j);
     if ((by_script ? j->script_key : j->user) != key || !j->is_valid(r)) continue;
-    if (j->end_time >= t) continue;
+    if (j->end_ms >= t) continue;
     uint64_t tag = detail::order_tag(*j);
     if (r != Resource::kMem) tag &= ~uint64_t{1};
-    h.emplace_back(j->end_time, j->submit_time, tag, j->label(r));
+    h.emplace_back(j->end_ms, j->submit_ms, tag, j->label(r));
   }
   std::sort(h.begin(), h.end());
   const int n = static_cast<int>(h.size());
@@ -94,7 +94,7 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
   s.expert[2] = median(last_k(5));
   double num = 0, den = 0;
   for (const auto& [end, submit, tag, x] : h) {
-    const double w = std::exp2(-static_cast<double>(t - end) / kDecayHalfLifeS);
+    const double w = std::exp2(-static_cast<double>(t - end) / kDecayHalfLifeMs);
     num += w * x;
     den += w;
   }
@@ -107,8 +107,8 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
   for (int i = std::max(0, n - kWindow); i < n; ++i) s.censored_recent += std::get<2>(h[i]) & 1;
   s.spread = *std::max_element(s.expert.begin(), s.expert.end()) -
              *std::min_element(s.expert.begin(), s.expert.end());
-  s.last_end_time = static_cast<double>(std::get<0>(h.back()));
-  s.age_last_s = static_cast<double>(t - std::get<0>(h.back()));
+  s.last_end_time = static_cast<double>(std::get<0>(h.back())) / 1000.0;  // epoch s
+  s.age_last_s = static_cast<double>(t - std::get<0>(h.back())) / 1000.0;
   return s;
 }
 
@@ -172,9 +172,9 @@ RC_GTEST_PROP(HistoryProperty, ReplayMatchesNaiveAndNeverSeesTheFuture, ()) {
     for (Resource r : kResources) {
       const HistoryView v = s.query(job, r);
       for (const KeyStats* k : {&v.exact, &v.user}) {
-        if (k->count > 0) RC_ASSERT(k->last_end_time < static_cast<double>(job.submit_time));
+        if (k->count > 0) RC_ASSERT(k->last_end_time * 1000.0 < static_cast<double>(job.submit_ms));
       }
-      assert_same(v, naive_view(all, job.script_key, job.user, job.submit_time, r), 1e-9);
+      assert_same(v, naive_view(all, job.script_key, job.user, job.submit_ms, r), 1e-9);
     }
   });
 }
@@ -241,8 +241,8 @@ RC_GTEST_PROP(HistoryProperty, LateCompletionsWithWatermarkMatchNaive, ()) {
   for (const Job& j : jobs) {
     const int64_t max_delay = rng() % 10 == 0 ? kGrid * 1000 : lag;
     const int64_t delay = std::uniform_int_distribution<int64_t>(0, max_delay)(rng);
-    events.push_back({j.end_time + delay, 0, &j});
-    events.push_back({j.submit_time + lag, 1, &j});  // queried once the lag has passed
+    events.push_back({j.end_ms + delay, 0, &j});
+    events.push_back({j.submit_ms + lag, 1, &j});  // queried once the lag has passed
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.time < b.time; });
@@ -255,10 +255,10 @@ RC_GTEST_PROP(HistoryProperty, LateCompletionsWithWatermarkMatchNaive, ()) {
       continue;
     }
     // At now = submit + lag, every completion that ended before submit has arrived.
-    store.advance_watermark(e.job->submit_time);
+    store.advance_watermark(e.job->submit_ms);
     for (Resource r : kResources) {
       assert_same(store.query(*e.job, r),
-                  naive_view(arrived, e.job->script_key, e.job->user, e.job->submit_time, r),
+                  naive_view(arrived, e.job->script_key, e.job->user, e.job->submit_ms, r),
                   1e-9);
     }
   }

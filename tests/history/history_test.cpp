@@ -12,7 +12,7 @@
 namespace peakcast::history {
 namespace {
 
-constexpr int64_t kHour = 3600;
+constexpr int64_t kHour = 3600 * 1000;  // times are epoch milliseconds
 
 Job make_job(std::string id, std::string user, std::string script, int64_t submit, int64_t end,
              double mem, bool censored = false) {
@@ -20,8 +20,8 @@ Job make_job(std::string id, std::string user, std::string script, int64_t submi
   j.job_id = std::move(id);
   j.user = std::move(user);
   j.script_key = std::move(script);
-  j.submit_time = submit;
-  j.end_time = end;
+  j.submit_ms = submit;
+  j.end_ms = end;
   j.util[idx(Resource::kMem)] = mem;
   j.valid[idx(Resource::kMem)] = true;
   j.censored = censored;
@@ -47,8 +47,8 @@ TEST(HistoryStore, StrictEndTimeVisibility) {
   const HistoryView v = store.query("s", "u", 101, Resource::kMem);
   EXPECT_EQ(v.level, Level::kExactScript);
   EXPECT_EQ(v.exact.count, 1);
-  EXPECT_DOUBLE_EQ(v.exact.age_last_s, 1.0);
-  EXPECT_DOUBLE_EQ(v.exact.last_end_time, 100.0);
+  EXPECT_DOUBLE_EQ(v.exact.age_last_s, 0.001);      // 1 ms, in seconds
+  EXPECT_DOUBLE_EQ(v.exact.last_end_time, 0.1);     // epoch seconds
 }
 
 TEST(HistoryStore, ExpertsOnASmallSeries) {
@@ -67,7 +67,7 @@ TEST(HistoryStore, ExpertsOnASmallSeries) {
   double num = 0, den = 0;
   for (int i = 0; i < 6; ++i) {
     const double w = std::exp2(-static_cast<double>(10 * kHour - (i + 1) * kHour) /
-                               kDecayHalfLifeS);
+                               kDecayHalfLifeMs);
     num += w * labels[static_cast<size_t>(i)];
     den += w;
   }
@@ -76,7 +76,7 @@ TEST(HistoryStore, ExpertsOnASmallSeries) {
   EXPECT_NEAR(s.mad, 0.25, 1e-12);
   EXPECT_NEAR(s.spread, ex(s, Expert::kMedian3) - ex(s, Expert::kLast1), 1e-12);
   EXPECT_EQ(s.censored_recent, 1);
-  EXPECT_DOUBLE_EQ(s.age_last_s, 4.0 * kHour);
+  EXPECT_DOUBLE_EQ(s.age_last_s, 4.0 * 3600.0);  // seconds
 
   // At t = 3.5 h only the first three have ended.
   const KeyStats early = store.query("s", "u", 3 * kHour + 1800, Resource::kMem).exact;
@@ -148,7 +148,7 @@ TEST(HistoryStore, DecayMeanStaysExactOverYears) {
   long double num = 0, den = 0;
   for (int d = 0; d < kDays; ++d) {
     const long double w = std::exp2l(-static_cast<long double>(t - (d * kDay + kHour)) /
-                                     static_cast<long double>(kDecayHalfLifeS));
+                                     static_cast<long double>(kDecayHalfLifeMs));
     num += w * (0.1L + 0.8L * ((d * 37) % 101) / 100.0L);
     den += w;
   }
@@ -178,7 +178,7 @@ TEST(HistoryStore, FoldsOldLabelsAndAbsorbsVeryLateOnes) {
   EXPECT_DOUBLE_EQ(ex(s, Expert::kLast1), (41 % 7) / 7.0);
   double num = 0, den = 0;
   for (auto [end, x] : all) {
-    const double w = std::exp2(-static_cast<double>(t - end) / kDecayHalfLifeS);
+    const double w = std::exp2(-static_cast<double>(t - end) / kDecayHalfLifeMs);
     num += w * x;
     den += w;
   }
@@ -199,11 +199,11 @@ TEST(HistoryReplay, VisitsInSubmitOrderAndBoundsMemory) {
   int64_t last_submit = -1;
   int visited = 0;
   replay(order, store, [&](const Job& job, const HistoryStore& s) {
-    EXPECT_GE(job.submit_time, last_submit);
-    last_submit = job.submit_time;
+    EXPECT_GE(job.submit_ms, last_submit);
+    last_submit = job.submit_ms;
     const HistoryView v = s.query(job, Resource::kMem);
     if (v.user.count > 0) {
-      EXPECT_LT(v.user.last_end_time, static_cast<double>(job.submit_time));
+      EXPECT_LT(v.user.last_end_time * 1000.0, static_cast<double>(job.submit_ms));
     }
     ++visited;
   });

@@ -114,8 +114,8 @@ TEST(Jsonl, LineWriterIsOneLineAndSurvivesBadUtf8) {
   Job j;
   j.job_id = "1";
   j.user = "u";
-  j.submit_time = 5;
-  j.end_time = 6;
+  j.submit_ms = 5;
+  j.end_ms = 6;
   j.script = std::string("echo \xff\xfe\nexit 0\n");
   const std::string line = job_to_jsonl_line(j);
   EXPECT_EQ(line.find('\n'), std::string::npos);
@@ -141,9 +141,9 @@ rc::Gen<Job> arbitrary_job() {
         Job j;
         j.job_id = id.empty() ? "j" : id;
         j.user = user;
-        j.submit_time = submit;
-        j.end_time = submit + run;
-        if (wait) j.start_time = submit + std::min(*wait, run);
+        j.submit_ms = submit;
+        j.end_ms = submit + run;
+        if (wait) j.start_ms = submit + std::min(*wait, run);
         j.state = state;
         if (cpus_x2) j.req_cpus = *cpus_x2 / 2.0;
         j.req_mem_bytes = mem;
@@ -182,9 +182,9 @@ RC_GTEST_PROP(JsonlProperty, JobRoundTripsThroughCanonicalJson, ()) {
   RC_ASSERT(back.ok());
   RC_ASSERT(back->job_id == j.job_id);
   RC_ASSERT(back->user == j.user);
-  RC_ASSERT(back->submit_time == j.submit_time);
-  RC_ASSERT(back->start_time == j.start_time);
-  RC_ASSERT(back->end_time == j.end_time);
+  RC_ASSERT(back->submit_ms == j.submit_ms);
+  RC_ASSERT(back->start_ms == j.start_ms);
+  RC_ASSERT(back->end_ms == j.end_ms);
   RC_ASSERT(back->state == j.state);
   RC_ASSERT(back->req_cpus == j.req_cpus);
   RC_ASSERT(back->req_mem_bytes == j.req_mem_bytes);

@@ -93,6 +93,23 @@ TEST(Nextflow, UnterminatedQuoteIsSkippedWithAReason) {
   EXPECT_NE(t.stats.reasons[0].find("t.csv:3: row: unterminated"), std::string::npos) << t.stats.reasons[0];
 }
 
+// Sub-second times are kept: a task that ended at .400 is history for one submitted at .900 of
+// the same second (whole seconds made them simultaneous, and "ended before" false). A complete
+// recorded to the second just before a millisecond submit is read as the submission itself.
+TEST(Nextflow, MillisecondTimesAreKept) {
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n"
+                             "1,A,1678701065100,1678701065400\n"
+                             "2,A,1678701065900,1678701070000\n"
+                             "3,B,1678701066485,1678701066000\n",
+                             "t.csv", {}, t));
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].end_ms, 1678701065400);
+  EXPECT_EQ(t.jobs[1].submit_ms, 1678701065900);
+  EXPECT_LT(t.jobs[0].end_ms, t.jobs[1].submit_ms);
+  EXPECT_EQ(t.jobs[2].end_ms, t.jobs[2].submit_ms);
+}
+
 TEST(Nextflow, RepeatedTaskIdsStayUnique) {
   Trace t;
   ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n1,A,3000,4000\n",
@@ -116,7 +133,7 @@ TEST(NextflowRealData, NfCoreTracesReadCompletely) {
     EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], want) << rel;
     EXPECT_TRUE(has_note(*trace, "no user column")) << rel;
     for (const Job& j : trace->jobs) {
-      ASSERT_LE(j.submit_time, j.end_time) << j.job_id;
+      ASSERT_LE(j.submit_ms, j.end_ms) << j.job_id;
       ASSERT_TRUE(j.workload.has_value()) << j.job_id;
     }
   }

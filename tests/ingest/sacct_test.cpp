@@ -305,8 +305,8 @@ TEST(SacctRows, EpochTimesNoConvertBytesAndElapsedEnd) {
   Trace t;
   ASSERT_TRUE(parse_sacct(text, "epoch", sacct_options(), t));
   ASSERT_EQ(t.jobs.size(), 1u);
-  EXPECT_EQ(t.jobs[0].submit_time, 1700000000);
-  EXPECT_EQ(t.jobs[0].end_time, 1700000010 + 3600);  // no End column: Start + Elapsed
+  EXPECT_EQ(t.jobs[0].submit_ms, 1700000000000LL);
+  EXPECT_EQ(t.jobs[0].end_ms, (1700000010 + 3600) * 1000LL);  // no End column: Start + Elapsed
   EXPECT_EQ(t.jobs[0].req_mem_bytes, kG);
   EXPECT_EQ(t.jobs[0].peak_mem_bytes, 524288000u);
 }

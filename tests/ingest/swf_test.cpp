@@ -91,8 +91,8 @@ TEST(Swf, WithoutHeaderTimesAreRelative) {
   ReadOptions o;
   ASSERT_TRUE(parse_swf("1 100 0 10 1 -1 5 1 60 10 1 1 1 1 1 -1 -1 -1\n", "x.swf", o, t));
   ASSERT_EQ(t.jobs.size(), 1u);
-  EXPECT_EQ(t.jobs[0].submit_time, 100);
-  EXPECT_EQ(t.jobs[0].end_time, 110);
+  EXPECT_EQ(t.jobs[0].submit_ms, 100000);  // ms
+  EXPECT_EQ(t.jobs[0].end_ms, 110000);
   EXPECT_FALSE(t.notes.empty());
 }
 
@@ -115,10 +115,10 @@ TEST(SwfRealData, LanlCm5CountsAndClippedShare) {
   EXPECT_EQ(trace->stats.labelled[idx(Resource::kVram)], 0u);
   // Ordered in time: submit times never decrease (the log is sorted by submission).
   for (size_t i = 1; i < trace->jobs.size(); ++i) {
-    ASSERT_LE(trace->jobs[i - 1].submit_time, trace->jobs[i].submit_time) << i;
-    ASSERT_LE(trace->jobs[i].submit_time, trace->jobs[i].end_time) << i;
+    ASSERT_LE(trace->jobs[i - 1].submit_ms, trace->jobs[i].submit_ms) << i;
+    ASSERT_LE(trace->jobs[i].submit_ms, trace->jobs[i].end_ms) << i;
   }
-  EXPECT_EQ(trace->jobs.front().submit_time, 781275672);  // UnixStartTime + 0
+  EXPECT_EQ(trace->jobs.front().submit_ms, 781275672000LL);  // UnixStartTime + 0
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Encoders, EveryEncoder, ::testing::Values("bag", "textc
 TEST(CodeModel, IdentityTextWhenNoScriptIsFlagged) {
   auto train = make_batch_size_jobs(60, 7);
   for (auto& j : train) {
-    j.workload = "exe" + std::to_string(j.submit_time % 7);
+    j.workload = "exe" + std::to_string(j.submit_ms % 7);
     j.script.reset();
   }
   auto model = CodeModel::train(ptrs(train), {}, tiny_config("bag"));

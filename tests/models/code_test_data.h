@@ -27,8 +27,8 @@ inline std::vector<Job> make_batch_size_jobs(size_t n, uint64_t seed, int users 
     Job j;
     j.job_id = std::to_string(seed) + "-" + std::to_string(i);
     j.user = "user" + std::to_string(pick_user(rng));
-    j.submit_time = static_cast<int64_t>(i) * 60;
-    j.end_time = j.submit_time + 600;
+    j.submit_ms = static_cast<int64_t>(i) * 60;
+    j.end_ms = j.submit_ms + 600;
     j.req_cpus = 4;
     j.req_mem_bytes = 16 * kGiB;
     j.req_time_s = 3600;

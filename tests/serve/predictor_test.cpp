@@ -51,8 +51,8 @@ TEST(HistoryPredictor, HierarchyAndBytes) {
   done.job_id = "1";
   done.user = "u";
   done.script_key = "s";
-  done.submit_time = 10;
-  done.end_time = 20;
+  done.submit_ms = 10;
+  done.end_ms = 20;
   done.req_mem_bytes = 1000;
   done.peak_mem_bytes = 400;
   done.req_gpus = 1;
@@ -65,7 +65,7 @@ TEST(HistoryPredictor, HierarchyAndBytes) {
   q.job_id = "pending";
   q.user = "u";
   q.script_key = "s";
-  q.submit_time = 30;
+  q.submit_ms = 30;
   q.req_mem_bytes = 2000;
   q.req_gpus = 2;
   q.gpu_mem_bytes = 100;
@@ -84,7 +84,7 @@ TEST(HistoryPredictor, HierarchyAndBytes) {
   EXPECT_EQ(none.mem.route, Route::kNoHistory);
   EXPECT_DOUBLE_EQ(none.mem.util, 0.3);
   EXPECT_DOUBLE_EQ(none.vram->util, 0.6);
-  q.submit_time = 15;  // before the completion ended: not visible
+  q.submit_ms = 15;  // before the completion ended: not visible
   q.user = "u";
   q.script_key = "s";
   EXPECT_EQ(p.predict(q, h).mem.history_level, "none");

@@ -15,8 +15,8 @@ Job sample_job(const std::string& id) {
   j.job_id = id;
   j.user = "u";
   j.script_key = "k";
-  j.submit_time = 10;
-  j.end_time = 20;
+  j.submit_ms = 10;
+  j.end_ms = 20;
   j.req_mem_bytes = 18'000'000'000'000'000'000ull;  // above INT64_MAX: stored bit for bit
   j.peak_mem_bytes = 9'000'000'000'000'000'000ull;
   j.script = "#!/bin/sh\nsecret-free\n";

@@ -81,7 +81,7 @@ TEST(Synth, SameSeedSameTrace) {
 TEST(Synth, DifferentSeedsDiffer) {
   auto a = make(500, 1), b = make(500, 2);
   size_t same = 0;
-  for (size_t i = 0; i < a.size(); ++i) same += a[i].script == b[i].script && a[i].submit_time == b[i].submit_time;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i].script == b[i].script && a[i].submit_ms == b[i].submit_ms;
   EXPECT_LT(same, a.size() / 10);
 }
 
@@ -92,7 +92,7 @@ TEST(Synth, ExactCountSortedUniqueIds) {
   for (size_t i = 0; i < t.size(); ++i) {
     ids.insert(t[i].job_id);
     if (i > 0) {
-      EXPECT_LE(t[i - 1].submit_time, t[i].submit_time);
+      EXPECT_LE(t[i - 1].submit_ms, t[i].submit_ms);
     }
   }
   EXPECT_EQ(ids.size(), t.size());
@@ -102,15 +102,15 @@ TEST(Synth, ExactCountSortedUniqueIds) {
 
 TEST(Synth, TimelinesAreOrdered) {
   SynthOptions o;
-  const int64_t span = static_cast<int64_t>(o.days * 86400);
+  const int64_t span = static_cast<int64_t>(o.days * 86400) * 1000;  // ms
   for (const Job& j : trace()) {
-    ASSERT_TRUE(j.start_time.has_value());
-    EXPECT_GE(*j.start_time, j.submit_time) << j.job_id;
-    EXPECT_GT(j.end_time, *j.start_time) << j.job_id;
-    EXPECT_GE(j.submit_time, o.start_time);
-    EXPECT_LT(j.submit_time, o.start_time + 2 * span) << "submissions far beyond the asked span";
+    ASSERT_TRUE(j.start_ms.has_value());
+    EXPECT_GE(*j.start_ms, j.submit_ms) << j.job_id;
+    EXPECT_GT(j.end_ms, *j.start_ms) << j.job_id;
+    EXPECT_GE(j.submit_ms, o.start_time * 1000);
+    EXPECT_LT(j.submit_ms, o.start_time * 1000 + 2 * span) << "submissions far beyond the asked span";
   }
-  EXPECT_GT(trace().back().submit_time - trace().front().submit_time, span / 2);
+  EXPECT_GT(trace().back().submit_ms - trace().front().submit_ms, span / 2);
 }
 
 TEST(Synth, LabelsAndRequestsAreConsistent) {
@@ -208,7 +208,7 @@ TEST(Synth, BurstsOfSimultaneousSubmissions) {
   size_t in_bursts = 0;
   for (size_t i = 2; i < t.size(); ++i) {
     in_bursts += t[i].user == t[i - 2].user && t[i - 1].user == t[i].user &&
-                 t[i].submit_time - t[i - 2].submit_time <= 6;
+                 t[i].submit_ms - t[i - 2].submit_ms <= 6000;
   }
   EXPECT_GT(in_bursts, t.size() / 20);
 }
@@ -255,16 +255,16 @@ TEST(Synth, ExactScriptHistoryBeatsUserHistory) {
   const auto& t = trace();
   std::vector<size_t> by_end(t.size());
   std::iota(by_end.begin(), by_end.end(), 0);
-  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) { return t[a].end_time < t[b].end_time; });
+  std::stable_sort(by_end.begin(), by_end.end(), [&](size_t a, size_t b) { return t[a].end_ms < t[b].end_ms; });
   std::map<std::string, std::pair<int64_t, double>> last_script, last_user;
   size_t e = 0, n = 0;
   double err_script = 0, err_user = 0;
   for (const Job& j : t) {
-    while (e < by_end.size() && t[by_end[e]].end_time < j.submit_time) {
+    while (e < by_end.size() && t[by_end[e]].end_ms < j.submit_ms) {
       const Job& d = t[by_end[e++]];
       if (!d.is_valid(Resource::kMem)) continue;
-      last_script[d.script_key] = {d.end_time, d.label(Resource::kMem)};
-      last_user[d.user] = {d.end_time, d.label(Resource::kMem)};
+      last_script[d.script_key] = {d.end_ms, d.label(Resource::kMem)};
+      last_user[d.user] = {d.end_ms, d.label(Resource::kMem)};
     }
     if (!j.is_valid(Resource::kMem)) continue;
     auto s = last_script.find(j.script_key);

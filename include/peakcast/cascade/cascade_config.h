@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -33,12 +34,22 @@ struct CascadeConfig {
   models::GbdtParams gate = default_gate_params();
   models::GbdtParams fusion = default_fusion_params();
   size_t min_component_examples = 30;   // fewer -> a constant instead of a booster
+  // The tree route, Q's other candidate (tree_route.h): fit on the code model's fit set with
+  // early stopping on its holdout; refit on train + validation for serving when chosen.
+  models::GbdtParams tree = default_tree_params();
 
   // ---- policy grids (chosen jointly per resource on the policy half of validation) ----
   // tau > 1 means "never bypass".
   std::vector<double> tau_grid{0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.01};
   std::vector<double> trust_coef_grid{1.0, 2.0, 3.0, 5.0, 1e9};   // 1e9: no trust region
   std::vector<double> trust_floor_grid{0.02, 0.05, 0.1, 0.2};
+  // The policy keeps history alone (history_only) unless the best grid entry's MAE on the policy
+  // set is lower by more than this many standard errors of the paired per-job difference: a
+  // choice on a small block must show a clear gain. 0 = plain lowest MAE.
+  double history_margin_se = 2.0;
+  bool allow_history_only = true;       // false: the policy is always a grid entry
+  // Q's source: "auto" (the better on the gate/fusion set), "code_model" or "tree_route".
+  std::string q_source = "auto";
 
   // ---- serving ----
   size_t cache_capacity = 65536;        // exact-cache entries (LRU); 0 disables the cache
@@ -50,6 +61,7 @@ struct CascadeConfig {
   static models::code::CodeModelConfig default_code_config();
   static models::GbdtParams default_gate_params();
   static models::GbdtParams default_fusion_params();
+  static models::GbdtParams default_tree_params();
 
   Status validate() const;
 };

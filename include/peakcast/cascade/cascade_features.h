@@ -1,6 +1,7 @@
 // The features the gate C_{r,e} and the fusion G_{r,e} read (METHOD.md §5–6). Gate features are
-// all known before the encoder runs: the candidate expert's value, the four experts and the
-// statistics of the exact-script and same-user histories, agreement between experts and levels,
+// all known before the encoder runs: the candidate expert's value, the four experts, their recent
+// walk-forward errors and the statistics of the exact-script and same-user histories, agreement
+// between experts and levels,
 // the request, whether the job has script text. Fusion adds Q, Q - H and |Q - H|.
 // Missing statistics (a level with no history) are NaN, which XGBoost treats as missing.
 #pragma once
@@ -15,7 +16,7 @@ namespace peakcast::cascade {
 
 using HistoryViews = std::array<history::HistoryView, kNumResources>;
 
-inline constexpr int kGateFeatures = 31;
+inline constexpr int kGateFeatures = 41;
 inline constexpr int kFusionFeatures = kGateFeatures + 3;
 using GateFeatures = std::array<float, kGateFeatures>;
 using FusionFeatures = std::array<float, kFusionFeatures>;
@@ -24,10 +25,12 @@ const std::array<std::string_view, kGateFeatures>& gate_feature_names();
 const std::array<std::string_view, kFusionFeatures>& fusion_feature_names();
 
 // H_e at the answering level of `view` (fallback at Level::kNone).
-double history_estimate(const history::HistoryView& view, history::Expert e, double fallback);
+double history_estimate(const history::HistoryView& view, history::Expert e, double fallback,
+                        const history::ExpertPriors& priors = {});
 
+// `priors` matter only for e = kCombined (the combined estimate's shrinkage targets).
 GateFeatures gate_features(const Job& job, const history::HistoryView& view, history::Expert e,
-                           double fallback);
+                           double fallback, const history::ExpertPriors& priors = {});
 FusionFeatures fusion_features(const GateFeatures& gate, double h, double q);
 
 // The resources the cascade predicts for a job: memory always, VRAM when GPUs are requested.

@@ -43,10 +43,19 @@
 
 namespace peakcast::cascade {
 
-inline constexpr int kCascadeFormatVersion = 1;
+// 2: gate features with walk-forward errors, the combined estimate, the tree route, history_only.
+inline constexpr int kCascadeFormatVersion = 2;
+
+// Where a resource's Q comes from: the neural code model (the study's) or the tree route
+// (tree_route.h), whichever did better on the gate/fusion set.
+enum class QSource : int { kCodeModel = 0, kTreeRoute = 1 };
+std::string_view q_source_name(QSource s);  // "code_model", "tree_route"
 
 // The frozen choice for one resource, and how it did on the policy set.
 struct ResourcePolicy {
+  // history_only: every job with history (exact or user) gets H, as if bypassed; Q only where
+  // there is none. Chosen unless the gated, fused cascade is clearly better on the policy set.
+  bool history_only = false;
   history::Expert expert = history::Expert::kLast1;
   double tau = 1.01;           // bypass when the gate's probability >= tau (> 1: never)
   double trust_coef = 1e9;
@@ -55,6 +64,7 @@ struct ResourcePolicy {
   double policy_mae = 0.0;     // cascade MAE there with this choice
   double policy_encoder_share = 0.0;  // share of them that needed the encoder for this resource
   double policy_history_mae = 0.0;    // hierarchical e_r alone (history only), for reference
+  double policy_fused_mae = 0.0;      // the best gated/fused grid entry there, for reference
 };
 
 // Conformal half-width per route class (bypass, encoder_exact, encoder_user, no_history).
@@ -70,6 +80,9 @@ struct CascadeTrainReport {
   TrainingSets sets;
   models::code::CodeTrainReport code;
   std::array<ResourcePolicy, kNumResources> policy;
+  std::array<QSource, kNumResources> q_source{QSource::kCodeModel, QSource::kCodeModel};
+  // MAE of Q on the gate/fusion set per resource: {code model, tree route}.
+  std::array<std::array<double, 2>, kNumResources> q_mae{};
   double seconds_code = 0.0, seconds_components = 0.0, seconds_policy = 0.0;
 };
 
@@ -96,7 +109,7 @@ class CascadeModel final : public Predictor {
   // The same from an already parsed manifest (load_predictor's dispatch).
   static Result<CascadeModel> load(const std::string& dir, const nlohmann::json& manifest);
 
-  // Predictor: queries `history` at job.submit_time, then predict_views().
+  // Predictor: queries `history` at job.submit_ms, then predict_views().
   JobPrediction predict(const Job& job, const history::HistoryStore& history) const override;
   std::string describe() const override;
   double util_cap() const override;
@@ -115,6 +128,9 @@ class CascadeModel final : public Predictor {
   const std::array<ResourcePolicy, kNumResources>& policy() const;
   const std::array<UpperBound, kNumResources>& upper_bound() const;
   const std::array<double, kNumResources>& fallback() const;
+  // Priors of the combined estimate (history::Expert::kCombined) per resource.
+  const std::array<history::ExpertPriors, kNumResources>& priors() const;
+  const std::array<QSource, kNumResources>& q_source() const;
   // Training-time report (sets by id, code-model report, policy); after load() the sets are those
   // in training_sets.json and timings are 0.
   const CascadeTrainReport& report() const;

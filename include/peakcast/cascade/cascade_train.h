@@ -8,7 +8,9 @@
 // Protocol (METHOD.md §4–6; every split by submit order, every set recorded by job id):
 //   train block      = code-model FIT set (first 1 - code_holdout_share) ++ code-model EARLY-
 //                      STOPPING set (last code_holdout_share). Q sees labels of both: the first
-//                      through gradients, the second through the choice of epoch.
+//                      through gradients, the second through the choice of epoch. The tree route
+//                      (Q's other candidate) is fit and early-stopped on the same two sets, and
+//                      the combined estimate's priors for training come from the train block.
 //   validation block = GATE/FUSION set (first fit_share_of_validation) ++ POLICY set (the rest).
 //                      Gate/fusion jobs whose end_time is at or after the first policy-set
 //                      submission are purged (their label was not known when the policy set
@@ -17,9 +19,13 @@
 // Q's outputs reach the gate and fusion only through one function that throws std::logic_error
 // when asked for a job in the code model's fit or early-stopping set, and training ends with an
 // assertion (throw) that the gate/fusion examples are disjoint from those sets, by position and,
-// when the job ids are unique, by id. The policy (expert e and tau_r jointly, trust-region
-// coefficient and floor, per resource) and the conformal upper bound use only the policy set,
-// whose labels neither Q nor the gate/fusion saw. Then everything is frozen.
+// when the job ids are unique, by id. Q's source per resource (code model or tree route) is
+// chosen on the gate/fusion set. The policy (estimate e and tau_r jointly, trust-region
+// coefficient and floor, per resource; or history alone, kept unless the best of those is
+// better by history_margin_se standard errors) and the conformal upper bound use only the policy
+// set, whose labels neither Q nor the gate/fusion saw. Then everything is frozen; for serving,
+// the priors are re-learned on train + validation and a chosen tree route is refit on them for
+// the number of rounds early stopping picked (no choice is made on that refit).
 #pragma once
 
 #include <array>
@@ -38,7 +44,7 @@ enum class Role : uint8_t { kTrain, kValidation, kTest, kIgnore };
 struct TrainingJob {
   const Job* job = nullptr;   // labels filled (compute_labels); outlives training
   Role role = Role::kIgnore;
-  HistoryViews views;         // the store as it was at job->submit_time, per resource
+  HistoryViews views;         // the store as it was at job->submit_ms, per resource
 };
 
 struct TrainingInput {
@@ -63,8 +69,8 @@ struct TrainingSets {
   std::vector<std::string> policy;
   size_t gate_fusion_purged = 0;                   // ended after the policy set began
   // Per resource and expert: the examples each booster actually used.
-  std::array<std::array<std::vector<std::string>, history::kNumExperts>, kNumResources> gate;
-  std::array<std::array<std::vector<std::string>, history::kNumExperts>, kNumResources> fusion;
+  std::array<std::array<std::vector<std::string>, history::kNumEstimates>, kNumResources> gate;
+  std::array<std::array<std::vector<std::string>, history::kNumEstimates>, kNumResources> fusion;
   size_t fusion_censored_dropped = 0;              // OOM-censored memory labels left out
 };
 

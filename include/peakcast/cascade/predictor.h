@@ -15,7 +15,7 @@ namespace peakcast::cascade {
 class Predictor {
  public:
   virtual ~Predictor() = default;
-  // `job` carries the request (no outcome); `history` is read at job.submit_time.
+  // `job` carries the request (no outcome); `history` is read at job.submit_ms.
   // Thread-safe for concurrent callers as long as `history` is not being modified.
   virtual JobPrediction predict(const Job& job, const history::HistoryStore& history) const = 0;
   virtual std::string describe() const = 0;   // one line: kind, format version, trained on

@@ -20,13 +20,21 @@ std::optional<Resource> parse_resource(std::string_view name);
 
 inline constexpr int idx(Resource r) { return static_cast<int>(r); }
 
+// Event times are int64 epoch milliseconds throughout (Job, history, the service's store).
+inline constexpr int64_t kMsPerSecond = 1000;
+// Epoch seconds (possibly fractional, as in canonical JSONL) -> ms, rounded to the nearest ms.
+int64_t ms_from_seconds(double epoch_s);
+inline double seconds_from_ms(int64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
 struct Job {
-  // Identity and timeline (epoch seconds). end_time is when the label became known.
+  // Identity and timeline, in epoch milliseconds: traces that record sub-second times (Nextflow)
+  // keep them, so "ended before this submission" is decided on the times the trace recorded.
+  // end_ms is when the label became known.
   std::string job_id;
   std::string user;
-  int64_t submit_time = 0;
-  std::optional<int64_t> start_time;
-  int64_t end_time = 0;
+  int64_t submit_ms = 0;
+  std::optional<int64_t> start_ms;
+  int64_t end_ms = 0;
   // Slurm state name, normalized: "COMPLETED", "FAILED", "CANCELLED" (the "by UID" suffix dropped),
   // "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", ... Default COMPLETED.
   std::string state = "COMPLETED";

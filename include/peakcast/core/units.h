@@ -17,9 +17,10 @@ std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit = 1
 // nullopt. Returns seconds.
 std::optional<int64_t> parse_slurm_duration(std::string_view text);
 
-// Timestamps: epoch seconds ("1674490103"), epoch ms (13 digits), ISO "2026-11-30T07:57:35",
-// "2023-01-23 10:00:00.000". Calendar forms are read as UTC unless `utc_offset_s` is given.
-std::optional<int64_t> parse_timestamp(std::string_view text, int64_t utc_offset_s = 0);
+// Timestamps -> epoch milliseconds: epoch seconds ("1674490103", "1674490103.249"), epoch ms
+// (13 digits or more), ISO "2026-11-30T07:57:35", "2023-01-23 10:00:00.123". Calendar forms are
+// read as UTC unless `utc_offset_s` is given; fractions of a second are kept to the millisecond.
+std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s = 0);
 
 std::optional<double> parse_double(std::string_view text);
 std::optional<int64_t> parse_int(std::string_view text);

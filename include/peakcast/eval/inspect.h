@@ -40,7 +40,7 @@ struct TraceSummary {
   size_t preempted = 0;
   bool has_submit_times = true;
   bool has_scripts = false;
-  std::optional<int64_t> first_submit, last_submit, last_end;
+  std::optional<int64_t> first_submit, last_submit, last_end;  // epoch ms
 };
 
 TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progress = {});

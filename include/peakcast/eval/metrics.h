@@ -47,8 +47,8 @@ SeedSummary summarize_seeds(std::span<const Metrics> per_seed);
 // Mean and sample s.d. of plain values (0 s.d. for fewer than two).
 std::pair<double, double> mean_sd(std::span<const double> values);
 
-// UTC day of an epoch-seconds time (floor division, correct for negative times).
-int64_t utc_day(int64_t epoch_s);
+// UTC day of an epoch-milliseconds time (floor division, correct for negative times).
+int64_t utc_day(int64_t epoch_ms);
 
 struct BootstrapInterval {
   double point = 0.0;   // MAE(method) - MAE(baseline) on the full set

@@ -39,8 +39,8 @@ struct SplitCounts {
   size_t test = 0;
   size_t purged_train = 0;
   size_t purged_validation = 0;
-  int64_t first_validation_submit = 0;
-  int64_t first_test_submit = 0;
+  int64_t first_validation_submit = 0;  // epoch ms
+  int64_t first_test_submit = 0;        // epoch ms
 };
 
 struct Split {

@@ -44,11 +44,16 @@
 
 namespace peakcast::history {
 
-enum class Expert : int { kLast1 = 0, kMedian3 = 1, kMedian5 = 2, kDecay = 3 };
+// The four experts of the study, and kCombined: the four weighted by their walk-forward quality
+// (combined_estimate below). KeyStats holds the four; kCombined is computed from them.
+enum class Expert : int { kLast1 = 0, kMedian3 = 1, kMedian5 = 2, kDecay = 3, kCombined = 4 };
 inline constexpr int kNumExperts = 4;
 inline constexpr std::array<Expert, kNumExperts> kExperts = {Expert::kLast1, Expert::kMedian3,
                                                              Expert::kMedian5, Expert::kDecay};
-std::string_view expert_name(Expert e);  // "last1", "median3", "median5", "ewma"
+inline constexpr int kNumEstimates = 5;  // the four experts and kCombined
+inline constexpr std::array<Expert, kNumEstimates> kEstimates = {
+    Expert::kLast1, Expert::kMedian3, Expert::kMedian5, Expert::kDecay, Expert::kCombined};
+std::string_view expert_name(Expert e);  // "last1", "median3", "median5", "ewma", "combined"
 std::optional<Expert> parse_expert(std::string_view name);
 
 // Which level of the hierarchy answered.
@@ -56,7 +61,9 @@ enum class Level : int { kExactScript = 0, kUser = 1, kNone = 2 };
 std::string_view level_name(Level l);    // "exact_script", "user", "none"
 
 inline constexpr double kDecayHalfLifeS = 168.0 * 3600.0;
+inline constexpr double kDecayHalfLifeMs = kDecayHalfLifeS * 1000.0;
 inline constexpr int kWindow = 16;       // most recent labels behind MAD and censored_recent
+inline constexpr int kErrorWindow = 10;  // most recent labels behind recent_err
 
 // What one key's eligible history says about one resource at query time.
 struct KeyStats {
@@ -65,8 +72,15 @@ struct KeyStats {
   double mad = 0.0;                        // median absolute deviation over the window
   double spread = 0.0;                     // max - min over the four experts
   double age_last_s = 0.0;                 // query time - end_time of the most recent one
-  double last_end_time = 0.0;
+  double last_end_time = 0.0;              // epoch seconds
   int censored_recent = 0;                 // OOM-censored labels in the window (memory only)
+  // Walk-forward quality of each expert on this key: the mean of |expert - x_i| over the last
+  // kErrorWindow labels x_i that had history at their own submission, each expert computed from
+  // the labels that had ended before job i was submitted (what a prediction for it saw; within
+  // the entries kept, see the watermark note above). Free evidence, known at query time: it uses
+  // only eligible labels. 0 when err_n = 0.
+  std::array<double, kNumExperts> recent_err{};
+  int err_n = 0;
 };
 // Expert definitions on the eligible labels x_1..x_n ordered by end time (n = count > 0):
 //   last1 = x_n; median3 / median5 = median of the last min(3|5, n) (mean of the two middle
@@ -76,6 +90,25 @@ struct KeyStats {
 // (OUT_OF_MEMORY) labels count as labels (at the cap) and are also counted in censored_recent
 // for memory; the VRAM label of an OOM-ended job is a measurement and is not counted as censored.
 
+// What the experts are worth at each level of the hierarchy before a key has a record of its
+// own: the mean walk-forward error of each expert over many jobs answered at that level
+// (ExpertPriorAccumulator learns it from replayed jobs). Uniform priors weight the experts alike.
+struct ExpertPriors {
+  std::array<std::array<double, kNumExperts>, 2> err{{{0.1, 0.1, 0.1, 0.1}, {0.1, 0.1, 0.1, 0.1}}};
+  std::array<size_t, 2> n{0, 0};  // jobs behind each level's errors
+};
+
+// The combined estimate of one key: a weighted mean of the four experts with weights
+// (score_e + kCombineEps)^-kCombinePower, where score_e = (err_n * recent_err_e + kPriorJobs *
+// prior_e) / (err_n + kPriorJobs): a key's own recent record, shrunk towards the level's prior.
+// Combining rather than choosing one expert holds up when the workload drifts (a chosen expert
+// can be the wrong one for the next block; a weighted mean rarely is far from the best). The
+// constants were set once across all five dev traces (docs/method.md has the comparison).
+inline constexpr double kPriorJobs = 20.0;
+inline constexpr double kCombinePower = 4.0;
+inline constexpr double kCombineEps = 1e-3;
+double combined_estimate(const KeyStats& s, const std::array<double, kNumExperts>& prior_err);
+
 // The hierarchical view for one job and resource: exact-script stats, same-user stats, and which
 // level answers (exact if it has any, else user, else none -> caller's fallback).
 struct HistoryView {
@@ -83,8 +116,27 @@ struct HistoryView {
   KeyStats user;
   Level level = Level::kNone;
   const KeyStats& answering() const { return level == Level::kExactScript ? exact : user; }
-  // The expert's value at the answering level, or `fallback` at Level::kNone.
-  double estimate(Expert e, double fallback) const;
+  // The expert's value at the answering level, or `fallback` at Level::kNone. kCombined uses
+  // the answering level's priors.
+  double estimate(Expert e, double fallback, const ExpertPriors& priors = ExpertPriors{}) const;
+};
+
+// Learns ExpertPriors from jobs replayed in event time: add(view, label) for each job whose label
+// is known to the learner (e.g. train and validation jobs), then priors().
+// Chooses among kEstimates from their absolute errors on a block of jobs (one row per job, one
+// column per estimate, in kEstimates order): kCombined unless another estimate's mean error is
+// lower by more than z standard errors of the paired difference. A small block rarely clears
+// that bar, so the choice falls back to the estimate that holds up under drift.
+Expert choose_estimate(const std::vector<std::array<double, kNumEstimates>>& abs_err, double z = 2.0);
+
+class ExpertPriorAccumulator {
+ public:
+  void add(const HistoryView& view, double label);
+  ExpertPriors priors() const;
+
+ private:
+  std::array<std::array<double, kNumExperts>, 2> sum_{};
+  std::array<size_t, 2> n_{0, 0};
 };
 
 class HistoryStore {
@@ -103,10 +155,11 @@ class HistoryStore {
 
   // Promise: no later query asks about a time before t. Monotone (a smaller t is ignored).
   // Lets the store fold old entries (see the top of this file); replay() calls it.
+  // Times here are epoch milliseconds, as in Job.
   void advance_watermark(int64_t t);
   int64_t watermark() const;      // INT64_MIN until advanced
 
-  // The view for `job` (its user and script_key) at time t = job.submit_time.
+  // The view for `job` (its user and script_key) at time t = job.submit_ms.
   HistoryView query(const Job& job, Resource r) const;
   // Same, at an explicit time and keys. Throws std::logic_error when t < watermark().
   HistoryView query(const std::string& script_key, const std::string& user, int64_t t,

@@ -11,18 +11,18 @@ void replay(const std::vector<const Job*>& jobs_in_submit_order, HistoryStore& s
             Visitor&& visit) {
   std::vector<const Job*> by_end(jobs_in_submit_order);
   std::stable_sort(by_end.begin(), by_end.end(),
-                   [](const Job* a, const Job* b) { return a->end_time < b->end_time; });
+                   [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
   size_t next = 0;
   const Job* prev = nullptr;
   for (const Job* job : jobs_in_submit_order) {
-    if (prev != nullptr && job->submit_time < prev->submit_time) {
+    if (prev != nullptr && job->submit_ms < prev->submit_ms) {
       throw std::invalid_argument("history::replay: jobs are not in submit order");
     }
     prev = job;
-    while (next < by_end.size() && by_end[next]->end_time < job->submit_time) {
+    while (next < by_end.size() && by_end[next]->end_ms < job->submit_ms) {
       store.add_completion(*by_end[next++]);
     }
-    store.advance_watermark(job->submit_time);
+    store.advance_watermark(job->submit_ms);
     visit(*job, static_cast<const HistoryStore&>(store));
   }
 }

@@ -1,0 +1,46 @@
+// Rolling-origin evaluation (`peakcast evaluate --folds K`): K expanding-window folds over the
+// last `test_share` of the jobs by submit order. Fold k tests on the k-th of K equal consecutive
+// blocks of that tail and fits on every job before it, split into train and validation in the
+// proportions of EvalConfig::split (60:20 by default) with the same completion-boundary purge as
+// the single split. A choice tuned to one test block shows up as spread across folds.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "peakcast/eval/evaluate.h"
+
+namespace peakcast::eval {
+
+struct FoldsConfig {
+  size_t folds = 5;          // >= 2
+  double test_share = 0.5;   // share of all jobs (the tail) the folds cover; in (0, 1)
+};
+
+struct FoldSummary {
+  std::string method;
+  Resource resource = Resource::kMem;
+  std::vector<double> mae;  // per fold (NaN where the fold has no valid job for the resource)
+  double mean = 0.0;        // over the folds with a value
+  double sd = 0.0;          // sample s.d. over them (0 for one)
+  size_t folds_won = 0;     // folds where this method had the lowest MAE for the resource
+};
+
+struct FoldsReport {
+  FoldsConfig config;
+  std::vector<EvalReport> folds;      // each fold's full report (bootstrap and latency off)
+  std::vector<FoldSummary> summary;   // method order as requested, mem before vram
+};
+
+// Runs the folds; `config` is used as is for every fold except its split (and bootstrap and
+// latency, which are off). Errors name the fold.
+Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
+                                   const EvalConfig& config, const FoldsConfig& folds,
+                                   const ProgressFn& progress = {});
+
+std::string render_folds_table(const FoldsReport& r);
+nlohmann::json to_json(const FoldsReport& r);
+
+}  // namespace peakcast::eval

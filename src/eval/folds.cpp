@@ -1,0 +1,127 @@
+#include "peakcast/eval/folds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace peakcast::eval {
+
+Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
+                                   const EvalConfig& config, const FoldsConfig& fc,
+                                   const ProgressFn& progress) {
+  if (fc.folds < 2) return Status::invalid("--folds: needs at least 2 folds");
+  if (!(fc.test_share > 0.0 && fc.test_share < 1.0)) {
+    return Status::invalid("folds test share: must be in (0, 1)");
+  }
+  std::vector<const Job*> order;
+  order.reserve(jobs.size());
+  for (const Job& j : jobs) order.push_back(&j);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
+  const size_t n = order.size();
+  const auto tail_begin = static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
+  const size_t tail = n - tail_begin;
+  if (tail < fc.folds || tail_begin < 4) {
+    return Status::invalid(fmt::format("{} jobs are too few for {} folds over the last {:.0f}%",
+                                       n, fc.folds, 100.0 * fc.test_share));
+  }
+  const double fit_share = config.split.train + config.split.validation;
+  FoldsReport out;
+  out.config = fc;
+  for (size_t k = 0; k < fc.folds; ++k) {
+    const size_t begin = tail_begin + tail * k / fc.folds;
+    const size_t end = tail_begin + tail * (k + 1) / fc.folds;
+    std::vector<Job> prefix;
+    prefix.reserve(end);
+    for (size_t i = 0; i < end; ++i) prefix.push_back(*order[i]);
+    EvalConfig c = config;
+    const double before = static_cast<double>(begin), len = static_cast<double>(end - begin);
+    c.split.train = before * config.split.train / fit_share;
+    c.split.validation = before * config.split.validation / fit_share;
+    // A hair less than the block, so the floor in make_split puts exactly [begin, end) in test.
+    c.split.test = len - 1e-6;
+    c.bootstrap = 0;
+    c.latency_jobs = 0;
+    const std::string label = fmt::format("fold {}/{}", k + 1, fc.folds);
+    Result<EvalReport> r = evaluate_jobs(prefix, registry, c, progress);
+    if (!r) return r.status().with_context(label);
+    out.folds.push_back(std::move(r).value());
+    if (progress) progress("folds", k + 1, fc.folds);
+  }
+  // Summary in the first fold's row order.
+  for (const ResultRow& row : out.folds.front().results) {
+    FoldSummary s;
+    s.method = row.method;
+    s.resource = row.resource;
+    std::vector<double> have;
+    for (const EvalReport& f : out.folds) {
+      double v = std::numeric_limits<double>::quiet_NaN();
+      for (const ResultRow& x : f.results) {
+        if (x.method == row.method && x.resource == row.resource) v = x.metrics.mae;
+      }
+      s.mae.push_back(v);
+      if (!std::isnan(v)) have.push_back(v);
+    }
+    if (!have.empty()) {
+      double sum = 0.0;
+      for (double v : have) sum += v;
+      s.mean = sum / static_cast<double>(have.size());
+      double sq = 0.0;
+      for (double v : have) sq += (v - s.mean) * (v - s.mean);
+      s.sd = have.size() > 1 ? std::sqrt(sq / static_cast<double>(have.size() - 1)) : 0.0;
+    }
+    out.summary.push_back(std::move(s));
+  }
+  for (size_t k = 0; k < out.folds.size(); ++k) {
+    for (Resource r : kResources) {
+      FoldSummary* best = nullptr;
+      for (FoldSummary& s : out.summary) {
+        if (s.resource != r || std::isnan(s.mae[k])) continue;
+        if (best == nullptr || s.mae[k] < best->mae[k]) best = &s;
+      }
+      if (best != nullptr) ++best->folds_won;
+    }
+  }
+  return out;
+}
+
+std::string render_folds_table(const FoldsReport& r) {
+  std::string s = fmt::format("rolling origin: {} expanding-window folds over the last {:.0f}% of "
+                              "the jobs (fit on everything before each fold)\n",
+                              r.config.folds, 100.0 * r.config.test_share);
+  s += fmt::format("{:<16} {:<5} {:>18} {:>5}  {}\n", "method", "res", "MAE mean +- s.d.", "won",
+                   "per fold");
+  for (const FoldSummary& f : r.summary) {
+    std::string per;
+    for (double v : f.mae) per += std::isnan(v) ? "     -" : fmt::format(" {:.4f}", v);
+    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {}\n", f.method,
+                     resource_name(f.resource), f.mean, f.sd, f.folds_won, per);
+  }
+  return s;
+}
+
+nlohmann::json to_json(const FoldsReport& r) {
+  nlohmann::json j;
+  j["folds"] = r.config.folds;
+  j["test_share"] = r.config.test_share;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const FoldSummary& f : r.summary) {
+    nlohmann::json mae = nlohmann::json::array();
+    for (double v : f.mae) mae.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
+    rows.push_back({{"method", f.method}, {"resource", std::string(resource_name(f.resource))},
+                    {"mae", mae}, {"mae_mean", f.mean}, {"mae_sd", f.sd}, {"folds_won", f.folds_won}});
+  }
+  j["summary"] = rows;
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const EvalReport& f : r.folds) {
+    sizes.push_back({{"train", f.split.train}, {"validation", f.split.validation}, {"test", f.split.test},
+                     {"scored", f.scored}});
+  }
+  j["fold_blocks"] = sizes;
+  return j;
+}
+
+}  // namespace peakcast::eval

@@ -1,0 +1,65 @@
+// The combined estimate, its priors, and the sample-size-aware choice among the estimates.
+#include <cmath>
+#include <stdexcept>
+
+#include "peakcast/history/history.h"
+
+namespace peakcast::history {
+
+double combined_estimate(const KeyStats& s, const std::array<double, kNumExperts>& prior_err) {
+  double num = 0.0, den = 0.0;
+  const double n = static_cast<double>(s.err_n);
+  for (int k = 0; k < kNumExperts; ++k) {
+    const double score = (n * s.recent_err[k] + kPriorJobs * prior_err[k]) / (n + kPriorJobs);
+    const double w = std::pow(score + kCombineEps, -kCombinePower);
+    num += w * s.expert[k];
+    den += w;
+  }
+  return num / den;
+}
+
+void ExpertPriorAccumulator::add(const HistoryView& view, double label) {
+  if (view.level == Level::kNone) return;
+  const auto l = static_cast<size_t>(view.level);
+  const KeyStats& s = view.answering();
+  for (int k = 0; k < kNumExperts; ++k) sum_[l][k] += std::fabs(s.expert[k] - label);
+  ++n_[l];
+}
+
+ExpertPriors ExpertPriorAccumulator::priors() const {
+  ExpertPriors p;
+  for (size_t l = 0; l < 2; ++l) {
+    p.n[l] = n_[l];
+    if (n_[l] == 0) continue;  // nothing learned at this level: stay uniform
+    for (int k = 0; k < kNumExperts; ++k) p.err[l][k] = sum_[l][k] / static_cast<double>(n_[l]);
+  }
+  return p;
+}
+
+Expert choose_estimate(const std::vector<std::array<double, kNumEstimates>>& abs_err, double z) {
+  const size_t n = abs_err.size();
+  const auto def = static_cast<size_t>(Expert::kCombined);
+  if (n < 2) return Expert::kCombined;
+  Expert best = Expert::kCombined;
+  double best_mean = 0.0;  // mean paired difference to the default: < 0 is better
+  for (Expert e : kEstimates) {
+    const auto k = static_cast<size_t>(e);
+    if (k == def) continue;
+    double sum = 0.0, sq = 0.0;
+    for (const auto& row : abs_err) {
+      const double d = row[k] - row[def];
+      sum += d;
+      sq += d * d;
+    }
+    const double mean = sum / static_cast<double>(n);
+    const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(n - 1));
+    const double se = std::sqrt(var / static_cast<double>(n));
+    if (mean + z * se < 0.0 && mean < best_mean) {
+      best = e;
+      best_mean = mean;
+    }
+  }
+  return best;
+}
+
+}  // namespace peakcast::history
