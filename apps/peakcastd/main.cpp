@@ -15,6 +15,7 @@
 #include "peakcast/core/log.h"
 #include "peakcast/serve/http_server.h"
 #include "peakcast/serve/service.h"
+#include "peakcast/serve/signal_pipe.h"
 #include "peakcast/serve/slurm_sync.h"
 
 namespace {
@@ -87,6 +88,27 @@ class SyncLoop {
   bool stopping_ = false;
 };
 
+// The HTTP layer's limits (http_framing.h), one set for every endpoint.
+void add_http_options(CLI::App& app, serve::HttpLimits& l) {
+  app.add_option("--request-timeout", l.request_timeout_s,
+                 "Seconds a client has to send one whole request (headers and body), from its first "
+                 "byte; a slower one gets 408 and is closed")
+      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--idle-timeout", l.idle_timeout_s,
+                 "Seconds a keep-alive connection may wait between requests")
+      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--max-connections", l.max_connections,
+                 "Open connections at most; more get 503 and are closed")
+      ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--max-header-bytes", l.max_header_bytes,
+                 "Request line and headers, in bytes; more: 431")
+      ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 20));
+  app.add_option("--max-headers", l.max_headers, "Header lines per request; more: 431")
+      ->capture_default_str()->check(CLI::Range(size_t{8}, size_t{10000}));
+  app.add_option("--max-uri-bytes", l.max_uri_bytes, "Request target, in bytes; longer: 414")
+      ->capture_default_str()->check(CLI::Range(size_t{64}, size_t{8192}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,6 +125,8 @@ int main(int argc, char** argv) {
   int64_t late_tolerance_s = 7 * 24 * 3600;
   serve::SyncOptions sync;
   uint64_t gpu_mem_bytes = 0;
+  serve::HttpLimits http_limits;
+  serve::SqliteOptions so;
   app.add_option("--model", model_dir, "Model directory (manifest.json with kind and format_version)")
       ->required()->check(CLI::ExistingDirectory);
   app.add_option("--db", db_path, "SQLite database of completions (created when absent)")->required();
@@ -131,6 +155,11 @@ int main(int argc, char** argv) {
   app.add_option("--sync-lookback", sync.initial_lookback_s, "First poll: seconds back from now")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
   app.add_option("--gpu-mem-bytes", gpu_mem_bytes, "Sync: capacity of one GPU when sacct's GRES type does not say it");
+  add_http_options(app, http_limits);
+  app.add_option("--max-wal-bytes", so.max_wal_bytes,
+                 "Refuse completions (503) while the database's write-ahead log is larger than this "
+                 "and cannot be checkpointed")
+      ->capture_default_str()->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 40));
   app.add_flag("--sync-once", sync_once_only, "Run one sacct poll into --db and exit (no serving)");
   app.add_flag("-v,--verbose", verbose, "Also log debug messages");
   try {
@@ -149,19 +178,14 @@ int main(int argc, char** argv) {
     return fail(Status::invalid("--socket-mode: expected an octal mode like 0660, got " + socket_mode_text));
   }
 
-  // Signals are taken by one thread (sigwait), so worker threads never see them.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // From here SIGTERM (systemctl stop), SIGINT and SIGHUP stop the daemon cleanly: in-flight
+  // requests answered, the database closed, the socket removed, exit 0.
+  serve::SignalPipe signals({SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
 
   auto predictor = cascade::load_predictor(model_dir);
   if (!predictor) return fail(predictor.status());
   std::shared_ptr<const cascade::Predictor> model(std::move(*predictor));
-  serve::SqliteOptions so;
   so.store_scripts = store_scripts;
   auto store = serve::open_sqlite_store(db_path, so);
   if (!store) return fail(store.status());
@@ -195,7 +219,8 @@ int main(int argc, char** argv) {
   lo.socket_mode = socket_mode;
   lo.socket_group = socket_group;
   lo.threads = threads;
-  lo.max_body_bytes = opts.limits.max_body_bytes();
+  lo.limits = http_limits;
+  lo.limits.max_body_bytes = opts.limits.max_body_bytes();
   serve::HttpServer server(service, lo);
   if (Status s = server.bind(); !s) return fail(s);
   log(LogLevel::kInfo, "listening on " + (socket_path.empty() ? std::string() : "unix:" + socket_path) +
@@ -206,16 +231,17 @@ int main(int argc, char** argv) {
     sync_loop = std::make_unique<SyncLoop>(service, sync, sync_interval);
     sync_loop->start();
   }
-  std::thread signal_thread([&server, &sigs] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig));
-    server.stop();
+  std::thread signal_thread([&server, &signals] {
+    if (const int sig = signals.wait(); sig != 0) {
+      log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig) +
+                               ": answering the requests already received");
+      server.stop();
+    }
   });
   server.serve();
   if (sync_loop) sync_loop->stop();
-  // serve() also returns if a listener failed; make sure the signal thread can end.
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signals.cancel();  // serve() may also have returned on its own
   signal_thread.join();
+  log(LogLevel::kInfo, "stopped: every received request answered; closing the database and removing the socket");
   return kExitOk;
 }

@@ -1,6 +1,8 @@
 #include "peakcast/serve/service.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -51,6 +53,33 @@ json row_json(const Job& j) {
           {"mem_util", j.valid[0] ? json(j.util[0]) : json(nullptr)},
           {"vram_util", j.valid[1] ? json(j.util[1]) : json(nullptr)},
           {"censored", j.censored}};
+}
+
+// The fields of a stored completion that differ from a new one with the same job_id (the script
+// is compared through its key; x_ keys are not stored).
+std::vector<std::string> differing_fields(const Job& a, const Job& b) {
+  std::vector<std::string> out;
+  auto cmp = [&out](const char* name, const auto& x, const auto& y) {
+    if (!(x == y)) out.emplace_back(name);
+  };
+  cmp("user", a.user, b.user);
+  cmp("script", a.script_key, b.script_key);
+  cmp("submit_time", a.submit_time, b.submit_time);
+  cmp("start_time", a.start_time, b.start_time);
+  cmp("end_time", a.end_time, b.end_time);
+  cmp("state", a.state, b.state);
+  cmp("req_cpus", a.req_cpus, b.req_cpus);
+  cmp("req_mem_bytes", a.req_mem_bytes, b.req_mem_bytes);
+  cmp("req_gpus", a.req_gpus, b.req_gpus);
+  cmp("req_time_s", a.req_time_s, b.req_time_s);
+  cmp("gpu_mem_bytes", a.gpu_mem_bytes, b.gpu_mem_bytes);
+  cmp("peak_mem_bytes", a.peak_mem_bytes, b.peak_mem_bytes);
+  cmp("peak_vram_bytes", a.peak_vram_bytes, b.peak_vram_bytes);
+  cmp("job_name", a.job_name, b.job_name);
+  cmp("partition", a.partition, b.partition);
+  cmp("account", a.account, b.account);
+  cmp("workload", a.workload, b.workload);
+  return out;
 }
 
 }  // namespace
@@ -142,6 +171,10 @@ Reply Service::complete(std::string_view body) {
       e.message = "completion not stored: " + e.message;
       return error(e);
     }
+    if (!*stored) {
+      // Idempotent only for the same content: a different job under a known id is refused.
+      if (std::optional<ApiError> e = conflict(job)) return error(*e);
+    }
     return json_reply(200, {{"job_id", job.job_id},
                             {"stored", *stored},
                             {"duplicate", !*stored},
@@ -150,6 +183,24 @@ Reply Service::complete(std::string_view body) {
     log(LogLevel::kError, std::string("complete: internal error: ") + ex.what());
     return error({ApiErrorKind::kInternal, "", std::string("internal error: ") + ex.what()});
   }
+}
+
+std::optional<ApiError> Service::conflict(const Job& job) {
+  Result<std::optional<Job>> known = store_->find(job.job_id);
+  if (!known) {
+    ApiError e = from_status(known.status());
+    e.message = "completion " + job.job_id + ": already stored, but cannot be compared: " + e.message;
+    return e;
+  }
+  if (!*known) return std::nullopt;
+  const std::vector<std::string> fields = differing_fields(**known, job);
+  if (fields.empty()) return std::nullopt;
+  metrics_.count_conflict();
+  std::string list;
+  for (const std::string& f : fields) list += (list.empty() ? "" : ", ") + f;
+  return ApiError{ApiErrorKind::kConflict, "job_id",
+                  "job_id " + job.job_id + ": already stored with different content (" + list +
+                      " differ); the stored completion is kept"};
 }
 
 Reply Service::history(const std::multimap<std::string, std::string>& params) {
@@ -205,9 +256,14 @@ Reply Service::healthz() {
     std::shared_lock lock(history_mu_);
     out["history_jobs"] = history_.size();
   }
+  const StoreHealth h = store_->health();
   std::lock_guard lock(storage_mu_);
-  out["storage"] = storage_error_.empty() ? json{{"ok", true}}
-                                          : json{{"ok", false}, {"error", storage_error_}};
+  json storage = {{"ok", storage_error_.empty() && h.checkpoint_error.empty()},
+                  {"wal_bytes", h.wal_bytes}};
+  if (!storage_error_.empty()) storage["error"] = storage_error_;
+  if (!h.checkpoint_error.empty()) storage["checkpoint_error"] = h.checkpoint_error;
+  if (!h.synchronous.empty()) storage["synchronous"] = h.synchronous;
+  out["storage"] = storage;
   return json_reply(200, out);
 }
 
@@ -220,9 +276,12 @@ Reply Service::metrics_text() {
     g.history_memory_bytes = history_.memory_bytes();
     g.history_retained_entries = history_.retained_entries();
   }
+  const StoreHealth h = store_->health();
+  g.wal_bytes = h.wal_bytes;
+  g.checkpoint_failures = h.checkpoint_failures;
   {
     std::lock_guard lock(storage_mu_);
-    g.storage_ok = storage_error_.empty();
+    g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();
   }
   return Reply{200, metrics_.render(g), "text/plain; version=0.0.4"};
 }

@@ -6,7 +6,8 @@
 // Completions are written to the store first (committed, synchronous=FULL) and added to the
 // history only after the commit succeeded: an acknowledged completion is durable, a refused one
 // changed nothing. When the store fails, completions get 503 with the reason and predictions keep
-// working from memory.
+// working from memory. Re-sending a stored completion is idempotent (200, duplicate: true) only
+// when its content is the same; other content under a known job_id gets 409.
 //
 // Memory: the history's watermark follows the clock minus `late_tolerance_s`, so old labels are
 // folded (history.h); a prediction asked about a time before the watermark is answered as of
@@ -15,6 +16,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -70,6 +72,8 @@ class Service {
  private:
   int64_t now() const;
   void note_storage(const Status& s);
+  // A completion whose job_id is stored already: 409 when the stored content differs.
+  std::optional<ApiError> conflict(const Job& job);
 
   std::shared_ptr<const cascade::Predictor> predictor_;
   std::unique_ptr<CompletionStore> store_;
