@@ -160,15 +160,16 @@ struct ConnectionLoop::Impl {
     conns.erase(fd);
   }
 
-  // Answers with a refusal, then drains the peer's input for a moment (so the answer is not
-  // lost to a reset) before closing.
+  // Answers with a refusal, then reads and discards what the peer still sends (a body over the
+  // limit, say) until it closes or the request deadline passes: a client still writing would
+  // otherwise fail on a closed socket and never read the answer.
   void refuse(std::unique_ptr<Conn>& c, int status, const std::string& message) {
-    write_all(c->fd, refusal(status, message), 0.05);
+    write_all(c->fd, refusal(status, message), 0.0);
     ::shutdown(c->fd, SHUT_WR);
     c->closing = true;
     c->buf.clear();
     c->buf.shrink_to_fit();
-    c->deadline = after(1.0);
+    c->deadline = after(limits.request_timeout_s);
     if (conns.find(c->fd) == conns.end()) {
       watch(c->fd);
       const int fd = c->fd;
