@@ -104,13 +104,13 @@ TEST(HttpLimits, TooManyOrTooLargeHeadersGet431) {
   huge.reserve(200000 * 12);
   for (int i = 0; i < 200000; ++i) huge += "X-" + std::to_string(i % 1000) + ": 1\r\n";
   huge += "\r\n";
-  std::string answer = exchange(server.sock, huge);
+  std::string answer = http_exchange(server.sock, huge);
   EXPECT_EQ(status_of(answer), 431) << answer.substr(0, 300);
   EXPECT_NE(answer.find("\"headers_too_large\""), std::string::npos) << answer;
-  answer = exchange(server.sock, "GET /healthz HTTP/1.1\r\nX-Big: " + std::string(100000, 'b') + "\r\n\r\n");
+  answer = http_exchange(server.sock, "GET /healthz HTTP/1.1\r\nX-Big: " + std::string(100000, 'b') + "\r\n\r\n");
   EXPECT_EQ(status_of(answer), 431);
   // The server is fine afterwards.
-  EXPECT_EQ(status_of(exchange(server.sock, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")), 200);
+  EXPECT_EQ(status_of(http_exchange(server.sock, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")), 200);
 }
 
 TEST(HttpLimits, ClientMistakesGet4xxNever5xx) {
@@ -131,7 +131,7 @@ TEST(HttpLimits, ClientMistakesGet4xxNever5xx) {
       {"NONSENSE\r\n\r\n", 400},
   };
   for (const Case& c : cases) {
-    const std::string answer = exchange(server.sock, c.request);
+    const std::string answer = http_exchange(server.sock, c.request);
     EXPECT_EQ(status_of(answer), c.status) << c.request.substr(0, 60) << " -> " << answer.substr(0, 300);
     EXPECT_NE(answer.find("{\"error\":"), std::string::npos) << answer.substr(0, 300);
   }
@@ -144,7 +144,7 @@ TEST(HttpLimits, KeepAliveAndPipelinedRequestsAreAnswered) {
   const std::string one = "POST /v1/predict HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
   const std::string answer =
-      exchange(server.sock, one + one + "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 5);
+      http_exchange(server.sock, one + one + "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n", 5);
   size_t answers = 0;
   for (size_t p = 0; (p = answer.find("HTTP/1.1 200", p)) != std::string::npos; ++p) ++answers;
   EXPECT_EQ(answers, 3u) << answer.substr(0, 500);

@@ -44,7 +44,7 @@ inline std::string read_all(int fd, double timeout_s) {
 }
 
 // Sends `request` (as much as the server takes before closing) and returns the answer.
-inline std::string exchange(const std::string& socket, const std::string& request, double timeout_s = 10) {
+inline std::string http_exchange(const std::string& socket, const std::string& request, double timeout_s = 10) {
   const int fd = connect_unix(socket);
   if (fd < 0) return "";
   size_t sent = 0;

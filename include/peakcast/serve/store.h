@@ -59,7 +59,7 @@ struct SqliteOptions {
   // shrink it (the database file cannot be written), inserts fail (503) instead of growing it.
   uint64_t max_wal_bytes = uint64_t{64} << 20;
   int checkpoint_pages = 1000;  // checkpoint after a commit once the WAL holds this many pages
-  std::string vfs;              // SQLite VFS name; empty: the default (tests count syncs)
+  std::string vfs = {};         // SQLite VFS name; empty: the default (tests count syncs)
 };
 
 inline constexpr int kSchemaVersion = 1;  // PRAGMA user_version
