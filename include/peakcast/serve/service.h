@@ -24,8 +24,10 @@
 #include "peakcast/history/history.h"
 #include "peakcast/serve/errors.h"
 #include "peakcast/serve/metrics.h"
+#include "peakcast/serve/model_slot.h"
 #include "peakcast/serve/request.h"
 #include "peakcast/serve/store.h"
+#include "peakcast/serve/sync_metrics.h"
 
 namespace peakcast::serve {
 
@@ -46,6 +48,9 @@ class Service {
  public:
   Service(std::shared_ptr<const cascade::Predictor> predictor, std::unique_ptr<CompletionStore> store,
           ServiceOptions options);
+  // With a swappable model (hot reload: model_slot.h).
+  Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
+          ServiceOptions options);
 
   // Reads every stored completion into the in-memory history (call once, before serving).
   Status rebuild();
@@ -65,13 +70,17 @@ class Service {
   Metrics& metrics() { return metrics_; }
   CompletionStore& store() { return *store_; }
   size_t history_size() const;
-  const cascade::Predictor& predictor() const { return *predictor_; }
+  // The model now (a swap may replace it: hold the pointer while using it).
+  std::shared_ptr<const cascade::Predictor> predictor() const { return model_->get(); }
+  ModelSlot& model() { return *model_; }
+  SyncMetrics& sync_metrics() { return sync_metrics_; }
 
  private:
   int64_t now() const;
   void note_storage(const Status& s);
 
-  std::shared_ptr<const cascade::Predictor> predictor_;
+  std::shared_ptr<ModelSlot> model_;
+  SyncMetrics sync_metrics_;
   std::unique_ptr<CompletionStore> store_;
   ServiceOptions options_;
   Metrics metrics_;
