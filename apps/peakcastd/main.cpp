@@ -1,7 +1,9 @@
 // peakcastd: the prediction service. Parses arguments, opens the model and the database, serves
-// HTTP until SIGTERM/SIGINT; optionally polls sacct in the background (slurm-sync).
+// HTTP until SIGTERM/SIGINT; optionally polls sacct in the background (slurm-sync). SIGHUP or the
+// admin socket's `reload` swaps in a new model without stopping (model_slot.h, admin_socket.h).
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -13,7 +15,9 @@
 
 #include "peakcast/cascade/predictor.h"
 #include "peakcast/core/log.h"
+#include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/http_server.h"
+#include "peakcast/serve/model_slot.h"
 #include "peakcast/serve/service.h"
 #include "peakcast/serve/signal_pipe.h"
 #include "peakcast/serve/slurm_sync.h"
@@ -66,6 +70,8 @@ class SyncLoop {
   void poll_once() {
     auto report = serve::sync_once(
         service_.store(), [this](const Job& j) { return service_.add_completion(j); }, options_);
+    service_.sync_metrics().record(report, std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::system_clock::now().time_since_epoch()).count());
     if (!report) {
       log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
       return;
@@ -118,7 +124,7 @@ int main(int argc, char** argv) {
       "in SQLite. HTTP/1.1 + JSON on a UNIX socket; loopback TCP only when asked."};
   std::string model_dir, db_path, socket_path = "/run/peakcast/peakcastd.sock", listen;
   bool allow_remote = false, store_scripts = false, verbose = false, sync_once_only = false;
-  std::string socket_mode_text = "0660", socket_group;
+  std::string socket_mode_text = "0660", socket_group, admin_socket = "default";
   size_t max_script_bytes = 1 << 20;
   int threads = 0;
   double sync_interval = 0;
@@ -132,6 +138,10 @@ int main(int argc, char** argv) {
   app.add_option("--db", db_path, "SQLite database of completions (created when absent)")->required();
   app.add_option("--socket", socket_path,
                  "UNIX socket to listen on; empty string: none (then --listen is required)")
+      ->capture_default_str();
+  app.add_option("--admin-socket", admin_socket,
+                 "UNIX socket for `reload [DIR]` and `model` (root or the daemon's user only, mode "
+                 "0600); default: the --socket path + \".admin\"; empty string: none")
       ->capture_default_str();
   app.add_option("--listen", listen, "Also listen on TCP HOST:PORT (loopback only unless --allow-remote)");
   app.add_flag("--allow-remote", allow_remote, "Accept a non-loopback --listen address (the API has no authentication)");
@@ -178,14 +188,15 @@ int main(int argc, char** argv) {
     return fail(Status::invalid("--socket-mode: expected an octal mode like 0660, got " + socket_mode_text));
   }
 
-  // From here SIGTERM (systemctl stop), SIGINT and SIGHUP stop the daemon cleanly: in-flight
-  // requests answered, the database closed, the socket removed, exit 0.
+  // From here SIGTERM (systemctl stop) and SIGINT stop the daemon cleanly: in-flight requests
+  // answered, the database closed, the socket removed, exit 0. SIGHUP reloads the model. The
+  // signal pipe's handlers work on any thread, also those libraries start before main().
   serve::SignalPipe signals({SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
 
-  auto predictor = cascade::load_predictor(model_dir);
-  if (!predictor) return fail(predictor.status());
-  std::shared_ptr<const cascade::Predictor> model(std::move(*predictor));
+  auto slot = serve::ModelSlot::open(model_dir);
+  if (!slot) return fail(slot.status());
+  const std::shared_ptr<const cascade::Predictor> model = (*slot)->get();
   so.store_scripts = store_scripts;
   auto store = serve::open_sqlite_store(db_path, so);
   if (!store) return fail(store.status());
@@ -193,10 +204,10 @@ int main(int argc, char** argv) {
   serve::ServiceOptions opts;
   opts.limits.max_script_bytes = max_script_bytes;
   opts.late_tolerance_s = late_tolerance_s;
-  serve::Service service(model, std::move(*store), opts);
+  serve::Service service(*slot, std::move(*store), opts);
   const auto t0 = std::chrono::steady_clock::now();
   if (Status s = service.rebuild(); !s) return fail(s);
-  log(LogLevel::kInfo, "model: " + model->describe());
+  log(LogLevel::kInfo, "model: " + model->describe() + " (version " + (*slot)->info().version + ")");
   log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
                            db_path + " in " +
                            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -231,8 +242,29 @@ int main(int argc, char** argv) {
     sync_loop = std::make_unique<SyncLoop>(service, sync, sync_interval);
     sync_loop->start();
   }
-  std::thread signal_thread([&server, &signals] {
-    if (const int sig = signals.wait(); sig != 0) {
+  if (admin_socket == "default") admin_socket = socket_path.empty() ? "" : socket_path + ".admin";
+  std::unique_ptr<serve::AdminSocket> admin;
+  if (!admin_socket.empty()) {
+    admin = std::make_unique<serve::AdminSocket>(admin_socket, [&service](const std::string& cmd,
+                                                                          const std::string& arg) {
+      if (cmd == "model") return service.model().to_json();
+      if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
+      auto r = service.model().reload(arg);
+      nlohmann::json out = {{"ok", r.ok()}, {"model", service.model().to_json()}};
+      if (!r) out["error"] = r.status().message();
+      return out;
+    });
+    if (Status s = admin->bind(); !s) return fail(s);
+    admin->start();
+  }
+  std::thread signal_thread([&server, &signals, &service] {
+    int sig = 0;
+    // SIGHUP reloads the model from its directory (the old one stays if that fails).
+    while ((sig = signals.wait()) == SIGHUP) {
+      log(LogLevel::kInfo, "SIGHUP: reloading the model");
+      (void)service.model().reload();
+    }
+    if (sig != 0) {  // 0: cancelled because serve() returned on its own
       log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig) +
                                ": answering the requests already received");
       server.stop();
@@ -240,6 +272,7 @@ int main(int argc, char** argv) {
   });
   server.serve();
   if (sync_loop) sync_loop->stop();
+  if (admin) admin->stop();
   signals.cancel();  // serve() may also have returned on its own
   signal_thread.join();
   log(LogLevel::kInfo, "stopped: every received request answered; closing the database and removing the socket");

@@ -86,9 +86,15 @@ std::vector<std::string> differing_fields(const Job& a, const Job& b) {
 
 Service::Service(std::shared_ptr<const cascade::Predictor> predictor,
                  std::unique_ptr<CompletionStore> store, ServiceOptions options)
-    : predictor_(std::move(predictor)), store_(std::move(store)), options_(std::move(options)) {
-  if (!predictor_ || !store_) throw std::invalid_argument("Service: predictor and store required");
-  options_.limits.util_cap = predictor_->util_cap();
+    : Service(predictor ? std::make_shared<ModelSlot>(std::move(predictor)) : nullptr,
+              std::move(store), std::move(options)) {}
+
+Service::Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
+                 ServiceOptions options)
+    : model_(std::move(model)), store_(std::move(store)), options_(std::move(options)) {
+  if (!model_ || !store_) throw std::invalid_argument("Service: predictor and store required");
+  // A reload keeps util_cap (ModelSlot refuses a model with another), so the limits hold.
+  options_.limits.util_cap = model_->get()->util_cap();
 }
 
 int64_t Service::now() const {
@@ -132,10 +138,11 @@ Reply Service::predict(std::string_view body) {
     if (auto* e = std::get_if<ApiError>(&parsed)) return error(*e);
     Job& job = std::get<Job>(parsed);
     cascade::JobPrediction p;
+    const std::shared_ptr<const cascade::Predictor> model = model_->get();  // kept across a swap
     {
       std::shared_lock lock(history_mu_);
       job.submit_time = std::max(job.submit_time, history_.watermark());
-      p = predictor_->predict(job, history_);
+      p = model->predict(job, history_);
     }
     metrics_.count_route(Resource::kMem, p.mem.route);
     if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
@@ -251,7 +258,9 @@ Reply Service::history(const std::multimap<std::string, std::string>& params) {
 }
 
 Reply Service::healthz() {
-  json out = {{"status", "ok"}, {"model", predictor_->describe()}};
+  const json m = model_->to_json();
+  json out = {{"status", "ok"}, {"model", m["description"]}, {"model_version", m["version"]},
+              {"model_trained_at", m["trained_at"]}, {"model_info", m}};
   {
     std::shared_lock lock(history_mu_);
     out["history_jobs"] = history_.size();
@@ -283,7 +292,8 @@ Reply Service::metrics_text() {
     std::lock_guard lock(storage_mu_);
     g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();
   }
-  return Reply{200, metrics_.render(g), "text/plain; version=0.0.4"};
+  return Reply{200, metrics_.render(g) + model_->render_metrics() + sync_metrics_.render(),
+               "text/plain; version=0.0.4"};
 }
 
 }  // namespace peakcast::serve

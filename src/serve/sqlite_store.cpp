@@ -212,15 +212,27 @@ class SqliteStore final : public CompletionStore {
   }
 
   Status for_each(const std::function<void(Job&&)>& visit) override {
+    return scan(visit, false);
+  }
+
+  Status for_each_with_scripts(const std::function<void(Job&&)>& visit) override {
+    return scan(visit, true);
+  }
+
+  Status scan(const std::function<void(Job&&)>& visit, bool scripts) {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
     StmtPtr stmt;
-    if (Status s = prepare(std::string("SELECT ") + kColumns +
+    if (Status s = prepare(std::string("SELECT ") + kColumns + (scripts ? ", script" : "") +
                                " FROM completions ORDER BY end_time, job_id", stmt); !s) {
       return s;
     }
     int rc;
-    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) visit(job_from_row(stmt.get()));
+    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+      Job j = job_from_row(stmt.get());
+      if (scripts && sqlite3_column_type(stmt.get(), 23) != SQLITE_NULL) j.script = col_text(stmt.get(), 23);
+      visit(std::move(j));
+    }
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "reading completions");
     return Status::ok();
   }

@@ -26,8 +26,10 @@
 #include "peakcast/history/history.h"
 #include "peakcast/serve/errors.h"
 #include "peakcast/serve/metrics.h"
+#include "peakcast/serve/model_slot.h"
 #include "peakcast/serve/request.h"
 #include "peakcast/serve/store.h"
+#include "peakcast/serve/sync_metrics.h"
 
 namespace peakcast::serve {
 
@@ -48,6 +50,9 @@ class Service {
  public:
   Service(std::shared_ptr<const cascade::Predictor> predictor, std::unique_ptr<CompletionStore> store,
           ServiceOptions options);
+  // With a swappable model (hot reload: model_slot.h).
+  Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
+          ServiceOptions options);
 
   // Reads every stored completion into the in-memory history (call once, before serving).
   Status rebuild();
@@ -67,7 +72,10 @@ class Service {
   Metrics& metrics() { return metrics_; }
   CompletionStore& store() { return *store_; }
   size_t history_size() const;
-  const cascade::Predictor& predictor() const { return *predictor_; }
+  // The model now (a swap may replace it: hold the pointer while using it).
+  std::shared_ptr<const cascade::Predictor> predictor() const { return model_->get(); }
+  ModelSlot& model() { return *model_; }
+  SyncMetrics& sync_metrics() { return sync_metrics_; }
 
  private:
   int64_t now() const;
@@ -75,7 +83,8 @@ class Service {
   // A completion whose job_id is stored already: 409 when the stored content differs.
   std::optional<ApiError> conflict(const Job& job);
 
-  std::shared_ptr<const cascade::Predictor> predictor_;
+  std::shared_ptr<ModelSlot> model_;
+  SyncMetrics sync_metrics_;
   std::unique_ptr<CompletionStore> store_;
   ServiceOptions options_;
   Metrics metrics_;

@@ -42,6 +42,11 @@ class CompletionStore {
   // Every stored completion (request, times, state, peaks, labels, script_key; no script), in
   // end-time order.
   virtual Status for_each(const std::function<void(Job&&)>& visit) = 0;
+  // for_each() with the stored script text as well (kept only when the daemon ran with
+  // --store-scripts): what `peakcast train --db` learns from. Default: no scripts.
+  virtual Status for_each_with_scripts(const std::function<void(Job&&)>& visit) {
+    return for_each(visit);
+  }
   // The `limit` most recent completions matching the filter, newest first.
   virtual Result<std::vector<Job>> recent(const HistoryFilter& filter, size_t limit) = 0;
   virtual Result<size_t> count() = 0;
