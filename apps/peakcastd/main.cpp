@@ -3,7 +3,6 @@
 // admin socket's `reload` swaps in a new model without stopping (model_slot.h, admin_socket.h).
 #include <signal.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
