@@ -2,10 +2,16 @@
 // predictions mixed with completions to an in-process server (the same Service + HttpServer the
 // daemon runs, SQLite with synchronous=FULL on a temp file). Prints p50/p99 per route and the
 // throughput beside a single-threaded baseline (one client, one worker). Exits 1 on any error.
+// With --slow-clients N, N more connections trickle one byte every 100 ms during the concurrent
+// run (they are closed at the request deadline and reconnect): the latencies then show what
+// slow clients cost everyone else.
 //
 //   serve_load_bench [--clients N] [--predictions N] [--complete-every K] [--seed-jobs N]
+//                    [--slow-clients N]
 #include <httplib.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -31,6 +38,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Args {
+  int slow_clients = 0;
   int clients = 16;
   int predictions = 24000;
   int complete_every = 10;  // one completion per this many predictions
@@ -180,20 +188,83 @@ void print_row(const char* name, int clients, int threads, const RunResult& r) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: serve_load_bench [--clients N] [--predictions N] [--complete-every K] [--seed-jobs N]\n"
+    "                        [--slow-clients N]\n"
+    "Load test of peakcastd's HTTP path: an in-process server (the daemon's Service and HttpServer,\n"
+    "SQLite with synchronous=FULL in a temp folder) on a UNIX socket, first with one client and one\n"
+    "worker, then with N concurrent keep-alive clients. Prints predict/complete p50 and p99 (ms,\n"
+    "client side) and requests per second. Exits 1 on any failed request.\n"
+    "  --clients N         concurrent clients in the second run (default 16)\n"
+    "  --predictions N     predictions in the second run; the first run sends N/4 (default 24000)\n"
+    "  --complete-every K  one completion after every K predictions (default 10)\n"
+    "  --seed-jobs N       completions stored before timing starts (default 2000)\n"
+    "  --slow-clients N    N more connections sending one byte every 100 ms during the second run\n"
+    "                      (closed at the 5 s request deadline, then reconnecting; default 0)\n"
+    "  -h, --help          this text\n";
+
+// Connections that send a request head one byte every 100 ms, reconnecting when closed.
+class SlowClients {
+ public:
+  SlowClients(const std::string& sock, int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this, sock] { trickle(sock); });
+  }
+  ~SlowClients() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  int closed_by_server() const { return closed_.load(); }
+
+ private:
+  void trickle(const std::string& sock) {
+    const std::string head = "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    while (!stop_) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strncpy(addr.sun_path, sock.c_str(), sizeof(addr.sun_path) - 1);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        for (size_t k = 0; !stop_; ++k) {
+          if (::send(fd, head.data() + k % head.size(), 1, MSG_NOSIGNAL) != 1) break;
+          pollfd p{fd, POLLIN, 0};
+          if (::poll(&p, 1, 100) > 0) {
+            ++closed_;
+            break;
+          }
+        }
+      }
+      ::close(fd);
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::atomic<int> closed_{0};
+  std::vector<std::thread> threads_;
+};
+
 int main(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (k == "--clients") a.clients = v;
-    else if (k == "--predictions") a.predictions = v;
-    else if (k == "--complete-every") a.complete_every = std::max(1, v);
-    else if (k == "--seed-jobs") a.seed_jobs = v;
-    else {
-      std::fprintf(stderr, "usage: serve_load_bench [--clients N] [--predictions N] "
-                           "[--complete-every K] [--seed-jobs N]\n");
+    if (k == "-h" || k == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const bool known = k == "--clients" || k == "--predictions" || k == "--complete-every" ||
+                       k == "--seed-jobs" || k == "--slow-clients";
+    char* end = nullptr;
+    const long v = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : -1;
+    if (!known || i + 1 >= argc || *end != '\0' || v < 0 || v > 100'000'000) {
+      std::fprintf(stderr, "serve_load_bench: %s: %s\n%s", k.c_str(),
+                   known ? "expected a non-negative number after it" : "unknown option", kUsage);
       return 2;
     }
+    ++i;
+    const int n = static_cast<int>(v);
+    if (k == "--clients") a.clients = std::max(1, n);
+    else if (k == "--predictions") a.predictions = n;
+    else if (k == "--complete-every") a.complete_every = std::max(1, n);
+    else if (k == "--seed-jobs") a.seed_jobs = n;
+    else a.slow_clients = n;
   }
   std::string tmpl = (std::filesystem::temp_directory_path() / "peakcast-load-XXXXXX").string();
   const std::string dir = mkdtemp(tmpl.data());
@@ -211,8 +282,15 @@ int main(int argc, char** argv) {
   }
   {
     auto s = start(dir, "multi", threads, a);
+    std::unique_ptr<SlowClients> slow;
+    if (a.slow_clients > 0) slow = std::make_unique<SlowClients>(dir + "/multi.sock", a.slow_clients);
     conc = run(dir + "/multi.sock", a.clients, a.predictions, a, "c");
-    print_row("concurrent", a.clients, threads, conc);
+    print_row(a.slow_clients > 0 ? "concurrent+slow" : "concurrent", a.clients, threads, conc);
+    if (slow) {
+      std::printf("%d slow client(s) trickling one byte every 100 ms meanwhile; %d of their "
+                  "connections closed by the server (408) during the run\n",
+                  a.slow_clients, slow->closed_by_server());
+    }
   }
   const double base_rps = static_cast<double>(base.predict_ms.size() + base.complete_ms.size()) / base.seconds;
   const double conc_rps = static_cast<double>(conc.predict_ms.size() + conc.complete_ms.size()) / conc.seconds;

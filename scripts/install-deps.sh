@@ -13,7 +13,11 @@ build_pkgs=(
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libspdlog-dev libfmt-dev
   libssl-dev libpcre2-dev libsqlite3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  chromium
 )
+# npm installs the report's plotting library (src/report/js/package-lock.json) at build time; a
+# Node.js from elsewhere that brings its own npm is left as it is.
+if ! command -v npm >/dev/null 2>&1; then build_pkgs+=(npm); fi
 slurm_pkgs=(
   slurm-wlm slurmdbd slurm-client munge mariadb-server lua5.1 lua-socket
 )

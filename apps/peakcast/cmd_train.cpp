@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common.h"
+#include "db_jobs.h"
 #include "peakcast/eval/model_tools.h"
 
 namespace peakcast::app {
@@ -12,35 +13,47 @@ namespace {
 
 struct TrainArgs {
   std::string trace;
+  std::string db;
   ReaderArgs reader;
   std::string out;
   eval::TrainOptions options;
   std::vector<std::string> code_options;
 };
 
+Result<std::vector<Job>> load_jobs(const TrainArgs& a) {
+  if (!a.db.empty()) return load_db_jobs(a.db);
+  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
+  if (!trace) return trace.status();
+  if (!trace->has_submit_times) {
+    return Status::invalid(a.trace + ": this trace has no submit times; training needs them");
+  }
+  return std::move(trace->jobs);
+}
+
 int run_train(TrainArgs& a) {
+  if (a.trace.empty() == a.db.empty()) {
+    return fail(Status::invalid("train: give a TRACE or --db FILE (one of the two)"));
+  }
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return fail(code.status());
   a.options.code_options = *code;
   a.options.util_cap = a.reader.util_cap;
-  a.options.trained_on = a.trace;
-  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
-  if (!trace) return fail(trace.status());
-  if (!trace->has_submit_times) {
-    return fail(Status::invalid(a.trace + ": this trace has no submit times; training needs them"));
-  }
+  const std::string source = a.db.empty() ? a.trace : a.db;
+  a.options.trained_on = source;
+  Result<std::vector<Job>> jobs = load_jobs(a);
+  if (!jobs) return fail(jobs.status());
   eval::TrainSummary summary;
   Result<cascade::CascadeModel> model =
-      eval::train_cascade_on_jobs(trace->jobs, a.options, &summary, stderr_progress());
-  if (!model) return fail(model.status().with_context(a.trace));
+      eval::train_cascade_on_jobs(*jobs, a.options, &summary, stderr_progress());
+  if (!model) return fail(model.status().with_context(source));
   if (Status s = model->save(a.out); !s) return fail(s);
   std::cerr << fmt::format(
       "trained on {} jobs: train {} (+{} purged), validation {}; fallback mem {:.3f}, vram {:.3f}\n",
       summary.jobs, summary.train, summary.purged, summary.validation, summary.fallback[0],
       summary.fallback[1]);
   if (model->code_model().trained_without_scripts()) {
-    std::cerr << "note: the trace has no scripts; the code model read identity text (executable, "
-                 "process, job name)\n";
+    std::cerr << "note: no scripts; the code model read identity text (executable, process, "
+                 "job name)\n";
   }
   for (Resource r : kResources) {
     const cascade::ResourcePolicy& p = model->policy()[idx(r)];
@@ -67,8 +80,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "policy is chosen on the rest), the earlier jobs train the code model (train jobs that ended "
       "after validation began are purged). Writes MODEL_DIR: manifest (format version, config, "
       "feature statistics, policy), XGBoost models, Torch weights. `peakcast predict --model "
-      "MODEL_DIR` uses it.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.");
-  cmd->add_option("TRACE", a->trace, "Job trace (any supported format with submit times)")->required();
+      "MODEL_DIR` uses it.\n--db FILE trains on the completions peakcastd stored in its "
+      "database instead of a trace (read-only; safe while the daemon runs): the scripts when the "
+      "daemon ran with --store-scripts, otherwise the identity text (job name), so a site "
+      "retrains on its own cluster without exporting anything.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.");
+  cmd->add_option("TRACE", a->trace, "Job trace (any supported format with submit times)");
+  cmd->add_option("--db", a->db, "Train on peakcastd's database (its --db FILE) instead of a trace");
   cmd->add_option("-o,--output", a->out, "Model directory to write")->required();
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--encoder", a->options.encoder, "Script encoder of the code model")

@@ -61,5 +61,6 @@ void add_synth_command(CLI::App& app, int& exit_code);
 void add_slurm_sync_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_predict_command(CLI::App& app, int& exit_code);
+void add_report_command(CLI::App& app, int& exit_code);
 
 }  // namespace peakcast::app

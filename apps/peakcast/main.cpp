@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_synth_command(app, exit_code);
   add_train_command(app, exit_code);
   add_predict_command(app, exit_code);
+  add_report_command(app, exit_code);
   add_slurm_sync_command(app, exit_code);
   app.parse_complete_callback([&verbose] { install_log_sink(verbose); });
   try {

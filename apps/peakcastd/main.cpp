@@ -1,5 +1,6 @@
 // peakcastd: the prediction service. Parses arguments, opens the model and the database, serves
-// HTTP until SIGTERM/SIGINT; optionally polls sacct in the background (slurm-sync).
+// HTTP until SIGTERM/SIGINT; optionally polls sacct in the background (slurm-sync). SIGHUP or the
+// admin socket's `reload` swaps in a new model without stopping (model_slot.h, admin_socket.h).
 #include <signal.h>
 
 #include <chrono>
@@ -13,8 +14,11 @@
 
 #include "peakcast/cascade/predictor.h"
 #include "peakcast/core/log.h"
+#include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/http_server.h"
+#include "peakcast/serve/model_slot.h"
 #include "peakcast/serve/service.h"
+#include "peakcast/serve/signal_pipe.h"
 #include "peakcast/serve/slurm_sync.h"
 
 namespace {
@@ -65,6 +69,8 @@ class SyncLoop {
   void poll_once() {
     auto report = serve::sync_once(
         service_.store(), [this](const Job& j) { return service_.add_completion(j); }, options_);
+    service_.sync_metrics().record(report, std::chrono::duration_cast<std::chrono::seconds>(
+        std::chrono::system_clock::now().time_since_epoch()).count());
     if (!report) {
       log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
       return;
@@ -87,6 +93,27 @@ class SyncLoop {
   bool stopping_ = false;
 };
 
+// The HTTP layer's limits (http_framing.h), one set for every endpoint.
+void add_http_options(CLI::App& app, serve::HttpLimits& l) {
+  app.add_option("--request-timeout", l.request_timeout_s,
+                 "Seconds a client has to send one whole request (headers and body), from its first "
+                 "byte; a slower one gets 408 and is closed")
+      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--idle-timeout", l.idle_timeout_s,
+                 "Seconds a keep-alive connection may wait between requests")
+      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--max-connections", l.max_connections,
+                 "Open connections at most; more get 503 and are closed")
+      ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--max-header-bytes", l.max_header_bytes,
+                 "Request line and headers, in bytes; more: 431")
+      ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 20));
+  app.add_option("--max-headers", l.max_headers, "Header lines per request; more: 431")
+      ->capture_default_str()->check(CLI::Range(size_t{8}, size_t{10000}));
+  app.add_option("--max-uri-bytes", l.max_uri_bytes, "Request target, in bytes; longer: 414")
+      ->capture_default_str()->check(CLI::Range(size_t{64}, size_t{8192}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,18 +123,24 @@ int main(int argc, char** argv) {
       "in SQLite. HTTP/1.1 + JSON on a UNIX socket; loopback TCP only when asked."};
   std::string model_dir, db_path, socket_path = "/run/peakcast/peakcastd.sock", listen;
   bool allow_remote = false, store_scripts = false, verbose = false, sync_once_only = false;
-  std::string socket_mode_text = "0660", socket_group;
+  std::string socket_mode_text = "0660", socket_group, admin_socket = "default";
   size_t max_script_bytes = 1 << 20;
   int threads = 0;
   double sync_interval = 0;
   int64_t late_tolerance_s = 7 * 24 * 3600;
   serve::SyncOptions sync;
   uint64_t gpu_mem_bytes = 0;
+  serve::HttpLimits http_limits;
+  serve::SqliteOptions so;
   app.add_option("--model", model_dir, "Model directory (manifest.json with kind and format_version)")
       ->required()->check(CLI::ExistingDirectory);
   app.add_option("--db", db_path, "SQLite database of completions (created when absent)")->required();
   app.add_option("--socket", socket_path,
                  "UNIX socket to listen on; empty string: none (then --listen is required)")
+      ->capture_default_str();
+  app.add_option("--admin-socket", admin_socket,
+                 "UNIX socket for `reload [DIR]` and `model` (root or the daemon's user only, mode "
+                 "0600); default: the --socket path + \".admin\"; empty string: none")
       ->capture_default_str();
   app.add_option("--listen", listen, "Also listen on TCP HOST:PORT (loopback only unless --allow-remote)");
   app.add_flag("--allow-remote", allow_remote, "Accept a non-loopback --listen address (the API has no authentication)");
@@ -131,6 +164,11 @@ int main(int argc, char** argv) {
   app.add_option("--sync-lookback", sync.initial_lookback_s, "First poll: seconds back from now")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
   app.add_option("--gpu-mem-bytes", gpu_mem_bytes, "Sync: capacity of one GPU when sacct's GRES type does not say it");
+  add_http_options(app, http_limits);
+  app.add_option("--max-wal-bytes", so.max_wal_bytes,
+                 "Refuse completions (503) while the database's write-ahead log is larger than this "
+                 "and cannot be checkpointed")
+      ->capture_default_str()->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 40));
   app.add_flag("--sync-once", sync_once_only, "Run one sacct poll into --db and exit (no serving)");
   app.add_flag("-v,--verbose", verbose, "Also log debug messages");
   try {
@@ -149,19 +187,15 @@ int main(int argc, char** argv) {
     return fail(Status::invalid("--socket-mode: expected an octal mode like 0660, got " + socket_mode_text));
   }
 
-  // Signals are taken by one thread (sigwait), so worker threads never see them.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  // From here SIGTERM (systemctl stop) and SIGINT stop the daemon cleanly: in-flight requests
+  // answered, the database closed, the socket removed, exit 0. SIGHUP reloads the model. The
+  // signal pipe's handlers work on any thread, also those libraries start before main().
+  serve::SignalPipe signals({SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
 
-  auto predictor = cascade::load_predictor(model_dir);
-  if (!predictor) return fail(predictor.status());
-  std::shared_ptr<const cascade::Predictor> model(std::move(*predictor));
-  serve::SqliteOptions so;
+  auto slot = serve::ModelSlot::open(model_dir);
+  if (!slot) return fail(slot.status());
+  const std::shared_ptr<const cascade::Predictor> model = (*slot)->get();
   so.store_scripts = store_scripts;
   auto store = serve::open_sqlite_store(db_path, so);
   if (!store) return fail(store.status());
@@ -169,10 +203,10 @@ int main(int argc, char** argv) {
   serve::ServiceOptions opts;
   opts.limits.max_script_bytes = max_script_bytes;
   opts.late_tolerance_s = late_tolerance_s;
-  serve::Service service(model, std::move(*store), opts);
+  serve::Service service(*slot, std::move(*store), opts);
   const auto t0 = std::chrono::steady_clock::now();
   if (Status s = service.rebuild(); !s) return fail(s);
-  log(LogLevel::kInfo, "model: " + model->describe());
+  log(LogLevel::kInfo, "model: " + model->describe() + " (version " + (*slot)->info().version + ")");
   log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
                            db_path + " in " +
                            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -195,7 +229,8 @@ int main(int argc, char** argv) {
   lo.socket_mode = socket_mode;
   lo.socket_group = socket_group;
   lo.threads = threads;
-  lo.max_body_bytes = opts.limits.max_body_bytes();
+  lo.limits = http_limits;
+  lo.limits.max_body_bytes = opts.limits.max_body_bytes();
   serve::HttpServer server(service, lo);
   if (Status s = server.bind(); !s) return fail(s);
   log(LogLevel::kInfo, "listening on " + (socket_path.empty() ? std::string() : "unix:" + socket_path) +
@@ -206,16 +241,39 @@ int main(int argc, char** argv) {
     sync_loop = std::make_unique<SyncLoop>(service, sync, sync_interval);
     sync_loop->start();
   }
-  std::thread signal_thread([&server, &sigs] {
+  if (admin_socket == "default") admin_socket = socket_path.empty() ? "" : socket_path + ".admin";
+  std::unique_ptr<serve::AdminSocket> admin;
+  if (!admin_socket.empty()) {
+    admin = std::make_unique<serve::AdminSocket>(admin_socket, [&service](const std::string& cmd,
+                                                                          const std::string& arg) {
+      if (cmd == "model") return service.model().to_json();
+      if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
+      auto r = service.model().reload(arg);
+      nlohmann::json out = {{"ok", r.ok()}, {"model", service.model().to_json()}};
+      if (!r) out["error"] = r.status().message();
+      return out;
+    });
+    if (Status s = admin->bind(); !s) return fail(s);
+    admin->start();
+  }
+  std::thread signal_thread([&server, &signals, &service] {
     int sig = 0;
-    sigwait(&sigs, &sig);
-    log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig));
-    server.stop();
+    // SIGHUP reloads the model from its directory (the old one stays if that fails).
+    while ((sig = signals.wait()) == SIGHUP) {
+      log(LogLevel::kInfo, "SIGHUP: reloading the model");
+      (void)service.model().reload();
+    }
+    if (sig != 0) {  // 0: cancelled because serve() returned on its own
+      log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig) +
+                               ": answering the requests already received");
+      server.stop();
+    }
   });
   server.serve();
   if (sync_loop) sync_loop->stop();
-  // serve() also returns if a listener failed; make sure the signal thread can end.
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  if (admin) admin->stop();
+  signals.cancel();  // serve() may also have returned on its own
   signal_thread.join();
+  log(LogLevel::kInfo, "stopped: every received request answered; closing the database and removing the socket");
   return kExitOk;
 }

@@ -7,10 +7,13 @@ Install: copy this file next to slurm.conf as job_submit.lua, set JobSubmitPlugi
 At each submission the hook sends the job request as one canonical record (no outcome fields) to
 peakcastd's POST /v1/predict over a UNIX socket and writes the answer, as compact JSON, into the
 job's comment. It fails open: if the daemon is down, slow (TOTAL_TIMEOUT_S for the whole
-exchange) or answers garbage, the job is accepted unchanged and one line is logged to
-slurmctld.log. It never changes the request unless POLICY says so.
+exchange, enforced on every read) or answers garbage, the job is accepted unchanged and one line
+is logged to slurmctld.log. It never changes the request unless POLICY says so.
 
-The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout short.
+The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
+short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
+BREAKER_FAILURES failures in a row the daemon is skipped for BREAKER_BACKOFF_S seconds (jobs are
+accepted at once, logged once), then one submission tries it again.
 --]]
 
 ---------------------------------------------------------------------------------------------------
@@ -30,6 +33,8 @@ local TELL_USER = true               -- slurm.log_user shows the recommendation 
 --         when that is below the request and at least POLICY_MIN_MB; it never raises a request.
 local POLICY = "advise"
 local POLICY_MIN_MB = 256
+local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
+local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 
 ---------------------------------------------------------------------------------------------------
 local MIB = 1048576
@@ -42,6 +47,11 @@ local socket_ok, socket = pcall(require, "socket")
 
 local function log_info(msg)
   if slurm and slurm.log_info then slurm.log_info("%s", "peakcast: " .. msg) end
+end
+
+if not unix_ok or not socket_ok then
+  log_info("lua-socket (socket.unix) is not installed: no predictions, jobs are accepted unchanged " ..
+           "(Debian/Ubuntu: apt install lua-socket; then restart slurmctld)")
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -339,10 +349,13 @@ local function http_post(path, body)
   local deadline = now() + TOTAL_TIMEOUT_S
   local c = unix()
   if not c then return nil, "cannot create a UNIX socket" end
+  -- Set before every connect/send/receive, in 't' (total) mode: LuaSocket documents the default
+  -- 'b' mode as a limit per operating-system wait, which a daemon dribbling bytes would renew;
+  -- 't' bounds the whole call, so the deadline holds for every read.
   local function left()
     local l = deadline - now()
     if l <= 0 then return nil end
-    c:settimeout(l)
+    c:settimeout(l, "t")
     return l
   end
   local function fail(why) c:close(); return nil, why end
@@ -477,8 +490,43 @@ local function apply_policy(d, ans, req_mem, form, cpus)
   end
 end
 
+---------------------------------------------------------------------------------------------------
+-- Circuit breaker: consecutive failures open it; while open the daemon is not asked; after the
+-- back-off one submission probes it. Opening is logged once per outage, recovery once.
+---------------------------------------------------------------------------------------------------
+local breaker = { failures = 0, open_until = 0, skipped = 0, outage = false }
+
+local function breaker_allows()
+  if breaker.open_until > now() then
+    breaker.skipped = breaker.skipped + 1
+    return false
+  end
+  return true
+end
+
+-- Returns the text to append to the failure's log line, or nil when nothing is to be logged.
+local function breaker_failed()
+  breaker.failures = breaker.failures + 1
+  if breaker.failures < BREAKER_FAILURES then return "" end
+  breaker.open_until = now() + BREAKER_BACKOFF_S
+  if breaker.outage then return nil end  -- a failed probe: already reported
+  breaker.outage = true
+  return string.format("; %d failures in a row: not asking the daemon for %g s", breaker.failures,
+                       BREAKER_BACKOFF_S)
+end
+
+local function breaker_succeeded()
+  if breaker.outage then
+    log_info(string.format("daemon answering again (%d submission(s) skipped while it was not)",
+                           breaker.skipped))
+  end
+  breaker.failures, breaker.open_until, breaker.skipped, breaker.outage = 0, 0, 0, false
+end
+
 local function predict(d, submit_uid)
   if not nonempty(d.script) and not PREDICT_WITHOUT_SCRIPT then return end
+  if not unix_ok or not socket_ok then return end  -- logged once, at load
+  if not breaker_allows() then return end
   local existing = d[COMMENT_FIELD]
   if nonempty(existing) and not OVERWRITE_USER_COMMENT then
     log_info("job already has a " .. COMMENT_FIELD .. "; no prediction written")
@@ -489,10 +537,14 @@ local function predict(d, submit_uid)
   local t0 = now()
   local status, body = http_post("/v1/predict", json.encode(rec))
   local ms = (now() - t0) * 1000
-  if not status then
-    log_info(string.format("no prediction (%s after %.0f ms); job accepted unchanged", body, ms))
+  if not status or status >= 500 then
+    local why = status and string.format("HTTP %d: %s", status, body:sub(1, 200))
+                       or string.format("%s after %.0f ms", body, ms)
+    local tail = breaker_failed()
+    if tail then log_info("no prediction (" .. why .. "); job accepted unchanged" .. tail) end
     return
   end
+  breaker_succeeded()
   if status ~= 200 then
     log_info(string.format("no prediction (HTTP %d: %s); job accepted unchanged", status, body:sub(1, 200)))
     return
@@ -529,4 +581,8 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
   PEAKCAST_TEST.set_policy = function(p) POLICY = p end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
+  PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end
+  PEAKCAST_TEST.reset_breaker = function()
+    breaker.failures, breaker.open_until, breaker.skipped, breaker.outage = 0, 0, 0, false
+  end
 end

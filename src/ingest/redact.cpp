@@ -249,6 +249,14 @@ const Pattern& sshpass() {  // sshpass -p password
   return p;
 }
 
+// wandb login [--flags] KEY: the API key is a positional argument (--host takes a value).
+const Pattern& wandb_login() {
+  static const Pattern p(
+      "(\\bwandb[ \\t]+login(?:[ \\t]+(?:--host(?:=|[ \\t]+)[^\\s]+|--?[A-Za-z][A-Za-z-]*"
+      "(?:=[^\\s]*)?))*[ \\t]+[\"']?)([A-Za-z0-9][A-Za-z0-9_.-]*)(?![^\\s;&|)\"'])");
+  return p;
+}
+
 // ---------------------------------------------------------------- rule 5: secret assignments
 
 // NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE.
@@ -282,16 +290,19 @@ std::vector<std::string> name_words(std::string_view name) {
 }
 
 bool secret_name(std::string_view name) {
-  static const std::array<std::string_view, 13> kWords = {
-      "token",      "secret",      "secrets",   "password", "passwd",     "passphrase", "credential",
-      "credentials", "apikey",     "accesskey", "secretkey", "privatekey", "authtoken"};
+  static const std::array<std::string_view, 14> kWords = {
+      "token",       "secret",    "secrets",   "password",   "passwd",    "passphrase", "credential",
+      "credentials", "apikey",    "accesskey", "secretkey",  "privatekey", "authtoken", "sshpass"};
   auto words = name_words(name);
   for (const auto& w : words) {
     for (auto k : kWords) {
       if (w == k) return true;
     }
+    // Glued prefixes: PGPASSWORD, DBPASSWD.
+    if (w.ends_with("password") || w.ends_with("passwd")) return true;
   }
-  return words.size() >= 2 && words.back() == "key";  // *_KEY, api-key, AccessKey
+  // *_KEY, api-key, AccessKey; MYSQL_PWD, DB_PWD (PWD alone is the working directory).
+  return words.size() >= 2 && (words.back() == "key" || words.back() == "pwd");
 }
 
 // Values that cannot be a literal secret: references ($VAR, ${VAR}, $(cmd)), placeholders
@@ -464,11 +475,17 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     ++c.secrets;
     return {std::string(m.group(1)) + "<SECRET>"};
   });
+  s = replace_all(wandb_login(), s, [&](const Match& m) -> Decision {
+    ++c.secrets;
+    return {std::string(m.group(1)) + "<SECRET>"};
+  });
   s = redact_assignments(s, c.secrets);
 
   s = replace_all(emails(), s, [&](const Match& m) -> Decision {
     // git@github.com:org/repo is an SSH login, not a person; s@a.b@c@ is a sed substitution.
-    if (m.group(1) == "git" || m.group(1) == "s") return {};
+    // Only those two forms: git@example.com and s@example.com alone are addresses.
+    const char next = m.end() < m.subject.size() ? m.subject[m.end()] : '\0';
+    if ((m.group(1) == "git" && next == ':') || (m.group(1) == "s" && next == '@')) return {};
     ++c.emails;
     return {std::string("<EMAIL>")};
   });

@@ -12,6 +12,7 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
+#include "peakcast/ingest/jobstats.h"
 #include "peakcast/ingest/jsonl.h"  // the canonical ranges (kMaxEpochSeconds, ...)
 #include "peakcast/ingest/reader.h"
 #include "peakcast/ingest/sacct.h"
@@ -26,7 +27,7 @@ constexpr uint64_t kMiB = 1024ull * 1024ull;
 enum Col : int {
   kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
   kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
-  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kNumCols
+  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kAdminComment, kNumCols
 };
 
 // Header names as sacct prints them; matched case-insensitively.
@@ -39,12 +40,13 @@ constexpr std::pair<std::string_view, Col> kColumnNames[] = {
     {"alloccpus", kNcpus},     {"reqcpus", kReqCpus},         {"nnodes", kNNodes},
     {"allocnodes", kNNodes},   {"reqmem", kReqMem},           {"reqtres", kReqTres},
     {"alloctres", kAllocTres}, {"maxrss", kMaxRss},           {"tresusageintot", kTresTot},
-    {"tresusageinmax", kTresMax}};
+    {"tresusageinmax", kTresMax},  {"admincomment", kAdminComment}};
 
 constexpr std::string_view kDisplayNames[kNumCols] = {
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "State", "Submit", "Start",
     "End", "Elapsed", "ElapsedRaw", "Timelimit", "TimelimitRaw", "NCPUS", "ReqCPUS", "NNodes",
-    "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax"};
+    "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax",
+    "AdminComment"};
 
 // Columns whose text is free and may contain '|'.
 constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",
@@ -240,6 +242,7 @@ struct Record {
   std::string req_tres, alloc_tres;
   bool unfinished = false;
   bool superseded = false;
+  std::optional<jobstats::Summary> jobstats;  // AdminComment's summary, when it had one
 };
 
 bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
@@ -354,8 +357,23 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
 struct Tally {
   size_t unfinished = 0, one_node_assumed = 0, no_cpu_count = 0, zero_req_mem = 0;
   size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
-  std::string first_unfinished;
+  size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0;
+  std::string first_unfinished, first_jobstats_bad;
 };
+
+// A job row's AdminComment: a jobstats summary is kept for finish_job(); a malformed one is
+// counted and left out, never fatal.
+void read_jobstats(const Row& row, const std::string& at, Record& r, Tally& tally) {
+  auto d = jobstats::decode_admin_comment(row.get(kAdminComment));
+  if (!d) {
+    if (tally.jobstats_bad++ == 0) {
+      tally.first_jobstats_bad = at + ": AdminComment: " + d.status().message();
+    }
+    return;
+  }
+  if (d->kind == jobstats::Kind::kSummary) r.jobstats = std::move(d->summary);
+  if (d->kind == jobstats::Kind::kShort || d->kind == jobstats::Kind::kNoData) ++tally.jobstats_empty;
+}
 
 std::optional<double> tres_count(std::string_view tres, std::string_view key) {
   if (auto v = sacct::tres_value(tres, key)) {
@@ -368,6 +386,30 @@ std::optional<double> tres_count(std::string_view tres, std::string_view key) {
 std::optional<uint64_t> tres_mem_mb(std::string_view tres) {
   if (auto v = sacct::tres_value(tres, "mem")) return parse_size(*v, kMiB);
   return std::nullopt;
+}
+
+// A jobstats summary's labels (jobstats.h): the busiest GPU's peak and capacity; host memory
+// only where sacct had none.
+void apply_jobstats(const jobstats::Summary& s, Job& j, Tally& tally) {
+  bool used = false;
+  if (const jobstats::Gpu* g = jobstats::busiest_gpu(s)) {
+    if (!j.req_gpus || *j.req_gpus <= 0) j.req_gpus = static_cast<int>(s.gpus.size());
+    const double peak = static_cast<double>(g->used_bytes) * static_cast<double>(*j.req_gpus);
+    if (peak < kMaxBytes) {
+      j.peak_vram_bytes = static_cast<uint64_t>(peak);
+      if (g->total_bytes) j.gpu_mem_bytes = g->total_bytes;
+      used = true;
+    }
+  }
+  if (!j.peak_mem_bytes && s.used_memory_bytes) {
+    j.peak_mem_bytes = s.used_memory_bytes;
+    used = true;
+  }
+  if (!j.req_mem_bytes && s.total_memory_bytes && *s.total_memory_bytes > 0) {
+    j.req_mem_bytes = s.total_memory_bytes;
+    used = true;
+  }
+  if (used) ++tally.jobstats_used;
 }
 
 // Turns a record into the final Job (request totals, peaks, GPU capacity, end time).
@@ -394,7 +436,8 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   j.peak_mem_bytes = r.usage.peak_mem;
   j.peak_vram_bytes = r.usage.peak_vram;
   if (r.usage.oom) j.state = "OUT_OF_MEMORY";
-  if (j.req_gpus && *j.req_gpus > 0) {
+  if (r.jobstats) apply_jobstats(*r.jobstats, j, tally);
+  if (j.req_gpus && *j.req_gpus > 0 && !j.gpu_mem_bytes) {
     std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);
     if (!type) type = sacct::tres_gpu_type(r.req_tres);
     if (type) {
@@ -461,6 +504,20 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
   if (t.repaired) {
     out.notes.push_back("sacct: " + n(t.repaired) + " row(s) had '|' inside a free-text field; "
                         "the extra fields were joined back into it");
+  }
+  if (t.jobstats_used) {
+    out.notes.push_back("sacct: " + n(t.jobstats_used) + " job(s) labelled from jobstats "
+                        "summaries in AdminComment (busiest GPU's peak and capacity; host memory "
+                        "where sacct had none)");
+  }
+  if (t.jobstats_empty) {
+    out.notes.push_back("sacct: " + n(t.jobstats_empty) + " job(s) with AdminComment "
+                        "JS1:Short or JS1:None (jobstats had no samples): labels from sacct alone");
+  }
+  if (t.jobstats_bad) {
+    out.notes.push_back("sacct: " + n(t.jobstats_bad) + " malformed jobstats summary(ies) in "
+                        "AdminComment skipped (labels from sacct alone), first " +
+                        t.first_jobstats_bad);
   }
   if (t.gpu_no_capacity) {
     out.notes.push_back("sacct: " + n(t.gpu_no_capacity) + " GPU job(s) have a gres/gpumem peak "
@@ -570,6 +627,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
         continue;
       }
       rejected.erase(key);
+      read_jobstats(row, where(name, lineno), r, tally);
       if (auto it = current.find(key); it != current.end()) {
         recs[it->second].superseded = true;
         ++tally.superseded;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <grp.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "peakcast/core/log.h"
+#include "peakcast/serve/connection_loop.h"
 
 namespace peakcast::serve {
 namespace {
@@ -38,6 +40,55 @@ Endpoint endpoint_of(const std::string& path) {
   if (path == "/metrics") return Endpoint::kMetrics;
   return Endpoint::kOther;
 }
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+// cpp-httplib's request parser, router and response writer, fed one complete request at a time
+// by the connection loop (process_request is protected: this subclass opens it).
+class Processor final : public httplib::Server {
+ public:
+  bool answer(httplib::Stream& strm, bool last, bool& connection_closed) {
+    return process_request(strm, last, connection_closed, nullptr);
+  }
+};
+
+// One request's bytes in, the answer out to the socket (bounded by the write timeout).
+class FrameStream final : public httplib::Stream {
+ public:
+  FrameStream(int fd, std::string_view in, double write_timeout_s)
+      : fd_(fd), in_(in), write_timeout_s_(write_timeout_s) {}
+  bool is_readable() const override { return pos_ < in_.size(); }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, in_.size() - pos_);
+    std::memcpy(ptr, in_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    return write_all(fd_, std::string_view(ptr, size), write_timeout_s_) ? static_cast<ssize_t>(size) : -1;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip.clear(), port = 0; }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { ip.clear(), port = 0; }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  int fd_;
+  std::string_view in_;
+  size_t pos_ = 0;
+  double write_timeout_s_;
+};
 
 }  // namespace
 
@@ -72,14 +123,41 @@ bool is_loopback_host(const std::string& host) {
 struct HttpServer::Impl {
   Service& service;
   ListenOptions options;
-  std::vector<std::unique_ptr<httplib::Server>> servers;
+  Processor processor;
+  std::unique_ptr<ConnectionLoop> loop;
   std::string bound_socket;
+  int tcp_port = 0;
 
-  Impl(Service& s, ListenOptions o) : service(s), options(std::move(o)) {}
+  Impl(Service& s, ListenOptions o) : service(s), options(std::move(o)) {
+    routes();
+    const int threads = options.threads > 0
+                            ? options.threads
+                            : std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+    loop = std::make_unique<ConnectionLoop>(
+        options.limits, threads,
+        [this](int fd, std::string_view request, bool last) {
+          FrameStream strm(fd, request, options.limits.write_timeout_s);
+          bool closed = false;
+          return processor.answer(strm, last, closed) && !closed;
+        },
+        [this](int status, const std::string& message) { return refusal(status, message); });
+  }
 
   static void send(httplib::Response& res, const Reply& r) {
     res.status = r.status;
     res.set_content(r.body, r.content_type.c_str());
+  }
+
+  // The whole answer for a request the connection loop refused before parsing it.
+  std::string refusal(int status, const std::string& message) {
+    ApiError e{kind_for_status(status), "", message};
+    if (status == 413) e.field = "body";
+    if (status == 431) e.field = "headers";
+    const Reply r = service.error(e);
+    service.metrics().observe(Endpoint::kOther, r.status, 0.0);
+    return "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(r.body.size()) +
+           "\r\nConnection: close\r\n\r\n" + r.body;
   }
 
   // Times the handler and counts it by endpoint and status.
@@ -99,120 +177,130 @@ struct HttpServer::Impl {
     };
   }
 
-  // The listening socket of the server being bound (see raise_backlog).
-  int last_socket = -1;
-
-  // libcpp-httplib is compiled with a listen backlog of 5; on a UNIX socket a full backlog makes
-  // connect() fail at once (EAGAIN) instead of waiting, so a burst of clients would see errors.
-  // listen() again on the bound socket raises it.
-  void raise_backlog() {
-    if (last_socket >= 0) ::listen(last_socket, SOMAXCONN);
-    last_socket = -1;
-  }
-
-  std::unique_ptr<httplib::Server> make_server() {
-    auto srv = std::make_unique<httplib::Server>();
-    srv->set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
-      last_socket = sock;
-    });
-    const int threads = options.threads > 0
-                            ? options.threads
-                            : std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
-    srv->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-    srv->set_payload_max_length(options.max_body_bytes);
-    // A keep-alive connection holds a worker thread until it closes: bound both its request count
-    // and its idle time, so connections queued behind busy workers are served (more clients
-    // than workers must not starve anyone). The Slurm hook closes after each request anyway.
-    srv->set_keep_alive_max_count(100);
-    srv->set_keep_alive_timeout(1);
-    srv->Post("/v1/predict", timed([this](const httplib::Request& q) { return service.predict(q.body); }));
-    srv->Post("/v1/complete", timed([this](const httplib::Request& q) { return service.complete(q.body); }));
-    srv->Get("/v1/history", timed([this](const httplib::Request& q) { return service.history(q.params); }));
-    srv->Get("/healthz", timed([this](const httplib::Request&) { return service.healthz(); }));
-    srv->Get("/metrics", timed([this](const httplib::Request&) { return service.metrics_text(); }));
-    // Whatever httplib refuses itself (no route, body too large, bad request line) still gets a
-    // JSON error body.
-    srv->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+  void routes() {
+    Processor& srv = processor;
+    srv.set_payload_max_length(options.limits.max_body_bytes);
+    srv.set_keep_alive_max_count(options.limits.max_requests_per_connection);
+    srv.set_keep_alive_timeout(static_cast<time_t>(options.limits.idle_timeout_s));
+    srv.Post("/v1/predict", timed([this](const httplib::Request& q) { return service.predict(q.body); }));
+    srv.Post("/v1/complete", timed([this](const httplib::Request& q) { return service.complete(q.body); }));
+    srv.Get("/v1/history", timed([this](const httplib::Request& q) { return service.history(q.params); }));
+    srv.Get("/healthz", timed([this](const httplib::Request&) { return service.healthz(); }));
+    srv.Get("/metrics", timed([this](const httplib::Request&) { return service.metrics_text(); }));
+    // Whatever httplib refuses itself (no route, bad request line, malformed Range) still gets a
+    // JSON error body with the status httplib chose: a client's mistake is never a 5xx.
+    srv.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      ApiError e;
-      e.field = res.status == 413 ? "body" : "";
-      switch (res.status) {
-        case 404: {
-          const Endpoint ep = endpoint_of(req.path);
-          if (ep != Endpoint::kOther) {
-            e.kind = ApiErrorKind::kMethodNotAllowed;
-            e.message = req.method + " " + req.path + ": method not allowed";
-          } else {
-            e.kind = ApiErrorKind::kNotFound;
-            e.message = "no such endpoint (POST /v1/predict, POST /v1/complete, GET /v1/history, "
-                        "GET /healthz, GET /metrics)";
-          }
-          break;
-        }
-        case 413: e.kind = ApiErrorKind::kTooLarge; e.message = "body: over the size limit"; break;
-        case 400: e.kind = ApiErrorKind::kMalformedJson; e.message = "malformed HTTP request"; break;
-        default: e.kind = ApiErrorKind::kInternal; e.message = "HTTP " + std::to_string(res.status); break;
-      }
-      const Reply r = service.error(e);
+      const Reply r = service.error(http_error(req, res.status));
       send(res, r);
       service.metrics().observe(endpoint_of(req.path), r.status, 0.0);
     });
-    return srv;
   }
 
-  Status bind_socket() {
-    const std::string& path = options.socket_path;
-    if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-      return Status::invalid("--socket: path longer than " +
-                             std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
+  static ApiError http_error(const httplib::Request& req, int status) {
+    ApiError e{kind_for_status(status), "", ""};
+    switch (status) {
+      case 404:
+        if (endpoint_of(req.path) != Endpoint::kOther) {
+          e.kind = ApiErrorKind::kMethodNotAllowed;
+          e.message = req.method + " " + req.path + ": method not allowed";
+        } else {
+          e.message = "no such endpoint (POST /v1/predict, POST /v1/complete, GET /v1/history, "
+                      "GET /healthz, GET /metrics)";
+        }
+        break;
+      case 413: e.field = "body"; e.message = "body: over the size limit"; break;
+      case 414: e.message = "request target too long"; break;
+      case 416: e.field = "Range"; e.message = "Range: malformed (this API serves no ranges)"; break;
+      case 400: e.message = "malformed HTTP request"; break;
+      default: e.message = "HTTP " + std::to_string(status); break;
     }
-    struct stat st{};
-    if (::lstat(path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) return Status::invalid("--socket: " + path + " exists and is not a socket");
-      if (socket_is_live(path)) return Status::io("--socket: another daemon is listening on " + path);
-      ::unlink(path.c_str());  // stale, from a daemon that died
-    }
-    auto srv = make_server();
-    srv->set_address_family(AF_UNIX);
-    // Created with a restrictive umask, then opened up to the requested mode.
-    const mode_t old = ::umask(0177);
-    const bool ok = srv->bind_to_port(path, 80);
-    ::umask(old);
-    if (!ok) return Status::io("--socket: cannot listen on " + path + ": " + std::strerror(errno));
-    raise_backlog();
-    bound_socket = path;
-    if (!options.socket_group.empty()) {
-      const group* g = ::getgrnam(options.socket_group.c_str());
-      if (!g) return Status::invalid("--socket-group: no such group: " + options.socket_group);
-      if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
-        return Status::io("--socket-group: chown " + path + ": " + std::strerror(errno));
-      }
-    }
-    if (::chmod(path.c_str(), options.socket_mode) != 0) {
-      return Status::io("--socket-mode: chmod " + path + ": " + std::strerror(errno));
-    }
-    servers.push_back(std::move(srv));
-    return Status::ok();
+    return e;
   }
 
-  Status bind_tcp() {
-    auto hp = parse_listen(options.listen);
-    if (!hp) return hp.status();
-    if (!is_loopback_host(hp->host) && !options.allow_remote) {
-      return Status::invalid("--listen: " + hp->host +
-                             " is not a loopback address; the API has no authentication, so pass "
-                             "--allow-remote to expose it anyway");
-    }
-    auto srv = make_server();
-    if (!srv->bind_to_port(hp->host, hp->port)) {
-      return Status::io("--listen: cannot listen on " + options.listen + ": " + std::strerror(errno));
-    }
-    raise_backlog();
-    servers.push_back(std::move(srv));
-    return Status::ok();
-  }
+  Status bind_socket();
+  Status bind_tcp();
 };
+
+// A listening UNIX socket at `path`, created with a restrictive umask.
+Status HttpServer::Impl::bind_socket() {
+  const std::string& path = options.socket_path;
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Status::invalid("--socket: path longer than " +
+                           std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
+  }
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Status::invalid("--socket: " + path + " exists and is not a socket");
+    if (socket_is_live(path)) return Status::io("--socket: another daemon is listening on " + path);
+    ::unlink(path.c_str());  // stale, from a daemon that died
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::io(std::string("--socket: socket(): ") + std::strerror(errno));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  const mode_t old = ::umask(0177);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::listen(fd, SOMAXCONN) == 0;
+  const int err = errno;
+  ::umask(old);
+  if (!ok) {
+    ::close(fd);
+    return Status::io("--socket: cannot listen on " + path + ": " + std::strerror(err));
+  }
+  loop->add_listener(fd);
+  bound_socket = path;
+  if (!options.socket_group.empty()) {
+    const group* g = ::getgrnam(options.socket_group.c_str());
+    if (!g) return Status::invalid("--socket-group: no such group: " + options.socket_group);
+    if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      return Status::io("--socket-group: chown " + path + ": " + std::strerror(errno));
+    }
+  }
+  if (::chmod(path.c_str(), options.socket_mode) != 0) {
+    return Status::io("--socket-mode: chmod " + path + ": " + std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+// A listening TCP socket. SO_REUSEADDR (a restart need not wait for TIME_WAIT) but never
+// SO_REUSEPORT: a second daemon on the same address must fail, not split the traffic.
+Status HttpServer::Impl::bind_tcp() {
+  auto hp = parse_listen(options.listen);
+  if (!hp) return hp.status();
+  if (!is_loopback_host(hp->host) && !options.allow_remote) {
+    return Status::invalid("--listen: " + hp->host +
+                           " is not a loopback address; the API has no authentication, so pass "
+                           "--allow-remote to expose it anyway");
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &found); rc != 0) {
+    return Status::invalid("--listen: " + hp->host + ": " + ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> ai(found, &::freeaddrinfo);
+  const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+  if (fd < 0) return Status::io(std::string("--listen: socket(): ") + std::strerror(errno));
+  const int yes = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::io("--listen: cannot listen on " + options.listen + ": " + std::strerror(err) +
+                      (err == EADDRINUSE ? " (is another peakcastd running?)" : ""));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  tcp_port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  loop->add_listener(fd);
+  return Status::ok();
+}
 
 HttpServer::HttpServer(Service& service, ListenOptions options)
     : impl_(std::make_unique<Impl>(service, std::move(options))) {}
@@ -235,17 +323,10 @@ Status HttpServer::bind() {
   return Status::ok();
 }
 
-void HttpServer::serve() {
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < impl_->servers.size(); ++i) {
-    threads.emplace_back([srv = impl_->servers[i].get()] { srv->listen_after_bind(); });
-  }
-  if (!impl_->servers.empty()) impl_->servers[0]->listen_after_bind();
-  for (auto& t : threads) t.join();
-}
+void HttpServer::serve() { impl_->loop->run(); }
 
-void HttpServer::stop() {
-  for (auto& s : impl_->servers) s->stop();
-}
+void HttpServer::stop() { impl_->loop->stop(); }
+
+int HttpServer::tcp_port() const { return impl_->tcp_port; }
 
 }  // namespace peakcast::serve

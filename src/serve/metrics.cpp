@@ -118,6 +118,15 @@ std::string Metrics::render(const Gauges& g) const {
   out += "# HELP peakcast_storage_errors_total Completions refused because the database failed.\n"
          "# TYPE peakcast_storage_errors_total counter\n";
   add("peakcast_storage_errors_total %" PRIu64 "\n", storage_errors_.load(std::memory_order_relaxed));
+  out += "# HELP peakcast_storage_wal_bytes Size of the database's write-ahead log.\n"
+         "# TYPE peakcast_storage_wal_bytes gauge\n";
+  add("peakcast_storage_wal_bytes %" PRIu64 "\n", g.wal_bytes);
+  out += "# HELP peakcast_storage_checkpoint_failures_total WAL checkpoints that failed.\n"
+         "# TYPE peakcast_storage_checkpoint_failures_total counter\n";
+  add("peakcast_storage_checkpoint_failures_total %" PRIu64 "\n", g.checkpoint_failures);
+  out += "# HELP peakcast_completion_conflicts_total Completions refused (409): a stored job_id with other content.\n"
+         "# TYPE peakcast_completion_conflicts_total counter\n";
+  add("peakcast_completion_conflicts_total %" PRIu64 "\n", conflicts_.load(std::memory_order_relaxed));
   return out;
 }
 

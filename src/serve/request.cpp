@@ -1,5 +1,8 @@
 #include "peakcast/serve/request.h"
 
+#include <optional>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "peakcast/ingest/jsonl.h"
@@ -14,9 +17,15 @@ ApiError error(ApiErrorKind kind, std::string field, std::string message) {
   return ApiError{kind, std::move(field), std::move(message)};
 }
 
-// Deepest nesting of arrays/objects outside strings; stops counting past `limit`.
-int nesting_depth(std::string_view s, int limit) {
-  int depth = 0, max_depth = 0;
+// The shape of a JSON text, found without building it: the deepest nesting of arrays/objects,
+// and an upper bound on the number of values (containers and separators outside strings).
+struct Shape {
+  int depth = 0;
+  size_t values = 1;
+};
+Shape json_shape(std::string_view s) {
+  Shape shape;
+  int depth = 0;
   bool in_string = false, escaped = false;
   for (char c : s) {
     if (in_string) {
@@ -27,13 +36,42 @@ int nesting_depth(std::string_view s, int limit) {
     }
     if (c == '"') in_string = true;
     else if (c == '[' || c == '{') {
-      if (++depth > max_depth) max_depth = depth;
-      if (max_depth > limit) return max_depth;
+      ++shape.values;
+      if (++depth > shape.depth) shape.depth = depth;
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',') {
+      ++shape.values;
     }
   }
-  return max_depth;
+  return shape;
+}
+
+// Strings the history keys on, bounded: a record with a 1 MiB user name is not a job.
+std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits) {
+  if (job.user.empty()) {
+    return error(ApiErrorKind::kInvalidField, "user", "user: a required field may not be empty");
+  }
+  const std::pair<const char*, const std::string*> ids[] = {
+      {"job_id", &job.job_id}, {"user", &job.user}, {"partition", &job.partition},
+      {"account", &job.account}, {"state", &job.state}};
+  for (const auto& [name, value] : ids) {
+    if (value->size() > limits.max_id_bytes) {
+      return error(ApiErrorKind::kInvalidField, name,
+                   std::string(name) + ": " + std::to_string(value->size()) +
+                       " bytes, over the limit of " + std::to_string(limits.max_id_bytes));
+    }
+  }
+  const std::pair<const char*, size_t> names[] = {
+      {"job_name", job.job_name.size()}, {"workload", job.workload ? job.workload->size() : 0}};
+  for (const auto& [name, size] : names) {
+    if (size > limits.max_name_bytes) {
+      return error(ApiErrorKind::kInvalidField, name,
+                   std::string(name) + ": " + std::to_string(size) + " bytes, over the limit of " +
+                       std::to_string(limits.max_name_bytes));
+    }
+  }
+  return std::nullopt;
 }
 
 // First string (key or value) holding a NUL or bad UTF-8; returns the field it was found under.
@@ -90,9 +128,15 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
                      std::to_string(limits.max_body_bytes()));
   }
   if (body.empty()) return error(ApiErrorKind::kMalformedJson, "body", "body: empty");
-  if (nesting_depth(body, limits.max_depth) > limits.max_depth) {
+  const Shape shape = json_shape(body);
+  if (shape.depth > limits.max_depth) {
     return error(ApiErrorKind::kMalformedJson, "body",
                  "body: nested deeper than " + std::to_string(limits.max_depth) + " levels");
+  }
+  if (shape.values > limits.max_json_values) {
+    return error(ApiErrorKind::kTooLarge, "body",
+                 "body: more than " + std::to_string(limits.max_json_values) +
+                     " JSON values (a job record has a few dozen)");
   }
   json obj;
   try {
@@ -126,6 +170,7 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   opts.require_outcome = kind == BodyKind::kComplete;
   Result<Job> job = ingest::job_from_json(obj, opts);
   if (!job) return from_status(job.status());
+  if (auto e = check_fields(*job, limits)) return *e;
   if (job->script && job->script->size() > limits.max_script_bytes) {
     return error(ApiErrorKind::kTooLarge, "script",
                  "script: " + std::to_string(job->script->size()) + " bytes, over the limit of " +

@@ -1,6 +1,8 @@
 #include "peakcast/serve/service.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -53,13 +55,46 @@ json row_json(const Job& j) {
           {"censored", j.censored}};
 }
 
+// The fields of a stored completion that differ from a new one with the same job_id (the script
+// is compared through its key; x_ keys are not stored).
+std::vector<std::string> differing_fields(const Job& a, const Job& b) {
+  std::vector<std::string> out;
+  auto cmp = [&out](const char* name, const auto& x, const auto& y) {
+    if (!(x == y)) out.emplace_back(name);
+  };
+  cmp("user", a.user, b.user);
+  cmp("script", a.script_key, b.script_key);
+  cmp("submit_time", a.submit_ms, b.submit_ms);
+  cmp("start_time", a.start_ms, b.start_ms);
+  cmp("end_time", a.end_ms, b.end_ms);
+  cmp("state", a.state, b.state);
+  cmp("req_cpus", a.req_cpus, b.req_cpus);
+  cmp("req_mem_bytes", a.req_mem_bytes, b.req_mem_bytes);
+  cmp("req_gpus", a.req_gpus, b.req_gpus);
+  cmp("req_time_s", a.req_time_s, b.req_time_s);
+  cmp("gpu_mem_bytes", a.gpu_mem_bytes, b.gpu_mem_bytes);
+  cmp("peak_mem_bytes", a.peak_mem_bytes, b.peak_mem_bytes);
+  cmp("peak_vram_bytes", a.peak_vram_bytes, b.peak_vram_bytes);
+  cmp("job_name", a.job_name, b.job_name);
+  cmp("partition", a.partition, b.partition);
+  cmp("account", a.account, b.account);
+  cmp("workload", a.workload, b.workload);
+  return out;
+}
+
 }  // namespace
 
 Service::Service(std::shared_ptr<const cascade::Predictor> predictor,
                  std::unique_ptr<CompletionStore> store, ServiceOptions options)
-    : predictor_(std::move(predictor)), store_(std::move(store)), options_(std::move(options)) {
-  if (!predictor_ || !store_) throw std::invalid_argument("Service: predictor and store required");
-  options_.limits.util_cap = predictor_->util_cap();
+    : Service(predictor ? std::make_shared<ModelSlot>(std::move(predictor)) : nullptr,
+              std::move(store), std::move(options)) {}
+
+Service::Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
+                 ServiceOptions options)
+    : model_(std::move(model)), store_(std::move(store)), options_(std::move(options)) {
+  if (!model_ || !store_) throw std::invalid_argument("Service: predictor and store required");
+  // A reload keeps util_cap (ModelSlot refuses a model with another), so the limits hold.
+  options_.limits.util_cap = model_->get()->util_cap();
 }
 
 int64_t Service::now() const {
@@ -103,10 +138,11 @@ Reply Service::predict(std::string_view body) {
     if (auto* e = std::get_if<ApiError>(&parsed)) return error(*e);
     Job& job = std::get<Job>(parsed);
     cascade::JobPrediction p;
+    const std::shared_ptr<const cascade::Predictor> model = model_->get();  // kept across a swap
     {
       std::shared_lock lock(history_mu_);
       job.submit_ms = std::max(job.submit_ms, history_.watermark());
-      p = predictor_->predict(job, history_);
+      p = model->predict(job, history_);
     }
     metrics_.count_route(Resource::kMem, p.mem.route);
     if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
@@ -142,6 +178,10 @@ Reply Service::complete(std::string_view body) {
       e.message = "completion not stored: " + e.message;
       return error(e);
     }
+    if (!*stored) {
+      // Idempotent only for the same content: a different job under a known id is refused.
+      if (std::optional<ApiError> e = conflict(job)) return error(*e);
+    }
     return json_reply(200, {{"job_id", job.job_id},
                             {"stored", *stored},
                             {"duplicate", !*stored},
@@ -150,6 +190,24 @@ Reply Service::complete(std::string_view body) {
     log(LogLevel::kError, std::string("complete: internal error: ") + ex.what());
     return error({ApiErrorKind::kInternal, "", std::string("internal error: ") + ex.what()});
   }
+}
+
+std::optional<ApiError> Service::conflict(const Job& job) {
+  Result<std::optional<Job>> known = store_->find(job.job_id);
+  if (!known) {
+    ApiError e = from_status(known.status());
+    e.message = "completion " + job.job_id + ": already stored, but cannot be compared: " + e.message;
+    return e;
+  }
+  if (!*known) return std::nullopt;
+  const std::vector<std::string> fields = differing_fields(**known, job);
+  if (fields.empty()) return std::nullopt;
+  metrics_.count_conflict();
+  std::string list;
+  for (const std::string& f : fields) list += (list.empty() ? "" : ", ") + f;
+  return ApiError{ApiErrorKind::kConflict, "job_id",
+                  "job_id " + job.job_id + ": already stored with different content (" + list +
+                      " differ); the stored completion is kept"};
 }
 
 Reply Service::history(const std::multimap<std::string, std::string>& params) {
@@ -200,14 +258,21 @@ Reply Service::history(const std::multimap<std::string, std::string>& params) {
 }
 
 Reply Service::healthz() {
-  json out = {{"status", "ok"}, {"model", predictor_->describe()}};
+  const json m = model_->to_json();
+  json out = {{"status", "ok"}, {"model", m["description"]}, {"model_version", m["version"]},
+              {"model_trained_at", m["trained_at"]}, {"model_info", m}};
   {
     std::shared_lock lock(history_mu_);
     out["history_jobs"] = history_.size();
   }
+  const StoreHealth h = store_->health();
   std::lock_guard lock(storage_mu_);
-  out["storage"] = storage_error_.empty() ? json{{"ok", true}}
-                                          : json{{"ok", false}, {"error", storage_error_}};
+  json storage = {{"ok", storage_error_.empty() && h.checkpoint_error.empty()},
+                  {"wal_bytes", h.wal_bytes}};
+  if (!storage_error_.empty()) storage["error"] = storage_error_;
+  if (!h.checkpoint_error.empty()) storage["checkpoint_error"] = h.checkpoint_error;
+  if (!h.synchronous.empty()) storage["synchronous"] = h.synchronous;
+  out["storage"] = storage;
   return json_reply(200, out);
 }
 
@@ -220,11 +285,15 @@ Reply Service::metrics_text() {
     g.history_memory_bytes = history_.memory_bytes();
     g.history_retained_entries = history_.retained_entries();
   }
+  const StoreHealth h = store_->health();
+  g.wal_bytes = h.wal_bytes;
+  g.checkpoint_failures = h.checkpoint_failures;
   {
     std::lock_guard lock(storage_mu_);
-    g.storage_ok = storage_error_.empty();
+    g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();
   }
-  return Reply{200, metrics_.render(g), "text/plain; version=0.0.4"};
+  return Reply{200, metrics_.render(g) + model_->render_metrics() + sync_metrics_.render(),
+               "text/plain; version=0.0.4"};
 }
 
 }  // namespace peakcast::serve

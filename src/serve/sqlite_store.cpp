@@ -1,9 +1,14 @@
 // SQLite implementation of CompletionStore. One connection behind a mutex, prepared statements
 // kept for the life of the store, RAII for every handle.
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
+#include "peakcast/ingest/redact.h"
 #include "peakcast/serve/store.h"
 
 namespace peakcast::serve {
@@ -157,16 +162,18 @@ class SqliteStore final : public CompletionStore {
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(path.c_str(), &raw,
                                    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                   nullptr);
+                                   o.vfs.empty() ? nullptr : o.vfs.c_str());
     DbPtr db(raw);
     if (rc != SQLITE_OK) return db_error(db.get(), rc, "opening " + path);
-    auto store = std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), o));
+    auto store = std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), o, path));
     if (Status s = store->init(path); !s) return s;
     return std::unique_ptr<CompletionStore>(std::move(store));
   }
 
   Result<bool> insert(const Job& j) override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
+    if (Status w = wal_within_limit(); !w) return w;
     StmtUse u(insert_.get());
     sqlite3_stmt* s = u.get();
     bind_text(s, 1, j.job_id);
@@ -192,7 +199,9 @@ class SqliteStore final : public CompletionStore {
     bind_text(s, 21, j.partition);
     bind_text(s, 22, j.account);
     if (j.workload) bind_text(s, 23, *j.workload); else sqlite3_bind_null(s, 23);
-    if (options_.store_scripts && j.script) bind_text(s, 24, *j.script); else sqlite3_bind_null(s, 24);
+    // Only the redacted text is ever stored: no secret reaches the database file.
+    if (options_.store_scripts && j.script) bind_text(s, 24, ingest::redact_script(*j.script));
+    else sqlite3_bind_null(s, 24);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "storing job " + j.job_id);
     return sqlite3_changes(db_.get()) > 0;
@@ -200,6 +209,7 @@ class SqliteStore final : public CompletionStore {
 
   Result<bool> contains(const std::string& job_id) override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
     StmtUse u(contains_.get());
     bind_text(u.get(), 1, job_id);
     const int rc = sqlite3_step(u.get());
@@ -208,21 +218,46 @@ class SqliteStore final : public CompletionStore {
     return db_error(db_.get(), rc, "looking up job " + job_id);
   }
 
-  Status for_each(const std::function<void(Job&&)>& visit) override {
+  Result<std::optional<Job>> find(const std::string& job_id) override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
+    StmtUse u(find_.get());
+    bind_text(u.get(), 1, job_id);
+    const int rc = sqlite3_step(u.get());
+    if (rc == SQLITE_ROW) return std::optional<Job>(job_from_row(u.get()));
+    if (rc == SQLITE_DONE) return std::optional<Job>();
+    return db_error(db_.get(), rc, "looking up job " + job_id);
+  }
+
+  Status for_each(const std::function<void(Job&&)>& visit) override {
+    return scan(visit, false);
+  }
+
+  Status for_each_with_scripts(const std::function<void(Job&&)>& visit) override {
+    return scan(visit, true);
+  }
+
+  Status scan(const std::function<void(Job&&)>& visit, bool scripts) {
+    std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
     StmtPtr stmt;
-    if (Status s = prepare(std::string("SELECT ") + kColumns +
+    if (Status s = prepare(std::string("SELECT ") + kColumns + (scripts ? ", script" : "") +
                                " FROM completions ORDER BY end_time, job_id", stmt); !s) {
       return s;
     }
     int rc;
-    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) visit(job_from_row(stmt.get()));
+    while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+      Job j = job_from_row(stmt.get());
+      if (scripts && sqlite3_column_type(stmt.get(), 23) != SQLITE_NULL) j.script = col_text(stmt.get(), 23);
+      visit(std::move(j));
+    }
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "reading completions");
     return Status::ok();
   }
 
   Result<std::vector<Job>> recent(const HistoryFilter& f, size_t limit) override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
     sqlite3_stmt* stmt = f.user.empty() ? recent_script_.get() : recent_user_.get();
     StmtUse u(stmt);
     bind_text(stmt, 1, f.user.empty() ? f.script_key : f.user);
@@ -236,6 +271,7 @@ class SqliteStore final : public CompletionStore {
 
   Result<size_t> count() override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
     StmtUse u(count_.get());
     const int rc = sqlite3_step(u.get());
     if (rc != SQLITE_ROW) return db_error(db_.get(), rc, "counting completions");
@@ -244,6 +280,7 @@ class SqliteStore final : public CompletionStore {
 
   Result<std::optional<std::string>> get_meta(const std::string& key) override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
     StmtUse u(get_meta_.get());
     bind_text(u.get(), 1, key);
     const int rc = sqlite3_step(u.get());
@@ -254,6 +291,7 @@ class SqliteStore final : public CompletionStore {
 
   Status set_meta(const std::string& key, const std::string& value) override {
     std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
     StmtUse u(set_meta_.get());
     bind_text(u.get(), 1, key);
     bind_text(u.get(), 2, value);
@@ -262,8 +300,73 @@ class SqliteStore final : public CompletionStore {
     return Status::ok();
   }
 
+  StoreHealth health() override {
+    std::lock_guard lock(mu_);
+    StoreHealth h;
+    h.wal_bytes = file_size(path_ + "-wal");
+    h.checkpoint_error = checkpoint_error_;
+    h.checkpoint_failures = checkpoint_failures_;
+    StmtPtr st;
+    if (prepare("PRAGMA synchronous", st) && sqlite3_step(st.get()) == SQLITE_ROW) {
+      static constexpr const char* kNames[] = {"off", "normal", "full", "extra"};
+      const int v = sqlite3_column_int(st.get(), 0);
+      h.synchronous = v >= 0 && v <= 3 ? kNames[v] : std::to_string(v);
+    }
+    return h;
+  }
+
  private:
-  SqliteStore(DbPtr db, const SqliteOptions& o) : db_(std::move(db)), options_(o) {}
+  SqliteStore(DbPtr db, const SqliteOptions& o, std::string path)
+      : db_(std::move(db)), options_(o), path_(std::move(path)) {}
+
+  static uint64_t file_size(const std::string& p) {
+    struct stat st{};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  }
+
+  // SQLite writes into a memory mapping of the -shm file; if that file cannot be written any more
+  // (chattr +i, a read-only remount) the write faults with SIGBUS and the daemon dies. access()
+  // sees both, so every operation checks first and fails like a full disk instead (503).
+  Status writable() const {
+    for (const char* suffix : {"-shm", "-wal"}) {
+      const std::string p = path_ + suffix;
+      if (::access(p.c_str(), W_OK) != 0 && errno != ENOENT) {
+        return Status::io("database: " + p + " cannot be written (" + std::strerror(errno) +
+                          "): read-only or immutable");
+      }
+    }
+    return Status::ok();
+  }
+
+  // Checkpoints run from SQLite's WAL hook after a commit (the default auto-checkpoint ignores
+  // failures; this one keeps them).
+  static int on_wal_commit(void* self, sqlite3* db, const char* name, int pages) {
+    auto* store = static_cast<SqliteStore*>(self);
+    if (pages >= store->options_.checkpoint_pages) store->checkpoint(db, name, SQLITE_CHECKPOINT_PASSIVE);
+    return SQLITE_OK;
+  }
+
+  bool checkpoint(sqlite3* db, const char* name, int mode) {
+    const int rc = sqlite3_wal_checkpoint_v2(db, name, mode, nullptr, nullptr);
+    if (rc == SQLITE_OK) {
+      checkpoint_error_.clear();
+      return true;
+    }
+    ++checkpoint_failures_;
+    checkpoint_error_ = db_error(db, rc, "checkpoint").message();
+    return false;
+  }
+
+  // A WAL over the limit means checkpoints have been failing: try once more (TRUNCATE shrinks
+  // the file to zero), and refuse the write when that fails too.
+  Status wal_within_limit() {
+    const uint64_t size = file_size(path_ + "-wal");
+    if (size <= options_.max_wal_bytes) return Status::ok();
+    if (checkpoint(db_.get(), "main", SQLITE_CHECKPOINT_TRUNCATE)) return Status::ok();
+    return Status::io("database: the write-ahead log is " + std::to_string(size >> 20) +
+                      " MiB, over --max-wal-bytes (" + std::to_string(options_.max_wal_bytes >> 20) +
+                      " MiB), and checkpoints fail: " + checkpoint_error_);
+  }
 
   Status exec(const std::string& sql) {
     char* err = nullptr;
@@ -294,6 +397,10 @@ class SqliteStore final : public CompletionStore {
     sqlite3_busy_timeout(db_.get(), options_.busy_timeout_ms);
     if (Status s = exec("PRAGMA journal_mode=WAL"); !s) return s.with_context(path);
     if (Status s = exec("PRAGMA synchronous=FULL"); !s) return s.with_context(path);
+    if (Status s = exec("PRAGMA journal_size_limit=" + std::to_string(options_.max_wal_bytes / 4)); !s) {
+      return s.with_context(path);
+    }
+    sqlite3_wal_hook(db_.get(), &SqliteStore::on_wal_commit, this);
     auto v = user_version();
     if (!v) return v.status().with_context(path);
     if (*v > kSchemaVersion) {
@@ -314,6 +421,7 @@ class SqliteStore final : public CompletionStore {
                            ", script) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
                            "?16,?17,?18,?19,?20,?21,?22,?23,?24)", insert_);
     if (s) s = prepare("SELECT 1 FROM completions WHERE job_id = ?1", contains_);
+    if (s) s = prepare(std::string("SELECT ") + kColumns + " FROM completions WHERE job_id = ?1", find_);
     if (s) s = prepare(std::string("SELECT ") + kColumns +
                        " FROM completions WHERE user = ?1 ORDER BY end_time DESC LIMIT ?2", recent_user_);
     if (s) s = prepare(std::string("SELECT ") + kColumns +
@@ -333,8 +441,11 @@ class SqliteStore final : public CompletionStore {
   std::mutex mu_;
   DbPtr db_;
   SqliteOptions options_;
+  std::string path_;
+  std::string checkpoint_error_;  // guarded by mu_ (the WAL hook runs inside insert)
+  uint64_t checkpoint_failures_ = 0;
   // Declared after db_: finalized before the connection closes.
-  StmtPtr insert_, contains_, recent_user_, recent_script_, count_, get_meta_, set_meta_;
+  StmtPtr insert_, contains_, find_, recent_user_, recent_script_, count_, get_meta_, set_meta_;
 };
 
 }  // namespace

@@ -131,6 +131,33 @@ TEST(Redact, SecretAssignments) {
   }
 }
 
+// Secrets under names that are glued or abbreviated, and positional keys (issue 9, row 6): the
+// secret is gone and the hash does not change with it.
+TEST(Redact, GluedAndPositionalSecretsDoNotChangeTheHash) {
+  const std::vector<std::pair<std::string, std::string>> forms = {
+      {"export PGPASSWORD=", "\npsql -h db -c 'select 1'"},
+      {"export MYSQL_PWD=", "\nmysql -u app db < q.sql"},
+      {"export SSHPASS=", "\nsshpass -e scp a host:b"},
+      {"wandb login ", "\npython train.py"},
+      {"wandb login --relogin ", "\npython train.py"},
+      {"wandb login --host https://wandb.example.org ", "\npython train.py"},
+      {"DB_PWD='", "'\nrun"},
+  };
+  for (const auto& [before, after] : forms) {
+    const std::string a = "#!/bin/bash\n" + before + "s3cretValue0123456789abcdef" + after;
+    const std::string b = "#!/bin/bash\n" + before + "0therSecret9876543210zyxwvu" + after;
+    EXPECT_EQ(redact_script(a).find("s3cretValue"), std::string::npos) << redact_script(a);
+    EXPECT_EQ(script_sha256(a), script_sha256(b)) << redact_script(a) << "\n" << redact_script(b);
+    EXPECT_EQ(redact_script(redact_script(a)), redact_script(a));
+  }
+  // Not secrets: the working directory, references, a wandb login without a key.
+  for (std::string s : {"cd $PWD && OLDPWD=/tmp", "PWD=/tmp/run", "export PGPASSWORD=$DB_PASS",
+                        "wandb login --relogin", "wandb login $WANDB_API_KEY",
+                        "wandb login --host https://wandb.example.org"}) {
+    EXPECT_EQ(redact_script(s), s) << s;
+  }
+}
+
 // ---- e-mail
 
 TEST(Redact, EmailAddresses) {
@@ -153,6 +180,10 @@ TEST(Redact, EmailAddresses) {
                         "sed -e 's@spec.satisfies@x@g' f"}) {
     EXPECT_EQ(redact_script(s), s) << s;
   }
+  // Only those two forms (issue 9, row 18): a person called s or git is still a person.
+  EXPECT_EQ(redact_script("echo report | mail s@company.com"), "echo report | mail <EMAIL>");
+  EXPECT_EQ(redact_script("#contact: git@company.com"), "#contact: <EMAIL>");
+  EXPECT_EQ(redact_script("notify s@company.com git@company.org"), "notify <EMAIL> <EMAIL>");
 }
 
 // ---- paths
@@ -289,12 +320,10 @@ TEST(RedactRealScripts, NothingIdentifyingSurvives) {
     EXPECT_EQ(redact_script(r), r) << "not idempotent on script id " << obj.at("id");
     std::smatch m;
     std::string check = r;
-    // git@host:repo is deliberately kept (an SSH login, not a person).
-    for (size_t p; (p = check.find("git@")) != std::string::npos;) check.replace(p, 4, "git_");
-    // s@a@b@ is a sed substitution with '@' as the delimiter, also kept.
-    for (size_t p = 0; (p = check.find("s@", p)) != std::string::npos; ++p) {
-      if (p == 0 || !std::isalnum(static_cast<unsigned char>(check[p - 1]))) check[p + 1] = '_';
-    }
+    // Exactly the two forms kept on purpose: git@host:repo (an SSH login) and s@X@Y@ (a sed
+    // substitution with '@' as the delimiter). Any other address must be gone.
+    static const std::regex kKept(R"((^|[^A-Za-z0-9_.%+-])(git@[A-Za-z0-9.-]+:|s@[^@\n]*@))");
+    check = std::regex_replace(check, kKept, "$1KEPT");
     EXPECT_FALSE(std::regex_search(check, m, kEmail)) << "id " << obj.at("id") << ": " << m.str();
     EXPECT_FALSE(std::regex_search(r, m, kTokenShape)) << "id " << obj.at("id") << ": " << m.str();
     EXPECT_FALSE(std::regex_search(r, m, kSecretAssign)) << "id " << obj.at("id") << ": " << m.str();

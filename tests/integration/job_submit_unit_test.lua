@@ -107,22 +107,73 @@ set_mode("ok")
 require("socket").sleep(1.1)  -- the stand-in is busy holding that connection
 
 T.set_timeout(PRODUCTION_TIMEOUT_S)
-for _, m in ipairs({ "garbage", "500", "slow" }) do
+-- "drip": every read sees a byte within its own wait, so only a deadline enforced on each read
+-- (not just between reads) gives up in time; the whole answer would have arrived after 1.2 s.
+for _, m in ipairs({ "garbage", "500", "slow", "drip" }) do
+  T.reset_breaker()
   set_mode(m)
   logs = {}
   d = desc({ min_mem_per_node = 1000 })
   local rc = slurm_job_submit(d, {}, 1000)
   check("fail open " .. m, rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and #logs == 1, logs[1])
+  if m == "slow" or m == "drip" then
+    require("socket").sleep(1.3)  -- the single-threaded stand-in finishes that answer
+  end
 end
 set_mode("ok")
+T.reset_breaker()
 T.set_socket(sock_path .. ".absent")
 logs = {}
 d = desc({ min_mem_per_node = 1000 })
 check("fail open daemon down", slurm_job_submit(d, {}, 1000) == 0 and d.comment == nil and #logs == 1, logs[1])
 
+-- Circuit breaker: 3 failures in a row open it (one line says so); while open the daemon is not
+-- asked at all, even once it is back; after the back-off one submission probes and succeeds.
+T.reset_breaker()
+T.set_breaker(3, 0.5)
+logs = {}
+for _ = 1, 3 do slurm_job_submit(desc({ min_mem_per_node = 1000 }), {}, 1000) end
+check("breaker opens after 3", #logs == 3 and logs[3]:find("3 failures in a row", 1, true) ~= nil, logs[3])
+T.set_socket(sock_path)  -- the daemon is back, but the breaker is open
+logs = {}
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+check("breaker open: daemon not asked", d.comment == nil and #logs == 0, logs[1])
+require("socket").sleep(0.6)
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+check("breaker closes after the back-off", d.comment ~= nil and #logs == 1 and
+      logs[1]:find("answering again (1 submission", 1, true) ~= nil, logs[1])
+T.set_breaker(3, 30)
+
+-- The catch-all: an internal error in the hook (injected into a copy of it) still accepts the
+-- job unchanged and logs why.
+do
+  local f = io.open(hook, "r")
+  local src = f:read("*a")
+  f:close()
+  local broken, n = src:gsub("local function predict%(d, submit_uid%)\n",
+                             "local function predict(d, submit_uid)\n  error(\"injected failure\")\n", 1)
+  check("error injected", n == 1)
+  local env_test = PEAKCAST_TEST
+  PEAKCAST_TEST = {}
+  assert(loadstring(broken))()
+  PEAKCAST_TEST.set_socket(sock_path)
+  logs = {}
+  d = desc({ min_mem_per_node = 1000 })
+  local rc = slurm_job_submit(d, {}, 1000)
+  check("internal error: job accepted unchanged", rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and
+        #logs == 1 and logs[1]:find("hook error", 1, true) ~= nil and logs[1]:find("injected failure", 1, true) ~= nil,
+        logs[1])
+  PEAKCAST_TEST = env_test
+  dofile(hook)  -- the real hook again
+  T = PEAKCAST_TEST
+end
+
 -- salloc (no script) is skipped
 T.set_socket(sock_path)
-d = desc({ script = nil })
+d = desc()
+d.script = nil  -- (desc({ script = nil }) would keep the default script)
 check("no script skipped", slurm_job_submit(d, {}, 1000) == 0 and d.comment == nil)
 check("modify", slurm_job_modify({}, {}, {}, 0) == 0)
 

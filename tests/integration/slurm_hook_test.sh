@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Integration test of the Slurm side of peakcast on a real single-host cluster (run as root):
 #  - contrib/slurm/job_submit.lua puts the daemon's /v1/predict answer into each job's Comment;
-#  - the request it sends carries the right memory, CPUs, GPUs and time (checked when the daemon is
-#    the stand-in, which logs what it receives);
-#  - with the daemon down, slow, or answering garbage, submissions still succeed, unchanged (fail open);
+#  - the request it sends, built from slurmctld's real job_desc, carries the right memory, CPUs,
+#    GPUs, time and script (checked against the stand-in daemon, which logs what it receives; this
+#    phase runs first whichever daemon the rest of the test uses);
+#  - with the daemon down, slow, dribbling its answer, or answering garbage or 500, submissions
+#    still succeed, unchanged (fail open); an internal error in the hook (injected into the
+#    installed copy, which slurmctld reloads) also leaves the job accepted and logs why;
 #  - afterwards sacct -P shows MaxRSS near the memory each job allocated, the Comment, and the
 #    stored batch script (AccountingStoreFlags=job_script).
 #
@@ -45,9 +48,10 @@ if [ -z "${PEAKCASTD_CMD:-}" ] && [ -n "${PEAKCASTD_BIN:-}" ]; then
   echo '{"format_version": 1, "kind": "history", "trained_on": "slurm_hook_test"}' > "$TEST_DIR/model/manifest.json"
   PEAKCASTD_CMD="'$PEAKCASTD_BIN' --model \"\$TEST_DIR/model\" --db \"\$TEST_DIR/history.db\" --socket \"\$PEAKCAST_SOCKET\" --sync-interval 1 --sync-lookback 3600 --sacct sacct -v"
 fi
+STANDIN_CMD="lua5.1 '$here/standin_peakcastd.lua' \"\$PEAKCAST_SOCKET\" \"\$TEST_DIR/requests.log\" \"\$TEST_DIR/mode\""
 if [ -z "${PEAKCASTD_CMD:-}" ]; then
   standin=1
-  PEAKCASTD_CMD="lua5.1 '$here/standin_peakcastd.lua' \"\$PEAKCAST_SOCKET\" \"\$TEST_DIR/requests.log\" \"\$TEST_DIR/mode\""
+  PEAKCASTD_CMD="$STANDIN_CMD"
 fi
 
 passed=0
@@ -78,8 +82,8 @@ finish() {
   exit 1
 }
 
-start_daemon() {
-  bash -c "exec $PEAKCASTD_CMD" >>"$TEST_DIR/daemon.log" 2>&1 </dev/null &
+start_daemon() {  # [command]: default $PEAKCASTD_CMD
+  bash -c "exec ${1:-$PEAKCASTD_CMD}" >>"$TEST_DIR/daemon.log" 2>&1 </dev/null &
   daemon_pid=$!
   local i
   for i in $(seq 1 100); do
@@ -104,8 +108,7 @@ fi
 ok "cluster starts ($(( $(date +%s) - t0 )) s)"
 . "$TEST_DIR/cluster/env.sh"
 work="$TEST_DIR/work"; mkdir -p "$work"
-set_mode ok
-if start_daemon; then ok "daemon answers /healthz"; else bad "daemon answers /healthz (see $TEST_DIR/daemon.log)"; finish; fi
+declare -A jid=()
 
 # A job script that allocates and touches MIB mebibytes in one block, holds it 3 s, and prints it.
 alloc_script() {  # name MIB
@@ -132,36 +135,6 @@ request_field() {  # job name, key: from the stand-in's request log
   grep -F "\"job_name\":\"$1\"" "$TEST_DIR/requests.log" | tail -1 | sed 's|^/v1/predict ||' | tool jget "$2"
 }
 
-# --- predictions land in the comment -----------------------------------------------------------
-declare -A mib=([alloc200]=200 [alloc400]=400)
-declare -A reqmem_want=([alloc200]=600M [alloc400]=800M)
-declare -A jid=()
-alloc_script alloc200 200
-alloc_script alloc400 400
-if submit alloc200 --mem=600M -t 5 --gres=gpu:1; then
-  jid[alloc200]=$job_id; ok "sbatch alloc200 (job $job_id)"
-else bad "sbatch alloc200: $sbatch_err"; fi
-if submit alloc400 --mem-per-cpu=400M -n 2 --gpus=2; then
-  jid[alloc400]=$job_id; ok "sbatch alloc400 (job $job_id)"
-else bad "sbatch alloc400: $sbatch_err"; fi
-for n in alloc200 alloc400; do
-  [ -n "${jid[$n]:-}" ] || continue
-  c="$(comment_of "${jid[$n]}")"
-  check "$n: Comment carries the prediction" is_prediction "$c"
-  echo "     Comment=$c"
-done
-if [ "$standin" = 1 ]; then
-  check "alloc200: request req_mem_bytes = 600 MiB" [ "$(request_field alloc200 req_mem_bytes)" = 629145600 ]
-  check "alloc200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field alloc200 req_gpus)" = 1 ]
-  check "alloc200: request req_time_s = 300" [ "$(request_field alloc200 req_time_s)" = 300 ]
-  check "alloc200: request carries the script" bash -c "[ \"\$(grep -F '\"job_name\":\"alloc200\"' '$TEST_DIR/requests.log' | sed 's|^/v1/predict ||' | lua5.1 '$here/pc_tool.lua' jget script)\" = \"\$(cat '$work/alloc200.sh')\" ]"
-  check "alloc400: request req_mem_bytes = 2 x 400 MiB (--mem-per-cpu)" [ "$(request_field alloc400 req_mem_bytes)" = 838860800 ]
-  check "alloc400: request req_cpus = 2" [ "$(request_field alloc400 req_cpus)" = 2 ]
-  check "alloc400: request req_gpus = 2 (--gpus=2)" [ "$(request_field alloc400 req_gpus)" = 2 ]
-  check "alloc400: request user = $(id -un)" [ "$(request_field alloc400 user)" = "$(id -un)" ]
-  check "log_user shows the recommendation on sbatch stderr" grep -q "peakcast: predicted peak memory" "$work/alloc200.sbatch.err"
-fi
-
 # --- fail open ---------------------------------------------------------------------------------
 cat > "$work/tiny.sh" <<'EOF'
 #!/bin/bash
@@ -181,15 +154,89 @@ failopen_case() {  # label, text expected in the slurmctld.log line
     bad "$1: submission refused: $sbatch_err"
   fi
 }
-if [ "$standin" = 1 ]; then
-  # The stand-in answers one request at a time, so "slow" goes last.
-  set_mode garbage; failopen_case garbage_answer "bad answer"
-  set_mode 500;     failopen_case http_500 "HTTP 500"
-  set_mode slow;    failopen_case slow_daemon "timeout"
-  set_mode ok
+# --- Slurm's real job_desc against the stand-in (always) ---------------------------------------
+set_mode ok
+if start_daemon "$STANDIN_CMD"; then ok "stand-in daemon answers /healthz"; else bad "stand-in answers /healthz (see $TEST_DIR/daemon.log)"; finish; fi
+cp "$work/tiny.sh" "$work/map200.sh"
+printf '#!/bin/bash\n# map400\ntrue\n' > "$work/map400.sh"
+if submit map200 --mem=600M -t 5 --gres=gpu:1; then ok "sbatch map200 (job $job_id)"; jid[map200]=$job_id
+else bad "sbatch map200: $sbatch_err"; fi
+check "map200: Comment carries the stand-in's prediction" is_prediction "$(comment_of "${jid[map200]:-0}")"
+if submit map400 --mem-per-cpu=400M -n 2 --gpus=2; then ok "sbatch map400 (job $job_id)"; jid[map400]=$job_id
+else bad "sbatch map400: $sbatch_err"; fi
+check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
+check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
+check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
+check "map200: request carries the script" bash -c "[ \"\$(grep -F '\"job_name\":\"map200\"' '$TEST_DIR/requests.log' | sed 's|^/v1/predict ||' | lua5.1 '$here/pc_tool.lua' jget script)\" = \"\$(cat '$work/map200.sh')\" ]"
+check "map400: request req_mem_bytes = 2 x 400 MiB (--mem-per-cpu)" [ "$(request_field map400 req_mem_bytes)" = 838860800 ]
+check "map400: request req_cpus = 2" [ "$(request_field map400 req_cpus)" = 2 ]
+check "map400: request req_gpus = 2 (--gpus=2)" [ "$(request_field map400 req_gpus)" = 2 ]
+check "map400: request user = $(id -un)" [ "$(request_field map400 user)" = "$(id -un)" ]
+check "log_user shows the recommendation on sbatch stderr" grep -q "peakcast: predicted peak memory" "$work/map200.sbatch.err"
+# The stand-in answers one request at a time, so the slow modes go last.
+set_mode garbage; failopen_case garbage_answer "bad answer"
+set_mode 500;     failopen_case http_500 "HTTP 500"
+set_mode slow;    failopen_case slow_daemon "timeout"
+sleep 1.2
+set_mode drip;    failopen_case dripping_daemon "timeout"
+sleep 1.3
+set_mode ok
+# An internal error in the hook: slurmctld reloads the changed job_submit.lua at the next
+# submission; the catch-all accepts the job unchanged and logs the error.
+hook_file="$SLURM_CLUSTER_DIR/etc/job_submit.lua"
+cp "$hook_file" "$TEST_DIR/job_submit.lua.orig"
+sed -i 's/^local function predict(d, submit_uid)$/&\n  error("peakcast test: injected failure")/' "$hook_file"
+touch -d '+2 seconds' "$hook_file"
+cp "$work/tiny.sh" "$work/tiny_injected.sh"
+if submit tiny_injected --mem=100M; then
+  ok "injected hook error: submission accepted (job $job_id)"
+  jid[tiny_injected]=$job_id
+  check "injected hook error: Comment left empty" [ -z "$(comment_of "$job_id")" ]
+  check "injected hook error: slurmctld.log says why" grep -qF "peakcast: hook error (" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+  check "injected hook error: the message names it" grep -qF "injected failure" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+else
+  bad "injected hook error: submission refused: $sbatch_err"
 fi
+cp "$TEST_DIR/job_submit.lua.orig" "$hook_file"
+touch -d '+4 seconds' "$hook_file"
+stop_daemon
+
+# --- the daemon under test ---------------------------------------------------------------------
+: > "$TEST_DIR/requests.log"
+if start_daemon; then ok "daemon answers /healthz"; else bad "daemon answers /healthz (see $TEST_DIR/daemon.log)"; finish; fi
+
+# --- predictions land in the comment -----------------------------------------------------------
+declare -A mib=([alloc200]=200 [alloc400]=400)
+declare -A reqmem_want=([alloc200]=600M [alloc400]=800M)
+alloc_script alloc200 200
+alloc_script alloc400 400
+if submit alloc200 --mem=600M -t 5 --gres=gpu:1; then
+  jid[alloc200]=$job_id; ok "sbatch alloc200 (job $job_id)"
+else bad "sbatch alloc200: $sbatch_err"; fi
+if submit alloc400 --mem-per-cpu=400M -n 2 --gpus=2; then
+  jid[alloc400]=$job_id; ok "sbatch alloc400 (job $job_id)"
+else bad "sbatch alloc400: $sbatch_err"; fi
+for n in alloc200 alloc400; do
+  [ -n "${jid[$n]:-}" ] || continue
+  c="$(comment_of "${jid[$n]}")"
+  check "$n: Comment carries the prediction" is_prediction "$c"
+  echo "     Comment=$c"
+done
+
 stop_daemon
 failopen_case daemon_down "connect"
+# The circuit breaker keeps its state in slurmctld's Lua state between submissions: the 3rd
+# failure in a row says it stops asking, the 4th submission does not try (no line at all).
+nolines() { grep -c "peakcast: no prediction" "$SLURM_CLUSTER_DIR/log/slurmctld.log"; }
+before=$(nolines)
+for k in 2 3 4; do
+  cp "$work/tiny.sh" "$work/tiny_down$k.sh"
+  if submit "tiny_down$k" --mem=100M; then jid[tiny_down$k]=$job_id; else bad "tiny_down$k refused: $sbatch_err"; fi
+done
+check "breaker: the 3rd failure in a row opens it" grep -qF "3 failures in a row: not asking the daemon" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+check "breaker: the 4th submission does not ask the daemon ($(( $(nolines) - before )) lines for 3 submissions)" \
+  [ $(( $(nolines) - before )) -eq 2 ]
+touch -d '+6 seconds' "$hook_file"  # slurmctld reloads the hook: a closed breaker for what follows
 
 # --- accounting after the jobs end -------------------------------------------------------------
 deadline=$(( $(date +%s) + 90 ))

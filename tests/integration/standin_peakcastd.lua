@@ -7,7 +7,8 @@ real daemon exists. Speaks just enough HTTP/1.1 on a UNIX socket:
 Usage: lua5.1 standin_peakcastd.lua SOCKET REQUEST_LOG MODE_FILE
 Each request body is appended to REQUEST_LOG as one compact JSON line. MODE_FILE is read at each
 request: "ok" (default), "slow" (answers after 1 s), "garbage" (200 with a non-JSON body), "500",
-"keepalive" (answers at once but closes the connection 1 s later).
+"keepalive" (answers at once but closes the connection 1 s later), "drip" (a valid answer whose
+first 60 bytes come one every 20 ms: each read sees progress, the whole takes 1.2 s).
 --]]
 local unix = require("socket.unix")
 local socket = require("socket")
@@ -30,10 +31,20 @@ local function read_mode()
   return m
 end
 
+local drip = false
+
 local function reply(c, status, body)
   local reason = ({ [200] = "OK", [400] = "Bad Request", [404] = "Not Found", [500] = "Internal Server Error" })[status]
-  c:send(string.format("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-                       status, reason or "X", #body, body))
+  local text = string.format("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+                             status, reason or "X", #body, body)
+  if drip then
+    for i = 1, 60 do
+      if not c:send(text:sub(i, i)) then return end
+      socket.sleep(0.02)
+    end
+    text = text:sub(61)
+  end
+  c:send(text)
 end
 
 local function predict_answer(req)
@@ -77,6 +88,7 @@ while true do
     local method, path = (line or ""):match("^(%u+) (%S+) HTTP/1%.%d$")
     local mode = read_mode()
     if mode == "slow" then socket.sleep(1.0) end
+    drip = mode == "drip"
     if not method then
       reply(c, 400, '{"error":"bad request line"}')
     elseif method == "GET" and path == "/healthz" then

@@ -46,12 +46,14 @@ class DaemonProcess {
     auto r = c.Get("/healthz");
     return r && r->status == 200;
   }
-  void kill(int sig) {
-    if (pid_ <= 0) return;
+  // Sends `sig` and waits for the child; returns its wait status (-1: none running).
+  int kill(int sig) {
+    if (pid_ <= 0) return -1;
     ::kill(pid_, sig);
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
+    return status;
   }
   ~DaemonProcess() { kill(SIGKILL); }
   pid_t pid() const { return pid_; }

@@ -60,6 +60,8 @@ class FaultyStore final : public CompletionStore {
     return inner_->insert(job);
   }
   Result<bool> contains(const std::string& id) override { return inner_->contains(id); }
+  Result<std::optional<Job>> find(const std::string& id) override { return inner_->find(id); }
+  StoreHealth health() override { return inner_->health(); }
   Status for_each(const std::function<void(Job&&)>& v) override { return inner_->for_each(v); }
   Result<std::vector<Job>> recent(const HistoryFilter& f, size_t n) override { return inner_->recent(f, n); }
   Result<size_t> count() override { return inner_->count(); }

@@ -28,6 +28,9 @@
 // - State: normalize_state() of the job row; any step that ended OUT_OF_MEMORY makes the job
 //   OUT_OF_MEMORY (its label is censored). No State column: jobs are COMPLETED (with a note).
 // - Identity: JobName is job_name, and becomes `workload` for jobs with no script attached.
+// - AdminComment: a jobstats summary (`JS1:` + base64(gzip(JSON)), jobstats.h) gives VRAM
+//   labels (busiest GPU) and host memory where sacct has none; a malformed one is counted in a
+//   note and left out, never fatal.
 // - Malformed rows are skipped through skip_line() ("file:line: field: why"); a bad job row
 //   drops its steps with it, and steps whose job row never appears are skipped each.
 #pragma once

@@ -1,12 +1,16 @@
 // HTTP/1.1 transport for the Service (cpp-httplib): a UNIX socket by default, loopback TCP when
 // asked. Routes: POST /v1/predict, POST /v1/complete, GET /v1/history, GET /healthz,
 // GET /metrics. Every answer, errors included, is JSON with a Content-Length (except /metrics).
+// Connections are read without blocking by workers sharing one epoll set, held to HttpLimits
+// (connection_loop.h); each complete request is parsed, routed and answered by cpp-httplib on the
+// worker that read its last byte.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "peakcast/core/status.h"
+#include "peakcast/serve/http_framing.h"
 #include "peakcast/serve/service.h"
 
 namespace peakcast::serve {
@@ -17,8 +21,8 @@ struct ListenOptions {
   bool allow_remote = false;     // accept a non-loopback TCP host
   unsigned socket_mode = 0660;   // file mode of the socket
   std::string socket_group;      // group owning the socket; empty: unchanged
-  int threads = 0;               // worker threads per listener; 0: max(8, cores - 1)
-  size_t max_body_bytes = 6 << 20;
+  int threads = 0;               // worker threads (all listeners); 0: max(8, cores - 1)
+  HttpLimits limits;             // sizes and deadlines, the same for every endpoint
 };
 
 // "127.0.0.1:8080" / "[::1]:8080" / "localhost:8080" -> host, port. Errors name the field.
@@ -39,9 +43,10 @@ class HttpServer {
   // Binds every listener (the socket gets its mode and group). A live daemon on the same socket
   // path is an error; a stale socket file is replaced.
   Status bind();
-  // Serves until stop(); returns when every listener has stopped.
+  // Serves until stop(); returns after every request already received has been answered.
   void serve();
-  void stop();  // safe from another thread
+  void stop();  // safe from another thread, and before serve()
+  int tcp_port() const;  // the bound TCP port (useful with --listen HOST:0); 0: none
 
  private:
   struct Impl;

@@ -28,6 +28,8 @@ struct Gauges {  // read by the service when /metrics is asked
   size_t history_memory_bytes = 0;
   size_t history_retained_entries = 0;
   bool storage_ok = true;
+  uint64_t wal_bytes = 0;
+  uint64_t checkpoint_failures = 0;
 };
 
 class Metrics {
@@ -35,6 +37,7 @@ class Metrics {
   void observe(Endpoint e, int status, double seconds);
   void count_route(Resource r, cascade::Route route);
   void count_storage_error() { storage_errors_.fetch_add(1, std::memory_order_relaxed); }
+  void count_conflict() { conflicts_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t requests(Endpoint e, int status) const;
   uint64_t route_count(Resource r, cascade::Route route) const;
   std::string render(const Gauges& g) const;  // Prometheus text format 0.0.4
@@ -48,6 +51,7 @@ class Metrics {
   std::array<Histogram, kNumEndpoints> latency_;
   std::array<std::array<std::atomic<uint64_t>, 4>, kNumResources> routes_{};
   std::atomic<uint64_t> storage_errors_{0};
+  std::atomic<uint64_t> conflicts_{0};
   mutable std::mutex mu_;
   std::map<std::pair<int, int>, uint64_t> requests_;  // (endpoint, status) -> count
 };

@@ -14,9 +14,14 @@ namespace peakcast::serve {
 struct RequestLimits {
   size_t max_script_bytes = 1 << 20;  // --max-script-bytes
   int max_depth = 16;                 // JSON nesting (the record is flat; x_ keys may nest a bit)
+  size_t max_json_values = 4096;      // values in the body (a record has a few dozen): parse
+                                      // memory stays a small multiple of the body
+  size_t max_id_bytes = 256;          // job_id, user, partition, account, state
+  size_t max_name_bytes = 1024;       // job_name, workload
   double util_cap = 1.0;              // for the labels of completions
-  // Whole-body bound: a script may be escaped up to 6 bytes per byte (\u00XX).
-  size_t max_body_bytes() const { return max_script_bytes * 6 + (64 << 10); }
+  // Whole-body bound, just above the script limit: JSON escaping grows a shell script by a few
+  // percent (newlines, quotes); a quarter of slack plus 64 KiB for the other fields.
+  size_t max_body_bytes() const { return max_script_bytes + max_script_bytes / 4 + (64 << 10); }
 };
 
 enum class BodyKind {

@@ -6,7 +6,8 @@
 // Completions are written to the store first (committed, synchronous=FULL) and added to the
 // history only after the commit succeeded: an acknowledged completion is durable, a refused one
 // changed nothing. When the store fails, completions get 503 with the reason and predictions keep
-// working from memory.
+// working from memory. Re-sending a stored completion is idempotent (200, duplicate: true) only
+// when its content is the same; other content under a known job_id gets 409.
 //
 // Memory: the history's watermark follows the clock minus `late_tolerance_s`, so old labels are
 // folded (history.h); a prediction asked about a time before the watermark is answered as of
@@ -15,6 +16,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -24,8 +26,10 @@
 #include "peakcast/history/history.h"
 #include "peakcast/serve/errors.h"
 #include "peakcast/serve/metrics.h"
+#include "peakcast/serve/model_slot.h"
 #include "peakcast/serve/request.h"
 #include "peakcast/serve/store.h"
+#include "peakcast/serve/sync_metrics.h"
 
 namespace peakcast::serve {
 
@@ -46,6 +50,9 @@ class Service {
  public:
   Service(std::shared_ptr<const cascade::Predictor> predictor, std::unique_ptr<CompletionStore> store,
           ServiceOptions options);
+  // With a swappable model (hot reload: model_slot.h).
+  Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
+          ServiceOptions options);
 
   // Reads every stored completion into the in-memory history (call once, before serving).
   Status rebuild();
@@ -65,13 +72,19 @@ class Service {
   Metrics& metrics() { return metrics_; }
   CompletionStore& store() { return *store_; }
   size_t history_size() const;
-  const cascade::Predictor& predictor() const { return *predictor_; }
+  // The model now (a swap may replace it: hold the pointer while using it).
+  std::shared_ptr<const cascade::Predictor> predictor() const { return model_->get(); }
+  ModelSlot& model() { return *model_; }
+  SyncMetrics& sync_metrics() { return sync_metrics_; }
 
  private:
   int64_t now() const;
   void note_storage(const Status& s);
+  // A completion whose job_id is stored already: 409 when the stored content differs.
+  std::optional<ApiError> conflict(const Job& job);
 
-  std::shared_ptr<const cascade::Predictor> predictor_;
+  std::shared_ptr<ModelSlot> model_;
+  SyncMetrics sync_metrics_;
   std::unique_ptr<CompletionStore> store_;
   ServiceOptions options_;
   Metrics metrics_;

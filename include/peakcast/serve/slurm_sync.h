@@ -22,7 +22,8 @@ namespace peakcast::serve {
 
 inline constexpr const char* kSacctColumns =
     "JobID,JobIDRaw,JobName,User,Account,Partition,State,Submit,Start,End,Elapsed,Timelimit,"
-    "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax";
+    "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax,"
+    "AdminComment";  // last: free text, and where jobstats keeps its summary (jobstats.h)
 inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
 
 struct SyncOptions {

@@ -17,6 +17,14 @@
 
 namespace peakcast::serve {
 
+// How the storage is doing, for /healthz and /metrics.
+struct StoreHealth {
+  uint64_t wal_bytes = 0;         // size of the write-ahead log file
+  std::string checkpoint_error;   // the last checkpoint's failure; empty when it succeeded
+  uint64_t checkpoint_failures = 0;
+  std::string synchronous;        // PRAGMA synchronous as the store's own connection has it
+};
+
 struct HistoryFilter {
   std::string user;        // one of the two is set
   std::string script_key;
@@ -29,27 +37,45 @@ class CompletionStore {
   // with store_scripts. true: stored now; false: already there (no change).
   virtual Result<bool> insert(const Job& job) = 0;
   virtual Result<bool> contains(const std::string& job_id) = 0;
+  // The stored completion with this id (no script), or nullopt.
+  virtual Result<std::optional<Job>> find(const std::string& job_id) = 0;
   // Every stored completion (request, times, state, peaks, labels, script_key; no script), in
   // end-time order.
   virtual Status for_each(const std::function<void(Job&&)>& visit) = 0;
+  // for_each() with the stored script text as well (kept only when the daemon ran with
+  // --store-scripts): what `peakcast train --db` learns from. Default: no scripts.
+  virtual Status for_each_with_scripts(const std::function<void(Job&&)>& visit) {
+    return for_each(visit);
+  }
   // The `limit` most recent completions matching the filter, newest first.
   virtual Result<std::vector<Job>> recent(const HistoryFilter& filter, size_t limit) = 0;
   virtual Result<size_t> count() = 0;
   // Small persistent key/value pairs (the slurm-sync cursor).
   virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
   virtual Status set_meta(const std::string& key, const std::string& value) = 0;
+  virtual StoreHealth health() { return {}; }
 };
 
 struct SqliteOptions {
-  bool store_scripts = false;   // --store-scripts
+  bool store_scripts = false;   // --store-scripts: keeps the REDACTED text (docs/redaction.md)
   bool query_only = false;      // refuse every write (tests; a read-only replica)
   int busy_timeout_ms = 5000;
+  // --max-wal-bytes: while the write-ahead log is larger than this and a checkpoint cannot
+  // shrink it (the database file cannot be written), inserts fail (503) instead of growing it.
+  uint64_t max_wal_bytes = uint64_t{64} << 20;
+  int checkpoint_pages = 1000;  // checkpoint after a commit once the WAL holds this many pages
+  std::string vfs = {};         // SQLite VFS name; empty: the default (tests count syncs)
 };
 
 inline constexpr int kSchemaVersion = 1;  // PRAGMA user_version
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
 // the schema. A database with a newer user_version is refused.
+//
+// Files that cannot be written (read-only, immutable) make operations fail with kIo before
+// SQLite touches them: the WAL index (-shm) is memory-mapped, and writing into the mapping of a
+// file that became immutable kills the process with SIGBUS. Checkpoints run after commits; their
+// failures are kept (health()) and bound the WAL (max_wal_bytes).
 Result<std::unique_ptr<CompletionStore>> open_sqlite_store(const std::string& path,
                                                            const SqliteOptions& options = {});
 

@@ -1,0 +1,182 @@
+// peakcast report: one self-contained HTML page (docs/report.md) from a trace, the daemon's
+// database, or earlier `evaluate --json` output, with an optional SIM.json.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "db_jobs.h"
+#include "peakcast/core/io.h"
+#include "peakcast/eval/evaluate.h"
+#include "peakcast/eval/report.h"
+#include "peakcast/report/report.h"
+
+namespace peakcast::app {
+namespace {
+
+struct ReportArgs {
+  std::string trace;
+  std::string db;
+  std::vector<std::string> from_json;  // EVAL.json [SIM.json]
+  std::string sim;
+  std::string out;
+  std::string title = "peakcast report";
+  ReaderArgs reader;
+  std::string methods = "hier_last1,hier_median3,history_policy,xgboost,cascade";
+  uint64_t seed = 42;
+  size_t bootstrap = 1000;
+  size_t latency_jobs = 500;
+  int threads = 0;
+  std::vector<std::string> code_options;
+};
+
+Result<nlohmann::json> read_json(const std::string& path) {
+  Result<std::string> text = read_file(path);
+  if (!text) return text.status();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return Status::invalid(path + ": not valid JSON");
+  return j;
+}
+
+// Evaluation + per-job detail over jobs from a trace or the database.
+Status measure(const ReportArgs& a, const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
+               report::ReportInput& in) {
+  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  if (!code) return code.status();
+  if (from_trace) {
+    in.eval = eval::to_json(*from_trace);
+  }
+  report::DetailOptions d;
+  d.seed = a.seed;
+  d.threads = a.threads;
+  d.util_cap = a.reader.util_cap;
+  d.code_options = *code;
+  std::cerr << "report: training the cascade for the per-job plots\n";
+  Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
+  if (!detail) return detail.status();
+  in.predictions = std::move(detail->predictions);
+  in.usage = std::move(detail->usage);
+  for (std::string& n : detail->notes) in.notes.push_back(std::move(n));
+  return Status::ok();
+}
+
+Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& jobs,
+                                  const ingest::Trace* trace) {
+  eval::MethodRegistry registry;
+  eval::register_builtins(registry);
+  eval::register_learned(registry);
+  eval::EvalConfig cfg;
+  Result<std::vector<std::string>> methods = registry.resolve(a.methods);
+  if (!methods) return methods.status().with_context("--methods");
+  cfg.methods = *methods;
+  cfg.seed = a.seed;
+  cfg.bootstrap = a.bootstrap;
+  cfg.util_cap = a.reader.util_cap;
+  cfg.threads = a.threads;
+  cfg.latency_jobs = a.latency_jobs;
+  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  if (!code) return code.status();
+  cfg.code_options = *code;
+  std::cerr << "report: evaluating " << a.methods << "\n";
+  if (trace) return eval::evaluate(*trace, registry, cfg, stderr_progress());
+  return eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());
+}
+
+Status gather(const ReportArgs& a, report::ReportInput& in) {
+  if (!a.from_json.empty()) {
+    in.source = a.from_json[0];
+    Result<nlohmann::json> e = read_json(a.from_json[0]);
+    if (!e) return e.status();
+    if (Status s = report::check_eval_json(*e, a.from_json[0]); !s) return s;
+    in.eval = std::move(e.value());
+    in.notes.push_back("from " + a.from_json[0] + ": the per-job plots (predicted vs actual, bound "
+                       "coverage, memory over time) need the jobs: `peakcast report TRACE` or "
+                       "`--db FILE` draws them");
+    return Status::ok();
+  }
+  if (!a.db.empty()) {
+    in.source = a.db + " (peakcastd database)";
+    Result<std::vector<Job>> jobs = load_db_jobs(a.db);
+    if (!jobs) return jobs.status();
+    Result<eval::EvalReport> r = run_eval(a, *jobs, nullptr);
+    if (!r) return r.status();
+    return measure(a, *jobs, &*r, in);
+  }
+  in.source = a.trace;
+  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
+  if (!trace) return trace.status();
+  Result<eval::EvalReport> r = run_eval(a, trace->jobs, &*trace);
+  if (!r) return r.status();
+  return measure(a, trace->jobs, &*r, in);
+}
+
+int run_report(const ReportArgs& a) {
+  const int modes = !a.trace.empty() + !a.db.empty() + !a.from_json.empty();
+  if (modes != 1) {
+    return fail(Status::invalid("report: give one of TRACE, --db FILE or --from-json EVAL.json"));
+  }
+  if (a.from_json.size() > 2) return fail(Status::invalid("--from-json: EVAL.json [SIM.json]"));
+  if (!report::have_plotting_library()) {
+    return fail(Status::internal("this peakcast was built without the plotting library (npm was "
+                                 "missing at configure time; see docs/report.md)"));
+  }
+  report::ReportInput in;
+  in.title = a.title;
+  // SIM.json first: a bad one should fail before any training.
+  const std::string sim_path = a.from_json.size() == 2 ? a.from_json[1] : a.sim;
+  if (!sim_path.empty()) {
+    Result<nlohmann::json> s = read_json(sim_path);
+    if (!s) return fail(s.status());
+    Result<report::SimResults> sim = report::parse_sim(*s, sim_path);
+    if (!sim) return fail(sim.status());
+    in.sim = std::move(sim.value());
+  }
+  if (Status s = gather(a, in); !s) return fail(s);
+  Result<std::string> page = report::render_html(in);
+  if (!page) return fail(page.status());
+  if (Status s = write_output(a.out, *page); !s) return fail(s);
+  std::cerr << fmt::format("wrote {} ({} plots, {:.1f} MB)\n", a.out, report::make_plots(in).size(),
+                           static_cast<double>(page->size()) / 1e6);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand("report", "Write an HTML report with plots (opens offline)");
+  cmd->footer(
+      "Writes one self-contained HTML file (plots by Vega-Lite, inlined: it opens without a "
+      "network): predicted vs actual utilization per resource, error by method and by history "
+      "subgroup, the upper bound's coverage against nominal, routing shares and latency per route, "
+      "requested vs used memory over time per user, account and partition, and with a SIM.json "
+      "what each sizing policy would have wasted (GB·h) and cost (failures). Tables sort by "
+      "clicking a header; plots have tooltips.\n"
+      "  peakcast report TRACE -o report.html        evaluates TRACE (--methods) and trains the "
+      "cascade on its first 80% to predict the rest\n"
+      "  peakcast report --db FILE -o report.html    the same on peakcastd's stored completions\n"
+      "  peakcast report --from-json EVAL.json [SIM.json] -o report.html   reuses `peakcast "
+      "evaluate --json` output (no per-job plots)\n"
+      "SIM.json: {\"results\": [{\"policy\", \"waste_gbh\", \"failures\", \"retries\", \"jobs\", "
+      "\"failed_jobs\"}, ...]} (docs/report.md).\nExit codes: 0 ok, 2 usage or input error, 1 other "
+      "failures.");
+  cmd->add_option("TRACE", a->trace, "Job trace (any supported format with submit times)");
+  cmd->add_option("-o,--output", a->out, "HTML file to write")->required();
+  cmd->add_option("--db", a->db, "peakcastd's database (its --db FILE) instead of a trace");
+  cmd->add_option("--from-json", a->from_json, "EVAL.json from `peakcast evaluate --json`, and optionally SIM.json")
+      ->expected(1, 2);
+  cmd->add_option("--sim", a->sim, "SIM.json from the sizing simulator (with TRACE or --db)");
+  cmd->add_option("--title", a->title, "Page title")->default_str("peakcast report");
+  add_reader_options(*cmd, a->reader);
+  cmd->add_option("--methods", a->methods, "Methods to evaluate (as in `peakcast evaluate`)")
+      ->default_str(a->methods);
+  cmd->add_option("--seed", a->seed, "Seed for the bootstrap and the learned methods")->default_str("42");
+  cmd->add_option("--bootstrap", a->bootstrap, "Day-block bootstrap resamples (0 = off)")->default_str("1000");
+  cmd->add_option("--latency-jobs", a->latency_jobs, "Batch-1 timing pass over the first N test jobs")
+      ->default_str("500");
+  add_learning_options(*cmd, a->threads, a->code_options);
+  cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
+}
+
+}  // namespace peakcast::app

@@ -1,0 +1,36 @@
+#include "db_jobs.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "peakcast/serve/store.h"
+
+namespace peakcast::app {
+
+Result<std::vector<Job>> load_db_jobs(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::invalid(path + ": no such database (peakcastd --db FILE writes it)");
+  }
+  serve::SqliteOptions so;
+  so.query_only = true;
+  auto store = serve::open_sqlite_store(path, so);
+  if (!store) return store.status();
+  std::vector<Job> jobs;
+  size_t scripts = 0;
+  Status s = (*store)->for_each_with_scripts([&](Job&& j) {
+    if (j.script) ++scripts;
+    jobs.push_back(std::move(j));
+  });
+  if (!s) return s.with_context(path);
+  std::cerr << fmt::format("{}: {} completions, {} with their script{}\n", path, jobs.size(),
+                           scripts,
+                           scripts == 0 ? " (the daemon ran without --store-scripts: the code "
+                                          "model reads identity text)"
+                                        : "");
+  return jobs;
+}
+
+}  // namespace peakcast::app

@@ -1,0 +1,113 @@
+// `peakcast report`: one self-contained HTML file (docs/report.md) with Vega-Lite plots, sortable
+// tables and tooltips, made from what an evaluation measured and, when a trace or the daemon's
+// database is at hand, from each test job's prediction.
+//
+// Sections, each present only when its data is:
+//   accuracy   predicted vs actual utilization per resource          (detail)
+//   methods    MAE by method and resource, by subgroup and method     (eval JSON)
+//   coverage   the upper bound's coverage against its nominal level  (detail)
+//   routing    routing shares and batch-1 latency per route           (eval JSON)
+//   usage      requested vs used memory over time per user, account,
+//              partition                                              (detail)
+//   sizing     waste (GB·h) and failures per sizing policy            (SIM.json)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/core/job.h"
+#include "peakcast/core/log.h"
+#include "peakcast/core/status.h"
+
+namespace peakcast::report {
+
+// One test job's prediction for one resource.
+struct PredictedJob {
+  std::string job_id;
+  Resource resource = Resource::kMem;
+  double actual = 0.0;     // label (peak / request)
+  double predicted = 0.0;  // cascade utilization
+  std::string route;       // bypass / encoder / cache / no_history
+  std::string level;       // history level that answered: exact_script / user / none
+  std::optional<double> upper;     // upper bound utilization, when calibrated
+  std::optional<double> nominal;   // its stated coverage
+  bool censored = false;
+};
+
+// One finished job's memory, for the usage-over-time plots.
+struct UsagePoint {
+  std::string user, account, partition;
+  int64_t end_time_s = 0;        // epoch seconds
+  double requested_gb = 0.0;     // ReqMem
+  double used_gb = 0.0;          // peak
+  std::optional<double> recommended_gb;  // the cascade's recommended request (test jobs)
+};
+
+// A sizing simulation's outcome per policy (docs/report.md, "SIM.json").
+struct SimPolicy {
+  std::string policy;
+  double waste_gbh = 0.0;
+  int64_t failures = 0, retries = 0, jobs = 0, failed_jobs = 0;
+};
+struct SimResults {
+  std::string source;  // where it came from (a path)
+  std::vector<SimPolicy> results;
+  std::vector<std::string> notes;
+};
+
+struct ReportInput {
+  std::string title = "peakcast report";
+  std::string source;                       // trace / database / JSON path, for the header
+  std::optional<nlohmann::json> eval;       // `peakcast evaluate --json` output
+  std::vector<PredictedJob> predictions;    // empty: no accuracy/coverage sections
+  std::vector<UsagePoint> usage;            // empty: no usage section
+  std::optional<SimResults> sim;
+  std::vector<std::string> notes;           // shown at the top (what is missing and why)
+};
+
+// The per-job part of a report from jobs (a trace or the daemon's database): the cascade is
+// trained on the jobs submitted before the last `test_share`, then each later job is predicted
+// with the history of the jobs that had ended before its submission.
+struct DetailOptions {
+  double test_share = 0.2;
+  uint64_t seed = 42;
+  int threads = 0;
+  double util_cap = 1.0;
+  std::vector<std::pair<std::string, std::string>> code_options;
+  size_t max_usage_points = 20000;  // newest jobs kept for the usage plots
+};
+struct Detail {
+  std::vector<PredictedJob> predictions;
+  std::vector<UsagePoint> usage;
+  std::vector<std::string> notes;
+};
+Result<Detail> build_detail(const std::vector<Job>& jobs, const DetailOptions& options,
+                            const ProgressFn& progress = {});
+
+// Reads SIM.json; errors name the file and the field.
+Result<SimResults> parse_sim(const nlohmann::json& j, const std::string& source);
+
+// Checks that an EVAL.json looks like `peakcast evaluate --json` output (a results list whose
+// entries have method, resource and mae); errors name the field.
+Status check_eval_json(const nlohmann::json& j, const std::string& source);
+
+// The Vega-Lite specs of the page, by plot id (for tests and the page).
+struct Plot {
+  std::string id;
+  std::string section;
+  std::string title;
+  nlohmann::json spec;
+};
+std::vector<Plot> make_plots(const ReportInput& in);
+
+// The whole page. Errors: the plotting library was not built in (see docs/report.md).
+Result<std::string> render_html(const ReportInput& in);
+
+// Whether this build carries the plotting library (Vega, Vega-Lite, vega-embed).
+bool have_plotting_library();
+
+}  // namespace peakcast::report

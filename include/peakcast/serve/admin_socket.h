@@ -1,0 +1,58 @@
+// peakcastd's admin socket: a UNIX stream socket beside the HTTP one, for operations that change
+// the daemon (hot model reload). One line in, one JSON line out:
+//
+//   reload            reload the model from its directory (as SIGHUP does)
+//   reload DIR        load DIR and swap it in
+//   model             the served model's version, training date, reload counts
+//
+// Only root and the daemon's own user may use it: the peer's credentials (SO_PEERCRED) are
+// checked on every connection, and the socket file is created with mode 0600. (A separate socket,
+// because the HTTP library does not show handlers the connection's peer credentials.) Requests
+// are served one at a time; a client has 5 s to send its line.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/core/status.h"
+
+namespace peakcast::serve {
+
+// Root, or the same user as the daemon.
+bool admin_peer_allowed(uid_t peer, uid_t self);
+
+class AdminSocket {
+ public:
+  // (command, argument) -> the reply object; {"error": ...} for an unknown command.
+  using Handler = std::function<nlohmann::json(const std::string& command, const std::string& arg)>;
+
+  AdminSocket(std::string path, Handler handler, unsigned mode = 0600);
+  ~AdminSocket();
+  AdminSocket(const AdminSocket&) = delete;
+  AdminSocket& operator=(const AdminSocket&) = delete;
+
+  Status bind();  // replaces a stale socket file; refuses a path that is not a socket
+  void start();   // serves on a thread until stop()
+  void stop();
+  const std::string& path() const { return path_; }
+
+ private:
+  void serve();
+  void answer(int fd);
+
+  std::string path_;
+  Handler handler_;
+  unsigned mode_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};  // stop() writes here to end the poll
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace peakcast::serve

@@ -1,0 +1,55 @@
+// The connection side of peakcastd's HTTP server, held to HttpLimits: the whole request within
+// request_timeout_s, the head and body within their sizes (http_framing.h). Leader/follower:
+// every worker waits in epoll_wait on one epoll set (EPOLLONESHOT); the worker woken for a
+// connection reads what has arrived without blocking, answers the request itself once it is
+// complete (one wake-up per request), or re-arms the connection and goes back to waiting. So a
+// slow or stalled client costs a buffer, never a waiting worker, and other clients are served
+// meanwhile. Deadlines of connections no worker holds are enforced by a reaper pass (any worker,
+// every 50 ms): 408 for a request still arriving, idle ones closed.
+//
+// stop() stops accepting; every request a worker has begun is answered; connections whose
+// request has not fully arrived are closed; then run() returns.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "peakcast/serve/http_framing.h"
+
+namespace peakcast::serve {
+
+class ConnectionLoop {
+ public:
+  // Runs on a worker with exactly the bytes of one complete request; writes the answer to `fd`
+  // (a non-blocking socket: write_all bounds the wait by write_timeout_s). `last`: answer with
+  // "Connection: close". Returns true to keep the connection open for another request.
+  using Handler = std::function<bool(int fd, std::string_view request, bool last)>;
+  // Builds the whole HTTP answer (status line to body) for a refusal decided here: 400, 408, 411,
+  // 413, 414, 431 or 503, with the reason. Called on any worker.
+  using Refusal = std::function<std::string(int status, const std::string& message)>;
+
+  ConnectionLoop(HttpLimits limits, int worker_threads, Handler handle, Refusal refusal);
+  ~ConnectionLoop();
+  ConnectionLoop(const ConnectionLoop&) = delete;
+  ConnectionLoop& operator=(const ConnectionLoop&) = delete;
+
+  void add_listener(int fd);  // a listening socket; the loop makes it non-blocking and closes it
+  void run();                 // runs the workers until stop()
+  void stop();                // from any thread, any time (also before run())
+
+  const HttpLimits& limits() const { return limits_; }
+
+ private:
+  struct Impl;
+  HttpLimits limits_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes all of `data` to a non-blocking socket, waiting for room at most until `timeout_s` has
+// passed in total. false when the peer is gone or too slow.
+bool write_all(int fd, std::string_view data, double timeout_s);
+
+}  // namespace peakcast::serve

@@ -1,0 +1,166 @@
+// The report's tables (sorted in the page by clicking a header: html.cpp's script reads each
+// cell's data-sort, else its text) and the checks and sums behind them.
+#include <cctype>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report_internal.h"
+
+namespace peakcast::report {
+namespace {
+
+using nlohmann::json;
+
+std::string num(const json& v, const char* f) {
+  return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>()) : std::string("–");
+}
+
+std::string cell(const std::string& text) { return "<td>" + text + "</td>"; }
+
+std::string pct_cell(const json& v) {
+  if (!v.is_number()) return cell("–");
+  return fmt::format("<td data-sort=\"{}\">{:.1f}%</td>", v.get<double>(), 100 * v.get<double>());
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string script_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  // "</script" would end the element; "<\/script" means the same inside a JS or JSON string.
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    if (s[i] != '<' || i + 7 >= s.size() || s[i + 1] != '/') continue;
+    std::string next(s.substr(i + 2, 6));
+    for (char& c : next) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (next == "script") out += "\\";
+  }
+  return out;
+}
+
+Status check_eval_json(const json& j, const std::string& source) {
+  if (!j.is_object()) return Status::invalid(source + ": expected `peakcast evaluate --json` output (an object)");
+  auto results = j.find("results");
+  if (results == j.end() || !results->is_array()) return Status::invalid(source + ": results: missing or not a list");
+  for (size_t i = 0; i < results->size(); ++i) {
+    const json& e = (*results)[i];
+    const std::string where = source + ": results[" + std::to_string(i) + "]";
+    if (!e.is_object()) return Status::invalid(where + ": not an object");
+    for (const char* key : {"method", "resource"}) {
+      if (!e.contains(key) || !e[key].is_string()) return Status::invalid(where + "." + key + ": missing or not text");
+    }
+    if (!e.contains("mae") || !e["mae"].is_number()) return Status::invalid(where + ".mae: missing or not a number");
+    for (const char* key : {"subgroups", "routes", "latency_us"}) {
+      if (e.contains(key) && !e[key].is_object() && !e[key].is_null()) {
+        return Status::invalid(where + "." + key + ": not an object");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+std::string methods_table(const json& eval) {
+  std::string baseline = "hier_last1";
+  if (eval.contains("config") && eval["config"].is_object()) baseline = eval["config"].value("baseline", baseline);
+  const std::string diff_key = "mae_diff_vs_" + baseline;
+  std::string t = "<table class=\"sortable\"><thead><tr><th>method</th><th>resource</th>"
+                  "<th>scored jobs</th><th>MAE</th><th>s.d.</th><th>Acc@10%</th>"
+                  "<th>ΔMAE vs " + html_escape(baseline) + " [95% CI]</th>"
+                  "<th>encoder / bypass / cache</th></tr></thead><tbody>\n";
+  for (const json& e : eval.at("results")) {
+    std::string row = "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +
+                      cell(html_escape(e.at("resource").get<std::string>())) +
+                      cell(num(e.value("n", json()), "{:.0f}")) + cell(num(e.at("mae"), "{:.4f}"));
+    row += cell(e.contains("sd") && e["sd"].is_object() ? num(e["sd"].value("mae", json()), "{:.4f}") : "–");
+    row += pct_cell(e.value("acc10", json()));
+    if (e.contains(diff_key) && e[diff_key].is_object()) {
+      const json& d = e[diff_key];
+      row += fmt::format("<td data-sort=\"{}\">{} [{}, {}]</td>", d.value("point", 0.0),
+                         num(d.value("point", json()), "{:+.4f}"), num(d.value("lo", json()), "{:+.4f}"),
+                         num(d.value("hi", json()), "{:+.4f}"));
+    } else {
+      row += cell("–");
+    }
+    if (e.contains("routing") && e["routing"].is_object()) {
+      const json& r = e["routing"];
+      row += cell(fmt::format("{:.1f} / {:.1f} / {:.1f}%", 100 * r.value("encoder_share", 0.0),
+                              100 * r.value("bypass_share", 0.0), 100 * r.value("cache_share", 0.0)));
+    } else {
+      row += cell("–");
+    }
+    t += row + "</tr>\n";
+  }
+  return t + "</tbody></table>\n";
+}
+
+std::string subgroups_table(const json& eval) {
+  std::string t = "<table class=\"sortable\"><thead><tr><th>method</th><th>resource</th>"
+                  "<th>history at submission</th><th>jobs</th><th>MAE</th><th>Acc@10%</th>"
+                  "</tr></thead><tbody>\n";
+  for (const json& e : eval.at("results")) {
+    if (!e.contains("subgroups") || !e["subgroups"].is_object()) continue;
+    for (auto it = e["subgroups"].begin(); it != e["subgroups"].end(); ++it) {
+      t += "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +
+           cell(html_escape(e.at("resource").get<std::string>())) + cell(html_escape(it.key())) +
+           cell(num(it->value("n", json()), "{:.0f}")) + cell(num(it->value("mae", json()), "{:.4f}")) +
+           pct_cell(it->value("acc10", json())) + "</tr>\n";
+    }
+  }
+  return t + "</tbody></table>\n";
+}
+
+std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& preds) {
+  struct Acc {
+    size_t n = 0, covered = 0;
+    double nominal = 0.0;
+  };
+  std::map<std::pair<std::string, std::string>, Acc> acc;
+  for (const PredictedJob& p : preds) {
+    if (!p.upper || !p.nominal || p.censored) continue;  // a censored label is a lower bound
+    const std::string res(resource_name(p.resource));
+    for (const std::string& route : {std::string("all"), p.route}) {
+      Acc& a = acc[{res, route}];
+      ++a.n;
+      a.covered += p.actual <= *p.upper + 1e-12 ? 1 : 0;
+      a.nominal += *p.nominal;
+    }
+  }
+  std::vector<CoverageRow> rows;
+  for (auto& [key, a] : acc) {
+    const double n = static_cast<double>(a.n);
+    rows.push_back({key.first, key.second, a.n, static_cast<double>(a.covered) / n, a.nominal / n});
+  }
+  return rows;
+}
+
+std::string coverage_table(const std::vector<PredictedJob>& preds) {
+  std::string t = "<table class=\"sortable\"><thead><tr><th>resource</th><th>route</th>"
+                  "<th>jobs with a bound</th><th>observed coverage</th><th>nominal</th>"
+                  "<th>observed − nominal</th></tr></thead><tbody>\n";
+  for (const CoverageRow& c : coverage_rows(preds)) {
+    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td data-sort=\"{}\">{:.1f}%</td>"
+                     "<td data-sort=\"{}\">{:.1f}%</td><td data-sort=\"{}\">{:+.1f} pp</td></tr>\n",
+                     c.resource, html_escape(c.route), c.n, c.observed, 100 * c.observed, c.nominal,
+                     100 * c.nominal, c.observed - c.nominal, 100 * (c.observed - c.nominal));
+  }
+  return t + "</tbody></table>\n";
+}
+
+}  // namespace peakcast::report

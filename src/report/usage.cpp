@@ -1,0 +1,134 @@
+// Requested vs used memory over time per user, account and partition: daily sums of the jobs
+// that ended that day, the 8 largest groups by requested memory by name and the rest as "other".
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report_internal.h"
+
+namespace peakcast::report {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kTopGroups = 8;
+constexpr int64_t kDay = 86400;
+constexpr const char* kDims[] = {"user", "account", "partition"};
+
+const std::string& group_of(const UsagePoint& p, int dim) {
+  return dim == 0 ? p.user : (dim == 1 ? p.account : p.partition);
+}
+
+std::string shown(const std::string& g) { return g.empty() ? "(none)" : g; }
+
+// The groups of one dimension, largest requested total first.
+std::vector<std::string> ranked_groups(const std::vector<UsagePoint>& usage, int dim) {
+  std::map<std::string, double> req;
+  for (const UsagePoint& p : usage) req[shown(group_of(p, dim))] += p.requested_gb;
+  std::vector<std::pair<double, std::string>> order;
+  for (auto& [g, v] : req) order.emplace_back(-v, g);
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> out;
+  for (auto& [v, g] : order) out.push_back(g);
+  return out;
+}
+
+struct DaySums {
+  double requested = 0, used = 0, recommended = 0;
+  size_t jobs = 0, recommended_jobs = 0;
+};
+
+}  // namespace
+
+std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
+  std::vector<Plot> out;
+  if (usage.empty()) return out;
+  for (int dim = 0; dim < 3; ++dim) {
+    const std::vector<std::string> ranked = ranked_groups(usage, dim);
+    std::map<std::string, bool> top;
+    for (size_t i = 0; i < ranked.size() && i < kTopGroups; ++i) top[ranked[i]] = true;
+    std::map<std::pair<std::string, int64_t>, DaySums> sums;
+    for (const UsagePoint& p : usage) {
+      std::string g = shown(group_of(p, dim));
+      if (!top.count(g)) g = "other";
+      DaySums& s = sums[{g, p.end_time_s / kDay * kDay}];
+      s.requested += p.requested_gb;
+      s.used += p.used_gb;
+      ++s.jobs;
+      if (p.recommended_gb) {
+        s.recommended += *p.recommended_gb;
+        ++s.recommended_jobs;
+      }
+    }
+    json rows = json::array();
+    for (auto& [key, s] : sums) {
+      const double t_ms = static_cast<double>(key.second) * 1000.0;
+      auto add = [&](const char* kind, double gb) {
+        rows.push_back({{"group", key.first}, {"t", t_ms}, {"kind", kind}, {"gb", gb}, {"jobs", s.jobs}});
+      };
+      add("requested", s.requested);
+      add("used (peak)", s.used);
+      if (s.recommended_jobs) add("recommended", s.recommended);
+    }
+    const std::string dim_name = kDims[dim];
+    json spec = {{"title", "Requested vs used memory per " + dim_name + " (GB, jobs ending each day)"},
+                 {"width", "container"},
+                 {"height", 260},
+                 {"data", {{"values", rows}}},
+                 {"params", json::array({{{"name", "pick_" + dim_name},
+                                          {"select", {{"type", "point"}, {"fields", {"group"}}}},
+                                          {"bind", "legend"}}})},
+                 {"mark", {{"type", "line"}, {"point", true}}},
+                 {"encoding",
+                  {{"x", {{"field", "t"}, {"type", "temporal"}, {"title", "day"}}},
+                   {"y", {{"field", "gb"}, {"type", "quantitative"}, {"title", "GB"}}},
+                   {"color", {{"field", "group"}, {"type", "nominal"}, {"title", dim_name}}},
+                   {"strokeDash", {{"field", "kind"}, {"type", "nominal"}, {"title", "memory"},
+                                   {"sort", {"requested", "used (peak)", "recommended"}}}},
+                   {"opacity", {{"condition", {{"param", "pick_" + dim_name}, {"value", 1}}},
+                                {"value", 0.15}}},
+                   {"tooltip", json::array({{{"field", "group"}, {"type", "nominal"}, {"title", dim_name}},
+                                            {{"field", "t"}, {"type", "temporal"}, {"title", "day"}},
+                                            {{"field", "kind"}, {"type", "nominal"}, {"title", "memory"}},
+                                            {{"field", "gb"}, {"type", "quantitative"}, {"title", "GB"}, {"format", ",.1f"}},
+                                            {{"field", "jobs"}, {"type", "quantitative"}, {"title", "jobs"}}})}}},
+                 {"config", {{"view", {{"stroke", nullptr}}}, {"font", "system-ui, sans-serif"}}}};
+    out.push_back({"usage-" + dim_name, "usage", "Memory per " + dim_name, spec});
+  }
+  return out;
+}
+
+std::string usage_table(const std::vector<UsagePoint>& usage) {
+  std::string t =
+      "<table class=\"sortable\"><thead><tr><th>by</th><th>group</th><th>jobs</th>"
+      "<th>requested GB (mean)</th><th>used GB (mean)</th><th>used / requested</th>"
+      "<th>recommended GB (mean, test jobs)</th></tr></thead><tbody>\n";
+  for (int dim = 0; dim < 3; ++dim) {
+    std::map<std::string, DaySums> g;
+    for (const UsagePoint& p : usage) {
+      DaySums& s = g[shown(group_of(p, dim))];
+      s.requested += p.requested_gb;
+      s.used += p.used_gb;
+      ++s.jobs;
+      if (p.recommended_gb) {
+        s.recommended += *p.recommended_gb;
+        ++s.recommended_jobs;
+      }
+    }
+    for (auto& [name, s] : g) {
+      const double n = static_cast<double>(s.jobs);
+      const std::string rec = s.recommended_jobs
+          ? fmt::format("{:.2f}", s.recommended / static_cast<double>(s.recommended_jobs)) : "";
+      t += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td>"
+          "<td data-sort=\"{:.6f}\">{:.1f}%</td><td>{}</td></tr>\n",
+          kDims[dim], html_escape(name), s.jobs, s.requested / n, s.used / n,
+          s.requested > 0 ? s.used / s.requested : 0.0,
+          s.requested > 0 ? 100.0 * s.used / s.requested : 0.0, rec);
+    }
+  }
+  return t + "</tbody></table>\n";
+}
+
+}  // namespace peakcast::report

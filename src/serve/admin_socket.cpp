@@ -1,0 +1,145 @@
+#include "peakcast/serve/admin_socket.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "peakcast/core/log.h"
+
+namespace peakcast::serve {
+namespace {
+
+constexpr size_t kMaxLine = 4096;
+
+void write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+void reply(int fd, const nlohmann::json& j) {
+  write_all(fd, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace
+
+bool admin_peer_allowed(uid_t peer, uid_t self) { return peer == 0 || peer == self; }
+
+AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
+    : path_(std::move(path)), handler_(std::move(handler)), mode_(mode) {}
+
+AdminSocket::~AdminSocket() { stop(); }
+
+Status AdminSocket::bind() {
+  sockaddr_un addr{};
+  if (path_.empty() || path_.size() >= sizeof addr.sun_path) {
+    return Status::invalid("--admin-socket: path empty or longer than " +
+                           std::to_string(sizeof addr.sun_path - 1) + " bytes: " + path_);
+  }
+  struct stat st{};
+  if (::lstat(path_.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Status::invalid("--admin-socket: " + path_ + " exists and is not a socket");
+    ::unlink(path_.c_str());  // stale, from a daemon that did not exit cleanly
+  }
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return Status::io(std::string("admin socket: ") + std::strerror(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+  // Created with no access for anyone but the owner, then set to the mode asked for.
+  const mode_t old = ::umask(0177);
+  const int rc = ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc != 0 || ::chmod(path_.c_str(), mode_) != 0 || ::listen(listen_fd_, 16) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+    return Status::io("admin socket " + path_ + ": " + why);
+  }
+  if (::pipe2(wake_, O_CLOEXEC) != 0) return Status::io(std::string("admin socket: pipe: ") + std::strerror(errno));
+  return Status::ok();
+}
+
+void AdminSocket::start() {
+  if (listen_fd_ >= 0 && !thread_.joinable()) thread_ = std::thread([this] { serve(); });
+}
+
+void AdminSocket::stop() {
+  if (stopping_.exchange(true)) return;
+  if (wake_[1] >= 0) {
+    const char c = 'x';
+    (void)!::write(wake_[1], &c, 1);
+  }
+  if (thread_.joinable()) thread_.join();
+  for (int* fd : {&listen_fd_, &wake_[0], &wake_[1]}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+void AdminSocket::serve() {
+  while (!stopping_) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      log(LogLevel::kError, std::string("admin socket: poll: ") + std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    answer(fd);
+    ::close(fd);
+  }
+}
+
+void AdminSocket::answer(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    reply(fd, {{"error", "cannot read the peer's credentials"}});
+    return;
+  }
+  if (!admin_peer_allowed(cred.uid, ::geteuid())) {
+    log(LogLevel::kWarn, "admin socket: refused uid " + std::to_string(cred.uid) + " (pid " +
+                             std::to_string(cred.pid) + "): only root or the daemon's user");
+    reply(fd, {{"error", "forbidden: uid " + std::to_string(cred.uid) +
+                             " is neither root nor the daemon's user"}});
+    return;
+  }
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string line;
+  char buf[512];
+  while (line.find('\n') == std::string::npos && line.size() <= kMaxLine) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  if (line.size() > kMaxLine) {
+    reply(fd, {{"error", "request longer than 4096 bytes"}});
+    return;
+  }
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  const size_t sp = line.find(' ');
+  const std::string command = line.substr(0, sp);
+  const std::string arg = sp == std::string::npos ? "" : line.substr(sp + 1);
+  try {
+    reply(fd, handler_(command, arg));
+  } catch (const std::exception& e) {
+    reply(fd, {{"error", std::string("internal error: ") + e.what()}});
+  }
+}
+
+}  // namespace peakcast::serve

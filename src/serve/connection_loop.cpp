@@ -1,0 +1,298 @@
+#include "peakcast/serve/connection_loop.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "peakcast/core/log.h"
+
+namespace peakcast::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_NONBLOCK); }
+
+constexpr uint64_t kWakeId = 0;
+constexpr uint64_t kFirstListenerId = 1;
+constexpr uint64_t kFirstConnId = 1 << 20;  // ids below are listeners
+
+// One client connection. At most one thread works on it at a time: the worker epoll handed it
+// to (EPOLLONESHOT), or the reaper when its deadline passed; `busy` says which, under the table
+// lock.
+struct Conn {
+  int fd = -1;
+  std::string buf;              // bytes received and not yet answered
+  Clock::time_point deadline;   // idle, request or lingering deadline
+  bool started = false;         // a request has begun arriving
+  bool closing = false;         // refused: draining input until the peer closes (lingering close)
+  bool busy = false;            // a worker or the reaper holds it
+  size_t served = 0;
+  ~Conn() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+bool write_all(int fd, std::string_view data, double timeout_s) {
+  const auto deadline = after(timeout_s);
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+  }
+  return true;
+}
+
+// Leader/follower: every worker waits in epoll_wait on the one epoll set; the one woken for a
+// connection reads what has arrived (non-blocking), and answers the request itself once it is
+// complete (one wake-up per request), or re-arms the connection and goes back to waiting. So no
+// worker ever waits on a client. A reaper pass (any worker, every 50 ms) enforces deadlines on
+// connections no worker holds.
+struct ConnectionLoop::Impl {
+  const HttpLimits& limits;
+  int threads;
+  Handler handle;
+  Refusal refusal;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::vector<int> listeners;  // id = kFirstListenerId + index
+  std::atomic<bool> stopping{false};
+
+  std::mutex table_mu;
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;  // by id; ids are never reused
+  uint64_t next_id = kFirstConnId;
+
+  std::mutex reap_mu;
+  Clock::time_point next_reap = Clock::now();
+
+  Impl(const HttpLimits& l, int t, Handler h, Refusal r)
+      : limits(l), threads(t), handle(std::move(h)), refusal(std::move(r)) {
+    epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd < 0 || wake_fd < 0) throw std::runtime_error("connection loop: epoll/eventfd failed");
+    epoll_event ev{};
+    ev.events = EPOLLIN;  // level-triggered: once written, every worker sees it
+    ev.data.u64 = kWakeId;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &ev);
+  }
+  ~Impl() {
+    for (int fd : listeners) ::close(fd);
+    ::close(wake_fd);
+    ::close(epoll_fd);
+  }
+
+  void arm(int fd, uint64_t id, int op) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u64 = id;
+    ::epoll_ctl(epoll_fd, op, fd, &ev);
+  }
+
+  void run() {
+    std::vector<std::thread> workers;
+    for (int i = 0; i < threads; ++i) workers.emplace_back([this] { work(); });
+    for (auto& t : workers) t.join();
+    // Every request a worker had begun is answered; what has not fully arrived is not.
+    std::lock_guard lock(table_mu);
+    conns.clear();
+    for (int fd : listeners) ::close(fd);
+    listeners.clear();
+  }
+
+  void work() {
+    while (!stopping) {
+      epoll_event ev{};
+      const int n = ::epoll_wait(epoll_fd, &ev, 1, 100);
+      if (n == 1 && !stopping) {
+        const uint64_t id = ev.data.u64;
+        if (id >= kFirstConnId) {
+          serve(id);
+        } else if (id >= kFirstListenerId) {
+          const size_t i = static_cast<size_t>(id - kFirstListenerId);
+          accept_all(listeners[i]);
+          arm(listeners[i], id, EPOLL_CTL_MOD);
+        }
+      }
+      reap();
+    }
+  }
+
+  void accept_all(int listener) {
+    while (true) {
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EMFILE || errno == ENFILE) log(LogLevel::kWarn, "http: out of file descriptors");
+        return;
+      }
+      auto c = std::make_unique<Conn>();
+      c->fd = fd;
+      c->deadline = after(limits.idle_timeout_s);
+      std::unique_lock lock(table_mu);
+      if (conns.size() >= limits.max_connections) {
+        lock.unlock();
+        write_all(fd, refusal(503, "over the limit of " + std::to_string(limits.max_connections) +
+                                       " open connections; try again"), 0.0);
+        continue;  // ~Conn closes it
+      }
+      const uint64_t id = next_id++;
+      conns.emplace(id, std::move(c));
+      arm(fd, id, EPOLL_CTL_ADD);
+    }
+  }
+
+  // Takes the connection for this worker; nullptr when it is gone or the reaper holds it.
+  Conn* take(uint64_t id) {
+    std::lock_guard lock(table_mu);
+    auto it = conns.find(id);
+    if (it == conns.end() || it->second->busy) return nullptr;
+    it->second->busy = true;
+    return it->second.get();
+  }
+  // Re-arms under the table lock, so the reaper cannot close the socket (and a new connection
+  // reuse its number) between the re-arm and the hand-back.
+  void release(uint64_t id, Conn* c) {
+    std::lock_guard lock(table_mu);
+    arm(c->fd, id, EPOLL_CTL_MOD);
+    c->busy = false;
+  }
+  void drop(uint64_t id, Conn* c) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
+    std::lock_guard lock(table_mu);
+    conns.erase(id);  // closes the socket
+  }
+
+  // Answers with a refusal, then reads and discards what the peer still sends (a body over the
+  // limit, say) until it closes or the request deadline passes: a client still writing would
+  // otherwise fail on a closed socket and never read the answer.
+  void refuse(Conn* c, int status, const std::string& message) {
+    write_all(c->fd, refusal(status, message), 0.0);
+    ::shutdown(c->fd, SHUT_WR);
+    c->closing = true;
+    c->buf.clear();
+    c->buf.shrink_to_fit();
+    c->deadline = after(limits.request_timeout_s);
+  }
+
+  void serve(uint64_t id) {
+    Conn* c = take(id);
+    if (c == nullptr) return;
+    char chunk[64 << 10];
+    const ssize_t n = ::recv(c->fd, chunk, sizeof chunk, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      drop(id, c);  // the peer closed (or failed); a partial request is not answered
+      return;
+    }
+    if (n > 0 && !c->closing) {
+      if (!c->started) {
+        c->started = true;
+        c->deadline = after(limits.request_timeout_s);
+      }
+      c->buf.append(chunk, static_cast<size_t>(n));
+      if (!answer_complete(c)) {
+        drop(id, c);
+        return;
+      }
+    }
+    release(id, c);
+  }
+
+  // Answers every complete request in the buffer (pipelining); false: close the connection.
+  bool answer_complete(Conn* c) {
+    while (true) {
+      const Frame f = frame_request(c->buf, limits);
+      if (f.state == FrameState::kIncomplete) return true;
+      if (f.state == FrameState::kRejected) {
+        refuse(c, f.status, f.message);
+        return true;
+      }
+      ++c->served;
+      const bool last = c->served >= limits.max_requests_per_connection || stopping;
+      bool keep = false;
+      try {
+        keep = handle(c->fd, std::string_view(c->buf).substr(0, f.size), last) && !last;
+      } catch (const std::exception& e) {
+        log(LogLevel::kError, std::string("http: answering a request: ") + e.what());
+      }
+      if (!keep) return false;
+      c->buf.erase(0, f.size);
+      c->started = !c->buf.empty();  // a pipelined request has begun
+      c->deadline = after(c->started ? limits.request_timeout_s : limits.idle_timeout_s);
+    }
+  }
+
+  // Connections past their deadline that no worker holds: a request still arriving gets 408;
+  // idle and lingering ones are closed.
+  void reap() {
+    const auto now = Clock::now();
+    std::unique_lock guard(reap_mu, std::try_to_lock);
+    if (!guard.owns_lock() || now < next_reap) return;
+    next_reap = now + std::chrono::milliseconds(50);
+    std::vector<std::pair<uint64_t, Conn*>> due;
+    {
+      std::lock_guard lock(table_mu);
+      for (auto& [id, c] : conns) {
+        if (!c->busy && c->deadline <= now) {
+          c->busy = true;
+          due.emplace_back(id, c.get());
+        }
+      }
+    }
+    for (auto [id, c] : due) {
+      if (c->started && !c->closing) {
+        write_all(c->fd, refusal(408, "request not received in full within " +
+                                          std::to_string(limits.request_timeout_s) + " s"), 0.0);
+      }
+      drop(id, c);
+    }
+  }
+};
+
+ConnectionLoop::ConnectionLoop(HttpLimits limits, int worker_threads, Handler handle, Refusal refusal)
+    : limits_(limits),
+      impl_(std::make_unique<Impl>(limits_, std::max(1, worker_threads), std::move(handle),
+                                   std::move(refusal))) {}
+
+ConnectionLoop::~ConnectionLoop() = default;
+
+void ConnectionLoop::add_listener(int fd) {
+  set_nonblocking(fd);
+  const uint64_t id = kFirstListenerId + impl_->listeners.size();
+  impl_->listeners.push_back(fd);
+  impl_->arm(fd, id, EPOLL_CTL_ADD);
+}
+
+void ConnectionLoop::run() { impl_->run(); }
+
+void ConnectionLoop::stop() {
+  impl_->stopping = true;
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(impl_->wake_fd, &one, sizeof one);
+}
+
+}  // namespace peakcast::serve

@@ -1,0 +1,145 @@
+// jobstats summaries in AdminComment: the decoder on summaries built to jobstats' schema (by
+// Python's gzip in the golden file, by our encoder here), the special values, malformed input,
+// and the sacct reader's labels from them (golden sacct_jobstats.txt, made by
+// golden/make_sacct_jobstats.py).
+#include <algorithm>
+#include <string>
+
+#include "golden_util.h"  // gtest first
+#include "peakcast/ingest/jobstats.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using test_util::expect_jobs_match;
+using test_util::golden;
+
+constexpr uint64_t kG = 1024ull * 1024 * 1024;
+
+const Job* find_job(const Trace& t, std::string_view id) {
+  for (const Job& j : t.jobs) {
+    if (j.job_id == id) return &j;
+  }
+  return nullptr;
+}
+
+std::string note_with(const Trace& t, std::string_view needle) {
+  for (const std::string& n : t.notes) {
+    if (n.find(needle) != std::string::npos) return n;
+  }
+  return {};
+}
+
+TEST(Jobstats, RoundTripsTheDocumentedExample) {
+  const std::string json = R"({"gpus": 1, "nodes": {"della-k1g1": {"cpus": 12,
+      "gpu_total_memory": {"1": 85899345920}, "gpu_used_memory": {"1": 83314868224},
+      "gpu_utilization": {"1": 98.6}, "total_memory": 137438953472, "total_time": 57620.8,
+      "used_memory": 84683702272}}, "total_time": 50944})";
+  const std::string comment = jobstats::encode_admin_comment(json);
+  ASSERT_TRUE(comment.starts_with("JS1:H4sI")) << "gzip magic, base64: " << comment.substr(0, 12);
+  auto d = jobstats::decode_admin_comment(comment);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->kind, jobstats::Kind::kSummary);
+  EXPECT_EQ(d->summary.used_memory_bytes, 84683702272u);
+  EXPECT_EQ(d->summary.total_memory_bytes, 137438953472u);
+  ASSERT_EQ(d->summary.gpus.size(), 1u);
+  EXPECT_EQ(d->summary.gpus[0].node, "della-k1g1");
+  EXPECT_EQ(d->summary.gpus[0].index, "1");
+  EXPECT_EQ(d->summary.gpus[0].used_bytes, 83314868224u);
+  EXPECT_EQ(d->summary.gpus[0].total_bytes, 85899345920u);
+}
+
+TEST(Jobstats, SpecialValuesAndOtherComments) {
+  auto s = jobstats::decode_admin_comment("JS1:Short");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kind, jobstats::Kind::kShort);
+  auto n = jobstats::decode_admin_comment(" JS1:None ");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->kind, jobstats::Kind::kNoData);
+  for (const char* other : {"", "rebooted node", "js1:lowercase is not the prefix"}) {
+    auto a = jobstats::decode_admin_comment(other);
+    ASSERT_TRUE(a.ok()) << other;
+    EXPECT_EQ(a->kind, jobstats::Kind::kAbsent) << other;
+  }
+}
+
+TEST(Jobstats, MalformedSummariesSayWhy) {
+  struct Case {
+    std::string text;
+    std::string why;
+  } cases[] = {
+      {"JS1:", "base64"},
+      {"JS1:abc", "base64"},
+      {"JS1:ab*d", "base64"},
+      {"JS1:aGVsbG8gd29ybGQh", "gzip"},  // "hello world!": base64 but not gzip
+      {jobstats::encode_admin_comment("{not json"), "json"},
+      {jobstats::encode_admin_comment("[1,2]"), "not an object"},
+      {jobstats::encode_admin_comment(R"({"gpus": 1})"), "no \"nodes\""},
+      {jobstats::encode_admin_comment(R"({"nodes": [1]})"), "nodes: not an object"},
+      {jobstats::encode_admin_comment(R"({"nodes": {"n": {"used_memory": "lots"}}})"),
+       "nodes.n.used_memory"},
+      {jobstats::encode_admin_comment(R"({"nodes": {"n": {"used_memory": -5}}})"), "out of range"},
+      {jobstats::encode_admin_comment(R"({"nodes": {"n": {"gpu_used_memory": {"0": true}}}})"),
+       "gpu_used_memory.0"},
+      {jobstats::encode_admin_comment(R"({"nodes": {"n": {"gpu_used_memory": 5}}})"),
+       "not an object"},
+  };
+  for (const Case& c : cases) {
+    auto d = jobstats::decode_admin_comment(c.text);
+    ASSERT_FALSE(d.ok()) << c.text;
+    EXPECT_NE(d.status().message().find(c.why), std::string::npos)
+        << c.text << " -> " << d.status().message();
+  }
+  // A truncated stream (the comment cut short) is malformed, not a shorter summary.
+  const std::string whole = jobstats::encode_admin_comment(R"({"nodes": {"n": {"used_memory": 5}}})");
+  std::string cut = whole.substr(0, whole.size() - 8);
+  cut.resize(cut.size() - (cut.size() - 4) % 4);
+  EXPECT_FALSE(jobstats::decode_admin_comment(cut).ok());
+}
+
+TEST(Jobstats, BusiestGpuIsTheFullestNotTheLargest) {
+  jobstats::Summary s;
+  s.gpus = {{"a", "0", 40 * kG, 80 * kG}, {"a", "1", 30 * kG, 40 * kG}, {"b", "0", 10 * kG, 80 * kG}};
+  const jobstats::Gpu* g = jobstats::busiest_gpu(s);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->index, "1");  // 75% beats 50% though it holds fewer bytes
+  EXPECT_EQ(jobstats::busiest_gpu(jobstats::Summary{}), nullptr);
+}
+
+TEST(Jobstats, SacctGolden) {
+  ReadOptions o;
+  o.format = Format::kSacct;
+  auto trace = read_trace(golden("sacct_jobstats.txt"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("sacct_jobstats.txt.expected.jsonl"));
+  EXPECT_EQ(trace->stats.skipped, 0u) << "a malformed summary never drops its job";
+  EXPECT_EQ(trace->stats.jobs, 9u);
+  // Counted in the reader's notes: used, empty (Short/None), malformed with the first reason.
+  EXPECT_NE(note_with(*trace, "4 job(s) labelled from jobstats"), "");
+  EXPECT_NE(note_with(*trace, "2 job(s) with AdminComment JS1:Short or JS1:None"), "");
+  const std::string bad = note_with(*trace, "2 malformed jobstats");
+  EXPECT_NE(bad.find("sacct_jobstats.txt:7: AdminComment: base64"), std::string::npos) << bad;
+  // The labels the summaries gave, counted like any other.
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kVram)], 3u);
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 9u);
+  const Job* two = find_job(*trace, "101");
+  ASSERT_NE(two, nullptr);
+  EXPECT_DOUBLE_EQ(two->label(Resource::kVram), 0.75);  // busiest of 2 GPUs: 60 of 80 GiB
+  EXPECT_DOUBLE_EQ(find_job(*trace, "102")->label(Resource::kMem), 3.0 / 8.0);
+  EXPECT_DOUBLE_EQ(find_job(*trace, "108")->label(Resource::kVram), 0.25);
+  EXPECT_DOUBLE_EQ(find_job(*trace, "109")->label(Resource::kVram), 0.5);
+}
+
+TEST(Jobstats, StrictModeDoesNotRejectAMalformedSummary) {
+  // A broken summary is the monitoring's fault, not a malformed sacct row.
+  ReadOptions o;
+  o.format = Format::kSacct;
+  o.strict = true;
+  auto trace = read_trace(golden("sacct_jobstats.txt"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->jobs.size(), 9u);
+}
+
+}  // namespace
+}  // namespace peakcast::ingest

@@ -1,0 +1,224 @@
+// `peakcast report` end to end, drawn by a real browser: Debian's headless Chromium loads the
+// page from a file (no network), the test fails on any console error or uncaught exception and
+// on any plot that drew nothing (its SVG must hold marks), and keeps a screenshot in the build
+// folder (build/report-screenshot.png, the README's picture). Skipped when Chromium or the
+// binary is missing (scripts/install-deps.sh installs Chromium).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "report_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using report_test::run;
+using report_test::slurp;
+
+const std::string kPeakcast = PEAKCAST_BINARY_DIR "/bin/peakcast";
+
+std::string find_chromium() {
+  for (const char* name : {"chromium", "chromium-browser"}) {
+    for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/snap/bin/"}) {
+      const std::string p = std::string(dir) + name;
+      if (::access(p.c_str(), X_OK) == 0) return p;
+    }
+  }
+  return {};
+}
+
+// What Chromium saw: the DOM after the page's scripts ran, and its log.
+struct Rendered {
+  int exit_code = -1;
+  std::string dom;
+  std::string log;
+};
+
+std::string chromium_flags(const fs::path& profile) {
+  return "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+         "--disable-background-networking --disable-component-update --disable-sync "
+         "--disable-default-apps --mute-audio --enable-logging=stderr --v=0 "
+         "--virtual-time-budget=30000 --user-data-dir=" + profile.string();
+}
+
+Rendered render(const std::string& chromium, const fs::path& page, const fs::path& work) {
+  const fs::path profile = work / ("profile-dom-" + page.stem().string());
+  fs::create_directories(profile);
+  const fs::path log = work / (page.stem().string() + ".chromium.log");
+  Rendered r;
+  auto res = run(chromium + " " + chromium_flags(profile) + " --dump-dom file://" + page.string(),
+                 log.string());
+  r.exit_code = res.exit_code;
+  r.dom = res.out;
+  r.log = slurp(log);
+  return r;
+}
+
+// Console lines Chromium logs for the page (console.error, uncaught exceptions, failed loads).
+std::vector<std::string> console_errors(const std::string& log) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const bool console = line.find("CONSOLE") != std::string::npos;
+    const bool bad = line.find(":ERROR:CONSOLE") != std::string::npos ||
+                     line.find("\"WARN ") != std::string::npos ||  // Vega's own warnings
+                     line.find("\"ERROR ") != std::string::npos ||
+                     line.find("Uncaught") != std::string::npos ||
+                     line.find("Failed to load") != std::string::npos ||
+                     line.find("net::ERR_") != std::string::npos;
+    if (console && bad) out.push_back(line);
+  }
+  return out;
+}
+
+// Every plot container holds an SVG with drawn data marks: Vega labels each drawn item
+// role="graphics-symbol" with its kind; axes, legends and titles do not count.
+void expect_every_plot_drew(const std::string& dom, size_t expected_plots) {
+  // vega-embed adds its own classes to the container: class="plot vega-embed ...".
+  const std::regex plot_div("<div class=\"plot[^\"]*\" id=\"plot-([a-z0-9-]+)\"");
+  const std::regex item("role=\"graphics-symbol\" aria-roledescription=\"([^\"]*)\"");
+  std::vector<std::pair<size_t, std::string>> plots;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), plot_div); it != std::sregex_iterator(); ++it) {
+    plots.emplace_back(static_cast<size_t>(it->position()), (*it)[1]);
+  }
+  EXPECT_EQ(plots.size(), expected_plots);
+  for (size_t i = 0; i < plots.size(); ++i) {
+    const size_t start = plots[i].first;
+    const size_t end = i + 1 < plots.size() ? plots[i + 1].first : dom.find("</section>", start);
+    const std::string body = dom.substr(start, end - start);
+    const std::string& id = plots[i].second;
+    EXPECT_NE(body.find("<svg"), std::string::npos) << "plot " << id << " has no SVG";
+    size_t marks = 0;
+    for (auto m = std::sregex_iterator(body.begin(), body.end(), item); m != std::sregex_iterator(); ++m) {
+      const std::string kind = (*m)[1];
+      if (kind != "axis" && kind != "legend" && kind != "title") ++marks;
+    }
+    EXPECT_GT(marks, 0u) << "plot " << id << " drew no data marks";
+  }
+}
+
+nlohmann::json render_status(const std::string& dom) {
+  const std::regex status("<pre id=\"render-status\"[^>]*>([^<]*)</pre>");
+  std::smatch m;
+  if (!std::regex_search(dom, m, status)) return nullptr;
+  std::string text = m[1];
+  for (auto [from, to] : {std::pair<std::string, std::string>{"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}}) {
+    for (size_t p = text.find(from); p != std::string::npos; p = text.find(from, p)) text.replace(p, from.size(), to);
+  }
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+void check_page(const std::string& chromium, const fs::path& page, const fs::path& work) {
+  SCOPED_TRACE(page.string());
+  const Rendered r = render(chromium, page, work);
+  ASSERT_EQ(r.exit_code, 0) << r.log.substr(0, 4000);
+  const std::vector<std::string> errors = console_errors(r.log);
+  EXPECT_TRUE(errors.empty()) << errors.size() << " console error(s), first: " << errors.front();
+  const nlohmann::json status = render_status(r.dom);
+  ASSERT_TRUE(status.is_object()) << "the page's script did not finish (no render status)";
+  EXPECT_TRUE(status.at("errors").empty()) << status.dump();
+  EXPECT_TRUE(status.at("empty").empty()) << status.dump();
+  EXPECT_GT(status.at("plots").get<int>(), 0);
+  EXPECT_EQ(status.at("drawn"), status.at("plots")) << status.dump();
+  expect_every_plot_drew(r.dom, status.at("plots").get<size_t>());
+}
+
+const char* kSim = R"({"results": [
+  {"policy": "requested", "waste_gbh": 5120.0, "failures": 0, "retries": 0, "jobs": 300, "failed_jobs": 0},
+  {"policy": "cascade upper bound", "waste_gbh": 1830.5, "failures": 4, "retries": 4, "jobs": 300, "failed_jobs": 3},
+  {"policy": "cascade point", "waste_gbh": 610.0, "failures": 41, "retries": 52, "jobs": 300, "failed_jobs": 30}],
+  "notes": ["hand-built for the page test: the schema of docs/report.md"]})";
+
+class ReportPage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
+    chromium_ = find_chromium();
+    if (chromium_.empty()) GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh installs it)";
+    work_ = fs::temp_directory_path() / ("peakcast_report_page_" + std::to_string(::getpid()));
+    fs::create_directories(work_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!work_.empty()) fs::remove_all(work_, ec);
+  }
+  std::string chromium_;
+  fs::path work_;
+};
+
+TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
+  const std::string trace = (work_ / "trace.jsonl").string();
+  ASSERT_EQ(run(kPeakcast + " synth --jobs 1500 --seed 5 --users 10 --days 20 -o " + trace).exit_code, 0);
+  const std::string sim = (work_ / "sim.json").string();
+  std::ofstream(sim) << kSim;
+  const fs::path page = work_ / "report.html";
+  const auto r = run(kPeakcast + " report " + trace + " -o " + page.string() + " --sim " + sim +
+                     " --methods hier_last1,history_policy,cascade --threads 1 --bootstrap 50 "
+                     "--latency-jobs 30 --code-option max_epochs=2 --code-option token_dim=8 "
+                     "--code-option hash_buckets=4096 --code-option fused_dim=32");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string html = slurp(page);
+  for (const char* section : {"id=\"accuracy\"", "id=\"methods\"", "id=\"coverage\"", "id=\"routing\"",
+                              "id=\"usage\"", "id=\"sizing\""}) {
+    EXPECT_NE(html.find(section), std::string::npos) << section;
+  }
+  check_page(chromium_, page, work_);
+  // The screenshot the README shows: kept in the build folder.
+  const fs::path shot = fs::path(PEAKCAST_BINARY_DIR) / "report-screenshot.png";
+  fs::remove(shot);
+  const fs::path profile = work_ / "profile-shot";
+  fs::create_directories(profile);
+  const auto s = run(chromium_ + " " + chromium_flags(profile) + " --hide-scrollbars --window-size=1280,6000 "
+                     "--screenshot=" + shot.string() + " file://" + page.string(),
+                     (work_ / "shot.log").string());
+  ASSERT_EQ(s.exit_code, 0);
+  ASSERT_TRUE(fs::exists(shot));
+  EXPECT_GT(fs::file_size(shot), 50'000u) << "a blank page compresses to far less";
+}
+
+TEST_F(ReportPage, FromJsonReportDrawsToo) {
+  const std::string trace = (work_ / "trace.jsonl").string();
+  ASSERT_EQ(run(kPeakcast + " synth --jobs 600 --seed 6 --users 6 --days 12 -o " + trace).exit_code, 0);
+  const std::string eval = (work_ / "eval.json").string();
+  ASSERT_EQ(run(kPeakcast + " evaluate " + trace + " --methods hier_last1,hier_median3,history_policy "
+                "--bootstrap 50 --latency-jobs 20 --json " + eval).exit_code, 0);
+  const std::string sim = (work_ / "sim.json").string();
+  std::ofstream(sim) << kSim;
+  const fs::path page = work_ / "from-json.html";
+  const auto r = run(kPeakcast + " report --from-json " + eval + " " + sim + " -o " + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string html = slurp(page);
+  EXPECT_NE(html.find("id=\"sizing\""), std::string::npos);
+  EXPECT_EQ(html.find("id=\"accuracy\""), std::string::npos) << "no per-job data in EVAL.json";
+  check_page(chromium_, page, work_);
+}
+
+TEST(ReportCli, BadInputsAreUsageErrors) {
+  if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
+  const fs::path dir = fs::temp_directory_path() / ("peakcast_report_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = (dir / "r.html").string();
+  EXPECT_EQ(run(kPeakcast + " report -o " + out).exit_code, 2) << "no input";
+  std::ofstream(dir / "bad.json") << R"({"results": [{"method": "x"}]})";
+  EXPECT_EQ(run(kPeakcast + " report --from-json " + (dir / "bad.json").string() + " -o " + out).exit_code, 2);
+  std::ofstream(dir / "eval.json") << R"({"results": [{"method": "x", "resource": "mem", "mae": 0.1}]})";
+  std::ofstream(dir / "sim.json") << R"({"results": [{"policy": "p"}]})";
+  const auto r = run(kPeakcast + " report --from-json " + (dir / "eval.json").string() + " " +
+                     (dir / "sim.json").string() + " -o " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("sim.json: results[0].waste_gbh"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out)) << "nothing written on an input error";
+  EXPECT_EQ(run(kPeakcast + " report --db " + (dir / "missing.db").string() + " -o " + out).exit_code, 2);
+  fs::remove_all(dir);
+}
+
+}  // namespace

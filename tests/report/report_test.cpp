@@ -1,0 +1,189 @@
+// The report library without a browser: SIM.json and EVAL.json checks, which plots appear for
+// which data, coverage sums, the usage grouping, and the page's inline safety. The page drawn in
+// Chromium is report_page_test.cpp.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "peakcast/report/report.h"
+#include "report/report_internal.h"
+
+namespace peakcast::report {
+namespace {
+
+using nlohmann::json;
+
+json sample_sim() {
+  return json::parse(R"({"results": [
+    {"policy": "requested", "waste_gbh": 900.5, "failures": 0, "retries": 0, "jobs": 100, "failed_jobs": 0},
+    {"policy": "recommended", "waste_gbh": 300.25, "failures": 3, "retries": 3, "jobs": 100, "failed_jobs": 2}],
+    "notes": ["hand-built for the test"], "extra": {"ignored": true}})");
+}
+
+json sample_eval() {
+  return json::parse(R"({"config": {"baseline": "hier_last1"}, "results": [
+    {"method": "hier_last1", "resource": "mem", "n": 50, "mae": 0.12, "acc10": 0.6,
+     "mae_diff_vs_hier_last1": null,
+     "subgroups": {"exact_script": {"n": 30, "mae": 0.05, "acc10": 0.8},
+                   "user_only": {"n": 20, "mae": 0.2, "acc10": 0.3}, "none": {"n": 0, "mae": 0, "acc10": 0}},
+     "routes": {"exact_script": 30, "user": 20}, "routing": null,
+     "latency_us": {"exact_script": {"n": 10, "p50": 1.5, "p99": 4.0}}},
+    {"method": "cascade", "resource": "mem", "n": 50, "mae": 0.09, "acc10": 0.7,
+     "sd": {"mae": 0.004},
+     "mae_diff_vs_hier_last1": {"point": -0.03, "lo": -0.05, "hi": -0.01},
+     "subgroups": {"exact_script": {"n": 30, "mae": 0.04, "acc10": 0.85}},
+     "routes": {"bypass": 30, "encoder": 20},
+     "routing": {"encoder_share": 0.4, "bypass_share": 0.6, "cache_share": 0.1},
+     "latency_us": {"bypass": {"n": 10, "p50": 3, "p99": 9}, "encoder": {"n": 10, "p50": 300, "p99": 900}}}]})");
+}
+
+std::set<std::string> plot_ids(const ReportInput& in) {
+  std::set<std::string> ids;
+  for (const Plot& p : make_plots(in)) ids.insert(p.id);
+  return ids;
+}
+
+TEST(ReportSim, ParsesTheDocumentedSchema) {
+  auto sim = parse_sim(sample_sim(), "SIM.json");
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  ASSERT_EQ(sim->results.size(), 2u);
+  EXPECT_EQ(sim->results[1].policy, "recommended");
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh, 300.25);
+  EXPECT_EQ(sim->results[1].failures, 3);
+  EXPECT_EQ(sim->results[1].failed_jobs, 2);
+  EXPECT_EQ(sim->notes, std::vector<std::string>{"hand-built for the test"});
+  // The table says what the first policy (the baseline) would have saved against the others.
+  const std::string table = sim_table(*sim);
+  EXPECT_NE(table.find("saved vs requested"), std::string::npos);
+  EXPECT_NE(table.find("<td>600.2</td>"), std::string::npos) << table;  // 900.5 - 300.25
+}
+
+TEST(ReportSim, ErrorsNameTheField) {
+  struct Case {
+    const char* json;
+    const char* why;
+  } cases[] = {
+      {R"([])", "expected a JSON object"},
+      {R"({"results": {}})", "results: missing or not a list"},
+      {R"({"results": []})", "results: empty"},
+      {R"({"results": [{"waste_gbh": 1, "failures": 0, "retries": 0, "jobs": 1, "failed_jobs": 0}]})", "results[0].policy"},
+      {R"({"results": [{"policy": "p", "waste_gbh": -1, "failures": 0, "retries": 0, "jobs": 1, "failed_jobs": 0}]})", "results[0].waste_gbh"},
+      {R"({"results": [{"policy": "p", "waste_gbh": 1, "failures": 1.5, "retries": 0, "jobs": 1, "failed_jobs": 0}]})", "results[0].failures"},
+      {R"({"results": [{"policy": "p", "waste_gbh": 1, "failures": 0, "retries": 0, "jobs": 1}]})", "results[0].failed_jobs: missing"},
+      {R"({"results": [{"policy": "p", "waste_gbh": 1, "failures": 0, "retries": 0, "jobs": 1, "failed_jobs": 2}]})", "more than jobs"},
+  };
+  for (const Case& c : cases) {
+    auto sim = parse_sim(json::parse(c.json), "S.json");
+    ASSERT_FALSE(sim.ok()) << c.json;
+    EXPECT_NE(sim.status().message().find(c.why), std::string::npos) << sim.status().message();
+    EXPECT_EQ(sim.status().message().rfind("S.json", 0), 0u) << sim.status().message();
+  }
+}
+
+TEST(ReportEval, ChecksTheEvaluateJsonShape) {
+  EXPECT_TRUE(check_eval_json(sample_eval(), "E.json").is_ok());
+  auto bad = check_eval_json(json::parse(R"({"results": [{"method": "x", "resource": "mem"}]})"), "E.json");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("E.json: results[0].mae"), std::string::npos) << bad.message();
+  EXPECT_FALSE(check_eval_json(json::parse(R"({"trace": {}})"), "E.json").is_ok());
+}
+
+TEST(ReportPlots, EachSectionOnlyWithItsData) {
+  ReportInput in;
+  EXPECT_TRUE(plot_ids(in).empty());
+  in.eval = sample_eval();
+  EXPECT_EQ(plot_ids(in), (std::set<std::string>{"methods", "subgroups-mem", "routing", "latency"}));
+  in.sim = *parse_sim(sample_sim(), "SIM.json");
+  EXPECT_TRUE(plot_ids(in).count("sizing-waste"));
+  EXPECT_TRUE(plot_ids(in).count("sizing-failures"));
+  in.predictions.push_back({"1", Resource::kVram, 0.5, 0.4, "bypass", "exact_script", 0.7, 0.9, false});
+  in.usage.push_back({"ana", "ml", "gpu", 1'700'000'000, 8.0, 2.0, std::nullopt});
+  const auto ids = plot_ids(in);
+  EXPECT_TRUE(ids.count("accuracy-vram"));
+  EXPECT_FALSE(ids.count("accuracy-mem")) << "no mem predictions";
+  EXPECT_TRUE(ids.count("coverage"));
+  for (const char* u : {"usage-user", "usage-account", "usage-partition"}) EXPECT_TRUE(ids.count(u)) << u;
+}
+
+TEST(ReportPlots, LatencyIsTakenOncePerMethod) {
+  ReportInput in;
+  in.eval = sample_eval();
+  json dup = in.eval->at("results")[1];
+  dup["resource"] = "vram";
+  (*in.eval)["results"].push_back(dup);
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "latency") continue;
+    EXPECT_EQ(p.spec.at("data").at("values").size(), 3u) << "hier_last1: 1 route, cascade: 2";
+  }
+}
+
+TEST(ReportCoverage, ObservedAgainstNominalPerRoute) {
+  std::vector<PredictedJob> preds = {
+      {"1", Resource::kMem, 0.5, 0.4, "bypass", "exact_script", 0.6, 0.9, false},   // covered
+      {"2", Resource::kMem, 0.8, 0.4, "bypass", "exact_script", 0.6, 0.9, false},   // not
+      {"3", Resource::kMem, 0.3, 0.3, "encoder", "user", 0.5, 0.8, false},          // covered
+      {"4", Resource::kMem, 1.0, 0.3, "encoder", "user", 0.5, 0.8, true},           // censored: out
+      {"5", Resource::kMem, 0.3, 0.3, "encoder", "user", std::nullopt, std::nullopt, false},  // no bound
+  };
+  std::map<std::string, CoverageRow> by;
+  for (const CoverageRow& c : coverage_rows(preds)) by[c.route] = c;
+  ASSERT_EQ(by.size(), 3u);
+  EXPECT_EQ(by["all"].n, 3u);
+  EXPECT_DOUBLE_EQ(by["all"].observed, 2.0 / 3.0);
+  EXPECT_NEAR(by["all"].nominal, (0.9 + 0.9 + 0.8) / 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(by["bypass"].observed, 0.5);
+  EXPECT_DOUBLE_EQ(by["encoder"].observed, 1.0);
+}
+
+TEST(ReportUsage, EightLargestGroupsByNameTheRestAsOther) {
+  std::vector<UsagePoint> usage;
+  for (int u = 0; u < 10; ++u) {
+    // user u requests (u + 1) GB once; the two smallest (u0, u1) fall into "other".
+    usage.push_back({"u" + std::to_string(u), "acct", "part", 86400 * 10, u + 1.0, 0.5, std::nullopt});
+  }
+  ReportInput in;
+  in.usage = usage;
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "usage-user") continue;
+    std::set<std::string> groups;
+    for (const json& row : p.spec.at("data").at("values")) groups.insert(row.at("group"));
+    EXPECT_EQ(groups.size(), 9u);
+    EXPECT_TRUE(groups.count("other"));
+    EXPECT_FALSE(groups.count("u0"));
+    EXPECT_TRUE(groups.count("u9"));
+    for (const json& row : p.spec.at("data").at("values")) {
+      if (row.at("group") == "other" && row.at("kind") == "requested") {
+        EXPECT_DOUBLE_EQ(row.at("gb").get<double>(), 3.0);  // 1 + 2 GB
+        EXPECT_DOUBLE_EQ(row.at("t").get<double>(), 86400.0 * 10 * 1000);  // the day, in ms
+      }
+    }
+  }
+}
+
+TEST(ReportHtml, InlineTextCannotCloseItsElement) {
+  EXPECT_EQ(script_safe("a</script>b</SCRIPT x</div>"), "a<\\/script>b<\\/SCRIPT x</div>");
+  EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+TEST(ReportHtml, PageCarriesEveryPlotAndNoFetch) {
+  if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
+  ReportInput in;
+  in.eval = sample_eval();
+  in.sim = *parse_sim(sample_sim(), "SIM.json");
+  in.notes.push_back("user </script><script>alert(1)</script> note");
+  auto page = render_html(in);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  for (const Plot& p : make_plots(in)) {
+    EXPECT_NE(page->find("id=\"plot-" + p.id + "\""), std::string::npos) << p.id;
+  }
+  EXPECT_EQ(page->find("<script>alert(1)"), std::string::npos) << "notes are escaped";
+  EXPECT_EQ(page->find("src=\"http"), std::string::npos) << "nothing is loaded from the network";
+  EXPECT_EQ(page->find("<link"), std::string::npos);
+  EXPECT_NE(page->find("vega-embed"), std::string::npos);
+  EXPECT_GT(page->size(), 500'000u) << "the library is inlined";
+  EXPECT_NE(page->find("class=\"sortable\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace peakcast::report

@@ -1,0 +1,111 @@
+// `peakcast train --db FILE` and `peakcast report --db FILE` on a real daemon database (written
+// through the daemon's own SQLite store), with and without --store-scripts.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/ingest/reader.h"
+#include "peakcast/serve/store.h"
+#include "report_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using report_test::run;
+using report_test::slurp;
+
+const std::string kPeakcast = PEAKCAST_BINARY_DIR "/bin/peakcast";
+const std::string kSmallModel =
+    " --threads 1 --code-option token_dim=8 --code-option hash_buckets=4096 --code-option "
+    "user_dim=8 --code-option fused_dim=32 --code-option max_epochs=2";
+
+class TrainDb : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
+    dir_ = fs::temp_directory_path() / ("peakcast_train_db_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    const std::string trace = (dir_ / "trace.jsonl").string();
+    ASSERT_EQ(run(kPeakcast + " synth --jobs 900 --seed 4 --users 8 --days 15 -o " + trace).exit_code, 0);
+    auto t = peakcast::ingest::read_trace(trace);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    jobs_ = std::move(t->jobs);
+    ASSERT_TRUE(std::any_of(jobs_.begin(), jobs_.end(), [](const peakcast::Job& j) { return j.script.has_value(); }));
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  // A daemon database holding every job of the trace.
+  std::string make_db(bool store_scripts) {
+    const std::string db = (dir_ / (store_scripts ? "with.db" : "without.db")).string();
+    peakcast::serve::SqliteOptions o;
+    o.store_scripts = store_scripts;
+    auto store = peakcast::serve::open_sqlite_store(db, o);
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    if (!store) return db;
+    for (const peakcast::Job& j : jobs_) {
+      auto ins = (*store)->insert(j);
+      EXPECT_TRUE(ins.ok() && *ins) << j.job_id;
+    }
+    return db;
+  }
+  fs::path dir_;
+  std::vector<peakcast::Job> jobs_;
+};
+
+TEST_F(TrainDb, TrainsFromStoredScripts) {
+  const std::string db = make_db(true);
+  const std::string model = (dir_ / "model").string();
+  const auto r = run(kPeakcast + " train --db " + db + " -o " + model + kSmallModel);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string n = std::to_string(jobs_.size());
+  EXPECT_NE(r.out.find(db + ": " + n + " completions, " + n + " with their script"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("identity text"), std::string::npos) << r.out;
+  const auto manifest = nlohmann::json::parse(slurp(fs::path(model) / "manifest.json"), nullptr, false);
+  ASSERT_FALSE(manifest.is_discarded());
+  EXPECT_NE(manifest.dump().find(db), std::string::npos) << "the manifest names what it was trained on";
+  // The model predicts: the daemon's own history as --history.
+  EXPECT_EQ(run(kPeakcast + " predict --model " + model + " " + (dir_ / "trace.jsonl").string() + " --json").exit_code, 0);
+}
+
+TEST_F(TrainDb, WithoutStoredScriptsTheCodeModelReadsIdentityText) {
+  const std::string db = make_db(false);
+  const std::string model = (dir_ / "model").string();
+  const auto r = run(kPeakcast + " train --db " + db + " -o " + model + kSmallModel);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 with their script"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("identity text"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(fs::path(model) / "manifest.json"));
+}
+
+TEST_F(TrainDb, ReportFromTheDatabase) {
+  const std::string db = make_db(false);
+  const std::string page = (dir_ / "db.html").string();
+  const auto r = run(kPeakcast + " report --db " + db + " -o " + page +
+                     " --methods hier_last1,history_policy --bootstrap 20 --latency-jobs 10" + kSmallModel);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string html = slurp(page);
+  for (const char* id : {"plot-accuracy-mem", "plot-methods", "plot-coverage", "plot-usage-user"}) {
+    EXPECT_NE(html.find(id), std::string::npos) << id;
+  }
+  EXPECT_NE(html.find("peakcastd database"), std::string::npos);
+}
+
+TEST(TrainDbCli, InputErrors) {
+  if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
+  const std::string missing = (fs::temp_directory_path() / "peakcast_no_such.db").string();
+  const auto r = run(kPeakcast + " train --db " + missing + " -o /tmp/peakcast_never_model");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("no such database"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(missing)) << "a missing database is not created";
+  EXPECT_EQ(run(kPeakcast + " train some.jsonl --db " + missing + " -o /tmp/x").exit_code, 2);
+  EXPECT_EQ(run(kPeakcast + " train -o /tmp/x").exit_code, 2);
+}
+
+}  // namespace

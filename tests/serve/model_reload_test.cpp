@@ -1,0 +1,247 @@
+// Hot model reload: the swappable slot (versions, refusals that keep the old model, metrics), the
+// admin socket (protocol, SO_PEERCRED check against another user), and the real peakcastd under
+// load through 20 swaps by SIGHUP and by the admin socket with zero non-2xx answers.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/serve/admin_socket.h"
+#include "peakcast/serve/model_slot.h"
+#include "serve/daemon_process.h"
+#include "serve/serve_test_util.h"
+
+namespace peakcast::serve {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::DaemonProcess;
+using testing::TempDir;
+
+// A history-kind model directory; `fallback` makes each one a different model.
+std::string write_model(const std::string& dir, double fallback, double util_cap = 1.0) {
+  fs::create_directories(dir);
+  std::ofstream(dir + "/manifest.json")
+      << nlohmann::json{{"format_version", 1}, {"kind", "history"}, {"util_cap", util_cap},
+                        {"fallback", {{"mem", fallback}, {"vram", fallback}}},
+                        {"trained_on", "model_reload_test"}}.dump();
+  return dir;
+}
+
+// One request line to an admin socket; the reply line (empty when none).
+std::string admin_call(const std::string& path, const std::string& line) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    // The daemon may refuse (and close) before reading: no SIGPIPE, the reply is still there.
+    (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(ModelSlot, ReloadSwapsAndAFailedOneKeepsTheOldModel) {
+  TempDir tmp;
+  const std::string a = write_model(tmp.file("a"), 0.3), b = write_model(tmp.file("b"), 0.6);
+  auto slot = ModelSlot::open(a);
+  ASSERT_TRUE(slot.ok()) << slot.status().message();
+  const ModelInfo first = (*slot)->info();
+  EXPECT_EQ(first.kind, "history");
+  EXPECT_TRUE(first.version.starts_with("history-v1-")) << first.version;
+  EXPECT_GT(first.trained_at_s, 0) << "the manifest's modification time";
+  const auto held = (*slot)->get();  // a request in flight
+
+  auto r = (*slot)->reload(b);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->version, first.version);
+  EXPECT_EQ((*slot)->info().dir, b);
+  EXPECT_NE((*slot)->get().get(), held.get());
+  EXPECT_EQ(held->util_cap(), 1.0) << "the old model stays alive for whoever holds it";
+
+  const auto current = (*slot)->get();
+  for (const std::string& bad : {tmp.file("missing"), write_model(tmp.file("cap2"), 0.5, 2.0)}) {
+    auto f = (*slot)->reload(bad);
+    ASSERT_FALSE(f.ok()) << bad;
+    EXPECT_NE(f.status().message().find("kept " + r->version), std::string::npos) << f.status().message();
+    EXPECT_EQ((*slot)->get().get(), current.get()) << "the old model is still served";
+  }
+  EXPECT_NE((*slot)->reload(tmp.file("cap2")).status().message().find("util_cap"), std::string::npos);
+  std::ofstream(b + "/manifest.json") << "{ not json";
+  EXPECT_FALSE((*slot)->reload().ok()) << "reload() rereads the current directory";
+
+  const std::string metrics = (*slot)->render_metrics();
+  EXPECT_NE(metrics.find("peakcast_model_reloads_total{result=\"ok\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("peakcast_model_reloads_total{result=\"failed\"} 4\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("peakcast_model_info{version=\"" + r->version + "\",kind=\"history\"} 1"), std::string::npos);
+  const nlohmann::json j = (*slot)->to_json();
+  EXPECT_EQ(j["version"], r->version);
+  EXPECT_TRUE(j["last_reload_error"].is_string());
+}
+
+TEST(AdminSocket, PeerCheckAndProtocol) {
+  EXPECT_TRUE(admin_peer_allowed(0, 1000));
+  EXPECT_TRUE(admin_peer_allowed(1000, 1000));
+  EXPECT_FALSE(admin_peer_allowed(1001, 1000));
+
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);
+  // World-writable here only so that another user can reach the credential check.
+  AdminSocket admin(tmp.file("admin.sock"),
+                    [](const std::string& cmd, const std::string& arg) {
+                      return nlohmann::json{{"command", cmd}, {"arg", arg}};
+                    },
+                    0666);
+  ASSERT_TRUE(admin.bind().is_ok());
+  admin.start();
+  const auto r = nlohmann::json::parse(admin_call(admin.path(), "reload /models/new\n"));
+  EXPECT_EQ(r["command"], "reload");
+  EXPECT_EQ(r["arg"], "/models/new");
+
+  if (::geteuid() != 0) GTEST_SKIP() << "the other-user check needs root to become another user";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    const std::string reply = admin_call(admin.path(), "reload\n");
+    ::_exit(reply.find("forbidden: uid 65534") != std::string::npos ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "a user that is neither root nor the daemon's is refused";
+  admin.stop();
+  EXPECT_FALSE(fs::exists(tmp.file("admin.sock")));
+}
+
+std::string healthz_version(const std::string& socket) {
+  httplib::Client c(socket);
+  c.set_address_family(AF_UNIX);
+  auto r = c.Get("/healthz");
+  if (!r || r->status != 200) return {};
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  return j.is_object() ? j.value("model_version", std::string()) : std::string();
+}
+
+// Points `link` at `target` atomically (what an operator's deploy does).
+void repoint(const std::string& link, const std::string& target) {
+  const std::string tmp = link + ".new";
+  fs::remove(tmp);
+  fs::create_directory_symlink(target, tmp);
+  fs::rename(tmp, link);
+}
+
+TEST(HotReload, TwentySwapsUnderLoadWithoutAFailedRequest) {
+  const std::string binary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
+  if (!fs::exists(binary)) GTEST_SKIP() << "peakcastd not built at " << binary;
+  TempDir tmp;
+  const std::string dirs[2] = {write_model(tmp.file("model-a"), 0.25), write_model(tmp.file("model-b"), 0.75)};
+  std::string versions[2];
+  for (int i = 0; i < 2; ++i) versions[i] = read_model_info(dirs[i])->version;
+  ASSERT_NE(versions[0], versions[1]);
+  const std::string link = tmp.file("current"), sock = tmp.file("d.sock"), log = tmp.file("d.log");
+  repoint(link, dirs[0]);
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.start(binary, {"--model", link, "--db", tmp.file("h.db"), "--socket", sock}, sock, log))
+      << "see " << log;
+  ASSERT_EQ(healthz_version(sock), versions[0]);
+
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> ok{0}, not_2xx{0}, transport{0};
+  std::vector<std::thread> clients;
+  struct Join {  // stops and joins the clients however the test ends
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Join() {
+      stop = true;
+      for (auto& t : threads) if (t.joinable()) t.join();
+    }
+  } join{stop, clients};
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      httplib::Client c(sock);
+      c.set_address_family(AF_UNIX);
+      const std::string body = testing::request_json("u" + std::to_string(t), "#!/bin/sh\nrun " + std::to_string(t), 1'700'000'000, 1ull << 30).dump();
+      while (!stop) {
+        auto r = c.Post("/v1/predict", body, "application/json");
+        if (!r) ++transport;
+        else if (r->status / 100 != 2) ++not_2xx;
+        else ++ok;
+      }
+    });
+  }
+  auto wait_for = [&](const std::string& version) {
+    for (int i = 0; i < 1500; ++i) {  // up to 15 s on a loaded machine
+      if (healthz_version(sock) == version) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  while (ok < 200) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  uint64_t during = ok;
+  for (int swap = 1; swap <= 20; ++swap) {
+    const int next = swap % 2;
+    repoint(link, dirs[next]);
+    if (swap % 2 == 1) {
+      ::kill(daemon.pid(), SIGHUP);
+    } else {
+      const auto reply = nlohmann::json::parse(admin_call(sock + ".admin", "reload\n"), nullptr, false);
+      ASSERT_TRUE(reply.is_object() && reply.value("ok", false)) << reply.dump();
+    }
+    ASSERT_TRUE(wait_for(versions[next])) << "swap " << swap << " did not take; see " << log;
+    if (swap == 10) {  // a bad directory in the middle: refused, the model stays
+      const auto bad = nlohmann::json::parse(admin_call(sock + ".admin", "reload " + tmp.file("none") + "\n"), nullptr, false);
+      ASSERT_TRUE(bad.is_object());
+      EXPECT_FALSE(bad.value("ok", true));
+      EXPECT_NE(bad.value("error", std::string()).find("kept " + versions[next]), std::string::npos) << bad.dump();
+      EXPECT_EQ(healthz_version(sock), versions[next]);
+    }
+  }
+  during = ok - during;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  stop = true;
+  for (auto& c : clients) c.join();
+  clients.clear();
+  std::cout << "hot reload: " << ok << " requests answered 2xx, " << during
+            << " of them during the 20 swaps; " << not_2xx << " non-2xx, " << transport
+            << " transport errors\n";
+  EXPECT_EQ(not_2xx.load(), 0u);
+  EXPECT_EQ(transport.load(), 0u);
+  EXPECT_GE(during, 20u) << "requests were answered while the swaps happened (one per swap at least)";
+
+  httplib::Client c(sock);
+  c.set_address_family(AF_UNIX);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m && m->status == 200);
+  EXPECT_NE(m->body.find("peakcast_model_reloads_total{result=\"ok\"} 20\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("peakcast_model_reloads_total{result=\"failed\"} 1\n"), std::string::npos);
+  EXPECT_NE(m->body.find("peakcast_model_info{version=\"" + versions[0] + "\""), std::string::npos);
+  auto h = nlohmann::json::parse(c.Get("/healthz")->body);
+  EXPECT_GT(h["model_trained_at"].get<int64_t>(), 0);
+  // SIGHUP reloaded; SIGTERM, on the same signal pipe, still stops cleanly.
+  const int status = daemon.kill(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(fs::exists(sock)) << "socket file left behind";
+  EXPECT_FALSE(fs::exists(sock + ".admin")) << "admin socket file left behind";
+}
+
+}  // namespace
+}  // namespace peakcast::serve
