@@ -3,6 +3,7 @@
 // spellings and errors. Fixture tests skip when ../shared/data is absent.
 #include <filesystem>
 #include <map>
+#include <thread>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -108,6 +109,21 @@ TEST(BpeTokenizer, TruncationFileHeadAndTail) {
     want.insert(want.end(), tail.begin(), tail.end());
     EXPECT_EQ(head_tail_ids(ids, 4096), want) << name;
   }
+}
+
+TEST(BpeTokenizer, ConcurrentCallsShareTheCacheSafely) {
+  REQUIRE_FIXTURE();
+  const auto records = read_jsonl(kDir + "tokenizer-golden.jsonl.gz");
+  std::vector<size_t> wrong(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < wrong.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < records.size(); i += 2)  // overlapping halves: shared pieces
+        if (tok->encode(records[i]["text"].get<std::string>()) != records[i]["ids"].get<std::vector<int64_t>>())
+          ++wrong[t];
+    });
+  for (auto& th : threads) th.join();
+  for (size_t w : wrong) EXPECT_EQ(w, 0u);
 }
 
 TEST(BpeTokenizer, InvalidUtf8IsReplacedNotFatal) {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -28,14 +30,20 @@ struct BpeTokenizer::Impl {
   std::shared_ptr<bpe::SplitRegex> split;
   int64_t id_limit = 0;
 
+  // Pre-token -> ids, shared by all calls (scripts repeat their pieces: " --", "\n", " python").
+  // Bounded: once full, new pieces are merged without being kept.
+  static constexpr size_t kCacheCap = 1 << 17;
+  mutable std::shared_mutex cache_mu;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+
   const Merge* find_merge(int32_t a, int32_t b) const {
     auto it = merges.find((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b));
     return it == merges.end() ? nullptr : &it->second;
   }
 
   void bpe(std::string_view piece, std::vector<int64_t>& out) const;
-  void encode_plain(std::string_view text, std::vector<int64_t>& out,
-                    std::unordered_map<std::string_view, std::vector<int32_t>>& cache) const;
+  void encode_plain(std::string_view text, std::vector<int64_t>& out) const;
+  void encode_piece(std::string_view piece, std::vector<int64_t>& out) const;
 };
 
 namespace {
@@ -204,18 +212,30 @@ void BpeTokenizer::Impl::bpe(std::string_view piece, std::vector<int64_t>& out) 
   out.insert(out.end(), sym.begin(), sym.end());
 }
 
-void BpeTokenizer::Impl::encode_plain(
-    std::string_view text, std::vector<int64_t>& out,
-    std::unordered_map<std::string_view, std::vector<int32_t>>& cache) const {
+void BpeTokenizer::Impl::encode_piece(std::string_view piece, std::vector<int64_t>& out) const {
+  if (piece.size() == 1 && byte_id[static_cast<unsigned char>(piece[0])] >= 0) {
+    out.push_back(byte_id[static_cast<unsigned char>(piece[0])]);
+    return;
+  }
+  const std::string key(piece);
+  {
+    std::shared_lock<std::shared_mutex> lock(cache_mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t start = out.size();
+  bpe(piece, out);
+  std::unique_lock<std::shared_mutex> lock(cache_mu);
+  if (cache.size() < kCacheCap) cache.emplace(key, std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
+}
+
+void BpeTokenizer::Impl::encode_plain(std::string_view text, std::vector<int64_t>& out) const {
   if (text.empty()) return;
   const std::string normalized = normalize_nfc ? bpe::nfc(text) : std::string(text);
-  std::vector<int64_t> ids;
-  for (std::string_view piece : split->split(normalized)) {
-    ids.clear();
-    bpe(piece, ids);
-    out.insert(out.end(), ids.begin(), ids.end());
-  }
-  (void)cache;
+  for (std::string_view piece : split->split(normalized)) encode_piece(piece, out);
 }
 
 BpeTokenizer::BpeTokenizer() = default;
@@ -259,7 +279,6 @@ std::vector<int64_t> BpeTokenizer::encode(std::string_view raw) const {
   if (!impl_) return out;
   std::string repaired;
   const std::string_view text = bpe::repair_utf8(raw, repaired) ? std::string_view(repaired) : raw;
-  std::unordered_map<std::string_view, std::vector<int32_t>> cache;
   size_t start = 0, i = 0;
   while (i < text.size()) {
     if (!impl_->added_first[static_cast<unsigned char>(text[i])]) {
@@ -276,12 +295,12 @@ std::vector<int64_t> BpeTokenizer::encode(std::string_view raw) const {
       ++i;
       continue;
     }
-    impl_->encode_plain(text.substr(start, i - start), out, cache);
+    impl_->encode_plain(text.substr(start, i - start), out);
     out.push_back(hit->second);
     i += hit->first.size();
     start = i;
   }
-  impl_->encode_plain(text.substr(start), out, cache);
+  impl_->encode_plain(text.substr(start), out);
   return out;
 }
 
