@@ -157,7 +157,7 @@ void latency(const Args& a, const torch::Device& d, torch::ScalarType dt) {
   auto m = Qwen2Model::random(cfg, dt, d, 1);
   std::printf("  built in %.1f s\n", std::chrono::duration<double>(Clock::now() - t0).count());
   const double rate = matmul_tflops(d, dt);
-  std::printf("  measured %s matmul rate: %.1f TFLOP/s\n", c10::toString(dt), rate);
+  std::printf("  measured %s matmul rate: %.3f TFLOP/s\n", c10::toString(dt), rate);
   std::printf("  %7s %12s %12s %14s %10s\n", "tokens", "median ms", "floor ms", "study ms", "bag ms");
   const int runs = a.runs > 0 ? a.runs : (d.is_cuda() ? 10 : 1);
   torch::NoGradGuard ng;
@@ -226,6 +226,7 @@ std::vector<int64_t> parse_list(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines as they come (long CPU runs)
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];

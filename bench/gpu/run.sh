@@ -48,7 +48,7 @@ t0=$(date +%s)
 PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)"
 CUDA="$(python3 -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
-echo "== build: LibTorch from ${PREFIX:-CMake's default search} (cuda available: $CUDA)"
+echo "== build: LibTorch from ${PREFIX:-the default CMake search} (cuda available: $CUDA)"
 cmake -S bench/gpu -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${PREFIX:+-DCMAKE_PREFIX_PATH="$PREFIX"} \
       -DVENDOR_DIR="$VENDOR" >"$BUILD.cmake.log" 2>&1 || { cat "$BUILD.cmake.log"; exit 1; }
 cmake --build "$BUILD" -j "$(nproc)" 2>&1 | tail -3

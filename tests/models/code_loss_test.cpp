@@ -37,9 +37,9 @@ TEST(MaskedSmoothL1, VramWeightAndNormalisation) {
 
 TEST(EncoderRegistry, BuiltinsAndUnknownNames) {
   auto names = EncoderRegistry::builtin().names();
-  EXPECT_EQ(names, (std::vector<std::string>{"bag", "bilstm", "textcnn"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"bag", "bilstm", "qwen2", "textcnn"}));
   CodeModelConfig cfg;
-  cfg.encoder = "qwen2";
+  cfg.encoder = "qwen3";
   auto r = EncoderRegistry::builtin().create(cfg);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("textcnn"), std::string::npos);

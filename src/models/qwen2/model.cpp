@@ -129,7 +129,10 @@ Qwen2Model Qwen2Model::random(const Qwen2Config& c, torch::ScalarType dtype, tor
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(seed);
   auto opts = torch::TensorOptions().dtype(torch::kFloat32);
+  if (device.is_cuda()) torch::manual_seed(seed);
   auto normal = [&](std::vector<int64_t> shape) {
+    if (device.is_cuda())  // drawn on the GPU: the CPU generator takes minutes for 1.5 B values
+      return torch::randn(shape, opts.device(device)).mul_(0.02).to(dtype);
     return at::normal(0.0, 0.02, shape, gen, opts).to(device, dtype);
   };
   auto ones = [&](int64_t n) { return torch::ones({n}, opts).to(device, dtype); };
