@@ -49,8 +49,9 @@ PREFIX="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev
 CUDA="$(python3 -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo 0)"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 echo "== build: LibTorch from ${PREFIX:-the default CMake search} (cuda available: $CUDA)"
+mkdir -p "$BUILD"
 cmake -S bench/gpu -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${PREFIX:+-DCMAKE_PREFIX_PATH="$PREFIX"} \
-      -DVENDOR_DIR="$VENDOR" >"$BUILD.cmake.log" 2>&1 || { cat "$BUILD.cmake.log"; exit 1; }
+      -DVENDOR_DIR="$VENDOR" >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$(nproc)" 2>&1 | tail -3
 echo "   built in $(( $(date +%s) - t0 )) s"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
