@@ -15,6 +15,14 @@
 
 namespace peakcast::features {
 
+namespace {
+// Hash for heterogeneous lookup: the cache is probed with string_views (no allocation per piece).
+struct PieceHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+}  // namespace
+
 struct BpeTokenizer::Impl {
   struct Merge {
     int32_t rank;
@@ -34,7 +42,7 @@ struct BpeTokenizer::Impl {
   // Bounded: once full, new pieces are merged without being kept.
   static constexpr size_t kCacheCap = 1 << 17;
   mutable std::shared_mutex cache_mu;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, PieceHash, std::equal_to<>> cache;
 
   const Merge* find_merge(int32_t a, int32_t b) const {
     auto it = merges.find((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b));
@@ -217,10 +225,9 @@ void BpeTokenizer::Impl::encode_piece(std::string_view piece, std::vector<int64_
     out.push_back(byte_id[static_cast<unsigned char>(piece[0])]);
     return;
   }
-  const std::string key(piece);
   {
     std::shared_lock<std::shared_mutex> lock(cache_mu);
-    auto it = cache.find(key);
+    auto it = cache.find(piece);
     if (it != cache.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -229,7 +236,7 @@ void BpeTokenizer::Impl::encode_piece(std::string_view piece, std::vector<int64_
   const size_t start = out.size();
   bpe(piece, out);
   std::unique_lock<std::shared_mutex> lock(cache_mu);
-  if (cache.size() < kCacheCap) cache.emplace(key, std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
+  if (cache.size() < kCacheCap) cache.emplace(std::string(piece), std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
 }
 
 void BpeTokenizer::Impl::encode_plain(std::string_view text, std::vector<int64_t>& out) const {
