@@ -11,7 +11,7 @@ build_pkgs=(
   libxgboost-dev xgboost
   libtorch-dev libopenblas0-pthread
   nlohmann-json3-dev libcpp-httplib-dev libcli11-dev libspdlog-dev libfmt-dev
-  libssl-dev libpcre2-dev libsqlite3-dev zlib1g-dev
+  libssl-dev libpcre2-dev libsqlite3-dev zlib1g-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   chromium
 )

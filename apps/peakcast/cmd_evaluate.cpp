@@ -26,6 +26,7 @@ struct EvaluateArgs {
   size_t seeds = 1;
   int threads = 0;
   std::vector<std::string> code_options;
+  std::string encoder;
   size_t latency_jobs = 2000;
   size_t folds = 0;
   double folds_share = 0.5;
@@ -49,6 +50,7 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return fail(code.status());
   cfg.code_options = *code;
+  cfg.encoder = a.encoder;
 
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
@@ -148,6 +150,10 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
                   "Share of the jobs (the most recent) the rolling-origin folds cover")
       ->check(CLI::Range(0.05, 0.95))
       ->default_str("0.5");
+  cmd->add_option("--encoder", a->encoder,
+                  "Script encoder of code_only and cascade (default bag; qwen2 needs "
+                  "--code-option base=DIR, docs/qwen2.md)")
+      ->check(CLI::IsMember({"bag", "textcnn", "bilstm", "qwen2"}));
   cmd->add_option("--latency-jobs", a->latency_jobs,
                   "Batch-1 timing pass over the first N test jobs per method (0 = off)")
       ->default_str("2000");

@@ -89,7 +89,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", a->out, "Model directory to write")->required();
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--encoder", a->options.encoder, "Script encoder of the code model")
-      ->check(CLI::IsMember({"bag", "textcnn", "bilstm"}))
+      ->check(CLI::IsMember({"bag", "textcnn", "bilstm", "qwen2"}))
       ->default_str("bag");
   cmd->add_option("--seed", a->options.seed, "Seed for the code model and the boosters")
       ->default_str("42");

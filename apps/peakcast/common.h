@@ -62,5 +62,7 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code);
 void add_train_command(CLI::App& app, int& exit_code);
 void add_predict_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
+void add_tokenize_command(CLI::App& app, int& exit_code);  // BPE ids (qwen2 encoder)
+void add_embed_command(CLI::App& app, int& exit_code);     // Qwen2 hidden states
 
 }  // namespace peakcast::app

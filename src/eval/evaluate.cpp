@@ -143,6 +143,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
       mopts.model_dir = config.model_dir;
       mopts.threads = config.threads;
       mopts.code_options = config.code_options;
+      mopts.encoder = config.encoder;
       Result<std::unique_ptr<Method>> method = registry.create(run[m], mopts);
       if (!method) return method.status();
       if (k == 0 && (*method)->seeded()) seeds = config.seeds;

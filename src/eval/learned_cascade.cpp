@@ -48,7 +48,8 @@ class CascadeMethod final : public Method {
 
   Status fit(const EvalData& data, const ProgressFn& progress) override {
     cascade::CascadeConfig cfg;
-    Result<models::code::CodeModelConfig> code = code_config_for(cfg.code.encoder, options_,
+    Result<models::code::CodeModelConfig> code = code_config_for(
+        options_.encoder.empty() ? cfg.code.encoder : options_.encoder, options_,
                                                                  data.util_cap);
     if (!code) return code.status();
     cfg.code = *code;

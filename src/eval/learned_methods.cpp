@@ -55,7 +55,9 @@ void register_learned(MethodRegistry& registry) {
                "tokens, early stopping on validation",
                [](const MethodOptions& o) { return learned::make_xgboost(o); });
   registry.add("code_only", "the code model Q with the bag encoder alone (no history)",
-               [](const MethodOptions& o) { return learned::make_code_only("code_only", "bag", o); });
+               [](const MethodOptions& o) {
+                 return learned::make_code_only("code_only", o.encoder.empty() ? "bag" : o.encoder, o);
+               });
   registry.add("textcnn", "the code model with a TextCNN script encoder alone",
                [](const MethodOptions& o) { return learned::make_code_only("textcnn", "textcnn", o); });
   registry.add("bilstm", "the code model with a BiLSTM script encoder alone",

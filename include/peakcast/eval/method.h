@@ -82,6 +82,8 @@ struct MethodOptions {
   // Code-model options as "name", "value" (models::code::set_code_option), applied over the
   // defaults of the code_only / textcnn / bilstm / cascade methods, e.g. {"max_epochs", "3"}.
   std::vector<std::pair<std::string, std::string>> code_options;
+  // Script encoder of code_only and cascade (`--encoder`); empty: their default, bag.
+  std::string encoder;
 };
 
 using MethodFactory = std::function<std::unique_ptr<Method>(const MethodOptions&)>;

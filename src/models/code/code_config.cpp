@@ -24,6 +24,7 @@ struct Spec {
   double lo;
   double hi;
   const char* description;
+  const char* choices = nullptr;  // text options: allowed values, "a|b|c" (nullptr: any text)
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -62,6 +63,23 @@ const std::vector<Spec>& specs() {
       {"seed", &CodeModelConfig::seed, 0, 1.8e19, "random seed (weights, dropout, data order)"},
       {"seeds", &CodeModelConfig::seeds, 1, 1000, "models trained by train_code_models"},
       {"threads", &CodeModelConfig::threads, 0, 1024, "Torch intra-op threads (0 = leave as is)"},
+      {"base", &CodeModelConfig::base, 0, 0, "qwen2: Hugging Face model folder (config.json, safetensors)"},
+      {"tokenizer", &CodeModelConfig::tokenizer, 0, 0, "qwen2: tokenizer.json (empty: BASE/tokenizer.json)"},
+      {"base_sha256", &CodeModelConfig::base_sha256, 0, 0,
+       "qwen2: SHA-256 of the base weight files (set by training, checked at load)"},
+      {"dtype", &CodeModelConfig::dtype, 0, 0, "qwen2: compute dtype (auto: float32 on cpu, bfloat16 on cuda)",
+       "auto|float32|bfloat16|float16"},
+      {"device", &CodeModelConfig::device, 0, 0, "qwen2: cpu, cuda or cuda:N"},
+      {"pooling", &CodeModelConfig::pooling, 0, 0, "qwen2: script vector from the final hidden states",
+       "mean|last|mean_last"},
+      {"proj_dim", &CodeModelConfig::proj_dim, 1, 65536, "qwen2: projection width into the fusion"},
+      {"lora_rank", &CodeModelConfig::lora_rank, 0, 4096, "qwen2: LoRA rank (0 = no adapters)"},
+      {"lora_alpha", &CodeModelConfig::lora_alpha, 1e-6, 1e6, "qwen2: LoRA alpha (scale alpha/rank)"},
+      {"lora_dropout", &CodeModelConfig::lora_dropout, 0, 0.9, "qwen2: dropout on the adapters' input"},
+      {"lora_targets", &CodeModelConfig::lora_targets, 0, 0, "qwen2: adapted layers, of q,k,v,o,gate,up,down"},
+      {"max_added_token_id", &CodeModelConfig::max_added_token_id, -1, 1e9,
+       "qwen2: ignore tokenizer added tokens above this id (-1 = keep all)"},
+      {"fold_ids", &CodeModelConfig::fold_ids, 0, 1, "qwen2: 1 = ids modulo vocab_size (small test models)"},
   };
   return kSpecs;
 }
@@ -95,6 +113,9 @@ Status apply(CodeModelConfig& cfg, const Spec& s, const nlohmann::json& v) {
         using F = decltype(field);
         if constexpr (std::is_same_v<F, TextField>) {
           if (!v.is_string()) return Status::invalid(fmt::format("{}: expected a string", s.name));
+          if (s.choices && ("|" + std::string(s.choices) + "|").find("|" + v.get<std::string>() + "|") ==
+                               std::string::npos)
+            return Status::invalid(fmt::format("{}: '{}' is not one of {}", s.name, v.get<std::string>(), s.choices));
           cfg.*field = v.get<std::string>();
           return Status::ok();
         } else {
@@ -137,7 +158,10 @@ const std::vector<CodeOptionInfo>& code_config_options() {
     for (const auto& s : specs()) {
       auto dj = field_json(defaults, s);
       std::string bounds = std::holds_alternative<TextField>(s.field)
-                               ? std::string("bag|textcnn|bilstm")
+                               ? std::string(s.choices ? s.choices
+                                                       : s.name == std::string_view("encoder")
+                                                           ? "bag|textcnn|bilstm|qwen2"
+                                                           : "text")
                                : fmt::format("[{}, {}]", s.lo, s.hi);
       out.push_back({s.name, dj.is_string() ? dj.get<std::string>() : dj.dump(), bounds,
                      s.description});

@@ -278,6 +278,7 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
   auto net = build_net(cfg, impl->users.rows(), registry);
   if (!net) return net.status();
   impl->net = std::move(net).value();
+  impl->net->encoder().record_in_config(impl->cfg);
 
   try {
     std::vector<Example> train_ex, val_ex;

@@ -10,6 +10,9 @@
 #include "peakcast/models/code/encoder.h"
 
 namespace peakcast::models::code {
+
+EncoderFactory qwen2_encoder_factory();  // qwen2_encoder.cpp
+
 namespace {
 
 // `bag`: hashed uni+bi-grams of the shell-aware tokens -> mean of their embeddings.
@@ -204,6 +207,7 @@ void register_builtins(EncoderRegistry& registry) {
   registry.add("bag", factory_of<BagEncoder>());
   registry.add("textcnn", factory_of<TextCnnEncoder>());
   registry.add("bilstm", factory_of<BiLstmEncoder>());
+  registry.add("qwen2", qwen2_encoder_factory());
 }
 
 torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,

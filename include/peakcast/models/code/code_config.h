@@ -16,7 +16,7 @@ namespace peakcast::models::code {
 
 struct CodeModelConfig {
   // ---- architecture ----
-  std::string encoder = "bag";       // registry name: bag | textcnn | bilstm (| later: qwen2)
+  std::string encoder = "bag";       // registry name: bag | textcnn | bilstm | qwen2
   int64_t token_dim = 64;            // token / n-gram embedding width inside the encoders
   int64_t hash_buckets = 1 << 18;    // bag: hashed uni+bi-gram buckets
   int64_t seq_buckets = 1 << 16;     // textcnn / bilstm: hashed token-id vocabulary (0 = padding)
@@ -28,6 +28,21 @@ struct CodeModelConfig {
   int64_t fused_dim = 256;           // fused representation width
   double dropout = 0.1;
   double util_cap = 1.0;             // heads output sigmoid(x) * util_cap
+
+  // ---- qwen2 encoder (docs/qwen2.md): a Hugging Face Qwen2 folder with LoRA ----
+  std::string base;                  // folder: config.json, model.safetensors[.index.json], tokenizer.json
+  std::string tokenizer;             // tokenizer.json; empty: BASE/tokenizer.json
+  std::string base_sha256;           // set by training ("file=sha256;..."); checked when loading
+  std::string dtype = "auto";        // float32 | bfloat16 | float16 | auto (cpu f32, cuda bf16)
+  std::string device = "cpu";        // cpu | cuda | cuda:N
+  std::string pooling = "mean";      // mean | last | mean_last (both, concatenated)
+  int64_t proj_dim = 256;            // projection of the pooled vector into the fusion
+  int64_t lora_rank = 8;             // 0: no adapters (frozen base, only the projection trains)
+  double lora_alpha = 16.0;
+  double lora_dropout = 0.05;
+  std::string lora_targets = "q,k,v,o,gate,up,down";
+  int64_t max_added_token_id = -1;   // tokenizer: ignore added tokens above this id (-1: none)
+  int64_t fold_ids = 0;              // 1: ids >= vocab_size taken modulo it (small test models)
 
   // ---- users ----
   int64_t min_user_jobs = 2;         // training users with fewer jobs share the unknown row 0

@@ -46,12 +46,17 @@ class ScriptEncoder : public torch::nn::Module {
   // sparse=true). The trainer updates them with a lazy row-wise Adam: a batch touches a few
   // hundred of 2^18 rows, and a dense optimiser step over the whole table would dominate training.
   virtual std::vector<torch::Tensor> sparse_parameters() { return {}; }
+  // Called once when training builds the encoder, before the config is saved: an encoder may pin
+  // what it was built from (qwen2 records the SHA-256 of its base weights, and refuses to load
+  // onto a different base).
+  virtual void record_in_config(CodeModelConfig& cfg) const {}
 };
 
 using EncoderFactory =
     std::function<Result<std::shared_ptr<ScriptEncoder>>(const CodeModelConfig& cfg)>;
 
-// Name -> factory. No self-registering statics: register_builtins() adds bag, textcnn, bilstm.
+// Name -> factory. No self-registering statics: register_builtins() adds bag, textcnn, bilstm,
+// qwen2.
 class EncoderRegistry {
  public:
   // Throws std::logic_error on a duplicate name (a programming error, not input).

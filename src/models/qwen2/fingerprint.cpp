@@ -1,0 +1,20 @@
+// SHA-256 of a checkpoint's weight files (what a LoRA manifest pins). Apart from checkpoint.cpp
+// and model.cpp because it needs core (OpenSSL), which the GPU bench build leaves out.
+#include <filesystem>
+
+#include "peakcast/core/hash.h"
+#include "peakcast/models/qwen2/checkpoint.h"
+
+namespace peakcast::models::qwen2 {
+
+Result<std::map<std::string, std::string>> weight_file_sha256(const std::string& dir) {
+  auto c = Checkpoint::open(dir);
+  if (!c) return c.status();
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < c->files().size(); ++i) {
+    out[std::filesystem::path(c->files()[i]).filename().string()] = sha256_hex(c->file_bytes(i));
+  }
+  return out;
+}
+
+}  // namespace peakcast::models::qwen2

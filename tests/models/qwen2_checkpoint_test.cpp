@@ -1,0 +1,168 @@
+// The safetensors loader: the fixtures' files, shards, untied heads, and every error naming the
+// tensor and the file (unknown dtype, missing tensor, wrong shape, truncated file).
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "models/qwen2_test_util.h"
+#include "peakcast/core/io.h"
+#include "peakcast/models/qwen2/model.h"
+
+namespace peakcast::models::qwen2 {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::kQwen2Dir;
+using testing::RawTensor;
+
+// All tensors of the tiny F32 checkpoint as raw entries.
+std::map<std::string, RawTensor> tiny_tensors() {
+  auto c = Checkpoint::open(kQwen2Dir + "tiny-f32");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  std::map<std::string, RawTensor> out;
+  const std::string_view bytes = c->file_bytes(0);
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  for (const auto& [name, e] : c->tensors())
+    out[name] = {e.dtype, e.shape, std::string(bytes.substr(8 + n + e.begin, e.end - e.begin))};
+  return out;
+}
+
+// A folder with the tiny config and the given tensors in one file.
+std::string folder_with(const std::string& name, const std::map<std::string, RawTensor>& t,
+                        const std::string& config_edit_key = "", const nlohmann::json& value = {}) {
+  const std::string dir = testing::fresh_dir(name);
+  auto cfg = nlohmann::json::parse(*read_file(kQwen2Dir + "tiny-f32/config.json"));
+  if (!config_edit_key.empty()) cfg[config_edit_key] = value;
+  std::ofstream(dir + "/config.json") << cfg.dump();
+  testing::write_safetensors(dir + "/model.safetensors", t);
+  return dir;
+}
+
+std::string load_error(const std::string& dir) {
+  auto m = Qwen2Model::load(dir, torch::kFloat32);
+  return m.ok() ? std::string("(loaded)") : m.status().message();
+}
+
+TEST(Qwen2Checkpoint, ReadsFixtureHeaders) {
+  REQUIRE_QWEN2_FIXTURES();
+  for (const char* d : {"tiny-f32", "tiny-bf16"}) {
+    auto c = Checkpoint::open(kQwen2Dir + d);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->tensors().size(), 26u);
+    EXPECT_EQ(c->tensors().at("model.embed_tokens.weight").shape, (std::vector<int64_t>{2048, 64}));
+  }
+  // BF16 read as float32 equals the F32 file's values rounded to bfloat16.
+  auto f = Checkpoint::open(kQwen2Dir + "tiny-f32");
+  auto b = Checkpoint::open(kQwen2Dir + "tiny-bf16");
+  auto wf = f->read("model.norm.weight", {64}, torch::kFloat32);
+  auto wb = b->read("model.norm.weight", {64}, torch::kFloat32);
+  ASSERT_TRUE(wf.ok() && wb.ok());
+  EXPECT_TRUE(torch::equal(wf->to(torch::kBFloat16).to(torch::kFloat32), *wb));
+}
+
+TEST(Qwen2Checkpoint, ShardedEqualsSingleFile) {
+  REQUIRE_QWEN2_FIXTURES();
+  const auto all = tiny_tensors();
+  const std::string dir = testing::fresh_dir("sharded");
+  fs::copy_file(kQwen2Dir + "tiny-f32/config.json", dir + "/config.json");
+  std::map<std::string, RawTensor> s1, s2;
+  nlohmann::json map;
+  for (const auto& [name, t] : all) {
+    const bool first = name.find("layers.1.") == std::string::npos;
+    (first ? s1 : s2)[name] = t;
+    map[name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  }
+  testing::write_safetensors(dir + "/model-00001-of-00002.safetensors", s1);
+  testing::write_safetensors(dir + "/model-00002-of-00002.safetensors", s2);
+  std::ofstream(dir + "/model.safetensors.index.json") << nlohmann::json{{"weight_map", map}}.dump();
+  auto sharded = Qwen2Model::load(dir, torch::kFloat32);
+  auto single = Qwen2Model::load(kQwen2Dir + "tiny-f32", torch::kFloat32);
+  ASSERT_TRUE(sharded.ok()) << sharded.status().message();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(sharded->forward({1, 2, 3}), single->forward({1, 2, 3})));
+  auto sums = weight_file_sha256(dir);
+  ASSERT_TRUE(sums.ok());
+  EXPECT_EQ(sums->size(), 2u);
+}
+
+TEST(Qwen2Checkpoint, UntiedHeadIsRead) {
+  REQUIRE_QWEN2_FIXTURES();
+  auto t = tiny_tensors();
+  auto missing = folder_with("untied_missing", t, "tie_word_embeddings", false);
+  EXPECT_NE(load_error(missing).find("lm_head.weight: missing"), std::string::npos) << load_error(missing);
+  RawTensor head = t.at("model.embed_tokens.weight");
+  for (size_t i = 0; i < head.bytes.size(); i += 4) head.bytes[i + 3] ^= 0x01;  // perturb
+  t["lm_head.weight"] = head;
+  auto dir = folder_with("untied", t, "tie_word_embeddings", false);
+  auto m = Qwen2Model::load(dir, torch::kFloat32);
+  auto tied = Qwen2Model::load(kQwen2Dir + "tiny-f32", torch::kFloat32);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  torch::NoGradGuard no_grad;
+  auto h = m->forward({4, 5});
+  EXPECT_TRUE(torch::equal(h, tied->forward({4, 5})));           // the body is the same
+  EXPECT_FALSE(torch::equal(m->logits(h), tied->logits(h)));     // the head is not
+}
+
+TEST(Qwen2Checkpoint, ErrorsNameTensorAndFile) {
+  REQUIRE_QWEN2_FIXTURES();
+  const auto all = tiny_tensors();
+  {
+    auto t = all;
+    t.erase("model.layers.1.mlp.up_proj.weight");
+    const auto msg = load_error(folder_with("missing", t));
+    EXPECT_NE(msg.find("model.layers.1.mlp.up_proj.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+  }
+  {
+    auto t = all;
+    t["model.norm.weight"].dtype = "I32";
+    const auto msg = load_error(folder_with("dtype", t));
+    EXPECT_NE(msg.find("model.norm.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("I32"), std::string::npos) << msg;
+  }
+  {
+    const auto msg = load_error(folder_with("shape", all, "intermediate_size", 170));
+    EXPECT_NE(msg.find("model.layers.0.mlp.gate_proj.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[176, 64]"), std::string::npos) << msg;
+  }
+  {
+    const std::string dir = folder_with("truncated", all);
+    const auto size = fs::file_size(dir + "/model.safetensors");
+    fs::resize_file(dir + "/model.safetensors", size - 100);
+    const auto msg = load_error(dir);
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+    fs::resize_file(dir + "/model.safetensors", 5);
+    EXPECT_NE(load_error(dir).find("truncated"), std::string::npos) << load_error(dir);
+  }
+  {
+    const std::string dir = testing::fresh_dir("empty");
+    fs::copy_file(kQwen2Dir + "tiny-f32/config.json", dir + "/config.json");
+    EXPECT_NE(load_error(dir).find("no weights"), std::string::npos) << load_error(dir);
+  }
+  {
+    const auto msg = load_error(folder_with("scaling", all, "rope_scaling", {{"type", "yarn"}}));
+    EXPECT_NE(msg.find("rope_scaling"), std::string::npos) << msg;
+  }
+}
+
+TEST(Qwen2Checkpoint, F16IsRead) {
+  REQUIRE_QWEN2_FIXTURES();
+  auto t = tiny_tensors();
+  auto& n = t.at("model.norm.weight");
+  auto f = torch::from_blob(n.bytes.data(), {64}, torch::kFloat32).to(torch::kFloat16).contiguous();
+  n.dtype = "F16";
+  n.bytes.assign(static_cast<const char*>(f.data_ptr()), 128);
+  auto dir = folder_with("f16", t);
+  auto c = Checkpoint::open(dir);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto w = c->read("model.norm.weight", {64}, torch::kFloat32);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_TRUE(torch::equal(*w, f.to(torch::kFloat32)));
+}
+
+}  // namespace
+}  // namespace peakcast::models::qwen2
