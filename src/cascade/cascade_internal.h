@@ -72,6 +72,7 @@ struct CascadeModel::Impl {
   double util_cap = 1.0;
   std::array<double, kNumResources> fallback{0.5, 0.5};
   std::string trained_on;
+  int64_t trained_at_s = 0;  // epoch seconds at the end of training (manifest "trained_at")
   models::code::CodeModel code;
   // Where Q comes from per resource (chosen on the gate/fusion set): the code model or the tree
   // route. The tree route exists when some resource uses it.

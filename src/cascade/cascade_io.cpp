@@ -221,6 +221,7 @@ Status CascadeModel::save(const std::string& dir) const {
       {"util_cap", m.util_cap},
       {"fallback", fallback},
       {"trained_on", m.trained_on},
+      {"trained_at", m.trained_at_s},
       {"config", to_json(m.cfg)},
       {"policy", policy},
       {"q_source", q_source},
@@ -260,7 +261,7 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir) {
 }
 
 Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
-  static const char* kKeys[] = {"format_version", "kind", "util_cap", "fallback", "trained_on",
+  static const char* kKeys[] = {"format_version", "kind", "util_cap", "fallback", "trained_on", "trained_at",
                                 "config", "policy", "q_source", "priors", "tree_route",
                                 "components", "upper_bound", "features", "code_model", "training"};
   for (auto it = m.begin(); it != m.end(); ++it) {
@@ -286,6 +287,7 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
     return Status::invalid("util_cap: required positive number");
   impl->util_cap = m["util_cap"].get<double>();
   impl->trained_on = m.value("trained_on", std::string());
+  if (const auto t = m.find("trained_at"); t != m.end() && t->is_number_integer()) impl->trained_at_s = t->get<int64_t>();
   auto cfg = cascade_config_from_json(m.value("config", json::object()));
   if (!cfg) return cfg.status().with_context("config");
   impl->cfg = *cfg;

@@ -322,6 +322,8 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   impl->util_cap = in.util_cap;
   impl->fallback = in.fallback;
   impl->trained_on = in.trained_on;
+  impl->trained_at_s = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
   CascadeTrainReport& rep = impl->report;
   rep.sets.code_fit = ids_of(in, b.code_fit);
   rep.sets.code_early_stopping = ids_of(in, b.code_es);

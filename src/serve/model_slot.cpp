@@ -53,7 +53,7 @@ Result<ModelInfo> read_model_info(const std::string& dir) {
   info.version = info.kind + "-v" + format + "-" + sha256_hex(*text).substr(0, 12);
   if (auto t = m.find("trained_at"); t != m.end()) {
     if (t->is_number()) info.trained_at_s = static_cast<int64_t>(std::llround(t->get<double>()));
-    if (t->is_string()) info.trained_at_s = parse_timestamp(t->get<std::string>()).value_or(0);
+    if (t->is_string()) info.trained_at_s = parse_timestamp_ms(t->get<std::string>()).value_or(0) / kMsPerSecond;
   }
   struct stat st{};
   if (info.trained_at_s == 0 && ::stat(path.c_str(), &st) == 0) info.trained_at_s = st.st_mtime;
