@@ -65,11 +65,6 @@ const std::array<std::string_view, kFusionFeatures>& fusion_feature_names() {
   return names;
 }
 
-double history_estimate(const history::HistoryView& view, history::Expert e, double fallback,
-                        const history::ExpertPriors& priors) {
-  return view.estimate(e, fallback, priors);
-}
-
 GateFeatures gate_features(const Job& job, const history::HistoryView& view, history::Expert e,
                            double fallback, const history::ExpertPriors& priors) {
   static_assert(3 + 2 * kLevelFeatures + 1 + features::kNumRequestFeatures + 1 == kGateFeatures);

@@ -77,22 +77,15 @@ Score score(const std::vector<Row>& rows, const ResourcePolicy& p, double cap) {
   return s;
 }
 
-// Mean and standard error of the paired per-job difference |a - y| - |b - y|.
-std::pair<double, double> paired_difference(const std::vector<Row>& rows_a, const ResourcePolicy& a,
-                                            const std::vector<Row>& rows_b, const ResourcePolicy& b,
-                                            double cap) {
-  const size_t n = std::min(rows_a.size(), rows_b.size());
-  if (n < 2) return {0.0, 0.0};
-  double sum = 0.0, sq = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = std::abs(served(rows_a[i], a, cap) - rows_a[i].y) -
-                     std::abs(served(rows_b[i], b, cap) - rows_b[i].y);
-    sum += d;
-    sq += d * d;
+// The paired per-job difference |a - y| - |b - y|, summarized by history::mean_and_se.
+history::MeanSe paired_difference(const std::vector<Row>& rows_a, const ResourcePolicy& a,
+                                  const std::vector<Row>& rows_b, const ResourcePolicy& b, double cap) {
+  std::vector<double> d(std::min(rows_a.size(), rows_b.size()));
+  for (size_t i = 0; i < d.size(); ++i) {
+    d[i] = std::abs(served(rows_a[i], a, cap) - rows_a[i].y) -
+           std::abs(served(rows_b[i], b, cap) - rows_b[i].y);
   }
-  const double mean = sum / static_cast<double>(n);
-  const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(n - 1));
-  return {mean, std::sqrt(var / static_cast<double>(n))};
+  return history::mean_and_se(d);
 }
 
 }  // namespace
@@ -159,8 +152,8 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
     }
     // A small policy set must show a clear gain before the fused cascade replaces history.
     const double fused_mae = best_score.mae;
-    const auto [diff, se] = paired_difference(best_rows, best, hist_rows, hist, in.util_cap);
-    if (cfg.allow_history_only && !(diff + cfg.history_margin_se * se < 0.0)) {
+    const history::MeanSe gain = paired_difference(best_rows, best, hist_rows, hist, in.util_cap);
+    if (cfg.allow_history_only && !(gain.mean + cfg.history_margin_se * gain.se < 0.0)) {
       best = hist;
       best_score = score(hist_rows, hist, in.util_cap);
       best_rows = hist_rows;

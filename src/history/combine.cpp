@@ -1,4 +1,5 @@
 // The combined estimate, its priors, and the sample-size-aware choice among the estimates.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -36,27 +37,33 @@ ExpertPriors ExpertPriorAccumulator::priors() const {
   return p;
 }
 
+MeanSe mean_and_se(std::span<const double> d) {
+  const size_t n = d.size();
+  if (n < 2) return {};
+  double sum = 0.0, sq = 0.0;
+  for (double x : d) {
+    sum += x;
+    sq += x * x;
+  }
+  const double mean = sum / static_cast<double>(n);
+  const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(n - 1));
+  return {mean, std::sqrt(var / static_cast<double>(n))};
+}
+
 Expert choose_estimate(const std::vector<std::array<double, kNumEstimates>>& abs_err, double z) {
-  const size_t n = abs_err.size();
   const auto def = static_cast<size_t>(Expert::kCombined);
-  if (n < 2) return Expert::kCombined;
+  if (abs_err.size() < 2) return Expert::kCombined;
   Expert best = Expert::kCombined;
   double best_mean = 0.0;  // mean paired difference to the default: < 0 is better
+  std::vector<double> d(abs_err.size());
   for (Expert e : kEstimates) {
     const auto k = static_cast<size_t>(e);
     if (k == def) continue;
-    double sum = 0.0, sq = 0.0;
-    for (const auto& row : abs_err) {
-      const double d = row[k] - row[def];
-      sum += d;
-      sq += d * d;
-    }
-    const double mean = sum / static_cast<double>(n);
-    const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(n - 1));
-    const double se = std::sqrt(var / static_cast<double>(n));
-    if (mean + z * se < 0.0 && mean < best_mean) {
+    for (size_t i = 0; i < abs_err.size(); ++i) d[i] = abs_err[i][k] - abs_err[i][def];
+    const MeanSe m = mean_and_se(d);
+    if (m.mean + z * m.se < 0.0 && m.mean < best_mean) {
       best = e;
-      best_mean = mean;
+      best_mean = m.mean;
     }
   }
   return best;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "eval/eval_fixtures.h"
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/eval/folds.h"
 #include "peakcast/ingest/reader.h"
@@ -18,7 +19,7 @@
 namespace peakcast::eval {
 namespace {
 
-const std::string kData = PEAKCAST_SOURCE_DIR "/../shared/data";
+const std::string& kData = testing::kSharedData;
 
 struct Case {
   const char* file;
@@ -94,13 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"nextflow/trace_mag.csv", Resource::kMem},
                       Case{"nextflow/trace_eager.csv", Resource::kMem},
                       Case{"gpu/gpumemnet-timm-a100.dev.jsonl", Resource::kVram}),
-    [](const auto& info) {
-      std::string n = std::filesystem::path(info.param.file).stem().stem().string();
-      for (char& ch : n) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
-    });
+    [](const auto& info) { return testing::trace_test_name(info.param.file); });
 
 }  // namespace
 }  // namespace peakcast::eval

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -13,6 +15,18 @@
 #include "peakcast/eval/split.h"
 
 namespace peakcast::eval::testing {
+
+// The real traces beside the repository (tests skip when absent).
+inline const std::string kSharedData = PEAKCAST_SOURCE_DIR "/../shared/data";
+
+// A gtest parameter name from a trace's file name: "nextflow/trace_mag.csv" -> "trace_mag".
+inline std::string trace_test_name(const std::string& file) {
+  std::string n = std::filesystem::path(file).stem().stem().string();
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+}
 
 // A CPU job with a memory label `mem_util` (request 1,000,000 bytes) and an explicit script key.
 inline Job make_job(std::string id, std::string user, std::string key, int64_t submit,

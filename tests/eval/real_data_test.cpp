@@ -14,7 +14,7 @@
 namespace peakcast::eval {
 namespace {
 
-const std::string kData = PEAKCAST_SOURCE_DIR "/../shared/data";
+const std::string& kData = testing::kSharedData;
 
 struct Case {
   const char* file;
@@ -66,13 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"nextflow/trace_mag.csv", Resource::kMem, 0.054},
                       Case{"nextflow/trace_eager.csv", Resource::kMem, 0.079},
                       Case{"gpu/gpumemnet-timm-a100.dev.jsonl", Resource::kVram, 0.218}),
-    [](const auto& info) {
-      std::string n = std::filesystem::path(info.param.file).stem().stem().string();
-      for (char& ch : n) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
-    });
+    [](const auto& info) { return testing::trace_test_name(info.param.file); });
 
 TEST(RealSacct, EvaluateRefusesInspectReads) {
   const std::string path = kData + "/sacct/yale-grace-array-test.txt";

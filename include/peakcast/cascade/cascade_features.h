@@ -24,10 +24,6 @@ using FusionFeatures = std::array<float, kFusionFeatures>;
 const std::array<std::string_view, kGateFeatures>& gate_feature_names();
 const std::array<std::string_view, kFusionFeatures>& fusion_feature_names();
 
-// H_e at the answering level of `view` (fallback at Level::kNone).
-double history_estimate(const history::HistoryView& view, history::Expert e, double fallback,
-                        const history::ExpertPriors& priors = {});
-
 // `priors` matter only for e = kCombined (the combined estimate's shrinkage targets).
 GateFeatures gate_features(const Job& job, const history::HistoryView& view, history::Expert e,
                            double fallback, const history::ExpertPriors& priors = {});

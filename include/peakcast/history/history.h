@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,14 @@ struct HistoryView {
 
 // Learns ExpertPriors from jobs replayed in event time: add(view, label) for each job whose label
 // is known to the learner (e.g. train and validation jobs), then priors().
+// Mean and standard error (sample s.d. / sqrt(n)) of paired per-job differences; {0, 0} for
+// fewer than two. The one test behind every "clearly better" choice on a block of jobs.
+struct MeanSe {
+  double mean = 0.0;
+  double se = 0.0;
+};
+MeanSe mean_and_se(std::span<const double> differences);
+
 // Chooses among kEstimates from their absolute errors on a block of jobs (one row per job, one
 // column per estimate, in kEstimates order): kCombined unless another estimate's mean error is
 // lower by more than z standard errors of the paired difference. A small block rarely clears
