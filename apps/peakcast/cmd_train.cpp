@@ -59,9 +59,10 @@ int run_train(TrainArgs& a) {
     const cascade::ResourcePolicy& p = model->policy()[idx(r)];
     if (p.policy_n == 0) continue;
     std::cerr << fmt::format(
-        "{}: expert {}, tau {:.2f}, validation MAE {:.4f} (history alone {:.4f}, n={}), "
-        "encoder share {:.1f}%\n",
-        resource_name(r), history::expert_name(p.expert), p.tau, p.policy_mae,
+        "{}: expert {}, tau {:.2f}, history alone at exact_script {} / user {} ({}), "
+        "validation MAE {:.4f} (history alone {:.4f}, n={}), encoder share {:.1f}%\n",
+        resource_name(r), history::expert_name(p.expert), p.tau, p.history_only[0] ? "yes" : "no",
+        p.history_only[1] ? "yes" : "no", history::expert_name(p.history_expert), p.policy_mae,
         p.policy_history_mae, p.policy_n, 100.0 * p.policy_encoder_share);
   }
   std::cout << model->describe() << "\n";

@@ -24,7 +24,9 @@ json names_json(const auto& names) {
 }
 
 json policy_json(const ResourcePolicy& p) {
-  return {{"history_only", p.history_only},
+  return {{"history_only", {{"exact_script", p.history_only[0]}, {"user", p.history_only[1]}}},
+          {"history_expert", std::string(history::expert_name(p.history_expert))},
+          {"q_alone", {{"exact_script", p.q_alone[0]}, {"user", p.q_alone[1]}}},
           {"expert", std::string(history::expert_name(p.expert))}, {"tau", p.tau},
           {"trust_coef", p.trust_coef}, {"trust_floor", p.trust_floor}, {"policy_n", p.policy_n},
           {"policy_mae", p.policy_mae}, {"policy_encoder_share", p.policy_encoder_share},
@@ -38,7 +40,19 @@ Result<ResourcePolicy> policy_from_json(const json& j) {
   auto e = history::parse_expert(j.value("expert", std::string()));
   if (!e) return Status::invalid("expert: unknown (valid: last1, median3, median5, ewma, combined)");
   p.expert = *e;
-  p.history_only = j.value("history_only", false);
+  auto he = history::parse_expert(j.value("history_expert", std::string()));
+  if (!he) return Status::invalid("history_expert: unknown (valid: last1, median3, median5, ewma, combined)");
+  p.history_expert = *he;
+  const json ho = j.value("history_only", json::object());
+  for (history::Level l : {history::Level::kExactScript, history::Level::kUser}) {
+    const std::string k(history::level_name(l));
+    if (!ho.contains(k) || !ho[k].is_boolean())
+      return Status::invalid("history_only." + k + ": required boolean");
+    p.history_only[static_cast<size_t>(l)] = ho[k].get<bool>();
+    const json qa = j.value("q_alone", json::object());
+    if (!qa.contains(k) || !qa[k].is_boolean()) return Status::invalid("q_alone." + k + ": required boolean");
+    p.q_alone[static_cast<size_t>(l)] = qa[k].get<bool>();
+  }
   for (const char* k : {"tau", "trust_coef", "trust_floor"})
     if (!j.contains(k) || !j[k].is_number()) return Status::invalid(std::string(k) + ": required number");
   p.tau = j["tau"].get<double>();

@@ -52,14 +52,17 @@ std::array<Pre, kNumResources> decide(const CascadeModel::Impl& m, const Job& jo
     if (!relevant(job, r)) continue;
     Pre& p = pre[ri];
     const history::HistoryView& v = views[ri];
-    const history::Expert e = m.policy[ri].expert;
+    const ResourcePolicy& pol = m.policy[ri];
     p.active = true;
     p.level = v.level;
-    p.h = v.estimate(e, m.fallback[ri], m.priors[ri]);
-    p.gate = gate_features(job, v, e, m.fallback[ri], m.priors[ri]);
-    if (m.policy[ri].history_only) {
-      p.bypass = v.level != history::Level::kNone;  // history wherever there is some
-    } else if (v.level == history::Level::kExactScript) {
+    if (pol.history_only_at(v.level)) {
+      p.h = v.estimate(pol.history_expert, m.fallback[ri], m.priors[ri]);
+      p.bypass = true;  // history alone at this level
+      continue;
+    }
+    p.h = v.estimate(pol.expert, m.fallback[ri], m.priors[ri]);
+    p.gate = gate_features(job, v, pol.expert, m.fallback[ri], m.priors[ri]);
+    if (v.level == history::Level::kExactScript) {
       // The gate only ever opens with exact-script history.
       p.prob = m.gate[ri].predict(p.gate);
       p.bypass = p.prob >= m.policy[ri].tau;
@@ -106,7 +109,9 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
   const double qr = q != nullptr ? static_cast<double>(q->util[ri]) : 0.0;
   if (!pre.bypass && v.level != history::Level::kNone) {
     if (q == nullptr) throw std::logic_error("cascade: encoder route without a code-model output");
-    gamma = std::clamp(m.fusion[ri].predict(fusion_features(pre.gate, pre.h, qr)), 0.0, 1.0);
+    gamma = pol.q_alone_at(v.level)
+                ? 1.0
+                : std::clamp(m.fusion[ri].predict(fusion_features(pre.gate, pre.h, qr)), 0.0, 1.0);
   }
   if (v.level == history::Level::kNone && q == nullptr)
     throw std::logic_error("cascade: no-history route without a code-model output");
@@ -120,16 +125,24 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
     p.rationale = res + ": no history for this script or user; " + src + " Q = " + f3(p.util);
   } else if (pre.bypass) {
     p.route = Route::kBypass;
-    p.expert = std::string(history::expert_name(pol.expert));
-    p.rationale = res + (pol.history_only ? std::string(": history (chosen on validation): ")
-                                          : ": bypass (gate " + f2(pre.prob) + " >= " + f2(pol.tau) + "): ") +
-                  history_phrase(v, pol.expert) + " = " + f3(p.util);
+    const bool alone = pol.history_only_at(v.level);
+    const history::Expert e = alone ? pol.history_expert : pol.expert;
+    p.expert = std::string(history::expert_name(e));
+    p.rationale = res + (alone ? std::string(": history (chosen on validation for this level): ")
+                               : ": bypass (gate " + f2(pre.prob) + " >= " + f2(pol.tau) + "): ") +
+                  history_phrase(v, e) + " = " + f3(p.util);
   } else {
     p.route = from_cache ? Route::kCache : Route::kEncoder;
     p.expert = std::string(history::expert_name(pol.expert));
     p.gamma = gamma;
-    p.rationale = res + ": " + f2(gamma) + " x " + src + " " + f3(qr) + " + " + f2(1.0 - gamma) +
-                  " x " + history_phrase(v, pol.expert) + " " + f3(pre.h);
+    if (pol.q_alone_at(v.level)) {
+      p.rationale = res + ": " + src + " Q alone " + f3(qr) + " (no fusion weight was learned for " +
+                    std::string(history::level_name(v.level)) + " history; " +
+                    history_phrase(v, pol.expert) + " " + f3(pre.h) + ")";
+    } else {
+      p.rationale = res + ": " + f2(gamma) + " x " + src + " " + f3(qr) + " + " + f2(1.0 - gamma) +
+                    " x " + history_phrase(v, pol.expert) + " " + f3(pre.h);
+    }
     if (v.level == history::Level::kExactScript) {
       const double d = std::max(pol.trust_floor, pol.trust_coef * v.exact.mad);
       if (d < 1e6) p.rationale += ", trust region +/-" + f3(d);
@@ -281,7 +294,13 @@ std::string CascadeModel::describe() const {
     const ResourcePolicy& p = m.policy[static_cast<size_t>(idx(r))];
     s += ", " + std::string(resource_name(r)) + " Q " +
          std::string(q_source_name(m.q_source[static_cast<size_t>(idx(r))])) + " " +
-         (p.history_only ? "history only " : "") + std::string(history::expert_name(p.expert)) +
+         (p.all_history_only() ? "history only " + std::string(history::expert_name(p.history_expert)) + " "
+          : p.history_only[0] ? "history only at exact_script (" +
+                                    std::string(history::expert_name(p.history_expert)) + "), "
+          : p.history_only[1] ? "history only at user (" +
+                                    std::string(history::expert_name(p.history_expert)) + "), "
+                              : std::string()) +
+         std::string(history::expert_name(p.expert)) +
          " tau " + f2(p.tau) + " trust " + (p.trust_coef >= 1e6 ? std::string("off") :
                                              f2(p.trust_coef) + "xMAD floor " + f2(p.trust_floor));
   }

@@ -54,41 +54,66 @@ struct Score {
   size_t encoder = 0;
 };
 
-// Whether the policy serves H without the encoder: the gate cleared tau, or history_only with
-// some history.
+// Whether the policy serves H without the encoder: history alone at the row's level, or the
+// gate cleared tau.
 bool bypassed(const Row& row, const ResourcePolicy& p) {
-  if (p.history_only) return row.level != history::Level::kNone;
+  if (p.history_only_at(row.level)) return true;
   return row.prob >= p.tau;
 }
 
-double served(const Row& row, const ResourcePolicy& p, double cap) {
-  return resolve_util(row.level, bypassed(row, p), row.h, row.q, row.gamma, row.mad, p, cap);
+// What the policy serves for one job: `fused` is the job's row for p.expert, `hist` its row for
+// p.history_expert (the same job).
+double served(const Row& fused, const Row& hist, const ResourcePolicy& p, double cap) {
+  if (p.history_only_at(fused.level)) return std::clamp(hist.h, 0.0, cap);
+  const double gamma = p.q_alone_at(fused.level) ? 1.0 : fused.gamma;
+  return resolve_util(fused.level, bypassed(fused, p), fused.h, fused.q, gamma, fused.mad, p, cap);
 }
 
-Score score(const std::vector<Row>& rows, const ResourcePolicy& p, double cap) {
+Score score(const std::vector<Row>& fused, const std::vector<Row>& hist, const ResourcePolicy& p,
+            double cap) {
   Score s;
-  if (rows.empty()) return {0.0, 0};
+  if (fused.empty()) return {0.0, 0};
   double err = 0.0;
-  for (const Row& row : rows) {
-    err += std::abs(served(row, p, cap) - row.y);
-    s.encoder += bypassed(row, p) ? 0 : 1;
+  for (size_t i = 0; i < fused.size(); ++i) {
+    err += std::abs(served(fused[i], hist[i], p, cap) - fused[i].y);
+    s.encoder += bypassed(fused[i], p) ? 0 : 1;
   }
-  s.mae = err / static_cast<double>(rows.size());
+  s.mae = err / static_cast<double>(fused.size());
   return s;
 }
 
-// The paired per-job difference |a - y| - |b - y|, summarized by history::mean_and_se.
-history::MeanSe paired_difference(const std::vector<Row>& rows_a, const ResourcePolicy& a,
-                                  const std::vector<Row>& rows_b, const ResourcePolicy& b, double cap) {
-  std::vector<double> d(std::min(rows_a.size(), rows_b.size()));
-  for (size_t i = 0; i < d.size(); ++i) {
-    d[i] = std::abs(served(rows_a[i], a, cap) - rows_a[i].y) -
-           std::abs(served(rows_b[i], b, cap) - rows_b[i].y);
+// The per-level comparison rows of the chosen fused grid entry against history alone.
+std::vector<LevelErrors> level_errors(const std::vector<Row>& fused, const std::vector<Row>& hist,
+                                      const ResourcePolicy& p, double cap) {
+  std::vector<LevelErrors> out;
+  out.reserve(fused.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    out.push_back({fused[i].level, std::abs(served(fused[i], hist[i], p, cap) - fused[i].y),
+                   std::abs(std::clamp(hist[i].h, 0.0, cap) - fused[i].y)});
   }
-  return history::mean_and_se(d);
+  return out;
 }
 
 }  // namespace
+
+std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows, double margin_se) {
+  std::array<bool, 2> out{true, false};  // the defaults: history first with exact-script history
+  for (history::Level l : {history::Level::kExactScript, history::Level::kUser}) {
+    std::vector<double> d;  // fused minus history: < 0 where the fused cascade is better
+    for (const LevelErrors& r : rows) {
+      if (r.level == l) d.push_back(r.fused - r.history);
+    }
+    if (d.size() < kMinLevelJobs) continue;
+    const history::MeanSe gain = history::mean_and_se(d);
+    const auto li = static_cast<size_t>(l);
+    if (out[li]) {
+      out[li] = !(gain.mean + margin_se * gain.se < 0.0);  // fused clearly better: leave history
+    } else {
+      out[li] = gain.mean - margin_se * gain.se > 0.0;     // history clearly better: take it
+    }
+  }
+  return out;
+}
 
 void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
                    const std::vector<models::code::CodePrediction>& q, PolicyCandidates& cand,
@@ -106,8 +131,8 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
       rows_by_estimate[ei] = rows_for(in, pos, q, r, e, cand.priors[ri], cand.gate[ri][ei],
                                       cand.fusion[ri][ei]);
     }
-    ResourcePolicy hist;
-    hist.history_only = true;
+    // History alone: the estimate history::choose_estimate picks on the policy set.
+    history::Expert hist_expert = history::Expert::kCombined;
     {
       std::vector<std::array<double, history::kNumEstimates>> errs;
       const auto& some = rows_by_estimate[0];
@@ -120,9 +145,10 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
         }
         errs.push_back(row);
       }
-      hist.expert = history::choose_estimate(errs, cfg.history_margin_se);
+      hist_expert = history::choose_estimate(errs, cfg.history_margin_se);
     }
-    const std::vector<Row>& hist_rows = rows_by_estimate[static_cast<size_t>(hist.expert)];
+    const std::vector<Row>& hist_rows = rows_by_estimate[static_cast<size_t>(hist_expert)];
+    // The gated, fused grid: expert, tau and trust region with the lowest MAE.
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
       std::vector<Row>& rows = rows_by_estimate[ei];
@@ -132,10 +158,13 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
           for (double floor : cfg.trust_floor_grid) {
             ResourcePolicy p;
             p.expert = e;
+            p.history_expert = hist_expert;
+            for (size_t l = 0; l < 2; ++l)
+              p.q_alone[l] = cand.fusion_level_n[ri][ei][l] < cfg.min_component_examples;
             p.tau = tau;
             p.trust_coef = coef;
             p.trust_floor = floor;
-            const Score s = score(rows, p, in.util_cap);
+            const Score s = score(rows, hist_rows, p, in.util_cap);
             const bool better = first || s.mae < best_score.mae - kTieTol ||
                                 (std::abs(s.mae - best_score.mae) <= kTieTol &&
                                  s.encoder < best_score.encoder);
@@ -150,13 +179,12 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
       }
       if (improved) best_rows = rows;
     }
-    // A small policy set must show a clear gain before the fused cascade replaces history.
+    // Per history level, history alone or the fused cascade (history_alone_by_level).
     const double fused_mae = best_score.mae;
-    const history::MeanSe gain = paired_difference(best_rows, best, hist_rows, hist, in.util_cap);
-    if (cfg.allow_history_only && !(gain.mean + cfg.history_margin_se * gain.se < 0.0)) {
-      best = hist;
-      best_score = score(hist_rows, hist, in.util_cap);
-      best_rows = hist_rows;
+    if (cfg.allow_history_only) {
+      best.history_only = history_alone_by_level(
+          level_errors(best_rows, hist_rows, best, in.util_cap), cfg.history_margin_se);
+      best_score = score(best_rows, hist_rows, best, in.util_cap);
     }
     best.policy_fused_mae = best_rows.empty() ? 0.0 : fused_mae;
     best.policy_n = best_rows.size();
@@ -165,15 +193,16 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
         best_rows.empty() ? 0.0
                           : static_cast<double>(best_score.encoder) / static_cast<double>(best_rows.size());
     double hist_err = 0.0;
-    for (const Row& row : best_rows) hist_err += std::abs(std::clamp(row.h, 0.0, in.util_cap) - row.y);
-    best.policy_history_mae = best_rows.empty() ? 0.0 : hist_err / static_cast<double>(best_rows.size());
+    for (const Row& row : hist_rows) hist_err += std::abs(std::clamp(row.h, 0.0, in.util_cap) - row.y);
+    best.policy_history_mae = hist_rows.empty() ? 0.0 : hist_err / static_cast<double>(hist_rows.size());
 
     // Upper bound: |y - prediction| per route class under the chosen policy.
     std::array<std::vector<double>, kRouteClasses> res;
     std::vector<double> pooled;
-    for (const Row& row : best_rows) {
+    for (size_t i = 0; i < best_rows.size(); ++i) {
+      const Row& row = best_rows[i];
       const bool bypass = bypassed(row, best);
-      const double u = served(row, best, in.util_cap);
+      const double u = served(row, hist_rows[i], best, in.util_cap);
       const double a = std::abs(row.y - u);
       res[static_cast<size_t>(route_class(row.level, bypass))].push_back(a);
       pooled.push_back(a);

@@ -13,7 +13,24 @@ struct PolicyCandidates {
   std::array<std::array<Component, history::kNumEstimates>, kNumResources> gate, fusion;
   std::array<std::array<std::vector<double>, history::kNumEstimates>, kNumResources> gate_mean;
   std::array<history::ExpertPriors, kNumResources> priors;  // those the components saw
+  // Fusion training examples per history level (exact_script, user).
+  std::array<std::array<std::array<size_t, 2>, history::kNumEstimates>, kNumResources> fusion_level_n{};
 };
+
+// One policy-set job's absolute errors under the fused cascade and under history alone.
+struct LevelErrors {
+  history::Level level;
+  double fused, history;
+};
+// Fewer policy-set jobs at a history level than this keep that level's default.
+inline constexpr size_t kMinLevelJobs = 10;
+// Per history level (exact_script, user), whether history alone serves it. Each level has a
+// default that the other choice must beat clearly: the paired difference of absolute errors
+// (history::mean_and_se) beyond `margin_se` standard errors, on at least kMinLevelJobs jobs. With
+// exact-script history the default is history alone (history first: the fused cascade must show
+// a clear gain); with user history only it is the fused cascade, as in the study, where the gate
+// is consulted only with exact-script history (another script's usage is weak evidence).
+std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows, double margin_se);
 
 // On the policy set (positions into input.jobs, with Q for each), per resource: the expert, tau,
 // trust coefficient and floor with the lowest MAE over jobs valid for the resource (ties within

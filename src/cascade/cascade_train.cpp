@@ -304,6 +304,12 @@ void assert_disjoint(const TrainingInput& in, const CodeModelSight& sight,
   }
 }
 
+std::string history_only_text(const ResourcePolicy& p) {
+  if (!p.history_only[0] && !p.history_only[1]) return "";
+  const std::string where = p.all_history_only() ? "" : p.history_only[0] ? " at exact_script" : " at user";
+  return " history only" + where + " (" + std::string(history::expert_name(p.history_expert)) + ")";
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& in,
@@ -398,6 +404,10 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
       rep.sets.gate[ri][ei] = ids_of(in, d.gate_pos);
       rep.sets.fusion[ri][ei] = ids_of(in, d.fusion_pos);
       if (e == history::Expert::kLast1) rep.sets.fusion_censored_dropped += d.censored_dropped;
+      for (size_t p : d.fusion_pos) {
+        const history::Level l = in.jobs[p].views[ri].level;
+        if (l != history::Level::kNone) ++cand.fusion_level_n[ri][ei][static_cast<size_t>(l)];
+      }
       used.insert(used.end(), d.gate_pos.begin(), d.gate_pos.end());
       used.insert(used.end(), d.fusion_pos.begin(), d.fusion_pos.end());
       if (progress) progress("gate_fusion", ++done, total);
@@ -431,10 +441,10 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
                   "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
                   b.code_fit.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
                   b.policy.size(), history::expert_name(impl->policy[0].expert),
-                  impl->policy[0].history_only ? " history only" : "", impl->policy[0].tau,
+                  history_only_text(impl->policy[0]), impl->policy[0].tau,
                   impl->policy[0].policy_mae, impl->policy[0].policy_history_mae,
                   history::expert_name(impl->policy[1].expert),
-                  impl->policy[1].history_only ? " history only" : "", impl->policy[1].tau,
+                  history_only_text(impl->policy[1]), impl->policy[1].tau,
                   impl->policy[1].policy_mae, impl->policy[1].policy_history_mae));
   return impl;
 }

@@ -114,10 +114,10 @@ TEST_F(CascadeModelTest, ChosenPolicyNeverBypassesWithoutExactHistory) {
     }
     const JobPrediction p = chosen_->predict_views(*t->job, v);
     auto check = [&](const ResourcePrediction& rp, Resource r) {
-      const bool hist_only = chosen_->policy()[static_cast<size_t>(idx(r))].history_only;
-      if (hist_only && v[static_cast<size_t>(idx(r))].level == history::Level::kUser) {
+      const auto& pol = chosen_->policy()[static_cast<size_t>(idx(r))];
+      if (pol.history_only_at(v[static_cast<size_t>(idx(r))].level)) {
         EXPECT_EQ(rp.route, Route::kBypass);
-        EXPECT_NE(rp.rationale.find("history (chosen on validation)"), std::string::npos) << rp.rationale;
+        EXPECT_NE(rp.rationale.find("history (chosen on validation"), std::string::npos) << rp.rationale;
       } else {
         EXPECT_NE(rp.route, Route::kBypass);
       }
@@ -257,6 +257,9 @@ TEST_F(CascadeModelTest, SaveLoadPredictIsBitIdentical) {
     const auto ri = static_cast<size_t>(idx(r));
     EXPECT_EQ(chosen_->policy()[ri].expert, loaded->policy()[ri].expert);
     EXPECT_EQ(chosen_->policy()[ri].tau, loaded->policy()[ri].tau);
+    EXPECT_EQ(chosen_->policy()[ri].history_only, loaded->policy()[ri].history_only);
+    EXPECT_EQ(chosen_->policy()[ri].history_expert, loaded->policy()[ri].history_expert);
+    EXPECT_EQ(chosen_->policy()[ri].q_alone, loaded->policy()[ri].q_alone);
   }
   EXPECT_EQ(loaded->report().sets.gate_fusion, chosen_->report().sets.gate_fusion);
 

@@ -44,7 +44,7 @@
 namespace peakcast::cascade {
 
 // 2: gate features with walk-forward errors, the combined estimate, the tree route, history_only.
-inline constexpr int kCascadeFormatVersion = 2;
+inline constexpr int kCascadeFormatVersion = 3;
 
 // Where a resource's Q comes from: the neural code model (the study's) or the tree route
 // (tree_route.h), whichever did better on the gate/fusion set.
@@ -53,9 +53,23 @@ std::string_view q_source_name(QSource s);  // "code_model", "tree_route"
 
 // The frozen choice for one resource, and how it did on the policy set.
 struct ResourcePolicy {
-  // history_only: every job with history (exact or user) gets H, as if bypassed; Q only where
-  // there is none. Chosen unless the gated, fused cascade is clearly better on the policy set.
-  bool history_only = false;
+  // history_only per history level (exact_script, user): a job whose history answers at such a
+  // level gets history_expert's estimate, as if bypassed; elsewhere the gated, fused cascade with
+  // `expert`. Q alone where there is no history. Each level keeps history alone unless the fused
+  // cascade is clearly better on that level's jobs of the policy set.
+  std::array<bool, 2> history_only{false, false};
+  history::Expert history_expert = history::Expert::kCombined;
+  bool history_only_at(history::Level l) const {
+    return l != history::Level::kNone && history_only[static_cast<size_t>(l)];
+  }
+  bool all_history_only() const { return history_only[0] && history_only[1]; }
+  // q_alone per history level: the fusion saw fewer than min_component_examples jobs at this level
+  // in training, so where the fused cascade serves this level it serves Q alone (gamma 1), as it
+  // does with no history, instead of a weight learned on other levels.
+  std::array<bool, 2> q_alone{false, false};
+  bool q_alone_at(history::Level l) const {
+    return l != history::Level::kNone && q_alone[static_cast<size_t>(l)];
+  }
   history::Expert expert = history::Expert::kLast1;
   double tau = 1.01;           // bypass when the gate's probability >= tau (> 1: never)
   double trust_coef = 1e9;
