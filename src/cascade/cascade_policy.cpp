@@ -2,6 +2,7 @@
 // MAE, ties to fewer encoder calls; then the split-conformal half-widths for the upper bound.
 #include "cascade/cascade_policy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -103,7 +104,11 @@ std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows,
     for (const LevelErrors& r : rows) {
       if (r.level == l) d.push_back(r.fused - r.history);
     }
-    if (d.size() < kMinLevelJobs) continue;
+    // Evidence is the jobs where the two choices differ: many identical answers and a few tiny
+    // differences give a standard error near zero that says nothing.
+    const auto differ = static_cast<size_t>(
+        std::count_if(d.begin(), d.end(), [](double x) { return std::abs(x) > kTieTol; }));
+    if (differ < kMinLevelJobs) continue;
     const history::MeanSe gain = history::mean_and_se(d);
     const auto li = static_cast<size_t>(l);
     if (out[li]) {

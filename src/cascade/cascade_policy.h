@@ -22,11 +22,13 @@ struct LevelErrors {
   history::Level level;
   double fused, history;
 };
-// Fewer policy-set jobs at a history level than this keep that level's default.
+// Fewer policy-set jobs at a history level on which the two choices differ than this keep that
+// level's default.
 inline constexpr size_t kMinLevelJobs = 10;
 // Per history level (exact_script, user), whether history alone serves it. Each level has a
 // default that the other choice must beat clearly: the paired difference of absolute errors
-// (history::mean_and_se) beyond `margin_se` standard errors, on at least kMinLevelJobs jobs. With
+// (history::mean_and_se) beyond `margin_se` standard errors, with at least kMinLevelJobs jobs
+// where the two differ (ties carry no evidence, however many). With
 // exact-script history the default is history alone (history first: the fused cascade must show
 // a clear gain); with user history only it is the fused cascade, as in the study, where the gate
 // is consulted only with exact-script history (another script's usage is weak evidence).

@@ -50,6 +50,17 @@ TEST(HistoryAloneByLevel, ClearEvidenceMovesEachLevelOnItsOwn) {
   EXPECT_EQ(history_alone_by_level(rows, 2.0), c);
 }
 
+// Ties carry no evidence: many identical answers and a few tiny gains (a standard error near
+// zero) keep the default.
+TEST(HistoryAloneByLevel, TiesAreNotEvidence) {
+  std::vector<LevelErrors> rows;
+  add(rows, Level::kExactScript, 100, 0.0, 0.0, 9);
+  add(rows, Level::kExactScript, kMinLevelJobs - 1, -1e-5, 0.0, 10);
+  EXPECT_TRUE(history_alone_by_level(rows, 2.0)[kExact]);
+  add(rows, Level::kExactScript, 1, -1e-5, 0.0, 11);
+  EXPECT_FALSE(history_alone_by_level(rows, 2.0)[kExact]);
+}
+
 TEST(HistoryAloneByLevel, SmallGainsWithinTheMarginKeepTheDefaults) {
   std::vector<LevelErrors> rows;
   add(rows, Level::kExactScript, 40, -0.001, 0.05, 6);
