@@ -1,4 +1,4 @@
-// The history baselines (METHOD.md §3): hierarchical experts, their walk-forward combination,
+// The history baselines (docs/method.md §3): hierarchical experts, their walk-forward combination,
 // the global median, and the history policy that picks one estimate per resource on validation.
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// cascade: the reliability-gated cascade (METHOD.md §4–7) in the harness. The harness's blocks
+// cascade: the reliability-gated cascade (docs/method.md §4–7) in the harness. The harness's blocks
 // become the cascade's roles (purged jobs are ignored) and its event-time views are passed as
 // they are; the cascade's own protocol (cascade_train.h) splits train and validation further.
 // The exact cache is cleared before each scoring or timing pass, so test jobs fill it in submit

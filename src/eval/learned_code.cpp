@@ -1,4 +1,4 @@
-// code_only, textcnn, bilstm: the code model Q alone (METHOD.md §4), one encoder each. Trained on
+// code_only, textcnn, bilstm: the code model Q alone (docs/method.md §4), one encoder each. Trained on
 // the train block, early-stopped on the validation block; no history at prediction.
 #include <cstdio>
 #include <optional>

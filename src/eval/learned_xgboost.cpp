@@ -1,4 +1,4 @@
-// xgboost: the study's gradient-boosted baseline (METHOD.md §8), the cascade's tree route
+// xgboost: the study's gradient-boosted baseline (docs/method.md §8), the cascade's tree route
 // (cascade/tree_route.h) with the Last-1 expert leading the gate features: request and history
 // features (the four experts with their walk-forward errors, counts, MAD, spread, age, censored
 // runs at the exact-script and the user level), the user one-hot and the script's hashed

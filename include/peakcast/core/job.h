@@ -1,5 +1,5 @@
 // The one in-memory job record every stage shares, and the utilization labels derived from it
-// (METHOD.md §1). A Job holds what the trace said; labels are filled by compute_labels().
+// (docs/method.md §1). A Job holds what the trace said; labels are filled by compute_labels().
 #pragma once
 
 #include <array>

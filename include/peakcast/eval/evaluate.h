@@ -1,4 +1,4 @@
-// The evaluation protocol end to end (METHOD.md §2, §8): split + purge, one event-time replay over
+// The evaluation protocol end to end (docs/method.md §2, §8): split + purge, one event-time replay over
 // ALL jobs in submit order (test jobs that completed earlier are history for later test jobs),
 // fit each method on train/validation, predict the test block, score per resource on valid test
 // jobs, bootstrap against hier_last1, and break down by history level at submission.

@@ -118,7 +118,7 @@ void register_builtins(MethodRegistry& registry);
 // so that tools (and tests) that want only the fast history methods do not train anything.
 void register_learned(MethodRegistry& registry);
 
-// The baseline every method is compared against (METHOD.md §3).
+// The baseline every method is compared against (docs/method.md §3).
 inline constexpr std::string_view kBaselineMethod = "hier_last1";
 
 }  // namespace peakcast::eval

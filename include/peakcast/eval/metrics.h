@@ -1,4 +1,4 @@
-// Point metrics and the paired day-block bootstrap (METHOD.md §8).
+// Point metrics and the paired day-block bootstrap (docs/method.md §8).
 #pragma once
 
 #include <cstddef>

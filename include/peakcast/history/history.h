@@ -1,4 +1,4 @@
-// Event-time history and the four experts (METHOD.md §2–3).
+// Event-time history and the four experts (docs/method.md §2–3).
 //
 // One store serves batch replay (evaluation) and live use (the service): completions are added
 // as they end; a query at time t sees only completions with end_time < t (strict), whatever order

@@ -1,5 +1,5 @@
 // Gradient-boosted trees through XGBoost's C API (1.7): the gate C_{r,e}, the fusion weight
-// G_{r,e} and the `xgboost` baseline (METHOD.md §5-6). Every handle is owned by RAII (unique_ptr
+// G_{r,e} and the `xgboost` baseline (docs/method.md §5-6). Every handle is owned by RAII (unique_ptr
 // with a deleter), every C-API return is checked, and XGBoost's own message travels in XgbError.
 //
 // Thread safety: a trained or loaded Booster is immutable; its const predict methods may be
