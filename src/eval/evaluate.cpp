@@ -24,7 +24,7 @@ EvalData build_eval_data(const Split& split, double util_cap, const ProgressFn& 
     JobContext& c = data.jobs[i];
     c.job = &job;
     c.block = split.block[i];
-    for (Resource r : kResources) c.view[idx(r)] = s.query(job, r);
+    c.view = s.query_views(job);
     ++i;
     if (progress && (i % step == 0 || i == total)) progress("replay", i, total);
   });
@@ -87,6 +87,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   report.seed = config.seed;
   report.bootstrap = config.bootstrap;
   report.util_cap = config.util_cap;
+  report.threads = resolve_threads(config.threads);
   Scored scored;
   std::vector<const JobContext*> test;
   std::vector<size_t> test_pos;  // index into data.jobs

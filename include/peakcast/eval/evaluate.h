@@ -78,6 +78,7 @@ struct EvalReport {
   size_t latency_jobs = 0;
   size_t bootstrap = 0;
   double util_cap = 1.0;
+  int threads = 1;  // learned methods' threads, 0 resolved (printed in the table; not in JSON)
   std::string baseline{kBaselineMethod};
   std::vector<ResultRow> results;  // method order as requested, mem before vram; resources
                                    // without any valid test job are left out

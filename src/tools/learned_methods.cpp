@@ -1,9 +1,7 @@
 // Registration of the learned methods and the helpers they share.
-#include <algorithm>
-#include <thread>
-
-#include "eval/learned.h"
+#include "tools/learned.h"
 #include "peakcast/cascade/cascade_config.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::eval {
 namespace learned {
@@ -15,11 +13,6 @@ std::vector<const Job*> block_jobs(const EvalData& data, Block block) {
     if (c.job->is_valid(Resource::kMem) || c.job->is_valid(Resource::kVram)) out.push_back(c.job);
   }
   return out;
-}
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder,

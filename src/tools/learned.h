@@ -1,4 +1,4 @@
-// Internal to src/eval: the learned methods of the study's table and what they share.
+// Internal to src/tools: the learned methods of the study's table and what they share.
 #pragma once
 
 #include <memory>
@@ -17,9 +17,6 @@ std::unique_ptr<Method> make_cascade(const MethodOptions& o);
 
 // Jobs of one block that are valid for at least one resource, in submit order.
 std::vector<const Job*> block_jobs(const EvalData& data, Block block);
-
-// MethodOptions::threads with 0 resolved to the machine's cores (at least 1).
-int resolve_threads(int threads);
 
 // The code-model configuration a method starts from: the cascade's CPU defaults, the encoder,
 // seed, threads and cap, then the user's --code-option overrides; validated.

@@ -1,4 +1,4 @@
-#include "peakcast/eval/model_tools.h"
+#include "peakcast/tools/model_tools.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/learned.h"
+#include "tools/learned.h"
 #include "peakcast/core/io.h"
 #include "peakcast/eval/split.h"
 #include "peakcast/ingest/jsonl.h"
@@ -64,7 +64,7 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
   Result<models::code::CodeModelConfig> code = learned::code_config_for(o.encoder, mo, o.util_cap);
   if (!code) return code.status();
   cfg.code = *code;
-  const int threads = learned::resolve_threads(o.threads);
+  const int threads = resolve_threads(o.threads);
   cfg.gate.nthread = cfg.fusion.nthread = threads;
   cfg.gate.seed = cfg.fusion.seed = o.seed;
   if (Status st = cfg.validate(); !st) return st;

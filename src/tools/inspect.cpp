@@ -1,4 +1,4 @@
-#include "peakcast/eval/inspect.h"
+#include "peakcast/tools/inspect.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,20 +3,17 @@
 // they are; the cascade's own protocol (cascade_train.h) splits train and validation further.
 // The exact cache is cleared before each scoring or timing pass, so test jobs fill it in submit
 // order, as a service started at the test boundary would.
-#include <cstdio>
 #include <optional>
 
-#include "eval/learned.h"
+#include <fmt/format.h>
+
+#include "tools/learned.h"
 #include "peakcast/cascade/cascade_model.h"
 
 namespace peakcast::eval::learned {
 namespace {
 
-std::string fmt6(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string fmt6(double v) { return fmt::format("{:.6g}", v); }
 
 cascade::Role role_of(Block b) {
   switch (b) {
