@@ -21,6 +21,11 @@
 
 #include "peakcast/core/status.h"
 
+namespace peakcast::options {
+template <typename C>
+struct OptionSpec;  // core/options.h
+}  // namespace peakcast::options
+
 namespace peakcast::models {
 
 // A failed XGBoost call: a bug or broken invariant on our side (bad parameter, shape mismatch),
@@ -93,6 +98,10 @@ struct GbdtParams {
 
   Status validate() const;  // bounds; train() throws std::invalid_argument on a bad one
 };
+
+// GbdtParams' options declared once (JSON name, bounds, help): validate() and the JSON form
+// (cascade/cascade_config.h) read this table.
+const std::vector<options::OptionSpec<GbdtParams>>& gbdt_param_specs();
 
 struct TrainReport {
   std::string metric;                 // "rmse" or "logloss"
