@@ -83,7 +83,7 @@ std::string component_file(const char* what, Resource r) {
 json sets_json(const TrainingSets& s) {
   json gate = json::object(), fusion = json::object();
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
       gate[std::string(resource_name(r))][std::string(history::expert_name(e))] = s.gate[ri][ei];
@@ -112,7 +112,7 @@ TrainingSets sets_from_json(const json& j) {
   s.gate_fusion_purged = j.value("gate_fusion_purged", size_t{0});
   s.fusion_censored_dropped = j.value("fusion_censored_dropped", size_t{0});
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     const std::string rn(resource_name(r));
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
@@ -189,7 +189,7 @@ Status CascadeModel::save(const std::string& dir) const {
     }
   }
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     const std::string rn(resource_name(r));
     policy[rn] = policy_json(m.policy[ri]);
     q_source[rn] = std::string(q_source_name(m.q_source[ri]));
@@ -294,7 +294,7 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
   for (const char* k : {"fallback", "policy", "components", "upper_bound"})
     if (!m.contains(k) || !m[k].is_object()) return Status::invalid(std::string(k) + ": required object");
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     const std::string rn(resource_name(r));
     const json& fb = m["fallback"].value(rn, json(nullptr));
     if (!fb.is_number()) return Status::invalid("fallback." + rn + ": required number");
@@ -330,14 +330,14 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
       if (!f.is_string()) continue;
       auto bytes = read_file((std::filesystem::path(dir) / f.get<std::string>()).string());
       if (!bytes) return bytes.status();
-      boosters[static_cast<size_t>(idx(r))] = std::move(bytes).value();
+      boosters[idx(r)] = std::move(bytes).value();
     }
     auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
     if (!route) return route.status();
     impl->tree.emplace(std::move(route).value());
   }
   for (Resource r : kResources) {
-    if (impl->q_source[static_cast<size_t>(idx(r))] == QSource::kTreeRoute && !impl->tree)
+    if (impl->q_source[idx(r)] == QSource::kTreeRoute && !impl->tree)
       return Status::invalid("q_source." + std::string(resource_name(r)) +
                              ": tree_route chosen but the manifest has no tree_route");
   }

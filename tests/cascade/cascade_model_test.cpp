@@ -114,8 +114,8 @@ TEST_F(CascadeModelTest, ChosenPolicyNeverBypassesWithoutExactHistory) {
     }
     const JobPrediction p = chosen_->predict_views(*t->job, v);
     auto check = [&](const ResourcePrediction& rp, Resource r) {
-      const bool hist_only = chosen_->policy()[static_cast<size_t>(idx(r))].history_only;
-      if (hist_only && v[static_cast<size_t>(idx(r))].level == history::Level::kUser) {
+      const bool hist_only = chosen_->policy()[idx(r)].history_only;
+      if (hist_only && v[idx(r)].level == history::Level::kUser) {
         EXPECT_EQ(rp.route, Route::kBypass);
         EXPECT_NE(rp.rationale.find("history (chosen on validation)"), std::string::npos) << rp.rationale;
       } else {
@@ -254,7 +254,7 @@ TEST_F(CascadeModelTest, SaveLoadPredictIsBitIdentical) {
   }
   EXPECT_GT(n, 100u);
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     EXPECT_EQ(chosen_->policy()[ri].expert, loaded->policy()[ri].expert);
     EXPECT_EQ(chosen_->policy()[ri].tau, loaded->policy()[ri].tau);
   }

@@ -14,7 +14,7 @@
 
 namespace peakcast::cascade {
 
-using HistoryViews = std::array<history::HistoryView, kNumResources>;
+using history::HistoryViews;
 
 inline constexpr int kGateFeatures = 41;
 inline constexpr int kFusionFeatures = kGateFeatures + 3;
