@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "peakcast/eval/method.h"
+#include "peakcast/cascade/cascade_config.h"
 #include "peakcast/models/code/code_config.h"
 
 namespace peakcast::eval::learned {
@@ -22,6 +23,11 @@ std::vector<const Job*> block_jobs(const EvalData& data, Block block);
 // seed, threads and cap, then the user's --code-option overrides; validated.
 Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder,
                                                       const MethodOptions& o, double util_cap);
+
+// The cascade's configuration a method (or `peakcast train`) starts from: code_config_for's code
+// model, gate and fusion on the resolved threads with the seed; validated.
+Result<cascade::CascadeConfig> cascade_config_for(const std::string& encoder, const MethodOptions& o,
+                                                  double util_cap);
 
 // "scripts" when some training job had script text, else a sentence saying the code model read
 // identity text only (SWF, Nextflow traces).

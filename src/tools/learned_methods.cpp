@@ -33,6 +33,19 @@ Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder
   return cfg;
 }
 
+Result<cascade::CascadeConfig> cascade_config_for(const std::string& encoder, const MethodOptions& o,
+                                                  double util_cap) {
+  cascade::CascadeConfig cfg;
+  Result<models::code::CodeModelConfig> code = code_config_for(encoder, o, util_cap);
+  if (!code) return code.status();
+  cfg.code = *code;
+  const int threads = resolve_threads(o.threads);
+  cfg.gate.nthread = cfg.fusion.nthread = threads;
+  cfg.gate.seed = cfg.fusion.seed = o.seed;
+  if (Status s = cfg.validate(); !s) return s;
+  return cfg;
+}
+
 std::string script_text_choice(bool trained_without_scripts) {
   return trained_without_scripts
              ? "none: the trace has no scripts, the code model read identity text (executable, "
