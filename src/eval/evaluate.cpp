@@ -55,7 +55,7 @@ std::map<std::string, LatencyStats> time_predictions(const Method& method,
 }
 
 struct Scored {
-  // Per resource: index into data.jobs of each valid test job.
+  // Per resource: index into the test jobs of each valid one.
   std::array<std::vector<size_t>, kNumResources> jobs;
   std::array<std::vector<int64_t>, kNumResources> day;
 };
@@ -194,6 +194,39 @@ void add_bootstrap_notes(const Scored& scored, const EvalConfig& config, EvalRep
   }
 }
 
+// The test block's jobs in submit order.
+std::vector<const JobContext*> test_jobs(const EvalData& data) {
+  std::vector<const JobContext*> test;
+  for (const JobContext& c : data.jobs) {
+    if (c.block == Block::kTest) test.push_back(&c);
+  }
+  return test;
+}
+
+// Per resource, the test jobs with a label and their submit days.
+Scored scored_jobs(const std::vector<const JobContext*>& test) {
+  Scored scored;
+  for (size_t t = 0; t < test.size(); ++t) {
+    for (Resource r : kResources) {
+      if (test[t]->job->is_valid(r)) {
+        scored.jobs[idx(r)].push_back(t);
+        scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_ms));
+      }
+    }
+  }
+  return scored;
+}
+
+// Requested order, mem before vram within a method.
+void sort_rows(const std::vector<std::string>& names, std::vector<ResultRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [&](const ResultRow& a, const ResultRow& b) {
+    const auto pa = std::find(names.begin(), names.end(), a.method) - names.begin();
+    const auto pb = std::find(names.begin(), names.end(), b.method) - names.begin();
+    if (pa != pb) return pa < pb;
+    return idx(a.resource) < idx(b.resource);
+  });
+}
+
 }  // namespace
 
 Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegistry& registry,
@@ -222,22 +255,8 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   report.bootstrap = config.bootstrap;
   report.util_cap = config.util_cap;
   report.threads = resolve_threads(config.threads);
-  Scored scored;
-  std::vector<const JobContext*> test;
-  std::vector<size_t> test_pos;  // index into data.jobs
-  for (size_t i = 0; i < data.jobs.size(); ++i) {
-    if (data.jobs[i].block != Block::kTest) continue;
-    test_pos.push_back(i);
-    test.push_back(&data.jobs[i]);
-  }
-  for (size_t t = 0; t < test.size(); ++t) {
-    for (Resource r : kResources) {
-      if (test[t]->job->is_valid(r)) {
-        scored.jobs[idx(r)].push_back(t);
-        scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_ms));
-      }
-    }
-  }
+  const std::vector<const JobContext*> test = test_jobs(data);
+  const Scored scored = scored_jobs(test);
   for (Resource r : kResources) {
     report.scored[idx(r)] = scored.jobs[idx(r)].size();
     if (report.scored[idx(r)] > 0 && split->fallback_n[idx(r)] == 0) {
@@ -283,13 +302,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   add_intervals(run, scored, abs_err, config, rows);
   if (progress && config.bootstrap > 0) progress("bootstrap", rows.size(), rows.size());
   add_bootstrap_notes(scored, config, report);
-  // Requested order, mem before vram within a method.
-  std::stable_sort(rows.begin(), rows.end(), [&](const ResultRow& a, const ResultRow& b) {
-    const auto pa = std::find(names.begin(), names.end(), a.method) - names.begin();
-    const auto pb = std::find(names.begin(), names.end(), b.method) - names.begin();
-    if (pa != pb) return pa < pb;
-    return idx(a.resource) < idx(b.resource);
-  });
+  sort_rows(names, rows);
   report.results = std::move(rows);
   return report;
 }
