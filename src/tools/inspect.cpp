@@ -14,14 +14,6 @@
 
 namespace peakcast::eval {
 
-double quantile_sorted(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0.0;
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
 namespace {
 
 UtilQuantiles quantiles(std::vector<double> v) {
