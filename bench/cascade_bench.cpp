@@ -1,4 +1,4 @@
-// The cascade's performance targets (issue 3, "Performance"): training the whole cascade with the
+// The cascade's performance targets: training the whole cascade with the
 // `bag` encoder on the largest dev trace (LANL SWF, 73k jobs) within 10 minutes on the 2-core
 // machine; batch-1 prediction p99 below 2 ms per job, and the bypass route below 50 µs.
 //

@@ -102,7 +102,7 @@ void real_trace(const std::string& path, int threads) {
   auto& jobs = trace->jobs;
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
   const size_t n = jobs.size(), a = n * 6 / 10, b = n * 8 / 10;
-  // Completion-boundary purge (METHOD.md §2), simplified: drop train jobs ending after val starts.
+  // Completion-boundary purge (docs/method.md §2), simplified: drop train jobs ending after val starts.
   std::vector<const Job*> train, val = ptrs(jobs, a, b), test = ptrs(jobs, b);
   for (size_t i = 0; i < a; ++i) if (jobs[i].end_ms < jobs[a].submit_ms) train.push_back(&jobs[i]);
   const double read_s = std::chrono::duration<double>(Clock::now() - t0).count();

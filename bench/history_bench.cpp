@@ -1,4 +1,4 @@
-// Event-time replay with the history store vs a naive rescan (issue 2: "a replay of a million
+// Event-time replay with the history store vs a naive rescan (target: "a replay of a million
 // jobs should take seconds"). Synthetic trace: ~20k users, ~100k scripts (each owned by one
 // user; popularity skewed), submissions over a year, log-uniform durations from a minute to
 // two days, memory labels on 95% of jobs and VRAM on 30%.

@@ -10,6 +10,7 @@
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/eval/folds.h"
 #include "peakcast/eval/report.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::app {
 namespace {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
-#include "peakcast/eval/inspect.h"
+#include "peakcast/tools/inspect.h"
 #include "peakcast/eval/report.h"
 
 namespace peakcast::app {

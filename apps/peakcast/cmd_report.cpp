@@ -11,6 +11,7 @@
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/eval/report.h"
 #include "peakcast/report/report.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::app {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "common.h"
 #include "db_jobs.h"
-#include "peakcast/eval/model_tools.h"
+#include "peakcast/tools/model_tools.h"
 
 namespace peakcast::app {
 namespace {

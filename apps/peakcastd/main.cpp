@@ -4,10 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +18,7 @@
 #include "peakcast/serve/service.h"
 #include "peakcast/serve/signal_pipe.h"
 #include "peakcast/serve/slurm_sync.h"
+#include "peakcast/serve/sync_loop.h"
 
 namespace {
 
@@ -40,58 +39,6 @@ void install_log_sink(bool verbose) {
     std::cerr << "peakcastd: " << kNames[static_cast<int>(level)] << ": " << msg << "\n";
   });
 }
-
-// Background slurm-sync: one poll every `interval`, until stopped.
-class SyncLoop {
- public:
-  SyncLoop(serve::Service& service, serve::SyncOptions options, double interval_s)
-      : service_(service), options_(std::move(options)), interval_(interval_s) {}
-  void start() { thread_ = std::thread([this] { run(); }); }
-  void stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void run() {
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      lock.unlock();
-      poll_once();
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::duration<double>(interval_), [this] { return stopping_; });
-    }
-  }
-  void poll_once() {
-    auto report = serve::sync_once(
-        service_.store(), [this](const Job& j) { return service_.add_completion(j); }, options_);
-    service_.sync_metrics().record(report, std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::system_clock::now().time_since_epoch()).count());
-    if (!report) {
-      log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
-      return;
-    }
-    if (report->added > 0 || report->skipped > 0) {
-      log(LogLevel::kInfo, "slurm-sync: " + std::to_string(report->finished) + " finished job(s) since " +
-                               serve::sacct_time(report->since) + ", " + std::to_string(report->added) +
-                               " new (" + std::to_string(report->with_script) + " with script), " +
-                               std::to_string(report->skipped) + " malformed row(s) skipped");
-    }
-    for (const std::string& n : report->notes) log(LogLevel::kDebug, "slurm-sync: " + n);
-  }
-
-  serve::Service& service_;
-  serve::SyncOptions options_;
-  double interval_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-};
 
 // The HTTP layer's limits (http_framing.h), one set for every endpoint.
 void add_http_options(CLI::App& app, serve::HttpLimits& l) {
@@ -114,13 +61,8 @@ void add_http_options(CLI::App& app, serve::HttpLimits& l) {
       ->capture_default_str()->check(CLI::Range(size_t{64}, size_t{8192}));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "peakcastd: answers peak-memory predictions for jobs at submission (POST /v1/predict), "
-      "learns from finished jobs (POST /v1/complete, or its own sacct polling), keeps the history "
-      "in SQLite. HTTP/1.1 + JSON on a UNIX socket; loopback TCP only when asked."};
+// Everything the command line sets.
+struct DaemonArgs {
   std::string model_dir, db_path, socket_path = "/run/peakcast/peakcastd.sock", listen;
   bool allow_remote = false, store_scripts = false, verbose = false, sync_once_only = false;
   std::string socket_mode_text = "0660", socket_group, admin_socket = "default";
@@ -132,127 +74,113 @@ int main(int argc, char** argv) {
   uint64_t gpu_mem_bytes = 0;
   serve::HttpLimits http_limits;
   serve::SqliteOptions so;
-  app.add_option("--model", model_dir, "Model directory (manifest.json with kind and format_version)")
+};
+
+// The model, the database and what is exposed.
+void add_service_options(CLI::App& app, DaemonArgs& a) {
+  app.add_option("--model", a.model_dir, "Model directory (manifest.json with kind and format_version)")
       ->required()->check(CLI::ExistingDirectory);
-  app.add_option("--db", db_path, "SQLite database of completions (created when absent)")->required();
-  app.add_option("--socket", socket_path,
+  app.add_option("--db", a.db_path, "SQLite database of completions (created when absent)")->required();
+  app.add_option("--socket", a.socket_path,
                  "UNIX socket to listen on; empty string: none (then --listen is required)")
       ->capture_default_str();
-  app.add_option("--admin-socket", admin_socket,
+  app.add_option("--admin-socket", a.admin_socket,
                  "UNIX socket for `reload [DIR]` and `model` (root or the daemon's user only, mode "
                  "0600); default: the --socket path + \".admin\"; empty string: none")
       ->capture_default_str();
-  app.add_option("--listen", listen, "Also listen on TCP HOST:PORT (loopback only unless --allow-remote)");
-  app.add_flag("--allow-remote", allow_remote, "Accept a non-loopback --listen address (the API has no authentication)");
-  app.add_option("--socket-mode", socket_mode_text, "File mode of the socket, octal")->capture_default_str();
-  app.add_option("--socket-group", socket_group, "Group that owns the socket (e.g. slurm)");
-  app.add_option("--max-script-bytes", max_script_bytes, "Largest job script accepted, in bytes")
+  app.add_option("--listen", a.listen, "Also listen on TCP HOST:PORT (loopback only unless --allow-remote)");
+  app.add_flag("--allow-remote", a.allow_remote, "Accept a non-loopback --listen address (the API has no authentication)");
+  app.add_option("--socket-mode", a.socket_mode_text, "File mode of the socket, octal")->capture_default_str();
+  app.add_option("--socket-group", a.socket_group, "Group that owns the socket (e.g. slurm)");
+  app.add_option("--max-script-bytes", a.max_script_bytes, "Largest job script accepted, in bytes")
       ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{64} << 20));
-  app.add_flag("--store-scripts", store_scripts, "Keep script text in the database (default: hashes and features only)");
-  app.add_option("--threads", threads, "Worker threads per listener (0: max(8, cores - 1))")
+  app.add_flag("--store-scripts", a.store_scripts, "Keep script text in the database (default: hashes and features only)");
+  app.add_option("--threads", a.threads, "Worker threads per listener (0: max(8, cores - 1))")
       ->capture_default_str()->check(CLI::Range(0, 1024));
-  app.add_option("--late-tolerance", late_tolerance_s,
+  app.add_option("--late-tolerance", a.late_tolerance_s,
                  "Seconds a completion may arrive after its end and still be used exactly; older "
                  "labels are folded to keep memory bounded")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{10} * 365 * 86400));
-  app.add_option("--sync-interval", sync_interval,
+}
+
+// slurm-sync inside the daemon.
+void add_sync_options(CLI::App& app, DaemonArgs& a) {
+  app.add_option("--sync-interval", a.sync_interval,
                  "Poll sacct for finished jobs every S seconds (slurm-sync inside the daemon); 0: off")
       ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
-  app.add_option("--sacct", sync.sacct, "sacct program used by the sync")->capture_default_str();
-  app.add_option("--sync-overlap", sync.overlap_s, "Seconds each poll re-reads before the previous one")
+  app.add_option("--sacct", a.sync.sacct, "sacct program used by the sync")->capture_default_str();
+  app.add_option("--sync-overlap", a.sync.overlap_s, "Seconds each poll re-reads before the previous one")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{7} * 86400));
-  app.add_option("--sync-lookback", sync.initial_lookback_s, "First poll: seconds back from now")
+  app.add_option("--sync-lookback", a.sync.initial_lookback_s, "First poll: seconds back from now")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
-  app.add_option("--gpu-mem-bytes", gpu_mem_bytes, "Sync: capacity of one GPU when sacct's GRES type does not say it");
-  add_http_options(app, http_limits);
-  app.add_option("--max-wal-bytes", so.max_wal_bytes,
+  app.add_option("--gpu-mem-bytes", a.gpu_mem_bytes, "Sync: capacity of one GPU when sacct's GRES type does not say it");
+}
+
+// The options in --help order (the HTTP limits and the WAL bound between sync and --sync-once).
+void add_options(CLI::App& app, DaemonArgs& a) {
+  add_service_options(app, a);
+  add_sync_options(app, a);
+  add_http_options(app, a.http_limits);
+  app.add_option("--max-wal-bytes", a.so.max_wal_bytes,
                  "Refuse completions (503) while the database's write-ahead log is larger than this "
                  "and cannot be checkpointed")
       ->capture_default_str()->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 40));
-  app.add_flag("--sync-once", sync_once_only, "Run one sacct poll into --db and exit (no serving)");
-  app.add_flag("-v,--verbose", verbose, "Also log debug messages");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
-  }
-  install_log_sink(verbose);
+  app.add_flag("--sync-once", a.sync_once_only, "Run one sacct poll into --db and exit (no serving)");
+  app.add_flag("-v,--verbose", a.verbose, "Also log debug messages");
+}
 
-  unsigned socket_mode = 0;
+Result<unsigned> parse_socket_mode(const std::string& text) {
   try {
     size_t used = 0;
-    socket_mode = static_cast<unsigned>(std::stoul(socket_mode_text, &used, 8));
-    if (used != socket_mode_text.size() || socket_mode > 0777) throw std::invalid_argument("");
+    const unsigned mode = static_cast<unsigned>(std::stoul(text, &used, 8));
+    if (used != text.size() || mode > 0777) throw std::invalid_argument("");
+    return mode;
   } catch (const std::exception&) {
-    return fail(Status::invalid("--socket-mode: expected an octal mode like 0660, got " + socket_mode_text));
+    return Status::invalid("--socket-mode: expected an octal mode like 0660, got " + text);
   }
+}
 
-  // From here SIGTERM (systemctl stop) and SIGINT stop the daemon cleanly: in-flight requests
-  // answered, the database closed, the socket removed, exit 0. SIGHUP reloads the model. The
-  // signal pipe's handlers work on any thread, also those libraries start before main().
-  serve::SignalPipe signals({SIGTERM, SIGINT, SIGHUP});
-  signal(SIGPIPE, SIG_IGN);
+// `reload [DIR]` and `model` on the admin socket.
+std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, serve::Service& service) {
+  return std::make_unique<serve::AdminSocket>(path, [&service](const std::string& cmd,
+                                                               const std::string& arg) {
+    if (cmd == "model") return service.model().to_json();
+    if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
+    auto r = service.model().reload(arg);
+    nlohmann::json out = {{"ok", r.ok()}, {"model", service.model().to_json()}};
+    if (!r) out["error"] = r.status().message();
+    return out;
+  });
+}
 
-  auto slot = serve::ModelSlot::open(model_dir);
-  if (!slot) return fail(slot.status());
-  const std::shared_ptr<const cascade::Predictor> model = (*slot)->get();
-  so.store_scripts = store_scripts;
-  auto store = serve::open_sqlite_store(db_path, so);
-  if (!store) return fail(store.status());
-
-  serve::ServiceOptions opts;
-  opts.limits.max_script_bytes = max_script_bytes;
-  opts.late_tolerance_s = late_tolerance_s;
-  serve::Service service(*slot, std::move(*store), opts);
-  const auto t0 = std::chrono::steady_clock::now();
-  if (Status s = service.rebuild(); !s) return fail(s);
-  log(LogLevel::kInfo, "model: " + model->describe() + " (version " + (*slot)->info().version + ")");
-  log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
-                           db_path + " in " +
-                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              std::chrono::steady_clock::now() - t0).count()) + " ms");
-
-  sync.util_cap = model->util_cap();
-  if (gpu_mem_bytes > 0) sync.default_gpu_mem_bytes = gpu_mem_bytes;
-  if (sync_once_only) {
-    auto report = serve::sync_once(
-        service.store(), [&service](const Job& j) { return service.add_completion(j); }, sync);
-    if (!report) return fail(report.status());
-    std::cout << "slurm-sync: " << serve::describe(*report) << "\n";
-    return kExitOk;
-  }
-
+// Serves until SIGTERM/SIGINT (or until serve() returns on its own); SIGHUP reloads the model.
+// In-flight requests are answered before it returns.
+int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
+                        serve::Service& service, serve::SignalPipe& signals) {
   serve::ListenOptions lo;
-  lo.socket_path = socket_path;
-  lo.listen = listen;
-  lo.allow_remote = allow_remote;
+  lo.socket_path = a.socket_path;
+  lo.listen = a.listen;
+  lo.allow_remote = a.allow_remote;
   lo.socket_mode = socket_mode;
-  lo.socket_group = socket_group;
-  lo.threads = threads;
-  lo.limits = http_limits;
-  lo.limits.max_body_bytes = opts.limits.max_body_bytes();
+  lo.socket_group = a.socket_group;
+  lo.threads = a.threads;
+  lo.limits = a.http_limits;
+  lo.limits.max_body_bytes = max_body_bytes;
   serve::HttpServer server(service, lo);
   if (Status s = server.bind(); !s) return fail(s);
-  log(LogLevel::kInfo, "listening on " + (socket_path.empty() ? std::string() : "unix:" + socket_path) +
-                           (listen.empty() ? "" : " tcp:" + listen));
+  log(LogLevel::kInfo, "listening on " + (a.socket_path.empty() ? std::string() : "unix:" + a.socket_path) +
+                           (a.listen.empty() ? "" : " tcp:" + a.listen));
 
-  std::unique_ptr<SyncLoop> sync_loop;
-  if (sync_interval > 0) {
-    sync_loop = std::make_unique<SyncLoop>(service, sync, sync_interval);
+  std::unique_ptr<serve::SyncLoop> sync_loop;
+  if (a.sync_interval > 0) {
+    sync_loop = std::make_unique<serve::SyncLoop>(service, a.sync, a.sync_interval);
     sync_loop->start();
   }
-  if (admin_socket == "default") admin_socket = socket_path.empty() ? "" : socket_path + ".admin";
+  std::string admin_path = a.admin_socket;
+  if (admin_path == "default") admin_path = a.socket_path.empty() ? "" : a.socket_path + ".admin";
   std::unique_ptr<serve::AdminSocket> admin;
-  if (!admin_socket.empty()) {
-    admin = std::make_unique<serve::AdminSocket>(admin_socket, [&service](const std::string& cmd,
-                                                                          const std::string& arg) {
-      if (cmd == "model") return service.model().to_json();
-      if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
-      auto r = service.model().reload(arg);
-      nlohmann::json out = {{"ok", r.ok()}, {"model", service.model().to_json()}};
-      if (!r) out["error"] = r.status().message();
-      return out;
-    });
+  if (!admin_path.empty()) {
+    admin = make_admin_socket(admin_path, service);
     if (Status s = admin->bind(); !s) return fail(s);
     admin->start();
   }
@@ -276,4 +204,59 @@ int main(int argc, char** argv) {
   signal_thread.join();
   log(LogLevel::kInfo, "stopped: every received request answered; closing the database and removing the socket");
   return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "peakcastd: answers peak-memory predictions for jobs at submission (POST /v1/predict), "
+      "learns from finished jobs (POST /v1/complete, or its own sacct polling), keeps the history "
+      "in SQLite. HTTP/1.1 + JSON on a UNIX socket; loopback TCP only when asked."};
+  DaemonArgs a;
+  add_options(app, a);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  install_log_sink(a.verbose);
+  const Result<unsigned> socket_mode = parse_socket_mode(a.socket_mode_text);
+  if (!socket_mode) return fail(socket_mode.status());
+
+  // From here SIGTERM (systemctl stop) and SIGINT stop the daemon cleanly: in-flight requests
+  // answered, the database closed, the socket removed, exit 0. SIGHUP reloads the model. The
+  // signal pipe's handlers work on any thread, also those libraries start before main().
+  serve::SignalPipe signals({SIGTERM, SIGINT, SIGHUP});
+  signal(SIGPIPE, SIG_IGN);
+
+  auto slot = serve::ModelSlot::open(a.model_dir);
+  if (!slot) return fail(slot.status());
+  const std::shared_ptr<const cascade::Predictor> model = (*slot)->get();
+  a.so.store_scripts = a.store_scripts;
+  auto store = serve::open_sqlite_store(a.db_path, a.so);
+  if (!store) return fail(store.status());
+
+  serve::ServiceOptions opts;
+  opts.limits.max_script_bytes = a.max_script_bytes;
+  opts.late_tolerance_s = a.late_tolerance_s;
+  const size_t max_body_bytes = opts.limits.max_body_bytes();
+  serve::Service service(*slot, std::move(*store), opts);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status s = service.rebuild(); !s) return fail(s);
+  log(LogLevel::kInfo, "model: " + model->describe() + " (version " + (*slot)->info().version + ")");
+  log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
+                           a.db_path + " in " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - t0).count()) + " ms");
+
+  a.sync.util_cap = model->util_cap();
+  if (a.gpu_mem_bytes > 0) a.sync.default_gpu_mem_bytes = a.gpu_mem_bytes;
+  if (a.sync_once_only) {
+    auto report = serve::sync_service(service, a.sync);
+    if (!report) return fail(report.status());
+    std::cout << "slurm-sync: " << serve::describe(*report) << "\n";
+    return kExitOk;
+  }
+  return serve_until_stopped(a, *socket_mode, max_body_bytes, service, signals);
 }

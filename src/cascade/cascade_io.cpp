@@ -97,7 +97,7 @@ std::string component_file(const char* what, Resource r) {
 json sets_json(const TrainingSets& s) {
   json gate = json::object(), fusion = json::object();
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
       gate[std::string(resource_name(r))][std::string(history::expert_name(e))] = s.gate[ri][ei];
@@ -126,7 +126,7 @@ TrainingSets sets_from_json(const json& j) {
   s.gate_fusion_purged = j.value("gate_fusion_purged", size_t{0});
   s.fusion_censored_dropped = j.value("fusion_censored_dropped", size_t{0});
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     const std::string rn(resource_name(r));
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
@@ -178,103 +178,54 @@ Result<QSource> q_source_from_json(const json& j) {
   return Status::invalid("unknown Q source (valid: code_model, tree_route)");
 }
 
-}  // namespace
-
-Status CascadeModel::save(const std::string& dir) const {
-  const Impl& m = *impl_;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::io(dir + ": cannot create directory: " + ec.message());
-  const std::filesystem::path base(dir);
-  if (auto st = m.code.save((base / "code").string()); !st) return st;
-
-  json policy = json::object(), components = json::object(), upper = json::object(),
-       gate_mean = json::object(), fallback = json::object(), q_source = json::object(),
-       priors = json::object();
-  json tree = nullptr;
-  if (m.tree) {
-    tree = {{"route", m.tree->to_json()}, {"files", json::object()}};
-    for (Resource r : kResources) {
-      const auto bytes = m.tree->booster_bytes(r);
-      if (!bytes) continue;
-      const std::string file = component_file("tree", r);
-      if (auto st = write_file_atomic((base / file).string(), *bytes); !st) return st;
-      tree["files"][std::string(resource_name(r))] = file;
+// The gate and fusion of one resource: their manifest entries, boosters written beside it.
+Result<json> save_components(const std::filesystem::path& base, const CascadeModel::Impl& m, Resource r) {
+  json comp = json::object();
+  for (const char* what : {"gate", "fusion"}) {
+    const Component& c = std::string(what) == "gate" ? m.gate[idx(r)] : m.fusion[idx(r)];
+    json cj = {{"constant", c.constant}, {"n", c.n}, {"file", nullptr}};
+    if (c.booster) {
+      const std::string file = component_file(what, r);
+      if (auto st = write_file_atomic((base / file).string(), c.booster->save_buffer(models::ModelFormat::kUbj)); !st)
+        return st;
+      cj["file"] = file;
     }
+    comp[what] = cj;
   }
+  return comp;
+}
+
+// The tree route's manifest entry (null without one), its boosters written beside it.
+Result<json> save_tree_route(const std::filesystem::path& base, const CascadeModel::Impl& m) {
+  if (!m.tree) return json(nullptr);
+  json tree = {{"route", m.tree->to_json()}, {"files", json::object()}};
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
-    const std::string rn(resource_name(r));
-    policy[rn] = policy_json(m.policy[ri]);
-    q_source[rn] = std::string(q_source_name(m.q_source[ri]));
-    priors[rn] = priors_json(m.priors[ri]);
-    upper[rn] = upper_json(m.upper[ri]);
-    fallback[rn] = m.fallback[ri];
-    json gm = json::array();
-    for (double v : m.gate_feature_mean[ri]) gm.push_back(num_or_null(v));
-    gate_mean[rn] = gm;
-    json comp = json::object();
-    for (const char* what : {"gate", "fusion"}) {
-      const Component& c = std::string(what) == "gate" ? m.gate[ri] : m.fusion[ri];
-      json cj = {{"constant", c.constant}, {"n", c.n}, {"file", nullptr}};
-      if (c.booster) {
-        const std::string file = component_file(what, r);
-        if (auto st = write_file_atomic((base / file).string(), c.booster->save_buffer(models::ModelFormat::kUbj)); !st)
-          return st;
-        cj["file"] = file;
-      }
-      comp[what] = cj;
-    }
-    components[rn] = comp;
+    const auto bytes = m.tree->booster_bytes(r);
+    if (!bytes) continue;
+    const std::string file = component_file("tree", r);
+    if (auto st = write_file_atomic((base / file).string(), *bytes); !st) return st;
+    tree["files"][std::string(resource_name(r))] = file;
   }
-  upper["coverage"] = m.cfg.coverage;
-  const TrainingSets& s = m.report.sets;
-  json manifest = {
-      {"format_version", kCascadeFormatVersion},
-      {"kind", "cascade"},
-      {"util_cap", m.util_cap},
-      {"fallback", fallback},
-      {"trained_on", m.trained_on},
-      {"trained_at", m.trained_at_s},
-      {"config", to_json(m.cfg)},
-      {"policy", policy},
-      {"q_source", q_source},
-      {"priors", priors},
-      {"tree_route", tree},
-      {"components", components},
-      {"upper_bound", upper},
-      {"features", {{"gate", names_json(gate_feature_names())},
-                    {"fusion", names_json(fusion_feature_names())},
-                    {"gate_mean", gate_mean}}},
-      {"code_model", "code"},
-      {"training", {{"code_fit", s.code_fit.size()},
-                    {"code_early_stopping", s.code_early_stopping.size()},
-                    {"gate_fusion", s.gate_fusion.size()},
-                    {"gate_fusion_purged", s.gate_fusion_purged},
-                    {"policy", s.policy.size()},
-                    {"fusion_censored_dropped", s.fusion_censored_dropped},
-                    {"seconds", {{"code", m.report.seconds_code},
-                                 {"components", m.report.seconds_components},
-                                 {"policy", m.report.seconds_policy}}},
-                    {"sets_file", "training_sets.json"}}}};
-  if (auto st = write_file_atomic((base / "training_sets.json").string(), sets_json(s).dump() + "\n"); !st)
-    return st;
-  // The manifest last: a directory with a manifest is complete.
-  return write_file_atomic((base / "manifest.json").string(), manifest.dump(2) + "\n");
+  return tree;
 }
 
-Result<CascadeModel> CascadeModel::load(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
-  auto text = read_file(path);
-  if (!text) return text.status();
-  json m = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (m.is_discarded() || !m.is_object()) return Status::invalid(path + ": not a JSON object");
-  auto r = load(dir, m);
-  if (!r) return r.status().with_context(path);
-  return r;
+// The manifest's "training" block: set sizes and times (the sets themselves go to their file).
+json training_json(const CascadeTrainReport& report) {
+  const TrainingSets& s = report.sets;
+  return {{"code_fit", s.code_fit.size()},
+          {"code_early_stopping", s.code_early_stopping.size()},
+          {"gate_fusion", s.gate_fusion.size()},
+          {"gate_fusion_purged", s.gate_fusion_purged},
+          {"policy", s.policy.size()},
+          {"fusion_censored_dropped", s.fusion_censored_dropped},
+          {"seconds", {{"code", report.seconds_code},
+                       {"components", report.seconds_components},
+                       {"policy", report.seconds_policy}}},
+          {"sets_file", "training_sets.json"}};
 }
 
-Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
+// Known keys, a format version this build reads, kind "cascade".
+Status check_manifest_header(const json& m) {
   static const char* kKeys[] = {"format_version", "kind", "util_cap", "fallback", "trained_on", "trained_at",
                                 "config", "policy", "q_source", "priors", "tree_route",
                                 "components", "upper_bound", "features", "code_model", "training"};
@@ -295,7 +246,141 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
                                " of kind \"cascade\" was written by an older peakcast whose gate "
                                "features differ from this build's; retrain with `peakcast train`");
   if (m.value("kind", std::string()) != "cascade") return Status::invalid("kind: expected \"cascade\"");
+  return Status::ok();
+}
 
+// One resource's fallback, policy, upper bound, Q source, priors, gate, fusion and gate means.
+Status load_resource(const std::string& dir, const json& m, Resource r, CascadeModel::Impl& impl) {
+  const auto ri = idx(r);
+  const std::string rn(resource_name(r));
+  const json& fb = m["fallback"].value(rn, json(nullptr));
+  if (!fb.is_number()) return Status::invalid("fallback." + rn + ": required number");
+  impl.fallback[ri] = fb.get<double>();
+  auto pol = policy_from_json(m["policy"].value(rn, json(nullptr)));
+  if (!pol) return pol.status().with_context("policy." + rn);
+  impl.policy[ri] = *pol;
+  auto ub = upper_from_json(m["upper_bound"].value(rn, json(nullptr)));
+  if (!ub) return ub.status().with_context("upper_bound." + rn);
+  impl.upper[ri] = *ub;
+  auto qs = q_source_from_json(m.value("q_source", json::object()).value(rn, json(nullptr)));
+  if (!qs) return qs.status().with_context("q_source." + rn);
+  impl.q_source[ri] = *qs;
+  auto pr = priors_from_json(m.value("priors", json::object()).value(rn, json(nullptr)));
+  if (!pr) return pr.status().with_context("priors." + rn);
+  impl.priors[ri] = *pr;
+  const json& comp = m["components"].value(rn, json::object());
+  auto gate = component_from_json(dir, comp.value("gate", json(nullptr)));
+  if (!gate) return gate.status().with_context("components." + rn + ".gate");
+  impl.gate[ri] = std::move(gate).value();
+  auto fusion = component_from_json(dir, comp.value("fusion", json(nullptr)));
+  if (!fusion) return fusion.status().with_context("components." + rn + ".fusion");
+  impl.fusion[ri] = std::move(fusion).value();
+  if (m.contains("features") && m["features"].contains("gate_mean")) {
+    for (const auto& v : m["features"]["gate_mean"].value(rn, json::array()))
+      impl.gate_feature_mean[ri].push_back(null_to_nan(v));
+  }
+  return Status::ok();
+}
+
+// The tree route, when the manifest has one, with its boosters read from beside it.
+Status load_tree_route(const std::string& dir, const json& m, CascadeModel::Impl& impl) {
+  const json& t = m.value("tree_route", json(nullptr));
+  if (!t.is_object()) return Status::ok();
+  std::array<std::optional<std::string>, kNumResources> boosters;
+  for (Resource r : kResources) {
+    const json& f = t.value("files", json::object()).value(std::string(resource_name(r)), json(nullptr));
+    if (!f.is_string()) continue;
+    auto bytes = read_file((std::filesystem::path(dir) / f.get<std::string>()).string());
+    if (!bytes) return bytes.status();
+    boosters[idx(r)] = std::move(bytes).value();
+  }
+  auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
+  if (!route) return route.status();
+  impl.tree.emplace(std::move(route).value());
+  return Status::ok();
+}
+
+// The training sets' file named by the manifest, when it names one.
+Status load_training_sets(const std::string& dir, const json& m, CascadeModel::Impl& impl) {
+  const std::string sets_file = m.value("training", json::object()).value("sets_file", std::string());
+  if (sets_file.empty()) return Status::ok();
+  auto sets = read_file((std::filesystem::path(dir) / sets_file).string());
+  if (!sets) return sets.status();
+  json sj = json::parse(*sets, nullptr, false);
+  if (sj.is_discarded() || !sj.is_object()) return Status::invalid(sets_file + ": not a JSON object");
+  impl.report.sets = sets_from_json(sj);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status CascadeModel::save(const std::string& dir) const {
+  const Impl& m = *impl_;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::io(dir + ": cannot create directory: " + ec.message());
+  const std::filesystem::path base(dir);
+  if (auto st = m.code.save((base / "code").string()); !st) return st;
+
+  json policy = json::object(), components = json::object(), upper = json::object(),
+       gate_mean = json::object(), fallback = json::object(), q_source = json::object(),
+       priors = json::object();
+  auto tree = save_tree_route(base, m);
+  if (!tree) return tree.status();
+  for (Resource r : kResources) {
+    const auto ri = idx(r);
+    const std::string rn(resource_name(r));
+    policy[rn] = policy_json(m.policy[ri]);
+    q_source[rn] = std::string(q_source_name(m.q_source[ri]));
+    priors[rn] = priors_json(m.priors[ri]);
+    upper[rn] = upper_json(m.upper[ri]);
+    fallback[rn] = m.fallback[ri];
+    json gm = json::array();
+    for (double v : m.gate_feature_mean[ri]) gm.push_back(num_or_null(v));
+    gate_mean[rn] = gm;
+    auto comp = save_components(base, m, r);
+    if (!comp) return comp.status();
+    components[rn] = std::move(comp).value();
+  }
+  upper["coverage"] = m.cfg.coverage;
+  json manifest = {
+      {"format_version", kCascadeFormatVersion},
+      {"kind", "cascade"},
+      {"util_cap", m.util_cap},
+      {"fallback", fallback},
+      {"trained_on", m.trained_on},
+      {"trained_at", m.trained_at_s},
+      {"config", to_json(m.cfg)},
+      {"policy", policy},
+      {"q_source", q_source},
+      {"priors", priors},
+      {"tree_route", *tree},
+      {"components", components},
+      {"upper_bound", upper},
+      {"features", {{"gate", names_json(gate_feature_names())},
+                    {"fusion", names_json(fusion_feature_names())},
+                    {"gate_mean", gate_mean}}},
+      {"code_model", "code"},
+      {"training", training_json(m.report)}};
+  if (auto st = write_file_atomic((base / "training_sets.json").string(), sets_json(m.report.sets).dump() + "\n"); !st)
+    return st;
+  // The manifest last: a directory with a manifest is complete.
+  return write_file_atomic((base / "manifest.json").string(), manifest.dump(2) + "\n");
+}
+
+Result<CascadeModel> CascadeModel::load(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
+  auto text = read_file(path);
+  if (!text) return text.status();
+  json m = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (m.is_discarded() || !m.is_object()) return Status::invalid(path + ": not a JSON object");
+  auto r = load(dir, m);
+  if (!r) return r.status().with_context(path);
+  return r;
+}
+
+Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
+  if (Status st = check_manifest_header(m); !st) return st;
   auto impl = std::make_unique<Impl>();
   if (!m.contains("util_cap") || !m["util_cap"].is_number() || !(m["util_cap"].get<double>() > 0))
     return Status::invalid("util_cap: required positive number");
@@ -308,50 +393,11 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
   for (const char* k : {"fallback", "policy", "components", "upper_bound"})
     if (!m.contains(k) || !m[k].is_object()) return Status::invalid(std::string(k) + ": required object");
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
-    const std::string rn(resource_name(r));
-    const json& fb = m["fallback"].value(rn, json(nullptr));
-    if (!fb.is_number()) return Status::invalid("fallback." + rn + ": required number");
-    impl->fallback[ri] = fb.get<double>();
-    auto pol = policy_from_json(m["policy"].value(rn, json(nullptr)));
-    if (!pol) return pol.status().with_context("policy." + rn);
-    impl->policy[ri] = *pol;
-    auto ub = upper_from_json(m["upper_bound"].value(rn, json(nullptr)));
-    if (!ub) return ub.status().with_context("upper_bound." + rn);
-    impl->upper[ri] = *ub;
-    auto qs = q_source_from_json(m.value("q_source", json::object()).value(rn, json(nullptr)));
-    if (!qs) return qs.status().with_context("q_source." + rn);
-    impl->q_source[ri] = *qs;
-    auto pr = priors_from_json(m.value("priors", json::object()).value(rn, json(nullptr)));
-    if (!pr) return pr.status().with_context("priors." + rn);
-    impl->priors[ri] = *pr;
-    const json& comp = m["components"].value(rn, json::object());
-    auto gate = component_from_json(dir, comp.value("gate", json(nullptr)));
-    if (!gate) return gate.status().with_context("components." + rn + ".gate");
-    impl->gate[ri] = std::move(gate).value();
-    auto fusion = component_from_json(dir, comp.value("fusion", json(nullptr)));
-    if (!fusion) return fusion.status().with_context("components." + rn + ".fusion");
-    impl->fusion[ri] = std::move(fusion).value();
-    if (m.contains("features") && m["features"].contains("gate_mean")) {
-      for (const auto& v : m["features"]["gate_mean"].value(rn, json::array()))
-        impl->gate_feature_mean[ri].push_back(null_to_nan(v));
-    }
+    if (Status st = load_resource(dir, m, r, *impl); !st) return st;
   }
-  if (const json& t = m.value("tree_route", json(nullptr)); t.is_object()) {
-    std::array<std::optional<std::string>, kNumResources> boosters;
-    for (Resource r : kResources) {
-      const json& f = t.value("files", json::object()).value(std::string(resource_name(r)), json(nullptr));
-      if (!f.is_string()) continue;
-      auto bytes = read_file((std::filesystem::path(dir) / f.get<std::string>()).string());
-      if (!bytes) return bytes.status();
-      boosters[static_cast<size_t>(idx(r))] = std::move(bytes).value();
-    }
-    auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
-    if (!route) return route.status();
-    impl->tree.emplace(std::move(route).value());
-  }
+  if (Status st = load_tree_route(dir, m, *impl); !st) return st;
   for (Resource r : kResources) {
-    if (impl->q_source[static_cast<size_t>(idx(r))] == QSource::kTreeRoute && !impl->tree)
+    if (impl->q_source[idx(r)] == QSource::kTreeRoute && !impl->tree)
       return Status::invalid("q_source." + std::string(resource_name(r)) +
                              ": tree_route chosen but the manifest has no tree_route");
   }
@@ -366,14 +412,7 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
   impl->code = std::move(code).value();
   impl->report.code = impl->code.report();
   impl->report.policy = impl->policy;
-  const std::string sets_file = m.value("training", json::object()).value("sets_file", std::string());
-  if (!sets_file.empty()) {
-    auto sets = read_file((std::filesystem::path(dir) / sets_file).string());
-    if (!sets) return sets.status();
-    json sj = json::parse(*sets, nullptr, false);
-    if (sj.is_discarded() || !sj.is_object()) return Status::invalid(sets_file + ": not a JSON object");
-    impl->report.sets = sets_from_json(sj);
-  }
+  if (Status st = load_training_sets(dir, m, *impl); !st) return st;
   return CascadeModel(std::move(impl));
 }
 

@@ -3,39 +3,22 @@
 #include "peakcast/cascade/cascade_model.h"
 
 #include <cmath>
-#include <cstdio>
 #include <stdexcept>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "cascade/cascade_internal.h"
 
 namespace peakcast::cascade {
 namespace {
 
-std::optional<double> capacity_bytes(const Job& job, Resource r) {
-  if (r == Resource::kMem) {
-    if (job.req_mem_bytes && *job.req_mem_bytes > 0) return static_cast<double>(*job.req_mem_bytes);
-    return std::nullopt;
-  }
-  if (job.req_gpus && *job.req_gpus > 0 && job.gpu_mem_bytes && *job.gpu_mem_bytes > 0)
-    return static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes);
-  return std::nullopt;
-}
+// Utilizations and weights in rationales: 3 and 2 decimals.
+std::string fixed3(double v) { return fmt::format("{:.3f}", v); }
+std::string fixed2(double v) { return fmt::format("{:.2f}", v); }
 
-std::string f3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
-
-std::string f2(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
-// What is decided about one resource before the encoder runs.
-struct Pre {
+// What is decided about one resource before the encoder runs (the gate's side of the cascade).
+struct GateDecision {
   bool active = false;
   history::Level level = history::Level::kNone;
   double h = 0.0;
@@ -44,13 +27,13 @@ struct Pre {
   GateFeatures gate{};
 };
 
-std::array<Pre, kNumResources> decide(const CascadeModel::Impl& m, const Job& job,
+std::array<GateDecision, kNumResources> decide(const CascadeModel::Impl& m, const Job& job,
                                       const HistoryViews& views) {
-  std::array<Pre, kNumResources> pre;
+  std::array<GateDecision, kNumResources> pre;
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     if (!relevant(job, r)) continue;
-    Pre& p = pre[ri];
+    GateDecision& p = pre[ri];
     const history::HistoryView& v = views[ri];
     const ResourcePolicy& pol = m.policy[ri];
     p.active = true;
@@ -72,7 +55,7 @@ std::array<Pre, kNumResources> decide(const CascadeModel::Impl& m, const Job& jo
 }
 
 // Whether some resource needs Q from `source`.
-bool needs_q(const CascadeModel::Impl& m, const std::array<Pre, kNumResources>& pre, QSource source) {
+bool needs_q(const CascadeModel::Impl& m, const std::array<GateDecision, kNumResources>& pre, QSource source) {
   for (size_t ri = 0; ri < pre.size(); ++ri)
     if (pre[ri].active && !pre[ri].bypass && m.q_source[ri] == source) return true;
   return false;
@@ -80,9 +63,9 @@ bool needs_q(const CascadeModel::Impl& m, const std::array<Pre, kNumResources>& 
 
 // Fills Q of the resources served by the tree route.
 void add_tree_q(const CascadeModel::Impl& m, const Job& job, const HistoryViews& views,
-                const std::array<Pre, kNumResources>& pre, models::code::CodePrediction& q) {
+                const std::array<GateDecision, kNumResources>& pre, models::code::CodePrediction& q) {
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     if (!pre[ri].active || pre[ri].bypass || m.q_source[ri] != QSource::kTreeRoute) continue;
     if (!m.tree) throw std::logic_error("cascade: tree route chosen but not present");
     q.util[ri] = static_cast<float>(std::clamp(m.tree->predict(job, views[ri], r), 0.0, m.util_cap));
@@ -97,9 +80,9 @@ std::string history_phrase(const history::HistoryView& v, history::Expert e) {
 }
 
 ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource r,
-                          const history::HistoryView& v, const Pre& pre,
+                          const history::HistoryView& v, const GateDecision& pre,
                           const models::code::CodePrediction* q, bool from_cache) {
-  const auto ri = static_cast<size_t>(idx(r));
+  const auto ri = idx(r);
   const ResourcePolicy& pol = m.policy[ri];
   const std::string res(resource_name(r));
   ResourcePrediction p;
@@ -122,32 +105,32 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
   const char* src = tree ? "tree route" : from_cache ? "cached code model" : "code model";
   if (v.level == history::Level::kNone) {
     p.route = Route::kNoHistory;
-    p.rationale = res + ": no history for this script or user; " + src + " Q = " + f3(p.util);
+    p.rationale = res + ": no history for this script or user; " + src + " Q = " + fixed3(p.util);
   } else if (pre.bypass) {
     p.route = Route::kBypass;
     const bool alone = pol.history_only_at(v.level);
     const history::Expert e = alone ? pol.history_expert : pol.expert;
     p.expert = std::string(history::expert_name(e));
     p.rationale = res + (alone ? std::string(": history (chosen on validation for this level): ")
-                               : ": bypass (gate " + f2(pre.prob) + " >= " + f2(pol.tau) + "): ") +
-                  history_phrase(v, e) + " = " + f3(p.util);
+                               : ": bypass (gate " + fixed2(pre.prob) + " >= " + fixed2(pol.tau) + "): ") +
+                  history_phrase(v, e) + " = " + fixed3(p.util);
   } else {
     p.route = from_cache ? Route::kCache : Route::kEncoder;
     p.expert = std::string(history::expert_name(pol.expert));
     p.gamma = gamma;
     if (pol.q_alone_at(v.level)) {
-      p.rationale = res + ": " + src + " Q alone " + f3(qr) + " (no fusion weight was learned for " +
+      p.rationale = res + ": " + src + " Q alone " + fixed3(qr) + " (no fusion weight was learned for " +
                     std::string(history::level_name(v.level)) + " history; " +
-                    history_phrase(v, pol.expert) + " " + f3(pre.h) + ")";
+                    history_phrase(v, pol.expert) + " " + fixed3(pre.h) + ")";
     } else {
-      p.rationale = res + ": " + f2(gamma) + " x " + src + " " + f3(qr) + " + " + f2(1.0 - gamma) +
-                    " x " + history_phrase(v, pol.expert) + " " + f3(pre.h);
+      p.rationale = res + ": " + fixed2(gamma) + " x " + src + " " + fixed3(qr) + " + " + fixed2(1.0 - gamma) +
+                    " x " + history_phrase(v, pol.expert) + " " + fixed3(pre.h);
     }
     if (v.level == history::Level::kExactScript) {
       const double d = std::max(pol.trust_floor, pol.trust_coef * v.exact.mad);
-      if (d < 1e6) p.rationale += ", trust region +/-" + f3(d);
+      if (d < 1e6) p.rationale += ", trust region +/-" + fixed3(d);
     }
-    p.rationale += " = " + f3(p.util);
+    p.rationale += " = " + fixed3(p.util);
   }
 
   const auto cap_bytes = capacity_bytes(job, r);
@@ -169,7 +152,7 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
 }
 
 JobPrediction assemble(const CascadeModel::Impl& m, const Job& job, const HistoryViews& views,
-                       const std::array<Pre, kNumResources>& pre,
+                       const std::array<GateDecision, kNumResources>& pre,
                        const models::code::CodePrediction* q, bool from_cache) {
   JobPrediction out;
   out.job_id = job.job_id;
@@ -200,11 +183,8 @@ Result<CascadeModel> CascadeModel::train(const TrainingInput& input, const Casca
 }
 
 JobPrediction CascadeModel::predict(const Job& job, const history::HistoryStore& history) const {
-  HistoryViews views;
-  for (Resource r : kResources) {
-    if (relevant(job, r)) views[static_cast<size_t>(idx(r))] = history.query(job, r);
-  }
-  return predict_views(job, views);
+  return predict_views(job, history.query_views(job, {relevant(job, Resource::kMem),
+                                                       relevant(job, Resource::kVram)}));
 }
 
 JobPrediction CascadeModel::predict_views(const Job& job, const HistoryViews& views) const {
@@ -239,7 +219,7 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
   const Impl& m = *impl_;
   const size_t n = jobs.size();
   const bool use_cache = m.cache->capacity() > 0;
-  std::vector<std::array<Pre, kNumResources>> pre(n);
+  std::vector<std::array<GateDecision, kNumResources>> pre(n);
   std::vector<models::code::CodePrediction> q(n);
   std::vector<int> source(n, -1);       // -1 none, 0 fresh, 1 cache, 2 tree route only
   std::vector<size_t> same_as(n, n);    // within-batch duplicate of an earlier fresh job
@@ -291,9 +271,9 @@ std::string CascadeModel::describe() const {
                   m.code.config().encoder +
                   (m.code.trained_without_scripts() ? " (trained without scripts)" : "");
   for (Resource r : kResources) {
-    const ResourcePolicy& p = m.policy[static_cast<size_t>(idx(r))];
+    const ResourcePolicy& p = m.policy[idx(r)];
     s += ", " + std::string(resource_name(r)) + " Q " +
-         std::string(q_source_name(m.q_source[static_cast<size_t>(idx(r))])) + " " +
+         std::string(q_source_name(m.q_source[idx(r)])) + " " +
          (p.all_history_only() ? "history only " + std::string(history::expert_name(p.history_expert)) + " "
           : p.history_only[0] ? "history only at exact_script (" +
                                     std::string(history::expert_name(p.history_expert)) + "), "
@@ -301,10 +281,10 @@ std::string CascadeModel::describe() const {
                                     std::string(history::expert_name(p.history_expert)) + "), "
                               : std::string()) +
          std::string(history::expert_name(p.expert)) +
-         " tau " + f2(p.tau) + " trust " + (p.trust_coef >= 1e6 ? std::string("off") :
-                                             f2(p.trust_coef) + "xMAD floor " + f2(p.trust_floor));
+         " tau " + fixed2(p.tau) + " trust " + (p.trust_coef >= 1e6 ? std::string("off") :
+                                             fixed2(p.trust_coef) + "xMAD floor " + fixed2(p.trust_floor));
   }
-  s += ", cap " + f3(m.util_cap);
+  s += ", cap " + fixed3(m.util_cap);
   if (!m.trained_on.empty()) s += ", trained on " + m.trained_on;
   return s;
 }

@@ -26,7 +26,7 @@ std::vector<TrainingJob> with_history_views(const std::vector<const Job*>& jobs,
     TrainingJob t;
     t.job = &job;
     t.role = roles[i++];
-    for (Resource r : kResources) t.views[static_cast<size_t>(idx(r))] = s.query(job, r);
+    t.views = s.query_views(job);
     out.push_back(t);
   });
   return out;

@@ -3,29 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
 
 namespace peakcast::cascade {
 namespace {
 
-// Capacity behind a utilization, when the request says it.
-std::optional<double> capacity_bytes(const Job& job, Resource r) {
-  if (r == Resource::kMem) {
-    if (job.req_mem_bytes && *job.req_mem_bytes > 0) return static_cast<double>(*job.req_mem_bytes);
-    return std::nullopt;
-  }
-  if (job.req_gpus && *job.req_gpus > 0 && job.gpu_mem_bytes && *job.gpu_mem_bytes > 0) {
-    return static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes);
-  }
-  return std::nullopt;
-}
-
-std::string format_util(double u) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", u);
-  return buf;
-}
+std::string format_util(double u) { return fmt::format("{:.3f}", u); }
 
 Result<double> number_in(const nlohmann::json& v, const std::string& key, double lo, double hi) {
   if (!v.is_number()) return Status::invalid(key + ": expected a number");

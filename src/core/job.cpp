@@ -18,17 +18,22 @@ int64_t ms_from_seconds(double epoch_s) {
   return static_cast<int64_t>(std::floor(epoch_s * 1000.0 + 0.5));
 }
 
-std::optional<double> raw_util(const Job& job, Resource r) {
+std::optional<double> capacity_bytes(const Job& job, Resource r) {
   if (r == Resource::kMem) {
-    if (!job.peak_mem_bytes || !job.req_mem_bytes || *job.req_mem_bytes == 0) return std::nullopt;
-    return static_cast<double>(*job.peak_mem_bytes) / static_cast<double>(*job.req_mem_bytes);
-  }
-  if (!job.peak_vram_bytes || !job.req_gpus || *job.req_gpus <= 0 || !job.gpu_mem_bytes ||
-      *job.gpu_mem_bytes == 0) {
+    if (job.req_mem_bytes && *job.req_mem_bytes > 0) return static_cast<double>(*job.req_mem_bytes);
     return std::nullopt;
   }
-  return static_cast<double>(*job.peak_vram_bytes) /
-         (static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes));
+  if (job.req_gpus && *job.req_gpus > 0 && job.gpu_mem_bytes && *job.gpu_mem_bytes > 0) {
+    return static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes);
+  }
+  return std::nullopt;
+}
+
+std::optional<double> raw_util(const Job& job, Resource r) {
+  const std::optional<uint64_t>& peak = r == Resource::kMem ? job.peak_mem_bytes : job.peak_vram_bytes;
+  const std::optional<double> cap = capacity_bytes(job, r);
+  if (!peak || !cap) return std::nullopt;
+  return static_cast<double>(*peak) / *cap;
 }
 
 void compute_labels(Job& job, double util_cap) {

@@ -24,7 +24,7 @@ EvalData build_eval_data(const Split& split, double util_cap, const ProgressFn& 
     JobContext& c = data.jobs[i];
     c.job = &job;
     c.block = split.block[i];
-    for (Resource r : kResources) c.view[idx(r)] = s.query(job, r);
+    c.view = s.query_views(job);
     ++i;
     if (progress && (i % step == 0 || i == total)) progress("replay", i, total);
   });
@@ -55,10 +55,177 @@ std::map<std::string, LatencyStats> time_predictions(const Method& method,
 }
 
 struct Scored {
-  // Per resource: index into data.jobs of each valid test job.
+  // Per resource: index into the test jobs of each valid one.
   std::array<std::vector<size_t>, kNumResources> jobs;
   std::array<std::vector<int64_t>, kNumResources> day;
 };
+
+// What one method's seeds produced, per resource, before it becomes result rows.
+struct SeedResults {
+  std::array<std::vector<Metrics>, kNumResources> metrics;
+  std::array<std::array<std::vector<Metrics>, 3>, kNumResources> sub;
+  std::array<std::vector<std::optional<Routing>>, kNumResources> routing;
+  std::array<std::map<std::string, size_t>, kNumResources> first_routes;
+  std::map<std::string, LatencyStats> latency;
+  std::vector<std::pair<std::string, std::string>> first_choices;
+  size_t seeds = 1;
+};
+
+// Scores one seed's predictions of the test jobs: metrics, subgroups and routes per resource;
+// each scored job's absolute error is added to abs_err (divided by the seed count later).
+void score_seed(const std::vector<const JobContext*>& test, const std::vector<Prediction>& preds,
+                const Scored& scored, double util_cap, bool first_seed, SeedResults& out,
+                std::array<std::vector<double>, kNumResources>& abs_err) {
+  for (Resource r : kResources) {
+    const auto ri = idx(r);
+    if (scored.jobs[ri].empty()) continue;
+    MetricsAccumulator all;
+    std::array<MetricsAccumulator, 3> sub;
+    std::map<std::string, size_t> routes;
+    abs_err[ri].resize(scored.jobs[ri].size(), 0.0);
+    for (size_t s = 0; s < scored.jobs[ri].size(); ++s) {
+      const size_t t = scored.jobs[ri][s];
+      const JobContext& c = *test[t];
+      const double pred = std::clamp(preds[t].util[ri], 0.0, util_cap);
+      const double label_value = c.job->label(r);
+      all.add(pred, label_value);
+      sub[static_cast<int>(c.view[ri].level)].add(pred, label_value);
+      abs_err[ri][s] += std::fabs(pred - label_value);
+      ++routes[preds[t].route[ri].empty() ? "unknown" : preds[t].route[ri]];
+    }
+    out.metrics[ri].push_back(all.finish());
+    for (int g = 0; g < 3; ++g) out.sub[ri][g].push_back(sub[g].finish());
+    out.routing[ri].push_back(routing_shares(routes));
+    if (first_seed) out.first_routes[ri] = std::move(routes);
+  }
+}
+
+// What every method's run shares.
+struct MethodRun {
+  const MethodRegistry& registry;
+  const EvalConfig& config;
+  const EvalData& data;
+  const std::vector<const JobContext*>& test;
+  const Scored& scored;
+  size_t latency_jobs;
+  const ProgressFn& progress;
+};
+
+// Fits and scores one method once per seed (once for a method that does not draw); the first
+// seed also gives its choices and, for a requested method, the latency pass.
+Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, SeedResults& res,
+                 std::array<std::vector<double>, kNumResources>& abs_err) {
+  const EvalConfig& config = ctx.config;
+  for (size_t k = 0; k < res.seeds; ++k) {
+    MethodOptions mopts;
+    mopts.seed = config.seed + k;
+    mopts.model_dir = config.model_dir;
+    mopts.threads = config.threads;
+    mopts.code_options = config.code_options;
+    mopts.encoder = config.encoder;
+    Result<std::unique_ptr<Method>> method = ctx.registry.create(name, mopts);
+    if (!method) return method.status();
+    if (k == 0 && (*method)->seeded()) res.seeds = config.seeds;
+    const std::string label = res.seeds > 1 ? fmt::format("{} (seed {})", name, mopts.seed) : name;
+    if (Status s = (*method)->fit(ctx.data, ctx.progress); !s) {
+      return s.with_context("fitting " + label);
+    }
+    (*method)->clear_caches();
+    std::vector<Prediction> preds(ctx.test.size());
+    (*method)->predict_batch(ctx.test, preds);
+    if (ctx.progress) ctx.progress("predict " + label, ctx.test.size(), ctx.test.size());
+    score_seed(ctx.test, preds, ctx.scored, config.util_cap, k == 0, res, abs_err);
+    if (k == 0 && requested) {
+      res.first_choices = (*method)->choices();
+      if (ctx.latency_jobs > 0) res.latency = time_predictions(**method, ctx.test, ctx.latency_jobs);
+    }
+    if (ctx.progress && res.seeds > 1) ctx.progress("seeds " + name, k + 1, res.seeds);
+  }
+  return Status::ok();
+}
+
+// One result row per scored resource of a requested method: mean and s.d. over its seeds.
+void add_rows(const std::string& name, const Scored& scored, SeedResults& res,
+              std::vector<ResultRow>& rows) {
+  for (Resource r : kResources) {
+    const auto ri = idx(r);
+    if (scored.jobs[ri].empty()) continue;
+    ResultRow row;
+    row.method = name;
+    row.resource = r;
+    const SeedSummary summary = summarize_seeds(res.metrics[ri]);
+    row.metrics = summary.mean;
+    row.metrics_sd = summary.sd;
+    row.seeds = res.seeds;
+    for (int g = 0; g < 3; ++g) row.subgroups[g] = summarize_seeds(res.sub[ri][g]).mean;
+    row.routes = std::move(res.first_routes[ri]);
+    row.routing = mean_routing(res.routing[ri]);
+    row.latency_us = res.latency;
+    rows.push_back(std::move(row));
+  }
+}
+
+// Paired day-block bootstrap against the baseline (run[0]); same seed per resource, so every
+// method is compared on the same resampled days.
+void add_intervals(const std::vector<std::string>& run, const Scored& scored,
+                   const std::vector<std::array<std::vector<double>, kNumResources>>& abs_err,
+                   const EvalConfig& config, std::vector<ResultRow>& rows) {
+  for (ResultRow& row : rows) {
+    const auto ri = idx(row.resource);
+    const size_t m = static_cast<size_t>(
+        std::find(run.begin(), run.end(), row.method) - run.begin());
+    row.mae_diff_vs_baseline =
+        paired_day_bootstrap(scored.day[ri], abs_err[m][ri], abs_err[0][ri], config.bootstrap,
+                             config.seed + static_cast<uint64_t>(ri));
+  }
+}
+
+void add_bootstrap_notes(const Scored& scored, const EvalConfig& config, EvalReport& report) {
+  for (Resource r : kResources) {
+    const auto& d = scored.day[idx(r)];
+    if (config.bootstrap == 0 || d.empty()) continue;
+    const size_t days = std::set<int64_t>(d.begin(), d.end()).size();
+    if (days < 5) {
+      report.notes.push_back(fmt::format(
+          "{}: the test block spans only {} submit day(s), so the day-block bootstrap interval "
+          "is (nearly) a point and says little about uncertainty",
+          resource_name(r), days));
+    }
+  }
+}
+
+// The test block's jobs in submit order.
+std::vector<const JobContext*> test_jobs(const EvalData& data) {
+  std::vector<const JobContext*> test;
+  for (const JobContext& c : data.jobs) {
+    if (c.block == Block::kTest) test.push_back(&c);
+  }
+  return test;
+}
+
+// Per resource, the test jobs with a label and their submit days.
+Scored scored_jobs(const std::vector<const JobContext*>& test) {
+  Scored scored;
+  for (size_t t = 0; t < test.size(); ++t) {
+    for (Resource r : kResources) {
+      if (test[t]->job->is_valid(r)) {
+        scored.jobs[idx(r)].push_back(t);
+        scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_ms));
+      }
+    }
+  }
+  return scored;
+}
+
+// Requested order, mem before vram within a method.
+void sort_rows(const std::vector<std::string>& names, std::vector<ResultRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [&](const ResultRow& a, const ResultRow& b) {
+    const auto pa = std::find(names.begin(), names.end(), a.method) - names.begin();
+    const auto pb = std::find(names.begin(), names.end(), b.method) - names.begin();
+    if (pa != pb) return pa < pb;
+    return idx(a.resource) < idx(b.resource);
+  });
+}
 
 }  // namespace
 
@@ -87,22 +254,9 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   report.seed = config.seed;
   report.bootstrap = config.bootstrap;
   report.util_cap = config.util_cap;
-  Scored scored;
-  std::vector<const JobContext*> test;
-  std::vector<size_t> test_pos;  // index into data.jobs
-  for (size_t i = 0; i < data.jobs.size(); ++i) {
-    if (data.jobs[i].block != Block::kTest) continue;
-    test_pos.push_back(i);
-    test.push_back(&data.jobs[i]);
-  }
-  for (size_t t = 0; t < test.size(); ++t) {
-    for (Resource r : kResources) {
-      if (test[t]->job->is_valid(r)) {
-        scored.jobs[idx(r)].push_back(t);
-        scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_ms));
-      }
-    }
-  }
+  report.threads = resolve_threads(config.threads);
+  const std::vector<const JobContext*> test = test_jobs(data);
+  const Scored scored = scored_jobs(test);
   for (Resource r : kResources) {
     report.scored[idx(r)] = scored.jobs[idx(r)].size();
     if (report.scored[idx(r)] > 0 && split->fallback_n[idx(r)] == 0) {
@@ -128,114 +282,27 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   // [method][resource][scored job] absolute errors (mean over seeds), for the paired bootstrap.
   std::vector<std::array<std::vector<double>, kNumResources>> abs_err(run.size());
   std::vector<ResultRow> rows;
+  const MethodRun ctx{registry, config, data, test, scored, report.latency_jobs, progress};
   for (size_t m = 0; m < run.size(); ++m) {
     const bool requested = std::find(names.begin(), names.end(), run[m]) != names.end();
-    std::array<std::vector<Metrics>, kNumResources> seed_metrics;
-    std::array<std::array<std::vector<Metrics>, 3>, kNumResources> seed_sub;
-    std::array<std::vector<std::optional<Routing>>, kNumResources> seed_routing;
-    std::array<std::map<std::string, size_t>, kNumResources> first_routes;
-    std::map<std::string, LatencyStats> latency;
-    std::vector<std::pair<std::string, std::string>> first_choices;
-    size_t seeds = 1;
-    for (size_t k = 0; k < seeds; ++k) {
-      MethodOptions mopts;
-      mopts.seed = config.seed + k;
-      mopts.model_dir = config.model_dir;
-      mopts.threads = config.threads;
-      mopts.code_options = config.code_options;
-      mopts.encoder = config.encoder;
-      Result<std::unique_ptr<Method>> method = registry.create(run[m], mopts);
-      if (!method) return method.status();
-      if (k == 0 && (*method)->seeded()) seeds = config.seeds;
-      const std::string label = seeds > 1 ? fmt::format("{} (seed {})", run[m], mopts.seed) : run[m];
-      if (Status s = (*method)->fit(data, progress); !s) {
-        return s.with_context("fitting " + label);
-      }
-      (*method)->clear_caches();
-      std::vector<Prediction> preds(test.size());
-      (*method)->predict_batch(test, preds);
-      if (progress) progress("predict " + label, test.size(), test.size());
-      for (Resource r : kResources) {
-        const int ri = idx(r);
-        if (scored.jobs[ri].empty()) continue;
-        MetricsAccumulator all;
-        std::array<MetricsAccumulator, 3> sub;
-        std::map<std::string, size_t> routes;
-        abs_err[m][ri].resize(scored.jobs[ri].size(), 0.0);
-        for (size_t s = 0; s < scored.jobs[ri].size(); ++s) {
-          const size_t t = scored.jobs[ri][s];
-          const JobContext& c = *test[t];
-          const double pred = std::clamp(preds[t].util[ri], 0.0, config.util_cap);
-          const double label_value = c.job->label(r);
-          all.add(pred, label_value);
-          sub[static_cast<int>(c.view[ri].level)].add(pred, label_value);
-          abs_err[m][ri][s] += std::fabs(pred - label_value);
-          ++routes[preds[t].route[ri].empty() ? "unknown" : preds[t].route[ri]];
-        }
-        seed_metrics[ri].push_back(all.finish());
-        for (int g = 0; g < 3; ++g) seed_sub[ri][g].push_back(sub[g].finish());
-        seed_routing[ri].push_back(routing_shares(routes));
-        if (k == 0) first_routes[ri] = std::move(routes);
-      }
-      if (k == 0 && requested) {
-        first_choices = (*method)->choices();
-        if (report.latency_jobs > 0) latency = time_predictions(**method, test, report.latency_jobs);
-      }
-      if (progress && seeds > 1) progress("seeds " + run[m], k + 1, seeds);
-    }
+    SeedResults res;
+    if (Status s = run_seeds(ctx, run[m], requested, res, abs_err[m]); !s) return s;
     for (Resource r : kResources) {
-      const int ri = idx(r);
+      const auto ri = idx(r);
       if (scored.jobs[ri].empty()) continue;
-      for (double& e : abs_err[m][ri]) e /= static_cast<double>(seeds);
-      if (!requested) continue;
-      ResultRow row;
-      row.method = run[m];
-      row.resource = r;
-      const SeedSummary summary = summarize_seeds(seed_metrics[ri]);
-      row.metrics = summary.mean;
-      row.metrics_sd = summary.sd;
-      row.seeds = seeds;
-      for (int g = 0; g < 3; ++g) row.subgroups[g] = summarize_seeds(seed_sub[ri][g]).mean;
-      row.routes = std::move(first_routes[ri]);
-      row.routing = mean_routing(seed_routing[ri]);
-      row.latency_us = latency;
-      rows.push_back(std::move(row));
+      for (double& e : abs_err[m][ri]) e /= static_cast<double>(res.seeds);
     }
-    if (requested && !first_choices.empty()) {
-      if (seeds > 1) first_choices.emplace_back("choices_from_seed", std::to_string(config.seed));
-      report.choices.emplace_back(run[m], std::move(first_choices));
+    if (!requested) continue;
+    add_rows(run[m], scored, res, rows);
+    if (!res.first_choices.empty()) {
+      if (res.seeds > 1) res.first_choices.emplace_back("choices_from_seed", std::to_string(config.seed));
+      report.choices.emplace_back(run[m], std::move(res.first_choices));
     }
   }
-
-  // Paired day-block bootstrap against the baseline (run[0]); same seed per resource, so every
-  // method is compared on the same resampled days.
-  for (ResultRow& row : rows) {
-    const int ri = idx(row.resource);
-    const size_t m = static_cast<size_t>(
-        std::find(run.begin(), run.end(), row.method) - run.begin());
-    row.mae_diff_vs_baseline =
-        paired_day_bootstrap(scored.day[ri], abs_err[m][ri], abs_err[0][ri], config.bootstrap,
-                             config.seed + static_cast<uint64_t>(ri));
-  }
+  add_intervals(run, scored, abs_err, config, rows);
   if (progress && config.bootstrap > 0) progress("bootstrap", rows.size(), rows.size());
-  for (Resource r : kResources) {
-    const auto& d = scored.day[idx(r)];
-    if (config.bootstrap == 0 || d.empty()) continue;
-    const size_t days = std::set<int64_t>(d.begin(), d.end()).size();
-    if (days < 5) {
-      report.notes.push_back(fmt::format(
-          "{}: the test block spans only {} submit day(s), so the day-block bootstrap interval "
-          "is (nearly) a point and says little about uncertainty",
-          resource_name(r), days));
-    }
-  }
-  // Requested order, mem before vram within a method.
-  std::stable_sort(rows.begin(), rows.end(), [&](const ResultRow& a, const ResultRow& b) {
-    const auto pa = std::find(names.begin(), names.end(), a.method) - names.begin();
-    const auto pb = std::find(names.begin(), names.end(), b.method) - names.begin();
-    if (pa != pb) return pa < pb;
-    return idx(a.resource) < idx(b.resource);
-  });
+  add_bootstrap_notes(scored, config, report);
+  sort_rows(names, rows);
   report.results = std::move(rows);
   return report;
 }

@@ -1,11 +1,12 @@
-// The history baselines (METHOD.md §3): hierarchical experts, their walk-forward combination,
+// The history baselines (docs/method.md §3): hierarchical experts, their walk-forward combination,
 // the global median, and the history policy that picks one estimate per resource on validation.
 #include <algorithm>
 #include <cmath>
 #include <array>
-#include <cstdio>
 #include <limits>
 #include <memory>
+
+#include <fmt/format.h>
 
 #include "peakcast/eval/method.h"
 #include "peakcast/eval/metrics.h"
@@ -157,11 +158,7 @@ class HistoryPolicy final : public Method {
   }
 
  private:
-  static std::string fmt_double(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6f", v);
-    return buf;
-  }
+  static std::string fmt_double(double v) { return fmt::format("{:.6f}", v); }
   std::array<double, kNumResources> fallback_{};
   std::array<history::ExpertPriors, kNumResources> priors_;
   std::array<Expert, kNumResources> chosen_{Expert::kCombined, Expert::kCombined};
@@ -175,7 +172,7 @@ void register_builtins(MethodRegistry& registry) {
   const std::array<std::pair<const char*, Expert>, 4> experts = {{{"hier_last1", Expert::kLast1},
                                                                  {"hier_median3", Expert::kMedian3},
                                                                  {"hier_median5", Expert::kMedian5},
-                                                                 {"hier_ewma", Expert::kDecay}}};
+                                                                 {"hier_ewma", Expert::kEwma}}};
   const std::array<const char*, 4> descriptions = {
       "last label at the exact script, else the user's last, else the training median (baseline)",
       "median of the last 3 labels, exact script -> user -> training median",

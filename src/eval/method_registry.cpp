@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -7,6 +8,11 @@
 #include "peakcast/eval/method.h"
 
 namespace peakcast::eval {
+
+int resolve_threads(int threads) {
+  if (threads > 0) return threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 void Method::predict_batch(std::span<const JobContext* const> jobs,
                            std::span<Prediction> out) const {

@@ -37,16 +37,15 @@ int64_t utc_day(int64_t epoch_ms) {
   return d;
 }
 
-namespace {
-
-// Linear interpolation between order statistics (R type 7).
-double quantile_of_sorted(const std::vector<double>& v, double q) {
+double quantile_sorted(const std::vector<double>& v, double q) {
   if (v.empty()) return 0.0;
   const double pos = q * static_cast<double>(v.size() - 1);
   const auto lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
+
+namespace {
 
 // Unbiased draw in [0, bound) from a 64-bit engine (Lemire's multiply-shift with rejection), so
 // the draws are the same on every standard library.
@@ -117,8 +116,8 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
   std::sort(diffs.begin(), diffs.end());
   const double alpha = (1.0 - level) / 2.0;
   out.mean = sum / static_cast<double>(resamples);
-  out.lo = quantile_of_sorted(diffs, alpha);
-  out.hi = quantile_of_sorted(diffs, 1.0 - alpha);
+  out.lo = quantile_sorted(diffs, alpha);
+  out.hi = quantile_sorted(diffs, 1.0 - alpha);
   return out;
 }
 

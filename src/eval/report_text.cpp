@@ -146,7 +146,10 @@ std::string render_table(const EvalReport& r) {
         "intervals: paired day-block bootstrap over submit days ({}), {} resamples, seed {}\n",
         fmt::join(days, ", "), r.bootstrap, r.seed);
   }
-  out += "\n";
+  out += fmt::format(
+      "threads {} (XGBoost, LibTorch): the figures repeat on the same CPU with the same thread "
+      "count; another CPU's BLAS kernels can move the learned methods' last digits\n\n",
+      r.threads);
   auto line = [&](const std::vector<std::string>& cols) {
     std::string l;
     for (size_t i = 0; i < cols.size(); ++i) {

@@ -84,6 +84,14 @@ HistoryView HistoryStore::query(const Job& job, Resource r) const {
   return query(job.script_key, job.user, job.submit_ms, r);
 }
 
+HistoryViews HistoryStore::query_views(const Job& job, std::array<bool, kNumResources> which) const {
+  HistoryViews views;
+  for (Resource r : kResources) {
+    if (which[idx(r)]) views[idx(r)] = query(job, r);
+  }
+  return views;
+}
+
 HistoryView HistoryStore::query(const std::string& script_key, const std::string& user,
                                 int64_t t, Resource r) const {
   if (t < impl_->watermark) {

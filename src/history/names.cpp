@@ -8,7 +8,7 @@ std::string_view expert_name(Expert e) {
     case Expert::kLast1: return "last1";
     case Expert::kMedian3: return "median3";
     case Expert::kMedian5: return "median5";
-    case Expert::kDecay: return "ewma";
+    case Expert::kEwma: return "ewma";
     case Expert::kCombined: return "combined";
   }
   return "?";
@@ -18,7 +18,7 @@ std::optional<Expert> parse_expert(std::string_view name) {
   for (Expert e : kEstimates) {
     if (expert_name(e) == name) return e;
   }
-  if (name == "decay") return Expert::kDecay;
+  if (name == "decay") return Expert::kEwma;  // the name older models and configs used
   return std::nullopt;
 }
 

@@ -145,7 +145,7 @@ KeyStats Series::stats(int64_t t) const {
   s.expert[static_cast<int>(Expert::kLast1)] = last.x;
   s.expert[static_cast<int>(Expert::kMedian3)] = median_last(3);
   s.expert[static_cast<int>(Expert::kMedian5)] = median_last(5);
-  s.expert[static_cast<int>(Expert::kDecay)] = last.xs / last.ws;
+  s.expert[static_cast<int>(Expert::kEwma)] = last.xs / last.ws;
 
   const double med = median_last(m);
   for (int i = 0; i < m; ++i) buf[i] = std::fabs(win[i].x - med);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/io.h"
+#include "peakcast/ingest/bounds.h"
 
 namespace peakcast::ingest::jobstats {
 namespace {
@@ -18,7 +19,6 @@ namespace {
 constexpr std::string_view kPrefix = "JS1:";
 // A summary is a few KB even for large jobs; anything that inflates past this is not one.
 constexpr size_t kMaxInflated = 4u << 20;
-constexpr double kMaxBytes = 1.8e19;
 
 Result<std::string> base64_decode(std::string_view b64) {
   if (b64.empty() || b64.size() % 4 != 0) {

@@ -1,4 +1,4 @@
-// Canonical JSONL (../shared/data/README.md, docs/formats.md): one job object per line.
+// Canonical JSONL (docs/formats.md): one job object per line.
 #include "peakcast/ingest/jsonl.h"
 
 #include <cmath>
@@ -123,39 +123,38 @@ std::string valid_keys() {
   return s;
 }
 
+// Requested walltime in seconds, rounded to whole seconds.
+Result<int64_t> walltime_s(std::string_view field, const json& v) {
+  Result<double> d = number(field, v);
+  if (!d) return d.status();
+  if (*d < 0 || *d > kMaxTime) {
+    return Status::invalid(std::string(field) + ": out of range (" + v.dump() + ")");
+  }
+  return static_cast<int64_t>(std::llround(*d));
+}
+
+// Stores a read value into its Job member, or passes the reader's error on.
+template <typename T, typename Slot>
+Status store(Result<T> r, Slot& slot) {
+  if (!r) return r.status();
+  slot = std::move(*r);
+  return Status::ok();
+}
+
 Status set_field(Job& job, Key key, std::string_view field, const json& v, bool& has_end) {
   switch (key) {
     case Key::kJobId: {
       auto s = string_field(field, v);
-      if (!s) return s.status();
-      if (s->empty()) return Status::invalid("job_id: empty");
-      job.job_id = std::move(*s);
-      return Status::ok();
+      if (s && s->empty()) return Status::invalid("job_id: empty");
+      return store(std::move(s), job.job_id);
     }
-    case Key::kUser: {
-      auto s = string_field(field, v);
-      if (!s) return s.status();
-      job.user = std::move(*s);
-      return Status::ok();
-    }
-    case Key::kSubmitTime: {
-      auto t = epoch_ms(field, v);
-      if (!t) return t.status();
-      job.submit_ms = *t;
-      return Status::ok();
-    }
-    case Key::kStartTime: {
-      auto t = epoch_ms(field, v);
-      if (!t) return t.status();
-      job.start_ms = *t;
-      return Status::ok();
-    }
+    case Key::kUser: return store(string_field(field, v), job.user);
+    case Key::kSubmitTime: return store(epoch_ms(field, v), job.submit_ms);
+    case Key::kStartTime: return store(epoch_ms(field, v), job.start_ms);
     case Key::kEndTime: {
-      auto t = epoch_ms(field, v);
-      if (!t) return t.status();
-      job.end_ms = *t;
-      has_end = true;
-      return Status::ok();
+      Status s = store(epoch_ms(field, v), job.end_ms);
+      if (s) has_end = true;
+      return s;
     }
     case Key::kState: {
       auto s = string_field(field, v);
@@ -163,59 +162,24 @@ Status set_field(Job& job, Key key, std::string_view field, const json& v, bool&
       job.state = normalize_state(*s);
       return Status::ok();
     }
-    case Key::kReqCpus: {
-      auto d = positive_count(field, v, false);
-      if (!d) return d.status();
-      job.req_cpus = *d;
-      return Status::ok();
-    }
+    case Key::kReqCpus: return store(positive_count(field, v, false), job.req_cpus);
     case Key::kReqGpus: {
       auto d = positive_count(field, v, true);
       if (!d) return d.status();
       job.req_gpus = static_cast<int>(*d);
       return Status::ok();
     }
-    case Key::kReqTimeS: {
-      auto d = number(field, v);
-      if (!d) return d.status();
-      if (*d < 0 || *d > kMaxTime) {
-        return Status::invalid(std::string(field) + ": out of range (" + v.dump() + ")");
-      }
-      job.req_time_s = std::llround(*d);
-      return Status::ok();
-    }
-    case Key::kReqMemBytes:
-    case Key::kGpuMemBytes:
-    case Key::kInputBytes:
-    case Key::kPeakMemBytes:
-    case Key::kPeakVramBytes: {
-      auto b = byte_count(field, v);
-      if (!b) return b.status();
-      std::optional<uint64_t>* target =
-          key == Key::kReqMemBytes    ? &job.req_mem_bytes
-          : key == Key::kGpuMemBytes  ? &job.gpu_mem_bytes
-          : key == Key::kInputBytes   ? &job.input_bytes
-          : key == Key::kPeakMemBytes ? &job.peak_mem_bytes
-                                      : &job.peak_vram_bytes;
-      *target = *b;
-      return Status::ok();
-    }
-    case Key::kScript:
-    case Key::kWorkload: {
-      auto s = string_field(field, v);
-      if (!s) return s.status();
-      (key == Key::kScript ? job.script : job.workload) = std::move(*s);
-      return Status::ok();
-    }
-    case Key::kJobName:
-    case Key::kPartition:
-    case Key::kAccount: {
-      auto s = string_field(field, v);
-      if (!s) return s.status();
-      (key == Key::kJobName ? job.job_name : key == Key::kPartition ? job.partition : job.account) =
-          std::move(*s);
-      return Status::ok();
-    }
+    case Key::kReqTimeS: return store(walltime_s(field, v), job.req_time_s);
+    case Key::kReqMemBytes: return store(byte_count(field, v), job.req_mem_bytes);
+    case Key::kGpuMemBytes: return store(byte_count(field, v), job.gpu_mem_bytes);
+    case Key::kInputBytes: return store(byte_count(field, v), job.input_bytes);
+    case Key::kPeakMemBytes: return store(byte_count(field, v), job.peak_mem_bytes);
+    case Key::kPeakVramBytes: return store(byte_count(field, v), job.peak_vram_bytes);
+    case Key::kScript: return store(string_field(field, v), job.script);
+    case Key::kWorkload: return store(string_field(field, v), job.workload);
+    case Key::kJobName: return store(string_field(field, v), job.job_name);
+    case Key::kPartition: return store(string_field(field, v), job.partition);
+    case Key::kAccount: return store(string_field(field, v), job.account);
   }
   return Status::internal("set_field: unhandled key");
 }

@@ -13,19 +13,13 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
-#include "peakcast/ingest/jsonl.h"
+#include "peakcast/ingest/bounds.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::ingest {
 namespace {
 
 constexpr double kMaxMs = kMaxEpochSeconds * 1000 / 4;  // each duration alone; sums stay in range
-
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
 
 // Delimited records with optional double quotes (a quoted field may hold the delimiter,
 // newlines and "" for a quote, as a `script` column needs).

@@ -20,13 +20,6 @@ constexpr std::pair<Format, std::string_view> kFormatNames[] = {
     {Format::kJsonl, "jsonl"},
 };
 
-std::string lower(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
-
 bool is_swf_data_line(std::string_view line) {
   // 18 whitespace-separated numbers (SWF v2.2). Some logs drop trailing fields; accept >= 15.
   size_t fields = 0;
@@ -152,6 +145,17 @@ Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason) {
   return Status::ok();
 }
 
+void finalize_job(Job& job, double util_cap) {
+  if (job.script && !job.script->empty()) {
+    job.script_key = script_sha256(*job.script);
+  } else if (job.workload && !job.workload->empty()) {
+    job.script_key = workload_key(*job.workload);
+  } else {
+    job.script_key.clear();
+  }
+  compute_labels(job, util_cap);
+}
+
 void finalize_trace(Trace& trace, double util_cap) {
   ReadStats& st = trace.stats;
   st.jobs = trace.jobs.size();
@@ -160,15 +164,8 @@ void finalize_trace(Trace& trace, double util_cap) {
   st.censored = 0;
   trace.has_scripts = false;
   for (Job& job : trace.jobs) {
-    if (job.script && !job.script->empty()) {
-      job.script_key = script_sha256(*job.script);
-      trace.has_scripts = true;
-    } else if (job.workload && !job.workload->empty()) {
-      job.script_key = workload_key(*job.workload);
-    } else {
-      job.script_key.clear();
-    }
-    compute_labels(job, util_cap);
+    finalize_job(job, util_cap);
+    if (job.script && !job.script->empty()) trace.has_scripts = true;
     for (Resource r : kResources) {
       if (job.valid[idx(r)]) ++st.labelled[idx(r)];
       if (job.clipped[idx(r)]) ++st.clipped[idx(r)];

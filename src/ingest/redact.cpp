@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "peakcast/core/hash.h"
+#include "peakcast/core/io.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -104,12 +105,6 @@ std::string replace_all(const Pattern& p, std::string_view s, Fn&& decide) {
   }
   if (copied == 0) return std::string(s);
   out.append(s.substr(copied));
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 

@@ -13,7 +13,7 @@
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/jobstats.h"
-#include "peakcast/ingest/jsonl.h"  // the canonical ranges (kMaxEpochSeconds, ...)
+#include "peakcast/ingest/bounds.h"
 #include "peakcast/ingest/reader.h"
 #include "peakcast/ingest/sacct.h"
 
@@ -60,9 +60,7 @@ constexpr std::string_view kUnfinished[] = {
 std::string column_key(std::string_view name) {
   name = trim(name);
   if (size_t pct = name.find('%'); pct != std::string_view::npos) name = name.substr(0, pct);
-  std::string k;
-  for (char c : trim(name)) k.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  return k;
+  return lower(trim(name));
 }
 
 bool is_free_text(const std::string& key) {

@@ -15,12 +15,6 @@ namespace {
 constexpr uint64_t kMiB = 1024ull * 1024ull;
 constexpr uint64_t kGiB = 1024ull * kMiB;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 // Multiplies with a saturation check; nullopt on overflow.

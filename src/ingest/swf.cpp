@@ -2,13 +2,15 @@
 // per line with 18 whitespace-separated numeric fields; -1 means unknown. See docs/formats.md.
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
-#include "peakcast/ingest/jsonl.h"
+#include "peakcast/ingest/bounds.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::ingest {
@@ -56,9 +58,7 @@ std::string swf_state(double status) {
 // Identifiers are integers in SWF; a huge or fractional one is still printed, never UB.
 std::string int_string(double v) {
   if (std::fabs(v) < 9e15) return std::to_string(static_cast<int64_t>(v));
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
+  return fmt::format("{:.0f}", v);
 }
 
 struct Header {
@@ -92,12 +92,146 @@ void read_header_line(std::string_view line, Header& h) {
   }
 }
 
+using Fields = std::array<double, kSwfFields + 1>;  // 1-based, as SWF numbers them
+
+// One data line split into its numbers; `bad` names the first that is not a number.
+struct Row {
+  Fields f{};
+  int count = 0;
+  std::string bad;
+};
+
+Row split_row(std::string_view line) {
+  Row row;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size()) break;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+    ++row.count;
+    if (row.count <= kSwfFields) {
+      std::string_view tok = line.substr(i, j - i);
+      auto v = parse_double(tok);
+      if (!v && row.bad.empty()) {
+        row.bad = std::string(field_label(row.count)) + ": not a number: '" +
+                  std::string(tok.substr(0, 40)) + "'";
+      }
+      row.f[row.count] = v.value_or(-1);
+    }
+    i = j;
+  }
+  return row;
+}
+
+std::string field_error(int field, const std::string& why) {
+  return std::string(field_label(field)) + ": " + why;
+}
+
+// Why a row cannot be a job (shape, times, processor counts), or nullopt.
+std::optional<std::string> check_row(const Row& row) {
+  if (row.count != kSwfFields) {
+    return "fields: expected 18 whitespace-separated fields, got " + std::to_string(row.count);
+  }
+  if (!row.bad.empty()) return row.bad;
+  const Fields& f = row.f;
+  // Times that must be known to place the job on the timeline.
+  if (f[kSubmitTime] < 0) return field_error(kSubmitTime, "unknown (-1): the job cannot be placed in time");
+  if (f[kRunTime] < 0) return field_error(kRunTime, "unknown (-1): the job's end time is unknown");
+  for (int k : {kSubmitTime, kWaitTime, kRunTime, kRequestedTime}) {
+    if (f[k] > kMaxSeconds) return field_error(k, "out of range (more than 2.5e10 seconds)");
+  }
+  if (f[kRequestedProcs] > kMaxCount || f[kAllocatedProcs] > kMaxCount) {
+    const int k = f[kRequestedProcs] > kMaxCount ? kRequestedProcs : kAllocatedProcs;
+    return field_error(k, "out of range (more than 1e7 processors)");
+  }
+  return std::nullopt;
+}
+
+// Counts behind the reader's notes.
+struct SwfCounts {
+  size_t unknown_wait = 0;
+  size_t no_processors = 0;
+};
+
+// Memory fields are KB per processor. Scale request and use by the same processor count, so the
+// label is exactly used / requested whatever the count. Returns the field error, if any.
+std::optional<std::string> read_memory(const Fields& f, Job& job, SwfCounts& counts) {
+  const double procs = f[kAllocatedProcs] > 0   ? f[kAllocatedProcs]
+                       : f[kRequestedProcs] > 0 ? f[kRequestedProcs]
+                                                : 0.0;
+  if (procs <= 0) {
+    if (f[kUsedMemory] >= 0 || f[kRequestedMemory] >= 0) ++counts.no_processors;
+    return std::nullopt;
+  }
+  auto bytes = [&](double kb_per_proc) { return kb_per_proc * 1024.0 * procs; };
+  for (int k : {kUsedMemory, kRequestedMemory}) {
+    if (f[k] >= 0 && bytes(f[k]) > kMaxBytes) {
+      return field_error(k, "out of range (more than 2^64 bytes for the job)");
+    }
+  }
+  if (f[kUsedMemory] >= 0) job.peak_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kUsedMemory])));
+  if (f[kRequestedMemory] >= 0) {
+    job.req_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kRequestedMemory])));
+  }
+  return std::nullopt;
+}
+
+// A checked row as a job (times, request, identity, partition).
+Job job_from_row(const Fields& f, const Header& header, SwfCounts& counts) {
+  Job job;
+  job.job_id = int_string(f[kJobNumber]);
+  job.user = f[kUserId] >= 0 ? int_string(f[kUserId]) : std::string();
+  job.submit_ms = header.unix_start * kMsPerSecond + ms_from_seconds(f[kSubmitTime]);
+  const int64_t run = ms_from_seconds(f[kRunTime]);
+  if (f[kWaitTime] >= 0) {
+    job.start_ms = job.submit_ms + ms_from_seconds(f[kWaitTime]);
+    job.end_ms = *job.start_ms + run;
+  } else {
+    // Wait unknown: the end is at least submit + run time; no start time.
+    job.end_ms = job.submit_ms + run;
+    ++counts.unknown_wait;
+  }
+  job.state = swf_state(f[kStatus]);
+  if (f[kRequestedProcs] > 0) {
+    job.req_cpus = f[kRequestedProcs];
+  } else if (f[kAllocatedProcs] > 0) {
+    job.req_cpus = f[kAllocatedProcs];
+  }
+  if (f[kRequestedTime] > 0) job.req_time_s = std::llround(f[kRequestedTime]);
+  if (f[kExecutable] >= 0) job.workload = int_string(f[kExecutable]);
+  if (f[kGroupId] >= 0) job.account = int_string(f[kGroupId]);
+  if (f[kQueue] >= 0 && f[kQueue] < 9e15) {
+    auto q = header.queues.find(static_cast<int64_t>(f[kQueue]));
+    job.partition = q != header.queues.end() ? q->second : int_string(f[kQueue]);
+  }
+  return job;
+}
+
+void add_notes(const Header& header, const SwfCounts& counts, Trace& out) {
+  if (!header.has_unix_start && out.stats.lines > 0) {
+    out.notes.push_back("SWF header has no UnixStartTime: times are seconds from the log start");
+  }
+  if (header.time_zone) {
+    out.notes.push_back("SWF times are UTC epoch seconds (UnixStartTime + offset); the log's local "
+                        "time zone is UTC" + std::string(*header.time_zone >= 0 ? "+" : "") +
+                        std::to_string(*header.time_zone / 3600) + "h");
+  }
+  if (counts.unknown_wait > 0) {
+    out.notes.push_back(std::to_string(counts.unknown_wait) +
+                        " SWF jobs have an unknown wait time: no start time, end = submit + run time");
+  }
+  if (counts.no_processors > 0) {
+    out.notes.push_back(std::to_string(counts.no_processors) +
+                        " SWF jobs have memory figures but no processor count: memory left unknown");
+  }
+}
+
 }  // namespace
 
 Status parse_swf(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out) {
   Header header;
-  size_t unknown_wait = 0;
-  size_t no_processors = 0;
+  SwfCounts counts;
   const std::vector<std::string_view> lines = split_lines(text);
   for (size_t ln = 0; ln < lines.size(); ++ln) {
     std::string_view line = trim(lines[ln]);
@@ -107,137 +241,18 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
       continue;
     }
     ++out.stats.lines;
-    const std::string where = name + ":" + std::to_string(ln + 1) + ": ";
-
-    std::array<double, kSwfFields + 1> f{};  // 1-based
-    int count = 0;
-    std::string bad;
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-      if (i >= line.size()) break;
-      size_t j = i;
-      while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
-      ++count;
-      if (count <= kSwfFields) {
-        std::string_view tok = line.substr(i, j - i);
-        auto v = parse_double(tok);
-        if (!v && bad.empty()) {
-          bad = std::string(field_label(count)) + ": not a number: '" +
-                std::string(tok.substr(0, 40)) + "'";
-        }
-        f[count] = v.value_or(-1);
-      }
-      i = j;
+    const Row row = split_row(line);
+    std::optional<std::string> why = check_row(row);
+    if (!why) {
+      Job job = job_from_row(row.f, header, counts);
+      why = read_memory(row.f, job, counts);
+      if (!why) out.jobs.push_back(std::move(job));
     }
-    if (count != kSwfFields) {
-      Status s = skip_line(out, o, where + "fields: expected 18 whitespace-separated fields, got " +
-                                       std::to_string(count));
-      if (!s) return s;
-      continue;
+    if (why) {
+      if (Status s = skip_line(out, o, name + ":" + std::to_string(ln + 1) + ": " + *why); !s) return s;
     }
-    if (!bad.empty()) {
-      if (Status s = skip_line(out, o, where + bad); !s) return s;
-      continue;
-    }
-    auto reject = [&](int field, const std::string& why) {
-      return skip_line(out, o, where + field_label(field) + ": " + why);
-    };
-    // Times that must be known to place the job on the timeline.
-    if (f[kSubmitTime] < 0) {
-      if (Status s = reject(kSubmitTime, "unknown (-1): the job cannot be placed in time"); !s) return s;
-      continue;
-    }
-    if (f[kRunTime] < 0) {
-      if (Status s = reject(kRunTime, "unknown (-1): the job's end time is unknown"); !s) return s;
-      continue;
-    }
-    bool range_ok = true;
-    for (int k : {kSubmitTime, kWaitTime, kRunTime, kRequestedTime}) {
-      if (f[k] > kMaxSeconds) {
-        if (Status s = reject(k, "out of range (more than 2.5e10 seconds)"); !s) return s;
-        range_ok = false;
-        break;
-      }
-    }
-    if (!range_ok) continue;
-
-    if (f[kRequestedProcs] > kMaxCount || f[kAllocatedProcs] > kMaxCount) {
-      const int k = f[kRequestedProcs] > kMaxCount ? kRequestedProcs : kAllocatedProcs;
-      if (Status s = reject(k, "out of range (more than 1e7 processors)"); !s) return s;
-      continue;
-    }
-
-    Job job;
-    job.job_id = int_string(f[kJobNumber]);
-    job.user = f[kUserId] >= 0 ? int_string(f[kUserId]) : std::string();
-    job.submit_ms = header.unix_start * kMsPerSecond + ms_from_seconds(f[kSubmitTime]);
-    const int64_t run = ms_from_seconds(f[kRunTime]);
-    if (f[kWaitTime] >= 0) {
-      job.start_ms = job.submit_ms + ms_from_seconds(f[kWaitTime]);
-      job.end_ms = *job.start_ms + run;
-    } else {
-      // Wait unknown: the end is at least submit + run time; no start time.
-      job.end_ms = job.submit_ms + run;
-      ++unknown_wait;
-    }
-    job.state = swf_state(f[kStatus]);
-    if (f[kRequestedProcs] > 0) {
-      job.req_cpus = f[kRequestedProcs];
-    } else if (f[kAllocatedProcs] > 0) {
-      job.req_cpus = f[kAllocatedProcs];
-    }
-    if (f[kRequestedTime] > 0) job.req_time_s = std::llround(f[kRequestedTime]);
-    if (f[kExecutable] >= 0) job.workload = int_string(f[kExecutable]);
-    if (f[kGroupId] >= 0) job.account = int_string(f[kGroupId]);
-    if (f[kQueue] >= 0 && f[kQueue] < 9e15) {
-      auto q = header.queues.find(static_cast<int64_t>(f[kQueue]));
-      job.partition = q != header.queues.end() ? q->second : int_string(f[kQueue]);
-    }
-
-    // Memory fields are KB per processor. Scale request and use by the same processor count, so
-    // the label is exactly used / requested whatever the count.
-    const double procs = f[kAllocatedProcs] > 0   ? f[kAllocatedProcs]
-                         : f[kRequestedProcs] > 0 ? f[kRequestedProcs]
-                                                  : 0.0;
-    const bool has_memory = f[kUsedMemory] >= 0 || f[kRequestedMemory] >= 0;
-    if (procs > 0) {
-      auto bytes = [&](double kb_per_proc) { return kb_per_proc * 1024.0 * procs; };
-      bool mem_ok = true;
-      for (int k : {kUsedMemory, kRequestedMemory}) {
-        if (f[k] >= 0 && bytes(f[k]) > kMaxBytes) {
-          if (Status s = reject(k, "out of range (more than 2^64 bytes for the job)"); !s) return s;
-          mem_ok = false;
-          break;
-        }
-      }
-      if (!mem_ok) continue;
-      if (f[kUsedMemory] >= 0) job.peak_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kUsedMemory])));
-      if (f[kRequestedMemory] >= 0) {
-        job.req_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kRequestedMemory])));
-      }
-    } else if (has_memory) {
-      ++no_processors;
-    }
-    out.jobs.push_back(std::move(job));
   }
-
-  if (!header.has_unix_start && out.stats.lines > 0) {
-    out.notes.push_back("SWF header has no UnixStartTime: times are seconds from the log start");
-  }
-  if (header.time_zone) {
-    out.notes.push_back("SWF times are UTC epoch seconds (UnixStartTime + offset); the log's local "
-                        "time zone is UTC" + std::string(*header.time_zone >= 0 ? "+" : "") +
-                        std::to_string(*header.time_zone / 3600) + "h");
-  }
-  if (unknown_wait > 0) {
-    out.notes.push_back(std::to_string(unknown_wait) +
-                        " SWF jobs have an unknown wait time: no start time, end = submit + run time");
-  }
-  if (no_processors > 0) {
-    out.notes.push_back(std::to_string(no_processors) +
-                        " SWF jobs have memory figures but no processor count: memory left unknown");
-  }
+  add_notes(header, counts, out);
   return Status::ok();
 }
 

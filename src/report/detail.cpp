@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "peakcast/cascade/prediction.h"
-#include "peakcast/eval/model_tools.h"
+#include "peakcast/tools/model_tools.h"
 #include "report_internal.h"
 
 namespace peakcast::report {

@@ -177,10 +177,8 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
                      std::to_string(limits.max_script_bytes) + " (--max-script-bytes)");
   }
   // script_key and labels exactly as the trace readers compute them.
-  ingest::Trace one;
-  one.jobs.push_back(std::move(*job));
-  ingest::finalize_trace(one, limits.util_cap);
-  return std::move(one.jobs.front());
+  ingest::finalize_job(*job, limits.util_cap);
+  return std::move(*job);
 }
 
 }  // namespace peakcast::serve

@@ -114,8 +114,8 @@ TEST_F(CascadeModelTest, ChosenPolicyNeverBypassesWithoutExactHistory) {
     }
     const JobPrediction p = chosen_->predict_views(*t->job, v);
     auto check = [&](const ResourcePrediction& rp, Resource r) {
-      const auto& pol = chosen_->policy()[static_cast<size_t>(idx(r))];
-      if (pol.history_only_at(v[static_cast<size_t>(idx(r))].level)) {
+      const auto& pol = chosen_->policy()[idx(r)];
+      if (pol.history_only_at(v[idx(r)].level)) {
         EXPECT_EQ(rp.route, Route::kBypass);
         EXPECT_NE(rp.rationale.find("history (chosen on validation"), std::string::npos) << rp.rationale;
       } else {
@@ -254,7 +254,7 @@ TEST_F(CascadeModelTest, SaveLoadPredictIsBitIdentical) {
   }
   EXPECT_GT(n, 100u);
   for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
+    const auto ri = idx(r);
     EXPECT_EQ(chosen_->policy()[ri].expert, loaded->policy()[ri].expert);
     EXPECT_EQ(chosen_->policy()[ri].tau, loaded->policy()[ri].tau);
     EXPECT_EQ(chosen_->policy()[ri].history_only, loaded->policy()[ri].history_only);

@@ -52,7 +52,7 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
     size_t examples = 0;
     for (Resource r : kResources) {
       for (history::Expert e : history::kExperts) {
-        const auto ri = static_cast<size_t>(idx(r));
+        const auto ri = idx(r);
         const auto ei = static_cast<size_t>(static_cast<int>(e));
         for (const auto* list : {&s.gate[ri][ei], &s.fusion[ri][ei]}) {
           for (const std::string& id : *list) {

@@ -113,7 +113,7 @@ TEST(HistoryPolicy, ChoosesOnValidationAndFreezes) {
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   const std::string twin = want == history::Expert::kMedian3   ? "hier_median3"
                            : want == history::Expert::kMedian5 ? "hier_median5"
-                           : want == history::Expert::kDecay   ? "hier_ewma"
+                           : want == history::Expert::kEwma   ? "hier_ewma"
                                                                : "hier_combined";
   const ResultRow* p = find_row(*rep, "history_policy", Resource::kMem);
   const ResultRow* h = find_row(*rep, twin, Resource::kMem);

@@ -1,5 +1,5 @@
 // Property tests of the history store on random traces, against a naive reference that rescans
-// every job for every query (METHOD.md §2-3 written out literally).
+// every job for every query (docs/method.md §2-3 written out literally).
 #include <algorithm>
 #include <cmath>
 #include <random>

@@ -32,7 +32,8 @@ double ex(const KeyStats& s, Expert e) { return s.expert[static_cast<int>(e)]; }
 
 TEST(HistoryNames, RoundTrip) {
   for (Expert e : kExperts) EXPECT_EQ(parse_expert(expert_name(e)), e);
-  EXPECT_EQ(expert_name(Expert::kDecay), "ewma");
+  EXPECT_EQ(expert_name(Expert::kEwma), "ewma");
+  EXPECT_EQ(parse_expert("decay"), Expert::kEwma);  // the name older models used
   EXPECT_FALSE(parse_expert("last2").has_value());
   EXPECT_EQ(level_name(Level::kExactScript), "exact_script");
   EXPECT_EQ(level_name(Level::kUser), "user");
@@ -71,7 +72,7 @@ TEST(HistoryStore, ExpertsOnASmallSeries) {
     num += w * labels[static_cast<size_t>(i)];
     den += w;
   }
-  EXPECT_NEAR(ex(s, Expert::kDecay), num / den, 1e-12);
+  EXPECT_NEAR(ex(s, Expert::kEwma), num / den, 1e-12);
   // Window median = (0.3 + 0.5) / 2 = 0.4; deviations 0.3 0.5 0.1 0.3 0.1 0.2 -> median 0.25.
   EXPECT_NEAR(s.mad, 0.25, 1e-12);
   EXPECT_NEAR(s.spread, ex(s, Expert::kMedian3) - ex(s, Expert::kLast1), 1e-12);
@@ -103,7 +104,7 @@ TEST(HistoryStore, HierarchyAndResourceValidity) {
   EXPECT_EQ(store.query("prep", "alice", 100, Resource::kMem).user.count, 2);
   const HistoryView none = store.query("train", "bob", 5, Resource::kMem);
   EXPECT_EQ(none.level, Level::kNone);
-  EXPECT_DOUBLE_EQ(none.estimate(Expert::kDecay, 0.33), 0.33);
+  EXPECT_DOUBLE_EQ(none.estimate(Expert::kEwma, 0.33), 0.33);
   EXPECT_EQ(store.query("", "alice", 100, Resource::kMem).level, Level::kUser);
 }
 
@@ -154,7 +155,7 @@ TEST(HistoryStore, DecayMeanStaysExactOverYears) {
   }
   const KeyStats s = store.query("s", "u", t, Resource::kMem).exact;
   EXPECT_EQ(s.count, kDays);
-  EXPECT_NEAR(ex(s, Expert::kDecay), static_cast<double>(num / den), 1e-12);
+  EXPECT_NEAR(ex(s, Expert::kEwma), static_cast<double>(num / den), 1e-12);
   EXPECT_LE(store.retained_entries(), 2u * (2 * kWindow + 1));
 }
 
@@ -182,7 +183,7 @@ TEST(HistoryStore, FoldsOldLabelsAndAbsorbsVeryLateOnes) {
     num += w * x;
     den += w;
   }
-  EXPECT_NEAR(ex(s, Expert::kDecay), num / den, 1e-12);
+  EXPECT_NEAR(ex(s, Expert::kEwma), num / den, 1e-12);
   EXPECT_EQ(store.size(), 42u);
 }
 

@@ -131,7 +131,7 @@ TEST(Redact, SecretAssignments) {
   }
 }
 
-// Secrets under names that are glued or abbreviated, and positional keys (issue 9, row 6): the
+// Secrets under names that are glued or abbreviated, and positional keys: the
 // secret is gone and the hash does not change with it.
 TEST(Redact, GluedAndPositionalSecretsDoNotChangeTheHash) {
   const std::vector<std::pair<std::string, std::string>> forms = {
@@ -180,7 +180,7 @@ TEST(Redact, EmailAddresses) {
                         "sed -e 's@spec.satisfies@x@g' f"}) {
     EXPECT_EQ(redact_script(s), s) << s;
   }
-  // Only those two forms (issue 9, row 18): a person called s or git is still a person.
+  // Only those two forms: a person called s or git is still a person.
   EXPECT_EQ(redact_script("echo report | mail s@company.com"), "echo report | mail <EMAIL>");
   EXPECT_EQ(redact_script("#contact: git@company.com"), "#contact: <EMAIL>");
   EXPECT_EQ(redact_script("notify s@company.com git@company.org"), "notify <EMAIL> <EMAIL>");

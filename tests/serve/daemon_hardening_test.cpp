@@ -1,5 +1,5 @@
-// The real peakcastd under memory abuse, SIGTERM and a database file that stops being writable
-// (issue 9, rows 2, 9, 11). Loopback UNIX socket only; each test bounded to a few seconds.
+// The real peakcastd under memory abuse, SIGTERM and a database file that stops being writable.
+// Loopback UNIX socket only; each test bounded to a few seconds.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-// frame_request: the checks every request passes before a handler sees it (issue 9, rows 3, 12).
+// frame_request: the checks every request passes before a handler sees it.
 #include "peakcast/serve/http_framing.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The HTTP layer against careless and hostile clients, on an in-process server over a UNIX
-// socket (issue 9, rows 1, 3, 7, 12): slow clients do not starve others and are closed at the
+// socket: slow clients do not starve others and are closed at the
 // request deadline; oversized heads, long targets, bad lengths and ranges get their 4xx.
 #include <gtest/gtest.h>
 

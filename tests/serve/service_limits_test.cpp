@@ -1,5 +1,5 @@
-// Limits on what one request may hold, and what a re-sent completion may change (issue 9, rows
-// 2, 4, 8, 13): the answers are 4xx naming the field, and nothing is stored.
+// Limits on what one request may hold, and what a re-sent completion may change: the answers
+// are 4xx naming the field, and nothing is stored.
 #include <gtest/gtest.h>
 
 #include <string>

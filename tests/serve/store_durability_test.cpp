@@ -1,5 +1,5 @@
-// What the SQLite store promises about durability and what reaches the disk (issue 9, rows 5,
-// 10, 16): every commit is synced before insert() returns (a test that fails with
+// What the SQLite store promises about durability and what reaches the disk: every commit is
+// synced before insert() returns (a test that fails with
 // synchronous=OFF or NORMAL), scripts are stored redacted, checkpoint failures are reported and
 // bound the write-ahead log.
 #include <sqlite3.h>

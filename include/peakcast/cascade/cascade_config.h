@@ -1,4 +1,4 @@
-// Configuration of the reliability-gated cascade (METHOD.md §4–7, §10): the code model's own
+// Configuration of the reliability-gated cascade (docs/method.md §4–7, §10): the code model's own
 // config, the protocol shares that keep gate/fusion training out of the code model's sight, the
 // XGBoost parameters of the gate C_{r,e} and fusion G_{r,e}, the grids the policy is chosen from on
 // validation, the exact cache and the conformal upper bound. JSON keys equal the field names;
@@ -54,7 +54,7 @@ struct CascadeConfig {
   // ---- serving ----
   size_t cache_capacity = 65536;        // exact-cache entries (LRU); 0 disables the cache
 
-  // ---- upper bound (METHOD.md §10) ----
+  // ---- upper bound (docs/method.md §10) ----
   double coverage = 0.9;                // split-conformal coverage of upper_util; in (0, 1)
   size_t min_conformal = 30;            // fewer residuals in a route class -> pooled per resource
 

@@ -1,4 +1,4 @@
-// The features the gate C_{r,e} and the fusion G_{r,e} read (METHOD.md §5–6). Gate features are
+// The features the gate C_{r,e} and the fusion G_{r,e} read (docs/method.md §5–6). Gate features are
 // all known before the encoder runs: the candidate expert's value, the four experts, their recent
 // walk-forward errors and the statistics of the exact-script and same-user histories, agreement
 // between experts and levels,
@@ -14,7 +14,7 @@
 
 namespace peakcast::cascade {
 
-using HistoryViews = std::array<history::HistoryView, kNumResources>;
+using history::HistoryViews;
 
 inline constexpr int kGateFeatures = 41;
 inline constexpr int kFusionFeatures = kGateFeatures + 3;

@@ -1,4 +1,4 @@
-// The reliability-gated cascade (model kind "cascade"; METHOD.md §4–7, §10).
+// The reliability-gated cascade (model kind "cascade"; docs/method.md §4–7, §10).
 //
 // Per job and relevant resource r (memory always, VRAM when GPUs are requested), with the frozen
 // policy (expert e_r, threshold tau_r, trust coefficient and floor):

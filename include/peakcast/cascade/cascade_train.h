@@ -5,7 +5,7 @@
 // fallback utilizations and the cap. src/cascade does not know the evaluation harness; the eval
 // adapters map eval::Block to Role (purged jobs -> kIgnore) and pass the views they already have.
 //
-// Protocol (METHOD.md §4–6; every split by submit order, every set recorded by job id):
+// Protocol (docs/method.md §4–6; every split by submit order, every set recorded by job id):
 //   train block      = code-model FIT set (first 1 - code_holdout_share) ++ code-model EARLY-
 //                      STOPPING set (last code_holdout_share). Q sees labels of both: the first
 //                      through gradients, the second through the choice of epoch. The tree route

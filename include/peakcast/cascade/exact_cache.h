@@ -1,4 +1,4 @@
-// The exact cache of METHOD.md §7: an identical (script text, user, request) reuses the code
+// The exact cache of docs/method.md §7: an identical (script text, user, request) reuses the code
 // model's earlier output instead of running the encoder again.
 //
 // The key is a SHA-256 over exactly what the code model reads -- the encoder text (the script, or

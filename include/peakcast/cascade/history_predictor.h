@@ -1,6 +1,6 @@
 // The history-only predictor (model kind "history"): per resource one frozen expert and a
 // fallback utilization, answered hierarchically exact script -> same user -> fallback
-// (METHOD.md §3; with expert last1 this is "Hierarchical Same-Script Last-1").
+// (docs/method.md §3; with expert last1 this is "Hierarchical Same-Script Last-1").
 //
 // Route: "bypass" when exact-script history answered (the cascade would skip the encoder there),
 // else "no_history" (this kind has no code model). bytes = util x capacity: host memory

@@ -24,7 +24,7 @@ struct ResourcePrediction {
   std::optional<double> gamma;       // fusion weight on the code model, when fused
   int history_n = 0;                 // eligible history jobs at the answering level
   std::string history_level;         // "exact_script", "user", "none"
-  // Upper bound with stated coverage and a recommended request (METHOD.md §10), when the model
+  // Upper bound with stated coverage and a recommended request (docs/method.md §10), when the model
   // was calibrated for them.
   std::optional<double> upper_util;
   std::optional<double> upper_coverage;

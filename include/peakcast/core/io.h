@@ -21,6 +21,9 @@ std::vector<std::string_view> split(std::string_view s, char delim);
 
 std::string_view trim(std::string_view s);
 
+// ASCII lower case (field names, units, file names; not locale-aware).
+std::string lower(std::string_view s);
+
 // Writes atomically: temp file in the same folder, fsync, rename.
 Status write_file_atomic(const std::string& path, std::string_view data);
 

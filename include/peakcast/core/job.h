@@ -1,5 +1,5 @@
 // The one in-memory job record every stage shares, and the utilization labels derived from it
-// (METHOD.md §1). A Job holds what the trace said; labels are filled by compute_labels().
+// (docs/method.md §1). A Job holds what the trace said; labels are filled by compute_labels().
 #pragma once
 
 #include <array>
@@ -18,7 +18,7 @@ inline constexpr std::array<Resource, kNumResources> kResources = {Resource::kMe
 std::string_view resource_name(Resource r);
 std::optional<Resource> parse_resource(std::string_view name);
 
-inline constexpr int idx(Resource r) { return static_cast<int>(r); }
+inline constexpr size_t idx(Resource r) { return static_cast<size_t>(r); }
 
 // Event times are int64 epoch milliseconds throughout (Job, history, the service's store).
 inline constexpr int64_t kMsPerSecond = 1000;
@@ -69,6 +69,10 @@ struct Job {
   bool is_valid(Resource r) const { return valid[idx(r)]; }
   double label(Resource r) const { return util[idx(r)]; }
 };
+
+// The capacity behind a utilization, in bytes: the requested memory, or the allocated GPUs'
+// memory (req_gpus x gpu_mem_bytes); nullopt when the request does not say it (or it is 0).
+std::optional<double> capacity_bytes(const Job& job, Resource r);
 
 // The raw utilization peak / capacity, or nullopt when the resource is not measurable for this
 // job (no GPUs, no measurement, no or zero request).

@@ -1,4 +1,4 @@
-// The evaluation protocol end to end (METHOD.md §2, §8): split + purge, one event-time replay over
+// The evaluation protocol end to end (docs/method.md §2, §8): split + purge, one event-time replay over
 // ALL jobs in submit order (test jobs that completed earlier are history for later test jobs),
 // fit each method on train/validation, predict the test block, score per resource on valid test
 // jobs, bootstrap against hier_last1, and break down by history level at submission.
@@ -78,6 +78,7 @@ struct EvalReport {
   size_t latency_jobs = 0;
   size_t bootstrap = 0;
   double util_cap = 1.0;
+  int threads = 1;  // learned methods' threads, 0 resolved (printed in the table; not in JSON)
   std::string baseline{kBaselineMethod};
   std::vector<ResultRow> results;  // method order as requested, mem before vram; resources
                                    // without any valid test job are left out

@@ -27,7 +27,7 @@
 namespace peakcast::eval {
 
 // The hierarchical history of one job per resource, as the store saw it at the job's submission.
-using HistoryViews = std::array<history::HistoryView, kNumResources>;
+using history::HistoryViews;
 
 // One job as the harness hands it to a method.
 struct JobContext {
@@ -113,12 +113,10 @@ class MethodRegistry {
 // hier_last1, hier_median3, hier_median5, hier_ewma, global_median, history_policy.
 void register_builtins(MethodRegistry& registry);
 
-// The learned methods of the study's table (src/eval/learned_*.cpp): xgboost, code_only (the
-// code model with the bag encoder alone), textcnn, bilstm, cascade. Kept apart from the builtins
-// so that tools (and tests) that want only the fast history methods do not train anything.
-void register_learned(MethodRegistry& registry);
+// MethodOptions::threads with 0 resolved to the machine's cores (at least 1).
+int resolve_threads(int threads);
 
-// The baseline every method is compared against (METHOD.md §3).
+// The baseline every method is compared against (docs/method.md §3).
 inline constexpr std::string_view kBaselineMethod = "hier_last1";
 
 }  // namespace peakcast::eval

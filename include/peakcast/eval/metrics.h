@@ -1,4 +1,4 @@
-// Point metrics and the paired day-block bootstrap (METHOD.md §8).
+// Point metrics and the paired day-block bootstrap (docs/method.md §8).
 #pragma once
 
 #include <cstddef>
@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 namespace peakcast::eval {
 
@@ -58,6 +59,10 @@ struct BootstrapInterval {
   size_t days = 0;      // distinct days resampled
   size_t resamples = 0;
 };
+
+// Quantile of sorted values by linear interpolation between order statistics (R type 7); 0 when
+// empty. The bootstrap's interval ends and `peakcast inspect`'s quantiles.
+double quantile_sorted(const std::vector<double>& sorted, double q);
 
 // Paired day-block bootstrap of MAE(method) - MAE(baseline). Element i of the three spans is one
 // scored job: its submit day and both methods' absolute errors. Each resample draws the distinct

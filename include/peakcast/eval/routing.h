@@ -1,4 +1,4 @@
-// Routing and latency figures of the study's efficiency section (METHOD.md §7): which route each
+// Routing and latency figures of the study's efficiency section (docs/method.md §7): which route each
 // test job took and what a batch-1 prediction costs per route.
 #pragma once
 

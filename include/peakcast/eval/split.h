@@ -1,4 +1,4 @@
-// Chronological split with completion-boundary purge (METHOD.md §2).
+// Chronological split with completion-boundary purge (docs/method.md §2).
 //
 // Jobs are ordered by submit time (ties keep input order) and cut by position into train /
 // validation / test (default 60/20/20). A train job whose end_time is at or after the first

@@ -1,5 +1,5 @@
 // Byte-level BPE tokenizer read from a Hugging Face `tokenizer.json` (the GPT-2 / Qwen2 kind):
-// the tokenizer of the study's code model, Qwen2.5-Coder (METHOD.md §4). Encoding follows HF
+// the tokenizer of the study's code model, Qwen2.5-Coder (docs/method.md §4). Encoding follows HF
 // `tokenizers` (checked id for id on ../shared/data/qwen2/tokenizer-golden.jsonl.gz):
 //   1. added tokens (special or not) are matched first on the raw text, leftmost-longest, each
 //      becoming its one id;

@@ -1,4 +1,4 @@
-// Request metadata features (METHOD.md §4): log requested CPUs, memory, GPUs, walltime, memory
+// Request metadata features (docs/method.md §4): log requested CPUs, memory, GPUs, walltime, memory
 // per core, GPU capacity; standardized with statistics fitted on the training block only.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Shell-aware tokenizer for job scripts (METHOD.md §4 `bag` encoder, also the XGBoost baseline's
+// Shell-aware tokenizer for job scripts (docs/method.md §4 `bag` encoder, also the XGBoost baseline's
 // hashed script features). Scheduler directives (#SBATCH, #PBS, #BSUB, #$, #PJM, #flux, #COBALT)
 // become typed tokens ("sbatch:--mem=bin:32" ...); commands, flags, key=value pairs, numbers as log2
 // bins together with the flag they follow ("--batch-size=bin:6"), path pieces; comments dropped.

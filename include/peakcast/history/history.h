@@ -1,4 +1,4 @@
-// Event-time history and the four experts (METHOD.md §2–3).
+// Event-time history and the four experts (docs/method.md §2–3).
 //
 // One store serves batch replay (evaluation) and live use (the service): completions are added
 // as they end; a query at time t sees only completions with end_time < t (strict), whatever order
@@ -47,14 +47,15 @@ namespace peakcast::history {
 
 // The four experts of the study, and kCombined: the four weighted by their walk-forward quality
 // (combined_estimate below). KeyStats holds the four; kCombined is computed from them.
-enum class Expert : int { kLast1 = 0, kMedian3 = 1, kMedian5 = 2, kDecay = 3, kCombined = 4 };
+enum class Expert : int { kLast1 = 0, kMedian3 = 1, kMedian5 = 2, kEwma = 3, kCombined = 4 };
 inline constexpr int kNumExperts = 4;
 inline constexpr std::array<Expert, kNumExperts> kExperts = {Expert::kLast1, Expert::kMedian3,
-                                                             Expert::kMedian5, Expert::kDecay};
+                                                             Expert::kMedian5, Expert::kEwma};
 inline constexpr int kNumEstimates = 5;  // the four experts and kCombined
 inline constexpr std::array<Expert, kNumEstimates> kEstimates = {
-    Expert::kLast1, Expert::kMedian3, Expert::kMedian5, Expert::kDecay, Expert::kCombined};
+    Expert::kLast1, Expert::kMedian3, Expert::kMedian5, Expert::kEwma, Expert::kCombined};
 std::string_view expert_name(Expert e);  // "last1", "median3", "median5", "ewma", "combined"
+// The inverse of expert_name; also accepts "decay" for kEwma (the name older models used).
 std::optional<Expert> parse_expert(std::string_view name);
 
 // Which level of the hierarchy answered.
@@ -122,6 +123,9 @@ struct HistoryView {
   double estimate(Expert e, double fallback, const ExpertPriors& priors = ExpertPriors{}) const;
 };
 
+// One job's views, one per resource (indexed by idx(Resource)).
+using HistoryViews = std::array<HistoryView, kNumResources>;
+
 // Learns ExpertPriors from jobs replayed in event time: add(view, label) for each job whose label
 // is known to the learner (e.g. train and validation jobs), then priors().
 // Mean and standard error (sample s.d. / sqrt(n)) of paired per-job differences; {0, 0} for
@@ -170,6 +174,8 @@ class HistoryStore {
 
   // The view for `job` (its user and script_key) at time t = job.submit_ms.
   HistoryView query(const Job& job, Resource r) const;
+  // The views for every resource of `job` (those with which[idx(r)] false stay empty).
+  HistoryViews query_views(const Job& job, std::array<bool, kNumResources> which = {true, true}) const;
   // Same, at an explicit time and keys. Throws std::logic_error when t < watermark().
   HistoryView query(const std::string& script_key, const std::string& user, int64_t t,
                     Resource r) const;

@@ -1,4 +1,4 @@
-// Canonical JSONL (../shared/data/README.md): one job per line. Conversion both ways, used by the
+// Canonical JSONL (docs/formats.md): one job per line. Conversion both ways, used by the
 // reader, `peakcast synth`, `peakcast predict` and the service.
 #pragma once
 
@@ -8,14 +8,9 @@
 
 #include "peakcast/core/job.h"
 #include "peakcast/core/status.h"
+#include "peakcast/ingest/bounds.h"  // the ranges the canonical form accepts
 
 namespace peakcast::ingest {
-
-// Bounds the canonical form accepts (anything beyond is garbage, not a job). Every reader rejects
-// values outside them, so whatever it produces can be written and read back.
-inline constexpr double kMaxEpochSeconds = 1e11;  // also the largest walltime in seconds
-inline constexpr double kMaxBytes = 1.8e19;       // below 2^64
-inline constexpr double kMaxCount = 1e7;          // CPUs or GPUs of one job
 
 struct JobParseOptions {
   // Service requests carry no outcome yet: end_time and peaks become optional (end_time is 0

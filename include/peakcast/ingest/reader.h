@@ -66,7 +66,10 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
 Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
 Status parse_jsonl(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
 
-// Computes script_key and labels for every job and the label counts in stats.
+// Computes script_key (redacted script, else workload identity) and labels of one job.
+void finalize_job(Job& job, double util_cap);
+
+// finalize_job() for every job, and the label counts in stats.
 void finalize_trace(Trace& trace, double util_cap);
 
 // Records a skipped line: counts it, keeps the reason while fewer than max_reasons, and in

@@ -1,4 +1,4 @@
-// Redaction of job scripts before hashing or storing (METHOD.md §3): secrets, tokens, passwords,
+// Redaction of job scripts before hashing or storing (docs/method.md §3): secrets, tokens, passwords,
 // API keys, private-key blocks and e-mail addresses are replaced by placeholders; user-specific
 // paths (/home/<user>, /scratch/<user>, /Users/<user>, /work/<group>/<user>, ~user) are
 // normalized; line endings and trailing whitespace are normalized. So the same script run by two

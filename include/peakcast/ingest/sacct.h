@@ -1,7 +1,7 @@
 // Slurm `sacct -P` reading: the pieces parse_sacct() (reader.h) is built from, exposed so they
 // can be tested one by one, plus job-script loading (`<jobid>.sh` folders and `sacct -B` dumps).
 //
-// What parse_sacct does with a sacct table (../shared/notes/slurm-22.05.md §1):
+// What parse_sacct does with a sacct table (Slurm 22.05 field formats; docs/formats.md):
 // - Columns are named by the header line (case-insensitive, `%N` widths ignored) or, for `-n`
 //   output, by ReadOptions.columns. A `-p` trailing `|` is dropped. A row with more fields than
 //   columns is repaired when the extra `|` can be attributed to one free-text column (the last

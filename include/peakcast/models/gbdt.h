@@ -1,5 +1,5 @@
 // Gradient-boosted trees through XGBoost's C API (1.7): the gate C_{r,e}, the fusion weight
-// G_{r,e} and the `xgboost` baseline (METHOD.md §5-6). Every handle is owned by RAII (unique_ptr
+// G_{r,e} and the `xgboost` baseline (docs/method.md §5-6). Every handle is owned by RAII (unique_ptr
 // with a deleter), every C-API return is checked, and XGBoost's own message travels in XgbError.
 //
 // Thread safety: a trained or loaded Booster is immutable; its const predict methods may be
@@ -20,6 +20,11 @@
 #include <vector>
 
 #include "peakcast/core/status.h"
+
+namespace peakcast::options {
+template <typename C>
+struct OptionSpec;  // core/options.h
+}  // namespace peakcast::options
 
 namespace peakcast::models {
 
@@ -93,6 +98,10 @@ struct GbdtParams {
 
   Status validate() const;  // bounds; train() throws std::invalid_argument on a bad one
 };
+
+// GbdtParams' options declared once (JSON name, bounds, help): validate() and the JSON form
+// (cascade/cascade_config.h) read this table.
+const std::vector<options::OptionSpec<GbdtParams>>& gbdt_param_specs();
 
 struct TrainReport {
   std::string metric;                 // "rmse" or "logloss"

@@ -1,5 +1,5 @@
 // Turning a request body into a Job: the one parser for /v1/predict and /v1/complete bodies
-// (a canonical record, ../shared/data/README.md). Never throws on any input; never keeps or logs
+// (a canonical record, docs/formats.md). Never throws on any input; never keeps or logs
 // the script beyond the returned Job.
 #pragma once
 

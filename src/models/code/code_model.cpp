@@ -180,8 +180,8 @@ struct CodeModel::Impl {
     if (with_labels) {
       for (Resource r : kResources) {
         if (!job.is_valid(r)) continue;
-        e.target[static_cast<size_t>(idx(r))] = static_cast<float>(std::clamp(job.label(r), 0.0, cfg.util_cap));
-        e.mask[static_cast<size_t>(idx(r))] = 1.0f;
+        e.target[idx(r)] = static_cast<float>(std::clamp(job.label(r), 0.0, cfg.util_cap));
+        e.mask[idx(r)] = 1.0f;
       }
     }
     return e;
@@ -256,6 +256,110 @@ EvalResult evaluate(CodeModel::Impl& m, const std::vector<Example>& set) {
 
 bool any_valid(const Job& j) { return j.valid[0] || j.valid[1]; }
 
+// The train and validation examples; fills the report's counts.
+struct ExampleSets {
+  std::vector<Example> train, val;
+};
+
+ExampleSets make_examples(const CodeModel::Impl& m, const std::vector<const Job*>& train_jobs,
+                          const std::vector<const Job*>& val_jobs, CodeTrainReport& rep) {
+  ExampleSets ex;
+  ex.train.reserve(train_jobs.size());
+  size_t scripts = 0;
+  for (const Job* j : train_jobs) {
+    ex.train.push_back(m.example(*j, true));
+    scripts += ex.train.back().script_absent ? 0 : 1;
+  }
+  for (const Job* j : val_jobs) ex.val.push_back(m.example(*j, true));
+  rep.train_jobs = ex.train.size();
+  rep.val_jobs = ex.val.size();
+  rep.users = static_cast<size_t>(m.users.rows() - 1);
+  rep.script_share = static_cast<double>(scripts) / static_cast<double>(ex.train.size());
+  return ex;
+}
+
+// Dense parameters (fusion, heads, users, dense encoder parts) go to AdamW; the encoder's sparse
+// token tables to LazyAdam; frozen encoder weights (not in trainable_parameters) to neither.
+std::vector<torch::Tensor> dense_parameters(FusionNet& net, const std::vector<torch::Tensor>& params,
+                                            const std::vector<torch::Tensor>& sparse) {
+  auto is_in = [](const torch::Tensor& t, const std::vector<torch::Tensor>& v) {
+    return std::any_of(v.begin(), v.end(), [&](const torch::Tensor& u) { return u.is_same(t); });
+  };
+  const auto enc_trainable = net.encoder().trainable_parameters();
+  const auto enc_all = net.encoder().parameters();
+  std::vector<torch::Tensor> dense;
+  for (const auto& p : params) {
+    if (is_in(p, sparse)) continue;
+    if (is_in(p, enc_all) && !is_in(p, enc_trainable)) continue;
+    dense.push_back(p);
+  }
+  return dense;
+}
+
+// What one epoch needs besides the model: the optimizers, the shuffled order and the random
+// stream (shuffles and user dropout draw from it in a fixed order, so a seed repeats a run).
+struct EpochState {
+  torch::optim::AdamW& opt;
+  LazyAdam& sparse_opt;
+  const std::vector<torch::Tensor>& dense;
+  std::vector<size_t> order;
+  std::mt19937_64 rng;
+  std::bernoulli_distribution drop_user;
+};
+
+// One pass over the training examples in a new shuffled order; returns the examples seen.
+size_t train_epoch(CodeModel::Impl& m, const CodeModelConfig& cfg, const std::vector<Example>& train,
+                   EpochState& st) {
+  m.net->train();
+  std::shuffle(st.order.begin(), st.order.end(), st.rng);
+  size_t seen = 0;
+  for (size_t start = 0; start < st.order.size(); start += static_cast<size_t>(cfg.batch_size)) {
+    const size_t end = std::min(st.order.size(), start + static_cast<size_t>(cfg.batch_size));
+    std::vector<const Example*> chunk;
+    for (size_t i = start; i < end; ++i) chunk.push_back(&train[st.order[i]]);
+    BatchTensors bt = make_batch(chunk, true);
+    // User dropout: some examples are shown as the unknown user so row 0 keeps learning.
+    auto u = bt.users.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < u.size(0); ++i)
+      if (st.drop_user(st.rng)) u[i] = 0;
+    auto pred = m.net->forward(m.net->encoder().encode(bt.texts), bt.users, bt.request);
+    auto loss = masked_smooth_l1(pred, bt.target, bt.mask, cfg.vram_weight, cfg.smooth_l1_beta);
+    st.opt.zero_grad();
+    st.sparse_opt.zero_grad();
+    loss.backward();
+    if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(st.dense, cfg.grad_clip);
+    st.opt.step();
+    st.sparse_opt.step();
+    seen += chunk.size();
+  }
+  return seen;
+}
+
+// Early stopping: the lowest validation loss so far and a copy of the weights that reached it.
+// Without validation examples (loss NaN) every epoch is the best.
+struct BestState {
+  std::vector<torch::Tensor> weights;
+  double loss = std::numeric_limits<double>::infinity();
+  int64_t since_best = 0;
+};
+
+void keep_if_best(const EvalResult& ev, int64_t epoch, const std::vector<torch::Tensor>& params,
+                  BestState& best, CodeTrainReport& rep) {
+  const bool has_val = !std::isnan(ev.loss);
+  if (has_val && ev.loss >= best.loss) {
+    ++best.since_best;
+    return;
+  }
+  best.loss = has_val ? ev.loss : best.loss;
+  rep.best_epoch = epoch;
+  rep.best_val_loss = ev.loss;
+  rep.val_mae = ev.mae;
+  best.since_best = 0;
+  torch::NoGradGuard no_grad;
+  best.weights.clear();
+  for (const auto& p : params) best.weights.push_back(p.detach().clone());
+}
+
 }  // namespace
 
 Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
@@ -281,96 +385,36 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
   impl->net->encoder().record_in_config(impl->cfg);
 
   try {
-    std::vector<Example> train_ex, val_ex;
-    train_ex.reserve(train_jobs.size());
-    size_t scripts = 0;
-    for (const Job* j : train_jobs) {
-      train_ex.push_back(impl->example(*j, true));
-      scripts += train_ex.back().script_absent ? 0 : 1;
-    }
-    for (const Job* j : val_jobs) val_ex.push_back(impl->example(*j, true));
-
     CodeTrainReport& rep = impl->report;
-    rep.train_jobs = train_ex.size();
-    rep.val_jobs = val_ex.size();
-    rep.users = static_cast<size_t>(impl->users.rows() - 1);
-    rep.script_share = static_cast<double>(scripts) / static_cast<double>(train_ex.size());
-
-    // Dense parameters (fusion, heads, users, dense encoder parts) -> AdamW; the encoder's sparse
-    // token tables -> LazyAdam. Frozen encoder weights (not in trainable_parameters) -> neither.
+    const ExampleSets ex = make_examples(*impl, train_jobs, val_jobs, rep);
     std::vector<torch::Tensor> params = impl->net->parameters();  // everything, for best-state copies
-    std::vector<torch::Tensor> sparse = impl->net->encoder().sparse_parameters();
-    std::vector<torch::Tensor> dense;
-    auto is_in = [](const torch::Tensor& t, const std::vector<torch::Tensor>& v) {
-      return std::any_of(v.begin(), v.end(), [&](const torch::Tensor& u) { return u.is_same(t); });
-    };
-    const auto enc_trainable = impl->net->encoder().trainable_parameters();
-    const auto enc_all = impl->net->encoder().parameters();
-    for (const auto& p : params) {
-      if (is_in(p, sparse)) continue;
-      if (is_in(p, enc_all) && !is_in(p, enc_trainable)) continue;
-      dense.push_back(p);
-    }
+    const std::vector<torch::Tensor> sparse = impl->net->encoder().sparse_parameters();
+    const std::vector<torch::Tensor> dense = dense_parameters(*impl->net, params, sparse);
     torch::optim::AdamW opt(dense, torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     LazyAdam sparse_opt(sparse, cfg.lr * cfg.embed_lr_scale, cfg.weight_decay);
-    std::vector<torch::Tensor> best;
-    double best_loss = std::numeric_limits<double>::infinity();
-    int64_t since_best = 0;
-    std::vector<size_t> order(train_ex.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::mt19937_64 rng(cfg.seed);
-    std::bernoulli_distribution drop_user(cfg.user_dropout);
+    BestState best;
+    EpochState st{opt, sparse_opt, dense, std::vector<size_t>(ex.train.size()),
+                  std::mt19937_64(cfg.seed), std::bernoulli_distribution(cfg.user_dropout)};
+    std::iota(st.order.begin(), st.order.end(), size_t{0});
     double train_s = 0.0;
     size_t seen = 0;
 
     for (int64_t epoch = 1; epoch <= cfg.max_epochs; ++epoch) {
       const auto t_epoch = std::chrono::steady_clock::now();
-      impl->net->train();
-      std::shuffle(order.begin(), order.end(), rng);
-      for (size_t start = 0; start < order.size(); start += static_cast<size_t>(cfg.batch_size)) {
-        const size_t end = std::min(order.size(), start + static_cast<size_t>(cfg.batch_size));
-        std::vector<const Example*> chunk;
-        for (size_t i = start; i < end; ++i) chunk.push_back(&train_ex[order[i]]);
-        BatchTensors bt = make_batch(chunk, true);
-        // User dropout: some examples are shown as the unknown user so row 0 keeps learning.
-        auto u = bt.users.accessor<int64_t, 1>();
-        for (int64_t i = 0; i < u.size(0); ++i)
-          if (drop_user(rng)) u[i] = 0;
-        auto pred = impl->net->forward(impl->net->encoder().encode(bt.texts), bt.users, bt.request);
-        auto loss = masked_smooth_l1(pred, bt.target, bt.mask, cfg.vram_weight, cfg.smooth_l1_beta);
-        opt.zero_grad();
-        sparse_opt.zero_grad();
-        loss.backward();
-        if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(dense, cfg.grad_clip);
-        opt.step();
-        sparse_opt.step();
-        seen += chunk.size();
-      }
+      seen += train_epoch(*impl, cfg, ex.train, st);
       train_s += seconds_since(t_epoch);
       rep.epochs_run = epoch;
 
-      EvalResult ev = evaluate(*impl, val_ex);
-      const bool has_val = !std::isnan(ev.loss);
-      if (!has_val || ev.loss < best_loss) {
-        best_loss = has_val ? ev.loss : best_loss;
-        rep.best_epoch = epoch;
-        rep.best_val_loss = ev.loss;
-        rep.val_mae = ev.mae;
-        since_best = 0;
-        torch::NoGradGuard no_grad;
-        best.clear();
-        for (const auto& p : params) best.push_back(p.detach().clone());
-      } else {
-        ++since_best;
-      }
+      const EvalResult ev = evaluate(*impl, ex.val);
+      keep_if_best(ev, epoch, params, best, rep);
       peakcast::log(LogLevel::kDebug, fmt::format("code_model[{}] epoch {}: val loss {:.5f}, mae mem {:.4f} vram {:.4f}",
                                         cfg.encoder, epoch, ev.loss, ev.mae[0], ev.mae[1]));
       if (progress) progress("code_model", static_cast<size_t>(epoch), static_cast<size_t>(cfg.max_epochs));
-      if (has_val && since_best >= cfg.patience) break;
+      if (!std::isnan(ev.loss) && best.since_best >= cfg.patience) break;
     }
     {
       torch::NoGradGuard no_grad;
-      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best[i]);
+      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best.weights[i]);
     }
     impl->net->eval();
     rep.jobs_per_s = train_s > 0 ? static_cast<double>(seen) / train_s : 0.0;

@@ -1,4 +1,4 @@
-// `qwen2`: the study's script encoder (METHOD.md §4): byte-level BPE ids (4,096-token budget,
+// `qwen2`: the study's script encoder (docs/method.md §4): byte-level BPE ids (4,096-token budget,
 // 60% head / 40% tail) -> frozen Qwen2 (Qwen2.5-Coder-1.5B) with LoRA adapters -> pooled final
 // hidden states -> linear projection. Only the adapters and the projection are parameters of
 // the module, so the saved model holds those and the config names the base folder and pins the

@@ -2,6 +2,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "models/gbdt/flat_forest.h"
 #include "models/gbdt/xgb_check.h"
 
@@ -16,27 +18,9 @@ std::string_view objective_name(GbdtObjective o) {
   return "reg:squarederror";
 }
 
-Status GbdtParams::validate() const {
-  auto bad = [](const std::string& m) { return Status::invalid("gbdt params: " + m); };
-  if (max_depth < 1 || max_depth > 32) return bad("max_depth: must be in [1, 32]");
-  if (!(eta > 0 && eta <= 1)) return bad("eta: must be in (0, 1]");
-  if (n_rounds < 1) return bad("n_rounds: must be >= 1");
-  if (nthread < 0) return bad("nthread: must be >= 0 (0 = all cores)");
-  if (!(subsample > 0 && subsample <= 1)) return bad("subsample: must be in (0, 1]");
-  if (!(colsample_bytree > 0 && colsample_bytree <= 1)) return bad("colsample_bytree: must be in (0, 1]");
-  if (!(min_child_weight >= 0)) return bad("min_child_weight: must be >= 0");
-  if (!(lambda >= 0)) return bad("lambda: must be >= 0");
-  if (early_stopping_rounds < 0) return bad("early_stopping_rounds: must be >= 0");
-  return Status::ok();
-}
-
 namespace {
 
-std::string fmt_double(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+std::string fmt_double(double v) { return fmt::format("{:.17g}", v); }
 
 // "[3]\tvalid-rmse:0.1234" -> 0.1234
 double parse_eval(const char* text) {

@@ -1,4 +1,4 @@
-// Configuration of the code predictor Q (METHOD.md §4): every option declared once, with its
+// Configuration of the code predictor Q (docs/method.md §4): every option declared once, with its
 // default, bounds and description (see code_config_options()). Unknown keys and out-of-range
 // values are errors, never warnings. This header is Torch-free.
 #pragma once

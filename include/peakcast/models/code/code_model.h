@@ -1,4 +1,4 @@
-// The code predictor Q (METHOD.md §4): script encoder -> script vector; 64-d user embedding
+// The code predictor Q (docs/method.md §4): script encoder -> script vector; 64-d user embedding
 // (row 0 = unknown user); standardized request metadata -> fused 256-d -> two heads
 // (memory, VRAM utilization) as sigmoid(x) * cap, so outputs lie in [0, cap].
 // Training: masked Smooth L1 (VRAM weight 2), AdamW, early stopping on validation loss,

@@ -1,4 +1,4 @@
-// Script encoders of the code predictor (METHOD.md §4) behind one interface, selected by name
+// Script encoders of the code predictor (docs/method.md §4) behind one interface, selected by name
 // through an explicit registry. This header includes LibTorch: include it only from code that
 // builds or extends the network (src/models/code/, tests); users of the model include
 // code_model.h, which is Torch-free.
@@ -74,7 +74,7 @@ class EncoderRegistry {
 
 void register_builtins(EncoderRegistry& registry);
 
-// The loss of METHOD.md §4: Smooth L1 per (job, resource), zero where mask is 0, the VRAM column
+// The loss of docs/method.md §4: Smooth L1 per (job, resource), zero where mask is 0, the VRAM column
 // weighted by vram_weight; summed and divided by the number of valid (job, resource) cells
 // (at least 1). pred, target, mask: [B, 2] float (column 0 memory, 1 VRAM). Returns a scalar.
 torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,

@@ -1,4 +1,4 @@
-#include "peakcast/eval/model_tools.h"
+#include "peakcast/tools/model_tools.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eval/learned.h"
+#include "tools/learned.h"
 #include "peakcast/core/io.h"
 #include "peakcast/eval/split.h"
 #include "peakcast/ingest/jsonl.h"
@@ -56,19 +56,13 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
   if (s.train == 0) return Status::invalid("every train job ended after validation began (all purged)");
   for (Resource r : kResources) s.fallback[idx(r)] = median(train_labels[idx(r)]);
 
-  cascade::CascadeConfig cfg;
   MethodOptions mo;
   mo.seed = o.seed;
   mo.threads = o.threads;
   mo.code_options = o.code_options;
-  Result<models::code::CodeModelConfig> code = learned::code_config_for(o.encoder, mo, o.util_cap);
-  if (!code) return code.status();
-  cfg.code = *code;
-  const int threads = learned::resolve_threads(o.threads);
-  cfg.gate.nthread = cfg.fusion.nthread = threads;
-  cfg.gate.seed = cfg.fusion.seed = o.seed;
-  if (Status st = cfg.validate(); !st) return st;
-  models::code::set_torch_threads(threads);
+  Result<cascade::CascadeConfig> cfg = learned::cascade_config_for(o.encoder, mo, o.util_cap);
+  if (!cfg) return cfg.status();
+  models::code::set_torch_threads(resolve_threads(o.threads));
 
   cascade::TrainingInput in;
   in.jobs = cascade::with_history_views(order, roles);
@@ -76,7 +70,7 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
   in.util_cap = o.util_cap;
   in.trained_on = o.trained_on;
   if (summary) *summary = s;
-  return cascade::CascadeModel::train(in, cfg, progress);
+  return cascade::CascadeModel::train(in, *cfg, progress);
 }
 
 Result<std::vector<Job>> parse_request_records(std::string_view text, const std::string& name,

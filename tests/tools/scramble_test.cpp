@@ -11,6 +11,7 @@
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/ingest/reader.h"
 #include "peakcast/synth/synth.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::eval {
 namespace {

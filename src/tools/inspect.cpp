@@ -1,4 +1,4 @@
-#include "peakcast/eval/inspect.h"
+#include "peakcast/tools/inspect.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,14 +13,6 @@
 #include "peakcast/history/history.h"
 
 namespace peakcast::eval {
-
-double quantile_sorted(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0.0;
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 namespace {
 

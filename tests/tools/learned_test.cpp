@@ -9,6 +9,7 @@
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/eval/report.h"
 #include "peakcast/synth/synth.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::eval {
 namespace {

@@ -1,22 +1,19 @@
-// cascade: the reliability-gated cascade (METHOD.md §4–7) in the harness. The harness's blocks
+// cascade: the reliability-gated cascade (docs/method.md §4–7) in the harness. The harness's blocks
 // become the cascade's roles (purged jobs are ignored) and its event-time views are passed as
 // they are; the cascade's own protocol (cascade_train.h) splits train and validation further.
 // The exact cache is cleared before each scoring or timing pass, so test jobs fill it in submit
 // order, as a service started at the test boundary would.
-#include <cstdio>
 #include <optional>
 
-#include "eval/learned.h"
+#include <fmt/format.h>
+
+#include "tools/learned.h"
 #include "peakcast/cascade/cascade_model.h"
 
 namespace peakcast::eval::learned {
 namespace {
 
-std::string fmt6(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string fmt6(double v) { return fmt::format("{:.6g}", v); }
 
 cascade::Role role_of(Block b) {
   switch (b) {
@@ -47,16 +44,11 @@ class CascadeMethod final : public Method {
   bool seeded() const override { return true; }
 
   Status fit(const EvalData& data, const ProgressFn& progress) override {
-    cascade::CascadeConfig cfg;
-    Result<models::code::CodeModelConfig> code = code_config_for(
-        options_.encoder.empty() ? cfg.code.encoder : options_.encoder, options_,
-                                                                 data.util_cap);
-    if (!code) return code.status();
-    cfg.code = *code;
+    const std::string encoder =
+        options_.encoder.empty() ? cascade::CascadeConfig{}.code.encoder : options_.encoder;
+    Result<cascade::CascadeConfig> cfg = cascade_config_for(encoder, options_, data.util_cap);
+    if (!cfg) return cfg.status();
     const int threads = resolve_threads(options_.threads);
-    cfg.gate.nthread = cfg.fusion.nthread = threads;
-    cfg.gate.seed = cfg.fusion.seed = options_.seed;
-    if (Status s = cfg.validate(); !s) return s;
     models::code::set_torch_threads(threads);
 
     cascade::TrainingInput in;
@@ -65,7 +57,7 @@ class CascadeMethod final : public Method {
     in.fallback = data.fallback;
     in.util_cap = data.util_cap;
     in.trained_on = "peakcast evaluate (train and validation blocks)";
-    Result<cascade::CascadeModel> model = cascade::CascadeModel::train(in, cfg, progress);
+    Result<cascade::CascadeModel> model = cascade::CascadeModel::train(in, *cfg, progress);
     if (!model) return model.status();
     model_.emplace(std::move(model).value());
     models::code::set_torch_threads(threads);

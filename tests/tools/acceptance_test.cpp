@@ -14,6 +14,7 @@
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/eval/folds.h"
 #include "peakcast/ingest/reader.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::eval {
 namespace {

@@ -1,12 +1,13 @@
-// xgboost: the study's gradient-boosted baseline (METHOD.md §8), the cascade's tree route
+// xgboost: the study's gradient-boosted baseline (docs/method.md §8), the cascade's tree route
 // (cascade/tree_route.h) with the Last-1 expert leading the gate features: request and history
 // features (the four experts with their walk-forward errors, counts, MAD, spread, age, censored
 // runs at the exact-script and the user level), the user one-hot and the script's hashed
 // uni-/bi-grams. Trained on the train block, early stopping on validation; columns from train.
-#include <cstdio>
 #include <optional>
 
-#include "eval/learned.h"
+#include <fmt/format.h>
+
+#include "tools/learned.h"
 #include "peakcast/cascade/cascade_config.h"
 #include "peakcast/cascade/tree_route.h"
 
@@ -83,9 +84,7 @@ class XgboostMethod final : public Method {
       out.emplace_back(res + ".train_n", std::to_string(train_n_[ri]));
       out.emplace_back(res + ".rounds", std::to_string(route_.rounds(r)));
       if (report_[ri].best_round >= 0) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.6f", report_[ri].best_score);
-        out.emplace_back(res + ".validation_rmse", buf);
+        out.emplace_back(res + ".validation_rmse", fmt::format("{:.6f}", report_[ri].best_score));
       }
     }
     return out;

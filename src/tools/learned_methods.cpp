@@ -1,9 +1,7 @@
 // Registration of the learned methods and the helpers they share.
-#include <algorithm>
-#include <thread>
-
-#include "eval/learned.h"
+#include "tools/learned.h"
 #include "peakcast/cascade/cascade_config.h"
+#include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::eval {
 namespace learned {
@@ -15,11 +13,6 @@ std::vector<const Job*> block_jobs(const EvalData& data, Block block) {
     if (c.job->is_valid(Resource::kMem) || c.job->is_valid(Resource::kVram)) out.push_back(c.job);
   }
   return out;
-}
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder,
@@ -36,6 +29,19 @@ Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder
   }
   // The encoder is the method's identity: an override would mislabel the row.
   cfg.encoder = encoder;
+  if (Status s = cfg.validate(); !s) return s;
+  return cfg;
+}
+
+Result<cascade::CascadeConfig> cascade_config_for(const std::string& encoder, const MethodOptions& o,
+                                                  double util_cap) {
+  cascade::CascadeConfig cfg;
+  Result<models::code::CodeModelConfig> code = code_config_for(encoder, o, util_cap);
+  if (!code) return code.status();
+  cfg.code = *code;
+  const int threads = resolve_threads(o.threads);
+  cfg.gate.nthread = cfg.fusion.nthread = threads;
+  cfg.gate.seed = cfg.fusion.seed = o.seed;
   if (Status s = cfg.validate(); !s) return s;
   return cfg;
 }

@@ -8,7 +8,7 @@
 
 #include "eval/eval_fixtures.h"
 #include "peakcast/eval/evaluate.h"
-#include "peakcast/eval/inspect.h"
+#include "peakcast/tools/inspect.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::eval {

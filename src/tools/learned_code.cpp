@@ -1,19 +1,16 @@
-// code_only, textcnn, bilstm: the code model Q alone (METHOD.md §4), one encoder each. Trained on
+// code_only, textcnn, bilstm: the code model Q alone (docs/method.md §4), one encoder each. Trained on
 // the train block, early-stopped on the validation block; no history at prediction.
-#include <cstdio>
 #include <optional>
 
-#include "eval/learned.h"
+#include <fmt/format.h>
+
+#include "tools/learned.h"
 #include "peakcast/models/code/code_model.h"
 
 namespace peakcast::eval::learned {
 namespace {
 
-std::string f6(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f", v);
-  return buf;
-}
+std::string f6(double v) { return fmt::format("{:.6f}", v); }
 
 class CodeOnly final : public Method {
  public:

@@ -13,6 +13,7 @@
 
 #include "peakcast/core/job.h"
 #include "peakcast/core/log.h"
+#include "peakcast/eval/metrics.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::eval {
@@ -47,7 +48,6 @@ TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progr
 std::string render_summary(const TraceSummary& summary, const ingest::Trace& trace);
 nlohmann::json to_json(const TraceSummary& summary);
 
-// Quantile (linear interpolation between order statistics) of sorted values; 0 when empty.
-double quantile_sorted(const std::vector<double>& sorted, double q);
+// quantile_sorted: eval/metrics.h.
 
 }  // namespace peakcast::eval

@@ -1,4 +1,4 @@
-// Internal to src/eval: the learned methods of the study's table and what they share.
+// Internal to src/tools: the learned methods of the study's table and what they share.
 #pragma once
 
 #include <memory>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "peakcast/eval/method.h"
+#include "peakcast/cascade/cascade_config.h"
 #include "peakcast/models/code/code_config.h"
 
 namespace peakcast::eval::learned {
@@ -18,13 +19,15 @@ std::unique_ptr<Method> make_cascade(const MethodOptions& o);
 // Jobs of one block that are valid for at least one resource, in submit order.
 std::vector<const Job*> block_jobs(const EvalData& data, Block block);
 
-// MethodOptions::threads with 0 resolved to the machine's cores (at least 1).
-int resolve_threads(int threads);
-
 // The code-model configuration a method starts from: the cascade's CPU defaults, the encoder,
 // seed, threads and cap, then the user's --code-option overrides; validated.
 Result<models::code::CodeModelConfig> code_config_for(const std::string& encoder,
                                                       const MethodOptions& o, double util_cap);
+
+// The cascade's configuration a method (or `peakcast train`) starts from: code_config_for's code
+// model, gate and fusion on the resolved threads with the seed; validated.
+Result<cascade::CascadeConfig> cascade_config_for(const std::string& encoder, const MethodOptions& o,
+                                                  double util_cap);
 
 // "scripts" when some training job had script text, else a sentence saying the code model read
 // identity text only (SWF, Nextflow traces).

@@ -1,0 +1,43 @@
+// slurm-sync inside the daemon: sacct polls whose finished jobs become the service's completions,
+// once (--sync-once) or in the background every interval (--sync-interval) until stopped.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "peakcast/core/status.h"
+#include "peakcast/serve/service.h"
+#include "peakcast/serve/slurm_sync.h"
+
+namespace peakcast::serve {
+
+// One poll into the service: new finished jobs are added as completions (history and store).
+Result<SyncReport> sync_service(Service& service, const SyncOptions& options);
+
+// Background polls: one every `interval_s`, each recorded in the service's sync metrics and
+// logged; a failed poll is logged and retried at the next interval.
+class SyncLoop {
+ public:
+  SyncLoop(Service& service, SyncOptions options, double interval_s);
+  ~SyncLoop();  // stops
+  SyncLoop(const SyncLoop&) = delete;
+  SyncLoop& operator=(const SyncLoop&) = delete;
+
+  void start();
+  void stop();  // waits for a poll in progress; idempotent
+
+ private:
+  void run();
+  void poll_once();
+
+  Service& service_;
+  SyncOptions options_;
+  double interval_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace peakcast::serve

@@ -1,0 +1,58 @@
+#include "peakcast/serve/sync_loop.h"
+
+#include <chrono>
+#include <string>
+
+#include "peakcast/core/log.h"
+
+namespace peakcast::serve {
+
+Result<SyncReport> sync_service(Service& service, const SyncOptions& options) {
+  return sync_once(
+      service.store(), [&service](const Job& j) { return service.add_completion(j); }, options);
+}
+
+SyncLoop::SyncLoop(Service& service, SyncOptions options, double interval_s)
+    : service_(service), options_(std::move(options)), interval_(interval_s) {}
+
+SyncLoop::~SyncLoop() { stop(); }
+
+void SyncLoop::start() { thread_ = std::thread([this] { run(); }); }
+
+void SyncLoop::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SyncLoop::run() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    poll_once();
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::duration<double>(interval_), [this] { return stopping_; });
+  }
+}
+
+void SyncLoop::poll_once() {
+  auto report = sync_service(service_, options_);
+  service_.sync_metrics().record(report, std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now().time_since_epoch()).count());
+  if (!report) {
+    log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
+    return;
+  }
+  if (report->added > 0 || report->skipped > 0) {
+    log(LogLevel::kInfo, "slurm-sync: " + std::to_string(report->finished) + " finished job(s) since " +
+                             sacct_time(report->since) + ", " + std::to_string(report->added) +
+                             " new (" + std::to_string(report->with_script) + " with script), " +
+                             std::to_string(report->skipped) + " malformed row(s) skipped");
+  }
+  for (const std::string& n : report->notes) log(LogLevel::kDebug, "slurm-sync: " + n);
+}
+
+}  // namespace peakcast::serve
