@@ -1,18 +1,23 @@
 // peakcast's sizing policy: what the daemon would recommend for a task type, replayed.
 //
-// Point predictions (candidates): the history experts over the type's completed tasks (the
-// median of all of them; the median of the last 5, which follows drift in event time) and two
-// regressions on the input size (least squares of the peak on it, and of log peak on log input).
-// Each point feeds OnlineBounds (ratio scale: bytes of types of any size) at a grid of coverage
-// levels. Every candidate (point x coverage) is scored prequentially on the tasks the type has
-// completed -- its allocation made before the task's outcome was known, charged as the
-// simulator charges it (over-allocation, or the failed attempt plus the retry's excess) -- and
-// the candidate with the least simulated waste so far answers. That is choosing the coverage
-// (and the point) online by waste, as Sizey chooses its offset, on completed tasks only.
-// The answer goes through the recommendation rule (recommend_request). Retry: the largest peak
-// seen when that is more than 5% above the failed allocation, else double; through the rule's
-// OOM step (never at or below the failed allocation).
-// The constants (grid, window, the 5%) were set once across chipseq, eager and mag.
+// Point predictions (candidates), each from the type's completed tasks only: the history
+// experts at the process level (the median of all peaks; the median of the last 5, which follows
+// drift in event time), three on the input size (least squares of the peak on it, of log peak on
+// log input, and the median peak of the 5 tasks with the nearest log input), and the task's own
+// request (the bound then learns the peak-to-request ratio: Nextflow raises a request on retry,
+// and tools such as Java's size their heap from it). Each point feeds an OnlineBound (adaptive
+// conformal, ratio scale) at each coverage of a grid from 0.7 to 0.999; a bound is never above
+// the largest peak the type has shown. Every candidate (point x coverage) is scored
+// prequentially: its allocation for each completed task, made before that task's outcome was
+// known, is charged as the simulator charges it (over-allocation, or the failed attempt plus the
+// retry's excess; a failed attempt weighted 1 + kFailureWeight). The candidate with the least
+// charge so far answers: the coverage (and the point) chosen online by waste, as Sizey chooses
+// its offset, on completed tasks only. The answer goes through the recommendation rule
+// (recommend_request: capped at the request, rounded up). Retry: the largest peak seen when that
+// is above the failed allocation, else 1.2x; through the rule's OOM step (never at or below the
+// failed allocation). A type with no completed task gets its request.
+// The constants (grid, window, neighbours, failure weight) were set once across chipseq, eager
+// and mag under Sizey's protocol (docs/sizing.md lists what was compared).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -25,8 +30,13 @@
 namespace peakcast::sizing {
 namespace {
 
-constexpr std::array<double, 8> kCoverages = {0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99};
-enum Point : int { kMedianAll = 0, kMedian5 = 1, kLinear = 2, kLogLinear = 3, kNumPoints = 4 };
+constexpr std::array<double, 9> kCoverages = {0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999};
+enum Point : int { kMedianAll = 0, kMedian5 = 1, kLinear = 2, kLogLinear = 3, kNeighbours = 4, kRequest = 5, kNumPoints = 6 };
+// A failed attempt counts (1 + kFailureWeight) times its GB x h when candidates are compared:
+// it also costs the user a rerun's delay. Compared 0, 0.5, 1, 3, 10 across the three traces.
+constexpr double kFailureWeight = 1.0;
+constexpr size_t kNeighbourCount = 5;
+constexpr size_t kBoundWindow = 500;
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -62,14 +72,14 @@ struct Candidate {
 
 class PeakcastPolicy final : public SizingPolicy {
  public:
-  PeakcastPolicy(const PolicyOptions& o, bool choose) : rule_(o.recommend), choose_(choose) {
+  PeakcastPolicy(const PolicyOptions& o, bool choose) : rule_(o.recommend) {
     for (int p = 0; p < kNumPoints; ++p) {
       for (double c : kCoverages) {
         if (!choose && (p != kMedianAll || c != 0.9)) continue;
         OnlineBoundOptions bo;
         bo.coverage = c;
         bo.scale = Scale::kRatio;
-        bo.window = 500;
+        bo.window = kBoundWindow;
         candidates_.push_back({static_cast<Point>(p), OnlineBound(bo), 0.0});
       }
     }
@@ -78,10 +88,7 @@ class PeakcastPolicy final : public SizingPolicy {
   double first(const TaskInfo& t) override {
     if (ys_.empty()) return t.request_bytes;
     issue(t);
-    size_t best = 0;
-    for (size_t k = 1; k < candidates_.size(); ++k) {
-      if (candidates_[k].waste < candidates_[best].waste) best = k;
-    }
+    const size_t best = choose();
     RecommendInput in;
     in.upper_bytes = issued_[best];
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
@@ -112,54 +119,80 @@ class PeakcastPolicy final : public SizingPolicy {
     if (recent_.size() > 5) recent_.pop_front();
     const double x = std::max(t.info.input_bytes, 0.0);
     linear_.add(x, y);
+    logx_.push_back(std::log1p(x));
     loglinear_.add(std::log1p(x), std::log(std::max(y, 1.0)));
   }
 
  private:
+  // After a failure at `failed`: the largest peak seen when it is above, else 1.2x (VPA's bump).
   double retry_upper(double failed) const {
-    return max_y_ > 1.05 * failed ? max_y_ : 2.0 * std::max(failed, 0.0);
+    return max_y_ > failed ? max_y_ : 1.2 * std::max(failed, 0.0);
+  }
+  // The candidate with the least simulated waste so far (the first of equals).
+  size_t choose() const {
+    size_t best = 0;
+    for (size_t k = 1; k < candidates_.size(); ++k) {
+      if (candidates_[k].waste < candidates_[best].waste) best = k;
+    }
+    return best;
   }
   // The simulator's charge for allocation a when the task needs y for runtime t.
   double cost(double a, double y, double t) const {
     if (a >= y) return (a - y) * t;
-    double c = std::max(a, 0.0) * t;
-    double r = std::max(retry_upper(a), 1.2 * a);
+    double c = (1.0 + kFailureWeight) * std::max(a, 0.0) * t;
+    double r = retry_upper(a);
     while (r < y) {
-      c += r * t;
-      r *= 2.0;
+      c += (1.0 + kFailureWeight) * r * t;
+      r *= 1.2;
     }
     return c + (r - y) * t;
   }
-  double point(Point p, double x) const {
+  double point(Point p, double x, double request) const {
     const double floor = 0.05 * max_y_ + 1.0;  // a regression may extrapolate below zero
     switch (p) {
       case kMedianAll: return median_of(ys_);
       case kMedian5: return median_of(std::vector<double>(recent_.begin(), recent_.end()));
       case kLinear: return std::max(linear_.at(std::max(x, 0.0)), floor);
       case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), floor);
+      case kNeighbours: return neighbours(x);
+      case kRequest: return request > 0 ? request : median_of(ys_);
       default: return max_y_;
     }
+  }
+  // The median peak of the kNeighbours tasks whose log input is nearest.
+  double neighbours(double x) const {
+    const size_t k = kNeighbourCount;
+    const double lx = std::log1p(std::max(x, 0.0));
+    std::vector<std::pair<double, double>> d;
+    d.reserve(ys_.size());
+    for (size_t i = 0; i < ys_.size(); ++i) d.emplace_back(std::abs(logx_[i] - lx), ys_[i]);
+    const size_t m = std::min(k, d.size());
+    std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(m), d.end());
+    std::vector<double> near;
+    for (size_t i = 0; i < m; ++i) near.push_back(d[i].second);
+    return median_of(near);
   }
   // Each candidate's point and bound for this task, before its outcome.
   void issue(const TaskInfo& t) {
     std::array<double, kNumPoints> p{};
-    for (int k = 0; k < kNumPoints; ++k) p[k] = point(static_cast<Point>(k), t.input_bytes);
+    for (int k = 0; k < kNumPoints; ++k) p[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes);
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
       points_[k] = p[candidates_[k].point];
       issued_[k] = candidates_[k].bound.upper(history::Level::kExactScript, points_[k]);
+      issued_[k] = std::min(issued_[k], max_y_);  // never above the largest peak the type has shown
     }
     pending_ = true;
   }
 
   RecommendRule rule_;
-  bool choose_;
   std::vector<Candidate> candidates_;
   std::vector<double> points_, issued_;
   bool pending_ = false;
   std::vector<double> ys_;
   std::deque<double> recent_;
+  std::vector<double> logx_;
   double max_y_ = 0.0;
   Regression linear_, loglinear_;
 };

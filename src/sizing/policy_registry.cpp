@@ -12,6 +12,7 @@ RecommendConfig PolicyOptions::simulate_recommend_config() {
   c.defaults.granularity_bytes = 1ull << 20;
   c.defaults.floor_bytes = 0;
   c.defaults.allow_above_request = false;
+  c.defaults.oom_factor = 1.0;  // the policy's retry rule sets the step; the rule keeps it above the failure
   return c;
 }
 
