@@ -1,5 +1,7 @@
 // The baselines of docs/sizing.md, written from the descriptions in Sizey's paper and the
 // notes (../shared/notes/sizey-protocol.md), plus max-so-far and Kubernetes VPA's rule.
+// A policy with nothing observed yet (a task type's first task in the event-time protocol)
+// answers the task's request.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -31,7 +33,9 @@ class Presets final : public SizingPolicy {
 class WittPercentile final : public SizingPolicy {
  public:
   explicit WittPercentile(double q) : q_(q) {}
-  double first(const TaskInfo&) override { return numpy_percentile(ys_, q_ * 100.0); }
+  double first(const TaskInfo& t) override {
+    return ys_.empty() ? t.request_bytes : numpy_percentile(ys_, q_ * 100.0);
+  }
   double retry(const TaskInfo&, double failed, int) override { return 2.0 * failed; }
   void observe(const SimTask& t) override { ys_.push_back(t.peak_bytes); }
 
@@ -50,6 +54,7 @@ class WittLr final : public SizingPolicy {
  public:
   explicit WittLr(bool under_only) : under_only_(under_only) {}
   double first(const TaskInfo& t) override {
+    if (n_ == 0) return t.request_bytes;
     const double pred = predict(t.input_bytes);
     pending_ = pred;
     return pred + offset() * pred;
@@ -103,8 +108,8 @@ class WittLr final : public SizingPolicy {
 // Retry: the largest peak seen, then a whole 128 GB node.
 class Tovar final : public SizingPolicy {
  public:
-  double first(const TaskInfo&) override {
-    if (time_at_.empty()) return 0.0;
+  double first(const TaskInfo& t) override {
+    if (time_at_.empty()) return t.request_bytes;
     const double am = time_at_.rbegin()->first;
     const double tb = total_time_ / count_;
     double best = am, best_e = am * tb, above = 0.0;  // above: E[t; y > a], built from the top

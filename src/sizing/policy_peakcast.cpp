@@ -37,6 +37,9 @@ enum Point : int { kMedianAll = 0, kMedian5 = 1, kLinear = 2, kLogLinear = 3, kN
 constexpr double kFailureWeight = 1.0;
 constexpr size_t kNeighbourCount = 5;
 constexpr size_t kBoundWindow = 500;
+// Fewer completed tasks than this: the request. In event time the first tasks of a type to
+// complete are the quick ones, which tend to be the small ones: a bound from them fails.
+constexpr size_t kMinHistory = 10;
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -86,6 +89,7 @@ class PeakcastPolicy final : public SizingPolicy {
   }
 
   double first(const TaskInfo& t) override {
+    if (ys_.size() < kMinHistory && t.request_bytes > 0) return t.request_bytes;
     if (ys_.empty()) return t.request_bytes;
     issue(t);
     const size_t best = choose();
@@ -97,7 +101,7 @@ class PeakcastPolicy final : public SizingPolicy {
 
   double retry(const TaskInfo& t, double failed, int) override {
     RecommendInput in;
-    in.upper_bytes = retry_upper(failed);
+    in.upper_bytes = retry_upper(failed, t.request_bytes);
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
     in.failed_request_bytes = static_cast<uint64_t>(std::max(failed, 0.0));
     return static_cast<double>(rule_(in).bytes);
@@ -108,7 +112,7 @@ class PeakcastPolicy final : public SizingPolicy {
     if (!ys_.empty()) {
       if (!pending_) issue(t.info);
       for (size_t k = 0; k < candidates_.size(); ++k) {
-        candidates_[k].waste += cost(issued_[k], y, t.runtime_ms);
+        candidates_[k].waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes);
         candidates_[k].bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
       }
     }
@@ -124,9 +128,12 @@ class PeakcastPolicy final : public SizingPolicy {
   }
 
  private:
-  // After a failure at `failed`: the largest peak seen when it is above, else 1.2x (VPA's bump).
-  double retry_upper(double failed) const {
-    return max_y_ > failed ? max_y_ : 1.2 * std::max(failed, 0.0);
+  // After a failure at `failed`: the largest peak seen when it is above; else 1.2x (VPA's bump),
+  // at most the request when the request is above the failure.
+  double retry_upper(double failed, double request) const {
+    if (max_y_ > failed) return max_y_;
+    const double bump = 1.2 * std::max(failed, 0.0);
+    return request > failed ? std::min(request, bump) : bump;
   }
   // The candidate with the least simulated waste so far (the first of equals).
   size_t choose() const {
@@ -137,13 +144,13 @@ class PeakcastPolicy final : public SizingPolicy {
     return best;
   }
   // The simulator's charge for allocation a when the task needs y for runtime t.
-  double cost(double a, double y, double t) const {
+  double cost(double a, double y, double t, double request) const {
     if (a >= y) return (a - y) * t;
     double c = (1.0 + kFailureWeight) * std::max(a, 0.0) * t;
-    double r = retry_upper(a);
+    double r = retry_upper(a, request);
     while (r < y) {
       c += (1.0 + kFailureWeight) * r * t;
-      r *= 1.2;
+      r = retry_upper(r, request);
     }
     return c + (r - y) * t;
   }

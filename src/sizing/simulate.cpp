@@ -11,6 +11,7 @@ namespace peakcast::sizing {
 namespace {
 
 constexpr double kGbh = 1e-9 / 3.6e6;  // byte x ms -> GB x h
+constexpr double kMinRetryBytes = 1024.0 * 1024.0;
 
 using PolicyPtr = std::unique_ptr<SizingPolicy>;
 
@@ -116,6 +117,7 @@ void Tally::add(const Tally& o) {
 void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
   const double y = task.peak_bytes, t = task.runtime_ms;
   double a = policy.first(task.info);
+  if (!std::isfinite(a)) a = 0.0;
   ++tally.jobs;
   tally.usage_gbh += y * t * kGbh;
   int attempt = 0;
@@ -126,7 +128,10 @@ void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
     if (attempt == 0) ++tally.failed_jobs;
     ++attempt;
     ++tally.retries;
-    a = policy.retry(task.info, a, attempt);
+    const double failed = a;
+    a = policy.retry(task.info, failed, attempt);
+    // A retry that does not grow (doubling nothing) would repeat the failure: double it instead.
+    if (!std::isfinite(a) || a <= failed) a = std::max(2.0 * failed, kMinRetryBytes);
   }
   if (a >= y) {
     tally.over_gbh += (a - y) * t * kGbh;

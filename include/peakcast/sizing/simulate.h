@@ -5,7 +5,8 @@
 // GB x h (GB = 1e9 bytes, h = 3.6e6 ms): over-allocation x run time of the successful attempt,
 // plus the whole allocation x run time of every failed one (a failure is detected at the end).
 // failures = failed attempts (as Sizey counts them) = retries; failed_jobs = tasks that failed
-// at least once.
+// at least once. A retry that is not above the failed allocation (or not a number) is replaced
+// by double the failed one (at least 1 MiB), so every task ends.
 #pragma once
 
 #include <cstdint>
