@@ -18,8 +18,8 @@ RecommendConfig PolicyOptions::simulate_recommend_config() {
 
 const std::vector<std::string>& policy_names() {
   static const std::vector<std::string> kNames = {
-      "peakcast", "presets", "witt_p95", "witt_lr_std", "witt_lr_stdunder",
-      "tovar",    "max_so_far", "vpa",   "peakcast_fixed90"};
+      "presets", "witt_p95",   "witt_lr_std", "witt_lr_stdunder", "tovar",
+      "max_so_far", "vpa",     "peakcast",    "peakcast_fixed90"};
   return kNames;
 }
 

@@ -36,9 +36,10 @@ struct PolicyOptions {
   static RecommendConfig simulate_recommend_config();
 };
 
-// The names simulate knows, in the order it reports them: peakcast, presets, witt_p95,
-// witt_lr_std, witt_lr_stdunder, tovar, max_so_far, vpa, and peakcast variants
-// (peakcast_fixed90: one point and the 0.90 bound, no choice).
+// The names simulate knows, in the order it reports them: presets first (the baseline
+// `peakcast report` compares the others with), witt_p95, witt_lr_std, witt_lr_stdunder, tovar,
+// max_so_far, vpa, peakcast, and peakcast variants (peakcast_fixed90: the median expert and the
+// 0.90 bound, no choice).
 const std::vector<std::string>& policy_names();
 const std::vector<std::string>& default_policy_names();  // the ones run without --policies
 Result<std::unique_ptr<SizingPolicy>> make_policy(const std::string& name,
