@@ -14,7 +14,9 @@ std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey) {
     SimTask t;
     t.row = i;
     t.info.workload = j.workload ? *j.workload : (!j.job_name.empty() ? j.job_name : j.script_key);
-    if (j.read_bytes) t.info.input_bytes = static_cast<double>(*j.read_bytes);
+    // Sizey's protocol takes rchar (bytes read, measured by the run) as the input size; the
+    // event-time protocol only what was known at submission.
+    if (sizey && j.read_bytes) t.info.input_bytes = static_cast<double>(*j.read_bytes);
     else if (j.input_bytes) t.info.input_bytes = static_cast<double>(*j.input_bytes);
     if (j.req_mem_bytes) t.info.request_bytes = static_cast<double>(*j.req_mem_bytes);
     t.info.submit_ms = j.submit_ms;

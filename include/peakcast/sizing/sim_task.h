@@ -32,7 +32,8 @@ struct SimTask {
 // The trace's jobs as tasks. Sizey's protocol (`sizey = true`): y = rss, runtime = realtime;
 // jobs without them, or with rss <= 0, are left out (Sizey drops rss <= 0 / NaN). Otherwise y
 // is the recorded peak memory (peak_rss for Nextflow), runtime = realtime, else end - start,
-// else end - submit. Jobs without a peak are left out.
+// else end - submit, and the input size only a submission-time `input_bytes` (never rchar, which
+// the run measures). Jobs without a peak are left out.
 std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey);
 
 // One task type's tasks in trace order.
