@@ -130,8 +130,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       "= rchar, run time = realtime); 'chrono' (event time: the last 20% of tasks by submission "
       "are scored, each policy learning only from tasks completed before each submission; peak = "
       "peak_rss).\n"
-      "Policies: peakcast, presets, witt_p95, witt_lr_std, witt_lr_stdunder, tovar, max_so_far, "
-      "vpa, peakcast_fixed90 (docs/sizing.md says what each does).\n"
+      "Policies, in the order reported: presets (the first: the baseline `peakcast report` compares "
+      "with), witt_p95, witt_lr_std, witt_lr_stdunder, tovar, max_so_far, vpa, peakcast, "
+      "peakcast_fixed90 (docs/sizing.md says what each does).\n"
       "--json FILE writes {\"results\": [{policy, seed, waste_gbh, failures, retries, jobs, "
       "failed_jobs, per_workload: [...]}, ...]}, which `peakcast report --sim` reads.");
   cmd->add_option("TRACE", a->trace, "Job trace (a Nextflow trace for --protocol sizey)")->required();
