@@ -64,5 +64,6 @@ void add_predict_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 void add_tokenize_command(CLI::App& app, int& exit_code);  // BPE ids (qwen2 encoder)
 void add_embed_command(CLI::App& app, int& exit_code);     // Qwen2 hidden states
+void add_simulate_command(CLI::App& app, int& exit_code);  // sizing policies replayed
 
 }  // namespace peakcast::app

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add_slurm_sync_command(app, exit_code);
   add_tokenize_command(app, exit_code);
   add_embed_command(app, exit_code);
+  add_simulate_command(app, exit_code);
   app.parse_complete_callback([&verbose] { install_log_sink(verbose); });
   try {
     app.parse(argc, argv);

@@ -212,6 +212,9 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   const auto c_script = cols.find("script");
   const auto c_user = cols.find("user");
   const auto c_duration = cols.find("duration");
+  const auto c_rss = cols.find("rss");
+  const auto c_rchar = cols.find("rchar");
+  const auto c_realtime = cols.find("realtime");
   if (!c_submit || (!c_complete && !c_duration)) {
     return Status::invalid(name + ":" + std::to_string(line) +
                            ": header: a Nextflow trace needs the 'submit' column and 'complete' or "
@@ -362,7 +365,8 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
     bool sizes_ok = true;
     for (auto [col, field, target] :
          {std::tuple{c_memory, "memory", &job.req_mem_bytes},
-          std::tuple{c_peak, "peak_rss", &job.peak_mem_bytes}}) {
+          std::tuple{c_peak, "peak_rss", &job.peak_mem_bytes},
+          std::tuple{c_rss, "rss", &job.rss_bytes}, std::tuple{c_rchar, "rchar", &job.read_bytes}}) {
       if (missing(get(col))) continue;
       auto bytes = parse_nf_size(get(col));
       if (!bytes) {
@@ -373,6 +377,14 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
       *target = *bytes;
     }
     if (!sizes_ok) continue;
+    if (!missing(get(c_realtime))) {
+      auto ms = parse_duration_ms(get(c_realtime));
+      if (!ms) {
+        if (Status s = reject("realtime", "not a duration: '" + std::string(get(c_realtime)) + "'"); !s) return s;
+        continue;
+      }
+      job.realtime_ms = std::llround(*ms);
+    }
     out.jobs.push_back(std::move(job));
   }
 

@@ -57,6 +57,12 @@ struct Job {
   // The outcome (absent when not measured).
   std::optional<uint64_t> peak_mem_bytes;
   std::optional<uint64_t> peak_vram_bytes;  // summed over the job's GPUs
+  // Nextflow measurements the sizing simulator replays (Sizey's protocol): resident set `rss`,
+  // bytes read `rchar` (measured during the run: not known at submission) and the task's own
+  // run time `realtime`.
+  std::optional<uint64_t> rss_bytes;
+  std::optional<uint64_t> read_bytes;
+  std::optional<int64_t> realtime_ms;
 
   // ---- derived by ingest (compute_labels / script_key) ----
   // SHA-256 hex of the redacted script, else of "workload:" + workload; empty when neither exists.

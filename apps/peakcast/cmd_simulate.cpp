@@ -1,0 +1,152 @@
+// peakcast simulate TRACE: replays a trace with sizing policies (docs/sizing.md).
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "peakcast/sizing/simulate.h"
+
+namespace peakcast::app {
+namespace {
+
+struct SimulateArgs {
+  std::string trace;
+  ReaderArgs reader;
+  std::string json;
+  std::string policies;
+  std::string protocol = "sizey";
+  std::string config;
+  uint32_t seed = 1996;
+  uint32_t seeds = 1;
+  bool per_workload = false;
+};
+
+Result<std::vector<std::string>> parse_policies(const std::string& list) {
+  std::vector<std::string> out;
+  if (list.empty()) return out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty()) continue;
+    if (auto p = sizing::make_policy(name); !p) return Status::invalid("--policies: " + p.status().message());
+    out.push_back(name);
+  }
+  if (out.empty()) return Status::invalid("--policies: no policy named");
+  return out;
+}
+
+nlohmann::json tally_json(const sizing::Tally& t) {
+  return {{"waste_gbh", t.waste_gbh}, {"over_gbh", t.over_gbh}, {"failed_gbh", t.failed_gbh},
+          {"usage_gbh", t.usage_gbh}, {"failures", t.failures}, {"retries", t.retries},
+          {"jobs", t.jobs}, {"failed_jobs", t.failed_jobs}};
+}
+
+std::string table(const std::vector<sizing::PolicyResult>& results, bool per_workload) {
+  std::string out = fmt::format("{:<18} {:>6} {:>12} {:>9} {:>8} {:>7} {:>11}\n", "policy", "seed",
+                                "waste_GBh", "failures", "retries", "jobs", "failed_jobs");
+  for (const auto& r : results) {
+    const auto& t = r.total;
+    out += fmt::format("{:<18} {:>6} {:>12.2f} {:>9} {:>8} {:>7} {:>11}\n", r.policy, r.seed,
+                       t.waste_gbh, t.failures, t.retries, t.jobs, t.failed_jobs);
+    if (!per_workload) continue;
+    for (const auto& w : r.per_workload) {
+      out += fmt::format("    {:<60} {:>10.2f} {:>6} {:>6} {:>6}\n", w.workload, w.waste_gbh,
+                         w.failures, w.jobs, w.failed_jobs);
+    }
+  }
+  return out;
+}
+
+int run_simulate(const SimulateArgs& a) {
+  auto protocol = sizing::parse_protocol(a.protocol);
+  if (!protocol) return fail(protocol.status());
+  auto policies = parse_policies(a.policies);
+  if (!policies) return fail(policies.status());
+  if (a.seeds == 0) return fail(Status::invalid("--seeds: must be at least 1"));
+  sizing::SimulateOptions o;
+  o.protocol = *protocol;
+  o.policies = *policies;
+  if (!a.config.empty()) {
+    auto cfg = sizing::load_recommend_config(a.config);
+    if (!cfg) return fail(cfg.status());
+    o.policy.recommend = std::move(*cfg);
+  }
+  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
+  if (!trace) return fail(trace.status());
+  const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
+  auto progress = stderr_progress();
+  std::vector<sizing::PolicyResult> all;
+  std::vector<std::string> notes;
+  for (uint32_t k = 0; k < a.seeds; ++k) {
+    o.seed = a.seed + k;
+    o.progress = [&](size_t done, size_t total) { progress("simulate seed " + std::to_string(o.seed), done, total); };
+    auto out = sizing::simulate(tasks, o);
+    if (!out) return fail(out.status().with_context(a.trace));
+    if (k == 0) notes = out->notes;
+    for (auto& r : out->results) all.push_back(std::move(r));
+  }
+  for (const auto& n : notes) std::cerr << "peakcast simulate: left out: " << n << "\n";
+  std::cout << table(all, a.per_workload);
+  std::cout.flush();
+  if (!a.json.empty()) {
+    nlohmann::json j;
+    j["trace"] = trace->path;
+    j["protocol"] = a.protocol;
+    j["notes"] = notes;
+    j["results"] = nlohmann::json::array();
+    for (const auto& r : all) {
+      nlohmann::json e = tally_json(r.total);
+      e["policy"] = r.policy;
+      e["seed"] = r.seed;
+      e["per_workload"] = nlohmann::json::array();
+      for (const auto& w : r.per_workload) {
+        nlohmann::json wj = tally_json(w);
+        wj["workload"] = w.workload;
+        e["per_workload"].push_back(std::move(wj));
+      }
+      j["results"].push_back(std::move(e));
+    }
+    if (Status st = write_output(a.json, j.dump(2) + "\n"); !st) return fail(st);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Replay a trace with memory-sizing policies: waste (GB*h) and failures");
+  cmd->footer(
+      "Replays the trace as a scheduler would with each sizing policy: a task gets the policy's "
+      "allocation; when its true peak exceeds it, the attempt fails (out of memory) and is retried "
+      "with the policy's retry rule. waste_GBh = over-allocation x run time of successful attempts "
+      "+ the whole allocation x run time of failed ones (GB = 1e9 bytes). failures = failed "
+      "attempts (as Sizey counts them); failed_jobs = tasks that failed at least once.\n"
+      "Protocols: 'sizey' (Sizey's: per Nextflow process with >= 34 tasks, a numpy-compatible "
+      "random order by seed, 30% warm start, the policy learns after each task; peak = rss, input "
+      "= rchar, run time = realtime); 'chrono' (event time: the last 20% of tasks by submission "
+      "are scored, each policy learning only from tasks completed before each submission; peak = "
+      "peak_rss).\n"
+      "Policies, in the order reported: presets (the first: the baseline `peakcast report` compares "
+      "with), witt_p95, witt_lr_std, witt_lr_stdunder, tovar, max_so_far, vpa, peakcast, "
+      "peakcast_fixed90 (docs/sizing.md says what each does).\n"
+      "--json FILE writes {\"results\": [{policy, seed, waste_gbh, failures, retries, jobs, "
+      "failed_jobs, per_workload: [...]}, ...]}, which `peakcast report --sim` reads.");
+  cmd->add_option("TRACE", a->trace, "Job trace (a Nextflow trace for --protocol sizey)")->required();
+  add_reader_options(*cmd, a->reader);
+  cmd->add_option("--policies", a->policies, "Comma-separated policy names (default: all)");
+  cmd->add_option("--protocol", a->protocol, "sizey (default) or chrono");
+  cmd->add_option("--seed", a->seed, "First seed of the sizey protocol's random order (default 1996)");
+  cmd->add_option("--seeds", a->seeds, "Run seeds SEED .. SEED+N-1 (default 1)");
+  cmd->add_option("--config", a->config,
+                  "Recommendation-rule settings (JSON, docs/sizing.md) for the peakcast policies; "
+                  "default: no margin, 1 MiB granularity, no floor, capped at the preset request");
+  cmd->add_flag("--per-workload", a->per_workload, "Also print each task type's line");
+  cmd->add_option("--json", a->json, "Also write the results as JSON to FILE ('-' = stdout)");
+  cmd->callback([a, &exit_code] { exit_code = run_simulate(*a); });
+}
+
+}  // namespace peakcast::app

@@ -1,0 +1,60 @@
+// Sizing policies: the allocation a task gets first, after a failed attempt, and what the
+// policy learns when a task completes. One instance sizes ONE task type (Sizey's unit: a
+// Nextflow process); the simulator makes a fresh instance per type (policy_names()).
+//
+// No leakage by construction: first() and retry() see TaskInfo only; observe() gets the
+// outcome after the task has completed.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peakcast/core/status.h"
+#include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/sim_task.h"
+
+namespace peakcast::sizing {
+
+class SizingPolicy {
+ public:
+  virtual ~SizingPolicy() = default;
+  // Bytes to allocate for the first attempt (Witt-LR may answer a negative number, as in
+  // Sizey's code; the simulator charges it as it is).
+  virtual double first(const TaskInfo& task) = 0;
+  // Bytes for the next attempt after the attempt with `failed_bytes` ran out of memory;
+  // `attempt` = 1 for the first retry.
+  virtual double retry(const TaskInfo& task, double failed_bytes, int attempt) = 0;
+  // The task completed (the simulator calls it for warm-start tasks too).
+  virtual void observe(const SimTask& task) = 0;
+};
+
+struct PolicyOptions {
+  RecommendConfig recommend = simulate_recommend_config();
+  // The default settings of the recommendation rule in replay: no margin (the coverage is
+  // chosen on the history), 1 MiB granularity, no floor, capped at the preset request.
+  static RecommendConfig simulate_recommend_config();
+};
+
+// The names simulate knows, in the order it reports them: presets first (the baseline
+// `peakcast report` compares the others with), witt_p95, witt_lr_std, witt_lr_stdunder, tovar,
+// max_so_far, vpa, peakcast, and peakcast variants (peakcast_fixed90: the median expert and the
+// 0.90 bound, no choice).
+const std::vector<std::string>& policy_names();
+const std::vector<std::string>& default_policy_names();  // the ones run without --policies
+Result<std::unique_ptr<SizingPolicy>> make_policy(const std::string& name,
+                                                  const PolicyOptions& options = {});
+
+// Baseline factories (policies_baseline.cpp) and peakcast's (policy_peakcast.cpp).
+std::unique_ptr<SizingPolicy> make_presets();
+std::unique_ptr<SizingPolicy> make_witt_percentile(double q = 0.95);
+std::unique_ptr<SizingPolicy> make_witt_lr(bool under_only);
+std::unique_ptr<SizingPolicy> make_tovar();
+std::unique_ptr<SizingPolicy> make_max_so_far();
+std::unique_ptr<SizingPolicy> make_vpa();
+std::unique_ptr<SizingPolicy> make_peakcast(const PolicyOptions& options, bool choose);
+
+// numpy.percentile's default ('linear'): q in [0, 100]. Empty -> 0.
+double numpy_percentile(std::vector<double> values, double q);
+
+}  // namespace peakcast::sizing

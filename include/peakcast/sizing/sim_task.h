@@ -1,0 +1,63 @@
+// The tasks a sizing simulation replays, and the two protocols' orders (docs/sizing.md).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "peakcast/core/job.h"
+#include "peakcast/core/status.h"
+
+namespace peakcast::sizing {
+
+// What a policy may see when it sizes a task: nothing measured by the run itself except
+// `input_bytes`, which Sizey's protocol takes from Nextflow's `rchar` (bytes read; see the doc).
+struct TaskInfo {
+  std::string workload;        // the task type: Nextflow process, else workload / job name
+  double input_bytes = 0.0;    // Sizey's input_size; 0 when unknown
+  double request_bytes = 0.0;  // the user's / workflow's preset request; 0 when unknown
+  int64_t submit_ms = 0;
+};
+
+// A task as replayed: what a policy sees, and the outcome it learns after completion.
+struct SimTask {
+  TaskInfo info;
+  double peak_bytes = 0.0;   // y: the memory an attempt must hold (Nextflow rss in Sizey's protocol)
+  double runtime_ms = 0.0;   // one attempt's run time (Nextflow realtime)
+  int64_t end_ms = 0;        // when the outcome became known (chrono protocol)
+  size_t row = 0;            // index in the trace's job list
+};
+
+// The trace's jobs as tasks. Sizey's protocol (`sizey = true`): y = rss, runtime = realtime;
+// jobs without them, or with rss <= 0, are left out (Sizey drops rss <= 0 / NaN). Otherwise y
+// is the recorded peak memory (peak_rss for Nextflow), runtime = realtime, else end - start,
+// else end - submit, and the input size only a submission-time `input_bytes` (never rchar, which
+// the run measures). Jobs without a peak are left out.
+std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey);
+
+// One task type's tasks in trace order.
+struct TaskType {
+  std::string workload;
+  std::vector<SimTask> tasks;
+};
+
+// Groups by workload in order of first appearance, keeping Sizey's eligibility: at least
+// `min_tasks` (34) tasks and no task with a zero runtime. `skipped` gets the names left out
+// with the reason.
+std::vector<TaskType> sizey_task_types(const std::vector<SimTask>& tasks, size_t min_tasks,
+                                       std::vector<std::string>* skipped);
+
+// numpy's legacy RandomState(seed).permutation(n): Mersenne Twister seeded by init_genrand,
+// Fisher-Yates from the end, each index drawn by masked rejection on 32-bit outputs.
+std::vector<size_t> numpy_permutation(uint32_t seed, size_t n);
+
+// Sizey's split of one task type (scikit-learn train_test_split, test_size = 0.7): the online
+// (test) positions perm[0 .. ceil(0.7 n)) in that order, and the warm-start history, the rest.
+struct SizeySplit {
+  std::vector<size_t> online;
+  std::vector<size_t> warm;
+};
+SizeySplit sizey_split(uint32_t seed, size_t n, double test_size = 0.7);
+
+}  // namespace peakcast::sizing

@@ -1,0 +1,67 @@
+// Replays tasks with sizing policies as a scheduler would (docs/sizing.md).
+//
+// Each task gets the policy's first allocation; while the allocation is below the task's peak
+// the attempt fails (out of memory) and is retried with the policy's retry rule. Waste, in
+// GB x h (GB = 1e9 bytes, h = 3.6e6 ms): over-allocation x run time of the successful attempt,
+// plus the whole allocation x run time of every failed one (a failure is detected at the end).
+// failures = failed attempts (as Sizey counts them) = retries; failed_jobs = tasks that failed
+// at least once. A retry that is not above the failed allocation (or not a number) is replaced
+// by double the failed one (at least 1 MiB), so every task ends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "peakcast/core/status.h"
+#include "peakcast/sizing/policy.h"
+#include "peakcast/sizing/sim_task.h"
+
+namespace peakcast::sizing {
+
+enum class Protocol { kSizey, kChrono };
+Result<Protocol> parse_protocol(const std::string& name);  // "sizey" | "chrono"
+
+struct Tally {
+  std::string workload;
+  double waste_gbh = 0.0;
+  double over_gbh = 0.0;     // over-allocation of successful attempts
+  double failed_gbh = 0.0;   // allocations of failed attempts
+  double usage_gbh = 0.0;    // peak x run time
+  size_t failures = 0, retries = 0, jobs = 0, failed_jobs = 0;
+  void add(const Tally& o);
+};
+
+struct PolicyResult {
+  std::string policy;
+  uint32_t seed = 0;
+  Tally total;
+  std::vector<Tally> per_workload;
+};
+
+// One task through one policy: the attempts and their charge, added to `tally`. Attempts are
+// capped at kMaxAttempts (a policy that never reaches the peak counts every attempt as failed).
+inline constexpr int kMaxAttempts = 64;
+void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally);
+
+struct SimulateOptions {
+  Protocol protocol = Protocol::kSizey;
+  uint32_t seed = 1996;
+  std::vector<std::string> policies;   // empty: default_policy_names()
+  PolicyOptions policy;
+  double chrono_test_fraction = 0.2;   // chrono: the last share of tasks by submit time
+  size_t sizey_min_tasks = 34;
+  // Progress: (done, total) task steps; may be empty.
+  std::function<void(size_t, size_t)> progress;
+};
+
+struct SimulateOutput {
+  std::vector<PolicyResult> results;   // one per policy, in the order asked
+  std::vector<std::string> notes;      // task types left out and why, protocol facts
+};
+
+// `tasks` from tasks_from_jobs(jobs, protocol == kSizey).
+Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const SimulateOptions& options);
+
+}  // namespace peakcast::sizing

@@ -1,0 +1,90 @@
+// Tasks from a trace, Sizey's task types and its numpy-compatible split.
+#include "peakcast/sizing/sim_task.h"
+
+#include <cmath>
+#include <map>
+
+namespace peakcast::sizing {
+
+std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey) {
+  std::vector<SimTask> out;
+  out.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    SimTask t;
+    t.row = i;
+    t.info.workload = j.workload ? *j.workload : (!j.job_name.empty() ? j.job_name : j.script_key);
+    // Sizey's protocol takes rchar (bytes read, measured by the run) as the input size; the
+    // event-time protocol only what was known at submission.
+    if (sizey && j.read_bytes) t.info.input_bytes = static_cast<double>(*j.read_bytes);
+    else if (j.input_bytes) t.info.input_bytes = static_cast<double>(*j.input_bytes);
+    if (j.req_mem_bytes) t.info.request_bytes = static_cast<double>(*j.req_mem_bytes);
+    t.info.submit_ms = j.submit_ms;
+    t.end_ms = j.end_ms;
+    if (sizey) {
+      if (!j.rss_bytes || *j.rss_bytes == 0 || !j.realtime_ms) continue;
+      t.peak_bytes = static_cast<double>(*j.rss_bytes);
+      t.runtime_ms = static_cast<double>(*j.realtime_ms);
+    } else {
+      if (!j.peak_mem_bytes || *j.peak_mem_bytes == 0) continue;
+      t.peak_bytes = static_cast<double>(*j.peak_mem_bytes);
+      if (j.realtime_ms) t.runtime_ms = static_cast<double>(*j.realtime_ms);
+      else t.runtime_ms = static_cast<double>(j.end_ms - (j.start_ms ? *j.start_ms : j.submit_ms));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<TaskType> sizey_task_types(const std::vector<SimTask>& tasks, size_t min_tasks,
+                                       std::vector<std::string>* skipped) {
+  std::vector<TaskType> types;
+  std::map<std::string, size_t> at;
+  for (const SimTask& t : tasks) {
+    auto [it, fresh] = at.emplace(t.info.workload, types.size());
+    if (fresh) types.push_back({t.info.workload, {}});
+    types[it->second].tasks.push_back(t);
+  }
+  std::vector<TaskType> kept;
+  for (TaskType& tt : types) {
+    bool zero_runtime = false;
+    for (const SimTask& t : tt.tasks) zero_runtime |= t.runtime_ms <= 0.0;
+    if (tt.tasks.size() < min_tasks) {
+      if (skipped) skipped->push_back(tt.workload + " (" + std::to_string(tt.tasks.size()) + " tasks < " + std::to_string(min_tasks) + ")");
+    } else if (zero_runtime) {
+      if (skipped) skipped->push_back(tt.workload + " (a task with realtime 0)");
+    } else {
+      kept.push_back(std::move(tt));
+    }
+  }
+  return kept;
+}
+
+std::vector<size_t> numpy_permutation(uint32_t seed, size_t n) {
+  std::vector<size_t> a(n);
+  for (size_t i = 0; i < n; ++i) a[i] = i;
+  if (n < 2) return a;
+  std::mt19937 g(seed);  // init_genrand(seed), as RandomState(int) does
+  for (size_t i = n - 1; i >= 1; --i) {
+    // rk_interval(i): the smallest all-ones mask covering i, rejection until <= i.
+    uint64_t mask = i;
+    for (int s = 1; s <= 32; s <<= 1) mask |= mask >> s;
+    uint64_t v;
+    do {
+      v = static_cast<uint64_t>(g()) & mask;
+    } while (v > i);
+    std::swap(a[i], a[static_cast<size_t>(v)]);
+  }
+  return a;
+}
+
+SizeySplit sizey_split(uint32_t seed, size_t n, double test_size) {
+  const std::vector<size_t> perm = numpy_permutation(seed, n);
+  const auto n_test = static_cast<size_t>(std::ceil(test_size * static_cast<double>(n)));
+  SizeySplit s;
+  s.online.assign(perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(n_test));
+  s.warm.assign(perm.begin() + static_cast<std::ptrdiff_t>(n_test), perm.end());
+  return s;
+}
+
+}  // namespace peakcast::sizing

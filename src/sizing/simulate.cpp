@@ -1,0 +1,172 @@
+// The replay loop and the two protocols (see the header and docs/sizing.md).
+#include "peakcast/sizing/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+
+namespace peakcast::sizing {
+namespace {
+
+constexpr double kGbh = 1e-9 / 3.6e6;  // byte x ms -> GB x h
+constexpr double kMinRetryBytes = 1024.0 * 1024.0;
+
+using PolicyPtr = std::unique_ptr<SizingPolicy>;
+
+Result<PolicyPtr> fresh(const std::string& name, const SimulateOptions& o) {
+  return make_policy(name, o.policy);
+}
+
+// Sizey's protocol for one policy: per task type, a fresh policy warmed on ~30% of the tasks
+// (the split's history, in its order), then the rest online in the permutation's order.
+Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::string& name,
+                               const SimulateOptions& o, size_t& done, size_t total) {
+  PolicyResult r;
+  r.policy = name;
+  r.seed = o.seed;
+  for (const TaskType& tt : types) {
+    auto policy = fresh(name, o);
+    if (!policy) return policy.status();
+    const SizeySplit split = sizey_split(o.seed, tt.tasks.size());
+    for (size_t i : split.warm) (*policy)->observe(tt.tasks[i]);
+    Tally tally;
+    tally.workload = tt.workload;
+    for (size_t i : split.online) {
+      run_task(**policy, tt.tasks[i], tally);
+      (*policy)->observe(tt.tasks[i]);
+      if (o.progress && ++done % 500 == 0) o.progress(done, total);
+    }
+    r.total.add(tally);
+    r.per_workload.push_back(std::move(tally));
+  }
+  r.total.workload = "total";
+  return r;
+}
+
+// Event time: tasks in submit order; the last chrono_test_fraction are scored; before each
+// scored task, every task that completed before its submission has been observed by its
+// type's policy (a type first seen gets a fresh policy).
+Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::string& name,
+                                const SimulateOptions& o, size_t& done, size_t total) {
+  std::vector<size_t> by_submit(tasks.size()), by_end(tasks.size());
+  std::iota(by_submit.begin(), by_submit.end(), 0);
+  std::iota(by_end.begin(), by_end.end(), 0);
+  std::stable_sort(by_submit.begin(), by_submit.end(),
+                   [&](size_t a, size_t b) { return tasks[a].info.submit_ms < tasks[b].info.submit_ms; });
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [&](size_t a, size_t b) { return tasks[a].end_ms < tasks[b].end_ms; });
+  const auto first_test = static_cast<size_t>(
+      std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
+  std::map<std::string, PolicyPtr> policies;
+  std::map<std::string, Tally> tallies;
+  auto policy_for = [&](const std::string& w) -> Result<SizingPolicy*> {
+    auto it = policies.find(w);
+    if (it != policies.end()) return it->second.get();
+    auto p = fresh(name, o);
+    if (!p) return p.status();
+    return policies.emplace(w, std::move(*p)).first->second.get();
+  };
+  size_t next_end = 0;
+  for (size_t k = first_test; k < by_submit.size(); ++k) {
+    const SimTask& t = tasks[by_submit[k]];
+    while (next_end < by_end.size() && tasks[by_end[next_end]].end_ms < t.info.submit_ms) {
+      const SimTask& done_task = tasks[by_end[next_end++]];
+      auto p = policy_for(done_task.info.workload);
+      if (!p) return p.status();
+      (*p)->observe(done_task);
+    }
+    auto p = policy_for(t.info.workload);
+    if (!p) return p.status();
+    Tally& tally = tallies[t.info.workload];
+    tally.workload = t.info.workload;
+    run_task(**p, t, tally);
+    if (o.progress && ++done % 500 == 0) o.progress(done, total);
+  }
+  PolicyResult r;
+  r.policy = name;
+  r.seed = o.seed;
+  for (auto& [w, tally] : tallies) {
+    r.total.add(tally);
+    r.per_workload.push_back(tally);
+  }
+  r.total.workload = "total";
+  return r;
+}
+
+}  // namespace
+
+Result<Protocol> parse_protocol(const std::string& name) {
+  if (name == "sizey") return Protocol::kSizey;
+  if (name == "chrono") return Protocol::kChrono;
+  return Status::invalid("--protocol: '" + name + "' is not a protocol (sizey, chrono)");
+}
+
+void Tally::add(const Tally& o) {
+  waste_gbh += o.waste_gbh;
+  over_gbh += o.over_gbh;
+  failed_gbh += o.failed_gbh;
+  usage_gbh += o.usage_gbh;
+  failures += o.failures;
+  retries += o.retries;
+  jobs += o.jobs;
+  failed_jobs += o.failed_jobs;
+}
+
+void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
+  const double y = task.peak_bytes, t = task.runtime_ms;
+  double a = policy.first(task.info);
+  if (!std::isfinite(a)) a = 0.0;
+  ++tally.jobs;
+  tally.usage_gbh += y * t * kGbh;
+  int attempt = 0;
+  while (a < y && attempt < kMaxAttempts) {
+    tally.failed_gbh += a * t * kGbh;
+    tally.waste_gbh += a * t * kGbh;
+    ++tally.failures;
+    if (attempt == 0) ++tally.failed_jobs;
+    ++attempt;
+    ++tally.retries;
+    const double failed = a;
+    a = policy.retry(task.info, failed, attempt);
+    // A retry that does not grow (doubling nothing) would repeat the failure: double it instead.
+    if (!std::isfinite(a) || a <= failed) a = std::max(2.0 * failed, kMinRetryBytes);
+  }
+  if (a >= y) {
+    tally.over_gbh += (a - y) * t * kGbh;
+    tally.waste_gbh += (a - y) * t * kGbh;
+  }
+}
+
+Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const SimulateOptions& o) {
+  SimulateOutput out;
+  const std::vector<std::string>& names = o.policies.empty() ? default_policy_names() : o.policies;
+  for (const auto& n : names) {
+    if (auto p = make_policy(n, o.policy); !p) return p.status();
+  }
+  size_t done = 0;
+  if (o.protocol == Protocol::kSizey) {
+    const std::vector<TaskType> types = sizey_task_types(tasks, o.sizey_min_tasks, &out.notes);
+    size_t online = 0;
+    for (const auto& tt : types) online += static_cast<size_t>(std::ceil(0.7 * static_cast<double>(tt.tasks.size())));
+    if (types.empty()) return Status::invalid("no task type has the " + std::to_string(o.sizey_min_tasks) +
+                                              " tasks with rss > 0 and realtime > 0 that Sizey's protocol needs");
+    for (const auto& n : names) {
+      auto r = run_sizey(types, n, o, done, online * names.size());
+      if (!r) return r.status();
+      out.results.push_back(std::move(*r));
+    }
+  } else {
+    if (tasks.empty()) return Status::invalid("no task has a recorded peak memory to replay");
+    const size_t scored = tasks.size() - static_cast<size_t>(std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
+    for (const auto& n : names) {
+      auto r = run_chrono(tasks, n, o, done, scored * names.size());
+      if (!r) return r.status();
+      out.results.push_back(std::move(*r));
+    }
+  }
+  return out;
+}
+
+}  // namespace peakcast::sizing

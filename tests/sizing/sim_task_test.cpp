@@ -1,0 +1,91 @@
+// Tasks from a Nextflow trace: the reader keeps rss, rchar and realtime; Sizey's protocol uses
+// them, the event-time protocol uses peak_rss and no run-measured input; Sizey's task types.
+#include <gtest/gtest.h>
+
+#include "peakcast/ingest/reader.h"
+#include "peakcast/sizing/sim_task.h"
+
+namespace peakcast::sizing {
+namespace {
+
+const char* kTrace =
+    "task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar\n"
+    "1,WF:A,COMPLETED,1073741824,1674490103000,1674490163000,55000,500000000,600000000,7000\n"
+    "2,WF:A,COMPLETED,1073741824,1674490104000,1674490164000,0,0,600000000,7000\n"
+    "3,WF:B,COMPLETED,1073741824,1674490105000,1674490165000,1m 3s,400000000,450000000,-\n";
+
+ingest::Trace parse(const std::string& text) {
+  ingest::Trace t;
+  ingest::ReadOptions o;
+  EXPECT_TRUE(ingest::parse_nextflow(text, "trace_toy.csv", o, t).is_ok());
+  return t;
+}
+
+TEST(NextflowMeasurements, ReaderKeepsRssRcharAndRealtime) {
+  const ingest::Trace t = parse(kTrace);
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].rss_bytes, 500000000u);
+  EXPECT_EQ(t.jobs[0].read_bytes, 7000u);
+  EXPECT_EQ(t.jobs[0].realtime_ms, 55000);
+  EXPECT_EQ(t.jobs[2].realtime_ms, 63000);  // Nextflow's human form
+  EXPECT_FALSE(t.jobs[2].read_bytes.has_value());
+}
+
+TEST(NextflowMeasurements, BadRealtimeIsSkippedNamingTheField) {
+  ingest::Trace t;
+  ingest::ReadOptions o;
+  ASSERT_TRUE(ingest::parse_nextflow(
+                  "task_id,process,submit,complete,realtime\n1,A,1674490103000,1674490163000,soon\n",
+                  "trace_toy.csv", o, t)
+                  .is_ok());
+  EXPECT_TRUE(t.jobs.empty());
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_NE(t.stats.reasons[0].find("trace_toy.csv:2: realtime: not a duration: 'soon'"), std::string::npos);
+}
+
+TEST(TasksFromJobs, SizeyUsesRssAndRcharAndDropsZeroRss) {
+  const auto tasks = tasks_from_jobs(parse(kTrace).jobs, true);
+  ASSERT_EQ(tasks.size(), 2u);  // the rss 0 row is dropped
+  EXPECT_EQ(tasks[0].peak_bytes, 5e8);
+  EXPECT_EQ(tasks[0].runtime_ms, 55000);
+  EXPECT_EQ(tasks[0].info.input_bytes, 7000);
+  EXPECT_EQ(tasks[0].info.request_bytes, 1073741824.0);
+  EXPECT_EQ(tasks[0].info.workload, "WF:A");
+  EXPECT_EQ(tasks[1].row, 2u);
+}
+
+TEST(TasksFromJobs, EventTimeUsesPeakRssAndNoRunMeasuredInput) {
+  const auto tasks = tasks_from_jobs(parse(kTrace).jobs, false);
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks[0].peak_bytes, 6e8);
+  EXPECT_EQ(tasks[0].info.input_bytes, 0.0);  // rchar is measured by the run: not used
+  EXPECT_EQ(tasks[1].runtime_ms, 0.0);
+}
+
+TEST(SizeyTaskTypes, KeepsTypesWithEnoughTasksAndNoZeroRuntime) {
+  std::vector<SimTask> tasks;
+  for (int i = 0; i < 40; ++i) {
+    SimTask t;
+    t.info.workload = i % 2 ? "small" : "big";
+    t.runtime_ms = 1000;
+    tasks.push_back(t);
+  }
+  for (int i = 0; i < 34; ++i) {
+    SimTask t;
+    t.info.workload = "zero";
+    t.runtime_ms = i == 7 ? 0 : 1000;
+    tasks.push_back(t);
+  }
+  std::vector<std::string> skipped;
+  auto types = sizey_task_types(tasks, 20, &skipped);
+  ASSERT_EQ(types.size(), 2u);
+  EXPECT_EQ(types[0].workload, "big");  // order of first appearance
+  EXPECT_EQ(types[0].tasks.size(), 20u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("zero (a task with realtime 0)"), std::string::npos);
+  types = sizey_task_types(tasks, 21, &skipped);
+  EXPECT_EQ(types.size(), 0u);
+}
+
+}  // namespace
+}  // namespace peakcast::sizing

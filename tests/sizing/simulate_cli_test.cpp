@@ -1,0 +1,107 @@
+// `peakcast simulate` end to end on a small Nextflow trace written here: the table, the JSON
+// that `peakcast report --sim` reads, seeds, and clear errors. Skips when the binary is not built.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcast";
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+CmdResult run(const std::string& args) {
+  CmdResult r;
+  FILE* p = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
+    dir_ = fs::temp_directory_path() / ("peakcast_sim_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    trace_ = (dir_ / "trace_toy.csv").string();
+    std::ofstream out(trace_);
+    out << "task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar\n";
+    // Two processes of 40 tasks; peaks grow with the input.
+    for (int i = 0; i < 80; ++i) {
+      const bool align = i % 2 == 0;
+      const long long input = 1000000000LL + 50000000LL * (i % 13);
+      const long long rss = (align ? 2000000000LL : 300000000LL) + input / 4;
+      const long long t0 = 1674490103000LL + 1000LL * i;
+      out << i + 1 << "," << (align ? "WF:ALIGN" : "WF:SORT") << ",COMPLETED,8589934592," << t0 << ","
+          << t0 + 60000 << "," << 60000 + 1000 * (i % 5) << "," << rss << "," << rss << "," << input << "\n";
+    }
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+  std::string trace_;
+};
+
+TEST_F(SimulateCli, TableAndJsonForEveryPolicyAndSeed) {
+  const std::string json = (dir_ / "sim.json").string();
+  auto r = run("simulate " + trace_ + " --seed 5 --seeds 2 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("waste_GBh"), std::string::npos);
+  EXPECT_NE(r.out.find("peakcast"), std::string::npos);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j["results"].is_array());
+  EXPECT_EQ(j["results"].size(), 2u * 9u);  // every policy, seeds 5 and 6
+  EXPECT_EQ(j["results"][0]["policy"], "presets");
+  EXPECT_EQ(j["results"][0]["seed"], 5);
+  for (const auto& e : j["results"]) {
+    for (const char* k : {"policy", "waste_gbh", "failures", "retries", "jobs", "failed_jobs"}) {
+      EXPECT_TRUE(e.contains(k)) << k;
+    }
+    EXPECT_EQ(e["jobs"], 56);  // ceil(0.7 * 40) per process
+    EXPECT_LE(e["failed_jobs"].get<int>(), e["jobs"].get<int>());
+    EXPECT_GE(e["waste_gbh"].get<double>(), 0.0);
+  }
+}
+
+TEST_F(SimulateCli, SameSeedSameNumbers) {
+  auto a = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
+  auto b = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
+  auto r = run("simulate " + trace_ + " --policies oracle");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("unknown sizing policy 'oracle'"), std::string::npos) << r.out;
+  r = run("simulate " + trace_ + " --protocol random");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--protocol"), std::string::npos) << r.out;
+  r = run("simulate " + (dir_ / "missing.csv").string());
+  EXPECT_NE(r.exit_code, 0);
+  r = run("simulate --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--protocol"), std::string::npos);
+}
+
+}  // namespace

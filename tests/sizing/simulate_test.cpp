@@ -1,0 +1,186 @@
+// The simulator's accounting on a hand-computed toy trace, the numpy-compatible split, each
+// baseline's rule on a small hand case, determinism.
+#include <cmath>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "peakcast/sizing/simulate.h"
+
+namespace peakcast::sizing {
+namespace {
+
+constexpr double kHourMs = 3.6e6;
+
+SimTask task(const std::string& w, double peak, double runtime_ms, double input = 0, double request = 0) {
+  SimTask t;
+  t.info.workload = w;
+  t.info.input_bytes = input;
+  t.info.request_bytes = request;
+  t.peak_bytes = peak;
+  t.runtime_ms = runtime_ms;
+  return t;
+}
+
+// Always 2 GB first; doubles on failure.
+class FixedTwoGb final : public SizingPolicy {
+ public:
+  double first(const TaskInfo&) override { return 2e9; }
+  double retry(const TaskInfo&, double failed, int) override { return 2 * failed; }
+  void observe(const SimTask&) override {}
+};
+
+TEST(RunTask, ToyTraceAccountingByHand) {
+  FixedTwoGb p;
+  Tally t;
+  run_task(p, task("a", 1e9, kHourMs), t);        // over 1 GB x 1 h = 1
+  run_task(p, task("a", 3e9, kHourMs / 2), t);    // fail 2 x 0.5 = 1; then 4 GB: over 1 x 0.5
+  run_task(p, task("a", 5e9, kHourMs), t);        // fail 2, fail 4, then 8: over 3 -> 9
+  EXPECT_NEAR(t.waste_gbh, 1 + 1.5 + 9, 1e-9);
+  EXPECT_NEAR(t.failed_gbh, 1 + 2 + 4, 1e-9);
+  EXPECT_NEAR(t.over_gbh, 1 + 0.5 + 3, 1e-9);
+  EXPECT_NEAR(t.usage_gbh, 1 + 1.5 + 5, 1e-9);
+  EXPECT_EQ(t.failures, 3u);
+  EXPECT_EQ(t.retries, 3u);
+  EXPECT_EQ(t.jobs, 3u);
+  EXPECT_EQ(t.failed_jobs, 2u);
+}
+
+TEST(NumpyPermutation, MatchesNumpyCheckValues) {
+  EXPECT_EQ(numpy_permutation(0, 10), (std::vector<size_t>{2, 8, 4, 9, 1, 6, 7, 3, 0, 5}));
+  EXPECT_EQ(numpy_permutation(42, 10), (std::vector<size_t>{8, 1, 5, 0, 7, 2, 9, 4, 3, 6}));
+  const SizeySplit s = sizey_split(1996, 137);
+  ASSERT_EQ(s.online.size(), 96u);  // ceil(0.7 * 137)
+  EXPECT_EQ(s.warm.size(), 41u);
+  EXPECT_EQ(std::vector<size_t>(s.online.begin(), s.online.begin() + 10),
+            (std::vector<size_t>{97, 40, 64, 82, 51, 106, 32, 12, 112, 123}));
+}
+
+TEST(Baselines, WittPercentileIsNumpyLinearP95AndDoubles) {
+  auto p = make_witt_percentile(0.95);
+  for (double y : {1.0, 2.0, 3.0, 4.0, 5.0}) p->observe(task("a", y, 1));
+  EXPECT_DOUBLE_EQ(p->first({}), 4.8);
+  EXPECT_DOUBLE_EQ(p->retry({}, 4.8, 1), 9.6);
+}
+
+TEST(Baselines, TovarWasteModeByHand) {
+  auto p = make_tovar();
+  p->observe(task("a", 1, 10));
+  p->observe(task("a", 2, 10));
+  p->observe(task("a", 10, 1));
+  // E(a) = a * 7 + 10 * E[t; y > a]: a=10 -> 70, a=2 -> 14 + 10/3, a=1 -> 7 + 110/3.
+  EXPECT_DOUBLE_EQ(p->first({}), 2);
+  EXPECT_DOUBLE_EQ(p->retry({}, 2, 1), 10);     // the largest peak seen
+  EXPECT_DOUBLE_EQ(p->retry({}, 10, 2), 128e9);  // then a whole node
+}
+
+TEST(Baselines, WittLrRegressionAndItsOffsets) {
+  auto std_p = make_witt_lr(false), under_p = make_witt_lr(true);
+  for (auto* p : {std_p.get(), under_p.get()}) {
+    for (double x : {1.0, 2.0, 3.0}) p->observe(task("a", 2 * x, 1, x));
+    TaskInfo i4;
+    i4.input_bytes = 4;
+    EXPECT_NEAR(p->first(i4), 8, 1e-9);  // y = 2x, no errors yet: no offset
+    p->observe(task("a", 10, 1, 4));     // error (10 - 8) / 10 = 0.2
+    TaskInfo i5;
+    i5.input_bytes = 5;
+    EXPECT_NEAR(p->first(i5), 12, 1e-9);  // slope 13/5 through the mean (2.5, 5.5); s.d. of {0.2} = 0
+    p->observe(task("a", 9, 1, 5));       // error (9 - 12) / 9 = -1/3
+  }
+  TaskInfo i6;
+  i6.input_bytes = 6;
+  // STD: s.d. of {0.2, -1/3} = 0.26667; STDUNDER: s.d. of {0.2} = 0. Same regression.
+  EXPECT_NEAR(std_p->first(i6) / under_p->first(i6), 1.0 + (0.2 + 1.0 / 3) / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(std_p->retry({}, -5, 1), 10);  // negative request: the largest peak seen
+  EXPECT_DOUBLE_EQ(std_p->retry({}, 5, 1), 10);
+}
+
+TEST(Baselines, MaxSoFarPresetsAndVpa) {
+  auto m = make_max_so_far();
+  TaskInfo req;
+  req.request_bytes = 7e9;
+  EXPECT_DOUBLE_EQ(m->first(req), 7e9);  // nothing seen: the request
+  m->observe(task("a", 3e9, 1));
+  m->observe(task("a", 1e9, 1));
+  EXPECT_DOUBLE_EQ(m->first(req), 3e9);
+  EXPECT_DOUBLE_EQ(m->retry(req, 3e9, 1), 6e9);
+  auto pre = make_presets();
+  EXPECT_DOUBLE_EQ(pre->first(req), 7e9);
+  auto v = make_vpa();
+  for (int i = 0; i < 100; ++i) v->observe(task("a", 1e9, 1));
+  const double r = v->first({});
+  EXPECT_GE(r, 1.15e9);            // the p90 bucket's upper edge, +15%
+  EXPECT_LE(r, 1.15e9 * 1.0501);  // buckets grow 5%
+  EXPECT_DOUBLE_EQ(v->retry({}, 2e9, 1), 2.4e9);                  // x1.2
+  EXPECT_DOUBLE_EQ(v->retry({}, 1e8, 1), 1e8 + 100.0 * 1048576);  // +100 MiB
+}
+
+std::vector<SimTask> synthetic(unsigned seed) {
+  std::mt19937 g(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.3);
+  std::uniform_real_distribution<double> input(1e8, 1e10);
+  std::vector<SimTask> out;
+  for (int i = 0; i < 400; ++i) {
+    const std::string w = i % 2 ? "ALIGN" : "SORT";
+    const double x = input(g);
+    SimTask t = task(w, (w == "ALIGN" ? 2e9 : 5e8) + 0.3 * x * noise(g), 60000.0 * (1 + i % 7), x, 32e9);
+    t.info.submit_ms = i * 1000;
+    t.end_ms = i * 1000 + 50000;
+    out.push_back(t);
+  }
+  return out;
+}
+
+TEST(Simulate, DeterministicForASeedAndTheSeedMatters) {
+  const auto tasks = synthetic(3);
+  SimulateOptions o;
+  o.seed = 7;
+  auto a = simulate(tasks, o), b = simulate(tasks, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->results.size(), policy_names().size());
+  for (size_t k = 0; k < a->results.size(); ++k) {
+    EXPECT_EQ(a->results[k].policy, policy_names()[k]);
+    EXPECT_EQ(a->results[k].total.waste_gbh, b->results[k].total.waste_gbh);
+    EXPECT_EQ(a->results[k].total.failures, b->results[k].total.failures);
+    EXPECT_EQ(a->results[k].total.jobs, 280u);  // ceil(0.7 * 200) per type, two types
+  }
+  o.seed = 8;
+  auto c = simulate(tasks, o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(a->results[0].total.waste_gbh, c->results[0].total.waste_gbh);
+}
+
+TEST(Simulate, PresetsNeverFailWhenRequestsHoldThePeak) {
+  SimulateOptions o;
+  o.policies = {"presets"};
+  auto r = simulate(synthetic(1), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->results[0].total.failures, 0u);
+  EXPECT_GT(r->results[0].total.waste_gbh, 0.0);
+}
+
+TEST(Simulate, ChronoScoresTheLastFifthAndLearnsOnlyFromCompletedTasks) {
+  SimulateOptions o;
+  o.protocol = Protocol::kChrono;
+  o.policies = {"max_so_far", "peakcast"};
+  auto r = simulate(synthetic(2), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->results[0].total.jobs, 80u);
+  EXPECT_EQ(r->results[0].per_workload.size(), 2u);
+}
+
+TEST(Simulate, UnknownPolicyAndTooFewTasksAreInputErrors) {
+  SimulateOptions o;
+  o.policies = {"oracle"};
+  auto r = simulate(synthetic(1), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown sizing policy 'oracle'"), std::string::npos);
+  o.policies = {"presets"};
+  std::vector<SimTask> few(10, task("a", 1e9, 10));
+  r = simulate(few, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("34"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace peakcast::sizing
