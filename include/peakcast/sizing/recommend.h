@@ -1,0 +1,82 @@
+// The recommended request: what to ask the scheduler for, from an upper bound on the peak.
+//
+// bytes = upper * (1 + margin_fraction) + margin_bytes, rounded UP to granularity_bytes, then
+//   - raised to floor_bytes;
+//   - lowered to the user's own request unless allow_above_request (when the request is known);
+//   - after an OOM (a censored run that failed at `failed_request_bytes`), raised above the
+//     failed request: to max(bytes, failed * oom_factor) rounded up -- a censored history never
+//     gives a recommendation at or below the request that failed, whatever the user asked for;
+//   - lowered to the partition's limit_bytes (when set): never above it, even after an OOM (the
+//     only case where the answer can be at or below a failed request; the rule says so).
+// `rule` names the last step that set the value, prefixed by the settings that applied:
+// "default: upper+margin", "partition gpu: floor", "default: capped at request",
+// "partition gpu: oom: above failed request", "partition gpu: capped at partition limit".
+//
+// Settings: per-partition, from a JSON file:
+//   {"default":    {"margin_fraction": 0.05, "margin_bytes": 0, "granularity_bytes": 268435456,
+//                   "floor_bytes": 536870912, "allow_above_request": false, "limit_bytes": null,
+//                   "oom_factor": 1.2},
+//    "partitions": {"gpu": {"floor_bytes": 4294967296, "limit_bytes": 549755813888}}}
+// Every key is optional; a partition's settings start from "default" and override it. Sizes are
+// bytes (numbers) or strings with a unit ("512M", "4G"; binary multiples, as Slurm's --mem).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "peakcast/core/status.h"
+
+namespace peakcast::sizing {
+
+struct RecommendSettings {
+  double margin_fraction = 0.05;
+  uint64_t margin_bytes = 0;
+  uint64_t granularity_bytes = 256ull << 20;  // 256 MiB
+  uint64_t floor_bytes = 512ull << 20;        // 512 MiB
+  bool allow_above_request = false;
+  std::optional<uint64_t> limit_bytes;        // the partition's largest allocation
+  double oom_factor = 1.2;                    // after an OOM: at least failed * oom_factor
+};
+
+struct RecommendConfig {
+  RecommendSettings defaults;
+  std::map<std::string, RecommendSettings> partitions;
+  // The settings for `partition` (the defaults when it has none) and the prefix of the rule.
+  const RecommendSettings& for_partition(const std::string& partition, std::string* prefix) const;
+};
+
+// Parses the JSON text of a config; errors name `source` and the field ("sizing.json: partitions.gpu.floor_bytes: ...").
+Result<RecommendConfig> parse_recommend_config(const std::string& json_text, const std::string& source);
+Result<RecommendConfig> load_recommend_config(const std::string& path);
+
+struct RecommendInput {
+  double upper_bytes = 0.0;                      // the upper bound on the peak
+  std::optional<uint64_t> request_bytes;         // the user's own request
+  std::string partition;
+  std::optional<uint64_t> failed_request_bytes;  // largest request that ended OUT_OF_MEMORY
+};
+
+struct Recommendation {
+  uint64_t bytes = 0;
+  std::string rule;
+};
+
+Recommendation recommend_request(const RecommendInput& in, const RecommendConfig& config);
+
+// The same rule as an object, for callers that keep one config.
+class RecommendRule {
+ public:
+  explicit RecommendRule(RecommendConfig config = {}) : config_(std::move(config)) {}
+  Recommendation operator()(const RecommendInput& in) const { return recommend_request(in, config_); }
+  const RecommendConfig& config() const { return config_; }
+
+ private:
+  RecommendConfig config_;
+};
+
+// Rounds up to a multiple of granularity (granularity 0 or 1: ceil to whole bytes).
+uint64_t round_up(double bytes, uint64_t granularity);
+
+}  // namespace peakcast::sizing

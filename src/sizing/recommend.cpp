@@ -1,0 +1,163 @@
+// The recommended-request rule and its per-partition JSON settings (see the header).
+#include "peakcast/sizing/recommend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "peakcast/core/io.h"
+#include "peakcast/core/units.h"
+
+namespace peakcast::sizing {
+namespace {
+
+using nlohmann::json;
+
+Status field_error(const std::string& source, const std::string& field, const std::string& why) {
+  return Status::invalid(source + ": " + field + ": " + why);
+}
+
+// A size: a non-negative number of bytes, or a string with a unit ("4G").
+Result<uint64_t> read_size(const json& v, const std::string& source, const std::string& field) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (d >= 0 && d < 1.8e19) return static_cast<uint64_t>(std::llround(d));
+    return field_error(source, field, "must be a non-negative size in bytes");
+  }
+  if (v.is_string()) {
+    if (auto b = parse_size(v.get<std::string>())) return *b;
+    return field_error(source, field, "not a size: '" + v.get<std::string>() + "'");
+  }
+  return field_error(source, field, "must be a number of bytes or a size string such as \"4G\"");
+}
+
+Result<double> read_number(const json& v, const std::string& source, const std::string& field,
+                           double lo, double hi) {
+  if (!v.is_number()) return field_error(source, field, "must be a number");
+  const double d = v.get<double>();
+  if (!(d >= lo && d <= hi)) {
+    return field_error(source, field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  return d;
+}
+
+Status read_settings(const json& obj, const std::string& source, const std::string& path,
+                     RecommendSettings& s) {
+  if (!obj.is_object()) return field_error(source, path, "must be an object");
+  for (const auto& [key, v] : obj.items()) {
+    const std::string field = path + "." + key;
+    if (key == "margin_fraction" || key == "oom_factor") {
+      auto d = read_number(v, source, field, key == "oom_factor" ? 1.0 : 0.0, 100.0);
+      if (!d) return d.status();
+      (key == "oom_factor" ? s.oom_factor : s.margin_fraction) = *d;
+    } else if (key == "margin_bytes" || key == "granularity_bytes" || key == "floor_bytes") {
+      auto b = read_size(v, source, field);
+      if (!b) return b.status();
+      (key == "margin_bytes" ? s.margin_bytes : key == "floor_bytes" ? s.floor_bytes : s.granularity_bytes) = *b;
+    } else if (key == "limit_bytes") {
+      if (v.is_null()) {
+        s.limit_bytes.reset();
+        continue;
+      }
+      auto b = read_size(v, source, field);
+      if (!b) return b.status();
+      if (*b == 0) return field_error(source, field, "must be > 0 (or null for no limit)");
+      s.limit_bytes = *b;
+    } else if (key == "allow_above_request") {
+      if (!v.is_boolean()) return field_error(source, field, "must be true or false");
+      s.allow_above_request = v.get<bool>();
+    } else {
+      return field_error(source, field, "unknown setting");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+uint64_t round_up(double bytes, uint64_t granularity) {
+  if (!(bytes > 0.0)) return 0;
+  const double cap = static_cast<double>(std::numeric_limits<uint64_t>::max() / 2);
+  const double b = std::min(std::ceil(bytes), cap);
+  const auto whole = static_cast<uint64_t>(b);
+  if (granularity <= 1) return whole;
+  return (whole + granularity - 1) / granularity * granularity;
+}
+
+const RecommendSettings& RecommendConfig::for_partition(const std::string& partition,
+                                                        std::string* prefix) const {
+  auto it = partitions.find(partition);
+  if (it == partitions.end()) {
+    if (prefix) *prefix = "default";
+    return defaults;
+  }
+  if (prefix) *prefix = "partition " + partition;
+  return it->second;
+}
+
+Result<RecommendConfig> parse_recommend_config(const std::string& json_text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return Status::invalid(source + ": not valid JSON: " + e.what());
+  }
+  if (!doc.is_object()) return field_error(source, "(top level)", "must be an object");
+  RecommendConfig cfg;
+  for (const auto& [key, v] : doc.items()) {
+    if (key != "default" && key != "partitions") return field_error(source, key, "unknown key (expected 'default' or 'partitions')");
+  }
+  if (doc.contains("default")) {
+    if (Status s = read_settings(doc["default"], source, "default", cfg.defaults); !s) return s;
+  }
+  if (doc.contains("partitions")) {
+    const json& parts = doc["partitions"];
+    if (!parts.is_object()) return field_error(source, "partitions", "must be an object of partition names");
+    for (const auto& [name, v] : parts.items()) {
+      RecommendSettings s = cfg.defaults;
+      if (Status st = read_settings(v, source, "partitions." + name, s); !st) return st;
+      cfg.partitions.emplace(name, s);
+    }
+  }
+  return cfg;
+}
+
+Result<RecommendConfig> load_recommend_config(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.status();
+  return parse_recommend_config(*text, path);
+}
+
+Recommendation recommend_request(const RecommendInput& in, const RecommendConfig& config) {
+  std::string prefix;
+  const RecommendSettings& s = config.for_partition(in.partition, &prefix);
+  const double upper = std::isfinite(in.upper_bytes) ? std::max(in.upper_bytes, 0.0) : 0.0;
+  Recommendation r;
+  r.bytes = round_up(upper * (1.0 + s.margin_fraction) + static_cast<double>(s.margin_bytes),
+                     s.granularity_bytes);
+  r.rule = "upper+margin";
+  if (r.bytes < s.floor_bytes) {
+    r.bytes = s.floor_bytes;
+    r.rule = "floor";
+  }
+  if (in.request_bytes && !s.allow_above_request && r.bytes > *in.request_bytes) {
+    r.bytes = *in.request_bytes;
+    r.rule = "capped at request";
+  }
+  if (in.failed_request_bytes && r.bytes <= *in.failed_request_bytes) {
+    const double failed = static_cast<double>(*in.failed_request_bytes);
+    r.bytes = round_up(std::max(failed * s.oom_factor, failed + 1.0), s.granularity_bytes);
+    r.rule = "oom: above failed request";
+  }
+  if (s.limit_bytes && r.bytes > *s.limit_bytes) {
+    r.bytes = *s.limit_bytes;
+    r.rule = "capped at partition limit";
+  }
+  r.rule = prefix + ": " + r.rule;
+  return r;
+}
+
+}  // namespace peakcast::sizing

@@ -1,0 +1,156 @@
+// The online conformal bound: coverage at the nominal level on stationary and drifting streams,
+// the pooled fallback, the OOM (censored) rule, determinism.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "peakcast/sizing/online_bound.h"
+
+namespace peakcast::sizing {
+namespace {
+
+using history::Level;
+
+constexpr double kTolerance = 0.03;  // |empirical coverage - nominal| allowed
+constexpr int kJobs = 6000;
+
+struct Stream {
+  std::vector<double> point, label;
+};
+
+// label = point + noise; drifting: the noise scale triples and its mean moves up over the stream.
+Stream make_stream(bool drift, unsigned seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  Stream s;
+  for (int i = 0; i < kJobs; ++i) {
+    const double t = static_cast<double>(i) / kJobs;
+    const double scale = drift ? 0.02 + 0.06 * t : 0.04;
+    const double shift = drift ? 0.10 * t : 0.0;
+    const double point = 0.3 + 0.4 * std::abs(std::sin(i * 0.37));
+    s.point.push_back(point);
+    s.label.push_back(point + shift + scale * n01(g));
+  }
+  return s;
+}
+
+double coverage_of(const Stream& s, OnlineBoundOptions o) {
+  OnlineBound b(o);
+  int covered = 0;
+  for (size_t i = 0; i < s.point.size(); ++i) {
+    const double u = b.upper(Level::kExactScript, s.point[i]);
+    covered += s.label[i] <= u;
+    b.observe(Level::kExactScript, s.point[i], s.label[i], false);
+  }
+  return static_cast<double>(covered) / static_cast<double>(s.point.size());
+}
+
+class Coverage : public ::testing::TestWithParam<double> {};
+
+TEST_P(Coverage, StationaryStreamWithinToleranceOfNominal) {
+  OnlineBoundOptions o;
+  o.coverage = GetParam();
+  for (unsigned seed : {1u, 2u, 3u}) {
+    EXPECT_NEAR(coverage_of(make_stream(false, seed), o), GetParam(), kTolerance) << "seed " << seed;
+  }
+}
+
+TEST_P(Coverage, DriftingStreamWithinToleranceOfNominal) {
+  OnlineBoundOptions o;
+  o.coverage = GetParam();
+  for (unsigned seed : {1u, 2u, 3u}) {
+    EXPECT_NEAR(coverage_of(make_stream(true, seed), o), GetParam(), kTolerance) << "seed " << seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Nominal, Coverage, ::testing::Values(0.8, 0.9, 0.95));
+
+TEST(OnlineBound, StaticSplitConformalUnderCoversTheDriftingStream) {
+  // The same stream with gamma = 0 and a long window (plain split conformal on the past) falls
+  // short: what the adaptive step buys.
+  OnlineBoundOptions o;
+  o.coverage = 0.9;
+  o.gamma = 0.0;
+  o.window = 100000;
+  EXPECT_LT(coverage_of(make_stream(true, 1), o), 0.9 - kTolerance);
+}
+
+TEST(OnlineBound, RatioScaleCoversBytesOfDifferentSizes) {
+  std::mt19937 g(7);
+  std::lognormal_distribution<double> noise(0.0, 0.2);
+  OnlineBoundOptions o;
+  o.coverage = 0.9;
+  o.scale = Scale::kRatio;
+  OnlineBound b(o);
+  int covered = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    const double point = (i % 2 ? 1e9 : 64e9);  // two workloads 64x apart
+    const double label = point * noise(g);
+    covered += label <= b.upper(Level::kUser, point);
+    b.observe(Level::kUser, point, label, false);
+  }
+  EXPECT_NEAR(covered / static_cast<double>(kJobs), 0.9, kTolerance);
+}
+
+TEST(OnlineBound, ColdStartIsThePointAndFewScoresUseThePool) {
+  OnlineBound b;
+  EXPECT_FALSE(b.has_scores(Level::kUser));
+  EXPECT_DOUBLE_EQ(b.upper(Level::kUser, 0.5), 0.5);
+  // Scores at the exact level only: the user level (no scores of its own) uses the pool.
+  for (int i = 0; i < 50; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.001 * i, false);
+  EXPECT_TRUE(b.has_scores(Level::kUser));
+  EXPECT_EQ(b.scores(Level::kUser), 0u);
+  EXPECT_GT(b.upper(Level::kUser, 0.5), 0.5);
+  EXPECT_NEAR(b.upper(Level::kUser, 0.5), b.upper(Level::kExactScript, 0.5), 0.01);
+}
+
+TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
+  OnlineBound b;
+  for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  const double before = b.upper(Level::kExactScript, 0.5);
+  const double alpha_before = b.alpha_t(Level::kExactScript);
+  const size_t n_before = b.scores(Level::kExactScript);
+  // An OOM whose lower bound the bound covered: not a hit, not a score.
+  b.observe(Level::kExactScript, 0.5, 0.3, true);
+  EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.5), before);
+  EXPECT_DOUBLE_EQ(b.alpha_t(Level::kExactScript), alpha_before);
+  EXPECT_EQ(b.scores(Level::kExactScript), n_before);
+}
+
+TEST(OnlineBound, CensoredBeyondTheBoundIsAMissAndNeverLowersTheBound) {
+  OnlineBound b;
+  for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  double prev = b.upper(Level::kExactScript, 0.5);
+  const double alpha_before = b.alpha_t(Level::kExactScript);
+  for (int k = 0; k < 20; ++k) {
+    b.observe(Level::kExactScript, 0.5, prev + 0.05, true);
+    const double now = b.upper(Level::kExactScript, 0.5);
+    EXPECT_GE(now, prev);
+    prev = now;
+  }
+  EXPECT_LT(b.alpha_t(Level::kExactScript), alpha_before);
+  EXPECT_GT(prev, 0.6);
+}
+
+TEST(OnlineBound, DeterministicForTheSameCalls) {
+  const Stream s = make_stream(true, 11);
+  OnlineBound a, b;
+  for (size_t i = 0; i < 2000; ++i) {
+    ASSERT_EQ(a.upper(Level::kNone, s.point[i]), b.upper(Level::kNone, s.point[i]));
+    a.observe(Level::kNone, s.point[i], s.label[i], i % 17 == 0);
+    b.observe(Level::kNone, s.point[i], s.label[i], i % 17 == 0);
+  }
+}
+
+TEST(ConformalQuantile, RankIsCeilOfNPlusOneTimesCoverage) {
+  std::deque<double> s{5, 1, 4, 2, 3, 9, 8, 7, 6, 10};  // n = 10
+  EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.2), 9);   // ceil(11 * 0.8) = 9th smallest
+  EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.5), 6);   // ceil(5.5) = 6
+  EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.05), 10); // rank 11 > n: the largest
+  EXPECT_FALSE(conformal_quantile({}, 0.1).has_value());
+}
+
+}  // namespace
+}  // namespace peakcast::sizing

@@ -1,0 +1,159 @@
+// The recommended-request rule: each step, the rule it names, the OOM guarantee, the config file.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "peakcast/sizing/recommend.h"
+
+namespace peakcast::sizing {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+RecommendConfig plain() {
+  RecommendConfig c;
+  c.defaults.margin_fraction = 0.1;
+  c.defaults.granularity_bytes = 256 * kMiB;
+  c.defaults.floor_bytes = 512 * kMiB;
+  return c;
+}
+
+TEST(Recommend, UpperPlusMarginRoundedUpToGranularity) {
+  RecommendInput in;
+  in.upper_bytes = 2.0 * kGiB;  // * 1.1 = 2.2 GiB -> 2.25 GiB
+  in.request_bytes = 8 * kGiB;
+  auto r = recommend_request(in, plain());
+  EXPECT_EQ(r.bytes, 9 * 256 * kMiB);
+  EXPECT_EQ(r.rule, "default: upper+margin");
+  EXPECT_EQ(r.bytes % (256 * kMiB), 0u);
+}
+
+TEST(Recommend, MarginBytesAddsAfterTheFraction) {
+  RecommendConfig c = plain();
+  c.defaults.margin_fraction = 0.0;
+  c.defaults.margin_bytes = 100 * kMiB;
+  c.defaults.granularity_bytes = kMiB;
+  RecommendInput in;
+  in.upper_bytes = 1000.0 * kMiB;
+  EXPECT_EQ(recommend_request(in, c).bytes, 1100 * kMiB);
+}
+
+TEST(Recommend, FloorAndPartitionSettings) {
+  RecommendConfig c = plain();
+  RecommendSettings gpu = c.defaults;
+  gpu.floor_bytes = 4 * kGiB;
+  c.partitions["gpu"] = gpu;
+  RecommendInput in;
+  in.upper_bytes = 100.0 * kMiB;
+  in.request_bytes = 16 * kGiB;
+  in.partition = "gpu";
+  auto r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 4 * kGiB);
+  EXPECT_EQ(r.rule, "partition gpu: floor");
+  in.partition = "cpu";  // no settings of its own: the defaults
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 512 * kMiB);
+  EXPECT_EQ(r.rule, "default: floor");
+}
+
+TEST(Recommend, NeverAboveTheUsersRequestUnlessConfigured) {
+  RecommendInput in;
+  in.upper_bytes = 10.0 * kGiB;
+  in.request_bytes = 4 * kGiB;
+  auto r = recommend_request(in, plain());
+  EXPECT_EQ(r.bytes, 4 * kGiB);
+  EXPECT_EQ(r.rule, "default: capped at request");
+  RecommendConfig above = plain();
+  above.defaults.allow_above_request = true;
+  r = recommend_request(in, above);
+  EXPECT_GT(r.bytes, 4 * kGiB);
+  EXPECT_EQ(r.rule, "default: upper+margin");
+  // Over many uppers and requests, the default never exceeds the request.
+  for (double u = 0; u < 64.0 * kGiB; u += 0.37 * kGiB) {
+    for (uint64_t req : {1 * kGiB, 3 * kGiB + 5, 32 * kGiB}) {
+      in.upper_bytes = u;
+      in.request_bytes = req;
+      EXPECT_LE(recommend_request(in, plain()).bytes, req);
+    }
+  }
+}
+
+TEST(Recommend, AnOomNeverGivesARecommendationAtOrBelowTheFailedRequest) {
+  RecommendInput in;
+  in.request_bytes = 4 * kGiB;
+  in.failed_request_bytes = 4 * kGiB;  // the user's request ran out of memory
+  for (double u = 0; u < 16.0 * kGiB; u += 0.25 * kGiB) {
+    in.upper_bytes = u;
+    auto r = recommend_request(in, plain());
+    EXPECT_GT(r.bytes, 4 * kGiB) << "upper " << u;
+    if (u < 4.0 * kGiB) {
+      EXPECT_EQ(r.rule, "default: oom: above failed request");
+    }
+  }
+  in.upper_bytes = 1.0 * kGiB;
+  EXPECT_GE(recommend_request(in, plain()).bytes, static_cast<uint64_t>(1.2 * 4 * kGiB));
+}
+
+TEST(Recommend, NeverAboveThePartitionLimitEvenAfterAnOom) {
+  RecommendConfig c = plain();
+  c.defaults.allow_above_request = true;
+  c.defaults.limit_bytes = 6 * kGiB;
+  RecommendInput in;
+  in.upper_bytes = 20.0 * kGiB;
+  auto r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 6 * kGiB);
+  EXPECT_EQ(r.rule, "default: capped at partition limit");
+  in.upper_bytes = 1.0 * kGiB;
+  in.failed_request_bytes = 6 * kGiB;
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 6 * kGiB);
+  EXPECT_EQ(r.rule, "default: capped at partition limit");
+}
+
+TEST(RecommendConfigFile, ReadsDefaultsAndPartitionsWithUnits) {
+  auto c = parse_recommend_config(
+      R"({"default": {"margin_fraction": 0.2, "granularity_bytes": "128M", "floor_bytes": 1073741824},
+          "partitions": {"gpu": {"floor_bytes": "4G", "limit_bytes": "512G", "allow_above_request": true}}})",
+      "sizing.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->defaults.margin_fraction, 0.2);
+  EXPECT_EQ(c->defaults.granularity_bytes, 128 * kMiB);
+  const auto& gpu = c->partitions.at("gpu");
+  EXPECT_EQ(gpu.floor_bytes, 4 * kGiB);
+  EXPECT_EQ(gpu.limit_bytes, 512 * kGiB);
+  EXPECT_TRUE(gpu.allow_above_request);
+  EXPECT_DOUBLE_EQ(gpu.margin_fraction, 0.2);  // inherited from "default"
+}
+
+TEST(RecommendConfigFile, ErrorsNameTheFileAndTheField) {
+  struct Case { const char* text; const char* where; };
+  for (const Case& k : {Case{R"({"default": {"floor_bytes": "lots"}})", "sizing.json: default.floor_bytes: "},
+                        Case{R"({"partitions": {"gpu": {"margin_fraction": "x"}}})",
+                             "sizing.json: partitions.gpu.margin_fraction: "},
+                        Case{R"({"partitions": {"gpu": {"flor_bytes": 1}}})", "sizing.json: partitions.gpu.flor_bytes: unknown"},
+                        Case{R"({"default": {"limit_bytes": 0}})", "sizing.json: default.limit_bytes: "},
+                        Case{R"({"defaults": {}})", "sizing.json: defaults: unknown"},
+                        Case{R"({"default": )", "sizing.json: not valid JSON"}}) {
+    auto c = parse_recommend_config(k.text, "sizing.json");
+    ASSERT_FALSE(c.ok()) << k.text;
+    EXPECT_EQ(c.status().message().rfind(k.where, 0), 0u) << c.status().message();
+  }
+}
+
+TEST(RecommendConfigFile, MissingFileSaysSo) {
+  auto c = load_recommend_config("/nonexistent/sizing.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("/nonexistent/sizing.json"), std::string::npos);
+}
+
+TEST(Recommend, RuleObjectKeepsItsConfig) {
+  RecommendRule rule(plain());
+  RecommendInput in;
+  in.upper_bytes = 1.0 * kGiB;
+  EXPECT_EQ(rule(in).bytes, recommend_request(in, plain()).bytes);
+}
+
+}  // namespace
+}  // namespace peakcast::sizing
