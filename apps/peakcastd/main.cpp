@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
   uint64_t gpu_mem_bytes = 0;
   serve::HttpLimits http_limits;
   serve::SqliteOptions so;
+  std::string sizing_config;
+  serve::SizingOptions sizing;
   app.add_option("--model", model_dir, "Model directory (manifest.json with kind and format_version)")
       ->required()->check(CLI::ExistingDirectory);
   app.add_option("--db", db_path, "SQLite database of completions (created when absent)")->required();
@@ -169,6 +171,17 @@ int main(int argc, char** argv) {
                  "Refuse completions (503) while the database's write-ahead log is larger than this "
                  "and cannot be checkpointed")
       ->capture_default_str()->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 40));
+  app.add_option("--sizing-config", sizing_config,
+                 "JSON file of recommended-request settings, per partition (docs/bounds.md): margin, "
+                 "granularity, floor, limit, whether a recommendation may exceed the user's request "
+                 "(default: never)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--bound-coverage", sizing.bound.coverage,
+                 "Nominal coverage of the online upper bound the recommendation starts from")
+      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  app.add_option("--bound-rebuild-jobs", sizing.rebuild_jobs,
+                 "At start, replay this many most recent stored completions into the online bound")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
   app.add_flag("--sync-once", sync_once_only, "Run one sacct poll into --db and exit (no serving)");
   app.add_flag("-v,--verbose", verbose, "Also log debug messages");
   try {
@@ -200,12 +213,22 @@ int main(int argc, char** argv) {
   auto store = serve::open_sqlite_store(db_path, so);
   if (!store) return fail(store.status());
 
+  if (!sizing_config.empty()) {
+    auto cfg = sizing::load_recommend_config(sizing_config);
+    if (!cfg) return fail(cfg.status());
+    sizing.recommend = std::move(*cfg);
+    sizing.config_source = sizing_config;
+  }
+
   serve::ServiceOptions opts;
+  opts.sizing = sizing;
   opts.limits.max_script_bytes = max_script_bytes;
   opts.late_tolerance_s = late_tolerance_s;
   serve::Service service(*slot, std::move(*store), opts);
   const auto t0 = std::chrono::steady_clock::now();
   if (Status s = service.rebuild(); !s) return fail(s);
+  log(LogLevel::kInfo, "sizing: online upper bound at coverage " + std::to_string(sizing.bound.coverage) +
+                           ", recommended-request settings from " + sizing.config_source);
   log(LogLevel::kInfo, "model: " + model->describe() + " (version " + (*slot)->info().version + ")");
   log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
                            db_path + " in " +

@@ -133,6 +133,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
     std::array<std::vector<Metrics>, kNumResources> seed_metrics;
     std::array<std::array<std::vector<Metrics>, 3>, kNumResources> seed_sub;
     std::array<std::vector<std::optional<Routing>>, kNumResources> seed_routing;
+    std::array<std::vector<BoundCoverage>, kNumResources> seed_bounds;  // coverage.h
     std::array<std::map<std::string, size_t>, kNumResources> first_routes;
     std::map<std::string, LatencyStats> latency;
     std::vector<std::pair<std::string, std::string>> first_choices;
@@ -176,6 +177,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
         for (int g = 0; g < 3; ++g) seed_sub[ri][g].push_back(sub[g].finish());
         seed_routing[ri].push_back(routing_shares(routes));
         if (k == 0) first_routes[ri] = std::move(routes);
+        if (requested) seed_bounds[ri].push_back(bound_coverage(data, **method, test, preds, r));
       }
       if (k == 0 && requested) {
         first_choices = (*method)->choices();
@@ -199,6 +201,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
       row.routes = std::move(first_routes[ri]);
       row.routing = mean_routing(seed_routing[ri]);
       row.latency_us = latency;
+      row.bounds = mean_coverage(seed_bounds[ri]);
       rows.push_back(std::move(row));
     }
     if (requested && !first_choices.empty()) {
