@@ -74,7 +74,34 @@ struct DaemonArgs {
   uint64_t gpu_mem_bytes = 0;
   serve::HttpLimits http_limits;
   serve::SqliteOptions so;
+  std::string sizing_config;
+  serve::SizingOptions sizing;
 };
+
+// The online upper bound and the recommended request (docs/bounds.md).
+void add_sizing_options(CLI::App& app, DaemonArgs& a) {
+  app.add_option("--sizing-config", a.sizing_config,
+                 "JSON file of recommended-request settings, per partition (docs/bounds.md): margin, "
+                 "granularity, floor, limit, whether a recommendation may exceed the user's request "
+                 "(default: never)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--bound-coverage", a.sizing.bound.coverage,
+                 "Nominal coverage of the online upper bound the recommendation starts from")
+      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  app.add_option("--bound-rebuild-jobs", a.sizing.rebuild_jobs,
+                 "At start, replay this many most recent stored completions into the online bound")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
+}
+
+// Reads --sizing-config into the recommendation settings.
+Status load_sizing(DaemonArgs& a) {
+  if (a.sizing_config.empty()) return Status::ok();
+  auto cfg = sizing::load_recommend_config(a.sizing_config);
+  if (!cfg) return cfg.status();
+  a.sizing.recommend = std::move(*cfg);
+  a.sizing.config_source = a.sizing_config;
+  return Status::ok();
+}
 
 // The model, the database and what is exposed.
 void add_service_options(CLI::App& app, DaemonArgs& a) {
@@ -125,6 +152,7 @@ void add_options(CLI::App& app, DaemonArgs& a) {
                  "Refuse completions (503) while the database's write-ahead log is larger than this "
                  "and cannot be checkpointed")
       ->capture_default_str()->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 40));
+  add_sizing_options(app, a);
   app.add_flag("--sync-once", a.sync_once_only, "Run one sacct poll into --db and exit (no serving)");
   app.add_flag("-v,--verbose", a.verbose, "Also log debug messages");
 }
@@ -236,14 +264,18 @@ int main(int argc, char** argv) {
   a.so.store_scripts = a.store_scripts;
   auto store = serve::open_sqlite_store(a.db_path, a.so);
   if (!store) return fail(store.status());
+  if (Status s = load_sizing(a); !s) return fail(s);
 
   serve::ServiceOptions opts;
+  opts.sizing = a.sizing;
   opts.limits.max_script_bytes = a.max_script_bytes;
   opts.late_tolerance_s = a.late_tolerance_s;
   const size_t max_body_bytes = opts.limits.max_body_bytes();
   serve::Service service(*slot, std::move(*store), opts);
   const auto t0 = std::chrono::steady_clock::now();
   if (Status s = service.rebuild(); !s) return fail(s);
+  log(LogLevel::kInfo, "sizing: online upper bound at coverage " + std::to_string(a.sizing.bound.coverage) +
+                           ", recommended-request settings from " + a.sizing.config_source);
   log(LogLevel::kInfo, "model: " + model->describe() + " (version " + (*slot)->info().version + ")");
   log(LogLevel::kInfo, "history: " + std::to_string(service.history_size()) + " completion(s) from " +
                            a.db_path + " in " +

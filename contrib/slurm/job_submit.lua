@@ -8,7 +8,19 @@ At each submission the hook sends the job request as one canonical record (no ou
 peakcastd's POST /v1/predict over a UNIX socket and writes the answer, as compact JSON, into the
 job's comment. It fails open: if the daemon is down, slow (TOTAL_TIMEOUT_S for the whole
 exchange, enforced on every read) or answers garbage, the job is accepted unchanged and one line
-is logged to slurmctld.log. It never changes the request unless POLICY says so.
+is logged to slurmctld.log. It never changes the request unless LOWER_MEM_TO_RECOMMENDATION is
+set (off by default; see below).
+
+Lowering the memory request (LOWER_MEM_TO_RECOMMENDATION = true). The daemon's answer carries
+predictions.mem.recommended_bytes: an online conformal upper bound on the peak plus a margin,
+rounded and bounded by the per-partition rule named in predictions.mem.recommendation_rule
+(peakcastd --sizing-config; docs/bounds.md). When enabled, the hook lowers the job's own memory
+request to it, in the form the user gave it: --mem (job_desc.min_mem_per_node, MB per node) or
+--mem-per-cpu (job_desc.min_mem_per_cpu, MB per CPU); the raw pn_min_memory is not used. It only
+ever lowers: a recommendation at or above the request leaves the job unchanged; a job without an
+explicit memory request (both fields nil: the partition's default applies later) is left alone;
+the new value is never below LOWER_MEM_MIN_MB and never above the partition's MaxMemPerNode /
+MaxMemPerCPU when part_list gives one. Each change is logged and told to the user.
 
 The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
 short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
@@ -28,11 +40,11 @@ local MAX_SCRIPT_BYTES = 1048576     -- a longer script is not sent (the rest of
 local PENDING_JOB_ID = "pending"     -- job_id sent before Slurm has assigned one
 local PREDICT_WITHOUT_SCRIPT = false -- salloc/srun allocations have no script: skip them by default
 local TELL_USER = true               -- slurm.log_user shows the recommendation on sbatch's stderr
--- POLICY: "advise" (default) never changes the request.
---         "lower_to_recommended" lowers --mem / --mem-per-cpu to the daemon's recommended_bytes
---         when that is below the request and at least POLICY_MIN_MB; it never raises a request.
-local POLICY = "advise"
-local POLICY_MIN_MB = 256
+-- LOWER_MEM_TO_RECOMMENDATION: false (default) only advises (the answer goes into the comment and
+-- to the user). true: lower --mem / --mem-per-cpu to the daemon's recommended_bytes when that is
+-- below the request -- never raised, never below LOWER_MEM_MIN_MB, never above the partition's limit.
+local LOWER_MEM_TO_RECOMMENDATION = false
+local LOWER_MEM_MIN_MB = 256
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 
@@ -471,23 +483,41 @@ local function tell_user(ans, req_mem)
   slurm.log_user("%s", msg)
 end
 
-local function apply_policy(d, ans, req_mem, form, cpus)
-  if POLICY ~= "lower_to_recommended" or not req_mem then return end
-  local rec = field(ans, "predictions", "mem", "recommended_bytes")
-  if type(rec) ~= "number" or rec <= 0 or rec >= req_mem then return end
-  if form == "node" then
-    local mb = math.max(POLICY_MIN_MB, math.ceil(rec / MIB / nodes_of(d)))
-    if mb < d.min_mem_per_node then
-      log_info(string.format("policy: --mem %dM -> %dM", d.min_mem_per_node, mb))
-      d.min_mem_per_node = mb
-    end
-  elseif form == "cpu" then
-    local mb = math.max(POLICY_MIN_MB, math.ceil(rec / MIB / cpus))
-    if mb < d.min_mem_per_cpu then
-      log_info(string.format("policy: --mem-per-cpu %dM -> %dM", d.min_mem_per_cpu, mb))
-      d.min_mem_per_cpu = mb
+-- The partition's memory limit in MB, per node or per CPU (nil when none is known): from the
+-- part_list record of the job's partition (job_submit/lua's max_mem_per_node / max_mem_per_cpu).
+local function partition_limit_mb(d, part_list, form)
+  if type(part_list) ~= "table" then return nil end
+  local want = nonempty(d.partition)
+  for _, p in pairs(part_list) do
+    local ok, name = pcall(function() return p.name end)
+    if ok and (want == nil or name == want) then
+      local key = form == "cpu" and "max_mem_per_cpu" or "max_mem_per_node"
+      local ok2, v = pcall(function() return p[key] end)
+      if ok2 and valid(v) and v > 0 then return v end
+      if want ~= nil then return nil end
     end
   end
+  return nil
+end
+
+-- Lowers the request to the recommendation (LOWER_MEM_TO_RECOMMENDATION). Returns the new value
+-- in MB, or nil when nothing changed.
+local function lower_mem(d, ans, req_mem, form, cpus, part_list)
+  if not LOWER_MEM_TO_RECOMMENDATION or not req_mem then return nil end
+  local rec = field(ans, "predictions", "mem", "recommended_bytes")
+  if type(rec) ~= "number" or rec <= 0 or rec >= req_mem then return nil end
+  local key = form == "node" and "min_mem_per_node" or (form == "cpu" and "min_mem_per_cpu")
+  if not key then return nil end
+  local per = form == "node" and nodes_of(d) or cpus
+  local mb = math.max(LOWER_MEM_MIN_MB, math.ceil(rec / MIB / per))
+  local limit = partition_limit_mb(d, part_list, form)
+  if limit and mb > limit then mb = limit end
+  if mb >= d[key] then return nil end  -- never raised
+  local rule = field(ans, "predictions", "mem", "recommendation_rule")
+  log_info(string.format("lowered %s %dM -> %dM (%s)", form == "node" and "--mem" or "--mem-per-cpu",
+                         d[key], mb, type(rule) == "string" and rule or "recommended_bytes"))
+  d[key] = mb
+  return mb
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -523,7 +553,7 @@ local function breaker_succeeded()
   breaker.failures, breaker.open_until, breaker.skipped, breaker.outage = 0, 0, 0, false
 end
 
-local function predict(d, submit_uid)
+local function predict(d, submit_uid, part_list)
   if not nonempty(d.script) and not PREDICT_WITHOUT_SCRIPT then return end
   if not unix_ok or not socket_ok then return end  -- logged once, at load
   if not breaker_allows() then return end
@@ -559,14 +589,18 @@ local function predict(d, submit_uid)
   d[COMMENT_FIELD] = compact
   if TELL_USER then tell_user(ans, rec.req_mem_bytes) end
   local _, form = mem_of(d, rec.req_cpus)
-  apply_policy(d, ans, rec.req_mem_bytes, form, rec.req_cpus)
+  local mb = lower_mem(d, ans, rec.req_mem_bytes, form, rec.req_cpus, part_list)
+  if mb and TELL_USER then
+    slurm.log_user("%s", string.format("peakcast: memory request lowered to %s=%dM by site policy",
+                                       form == "node" and "--mem" or "--mem-per-cpu", mb))
+  end
 end
 
 ---------------------------------------------------------------------------------------------------
 -- Slurm entry points
 ---------------------------------------------------------------------------------------------------
 function slurm_job_submit(job_desc, part_list, submit_uid)
-  local ok, err = pcall(predict, job_desc, submit_uid)
+  local ok, err = pcall(predict, job_desc, submit_uid, part_list)
   if not ok then log_info("hook error (" .. tostring(err) .. "); job accepted unchanged") end
   return slurm.SUCCESS
 end
@@ -579,7 +613,10 @@ end
 if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.json, PEAKCAST_TEST.build_record, PEAKCAST_TEST.gpus_in = json, build_record, gpus_in
   PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
-  PEAKCAST_TEST.set_policy = function(p) POLICY = p end
+  PEAKCAST_TEST.set_lower_mem = function(on, min_mb)
+    LOWER_MEM_TO_RECOMMENDATION = on
+    if min_mb then LOWER_MEM_MIN_MB = min_mb end
+  end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
   PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end
   PEAKCAST_TEST.reset_breaker = function()

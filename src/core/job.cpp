@@ -36,19 +36,23 @@ std::optional<double> raw_util(const Job& job, Resource r) {
   return static_cast<double>(*peak) / *cap;
 }
 
-void compute_labels(Job& job, double util_cap) {
-  job.censored = job.state == "OUT_OF_MEMORY";
+bool censored_for(const Job& job, Resource r) {
+  if (!job.censored) return false;
   // Which limit was hit: Slurm's OUT_OF_MEMORY is the host-memory cgroup; a trace that records
   // only a GPU peak for an OOM job (GPUMemNet's runs at the card's limit) ran out of VRAM. Only
   // the exhausted resource is censored at the cap; the other keeps its measurement, if any.
-  const bool vram_oom = job.censored && job.peak_vram_bytes && !job.peak_mem_bytes;
-  const Resource censored_resource = vram_oom ? Resource::kVram : Resource::kMem;
+  const bool vram_oom = job.peak_vram_bytes && !job.peak_mem_bytes;
+  return r == (vram_oom ? Resource::kVram : Resource::kMem);
+}
+
+void compute_labels(Job& job, double util_cap) {
+  job.censored = job.state == "OUT_OF_MEMORY";
   for (Resource r : kResources) {
     const int i = idx(r);
     job.valid[i] = false;
     job.clipped[i] = false;
     job.util[i] = 0.0;
-    const bool censored_here = job.censored && r == censored_resource;
+    const bool censored_here = censored_for(job, r);
     std::optional<double> u = raw_util(job, r);
     // An OOM-killed job hit its memory limit: its label is at least the request. Use the cap as
     // the (censored) label even when no peak was recorded, as long as the request is known.

@@ -68,6 +68,7 @@ struct SeedResults {
   std::array<std::map<std::string, size_t>, kNumResources> first_routes;
   std::map<std::string, LatencyStats> latency;
   std::vector<std::pair<std::string, std::string>> first_choices;
+  std::array<std::vector<BoundCoverage>, kNumResources> bounds;  // requested methods (coverage.h)
   size_t seeds = 1;
 };
 
@@ -135,6 +136,10 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
     (*method)->predict_batch(ctx.test, preds);
     if (ctx.progress) ctx.progress("predict " + label, ctx.test.size(), ctx.test.size());
     score_seed(ctx.test, preds, ctx.scored, config.util_cap, k == 0, res, abs_err);
+    for (Resource r : kResources) {
+      if (requested && !ctx.scored.jobs[idx(r)].empty())
+        res.bounds[idx(r)].push_back(bound_coverage(ctx.data, **method, ctx.test, preds, r));
+    }
     if (k == 0 && requested) {
       res.first_choices = (*method)->choices();
       if (ctx.latency_jobs > 0) res.latency = time_predictions(**method, ctx.test, ctx.latency_jobs);
@@ -161,6 +166,7 @@ void add_rows(const std::string& name, const Scored& scored, SeedResults& res,
     row.routes = std::move(res.first_routes[ri]);
     row.routing = mean_routing(res.routing[ri]);
     row.latency_us = res.latency;
+    row.bounds = mean_coverage(res.bounds[ri]);
     rows.push_back(std::move(row));
   }
 }

@@ -57,10 +57,14 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     s.method = row.method;
     s.resource = row.resource;
     std::vector<double> have;
+    std::vector<BoundCoverage> bounds;
     for (const EvalReport& f : out.folds) {
       double v = std::numeric_limits<double>::quiet_NaN();
       for (const ResultRow& x : f.results) {
-        if (x.method == row.method && x.resource == row.resource) v = x.metrics.mae;
+        if (x.method == row.method && x.resource == row.resource) {
+          v = x.metrics.mae;
+          bounds.push_back(x.bounds);
+        }
       }
       s.mae.push_back(v);
       if (!std::isnan(v)) have.push_back(v);
@@ -73,6 +77,7 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
       for (double v : have) sq += (v - s.mean) * (v - s.mean);
       s.sd = have.size() > 1 ? std::sqrt(sq / static_cast<double>(have.size() - 1)) : 0.0;
     }
+    s.bounds = mean_coverage(bounds);
     out.summary.push_back(std::move(s));
   }
   for (size_t k = 0; k < out.folds.size(); ++k) {
@@ -92,13 +97,15 @@ std::string render_folds_table(const FoldsReport& r) {
   std::string s = fmt::format("rolling origin: {} expanding-window folds over the last {:.0f}% of "
                               "the jobs (fit on everything before each fold)\n",
                               r.config.folds, 100.0 * r.config.test_share);
-  s += fmt::format("{:<16} {:<5} {:>18} {:>5}  {}\n", "method", "res", "MAE mean +- s.d.", "won",
-                   "per fold");
+  s += fmt::format("{:<16} {:<5} {:>18} {:>5} {:>15}  {}\n", "method", "res", "MAE mean +- s.d.",
+                   "won", "cov@0.9 (width)", "per fold");
   for (const FoldSummary& f : r.summary) {
     std::string per;
     for (double v : f.mae) per += std::isnan(v) ? "     -" : fmt::format(" {:.4f}", v);
-    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {}\n", f.method,
-                     resource_name(f.resource), f.mean, f.sd, f.folds_won, per);
+    const std::string cov = f.bounds.n == 0 ? "-" : fmt::format("{:.3f} ({:.3f})",
+                                                                 f.bounds.coverage[1], f.bounds.width[1]);
+    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>15} {}\n", f.method,
+                     resource_name(f.resource), f.mean, f.sd, f.folds_won, cov, per);
   }
   return s;
 }
@@ -111,8 +118,11 @@ nlohmann::json to_json(const FoldsReport& r) {
   for (const FoldSummary& f : r.summary) {
     nlohmann::json mae = nlohmann::json::array();
     for (double v : f.mae) mae.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
-    rows.push_back({{"method", f.method}, {"resource", std::string(resource_name(f.resource))},
-                    {"mae", mae}, {"mae_mean", f.mean}, {"mae_sd", f.sd}, {"folds_won", f.folds_won}});
+    nlohmann::json row = {{"method", f.method}, {"resource", std::string(resource_name(f.resource))},
+                          {"mae", mae}, {"mae_mean", f.mean}, {"mae_sd", f.sd},
+                          {"folds_won", f.folds_won}};
+    add_coverage_json(f.bounds, row);  // means over the folds
+    rows.push_back(std::move(row));
   }
   j["summary"] = rows;
   nlohmann::json sizes = nlohmann::json::array();

@@ -87,6 +87,7 @@ nlohmann::json to_json(const EvalReport& r) {
       lat[route] = {{"n", l.n}, {"p50", l.p50_us}, {"p99", l.p99_us}};
     }
     e["latency_us"] = std::move(lat);
+    add_coverage_json(row.bounds, e);
     results.push_back(std::move(e));
   }
   j["results"] = std::move(results);

@@ -53,12 +53,18 @@ std::string routing_cell(const ResultRow& row) {
                      100 * g.cache_share);
 }
 
+// The online conformal 0.90 bound (coverage.h): "0.903 (0.142)", "-" when none was scored.
+std::string coverage_cell(const BoundCoverage& b) {
+  if (b.n == 0) return "-";
+  return fmt::format("{:.3f} ({:.3f})", b.coverage[1], b.width[1]);
+}
+
 Cells cells(const EvalReport& r) {
   Cells c;
   const bool routing = any_routing(r);
   c.header = {"method", "res", "n", "MAE", "MSE", "RMSE", "Acc@10%",
               fmt::format("dMAE vs {} [95% CI]", r.baseline),
-              "MAE exact (n)", "MAE user (n)", "MAE none (n)"};
+              "MAE exact (n)", "MAE user (n)", "MAE none (n)", "cov@0.9 (width)"};
   if (routing) c.header.push_back("enc/bypass/cache");
   for (const ResultRow& row : r.results) {
     const Metrics& m = row.metrics;
@@ -69,7 +75,8 @@ Cells cells(const EvalReport& r) {
                       value_cell(m.rmse, sd.rmse, row.seeds, 1, "", 4),
                       value_cell(m.acc10, sd.acc10, row.seeds, 100, "%", 2),
                       diff_cell(row, r.baseline), sub_cell(row.subgroups[0]),
-                      sub_cell(row.subgroups[1]), sub_cell(row.subgroups[2])});
+                      sub_cell(row.subgroups[1]), sub_cell(row.subgroups[2]),
+                      coverage_cell(row.bounds)});
     if (routing) c.rows.back().push_back(routing_cell(row));
   }
   return c;
@@ -170,6 +177,8 @@ std::string render_table(const EvalReport& r) {
                        "per-job error averaged over seeds\n",
                        r.seeds, r.seed, r.seed + r.seeds - 1);
   }
+  out += "cov@0.9 (width): share of the test jobs under their online conformal 0.90 upper bound "
+         "(updated with each completion, per history level) and its mean width\n";
   if (any_routing(r)) {
     out += "enc/bypass/cache: share of jobs that needed the code model / share bypassed / share "
            "of the former served from the exact cache\n";

@@ -20,11 +20,12 @@ struct StringHash {
 using PerResource = std::array<detail::Series, kNumResources>;
 using KeyMap = std::unordered_map<std::string, PerResource, StringHash, std::equal_to<>>;
 
-KeyStats stats_of(const KeyMap& map, std::string_view key, int64_t t, Resource r) {
+KeyStats stats_of(const KeyMap& map, std::string_view key, int64_t t, Resource r,
+                  bool floor_censored) {
   if (key.empty()) return {};
   const auto it = map.find(key);
   if (it == map.end()) return {};
-  return it->second[idx(r)].stats(t);
+  return it->second[idx(r)].stats(t, floor_censored);
 }
 
 size_t map_bytes(const KeyMap& map) {
@@ -65,8 +66,8 @@ bool HistoryStore::add_completion(const Job& job) {
     detail::Entry e;
     e.end = job.end_ms;
     e.submit = job.submit_ms;
-    // Censoring is about the memory limit; the VRAM label of an OOM-ended job is a measurement.
-    e.tag = r == Resource::kMem ? tag : (tag & ~uint64_t{1});
+    // Censored only for the resource whose limit killed the job; the other is a measurement.
+    e.tag = censored_for(job, r) ? tag : (tag & ~uint64_t{1});
     e.x = job.label(r);
     if (by_script) (*by_script)[idx(r)].add(e, impl_->watermark);
     if (by_user) (*by_user)[idx(r)].add(e, impl_->watermark);
@@ -98,8 +99,10 @@ HistoryView HistoryStore::query(const std::string& script_key, const std::string
     throw std::logic_error("history: query at a time before the watermark");
   }
   HistoryView v;
-  v.exact = stats_of(impl_->scripts, script_key, t, r);
-  v.user = stats_of(impl_->users, user, t, r);
+  // A trailing OOM floors the experts of the same script only: for another script of the same
+  // user it says nothing about the next job's need.
+  v.exact = stats_of(impl_->scripts, script_key, t, r, true);
+  v.user = stats_of(impl_->users, user, t, r, false);
   v.level = v.exact.count > 0 ? Level::kExactScript
             : v.user.count > 0 ? Level::kUser
                                : Level::kNone;

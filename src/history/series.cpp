@@ -61,7 +61,11 @@ void Series::recompute_from(size_t pos) {
       e.err.fill(std::numeric_limits<float>::quiet_NaN());  // no history at its submission
     } else {
       const std::array<double, kNumExperts> ex = experts_before(log_, seen);
-      for (int k = 0; k < kNumExperts; ++k) e.err[k] = static_cast<float>(std::fabs(ex[k] - e.x));
+      for (int k = 0; k < kNumExperts; ++k) {
+        // A censored label is a lower bound: an expert at or above it made no known error.
+        const double d = e.censored() ? std::max(0.0, e.x - ex[k]) : std::fabs(ex[k] - e.x);
+        e.err[k] = static_cast<float>(d);
+      }
     }
     if (i == 0) {
       e.xs = e.x;
@@ -115,7 +119,7 @@ void Series::add(const Entry& e, int64_t watermark) {
   maybe_fold(watermark);
 }
 
-KeyStats Series::stats(int64_t t) const {
+KeyStats Series::stats(int64_t t, bool floor_censored) const {
   KeyStats s;
   size_t v = log_.size();
   if (v > 0 && log_[v - 1].end >= t) {  // some held labels are not visible yet at t
@@ -151,6 +155,11 @@ KeyStats Series::stats(int64_t t) const {
   for (int i = 0; i < m; ++i) buf[i] = std::fabs(win[i].x - med);
   s.mad = median_of(buf, m);
   for (int i = 0; i < m; ++i) s.censored_recent += win[i].censored() ? 1 : 0;
+  if (floor_censored) {
+    double floor = -1.0;
+    for (int i = m - 1; i >= 0 && win[i].censored(); --i) floor = std::max(floor, win[i].x);
+    for (double& x : s.expert) x = std::max(x, floor);
+  }
 
   // Recent walk-forward errors: the last kErrorWindow visible labels that have one.
   const int first = std::max(0, m - kErrorWindow);

@@ -38,7 +38,10 @@ class Series {
   // Inserts in order; folds old entries that no query at t >= watermark can need one by one.
   void add(const Entry& e, int64_t watermark);
   // Stats of the labels with end < t. Requires t >= every watermark passed to add() so far.
-  KeyStats stats(int64_t t) const;
+  // floor_censored: when the most recent labels are censored (OOM runs since the last one that
+  // completed), every expert is at least the largest of them: the next run needs at least what
+  // killed them (history.h, "Censored labels").
+  KeyStats stats(int64_t t, bool floor_censored = false) const;
 
   size_t retained() const { return log_.size(); }
   int64_t count() const { return static_cast<int64_t>(log_.size()) + folded_; }

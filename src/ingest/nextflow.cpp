@@ -215,6 +215,7 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   const auto c_rss = cols.find("rss");
   const auto c_rchar = cols.find("rchar");
   const auto c_realtime = cols.find("realtime");
+  const auto c_exit = cols.find("exit");
   if (!c_submit || (!c_complete && !c_duration)) {
     return Status::invalid(name + ":" + std::to_string(line) +
                            ": header: a Nextflow trace needs the 'submit' column and 'complete' or "
@@ -224,6 +225,7 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   const std::string run = run_name_from_path(name);
   const std::string default_user = o.user.empty() ? run : o.user;
   size_t cached = 0;
+  size_t killed = 0;
   size_t users_from_file_name = 0;
   std::map<std::string, size_t> seen_ids;
 
@@ -338,6 +340,11 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
 
     if (status.empty() || status == "completed" || status == "-") {
       job.state = "COMPLETED";
+    } else if (status == "failed" && get(c_exit) == "137") {
+      // Killed (128 + SIGKILL): on a memory-limited executor, the memory limit. nf-core retries
+      // these with more memory (the retry is a new row); this attempt's label is a lower bound.
+      job.state = "OUT_OF_MEMORY";
+      ++killed;
     } else if (status == "failed") {
       job.state = "FAILED";
     } else if (status == "aborted") {
@@ -391,6 +398,11 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   if (users_from_file_name > 0) {
     out.notes.push_back("Nextflow trace has no user column: all tasks attributed to user '" +
                         default_user + "' (from the file name; set it with --user)");
+  }
+  if (killed > 0) {
+    out.notes.push_back(std::to_string(killed) +
+                        " FAILED task(s) with exit 137 (killed) taken as OUT_OF_MEMORY: their "
+                        "memory label is a lower bound (censored)");
   }
   if (cached > 0) {
     out.notes.push_back(std::to_string(cached) +

@@ -27,7 +27,7 @@ constexpr uint64_t kMiB = 1024ull * 1024ull;
 enum Col : int {
   kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
   kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
-  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kAdminComment, kNumCols
+  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kAdminComment, kExitCode, kNumCols
 };
 
 // Header names as sacct prints them; matched case-insensitively.
@@ -40,13 +40,13 @@ constexpr std::pair<std::string_view, Col> kColumnNames[] = {
     {"alloccpus", kNcpus},     {"reqcpus", kReqCpus},         {"nnodes", kNNodes},
     {"allocnodes", kNNodes},   {"reqmem", kReqMem},           {"reqtres", kReqTres},
     {"alloctres", kAllocTres}, {"maxrss", kMaxRss},           {"tresusageintot", kTresTot},
-    {"tresusageinmax", kTresMax},  {"admincomment", kAdminComment}};
+    {"tresusageinmax", kTresMax},  {"admincomment", kAdminComment}, {"exitcode", kExitCode}};
 
 constexpr std::string_view kDisplayNames[kNumCols] = {
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "State", "Submit", "Start",
     "End", "Elapsed", "ElapsedRaw", "Timelimit", "TimelimitRaw", "NCPUS", "ReqCPUS", "NNodes",
     "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax",
-    "AdminComment"};
+    "AdminComment", "ExitCode"};
 
 // Columns whose text is free and may contain '|'.
 constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",
@@ -175,6 +175,7 @@ struct Usage {
   std::optional<uint64_t> peak_mem;
   std::optional<uint64_t> peak_vram;
   bool oom = false;
+  bool cancelled_by_root = false;  // a row "CANCELLED by 0": OverMemoryKill's step (see finish_job)
   std::optional<ReqMem> req_mem;
 };
 
@@ -185,6 +186,7 @@ void merge_usage(Usage& into, const Usage& u) {
   max_opt(into.peak_mem, u.peak_mem);
   max_opt(into.peak_vram, u.peak_vram);
   into.oom = into.oom || u.oom;
+  into.cancelled_by_root = into.cancelled_by_root || u.cancelled_by_root;
   if (!into.req_mem) into.req_mem = u.req_mem;
 }
 
@@ -221,7 +223,10 @@ std::optional<FieldError> read_usage(const Row& row, Usage& u) {
   if (auto e = tres_size(kTresTot, "gres/gpumem", vram_tot)) return e;
   if (auto e = tres_size(kTresMax, "gres/gpumem", vram_max)) return e;
   u.peak_vram = vram_tot ? vram_tot : vram_max;
-  if (row.layout->has(kState)) u.oom = normalize_state(row.get(kState)) == "OUT_OF_MEMORY";
+  if (row.layout->has(kState)) {
+    u.oom = normalize_state(row.get(kState)) == "OUT_OF_MEMORY";
+    u.cancelled_by_root = row.get(kState) == "CANCELLED by 0";
+  }
   if (std::string_view v = row.get(kReqMem); !v.empty()) {
     u.req_mem = sacct::parse_req_mem(v);
     if (!u.req_mem) return FieldError{kReqMem, quoted(v) + " is not a memory request"};
@@ -238,6 +243,7 @@ struct Record {
   std::optional<int64_t> end, elapsed, nodes;
   std::optional<double> ncpus, req_cpus;
   std::string req_tres, alloc_tres;
+  std::string exit_code;  // the job row's ExitCode, "exit:signal"; empty without the column
   bool unfinished = false;
   bool superseded = false;
   std::optional<jobstats::Summary> jobstats;  // AdminComment's summary, when it had one
@@ -272,6 +278,7 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
   j.account = std::string(row.get(kAccount));
   j.partition = std::string(row.get(kPartition));
   r.job_id_raw = std::string(row.get(kJobIdRaw));
+  r.exit_code = std::string(row.get(kExitCode));
   if (row.layout->has(kState)) {
     j.state = normalize_state(row.get(kState));
     for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
@@ -355,7 +362,7 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
 struct Tally {
   size_t unfinished = 0, one_node_assumed = 0, no_cpu_count = 0, zero_req_mem = 0;
   size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
-  size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0;
+  size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0, over_memory_kill = 0;
   std::string first_unfinished, first_jobstats_bad;
 };
 
@@ -434,6 +441,15 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   j.peak_mem_bytes = r.usage.peak_mem;
   j.peak_vram_bytes = r.usage.peak_vram;
   if (r.usage.oom) j.state = "OUT_OF_MEMORY";
+  // JobAcctGatherParams=OverMemoryKill (no cgroup enforcement): slurmstepd kills a job over its
+  // memory limit, which ends FAILED with ExitCode 0:9 (signal 9) and a step "CANCELLED by 0".
+  // Its label is a lower bound, as for OUT_OF_MEMORY. Without an ExitCode column the state
+  // pair alone decides (a user's or admin's scancel ends the job CANCELLED, not FAILED).
+  if (j.state == "FAILED" && r.usage.cancelled_by_root &&
+      (r.exit_code.empty() || r.exit_code == "0:9")) {
+    j.state = "OUT_OF_MEMORY";
+    ++tally.over_memory_kill;
+  }
   if (r.jobstats) apply_jobstats(*r.jobstats, j, tally);
   if (j.req_gpus && *j.req_gpus > 0 && !j.gpu_mem_bytes) {
     std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);
@@ -478,6 +494,11 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
   if (!first.has(kState)) {
     out.notes.push_back("sacct: no State column: every job is taken as COMPLETED, so "
                         "OUT_OF_MEMORY jobs cannot be recognised as censored");
+  }
+  if (t.over_memory_kill) {
+    out.notes.push_back("sacct: " + n(t.over_memory_kill) + " job(s) FAILED 0:9 with a step "
+                        "CANCELLED by 0 (killed by OverMemoryKill) taken as OUT_OF_MEMORY: "
+                        "their memory label is a lower bound (censored)");
   }
   if (t.unfinished) {
     out.notes.push_back("sacct: " + n(t.unfinished) + " job(s) still running or pending "

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 #include <chrono>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/log.h"
@@ -95,6 +96,8 @@ Service::Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionSto
   if (!model_ || !store_) throw std::invalid_argument("Service: predictor and store required");
   // A reload keeps util_cap (ModelSlot refuses a model with another), so the limits hold.
   options_.limits.util_cap = model_->get()->util_cap();
+  options_.sizing.util_cap = options_.limits.util_cap;
+  sizing_ = std::make_unique<SizingState>(options_.sizing);
 }
 
 int64_t Service::now() const {
@@ -119,10 +122,39 @@ void Service::note_storage(const Status& s) {
 
 Status Service::rebuild() {
   std::unique_lock lock(history_mu_);
-  Status s = store_->for_each([this](Job&& j) { history_.add_completion(j); });
+  // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
+  std::deque<Job> recent;
+  Status s = store_->for_each([this, &recent](Job&& j) {
+    history_.add_completion(j);
+    if (options_.sizing.rebuild_jobs == 0) return;
+    recent.push_back(std::move(j));
+    if (recent.size() > options_.sizing.rebuild_jobs) recent.pop_front();
+  });
   if (!s) return s;
+  // Before the watermark moves, every past submission can still be queried exactly.
+  const std::shared_ptr<const cascade::Predictor> model = model_->get();
+  for (const Job& j : recent) observe_bound(*model, j);
   history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
   return Status::ok();
+}
+
+void Service::observe_bound(const cascade::Predictor& model, const Job& job) {
+  if (!job.valid[0] && !job.valid[1]) return;
+  if (job.submit_ms < history_.watermark()) return;  // its own history is folded: no exact view
+  sizing_->observe(job, model.predict(job, history_));
+}
+
+std::optional<uint64_t> Service::trailing_oom_request(const Job& job) {
+  if (job.script_key.empty()) return std::nullopt;
+  auto rows = store_->recent(HistoryFilter{"", job.script_key}, history::kWindow);
+  if (!rows) return std::nullopt;  // a prediction does not fail for it; the bound still holds
+  std::optional<uint64_t> out;
+  for (const Job& j : *rows) {  // newest first
+    if (j.end_ms >= job.submit_ms) continue;  // not known at this submission
+    if (!censored_for(j, Resource::kMem)) break;
+    if (j.req_mem_bytes) out = std::max(out.value_or(0), *j.req_mem_bytes);
+  }
+  return out;
 }
 
 size_t Service::history_size() const {
@@ -139,14 +171,20 @@ Reply Service::predict(std::string_view body) {
     Job& job = std::get<Job>(parsed);
     cascade::JobPrediction p;
     const std::shared_ptr<const cascade::Predictor> model = model_->get();  // kept across a swap
+    bool oom_recent = false;
     {
       std::shared_lock lock(history_mu_);
       job.submit_ms = std::max(job.submit_ms, history_.watermark());
       p = model->predict(job, history_);
+      oom_recent = history_.query(job, Resource::kMem).exact.censored_recent > 0;
     }
     metrics_.count_route(Resource::kMem, p.mem.route);
     if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
-    return json_reply(200, cascade::to_json(p));
+    const SizingState::Applied applied =
+        sizing_->apply(job, oom_recent ? trailing_oom_request(job) : std::nullopt, p);
+    json answer = cascade::to_json(p);
+    SizingState::annotate(applied, answer);
+    return json_reply(200, answer);
   } catch (const std::exception& ex) {
     log(LogLevel::kError, std::string("predict: internal error: ") + ex.what());
     return error({ApiErrorKind::kInternal, "", std::string("internal error: ") + ex.what()});
@@ -159,6 +197,10 @@ Result<bool> Service::add_completion(const Job& job) {
   note_storage(stored.status());
   if (!stored) return stored;
   if (*stored) {
+    {
+      std::shared_lock lock(history_mu_);
+      observe_bound(*model_->get(), job);  // before the history holds it (it is not visible anyway)
+    }
     std::unique_lock lock(history_mu_);
     history_.add_completion(job);
     history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
@@ -273,6 +315,7 @@ Reply Service::healthz() {
   if (!h.checkpoint_error.empty()) storage["checkpoint_error"] = h.checkpoint_error;
   if (!h.synchronous.empty()) storage["synchronous"] = h.synchronous;
   out["storage"] = storage;
+  out["sizing"] = sizing_->to_json();
   return json_reply(200, out);
 }
 

@@ -77,7 +77,7 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
     if ((by_script ? j->script_key : j->user) != key || !j->is_valid(r)) continue;
     if (j->end_ms >= t) continue;
     uint64_t tag = detail::order_tag(*j);
-    if (r != Resource::kMem) tag &= ~uint64_t{1};
+    if (!censored_for(*j, r)) tag &= ~uint64_t{1};
     h.emplace_back(j->end_ms, j->submit_ms, tag, j->label(r));
   }
   std::sort(h.begin(), h.end());
@@ -105,6 +105,10 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
   for (double x : win) dev.push_back(std::fabs(x - m));
   s.mad = median(dev);
   for (int i = std::max(0, n - kWindow); i < n; ++i) s.censored_recent += std::get<2>(h[i]) & 1;
+  // Exact-script level: the trailing censored labels (within the window) floor every expert.
+  for (int i = n - 1; by_script && i >= std::max(0, n - kWindow) && (std::get<2>(h[i]) & 1); --i) {
+    for (double& x : s.expert) x = std::max(x, std::get<3>(h[i]));
+  }
   s.spread = *std::max_element(s.expert.begin(), s.expert.end()) -
              *std::min_element(s.expert.begin(), s.expert.end());
   s.last_end_time = static_cast<double>(std::get<0>(h.back())) / 1000.0;  // epoch s

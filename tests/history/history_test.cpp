@@ -108,6 +108,43 @@ TEST(HistoryStore, HierarchyAndResourceValidity) {
   EXPECT_EQ(store.query("", "alice", 100, Resource::kMem).level, Level::kUser);
 }
 
+// An OOM-killed run's label is a lower bound (at the cap, 1.0 = its request): while it is the
+// most recent run of the script, no expert of that script may fall below it -- the next estimate
+// never lowers the request that failed. A completed run after it lifts the floor; another script
+// of the same user is not floored.
+TEST(HistoryStore, CensoredRunFloorsTheScriptsNextEstimate) {
+  HistoryStore store;
+  store.add_completion(make_job("1", "u", "s", 0, 1 * kHour, 0.30));
+  store.add_completion(make_job("2", "u", "s", 0, 2 * kHour, 0.35));
+  store.add_completion(make_job("3", "u", "s", 0, 3 * kHour, 0.40));
+  const HistoryView before = store.query("s", "u", 4 * kHour, Resource::kMem);
+  EXPECT_LT(before.estimate(Expert::kMedian5, 0.0), 0.5);
+  store.add_completion(make_job("4", "u", "s", 0, 4 * kHour, 1.0, true));  // OOM
+  const HistoryView after = store.query("s", "u", 5 * kHour, Resource::kMem);
+  ASSERT_EQ(after.level, Level::kExactScript);
+  for (Expert e : kEstimates) EXPECT_GE(after.estimate(e, 0.0), 1.0) << expert_name(e);
+  EXPECT_EQ(after.exact.censored_recent, 1);
+  // Same user, another script: the user's history is not floored.
+  EXPECT_LT(ex(store.query("t", "u", 5 * kHour, Resource::kMem).user, Expert::kMedian3), 1.0);
+  // The retry with more memory completes at 0.5 of its larger request: the floor is gone.
+  store.add_completion(make_job("5", "u", "s", 4 * kHour, 6 * kHour, 0.5));
+  const HistoryView later = store.query("s", "u", 7 * kHour, Resource::kMem);
+  EXPECT_DOUBLE_EQ(later.estimate(Expert::kLast1, 0.0), 0.5);
+}
+
+// A censored label's walk-forward error is one-sided: an expert above it made no known error.
+TEST(HistoryStore, CensoredWalkForwardErrorIsOneSided) {
+  HistoryStore store;
+  store.add_completion(make_job("1", "u", "s", 0, 1 * kHour, 0.9));
+  // Submitted after 1 ended: its experts were 0.9 (>= 0.8, censored: no error).
+  store.add_completion(make_job("2", "u", "s", 2 * kHour, 3 * kHour, 0.8, true));
+  store.add_completion(make_job("3", "u", "s", 4 * kHour, 5 * kHour, 0.7));
+  const KeyStats s = store.query("s", "u", 6 * kHour, Resource::kMem).exact;
+  ASSERT_EQ(s.err_n, 2);
+  // Job 2: 0 for every expert; job 3: last1 was 0.8 -> |0.8 - 0.7| = 0.1.
+  EXPECT_NEAR(s.recent_err[static_cast<int>(Expert::kLast1)], 0.05, 1e-6);
+}
+
 TEST(HistoryStore, SameJobTwiceIsANoOp) {
   HistoryStore store;
   const Job j = make_job("42", "u", "s", 0, 10, 0.5);

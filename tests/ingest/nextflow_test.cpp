@@ -118,6 +118,36 @@ TEST(Nextflow, RepeatedTaskIdsStayUnique) {
   EXPECT_NE(t.jobs[0].job_id, t.jobs[1].job_id);
 }
 
+// Exit 137 (killed) of a FAILED task is the memory limit on a memory-limited executor: the attempt
+// is censored (its label a lower bound); nf-core's retry with more memory is a task of its own.
+// Another failure keeps its state and is a measurement.
+TEST(Nextflow, KilledTaskIsCensoredAndItsRetryIsAnotherTask) {
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("task_id,process,status,exit,attempt,memory,peak_rss,submit,complete\n"
+                             "1,ALIGN,FAILED,137,1,2147483648,2100000000,1000,5000\n"
+                             "2,ALIGN,COMPLETED,0,2,4294967296,3000000000,6000,9000\n"
+                             "3,CALL,FAILED,1,1,2147483648,1000000000,1000,2000\n"
+                             "4,CALL,COMPLETED,137,1,2147483648,1000000000,1000,2000\n",
+                             "trace_retry.csv", {}, t));
+  finalize_trace(t, 1.0);
+  ASSERT_EQ(t.jobs.size(), 4u);
+  const Job& killed = t.jobs[0];
+  EXPECT_EQ(killed.state, "OUT_OF_MEMORY");
+  EXPECT_TRUE(killed.censored);
+  EXPECT_TRUE(censored_for(killed, Resource::kMem));
+  EXPECT_DOUBLE_EQ(killed.label(Resource::kMem), 1.0);  // a lower bound: at the cap
+  const Job& retry = t.jobs[1];
+  EXPECT_NE(retry.job_id, killed.job_id);
+  EXPECT_EQ(retry.workload, killed.workload);
+  EXPECT_FALSE(retry.censored);
+  EXPECT_NEAR(retry.label(Resource::kMem), 3000000000.0 / 4294967296.0, 1e-12);
+  EXPECT_EQ(t.jobs[2].state, "FAILED");
+  EXPECT_FALSE(t.jobs[2].censored);
+  EXPECT_FALSE(t.jobs[3].censored);  // exit 137 on a COMPLETED row is not a kill
+  EXPECT_TRUE(has_note(t, "1 FAILED task(s) with exit 137"));
+  EXPECT_EQ(t.stats.censored, 1u);
+}
+
 // nf-core runs published with the Sizey study: raw values, comma separated, no user column.
 TEST(NextflowRealData, NfCoreTracesReadCompletely) {
   const std::pair<const char*, size_t> files[] = {

@@ -82,6 +82,48 @@ TEST(Sacct, Golden2205Labels) {
   EXPECT_FALSE(find_job(*trace, "8")->is_valid(Resource::kMem));  // never ran: no peak
 }
 
+// JobAcctGatherParams=OverMemoryKill without cgroup enforcement (../shared/notes/slurm-22.05.md,
+// pitfall 8): the job row ends FAILED 0:9 and its batch step "CANCELLED by 0". That is the memory
+// limit, so the label is censored like OUT_OF_MEMORY. Another exit code, a cancelled (not
+// failed) job, or a FAILED job without a root-cancelled step stays a plain failure.
+TEST(Sacct, OverMemoryKillIsCensored) {
+  const std::string head =
+      "JobID|User|State|ExitCode|Submit|End|ReqMem|MaxRSS\n";
+  const std::string rows =
+      "21|al|FAILED|0:9|1700000000|1700000100|100M|\n"
+      "21.batch||CANCELLED by 0|0:9|1700000001|1700000100||226136K\n"
+      "22|al|FAILED|1:0|1700000000|1700000100|100M|\n"
+      "22.batch||CANCELLED by 0|1:0|1700000001|1700000100||20000K\n"
+      "23|al|CANCELLED by 0|0:9|1700000000|1700000100|100M|\n"
+      "23.batch||CANCELLED by 0|0:9|1700000001|1700000100||20000K\n"
+      "24|al|FAILED|0:9|1700000000|1700000100|100M|\n"
+      "24.batch||FAILED|0:9|1700000001|1700000100||20000K\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(head + rows, "omk", sacct_options(), t));
+  finalize_trace(t, 1.0);
+  ASSERT_EQ(t.jobs.size(), 4u);
+  const Job* killed = find_job(t, "21");
+  ASSERT_NE(killed, nullptr);
+  EXPECT_EQ(killed->state, "OUT_OF_MEMORY");
+  EXPECT_TRUE(killed->censored);
+  EXPECT_DOUBLE_EQ(killed->label(Resource::kMem), 1.0);  // 226136K > 100M: a lower bound at the cap
+  for (const char* id : {"22", "23", "24"}) {
+    EXPECT_FALSE(find_job(t, id)->censored) << id;
+  }
+  EXPECT_EQ(find_job(t, "22")->state, "FAILED");
+  EXPECT_TRUE(has_note(t, "1 job(s) FAILED 0:9 with a step CANCELLED by 0"));
+
+  // Without an ExitCode column the state pair alone decides.
+  Trace u;
+  ASSERT_TRUE(parse_sacct("JobID|User|State|Submit|End|ReqMem|MaxRSS\n"
+                          "31|al|FAILED|1700000000|1700000100|100M|\n"
+                          "31.batch||CANCELLED by 0|1700000001|1700000100||226136K\n",
+                          "omk2", sacct_options(), u));
+  finalize_trace(u, 1.0);
+  ASSERT_EQ(u.jobs.size(), 1u);
+  EXPECT_TRUE(u.jobs[0].censored);
+}
+
 TEST(Sacct, StrictModeDoesNotTreatRunningJobsAsErrors) {
   ReadOptions o = sacct_options();
   o.strict = true;

@@ -185,7 +185,7 @@ set_mode ok
 # submission; the catch-all accepts the job unchanged and logs the error.
 hook_file="$SLURM_CLUSTER_DIR/etc/job_submit.lua"
 cp "$hook_file" "$TEST_DIR/job_submit.lua.orig"
-sed -i 's/^local function predict(d, submit_uid)$/&\n  error("peakcast test: injected failure")/' "$hook_file"
+sed -i 's/^local function predict(d, submit_uid, part_list)$/&\n  error("peakcast test: injected failure")/' "$hook_file"
 touch -d '+2 seconds' "$hook_file"
 cp "$work/tiny.sh" "$work/tiny_injected.sh"
 if submit tiny_injected --mem=100M; then

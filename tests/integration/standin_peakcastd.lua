@@ -47,15 +47,17 @@ local function reply(c, status, body)
   c:send(text)
 end
 
-local function predict_answer(req)
+local function predict_answer(req, mode)
   local mem = req.req_mem_bytes
   local p = { __keys = { "util", "bytes", "route", "expert", "history_n", "history_level", "upper_util",
-                         "upper_coverage", "recommended_bytes", "rationale" },
+                         "upper_coverage", "recommended_bytes", "recommendation_rule", "rationale" },
               util = 0.5, route = "no_history", expert = "", history_n = 0, history_level = "none",
               upper_util = 0.75, upper_coverage = 0.9, rationale = "stand-in: half of the request" }
   if type(mem) == "number" then
     p.bytes = math.floor(mem / 2)
-    p.recommended_bytes = math.floor(mem * 0.75)
+    -- "raise": a rule that allows more than the request (allow_above_request)
+    p.recommended_bytes = math.floor(mem * (mode == "raise" and 1.5 or 0.75))
+    p.recommendation_rule = "default: upper+margin"
   end
   local vram = json.null
   if type(req.req_gpus) == "number" and req.req_gpus > 0 then
@@ -105,7 +107,7 @@ while true do
       elseif path == "/v1/complete" then
         reply(c, 200, '{"ok":true}')
       else
-        reply(c, 200, predict_answer(req))
+        reply(c, 200, predict_answer(req, mode))
       end
     else
       reply(c, 404, '{"error":"no such route"}')

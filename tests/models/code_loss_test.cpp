@@ -35,6 +35,26 @@ TEST(MaskedSmoothL1, VramWeightAndNormalisation) {
   EXPECT_EQ(masked_smooth_l1(pred, target, none, 2.0, 0.05).item<double>(), 0.0);
 }
 
+// A censored (OOM) target is a lower bound: only a prediction below it is penalised.
+TEST(MaskedSmoothL1, CensoredTargetIsOneSided) {
+  auto target = torch::tensor({0.8f, 0.8f}).view({1, 2});
+  auto mem_only = torch::tensor({1.f, 0.f}).view({1, 2});
+  auto censored = torch::tensor({1.f, 0.f}).view({1, 2});
+  auto above = torch::tensor({0.9f, 0.f}).view({1, 2}).requires_grad_(true);
+  auto loss_above = masked_smooth_l1(above, target, mem_only, 2.0, 0.05, censored);
+  loss_above.backward();
+  EXPECT_EQ(loss_above.item<double>(), 0.0);
+  EXPECT_EQ(above.grad().abs().sum().item<float>(), 0.0f);
+  // The same prediction against a measured 0.8 is an error.
+  EXPECT_GT(masked_smooth_l1(above.detach(), target, mem_only, 2.0, 0.05).item<double>(), 0.0);
+  // Below the bound: the ordinary Smooth L1 (|err| = 0.3 > beta: 0.3 - beta / 2), pushing up.
+  auto below = torch::tensor({0.5f, 0.f}).view({1, 2}).requires_grad_(true);
+  auto loss_below = masked_smooth_l1(below, target, mem_only, 2.0, 0.05, censored);
+  loss_below.backward();
+  EXPECT_NEAR(loss_below.item<double>(), 0.3 - 0.025, 1e-6);
+  EXPECT_LT(below.grad()[0][0].item<float>(), 0.0f);  // gradient descent raises the prediction
+}
+
 TEST(EncoderRegistry, BuiltinsAndUnknownNames) {
   auto names = EncoderRegistry::builtin().names();
   EXPECT_EQ(names, (std::vector<std::string>{"bag", "bilstm", "qwen2", "textcnn"}));

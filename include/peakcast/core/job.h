@@ -84,6 +84,10 @@ std::optional<double> capacity_bytes(const Job& job, Resource r);
 // job (no GPUs, no measurement, no or zero request).
 std::optional<double> raw_util(const Job& job, Resource r);
 
+// Whether `job`'s label for `r` is censored (a lower bound): the resource whose limit killed an
+// OUT_OF_MEMORY job -- host memory, or VRAM for a trace that records only a GPU peak for it.
+bool censored_for(const Job& job, Resource r);
+
 // Fills util/valid/clipped/censored from the request and peaks. cap > 0 (default 1.0).
 // OUT_OF_MEMORY jobs are censored: their memory label is set to the cap (a lower bound) when
 // the request is known, even if no peak was recorded.

@@ -13,6 +13,7 @@
 
 #include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
+#include "peakcast/eval/coverage.h"
 #include "peakcast/eval/method.h"
 #include "peakcast/eval/metrics.h"
 #include "peakcast/eval/routing.h"
@@ -62,6 +63,7 @@ struct ResultRow {
   std::optional<Routing> routing;                         // cascade-vocabulary routes only
   std::map<std::string, LatencyStats> latency_us;         // job route -> batch-1 timings (per
                                                           // method: same in both resources' rows)
+  BoundCoverage bounds;  // online conformal bounds (coverage.h); mean over seeds; n = 0: none
 };
 
 struct EvalReport {

@@ -26,6 +26,7 @@ struct FoldSummary {
   double mean = 0.0;        // over the folds with a value
   double sd = 0.0;          // sample s.d. over them (0 for one)
   size_t folds_won = 0;     // folds where this method had the lowest MAE for the resource
+  BoundCoverage bounds;     // coverage.h: mean over the folds that scored any job
 };
 
 struct FoldsReport {

@@ -88,9 +88,14 @@ struct KeyStats {
 //   last1 = x_n; median3 / median5 = median of the last min(3|5, n) (mean of the two middle
 //   ones when even); ewma = sum w_i x_i / sum w_i with w_i = 2^(-(t - end_i) / 168 h), over all n;
 //   mad = median |x_i - median(window)| over the window = last min(kWindow, n) labels (unscaled).
-// A job counts for a resource's history only where that resource is valid for it. Censored
-// (OUT_OF_MEMORY) labels count as labels (at the cap) and are also counted in censored_recent
-// for memory; the VRAM label of an OOM-ended job is a measurement and is not counted as censored.
+// A job counts for a resource's history only where that resource is valid for it.
+// Censored labels. An OUT_OF_MEMORY job's label for the resource that killed it (censored_for():
+// memory, or VRAM for a trace with only a GPU peak) is a lower bound, recorded at the cap. It
+// counts as a label and in censored_recent, and is read one-sided: (1) at the exact-script
+// level, while the most recent labels are censored (OOM runs since the last completed one),
+// every expert is at least the largest of them, so an OOM never lets the next estimate fall
+// below the request that failed; (2) its walk-forward error is max(0, x - expert), zero for an
+// expert at or above it. The other resource's label of such a job is a measurement.
 
 // What the experts are worth at each level of the hierarchy before a key has a record of its
 // own: the mean walk-forward error of each expert over many jobs answered at that level

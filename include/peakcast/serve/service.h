@@ -28,6 +28,7 @@
 #include "peakcast/serve/metrics.h"
 #include "peakcast/serve/model_slot.h"
 #include "peakcast/serve/request.h"
+#include "peakcast/serve/sizing_state.h"
 #include "peakcast/serve/store.h"
 #include "peakcast/serve/sync_metrics.h"
 
@@ -38,6 +39,7 @@ struct ServiceOptions {
   int64_t late_tolerance_s = 7 * 24 * 3600;  // completions may arrive this late and still count
   size_t history_rows = 50;                  // jobs listed by GET /v1/history
   std::function<int64_t()> clock;            // epoch seconds; default: the system clock
+  SizingOptions sizing;                      // online upper bound + recommended request
 };
 
 struct Reply {
@@ -54,7 +56,8 @@ class Service {
   Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
           ServiceOptions options);
 
-  // Reads every stored completion into the in-memory history (call once, before serving).
+  // Reads every stored completion into the in-memory history and replays the most recent ones
+  // into the online upper bound (sizing_state.h) (call once, before serving).
   Status rebuild();
 
   Reply predict(std::string_view body);
@@ -76,18 +79,25 @@ class Service {
   std::shared_ptr<const cascade::Predictor> predictor() const { return model_->get(); }
   ModelSlot& model() { return *model_; }
   SyncMetrics& sync_metrics() { return sync_metrics_; }
+  const SizingState& sizing() const { return *sizing_; }
 
  private:
   int64_t now() const;
   void note_storage(const Status& s);
   // A completion whose job_id is stored already: 409 when the stored content differs.
   std::optional<ApiError> conflict(const Job& job);
+  // The served model's prediction for `job` at its submission, into the online bound. Needs the
+  // history lock (shared) held; skipped for a job submitted before the watermark.
+  void observe_bound(const cascade::Predictor& model, const Job& job);
+  // The largest request among the script's most recent runs while they ended OUT_OF_MEMORY.
+  std::optional<uint64_t> trailing_oom_request(const Job& job);
 
   std::shared_ptr<ModelSlot> model_;
   SyncMetrics sync_metrics_;
   std::unique_ptr<CompletionStore> store_;
   ServiceOptions options_;
   Metrics metrics_;
+  std::unique_ptr<SizingState> sizing_;
 
   mutable std::shared_mutex history_mu_;
   history::HistoryStore history_;

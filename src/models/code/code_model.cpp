@@ -76,6 +76,7 @@ struct Example {
   std::array<float, kReq> request{};
   std::array<float, kNumResources> target{};  // 0 where invalid
   std::array<float, kNumResources> mask{};
+  std::array<float, kNumResources> censored{};  // 1: target is a lower bound (OOM)
   bool script_absent = false;
 };
 
@@ -85,6 +86,7 @@ struct BatchTensors {
   torch::Tensor request;  // [B, 8]
   torch::Tensor target;   // [B, 2]
   torch::Tensor mask;     // [B, 2]
+  torch::Tensor censored; // [B, 2]: 1 where the target is a lower bound
 };
 
 BatchTensors make_batch(const std::vector<const Example*>& ex, bool with_labels) {
@@ -98,8 +100,10 @@ BatchTensors make_batch(const std::vector<const Example*>& ex, bool with_labels)
   // Placeholder [1, 2] tensors keep the accessors below valid when there are no labels.
   bt.target = torch::zeros({with_labels ? b : 1, kNumResources}, torch::kFloat32);
   bt.mask = torch::zeros({with_labels ? b : 1, kNumResources}, torch::kFloat32);
+  bt.censored = torch::zeros({with_labels ? b : 1, kNumResources}, torch::kFloat32);
   auto t = bt.target.accessor<float, 2>();
   auto m = bt.mask.accessor<float, 2>();
+  auto c = bt.censored.accessor<float, 2>();
   for (int64_t i = 0; i < b; ++i) {
     const Example& e = *ex[static_cast<size_t>(i)];
     bt.texts.push_back(&e.text);
@@ -109,6 +113,7 @@ BatchTensors make_batch(const std::vector<const Example*>& ex, bool with_labels)
       for (int k = 0; k < kNumResources; ++k) {
         t[i][k] = e.target[static_cast<size_t>(k)];
         m[i][k] = e.mask[static_cast<size_t>(k)];
+        c[i][k] = e.censored[static_cast<size_t>(k)];
       }
     }
   }
@@ -182,6 +187,7 @@ struct CodeModel::Impl {
         if (!job.is_valid(r)) continue;
         e.target[idx(r)] = static_cast<float>(std::clamp(job.label(r), 0.0, cfg.util_cap));
         e.mask[idx(r)] = 1.0f;
+        e.censored[idx(r)] = censored_for(job, r) ? 1.0f : 0.0f;
       }
     }
     return e;
@@ -236,7 +242,8 @@ EvalResult evaluate(CodeModel::Impl& m, const std::vector<Example>& set) {
     BatchTensors bt = make_batch(chunk, true);
     auto pred = m.net->forward(m.net->encoder().encode(bt.texts), bt.users, bt.request);  // [B, 2]
     const double c = bt.mask.sum().item<double>();
-    loss_sum += masked_smooth_l1(pred, bt.target, bt.mask, m.cfg.vram_weight, m.cfg.smooth_l1_beta)
+    loss_sum += masked_smooth_l1(pred, bt.target, bt.mask, m.cfg.vram_weight, m.cfg.smooth_l1_beta,
+                                 bt.censored)
                     .item<double>() * std::max(c, 1.0);
     cells += c;
     auto err = ((pred - bt.target).abs() * bt.mask).sum(0);  // [2]
@@ -323,7 +330,8 @@ size_t train_epoch(CodeModel::Impl& m, const CodeModelConfig& cfg, const std::ve
     for (int64_t i = 0; i < u.size(0); ++i)
       if (st.drop_user(st.rng)) u[i] = 0;
     auto pred = m.net->forward(m.net->encoder().encode(bt.texts), bt.users, bt.request);
-    auto loss = masked_smooth_l1(pred, bt.target, bt.mask, cfg.vram_weight, cfg.smooth_l1_beta);
+    auto loss = masked_smooth_l1(pred, bt.target, bt.mask, cfg.vram_weight, cfg.smooth_l1_beta,
+                                 bt.censored);
     st.opt.zero_grad();
     st.sparse_opt.zero_grad();
     loss.backward();

@@ -211,10 +211,16 @@ void register_builtins(EncoderRegistry& registry) {
 }
 
 torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,
-                               const torch::Tensor& mask, double vram_weight, double beta) {
+                               const torch::Tensor& mask, double vram_weight, double beta,
+                               const torch::Tensor& censored) {
   // Not torch::nn::functional::smooth_l1_loss: LibTorch 1.13 ignores SmoothL1LossFuncOptions::beta
   // there (always 1.0); the ATen op takes beta directly.
   auto per_cell = torch::smooth_l1_loss(pred, target, at::Reduction::None, beta);  // [B, 2]
+  if (censored.defined()) {
+    // One-sided (hinge) where the target is a lower bound: a prediction at or above it is no error.
+    per_cell = torch::where((censored > 0).logical_and(pred >= target), torch::zeros_like(per_cell),
+                            per_cell);
+  }
   auto weights = torch::tensor({1.0f, static_cast<float>(vram_weight)}).unsqueeze(0);  // [1, 2]
   // where() rather than a product: a masked cell contributes exactly zero loss and gradient
   // (callers still put finite placeholders, 0, in masked target cells).

@@ -77,7 +77,10 @@ void register_builtins(EncoderRegistry& registry);
 // The loss of docs/method.md §4: Smooth L1 per (job, resource), zero where mask is 0, the VRAM column
 // weighted by vram_weight; summed and divided by the number of valid (job, resource) cells
 // (at least 1). pred, target, mask: [B, 2] float (column 0 memory, 1 VRAM). Returns a scalar.
+// censored (optional, [B, 2]): 1 where the target is a lower bound (an OOM job's label): there
+// the loss is one-sided, zero (and no gradient) for a prediction at or above the target.
 torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,
-                               const torch::Tensor& mask, double vram_weight, double beta);
+                               const torch::Tensor& mask, double vram_weight, double beta,
+                               const torch::Tensor& censored = {});
 
 }  // namespace peakcast::models::code

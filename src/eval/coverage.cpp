@@ -1,0 +1,149 @@
+// Online conformal coverage of a method's bounds (peakcast/eval/coverage.h).
+#include "peakcast/eval/coverage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "peakcast/sizing/online_bound.h"
+
+namespace peakcast::eval {
+namespace {
+
+bool walked_block(Block b) {
+  return b == Block::kValidation || b == Block::kPurgedValidation || b == Block::kTest;
+}
+
+}  // namespace
+
+std::string coverage_key(double level) { return fmt::format("{}", level); }
+
+sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
+  sizing::OnlineBoundOptions o;
+  o.coverage = coverage;
+  o.gamma = kCoverageGamma;
+  o.window = kCoverageWindow;
+  return o;
+}
+
+BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap) {
+  std::vector<sizing::OnlineBound> bounds;
+  for (double c : kCoverageLevels) {
+    bounds.emplace_back(coverage_bound_options(c));
+  }
+  // Completion order: end time, ties by submit order (stable).
+  std::vector<size_t> by_end(jobs.size());
+  std::iota(by_end.begin(), by_end.end(), size_t{0});
+  std::stable_sort(by_end.begin(), by_end.end(),
+                   [&](size_t a, size_t b) { return jobs[a].job->end_ms < jobs[b].job->end_ms; });
+  std::vector<std::array<double, kNumCoverageLevels>> issued(jobs.size());
+  BoundCoverage out;
+  std::array<size_t, kNumCoverageLevels> covered{};
+  size_t next_done = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = *jobs[i].job;
+    // Every job that ended before this submission was submitted before it (end >= submit).
+    while (next_done < by_end.size() && jobs[by_end[next_done]].job->end_ms < job.submit_ms) {
+      const WalkedJob& w = jobs[by_end[next_done]];
+      const size_t k = by_end[next_done++];
+      for (size_t b = 0; b < bounds.size(); ++b) {
+        bounds[b].observe_issued(w.level, w.point, w.job->label(r), censored_for(*w.job, r),
+                                 issued[k][b]);
+      }
+    }
+    for (size_t b = 0; b < bounds.size(); ++b) {
+      // As the daemon issues it: never below the point, never above the cap; before any
+      // residual is known (a workflow's first burst), the cap: without evidence the bound is
+      // the request itself (the daemon then recommends nothing below it).
+      const double top = std::max(util_cap, jobs[i].point);
+      issued[i][b] = !bounds[b].has_scores(jobs[i].level)
+                         ? top
+                         : std::clamp(bounds[b].upper(jobs[i].level, jobs[i].point), jobs[i].point, top);
+    }
+    if (!jobs[i].scored) continue;
+    if (censored_for(job, r)) {
+      ++out.censored;
+      continue;
+    }
+    ++out.n;
+    for (size_t b = 0; b < bounds.size(); ++b) {
+      covered[b] += job.label(r) <= issued[i][b] + 1e-12 ? 1 : 0;
+      out.width[b] += issued[i][b] - jobs[i].point;
+    }
+  }
+  for (size_t b = 0; b < kNumCoverageLevels && out.n > 0; ++b) {
+    out.coverage[b] = static_cast<double>(covered[b]) / static_cast<double>(out.n);
+    out.width[b] /= static_cast<double>(out.n);
+  }
+  return out;
+}
+
+BoundCoverage bound_coverage(const EvalData& data, const Method& method,
+                             std::span<const JobContext* const> test,
+                             std::span<const Prediction> test_points, Resource r) {
+  const int ri = idx(r);
+  std::vector<const JobContext*> val;
+  for (const JobContext& c : data.jobs) {
+    if (c.block != Block::kTest && walked_block(c.block) && c.job->is_valid(r)) val.push_back(&c);
+  }
+  std::vector<Prediction> val_points(val.size());
+  method.predict_batch(val, val_points);
+  method.clear_caches();  // the next pass (timing) starts as the scoring pass did
+  std::vector<WalkedJob> walk;
+  walk.reserve(val.size() + test.size());
+  auto add = [&](const JobContext& c, const Prediction& p, bool scored) {
+    walk.push_back({c.job, c.view[ri].level, std::clamp(p.util[ri], 0.0, data.util_cap), scored});
+  };
+  for (size_t i = 0; i < val.size(); ++i) add(*val[i], val_points[i], false);
+  for (size_t i = 0; i < test.size(); ++i) {
+    if (test[i]->job->is_valid(r)) add(*test[i], test_points[i], true);
+  }
+  std::stable_sort(walk.begin(), walk.end(), [](const WalkedJob& a, const WalkedJob& b) {
+    return a.job->submit_ms < b.job->submit_ms;
+  });
+  return online_coverage(walk, r, data.util_cap);
+}
+
+void add_coverage_json(const BoundCoverage& c, nlohmann::json& row) {
+  nlohmann::json cov = nullptr, width = nullptr;
+  if (c.n > 0) {
+    cov = nlohmann::json::object();
+    width = nlohmann::json::object();
+    for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+      cov[coverage_key(kCoverageLevels[b])] = c.coverage[b];
+      width[coverage_key(kCoverageLevels[b])] = c.width[b];
+    }
+  }
+  row["coverage"] = std::move(cov);
+  row["bound_width"] = std::move(width);
+  row["bound_n"] = c.n;
+  row["bound_censored"] = c.censored;
+}
+
+BoundCoverage mean_coverage(std::span<const BoundCoverage> runs) {
+  BoundCoverage out;
+  size_t k = 0, n = 0, censored = 0;
+  for (const BoundCoverage& c : runs) {
+    if (c.n == 0) continue;
+    for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+      out.coverage[b] += c.coverage[b];
+      out.width[b] += c.width[b];
+    }
+    n += c.n;
+    censored += c.censored;
+    ++k;
+  }
+  if (k == 0) return out;
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    out.coverage[b] /= static_cast<double>(k);
+    out.width[b] /= static_cast<double>(k);
+  }
+  out.n = n / k;
+  out.censored = censored / k;
+  return out;
+}
+
+}  // namespace peakcast::eval

@@ -1,0 +1,122 @@
+// The daemon's online upper bound and recommended request (peakcast/serve/sizing_state.h).
+#include "peakcast/serve/sizing_state.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace peakcast::serve {
+namespace {
+
+// What one resource's utilization is a share of, in bytes (as the cascade computes `bytes`).
+std::optional<double> capacity(const Job& job, Resource r) {
+  if (r == Resource::kMem) {
+    if (job.req_mem_bytes && *job.req_mem_bytes > 0) return static_cast<double>(*job.req_mem_bytes);
+    return std::nullopt;
+  }
+  if (job.req_gpus && *job.req_gpus > 0 && job.gpu_mem_bytes && *job.gpu_mem_bytes > 0) {
+    return static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes);
+  }
+  return std::nullopt;
+}
+
+cascade::ResourcePrediction* resource_of(cascade::JobPrediction& p, Resource r) {
+  if (r == Resource::kMem) return &p.mem;
+  return p.vram ? &*p.vram : nullptr;
+}
+
+}  // namespace
+
+history::Level level_from_name(const std::string& name) {
+  if (name == "exact_script") return history::Level::kExactScript;
+  if (name == "user") return history::Level::kUser;
+  return history::Level::kNone;
+}
+
+SizingState::SizingState(SizingOptions options)
+    : options_(std::move(options)),
+      bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
+
+void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
+  std::lock_guard lock(mu_);
+  for (Resource r : kResources) {
+    if (!job.is_valid(r)) continue;
+    const cascade::ResourcePrediction* rp = r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
+    if (!rp) continue;
+    bounds_[idx(r)].observe(level_from_name(rp->history_level), rp->util, job.label(r),
+                            censored_for(job, r));
+  }
+}
+
+void SizingState::apply_bound(Resource r, cascade::ResourcePrediction& rp, Applied& a) const {
+  const history::Level level = level_from_name(rp.history_level);
+  const sizing::OnlineBound& b = bounds_[idx(r)];
+  if (!b.has_scores(level)) {
+    a.upper_source[idx(r)] = rp.upper_util ? "model" : "";
+    return;
+  }
+  // Labels never exceed the cap, so a bound above it covers nothing more.
+  rp.upper_util = std::clamp(b.upper(level, rp.util), rp.util, std::max(options_.util_cap, rp.util));
+  rp.upper_coverage = options_.bound.coverage;
+  a.upper_source[idx(r)] = "online";
+}
+
+SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> failed_request,
+                                        cascade::JobPrediction& p) const {
+  Applied a;
+  {
+    std::lock_guard lock(mu_);
+    for (Resource r : kResources) {
+      if (cascade::ResourcePrediction* rp = resource_of(p, r)) apply_bound(r, *rp, a);
+    }
+  }
+  // Memory: the recommended request. Without a known request there is no capacity to scale the
+  // bound by, and nothing to cap the answer at: no recommendation.
+  const std::optional<double> cap = capacity(job, Resource::kMem);
+  if (!cap || !p.mem.upper_util) {
+    p.mem.recommended_bytes.reset();
+    return a;
+  }
+  sizing::RecommendInput in;
+  in.upper_bytes = *p.mem.upper_util * *cap;
+  in.request_bytes = job.req_mem_bytes;
+  in.partition = job.partition;
+  in.failed_request_bytes = failed_request;
+  const sizing::Recommendation rec = sizing::recommend_request(in, options_.recommend);
+  p.mem.recommended_bytes = rec.bytes;
+  a.rule = rec.rule;
+  return a;
+}
+
+void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
+  nlohmann::json& preds = answer["predictions"];
+  for (Resource r : kResources) {
+    nlohmann::json& rp = preds[std::string(resource_name(r))];
+    if (!rp.is_object()) continue;
+    const std::string& src = a.upper_source[idx(r)];
+    rp["upper_source"] = src.empty() ? nlohmann::json(nullptr) : nlohmann::json(src);
+  }
+  if (preds["mem"].is_object()) {
+    preds["mem"]["recommendation_rule"] = a.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.rule);
+  }
+}
+
+nlohmann::json SizingState::to_json() const {
+  std::lock_guard lock(mu_);
+  nlohmann::json out = {{"coverage", options_.bound.coverage},
+                        {"config", options_.config_source}};
+  for (Resource r : kResources) {
+    nlohmann::json levels = nlohmann::json::object();
+    for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {
+      const sizing::OnlineBound& b = bounds_[idx(r)];
+      levels[std::string(history::level_name(l))] = {{"scores", b.scores(l)},
+                                                     {"updates", b.updates(l)},
+                                                     {"alpha_t", b.alpha_t(l)}};
+    }
+    out[std::string(resource_name(r))] = std::move(levels);
+  }
+  return out;
+}
+
+}  // namespace peakcast::serve

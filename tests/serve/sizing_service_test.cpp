@@ -1,0 +1,136 @@
+// The daemon's online upper bound and recommended request (sizing_state.h): the answer carries
+// the recommendation and the rule that set it; it never exceeds the user's request unless the
+// partition's settings allow it; an OOM run never lets it fall to the failed request; the bound
+// is rebuilt from the store at start.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "peakcast/serve/service.h"
+#include "peakcast/sizing/recommend.h"
+#include "serve_test_util.h"
+
+namespace peakcast::serve {
+namespace {
+
+using nlohmann::json;
+using testing::completion_json;
+using testing::request_json;
+using testing::TempDir;
+
+constexpr int64_t kNow = 1'800'000'000;
+constexpr uint64_t kGiB = 1ull << 30;
+const std::string kScript = "#!/bin/bash\nsrun ./simulate --size large\n";
+
+ServiceOptions options(const std::string& config_json = "") {
+  ServiceOptions o;
+  o.clock = [] { return kNow; };
+  if (!config_json.empty()) {
+    auto cfg = sizing::parse_recommend_config(config_json, "test.json");
+    EXPECT_TRUE(cfg.ok()) << cfg.status().message();
+    o.sizing.recommend = *cfg;
+    o.sizing.config_source = "test.json";
+  }
+  return o;
+}
+
+std::unique_ptr<Service> open_service(const TempDir& dir, const ServiceOptions& o) {
+  auto store = open_sqlite_store(dir.file("h.db"));
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  auto s = std::make_unique<Service>(testing::history_model(), std::move(*store), o);
+  EXPECT_TRUE(s->rebuild().is_ok());
+  return s;
+}
+
+// n completions of kScript, one an hour, peaks cycling through `shares` of an 8 GiB request.
+void complete_runs(Service& s, int n, std::vector<double> shares, const std::string& partition = "") {
+  for (int i = 0; i < n; ++i) {
+    const int64_t submit = kNow - 100 * 3600 + i * 3600;
+    json c = completion_json("run" + std::to_string(i), "alice", kScript, submit, submit + 1800,
+                             8 * kGiB, static_cast<uint64_t>(shares[i % shares.size()] * 8 * kGiB));
+    if (!partition.empty()) c["partition"] = partition;
+    ASSERT_EQ(s.complete(c.dump()).status, 200);
+  }
+}
+
+json predict_mem(Service& s, uint64_t request, const std::string& partition = "") {
+  json r = request_json("alice", kScript, kNow, request);
+  if (!partition.empty()) r["partition"] = partition;
+  const Reply reply = s.predict(r.dump());
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  return json::parse(reply.body)["predictions"]["mem"];
+}
+
+TEST(ServiceSizing, AnswersWithTheOnlineBoundTheRecommendationAndItsRule) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  json cold = predict_mem(*s, 8 * kGiB);
+  EXPECT_TRUE(cold["upper_source"].is_null());        // no evidence yet, and the model has none
+  EXPECT_TRUE(cold["recommendation_rule"].is_null());
+  complete_runs(*s, 60, {0.25, 0.30, 0.35, 0.28});
+  const json p = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(p["upper_source"], "online");
+  EXPECT_DOUBLE_EQ(p["upper_coverage"].get<double>(), 0.9);
+  const double util = p["util"].get<double>(), upper = p["upper_util"].get<double>();
+  EXPECT_GE(upper, util);
+  EXPECT_LT(upper, 0.5);  // the runs never used more than 35%: the bound says so
+  ASSERT_TRUE(p["recommended_bytes"].is_number()) << p.dump();
+  const auto rec = p["recommended_bytes"].get<uint64_t>();
+  EXPECT_GE(static_cast<double>(rec), upper * 8 * kGiB);
+  EXPECT_LT(rec, 8 * kGiB);
+  EXPECT_EQ(rec % (256ull << 20), 0u);  // the default granularity
+  EXPECT_EQ(p["recommendation_rule"], "default: upper+margin");
+  const json h = json::parse(s->healthz().body)["sizing"];
+  EXPECT_GT(h["mem"]["exact_script"]["updates"].get<size_t>(), 0u);
+}
+
+TEST(ServiceSizing, NeverAboveTheUsersRequestUnlessThePartitionAllowsIt) {
+  TempDir dir;
+  auto s = open_service(dir, options(R"({"partitions": {"big": {"allow_above_request": true}}})"));
+  complete_runs(*s, 40, {0.97, 0.99, 1.0});
+  for (uint64_t req : {2 * kGiB, 8 * kGiB, 64 * kGiB}) {
+    const json p = predict_mem(*s, req);
+    ASSERT_TRUE(p["recommended_bytes"].is_number());
+    EXPECT_LE(p["recommended_bytes"].get<uint64_t>(), req);
+    EXPECT_EQ(p["recommendation_rule"], "default: capped at request");
+  }
+  const json big = predict_mem(*s, 8 * kGiB, "big");
+  EXPECT_GT(big["recommended_bytes"].get<uint64_t>(), 8 * kGiB);
+  EXPECT_EQ(big["recommendation_rule"], "partition big: upper+margin");
+}
+
+TEST(ServiceSizing, AnOomRunNeverLowersTheNextRecommendationBelowTheFailedRequest) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  complete_runs(*s, 40, {0.30, 0.32});
+  EXPECT_LT(predict_mem(*s, 8 * kGiB)["recommended_bytes"].get<uint64_t>(), 4 * kGiB);
+  // The user lowered the request to 4 GiB and the run was killed for memory.
+  json oom = completion_json("oom1", "alice", kScript, kNow - 50, kNow - 20, 4 * kGiB, 4 * kGiB);
+  oom["state"] = "OUT_OF_MEMORY";
+  ASSERT_EQ(s->complete(oom.dump()).status, 200);
+  for (uint64_t req : {4 * kGiB, 6 * kGiB, 16 * kGiB}) {
+    const json p = predict_mem(*s, req);
+    EXPECT_GE(p["util"].get<double>() * static_cast<double>(req), 0.999 * 4 * kGiB) << req;
+    ASSERT_TRUE(p["recommended_bytes"].is_number());
+    EXPECT_GT(p["recommended_bytes"].get<uint64_t>(), 4 * kGiB) << req;
+  }
+  EXPECT_EQ(predict_mem(*s, 4 * kGiB)["recommendation_rule"], "default: oom: above failed request");
+}
+
+TEST(ServiceSizing, TheBoundIsRebuiltFromTheStoreAtStart) {
+  TempDir dir;
+  json before;
+  {
+    auto s = open_service(dir, options());
+    complete_runs(*s, 50, {0.2, 0.4, 0.3, 0.5, 0.25});
+    before = predict_mem(*s, 8 * kGiB);
+  }
+  auto s = open_service(dir, options());
+  const json after = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(after["upper_source"], "online");
+  EXPECT_DOUBLE_EQ(after["upper_util"].get<double>(), before["upper_util"].get<double>());
+  EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
+}
+
+}  // namespace
+}  // namespace peakcast::serve
