@@ -32,5 +32,6 @@ function(peakcast_tests name)
   gtest_discover_tests(${name}_tests
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 120  # loading LibTorch on a busy machine takes longer than the 5 s default
     PROPERTIES LABELS ${name})
 endfunction()
