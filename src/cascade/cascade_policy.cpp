@@ -95,6 +95,90 @@ std::vector<LevelErrors> level_errors(const std::vector<Row>& fused, const std::
   return out;
 }
 
+// History alone: the estimate history::choose_estimate picks on the policy set (jobs with some
+// history; Q answers the others whatever the estimate).
+history::Expert history_estimate(const std::array<std::vector<Row>, history::kNumEstimates>& rows,
+                                 double cap, double margin_se) {
+  std::vector<std::array<double, history::kNumEstimates>> errs;
+  const auto& some = rows[0];
+  for (size_t i = 0; i < some.size(); ++i) {
+    if (some[i].level == history::Level::kNone) continue;
+    std::array<double, history::kNumEstimates> row{};
+    for (history::Expert e : history::kEstimates) {
+      const auto ei = static_cast<size_t>(static_cast<int>(e));
+      row[ei] = std::abs(std::clamp(rows[ei][i].h, 0.0, cap) - some[i].y);
+    }
+    errs.push_back(row);
+  }
+  return history::choose_estimate(errs, margin_se);
+}
+
+// The gated, fused grid: expert, tau and trust region with the lowest MAE (ties within kTieTol
+// to fewer encoder calls, then to the earlier entry). Fills best, its score and its rows.
+void search_grid(const std::array<std::vector<Row>, history::kNumEstimates>& rows_by_estimate,
+                 const std::vector<Row>& hist_rows, history::Expert hist_expert, size_t ri,
+                 const PolicyCandidates& cand, const CascadeConfig& cfg, double cap,
+                 ResourcePolicy& best, Score& best_score, std::vector<Row>& best_rows) {
+  bool first = true;
+  for (history::Expert e : history::kEstimates) {
+    const auto ei = static_cast<size_t>(static_cast<int>(e));
+    const std::vector<Row>& rows = rows_by_estimate[ei];
+    bool improved = false;
+    for (double tau : cfg.tau_grid) {
+      for (double coef : cfg.trust_coef_grid) {
+        for (double floor : cfg.trust_floor_grid) {
+          ResourcePolicy p;
+          p.expert = e;
+          p.history_expert = hist_expert;
+          for (size_t l = 0; l < 2; ++l)
+            p.q_alone[l] = cand.fusion_level_n[ri][ei][l] < cfg.min_component_examples;
+          p.tau = tau;
+          p.trust_coef = coef;
+          p.trust_floor = floor;
+          const Score s = score(rows, hist_rows, p, cap);
+          const bool better = first || s.mae < best_score.mae - kTieTol ||
+                              (std::abs(s.mae - best_score.mae) <= kTieTol &&
+                               s.encoder < best_score.encoder);
+          if (better) {
+            best = p;
+            best_score = s;
+            improved = true;
+            first = false;
+          }
+        }
+      }
+    }
+    if (improved) best_rows = rows;
+  }
+}
+
+// Upper bound: the split-conformal half-width of |y - prediction| per route class under the
+// chosen policy, and pooled.
+UpperBound upper_bound_of(const std::vector<Row>& best_rows, const std::vector<Row>& hist_rows,
+                          const ResourcePolicy& best, const CascadeConfig& cfg, double cap) {
+  std::array<std::vector<double>, kRouteClasses> res;
+  std::vector<double> pooled;
+  for (size_t i = 0; i < best_rows.size(); ++i) {
+    const Row& row = best_rows[i];
+    const bool bypass = bypassed(row, best);
+    const double a = std::abs(row.y - served(row, hist_rows[i], best, cap));
+    res[static_cast<size_t>(route_class(row.level, bypass))].push_back(a);
+    pooled.push_back(a);
+  }
+  UpperBound ub;
+  for (int c = 0; c < kRouteClasses; ++c) {
+    ub.n[static_cast<size_t>(c)] = res[static_cast<size_t>(c)].size();
+    ub.q[static_cast<size_t>(c)] =
+        conformal_quantile(res[static_cast<size_t>(c)], cfg.coverage, cfg.min_conformal);
+  }
+  ub.pooled_n = pooled.size();
+  ub.pooled = conformal_quantile(pooled, cfg.coverage, cfg.min_conformal);
+  // A rank beyond n (tiny classes) means "no finite bound": a half-width of the cap covers all.
+  for (double& v : ub.q) if (std::isinf(v)) v = cap;
+  if (std::isinf(ub.pooled)) ub.pooled = cap;
+  return ub;
+}
+
 }  // namespace
 
 std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows, double margin_se) {
@@ -125,65 +209,20 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
                    const CascadeConfig& cfg, CascadeModel::Impl& out) {
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
-    ResourcePolicy best;
-    Score best_score;
-    std::vector<Row> best_rows;
-    bool first = true;
-    // History alone, with the estimate history::choose_estimate picks on the policy set.
     std::array<std::vector<Row>, history::kNumEstimates> rows_by_estimate;
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
       rows_by_estimate[ei] = rows_for(in, pos, q, r, e, cand.priors[ri], cand.gate[ri][ei],
                                       cand.fusion[ri][ei]);
     }
-    // History alone: the estimate history::choose_estimate picks on the policy set.
-    history::Expert hist_expert = history::Expert::kCombined;
-    {
-      std::vector<std::array<double, history::kNumEstimates>> errs;
-      const auto& some = rows_by_estimate[0];
-      for (size_t i = 0; i < some.size(); ++i) {
-        if (some[i].level == history::Level::kNone) continue;  // Q there, whatever the estimate
-        std::array<double, history::kNumEstimates> row{};
-        for (history::Expert e : history::kEstimates) {
-          const auto ei = static_cast<size_t>(static_cast<int>(e));
-          row[ei] = std::abs(std::clamp(rows_by_estimate[ei][i].h, 0.0, in.util_cap) - some[i].y);
-        }
-        errs.push_back(row);
-      }
-      hist_expert = history::choose_estimate(errs, cfg.history_margin_se);
-    }
+    const history::Expert hist_expert = history_estimate(rows_by_estimate, in.util_cap,
+                                                         cfg.history_margin_se);
     const std::vector<Row>& hist_rows = rows_by_estimate[static_cast<size_t>(hist_expert)];
-    // The gated, fused grid: expert, tau and trust region with the lowest MAE.
-    for (history::Expert e : history::kEstimates) {
-      const auto ei = static_cast<size_t>(static_cast<int>(e));
-      std::vector<Row>& rows = rows_by_estimate[ei];
-      bool improved = false;
-      for (double tau : cfg.tau_grid) {
-        for (double coef : cfg.trust_coef_grid) {
-          for (double floor : cfg.trust_floor_grid) {
-            ResourcePolicy p;
-            p.expert = e;
-            p.history_expert = hist_expert;
-            for (size_t l = 0; l < 2; ++l)
-              p.q_alone[l] = cand.fusion_level_n[ri][ei][l] < cfg.min_component_examples;
-            p.tau = tau;
-            p.trust_coef = coef;
-            p.trust_floor = floor;
-            const Score s = score(rows, hist_rows, p, in.util_cap);
-            const bool better = first || s.mae < best_score.mae - kTieTol ||
-                                (std::abs(s.mae - best_score.mae) <= kTieTol &&
-                                 s.encoder < best_score.encoder);
-            if (better) {
-              best = p;
-              best_score = s;
-              improved = true;
-              first = false;
-            }
-          }
-        }
-      }
-      if (improved) best_rows = rows;
-    }
+    ResourcePolicy best;
+    Score best_score;
+    std::vector<Row> best_rows;
+    search_grid(rows_by_estimate, hist_rows, hist_expert, ri, cand, cfg, in.util_cap, best,
+                best_score, best_rows);
     // Per history level, history alone or the fused cascade (history_alone_by_level).
     const double fused_mae = best_score.mae;
     if (cfg.allow_history_only) {
@@ -201,32 +240,9 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
     for (const Row& row : hist_rows) hist_err += std::abs(std::clamp(row.h, 0.0, in.util_cap) - row.y);
     best.policy_history_mae = hist_rows.empty() ? 0.0 : hist_err / static_cast<double>(hist_rows.size());
 
-    // Upper bound: |y - prediction| per route class under the chosen policy.
-    std::array<std::vector<double>, kRouteClasses> res;
-    std::vector<double> pooled;
-    for (size_t i = 0; i < best_rows.size(); ++i) {
-      const Row& row = best_rows[i];
-      const bool bypass = bypassed(row, best);
-      const double u = served(row, hist_rows[i], best, in.util_cap);
-      const double a = std::abs(row.y - u);
-      res[static_cast<size_t>(route_class(row.level, bypass))].push_back(a);
-      pooled.push_back(a);
-    }
-    UpperBound ub;
-    for (int c = 0; c < kRouteClasses; ++c) {
-      ub.n[static_cast<size_t>(c)] = res[static_cast<size_t>(c)].size();
-      ub.q[static_cast<size_t>(c)] =
-          conformal_quantile(res[static_cast<size_t>(c)], cfg.coverage, cfg.min_conformal);
-    }
-    ub.pooled_n = pooled.size();
-    ub.pooled = conformal_quantile(pooled, cfg.coverage, cfg.min_conformal);
-    // A rank beyond n (tiny classes) means "no finite bound": a half-width of the cap covers all.
-    for (double& v : ub.q) if (std::isinf(v)) v = in.util_cap;
-    if (std::isinf(ub.pooled)) ub.pooled = in.util_cap;
-
     const auto ei = static_cast<size_t>(static_cast<int>(best.expert));
     out.policy[ri] = best;
-    out.upper[ri] = ub;
+    out.upper[ri] = upper_bound_of(best_rows, hist_rows, best, cfg, in.util_cap);
     out.gate[ri] = std::move(cand.gate[ri][ei]);
     out.fusion[ri] = std::move(cand.fusion[ri][ei]);
     out.gate_feature_mean[ri] = cand.gate_mean[ri][ei];
