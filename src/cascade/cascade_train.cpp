@@ -310,19 +310,55 @@ std::string history_only_text(const ResourcePolicy& p) {
   return " history only" + where + " (" + std::string(history::expert_name(p.history_expert)) + ")";
 }
 
-}  // namespace
+// Gate and fusion for every resource and estimate on the gate/fusion set (the policy picks one
+// expert later); `used` gets every position an example came from, for the leakage check.
+PolicyCandidates fit_candidates(const TrainingInput& in, const std::vector<size_t>& gate_fusion,
+                                const std::vector<models::code::CodePrediction>& q_gf,
+                                const std::array<history::ExpertPriors, kNumResources>& train_priors,
+                                const CascadeConfig& cfg, CascadeTrainReport& rep,
+                                std::vector<size_t>& used, const ProgressFn& progress) {
+  PolicyCandidates cand;
+  cand.priors = train_priors;
+  const size_t total = static_cast<size_t>(kNumResources * history::kNumEstimates);
+  size_t done = 0;
+  for (Resource r : kResources) {
+    const auto ri = static_cast<size_t>(idx(r));
+    for (history::Expert e : history::kEstimates) {
+      const auto ei = static_cast<size_t>(static_cast<int>(e));
+      ComponentData d = component_data(in, gate_fusion, q_gf, r, e, train_priors[ri], cfg);
+      const double pos_share =
+          d.gate_y.empty() ? 0.0
+                           : static_cast<double>(std::count(d.gate_y.begin(), d.gate_y.end(), 1.0f)) /
+                                 static_cast<double>(d.gate_y.size());
+      cand.gate[ri][ei] = fit_component(cfg.gate, d.gate_x, kGateFeatures, d.gate_y, nullptr,
+                                        cfg.min_component_examples, pos_share);
+      double wsum = 0.0, gsum = 0.0;
+      for (size_t k = 0; k < d.fusion_y.size(); ++k) {
+        wsum += d.fusion_w[k];
+        gsum += d.fusion_w[k] * d.fusion_y[k];
+      }
+      cand.fusion[ri][ei] = fit_component(cfg.fusion, d.fusion_x, kFusionFeatures, d.fusion_y,
+                                          &d.fusion_w, cfg.min_component_examples,
+                                          wsum > 0 ? gsum / wsum : 0.5);
+      cand.gate_mean[ri][ei] = column_means(d.gate_x, kGateFeatures);
+      rep.sets.gate[ri][ei] = ids_of(in, d.gate_pos);
+      rep.sets.fusion[ri][ei] = ids_of(in, d.fusion_pos);
+      if (e == history::Expert::kLast1) rep.sets.fusion_censored_dropped += d.censored_dropped;
+      for (size_t p : d.fusion_pos) {
+        const history::Level l = in.jobs[p].views[ri].level;
+        if (l != history::Level::kNone) ++cand.fusion_level_n[ri][ei][static_cast<size_t>(l)];
+      }
+      used.insert(used.end(), d.gate_pos.begin(), d.gate_pos.end());
+      used.insert(used.end(), d.fusion_pos.begin(), d.fusion_pos.end());
+      if (progress) progress("gate_fusion", ++done, total);
+    }
+  }
+  return cand;
+}
 
-Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& in,
-                                                          const CascadeConfig& cfg_in,
-                                                          const ProgressFn& progress) {
-  CascadeConfig cfg = cfg_in;
-  if (!(std::isfinite(in.util_cap) && in.util_cap > 0)) return Status::invalid("cascade: util_cap must be > 0");
-  cfg.code.util_cap = in.util_cap;  // Q lives in [0, cap] like everything else
-  if (auto st = cfg.validate(); !st) return st.with_context("cascade config");
-  auto blocks = make_blocks(in, cfg);
-  if (!blocks) return blocks.status();
-  const Blocks& b = *blocks;
-
+// The model before training: its settings, and the report's training sets.
+std::unique_ptr<CascadeModel::Impl> new_impl(const TrainingInput& in, const CascadeConfig& cfg,
+                                             const Blocks& b) {
   auto impl = std::make_unique<CascadeModel::Impl>();
   impl->cfg = cfg;
   impl->util_cap = in.util_cap;
@@ -336,6 +372,38 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   rep.sets.gate_fusion = ids_of(in, b.gate_fusion);
   rep.sets.policy = ids_of(in, b.policy);
   rep.sets.gate_fusion_purged = b.gate_fusion_purged;
+  return impl;
+}
+
+void log_training(const Blocks& b, const CascadeModel::Impl& m) {
+  peakcast::log(LogLevel::kInfo,
+      fmt::format("cascade: code fit {} / early stop {}, gate+fusion {} (purged {}), policy {}; "
+                  "mem {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f}); "
+                  "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
+                  b.code_fit.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
+                  b.policy.size(), history::expert_name(m.policy[0].expert),
+                  history_only_text(m.policy[0]), m.policy[0].tau,
+                  m.policy[0].policy_mae, m.policy[0].policy_history_mae,
+                  history::expert_name(m.policy[1].expert),
+                  history_only_text(m.policy[1]), m.policy[1].tau,
+                  m.policy[1].policy_mae, m.policy[1].policy_history_mae));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& in,
+                                                          const CascadeConfig& cfg_in,
+                                                          const ProgressFn& progress) {
+  CascadeConfig cfg = cfg_in;
+  if (!(std::isfinite(in.util_cap) && in.util_cap > 0)) return Status::invalid("cascade: util_cap must be > 0");
+  cfg.code.util_cap = in.util_cap;  // Q lives in [0, cap] like everything else
+  if (auto st = cfg.validate(); !st) return st.with_context("cascade config");
+  auto blocks = make_blocks(in, cfg);
+  if (!blocks) return blocks.status();
+  const Blocks& b = *blocks;
+
+  auto impl = new_impl(in, cfg, b);
+  CascadeTrainReport& rep = impl->report;
 
   // 1. The code model: fit set + early stopping on the chronological end of the train block.
   auto t0 = std::chrono::steady_clock::now();
@@ -376,43 +444,8 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   const auto q_policy = chosen_q(impl->q_source, q_policy_code, q_policy_tree);
 
   // 4. Gate and fusion for every resource and estimate (the policy picks one later).
-  PolicyCandidates cand;
-  cand.priors = train_priors;
   std::vector<size_t> used;
-  const size_t total = static_cast<size_t>(kNumResources * history::kNumEstimates);
-  size_t done = 0;
-  for (Resource r : kResources) {
-    const auto ri = static_cast<size_t>(idx(r));
-    for (history::Expert e : history::kEstimates) {
-      const auto ei = static_cast<size_t>(static_cast<int>(e));
-      ComponentData d = component_data(in, b.gate_fusion, q_gf, r, e, train_priors[ri], cfg);
-      const double pos_share =
-          d.gate_y.empty() ? 0.0
-                           : static_cast<double>(std::count(d.gate_y.begin(), d.gate_y.end(), 1.0f)) /
-                                 static_cast<double>(d.gate_y.size());
-      cand.gate[ri][ei] = fit_component(cfg.gate, d.gate_x, kGateFeatures, d.gate_y, nullptr,
-                                        cfg.min_component_examples, pos_share);
-      double wsum = 0.0, gsum = 0.0;
-      for (size_t k = 0; k < d.fusion_y.size(); ++k) {
-        wsum += d.fusion_w[k];
-        gsum += d.fusion_w[k] * d.fusion_y[k];
-      }
-      cand.fusion[ri][ei] = fit_component(cfg.fusion, d.fusion_x, kFusionFeatures, d.fusion_y,
-                                          &d.fusion_w, cfg.min_component_examples,
-                                          wsum > 0 ? gsum / wsum : 0.5);
-      cand.gate_mean[ri][ei] = column_means(d.gate_x, kGateFeatures);
-      rep.sets.gate[ri][ei] = ids_of(in, d.gate_pos);
-      rep.sets.fusion[ri][ei] = ids_of(in, d.fusion_pos);
-      if (e == history::Expert::kLast1) rep.sets.fusion_censored_dropped += d.censored_dropped;
-      for (size_t p : d.fusion_pos) {
-        const history::Level l = in.jobs[p].views[ri].level;
-        if (l != history::Level::kNone) ++cand.fusion_level_n[ri][ei][static_cast<size_t>(l)];
-      }
-      used.insert(used.end(), d.gate_pos.begin(), d.gate_pos.end());
-      used.insert(used.end(), d.fusion_pos.begin(), d.fusion_pos.end());
-      if (progress) progress("gate_fusion", ++done, total);
-    }
-  }
+  PolicyCandidates cand = fit_candidates(in, b.gate_fusion, q_gf, train_priors, cfg, rep, used, progress);
   std::vector<size_t> code_pos = b.code_fit;
   code_pos.insert(code_pos.end(), b.code_es.begin(), b.code_es.end());
   assert_disjoint(in, sight, code_pos, used);
@@ -435,17 +468,7 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   rep.q_source = impl->q_source;
   rep.seconds_policy = seconds_since(t0);
   if (progress) progress("policy", 1, 1);
-  peakcast::log(LogLevel::kInfo,
-      fmt::format("cascade: code fit {} / early stop {}, gate+fusion {} (purged {}), policy {}; "
-                  "mem {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f}); "
-                  "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
-                  b.code_fit.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
-                  b.policy.size(), history::expert_name(impl->policy[0].expert),
-                  history_only_text(impl->policy[0]), impl->policy[0].tau,
-                  impl->policy[0].policy_mae, impl->policy[0].policy_history_mae,
-                  history::expert_name(impl->policy[1].expert),
-                  history_only_text(impl->policy[1]), impl->policy[1].tau,
-                  impl->policy[1].policy_mae, impl->policy[1].policy_history_mae));
+  log_training(b, *impl);
   return impl;
 }
 
