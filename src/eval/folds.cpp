@@ -8,6 +8,52 @@
 #include <nlohmann/json.hpp>
 
 namespace peakcast::eval {
+namespace {
+
+// The per-method summary over the folds (in the first fold's row order): each fold's MAE, their
+// mean and s.d., the mean bound coverage, and how many folds each method won per resource.
+void summarize_folds(FoldsReport& out) {
+  for (const ResultRow& row : out.folds.front().results) {
+    FoldSummary s;
+    s.method = row.method;
+    s.resource = row.resource;
+    std::vector<double> have;
+    std::vector<BoundCoverage> bounds;
+    for (const EvalReport& f : out.folds) {
+      double v = std::numeric_limits<double>::quiet_NaN();
+      for (const ResultRow& x : f.results) {
+        if (x.method == row.method && x.resource == row.resource) {
+          v = x.metrics.mae;
+          bounds.push_back(x.bounds);
+        }
+      }
+      s.mae.push_back(v);
+      if (!std::isnan(v)) have.push_back(v);
+    }
+    if (!have.empty()) {
+      double sum = 0.0;
+      for (double v : have) sum += v;
+      s.mean = sum / static_cast<double>(have.size());
+      double sq = 0.0;
+      for (double v : have) sq += (v - s.mean) * (v - s.mean);
+      s.sd = have.size() > 1 ? std::sqrt(sq / static_cast<double>(have.size() - 1)) : 0.0;
+    }
+    s.bounds = mean_coverage(bounds);
+    out.summary.push_back(std::move(s));
+  }
+  for (size_t k = 0; k < out.folds.size(); ++k) {
+    for (Resource r : kResources) {
+      FoldSummary* best = nullptr;
+      for (FoldSummary& s : out.summary) {
+        if (s.resource != r || std::isnan(s.mae[k])) continue;
+        if (best == nullptr || s.mae[k] < best->mae[k]) best = &s;
+      }
+      if (best != nullptr) ++best->folds_won;
+    }
+  }
+}
+
+}  // namespace
 
 Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
                                    const EvalConfig& config, const FoldsConfig& fc,
@@ -51,45 +97,7 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     out.folds.push_back(std::move(r).value());
     if (progress) progress("folds", k + 1, fc.folds);
   }
-  // Summary in the first fold's row order.
-  for (const ResultRow& row : out.folds.front().results) {
-    FoldSummary s;
-    s.method = row.method;
-    s.resource = row.resource;
-    std::vector<double> have;
-    std::vector<BoundCoverage> bounds;
-    for (const EvalReport& f : out.folds) {
-      double v = std::numeric_limits<double>::quiet_NaN();
-      for (const ResultRow& x : f.results) {
-        if (x.method == row.method && x.resource == row.resource) {
-          v = x.metrics.mae;
-          bounds.push_back(x.bounds);
-        }
-      }
-      s.mae.push_back(v);
-      if (!std::isnan(v)) have.push_back(v);
-    }
-    if (!have.empty()) {
-      double sum = 0.0;
-      for (double v : have) sum += v;
-      s.mean = sum / static_cast<double>(have.size());
-      double sq = 0.0;
-      for (double v : have) sq += (v - s.mean) * (v - s.mean);
-      s.sd = have.size() > 1 ? std::sqrt(sq / static_cast<double>(have.size() - 1)) : 0.0;
-    }
-    s.bounds = mean_coverage(bounds);
-    out.summary.push_back(std::move(s));
-  }
-  for (size_t k = 0; k < out.folds.size(); ++k) {
-    for (Resource r : kResources) {
-      FoldSummary* best = nullptr;
-      for (FoldSummary& s : out.summary) {
-        if (s.resource != r || std::isnan(s.mae[k])) continue;
-        if (best == nullptr || s.mae[k] < best->mae[k]) best = &s;
-      }
-      if (best != nullptr) ++best->folds_won;
-    }
-  }
+  summarize_folds(out);
   return out;
 }
 
