@@ -101,13 +101,9 @@ class CascadeMethod final : public Method {
       out.emplace_back(res + ".q_source", std::string(cascade::q_source_name(rep.q_source[idx(r)])));
       out.emplace_back(res + ".q_mae_code_model", fmt6(rep.q_mae[idx(r)][0]));
       out.emplace_back(res + ".q_mae_tree_route", fmt6(rep.q_mae[idx(r)][1]));
-      out.emplace_back(res + ".history_only", p.all_history_only() ? "yes"
-                                              : p.history_only[0] ? "exact_script"
-                                              : p.history_only[1] ? "user" : "no");
+      out.emplace_back(res + ".history_only", std::string(cascade::ResourcePolicy::levels_name(p.history_only)));
       out.emplace_back(res + ".history_expert", std::string(history::expert_name(p.history_expert)));
-      out.emplace_back(res + ".q_alone", p.q_alone[0] && p.q_alone[1] ? "yes"
-                                         : p.q_alone[0] ? "exact_script"
-                                         : p.q_alone[1] ? "user" : "no");
+      out.emplace_back(res + ".q_alone", std::string(cascade::ResourcePolicy::levels_name(p.q_alone)));
       out.emplace_back(res + ".expert", std::string(history::expert_name(p.expert)));
       out.emplace_back(res + ".tau", fmt6(p.tau));
       out.emplace_back(res + ".trust_coef", p.trust_coef >= 1e8 ? "off" : fmt6(p.trust_coef));

@@ -70,6 +70,11 @@ struct ResourcePolicy {
   bool q_alone_at(history::Level l) const {
     return l != history::Level::kNone && q_alone[static_cast<size_t>(l)];
   }
+  // A per-level flag pair (history_only, q_alone) in words: "yes" (both levels),
+  // "exact_script", "user" or "no".
+  static std::string_view levels_name(const std::array<bool, 2>& at) {
+    return at[0] && at[1] ? "yes" : at[0] ? "exact_script" : at[1] ? "user" : "no";
+  }
   history::Expert expert = history::Expert::kLast1;
   double tau = 1.01;           // bypass when the gate's probability >= tau (> 1: never)
   double trust_coef = 1e9;
