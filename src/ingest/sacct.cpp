@@ -271,18 +271,9 @@ std::optional<FieldError> read_seconds(Col c, std::string_view v, std::optional<
   return std::nullopt;
 }
 
-std::optional<FieldError> read_job_row(const Row& row, Record& r) {
+// Submit, Start, End (End=Unknown: not finished yet) and the elapsed time.
+std::optional<FieldError> read_job_times(const Row& row, Record& r) {
   Job& j = r.job;
-  j.job_name = std::string(row.get(kJobName));
-  j.user = std::string(row.get(kUser));
-  j.account = std::string(row.get(kAccount));
-  j.partition = std::string(row.get(kPartition));
-  r.job_id_raw = std::string(row.get(kJobIdRaw));
-  r.exit_code = std::string(row.get(kExitCode));
-  if (row.layout->has(kState)) {
-    j.state = normalize_state(row.get(kState));
-    for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
-  }
   if (row.layout->has(kSubmit)) {
     std::optional<int64_t> t;
     if (auto e = read_time(row, kSubmit, t)) return e;
@@ -297,26 +288,34 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
     if (auto e = read_time(row, kEnd, r.end)) return e;
   }
   if (std::string_view v = row.get(kElapsedRaw); !v.empty()) {
-    if (auto e = read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed)) return e;
-  } else if (std::string_view d = row.get(kElapsed); !d.empty()) {
-    if (auto e = read_seconds(kElapsed, d, d.size() > 20 ? std::nullopt : parse_slurm_duration(d),
-                              r.elapsed)) {
-      return e;
-    }
+    return read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed);
   }
+  if (std::string_view d = row.get(kElapsed); !d.empty()) {
+    return read_seconds(kElapsed, d, d.size() > 20 ? std::nullopt : parse_slurm_duration(d),
+                        r.elapsed);
+  }
+  return std::nullopt;
+}
+
+// The time limit: Timelimit ("1-00:00:00"), else TimelimitRaw (minutes); none when unlimited.
+std::optional<FieldError> read_time_limit(const Row& row, Job& j) {
   if (std::string_view v = row.get(kTimelimit); !v.empty()) {
-    if (v != "UNLIMITED" && v != "Partition_Limit" && v != "INVALID") {
-      auto s = v.size() > 20 ? std::nullopt : parse_slurm_duration(v);
-      if (auto e = read_seconds(kTimelimit, v, s, j.req_time_s)) return e;
-    }
-  } else if (std::string_view raw = row.get(kTimelimitRaw); !raw.empty() && raw != "UNLIMITED" &&
-                                                             raw != "Partition_Limit") {
-    auto minutes = parse_int(raw);
-    if (!minutes || *minutes < 0 || static_cast<double>(*minutes) > kMaxEpochSeconds / 60) {
-      return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
-    }
-    j.req_time_s = *minutes * 60;
+    if (v == "UNLIMITED" || v == "Partition_Limit" || v == "INVALID") return std::nullopt;
+    auto s = v.size() > 20 ? std::nullopt : parse_slurm_duration(v);
+    return read_seconds(kTimelimit, v, s, j.req_time_s);
   }
+  std::string_view raw = row.get(kTimelimitRaw);
+  if (raw.empty() || raw == "UNLIMITED" || raw == "Partition_Limit") return std::nullopt;
+  auto minutes = parse_int(raw);
+  if (!minutes || *minutes < 0 || static_cast<double>(*minutes) > kMaxEpochSeconds / 60) {
+    return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
+  }
+  j.req_time_s = *minutes * 60;
+  return std::nullopt;
+}
+
+// CPU and node counts, the TRES strings, and the GPU count they give.
+std::optional<FieldError> read_counts(const Row& row, Record& r) {
   auto count = [&](Col c, std::optional<double>& out) -> std::optional<FieldError> {
     std::string_view v = row.get(c);
     if (v.empty()) return std::nullopt;
@@ -342,19 +341,42 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
     }
     auto gpus = sacct::tres_gpus(tres);
     if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(tres)};
-    if (!j.req_gpus) j.req_gpus = gpus;
+    if (!r.job.req_gpus) r.job.req_gpus = gpus;
   }
-  // A finished job needs an end at or after its submission (history is ordered by it) and
-  // after its start.
-  if (!r.unfinished) {
-    std::optional<int64_t> end = r.end;
-    if (!end && j.start_ms && r.elapsed) end = *j.start_ms + *r.elapsed * kMsPerSecond;
-    if (row.layout->has(kSubmit)) {
-      if (!end) return FieldError{kEnd, "no end time for a finished job"};
-      if (*end < j.submit_ms) return FieldError{kEnd, "before Submit"};
-    }
-    if (end && j.start_ms && *j.start_ms > *end) return FieldError{kStart, "after End"};
+  return std::nullopt;
+}
+
+// A finished job needs an end at or after its submission (history is ordered by it) and
+// after its start.
+std::optional<FieldError> check_end(const Row& row, const Record& r) {
+  if (r.unfinished) return std::nullopt;
+  const Job& j = r.job;
+  std::optional<int64_t> end = r.end;
+  if (!end && j.start_ms && r.elapsed) end = *j.start_ms + *r.elapsed * kMsPerSecond;
+  if (row.layout->has(kSubmit)) {
+    if (!end) return FieldError{kEnd, "no end time for a finished job"};
+    if (*end < j.submit_ms) return FieldError{kEnd, "before Submit"};
   }
+  if (end && j.start_ms && *j.start_ms > *end) return FieldError{kStart, "after End"};
+  return std::nullopt;
+}
+
+std::optional<FieldError> read_job_row(const Row& row, Record& r) {
+  Job& j = r.job;
+  j.job_name = std::string(row.get(kJobName));
+  j.user = std::string(row.get(kUser));
+  j.account = std::string(row.get(kAccount));
+  j.partition = std::string(row.get(kPartition));
+  r.job_id_raw = std::string(row.get(kJobIdRaw));
+  r.exit_code = std::string(row.get(kExitCode));
+  if (row.layout->has(kState)) {
+    j.state = normalize_state(row.get(kState));
+    for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
+  }
+  if (auto e = read_job_times(row, r)) return e;
+  if (auto e = read_time_limit(row, j)) return e;
+  if (auto e = read_counts(row, r)) return e;
+  if (auto e = check_end(row, r)) return e;
   return read_usage(row, r.usage);
 }
 
