@@ -163,13 +163,276 @@ std::string run_name_from_path(const std::string& path) {
   return stem;
 }
 
+// The columns a trace may name, found from its header (the first of a repeated name wins);
+// any may be absent.
 struct Columns {
+  std::optional<size_t> task, hash, process, name, status, cpus, time, memory, peak, submit, start,
+      complete, queue, script, user, duration, rss, rchar, realtime, exit;
+};
+
+Columns find_columns(const std::vector<std::string>& header) {
   std::map<std::string, size_t> index;
-  std::optional<size_t> find(const char* name) const {
+  for (size_t i = 0; i < header.size(); ++i) index.emplace(lower(trim(header[i])), i);
+  auto find = [&](const char* name) -> std::optional<size_t> {
     auto it = index.find(name);
     if (it == index.end()) return std::nullopt;
     return it->second;
+  };
+  Columns c;
+  c.task = find("task_id");
+  c.hash = find("hash");
+  c.process = find("process");
+  c.name = find("name");
+  c.status = find("status");
+  c.cpus = find("cpus");
+  c.time = find("time");
+  c.memory = find("memory");
+  c.peak = find("peak_rss");
+  c.submit = find("submit");
+  c.start = find("start");
+  c.complete = find("complete");
+  c.queue = find("queue");
+  c.script = find("script");
+  c.user = find("user");
+  c.duration = find("duration");
+  c.rss = find("rss");
+  c.rchar = find("rchar");
+  c.realtime = find("realtime");
+  c.exit = find("exit");
+  return c;
+}
+
+// Delimiter from the header line: tab (Nextflow's default) unless commas dominate.
+char header_delimiter(std::string_view text) {
+  std::string_view first = text.substr(0, text.find('\n'));
+  const size_t tabs = static_cast<size_t>(std::count(first.begin(), first.end(), '\t'));
+  const size_t commas = static_cast<size_t>(std::count(first.begin(), first.end(), ','));
+  return tabs > 0 && tabs >= commas ? '\t' : ',';
+}
+
+// The next record that is not a blank line; false at the end.
+bool next_record(RecordReader& reader, std::vector<std::string>& row, size_t& line) {
+  while (reader.next(row, line)) {
+    if (!(row.size() == 1 && trim(row[0]).empty())) return true;
   }
+  return false;
+}
+
+// A rejected field of a row: its name as the message gives it, and why.
+struct FieldError {
+  const char* field;
+  std::string why;
+};
+
+// One task row, read through the header's columns.
+struct TaskRow {
+  const std::vector<std::string>& fields;
+  const Columns& c;
+  // The trimmed value; empty when the column is absent.
+  std::string_view get(const std::optional<size_t>& col) const {
+    if (!col || *col >= fields.size()) return {};
+    return trim(fields[*col]);
+  }
+};
+
+std::string shown(std::string_view v) { return "'" + std::string(v) + "'"; }
+
+// When the task ran: submit, complete (or submit + duration), start.
+std::optional<FieldError> read_times(const TaskRow& row, Job& job) {
+  const Columns& c = row.c;
+  // Times first: a task that cannot be placed in time is useless to the history.
+  auto submit = parse_nf_time(row.get(c.submit));
+  if (!submit) {
+    return FieldError{"submit", missing(row.get(c.submit))
+                                    ? "missing"
+                                    : "not a timestamp: " + shown(row.get(c.submit))};
+  }
+  std::optional<int64_t> complete;
+  if (c.complete) {
+    complete = parse_nf_time(row.get(c.complete));
+    if (!complete) {
+      return FieldError{"complete", missing(row.get(c.complete))
+                                        ? "missing (task not finished)"
+                                        : "not a timestamp: " + shown(row.get(c.complete))};
+    }
+  } else {
+    // Nextflow's default trace has no 'complete': duration runs from submission to completion.
+    auto ms = missing(row.get(c.duration)) ? std::nullopt : parse_duration_ms(row.get(c.duration));
+    if (!ms) {
+      return FieldError{"duration", missing(row.get(c.duration))
+                                        ? "missing (task not finished)"
+                                        : "not a duration: " + shown(row.get(c.duration))};
+    }
+    complete = *submit + static_cast<int64_t>(std::ceil(*ms));
+  }
+  // Nextflow records submit to the millisecond but start and complete often to the second
+  // (".000"): a task done within the second of its submission can read as ending up to a
+  // second before it. Such an end is the submission itself, as far as the trace can tell.
+  if (*complete < *submit && *submit - *complete < kMsPerSecond) complete = *submit;
+  if (*complete < *submit) return FieldError{"complete", "before submit"};
+  job.submit_ms = *submit;
+  job.end_ms = *complete;
+  if (!missing(row.get(c.start))) {
+    auto start = parse_nf_time(row.get(c.start));
+    if (!start) return FieldError{"start", "not a timestamp: " + shown(row.get(c.start))};
+    job.start_ms = std::clamp(*start, job.submit_ms, job.end_ms);
+  }
+  return std::nullopt;
+}
+
+// The Job state from Nextflow's status (lower case) and exit code; `killed` when a failure is
+// taken as OUT_OF_MEMORY.
+std::string task_state(const std::string& status, std::string_view exit, bool& killed) {
+  killed = false;
+  if (status.empty() || status == "completed" || status == "-") return "COMPLETED";
+  if (status == "failed" && exit == "137") {
+    // Killed (128 + SIGKILL): on a memory-limited executor, the memory limit. nf-core retries
+    // these with more memory (the retry is a new row); this attempt's label is a lower bound.
+    killed = true;
+    return "OUT_OF_MEMORY";
+  }
+  if (status == "failed") return "FAILED";
+  if (status == "aborted") return "CANCELLED";
+  return normalize_state(status);
+}
+
+// What the task asked for and used: cpus, time, memory sizes, realtime.
+std::optional<FieldError> read_resources(const TaskRow& row, Job& job) {
+  const Columns& c = row.c;
+  if (!missing(row.get(c.cpus))) {
+    auto cpus = parse_double(row.get(c.cpus));
+    if (!cpus || *cpus < 0 || *cpus > kMaxCount) {
+      return FieldError{"cpus", "not a CPU count: " + shown(row.get(c.cpus))};
+    }
+    job.req_cpus = *cpus;
+  }
+  if (!missing(row.get(c.time))) {
+    auto ms = parse_duration_ms(row.get(c.time));
+    if (!ms) return FieldError{"time", "not a duration: " + shown(row.get(c.time))};
+    job.req_time_s = std::llround(*ms / 1000.0);
+  }
+  for (auto [col, field, target] :
+       {std::tuple{c.memory, "memory", &job.req_mem_bytes},
+        std::tuple{c.peak, "peak_rss", &job.peak_mem_bytes},
+        std::tuple{c.rss, "rss", &job.rss_bytes}, std::tuple{c.rchar, "rchar", &job.read_bytes}}) {
+    if (missing(row.get(col))) continue;
+    auto bytes = parse_nf_size(row.get(col));
+    if (!bytes) return FieldError{field, "not a memory size: " + shown(row.get(col))};
+    *target = *bytes;
+  }
+  if (!missing(row.get(c.realtime))) {
+    auto ms = parse_duration_ms(row.get(c.realtime));
+    if (!ms) return FieldError{"realtime", "not a duration: " + shown(row.get(c.realtime))};
+    job.realtime_ms = std::llround(*ms);
+  }
+  return std::nullopt;
+}
+
+// Reads the task rows of one trace into Jobs, keeping the counts behind its notes.
+class TaskReader {
+ public:
+  TaskReader(const std::string& name, const ReadOptions& o, const Columns& cols, size_t header_size,
+             Trace& out)
+      : name_(name),
+        o_(o),
+        c_(cols),
+        header_size_(header_size),
+        out_(out),
+        run_(run_name_from_path(name)),
+        default_user_(o.user.empty() ? run_ : o.user) {}
+
+  // One row: a Job, a CACHED task left out, or a malformed row skipped (an error when the
+  // options say malformed rows are fatal).
+  Status read(const std::vector<std::string>& fields, size_t line, bool unterminated) {
+    ++out_.stats.lines;
+    const TaskRow row{fields, c_};
+    if (unterminated) {
+      return reject(line, {"row", "unterminated quoted field (runs to the end of the file)"});
+    }
+    if (fields.size() != header_size_) {
+      return reject(line, {"row", "expected " + std::to_string(header_size_) + " columns, got " +
+                                      std::to_string(fields.size())});
+    }
+    const std::string status = lower(row.get(c_.status));
+    if (status == "cached") {
+      // Not executed in this run: its figures repeat an earlier run's execution.
+      ++cached_;
+      ++out_.stats.ignored;
+      return Status::ok();
+    }
+    Job job;
+    if (auto e = read_times(row, job)) return reject(line, *e);
+    identify(row, line, job);
+    bool killed = false;
+    job.state = task_state(status, row.get(c_.exit), killed);
+    killed_ += killed ? 1 : 0;
+    if (auto e = read_resources(row, job)) return reject(line, *e);
+    out_.jobs.push_back(std::move(job));
+    return Status::ok();
+  }
+
+  void add_notes() {
+    if (users_from_file_name_ > 0) {
+      out_.notes.push_back("Nextflow trace has no user column: all tasks attributed to user '" +
+                           default_user_ + "' (from the file name; set it with --user)");
+    }
+    if (killed_ > 0) {
+      out_.notes.push_back(std::to_string(killed_) +
+                           " FAILED task(s) with exit 137 (killed) taken as OUT_OF_MEMORY: their "
+                           "memory label is a lower bound (censored)");
+    }
+    if (cached_ > 0) {
+      out_.notes.push_back(std::to_string(cached_) +
+                           " CACHED tasks ignored: they were not executed in this run and repeat "
+                           "an earlier run's figures");
+    }
+  }
+
+ private:
+  Status reject(size_t line, const FieldError& e) {
+    return skip_line(out_, o_, name_ + ":" + std::to_string(line) + ": " + e.field + ": " + e.why);
+  }
+
+  // Who ran what: a unique job id, the user, the workload, name, queue and script.
+  void identify(const TaskRow& row, size_t line, Job& job) {
+    std::string task_id(row.get(c_.task));
+    if (missing(task_id)) task_id = std::string(row.get(c_.hash));
+    if (missing(task_id)) task_id = "line" + std::to_string(line);
+    job.job_id = run_ + ":" + task_id;
+    // Resumed runs can repeat a task id: keep ids unique.
+    if (size_t n = seen_ids_[job.job_id]++; n > 0) job.job_id += "#" + std::to_string(n + 1);
+
+    if (!missing(row.get(c_.user))) {
+      job.user = std::string(row.get(c_.user));
+    } else {
+      job.user = default_user_;
+      if (o_.user.empty()) ++users_from_file_name_;
+    }
+    if (!missing(row.get(c_.process))) {
+      job.workload = std::string(row.get(c_.process));
+    } else if (!missing(row.get(c_.name))) {
+      // "PROC (tag)" -> "PROC"
+      std::string_view n = row.get(c_.name);
+      job.workload = std::string(trim(n.substr(0, n.find(" ("))));
+    }
+    if (!missing(row.get(c_.name))) job.job_name = std::string(row.get(c_.name));
+    if (!missing(row.get(c_.queue))) job.partition = std::string(row.get(c_.queue));
+    if (c_.script && *c_.script < row.fields.size() && !missing(row.fields[*c_.script])) {
+      job.script = row.fields[*c_.script];
+    }
+  }
+
+  const std::string& name_;
+  const ReadOptions& o_;
+  const Columns& c_;
+  const size_t header_size_;
+  Trace& out_;
+  const std::string run_;
+  const std::string default_user_;
+  size_t cached_ = 0;
+  size_t killed_ = 0;
+  size_t users_from_file_name_ = 0;
+  std::map<std::string, size_t> seen_ids_;
 };
 
 }  // namespace
@@ -177,238 +440,21 @@ struct Columns {
 Status parse_nextflow(std::string_view text, const std::string& name, const ReadOptions& o,
                       Trace& out) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  // Delimiter from the header line: tab (Nextflow's default) unless commas dominate.
-  std::string_view first = text.substr(0, text.find('\n'));
-  const size_t tabs = static_cast<size_t>(std::count(first.begin(), first.end(), '\t'));
-  const size_t commas = static_cast<size_t>(std::count(first.begin(), first.end(), ','));
-  const char delim = tabs > 0 && tabs >= commas ? '\t' : ',';
-
-  RecordReader reader(text, delim);
+  RecordReader reader(text, header_delimiter(text));
   std::vector<std::string> row;
   size_t line = 0;
-  Columns cols;
-  bool have_header = false;
-  size_t header_size = 0;
-  while (!have_header && reader.next(row, line)) {
-    if (row.size() == 1 && trim(row[0]).empty()) continue;
-    for (size_t i = 0; i < row.size(); ++i) cols.index.emplace(lower(trim(row[i])), i);
-    header_size = row.size();
-    have_header = true;
-  }
-  if (!have_header) return Status::ok();  // empty file: no jobs
-  const auto c_task = cols.find("task_id");
-  const auto c_hash = cols.find("hash");
-  const auto c_process = cols.find("process");
-  const auto c_name = cols.find("name");
-  const auto c_status = cols.find("status");
-  const auto c_cpus = cols.find("cpus");
-  const auto c_time = cols.find("time");
-  const auto c_memory = cols.find("memory");
-  const auto c_peak = cols.find("peak_rss");
-  const auto c_submit = cols.find("submit");
-  const auto c_start = cols.find("start");
-  const auto c_complete = cols.find("complete");
-  const auto c_queue = cols.find("queue");
-  const auto c_script = cols.find("script");
-  const auto c_user = cols.find("user");
-  const auto c_duration = cols.find("duration");
-  const auto c_rss = cols.find("rss");
-  const auto c_rchar = cols.find("rchar");
-  const auto c_realtime = cols.find("realtime");
-  const auto c_exit = cols.find("exit");
-  if (!c_submit || (!c_complete && !c_duration)) {
+  if (!next_record(reader, row, line)) return Status::ok();  // empty file: no jobs
+  const Columns cols = find_columns(row);
+  if (!cols.submit || (!cols.complete && !cols.duration)) {
     return Status::invalid(name + ":" + std::to_string(line) +
                            ": header: a Nextflow trace needs the 'submit' column and 'complete' or "
                            "'duration' to place tasks in time");
   }
-
-  const std::string run = run_name_from_path(name);
-  const std::string default_user = o.user.empty() ? run : o.user;
-  size_t cached = 0;
-  size_t killed = 0;
-  size_t users_from_file_name = 0;
-  std::map<std::string, size_t> seen_ids;
-
-  while (reader.next(row, line)) {
-    if (row.size() == 1 && trim(row[0]).empty()) continue;
-    ++out.stats.lines;
-    const std::string where = name + ":" + std::to_string(line) + ": ";
-    auto get = [&](const std::optional<size_t>& c) -> std::string_view {
-      if (!c || *c >= row.size()) return {};
-      return trim(row[*c]);
-    };
-    auto reject = [&](const char* field, const std::string& why) {
-      return skip_line(out, o, where + field + ": " + why);
-    };
-    if (reader.unterminated()) {
-      if (Status s = reject("row", "unterminated quoted field (runs to the end of the file)"); !s) {
-        return s;
-      }
-      continue;
-    }
-    if (row.size() != header_size) {
-      if (Status s = reject("row", "expected " + std::to_string(header_size) +
-                                       " columns, got " + std::to_string(row.size()));
-          !s) {
-        return s;
-      }
-      continue;
-    }
-
-    const std::string status = lower(get(c_status));
-    if (status == "cached") {
-      // Not executed in this run: its figures repeat an earlier run's execution.
-      ++cached;
-      ++out.stats.ignored;
-      continue;
-    }
-
-    Job job;
-    // Times first: a task that cannot be placed in time is useless to the history.
-    auto submit = parse_nf_time(get(c_submit));
-    if (!submit) {
-      Status s = reject("submit", missing(get(c_submit)) ? "missing"
-                                                         : "not a timestamp: '" + std::string(get(c_submit)) + "'");
-      if (!s) return s;
-      continue;
-    }
-    std::optional<int64_t> complete;
-    if (c_complete) {
-      complete = parse_nf_time(get(c_complete));
-      if (!complete) {
-        Status s = reject("complete", missing(get(c_complete))
-                                          ? "missing (task not finished)"
-                                          : "not a timestamp: '" + std::string(get(c_complete)) + "'");
-        if (!s) return s;
-        continue;
-      }
-    } else {
-      // Nextflow's default trace has no 'complete': duration runs from submission to completion.
-      auto ms = missing(get(c_duration)) ? std::nullopt : parse_duration_ms(get(c_duration));
-      if (!ms) {
-        Status s = reject("duration", missing(get(c_duration))
-                                          ? "missing (task not finished)"
-                                          : "not a duration: '" + std::string(get(c_duration)) + "'");
-        if (!s) return s;
-        continue;
-      }
-      complete = *submit + static_cast<int64_t>(std::ceil(*ms));
-    }
-    // Nextflow records submit to the millisecond but start and complete often to the second
-    // (".000"): a task done within the second of its submission can read as ending up to a
-    // second before it. Such an end is the submission itself, as far as the trace can tell.
-    if (*complete < *submit && *submit - *complete < kMsPerSecond) complete = *submit;
-    if (*complete < *submit) {
-      if (Status s = reject("complete", "before submit"); !s) return s;
-      continue;
-    }
-    job.submit_ms = *submit;
-    job.end_ms = *complete;
-    if (!missing(get(c_start))) {
-      auto start = parse_nf_time(get(c_start));
-      if (!start) {
-        if (Status s = reject("start", "not a timestamp: '" + std::string(get(c_start)) + "'"); !s) return s;
-        continue;
-      }
-      job.start_ms = std::clamp(*start, job.submit_ms, job.end_ms);
-    }
-
-    std::string task_id(get(c_task));
-    if (missing(task_id)) task_id = std::string(get(c_hash));
-    if (missing(task_id)) task_id = "line" + std::to_string(line);
-    job.job_id = run + ":" + task_id;
-    // Resumed runs can repeat a task id: keep ids unique.
-    if (size_t n = seen_ids[job.job_id]++; n > 0) job.job_id += "#" + std::to_string(n + 1);
-
-    if (!missing(get(c_user))) {
-      job.user = std::string(get(c_user));
-    } else {
-      job.user = default_user;
-      if (o.user.empty()) ++users_from_file_name;
-    }
-
-    if (!missing(get(c_process))) {
-      job.workload = std::string(get(c_process));
-    } else if (!missing(get(c_name))) {
-      // "PROC (tag)" -> "PROC"
-      std::string_view n = get(c_name);
-      job.workload = std::string(trim(n.substr(0, n.find(" ("))));
-    }
-    if (!missing(get(c_name))) job.job_name = std::string(get(c_name));
-    if (!missing(get(c_queue))) job.partition = std::string(get(c_queue));
-    if (c_script && *c_script < row.size() && !missing(row[*c_script])) job.script = row[*c_script];
-
-    if (status.empty() || status == "completed" || status == "-") {
-      job.state = "COMPLETED";
-    } else if (status == "failed" && get(c_exit) == "137") {
-      // Killed (128 + SIGKILL): on a memory-limited executor, the memory limit. nf-core retries
-      // these with more memory (the retry is a new row); this attempt's label is a lower bound.
-      job.state = "OUT_OF_MEMORY";
-      ++killed;
-    } else if (status == "failed") {
-      job.state = "FAILED";
-    } else if (status == "aborted") {
-      job.state = "CANCELLED";
-    } else {
-      job.state = normalize_state(status);
-    }
-
-    if (!missing(get(c_cpus))) {
-      auto cpus = parse_double(get(c_cpus));
-      if (!cpus || *cpus < 0 || *cpus > kMaxCount) {
-        if (Status s = reject("cpus", "not a CPU count: '" + std::string(get(c_cpus)) + "'"); !s) return s;
-        continue;
-      }
-      job.req_cpus = *cpus;
-    }
-    if (!missing(get(c_time))) {
-      auto ms = parse_duration_ms(get(c_time));
-      if (!ms) {
-        if (Status s = reject("time", "not a duration: '" + std::string(get(c_time)) + "'"); !s) return s;
-        continue;
-      }
-      job.req_time_s = std::llround(*ms / 1000.0);
-    }
-    bool sizes_ok = true;
-    for (auto [col, field, target] :
-         {std::tuple{c_memory, "memory", &job.req_mem_bytes},
-          std::tuple{c_peak, "peak_rss", &job.peak_mem_bytes},
-          std::tuple{c_rss, "rss", &job.rss_bytes}, std::tuple{c_rchar, "rchar", &job.read_bytes}}) {
-      if (missing(get(col))) continue;
-      auto bytes = parse_nf_size(get(col));
-      if (!bytes) {
-        if (Status s = reject(field, "not a memory size: '" + std::string(get(col)) + "'"); !s) return s;
-        sizes_ok = false;
-        break;
-      }
-      *target = *bytes;
-    }
-    if (!sizes_ok) continue;
-    if (!missing(get(c_realtime))) {
-      auto ms = parse_duration_ms(get(c_realtime));
-      if (!ms) {
-        if (Status s = reject("realtime", "not a duration: '" + std::string(get(c_realtime)) + "'"); !s) return s;
-        continue;
-      }
-      job.realtime_ms = std::llround(*ms);
-    }
-    out.jobs.push_back(std::move(job));
+  TaskReader tasks(name, o, cols, row.size(), out);
+  while (next_record(reader, row, line)) {
+    if (Status s = tasks.read(row, line, reader.unterminated()); !s) return s;
   }
-
-  if (users_from_file_name > 0) {
-    out.notes.push_back("Nextflow trace has no user column: all tasks attributed to user '" +
-                        default_user + "' (from the file name; set it with --user)");
-  }
-  if (killed > 0) {
-    out.notes.push_back(std::to_string(killed) +
-                        " FAILED task(s) with exit 137 (killed) taken as OUT_OF_MEMORY: their "
-                        "memory label is a lower bound (censored)");
-  }
-  if (cached > 0) {
-    out.notes.push_back(std::to_string(cached) +
-                        " CACHED tasks ignored: they were not executed in this run and repeat "
-                        "an earlier run's figures");
-  }
+  tasks.add_notes();
   return Status::ok();
 }
 

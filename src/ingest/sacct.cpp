@@ -1,6 +1,6 @@
 // The Slurm `sacct -P` reader: header/columns, row repair, job-step join, and the Job record.
 // The rules are in include/peakcast/ingest/sacct.h; field pieces live in sacct_fields.cpp and
-// script loading in sacct_scripts.cpp.
+// script loading (ScriptSources) in sacct_scripts.cpp.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -271,18 +271,9 @@ std::optional<FieldError> read_seconds(Col c, std::string_view v, std::optional<
   return std::nullopt;
 }
 
-std::optional<FieldError> read_job_row(const Row& row, Record& r) {
+// Submit, Start, End (End=Unknown: not finished yet) and the elapsed time.
+std::optional<FieldError> read_job_times(const Row& row, Record& r) {
   Job& j = r.job;
-  j.job_name = std::string(row.get(kJobName));
-  j.user = std::string(row.get(kUser));
-  j.account = std::string(row.get(kAccount));
-  j.partition = std::string(row.get(kPartition));
-  r.job_id_raw = std::string(row.get(kJobIdRaw));
-  r.exit_code = std::string(row.get(kExitCode));
-  if (row.layout->has(kState)) {
-    j.state = normalize_state(row.get(kState));
-    for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
-  }
   if (row.layout->has(kSubmit)) {
     std::optional<int64_t> t;
     if (auto e = read_time(row, kSubmit, t)) return e;
@@ -297,26 +288,34 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
     if (auto e = read_time(row, kEnd, r.end)) return e;
   }
   if (std::string_view v = row.get(kElapsedRaw); !v.empty()) {
-    if (auto e = read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed)) return e;
-  } else if (std::string_view d = row.get(kElapsed); !d.empty()) {
-    if (auto e = read_seconds(kElapsed, d, d.size() > 20 ? std::nullopt : parse_slurm_duration(d),
-                              r.elapsed)) {
-      return e;
-    }
+    return read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed);
   }
+  if (std::string_view d = row.get(kElapsed); !d.empty()) {
+    return read_seconds(kElapsed, d, d.size() > 20 ? std::nullopt : parse_slurm_duration(d),
+                        r.elapsed);
+  }
+  return std::nullopt;
+}
+
+// The time limit: Timelimit ("1-00:00:00"), else TimelimitRaw (minutes); none when unlimited.
+std::optional<FieldError> read_time_limit(const Row& row, Job& j) {
   if (std::string_view v = row.get(kTimelimit); !v.empty()) {
-    if (v != "UNLIMITED" && v != "Partition_Limit" && v != "INVALID") {
-      auto s = v.size() > 20 ? std::nullopt : parse_slurm_duration(v);
-      if (auto e = read_seconds(kTimelimit, v, s, j.req_time_s)) return e;
-    }
-  } else if (std::string_view raw = row.get(kTimelimitRaw); !raw.empty() && raw != "UNLIMITED" &&
-                                                             raw != "Partition_Limit") {
-    auto minutes = parse_int(raw);
-    if (!minutes || *minutes < 0 || static_cast<double>(*minutes) > kMaxEpochSeconds / 60) {
-      return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
-    }
-    j.req_time_s = *minutes * 60;
+    if (v == "UNLIMITED" || v == "Partition_Limit" || v == "INVALID") return std::nullopt;
+    auto s = v.size() > 20 ? std::nullopt : parse_slurm_duration(v);
+    return read_seconds(kTimelimit, v, s, j.req_time_s);
   }
+  std::string_view raw = row.get(kTimelimitRaw);
+  if (raw.empty() || raw == "UNLIMITED" || raw == "Partition_Limit") return std::nullopt;
+  auto minutes = parse_int(raw);
+  if (!minutes || *minutes < 0 || static_cast<double>(*minutes) > kMaxEpochSeconds / 60) {
+    return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
+  }
+  j.req_time_s = *minutes * 60;
+  return std::nullopt;
+}
+
+// CPU and node counts, the TRES strings, and the GPU count they give.
+std::optional<FieldError> read_counts(const Row& row, Record& r) {
   auto count = [&](Col c, std::optional<double>& out) -> std::optional<FieldError> {
     std::string_view v = row.get(c);
     if (v.empty()) return std::nullopt;
@@ -342,19 +341,42 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
     }
     auto gpus = sacct::tres_gpus(tres);
     if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(tres)};
-    if (!j.req_gpus) j.req_gpus = gpus;
+    if (!r.job.req_gpus) r.job.req_gpus = gpus;
   }
-  // A finished job needs an end at or after its submission (history is ordered by it) and
-  // after its start.
-  if (!r.unfinished) {
-    std::optional<int64_t> end = r.end;
-    if (!end && j.start_ms && r.elapsed) end = *j.start_ms + *r.elapsed * kMsPerSecond;
-    if (row.layout->has(kSubmit)) {
-      if (!end) return FieldError{kEnd, "no end time for a finished job"};
-      if (*end < j.submit_ms) return FieldError{kEnd, "before Submit"};
-    }
-    if (end && j.start_ms && *j.start_ms > *end) return FieldError{kStart, "after End"};
+  return std::nullopt;
+}
+
+// A finished job needs an end at or after its submission (history is ordered by it) and
+// after its start.
+std::optional<FieldError> check_end(const Row& row, const Record& r) {
+  if (r.unfinished) return std::nullopt;
+  const Job& j = r.job;
+  std::optional<int64_t> end = r.end;
+  if (!end && j.start_ms && r.elapsed) end = *j.start_ms + *r.elapsed * kMsPerSecond;
+  if (row.layout->has(kSubmit)) {
+    if (!end) return FieldError{kEnd, "no end time for a finished job"};
+    if (*end < j.submit_ms) return FieldError{kEnd, "before Submit"};
   }
+  if (end && j.start_ms && *j.start_ms > *end) return FieldError{kStart, "after End"};
+  return std::nullopt;
+}
+
+std::optional<FieldError> read_job_row(const Row& row, Record& r) {
+  Job& j = r.job;
+  j.job_name = std::string(row.get(kJobName));
+  j.user = std::string(row.get(kUser));
+  j.account = std::string(row.get(kAccount));
+  j.partition = std::string(row.get(kPartition));
+  r.job_id_raw = std::string(row.get(kJobIdRaw));
+  r.exit_code = std::string(row.get(kExitCode));
+  if (row.layout->has(kState)) {
+    j.state = normalize_state(row.get(kState));
+    for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
+  }
+  if (auto e = read_job_times(row, r)) return e;
+  if (auto e = read_time_limit(row, j)) return e;
+  if (auto e = read_counts(row, r)) return e;
+  if (auto e = check_end(row, r)) return e;
   return read_usage(row, r.usage);
 }
 
@@ -480,7 +502,6 @@ std::string where(const std::string& name, size_t line) {
 }
 
 void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trace& out) {
-  auto n = [](size_t v) { return std::to_string(v); };
   if (!submit_everywhere) {
     out.notes.push_back(
         "sacct: no Submit column: jobs have no submit times, so `evaluate` cannot order them "
@@ -495,54 +516,231 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
     out.notes.push_back("sacct: no State column: every job is taken as COMPLETED, so "
                         "OUT_OF_MEMORY jobs cannot be recognised as censored");
   }
-  if (t.over_memory_kill) {
-    out.notes.push_back("sacct: " + n(t.over_memory_kill) + " job(s) FAILED 0:9 with a step "
-                        "CANCELLED by 0 (killed by OverMemoryKill) taken as OUT_OF_MEMORY: "
-                        "their memory label is a lower bound (censored)");
-  }
-  if (t.unfinished) {
-    out.notes.push_back("sacct: " + n(t.unfinished) + " job(s) still running or pending "
-                        "(End=Unknown) left out, first " + t.first_unfinished);
-  }
-  if (t.one_node_assumed) {
-    out.notes.push_back("sacct: " + n(t.one_node_assumed) + " job(s) with a per-node ReqMem "
-                        "(`n` suffix) and no NNodes column: taken as one node");
-  }
-  if (t.no_cpu_count) {
-    out.notes.push_back("sacct: " + n(t.no_cpu_count) + " job(s) with a per-CPU ReqMem (`c` "
-                        "suffix) and no CPU count (NCPUS/ReqCPUS): memory request unknown");
-  }
-  if (t.zero_req_mem) {
-    out.notes.push_back("sacct: " + n(t.zero_req_mem) + " job(s) with ReqMem 0 (no limit): "
-                        "memory request unknown");
-  }
-  if (t.superseded) {
-    out.notes.push_back("sacct: " + n(t.superseded) + " earlier record(s) of requeued jobs "
-                        "replaced by the job's last record");
-  }
-  if (t.repaired) {
-    out.notes.push_back("sacct: " + n(t.repaired) + " row(s) had '|' inside a free-text field; "
-                        "the extra fields were joined back into it");
-  }
-  if (t.jobstats_used) {
-    out.notes.push_back("sacct: " + n(t.jobstats_used) + " job(s) labelled from jobstats "
-                        "summaries in AdminComment (busiest GPU's peak and capacity; host memory "
-                        "where sacct had none)");
-  }
-  if (t.jobstats_empty) {
-    out.notes.push_back("sacct: " + n(t.jobstats_empty) + " job(s) with AdminComment "
-                        "JS1:Short or JS1:None (jobstats had no samples): labels from sacct alone");
-  }
-  if (t.jobstats_bad) {
-    out.notes.push_back("sacct: " + n(t.jobstats_bad) + " malformed jobstats summary(ies) in "
-                        "AdminComment skipped (labels from sacct alone), first " +
-                        t.first_jobstats_bad);
-  }
-  if (t.gpu_no_capacity) {
-    out.notes.push_back("sacct: " + n(t.gpu_no_capacity) + " GPU job(s) have a gres/gpumem peak "
-                        "but no known per-GPU memory (GPU type not recognised): no VRAM label");
+  const std::pair<size_t, std::string> counted[] = {
+      {t.over_memory_kill, " job(s) FAILED 0:9 with a step CANCELLED by 0 (killed by "
+                           "OverMemoryKill) taken as OUT_OF_MEMORY: their memory label is a lower "
+                           "bound (censored)"},
+      {t.unfinished, " job(s) still running or pending (End=Unknown) left out, first " +
+                         t.first_unfinished},
+      {t.one_node_assumed, " job(s) with a per-node ReqMem (`n` suffix) and no NNodes column: "
+                           "taken as one node"},
+      {t.no_cpu_count, " job(s) with a per-CPU ReqMem (`c` suffix) and no CPU count "
+                       "(NCPUS/ReqCPUS): memory request unknown"},
+      {t.zero_req_mem, " job(s) with ReqMem 0 (no limit): memory request unknown"},
+      {t.superseded, " earlier record(s) of requeued jobs replaced by the job's last record"},
+      {t.repaired, " row(s) had '|' inside a free-text field; the extra fields were joined back "
+                   "into it"},
+      {t.jobstats_used, " job(s) labelled from jobstats summaries in AdminComment (busiest GPU's "
+                        "peak and capacity; host memory where sacct had none)"},
+      {t.jobstats_empty, " job(s) with AdminComment JS1:Short or JS1:None (jobstats had no "
+                         "samples): labels from sacct alone"},
+      {t.jobstats_bad, " malformed jobstats summary(ies) in AdminComment skipped (labels from "
+                       "sacct alone), first " + t.first_jobstats_bad},
+      {t.gpu_no_capacity, " GPU job(s) have a gres/gpumem peak but no known per-GPU memory (GPU "
+                          "type not recognised): no VRAM label"}};
+  for (const auto& [count, what] : counted) {
+    if (count) out.notes.push_back("sacct: " + std::to_string(count) + what);
   }
 }
+
+// The job-step join: a step row's usage folds into its job's record whether the step comes
+// before or after the job row; a requeued job's later record supersedes its earlier one; a job
+// whose row is malformed loses its earlier record and the steps that follow.
+class StepJoin {
+ public:
+  StepJoin(Tally& tally, ReadStats& stats) : tally_(tally), stats_(stats) {}
+
+  // A job row read well: it takes the steps seen before it.
+  void add_job(const std::string& key, Record r) {
+    rejected_.erase(key);
+    if (auto it = current_.find(key); it != current_.end()) supersede(it->second);
+    if (auto it = orphans_.find(key); it != orphans_.end()) {
+      for (auto& [line, u] : it->second) merge_usage(r.usage, u);
+      orphans_.erase(it);
+    }
+    current_[key] = recs_.size();
+    recs_.push_back(std::move(r));
+  }
+
+  // A malformed job row (reported by the caller).
+  void reject_job(const std::string& key) {
+    rejected_.insert(key);
+    if (auto it = current_.find(key); it != current_.end()) {
+      supersede(it->second);
+      current_.erase(it);
+    }
+  }
+
+  // Steps of a rejected job are dropped unread: its job row was already reported.
+  bool rejected(const std::string& key) const { return rejected_.count(key) > 0; }
+
+  void add_step(const std::string& key, size_t line, const Usage& u) {
+    if (auto it = current_.find(key); it != current_.end()) {
+      merge_usage(recs_[it->second].usage, u);
+    } else {
+      orphans_[key].emplace_back(line, u);
+    }
+  }
+
+  // Steps whose job row never came, as (line, job key) in line order.
+  std::vector<std::pair<size_t, std::string>> lost_steps() const {
+    std::vector<std::pair<size_t, std::string>> lost;
+    for (auto& [key, steps] : orphans_) {
+      for (auto& [line, u] : steps) lost.emplace_back(line, key);
+    }
+    std::sort(lost.begin(), lost.end());
+    return lost;
+  }
+
+  std::vector<Record>& records() { return recs_; }
+
+ private:
+  void supersede(size_t i) {
+    recs_[i].superseded = true;
+    ++tally_.superseded;
+    ++stats_.ignored;
+  }
+
+  Tally& tally_;
+  ReadStats& stats_;
+  std::vector<Record> recs_;
+  std::unordered_map<std::string, size_t> current_;  // job key -> its latest record
+  std::unordered_map<std::string, std::vector<std::pair<size_t, Usage>>> orphans_;
+  std::unordered_set<std::string> rejected_;
+};
+
+// Reads a sacct text line by line (a header may come again, as in concatenated outputs) into
+// the step join, then turns its records into Jobs.
+class SacctReader {
+ public:
+  SacctReader(const std::string& name, const ReadOptions& o, Trace& out)
+      : name_(name), o_(o), out_(out), join_(tally_, out.stats) {}
+
+  // The --columns layout for output without a header (`sacct -n`).
+  Status set_columns(const std::vector<std::string>& columns) {
+    auto l = make_layout(columns, false, name_ + ": --columns");
+    if (!l) return l.status();
+    layout_ = *l;
+    return Status::ok();
+  }
+
+  Status read_line(std::string_view text, size_t lineno) {
+    if (trim(text).empty()) return Status::ok();
+    std::vector<std::string_view> fields = split(text, '|');
+    if (looks_like_header(fields)) return read_header(fields, lineno);
+    if (!layout_) {
+      return Status::invalid(where(name_, lineno) +
+                             ": header: the first line is not a sacct header (no JobID column); "
+                             "for `sacct -n` output give the --format column names (--columns)");
+    }
+    if (!first_layout_) {
+      first_layout_ = layout_;
+      submit_everywhere_ = layout_->has(kSubmit);
+    }
+    ++out_.stats.lines;
+    Row row;
+    row.f = std::move(fields);
+    row.layout = &*layout_;
+    bool repaired = false;
+    if (std::string why = fit_row(row, *layout_, repaired); !why.empty()) {
+      return skip(lineno, "row: " + why);
+    }
+    tally_.repaired += repaired ? 1 : 0;
+    std::string_view id = row.get(layout_->has(kJobId) ? kJobId : kJobIdRaw);
+    const sacct::JobIdParts parts = sacct::split_job_id(id);
+    if (parts.job.empty() || !std::isdigit(static_cast<unsigned char>(parts.job.front()))) {
+      return skip(lineno, "JobID: " + quoted(id) + " is not a job id");
+    }
+    const std::string key(parts.job);
+    if (parts.step.empty()) return read_job(row, key, lineno);
+    if (join_.rejected(key)) return Status::ok();
+    Usage u;
+    if (auto e = read_usage(row, u)) return fail(lineno, *e);
+    join_.add_step(key, lineno, u);
+    return Status::ok();
+  }
+
+  // Reports the steps whose job row never came, then the Jobs and the notes.
+  Status finish(const SacctOptions& so, const sacct::ScriptSources& scripts) {
+    for (auto& [line, key] : join_.lost_steps()) {
+      if (Status s = skip(line, "JobID: step of job " + key + " whose job row is missing"); !s) {
+        return s;
+      }
+    }
+    for (Record& r : join_.records()) {
+      if (Status s = emit(r, so, scripts); !s) return s;
+    }
+    if (tally_.with_script) out_.has_scripts = true;
+    if (!submit_everywhere_) out_.has_submit_times = false;
+    if (first_layout_) add_notes(tally_, *first_layout_, submit_everywhere_, out_);
+    return Status::ok();
+  }
+
+ private:
+  Status read_header(const std::vector<std::string_view>& fields, size_t lineno) {
+    bool trailing = false;
+    std::vector<std::string> names = header_names(fields, trailing);
+    auto l = make_layout(names, trailing, where(name_, lineno));
+    if (!l) return l.status();
+    layout_ = *l;
+    if (!first_layout_) first_layout_ = layout_;
+    submit_everywhere_ = submit_everywhere_ && layout_->has(kSubmit);
+    return Status::ok();
+  }
+
+  Status read_job(const Row& row, const std::string& key, size_t lineno) {
+    Record r;
+    r.line = lineno;
+    r.job.job_id = key;
+    if (auto e = read_job_row(row, r)) {
+      join_.reject_job(key);
+      return fail(lineno, *e);
+    }
+    read_jobstats(row, where(name_, lineno), r, tally_);
+    join_.add_job(key, std::move(r));
+    return Status::ok();
+  }
+
+  // A record's Job, with its script; superseded records are left out, unfinished ones counted.
+  Status emit(Record& r, const SacctOptions& so, const sacct::ScriptSources& scripts) {
+    if (r.superseded) return Status::ok();
+    if (r.unfinished) {
+      ++out_.stats.ignored;
+      if (tally_.unfinished++ == 0) {
+        tally_.first_unfinished = where(name_, r.line) + " " + r.job.job_id;
+      }
+      return Status::ok();
+    }
+    finish_job(r, so, tally_);
+    Job& j = r.job;
+    auto script = scripts.find(sacct::script_keys(j.job_id, r.job_id_raw));
+    if (!script) return script.status();
+    j.script = std::move(script.value());
+    if (j.script) {
+      ++tally_.with_script;
+    } else if (!j.job_name.empty()) {
+      j.workload = j.job_name;
+    }
+    out_.jobs.push_back(std::move(j));
+    ++out_.stats.jobs;
+    return Status::ok();
+  }
+
+  Status skip(size_t lineno, const std::string& what) {
+    return skip_line(out_, o_, where(name_, lineno) + ": " + what);
+  }
+  Status fail(size_t lineno, const FieldError& e) {
+    return skip(lineno, std::string(kDisplayNames[e.col]) + ": " + e.why);
+  }
+
+  const std::string& name_;
+  const ReadOptions& o_;
+  Trace& out_;
+  std::optional<Layout> layout_, first_layout_;
+  bool submit_everywhere_ = true;
+  Tally tally_;
+  StepJoin join_;
+};
 
 }  // namespace
 
@@ -554,169 +752,18 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
 Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o,
                    const SacctOptions& so, Trace& out) {
   // Scripts first: a bad --scripts path should fail before any work.
-  std::unordered_map<std::string, std::string> dump;
-  if (!o.scripts_dump.empty()) {
-    auto data = read_file(o.scripts_dump);
-    if (!data) return data.status();
-    dump = sacct::parse_batch_script_dump(*data);
-  }
-  std::optional<sacct::ScriptFolder> folder;
-  if (!o.scripts_dir.empty()) {
-    auto f = sacct::ScriptFolder::open(o.scripts_dir);
-    if (!f) return f.status();
-    folder = std::move(f.value());
-  }
-
-  std::optional<Layout> layout, first_layout;
-  bool submit_everywhere = true;
+  auto scripts = sacct::ScriptSources::open(o);
+  if (!scripts) return scripts.status();
+  SacctReader reader(name, o, out);
   if (!o.columns.empty()) {
-    auto l = make_layout(o.columns, false, name + ": --columns");
-    if (!l) return l.status();
-    layout = *l;
+    if (Status s = reader.set_columns(o.columns); !s) return s;
   }
-
-  std::vector<Record> recs;
-  std::unordered_map<std::string, size_t> current;  // job key -> its latest record
-  std::unordered_map<std::string, std::vector<std::pair<size_t, Usage>>> orphans;
-  std::unordered_set<std::string> rejected;  // jobs whose row was malformed: drop their steps
-  Tally tally;
-
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
   const std::vector<std::string_view> lines = split_lines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
-    const size_t lineno = i + 1;
-    if (trim(lines[i]).empty()) continue;
-    std::vector<std::string_view> fields = split(lines[i], '|');
-    if (looks_like_header(fields)) {
-      bool trailing = false;
-      std::vector<std::string> names = header_names(fields, trailing);
-      auto l = make_layout(names, trailing, where(name, lineno));
-      if (!l) return l.status();
-      layout = *l;
-      if (!first_layout) first_layout = layout;
-      submit_everywhere = submit_everywhere && layout->has(kSubmit);
-      continue;
-    }
-    if (!layout) {
-      return Status::invalid(where(name, lineno) +
-                             ": header: the first line is not a sacct header (no JobID column); "
-                             "for `sacct -n` output give the --format column names (--columns)");
-    }
-    if (!first_layout) {
-      first_layout = layout;
-      submit_everywhere = layout->has(kSubmit);
-    }
-    ++out.stats.lines;
-    Row row;
-    row.f = std::move(fields);
-    row.layout = &*layout;
-    bool repaired = false;
-    if (std::string why = fit_row(row, *layout, repaired); !why.empty()) {
-      Status s = skip_line(out, o, where(name, lineno) + ": row: " + why);
-      if (!s) return s;
-      continue;
-    }
-    tally.repaired += repaired ? 1 : 0;
-    std::string_view id = row.get(layout->has(kJobId) ? kJobId : kJobIdRaw);
-    const sacct::JobIdParts parts = sacct::split_job_id(id);
-    if (parts.job.empty() || !std::isdigit(static_cast<unsigned char>(parts.job.front()))) {
-      Status s = skip_line(out, o, where(name, lineno) + ": JobID: " + quoted(id) +
-                                      " is not a job id");
-      if (!s) return s;
-      continue;
-    }
-    const std::string key(parts.job);
-    auto fail = [&](const FieldError& e) {
-      return skip_line(out, o, where(name, lineno) + ": " + std::string(kDisplayNames[e.col]) +
-                                  ": " + e.why);
-    };
-    if (parts.step.empty()) {
-      Record r;
-      r.line = lineno;
-      r.job.job_id = key;
-      if (auto e = read_job_row(row, r)) {
-        rejected.insert(key);
-        if (auto it = current.find(key); it != current.end()) {
-          recs[it->second].superseded = true;
-          ++tally.superseded;
-          ++out.stats.ignored;
-          current.erase(it);
-        }
-        if (Status s = fail(*e); !s) return s;
-        continue;
-      }
-      rejected.erase(key);
-      read_jobstats(row, where(name, lineno), r, tally);
-      if (auto it = current.find(key); it != current.end()) {
-        recs[it->second].superseded = true;
-        ++tally.superseded;
-        ++out.stats.ignored;
-      }
-      if (auto it = orphans.find(key); it != orphans.end()) {
-        for (auto& [line, u] : it->second) merge_usage(r.usage, u);
-        orphans.erase(it);
-      }
-      current[key] = recs.size();
-      recs.push_back(std::move(r));
-      continue;
-    }
-    if (rejected.count(key)) continue;  // its job row was already reported
-    Usage u;
-    if (auto e = read_usage(row, u)) {
-      if (Status s = fail(*e); !s) return s;
-      continue;
-    }
-    if (auto it = current.find(key); it != current.end()) {
-      merge_usage(recs[it->second].usage, u);
-    } else {
-      orphans[key].emplace_back(lineno, u);
-    }
+    if (Status s = reader.read_line(lines[i], i + 1); !s) return s;
   }
-  // Steps whose job row never came: nothing to attach them to.
-  std::vector<std::pair<size_t, std::string>> lost;
-  for (auto& [key, steps] : orphans) {
-    for (auto& [line, u] : steps) lost.emplace_back(line, key);
-  }
-  std::sort(lost.begin(), lost.end());
-  for (auto& [line, key] : lost) {
-    Status s = skip_line(out, o, where(name, line) + ": JobID: step of job " + key +
-                                    " whose job row is missing");
-    if (!s) return s;
-  }
-
-  for (Record& r : recs) {
-    if (r.superseded) continue;
-    if (r.unfinished) {
-      ++out.stats.ignored;
-      if (tally.unfinished++ == 0) tally.first_unfinished = where(name, r.line) + " " + r.job.job_id;
-      continue;
-    }
-    finish_job(r, so, tally);
-    Job& j = r.job;
-    const std::vector<std::string> keys = sacct::script_keys(j.job_id, r.job_id_raw);
-    for (const std::string& k : keys) {
-      if (auto it = dump.find(k); it != dump.end()) {
-        j.script = it->second;
-        break;
-      }
-    }
-    if (!j.script && folder) {
-      auto s = folder->find(keys);
-      if (!s) return s.status();
-      j.script = std::move(s.value());
-    }
-    if (j.script) {
-      ++tally.with_script;
-    } else if (!j.job_name.empty()) {
-      j.workload = j.job_name;
-    }
-    out.jobs.push_back(std::move(j));
-    ++out.stats.jobs;
-  }
-  if (tally.with_script) out.has_scripts = true;
-  if (!submit_everywhere) out.has_submit_times = false;
-  if (first_layout) add_notes(tally, *first_layout, submit_everywhere, out);
-  return Status::ok();
+  return reader.finish(so, *scripts);
 }
 
 }  // namespace peakcast::ingest

@@ -87,4 +87,27 @@ Result<std::optional<std::string>> ScriptFolder::find(const std::vector<std::str
   return std::optional<std::string>();
 }
 
+Result<ScriptSources> ScriptSources::open(const ReadOptions& o) {
+  ScriptSources s;
+  if (!o.scripts_dump.empty()) {
+    auto data = read_file(o.scripts_dump);
+    if (!data) return data.status();
+    s.dump_ = parse_batch_script_dump(*data);
+  }
+  if (!o.scripts_dir.empty()) {
+    auto f = ScriptFolder::open(o.scripts_dir);
+    if (!f) return f.status();
+    s.folder_ = std::move(f.value());
+  }
+  return s;
+}
+
+Result<std::optional<std::string>> ScriptSources::find(const std::vector<std::string>& keys) const {
+  for (const std::string& k : keys) {
+    if (auto it = dump_.find(k); it != dump_.end()) return std::optional<std::string>(it->second);
+  }
+  if (folder_) return folder_->find(keys);
+  return std::optional<std::string>();
+}
+
 }  // namespace peakcast::ingest::sacct

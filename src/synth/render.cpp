@@ -47,6 +47,92 @@ std::string header(const Args& a, const Request& r, const User& u) {
   return s + "\n";
 }
 
+// The body of each family's script, after the #SBATCH header.
+std::string image_training(const Args& a, const User& u, int variant) {
+  const std::string home = "/home/" + u.name;
+  const std::string scratch = "/scratch/" + u.name;
+  const auto& m = kImageModels[static_cast<size_t>(a.model)];
+  const auto ds = kImageDatasets[static_cast<size_t>(a.dataset)];
+  std::string s = "module purge\nmodule load cuda/12.1 python/3.11\n";
+  s += fmt::format("source {}/envs/{}/bin/activate\n", home, u.env);
+  s += fmt::format("export OMP_NUM_THREADS={}\n\n", a.threads);
+  s += fmt::format("cd {}/projects/vision\n", home);
+  if (a.gpus > 1) {
+    s += fmt::format("srun torchrun --standalone --nproc_per_node={} train.py \\\n", a.gpus);
+  } else {
+    s += "srun python train.py \\\n";
+  }
+  s += fmt::format("    --model {} --batch-size {} --image-size {} --epochs {} \\\n", m.name,
+                   a.batch, a.image_size, a.epochs);
+  s += fmt::format("    --workers {}{} --lr {} \\\n", a.threads, a.amp ? " --amp" : "",
+                   variant % 2 == 0 ? "0.1" : "0.05");
+  s += fmt::format("    --data {}/datasets/{} --output {}/runs/{}-bs{}\n", scratch, ds, scratch,
+                   m.name, a.batch);
+  return s;
+}
+
+std::string llm_finetune(const Args& a, const User& u, int variant) {
+  const std::string home = "/home/" + u.name;
+  const std::string scratch = "/scratch/" + u.name;
+  const auto& m = kLlmModels[static_cast<size_t>(a.model)];
+  std::string s = "module load cuda/12.1\n";
+  s += fmt::format("source {}/miniconda3/bin/activate {}\n", home, u.env);
+  s += fmt::format("export HF_HOME={}/hf-cache\n", scratch);
+  if (!u.hf_token.empty()) s += fmt::format("export HF_TOKEN={}\n", u.hf_token);
+  s += "export TOKENIZERS_PARALLELISM=false\n\n";
+  s += fmt::format("accelerate launch --num_processes {} --mixed_precision bf16 finetune.py \\\n",
+                   a.gpus);
+  s += fmt::format("    --model_name_or_path {} \\\n", m.name);
+  s += fmt::format("    --dataset {} --max_seq_length {} \\\n",
+                   kLlmDatasets[static_cast<size_t>(a.dataset)], a.seq_len);
+  s += fmt::format("    --per_device_train_batch_size {} --gradient_accumulation_steps {} \\\n",
+                   a.batch, std::max(1, 16 / a.batch));
+  if (a.lora) s += "    --use_lora --lora_r 16 --lora_alpha 32 \\\n";
+  if (a.checkpointing) s += "    --gradient_checkpointing \\\n";
+  s += fmt::format("    --num_train_epochs {} --output_dir {}/ckpt/{}\n", 1 + variant % 3, scratch,
+                   job_name_for(a));
+  return s;
+}
+
+std::string alignment(const Args& a, const User& u) {
+  const auto& ref = kReferences[static_cast<size_t>(a.model)];
+  const auto ds = kAlignDatasets[static_cast<size_t>(a.dataset)].name;
+  std::string s = "module load bwa/0.7.17 samtools/1.17\n\n";
+  s += fmt::format("cd /scratch/{}/{}\n", u.name, ds);
+  s += "SAMPLE=$(sed -n \"${SLURM_ARRAY_TASK_ID}p\" samples.txt)\n";
+  s += fmt::format("REF=/shared/references/{0}/{0}.fa\n\n", ref.name);
+  s += fmt::format("bwa mem -t {} -R \"@RG\\tID:${{SAMPLE}}\\tSM:${{SAMPLE}}\" $REF \\\n",
+                   a.threads);
+  s += "    fastq/${SAMPLE}_R1.fastq.gz fastq/${SAMPLE}_R2.fastq.gz \\\n";
+  s += fmt::format("  | samtools sort -@ {} -m {}M -o bam/${{SAMPLE}}.bam -\n", a.threads,
+                   a.sort_mem_mib);
+  s += "samtools index bam/${SAMPLE}.bam\n";
+  return s;
+}
+
+std::string molecular_dynamics(const Args& a, const Request& r, const User& u) {
+  const auto sys = kMdSystems[static_cast<size_t>(a.model)].name;
+  std::string s = "module load gromacs/2023.3-mpi\n";
+  s += "export OMP_NUM_THREADS=1\n\n";
+  s += fmt::format("cd /home/{}/md/{}\n", u.name, sys);
+  s += fmt::format("srun gmx_mpi mdrun -s {0}.tpr -deffnm {0}_prod -nsteps {1}000 -ntomp 1 "
+                   "-maxh {2}\n",
+                   sys, a.nsteps_k, std::max<int64_t>(1, r.time_s / 3600 - 1));
+  return s;
+}
+
+std::string feature_etl(const Args& a, const User& u) {
+  const std::string home = "/home/" + u.name;
+  const auto ds = kEtlDatasets[static_cast<size_t>(a.dataset)].name;
+  std::string s = "module load python/3.11\n";
+  s += fmt::format("source {}/envs/{}/bin/activate\n\n", home, u.env);
+  s += fmt::format("python {}/projects/features/build_features.py \\\n", home);
+  s += fmt::format("    --input /project/{}/data/{}_{}.parquet \\\n", u.account, ds, 2019 + a.year);
+  s += fmt::format("    --engine {} --threads {} \\\n", a.polars ? "polars" : "pandas", a.threads);
+  s += fmt::format("    --output /scratch/{}/features/{}_{}.parquet\n", u.name, ds, 2019 + a.year);
+  return s;
+}
+
 }  // namespace
 
 std::string job_name_for(const Args& a) {
@@ -71,83 +157,12 @@ std::string job_name_for(const Args& a) {
 
 std::string render_script(const Args& a, const Request& r, const User& u, int variant) {
   std::string s = header(a, r, u);
-  const std::string home = "/home/" + u.name;
-  const std::string scratch = "/scratch/" + u.name;
   switch (a.family) {
-    case Family::kImageTraining: {
-      const auto& m = kImageModels[static_cast<size_t>(a.model)];
-      const auto ds = kImageDatasets[static_cast<size_t>(a.dataset)];
-      s += "module purge\nmodule load cuda/12.1 python/3.11\n";
-      s += fmt::format("source {}/envs/{}/bin/activate\n", home, u.env);
-      s += fmt::format("export OMP_NUM_THREADS={}\n\n", a.threads);
-      s += fmt::format("cd {}/projects/vision\n", home);
-      if (a.gpus > 1) {
-        s += fmt::format("srun torchrun --standalone --nproc_per_node={} train.py \\\n", a.gpus);
-      } else {
-        s += "srun python train.py \\\n";
-      }
-      s += fmt::format("    --model {} --batch-size {} --image-size {} --epochs {} \\\n", m.name,
-                       a.batch, a.image_size, a.epochs);
-      s += fmt::format("    --workers {}{} --lr {} \\\n", a.threads, a.amp ? " --amp" : "",
-                       variant % 2 == 0 ? "0.1" : "0.05");
-      s += fmt::format("    --data {}/datasets/{} --output {}/runs/{}-bs{}\n", scratch, ds, scratch,
-                       m.name, a.batch);
-      break;
-    }
-    case Family::kLlmFinetune: {
-      const auto& m = kLlmModels[static_cast<size_t>(a.model)];
-      s += "module load cuda/12.1\n";
-      s += fmt::format("source {}/miniconda3/bin/activate {}\n", home, u.env);
-      s += fmt::format("export HF_HOME={}/hf-cache\n", scratch);
-      if (!u.hf_token.empty()) s += fmt::format("export HF_TOKEN={}\n", u.hf_token);
-      s += "export TOKENIZERS_PARALLELISM=false\n\n";
-      s += fmt::format("accelerate launch --num_processes {} --mixed_precision bf16 finetune.py \\\n",
-                       a.gpus);
-      s += fmt::format("    --model_name_or_path {} \\\n", m.name);
-      s += fmt::format("    --dataset {} --max_seq_length {} \\\n",
-                       kLlmDatasets[static_cast<size_t>(a.dataset)], a.seq_len);
-      s += fmt::format("    --per_device_train_batch_size {} --gradient_accumulation_steps {} \\\n",
-                       a.batch, std::max(1, 16 / a.batch));
-      if (a.lora) s += "    --use_lora --lora_r 16 --lora_alpha 32 \\\n";
-      if (a.checkpointing) s += "    --gradient_checkpointing \\\n";
-      s += fmt::format("    --num_train_epochs {} --output_dir {}/ckpt/{}\n", 1 + variant % 3, scratch,
-                       job_name_for(a));
-      break;
-    }
-    case Family::kAlignment: {
-      const auto& ref = kReferences[static_cast<size_t>(a.model)];
-      const auto ds = kAlignDatasets[static_cast<size_t>(a.dataset)].name;
-      s += "module load bwa/0.7.17 samtools/1.17\n\n";
-      s += fmt::format("cd {}/{}\n", scratch, ds);
-      s += "SAMPLE=$(sed -n \"${SLURM_ARRAY_TASK_ID}p\" samples.txt)\n";
-      s += fmt::format("REF=/shared/references/{0}/{0}.fa\n\n", ref.name);
-      s += fmt::format("bwa mem -t {} -R \"@RG\\tID:${{SAMPLE}}\\tSM:${{SAMPLE}}\" $REF \\\n", a.threads);
-      s += "    fastq/${SAMPLE}_R1.fastq.gz fastq/${SAMPLE}_R2.fastq.gz \\\n";
-      s += fmt::format("  | samtools sort -@ {} -m {}M -o bam/${{SAMPLE}}.bam -\n", a.threads,
-                       a.sort_mem_mib);
-      s += "samtools index bam/${SAMPLE}.bam\n";
-      break;
-    }
-    case Family::kMolecularDynamics: {
-      const auto sys = kMdSystems[static_cast<size_t>(a.model)].name;
-      s += "module load gromacs/2023.3-mpi\n";
-      s += "export OMP_NUM_THREADS=1\n\n";
-      s += fmt::format("cd {}/md/{}\n", home, sys);
-      s += fmt::format("srun gmx_mpi mdrun -s {0}.tpr -deffnm {0}_prod -nsteps {1}000 -ntomp 1 "
-                       "-maxh {2}\n",
-                       sys, a.nsteps_k, std::max<int64_t>(1, r.time_s / 3600 - 1));
-      break;
-    }
-    case Family::kFeatureEtl: {
-      const auto ds = kEtlDatasets[static_cast<size_t>(a.dataset)].name;
-      s += "module load python/3.11\n";
-      s += fmt::format("source {}/envs/{}/bin/activate\n\n", home, u.env);
-      s += fmt::format("python {}/projects/features/build_features.py \\\n", home);
-      s += fmt::format("    --input /project/{}/data/{}_{}.parquet \\\n", u.account, ds, 2019 + a.year);
-      s += fmt::format("    --engine {} --threads {} \\\n", a.polars ? "polars" : "pandas", a.threads);
-      s += fmt::format("    --output {}/features/{}_{}.parquet\n", scratch, ds, 2019 + a.year);
-      break;
-    }
+    case Family::kImageTraining: return s + image_training(a, u, variant);
+    case Family::kLlmFinetune: return s + llm_finetune(a, u, variant);
+    case Family::kAlignment: return s + alignment(a, u);
+    case Family::kMolecularDynamics: return s + molecular_dynamics(a, r, u);
+    case Family::kFeatureEtl: return s + feature_etl(a, u);
   }
   return s;
 }

@@ -2,46 +2,27 @@
 // synth -> train -> predict --json. Skipped when the binary was not built.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <unistd.h>
-#include <sys/wait.h>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "support/command.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcast";
-
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;
-};
+using peakcast::test_support::CmdResult;
+using peakcast::test_support::slurp;
+const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
 CmdResult run(const std::string& args) {
-  CmdResult r;
-  const std::string cmd = kBinary + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>/dev/null");
 }
 
 class Cli : public ::testing::Test {

@@ -1,9 +1,7 @@
 // `peakcast tokenize` and `peakcast embed` end to end on the fixtures: ids equal the golden file,
 // embed equals reference.json, bad input exits 2. Skipped when the binary or the data is absent.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/qwen2_test_util.h"
+#include "support/command.h"
 #include "peakcast/core/io.h"
 
 namespace {
@@ -19,23 +18,11 @@ namespace {
 namespace fs = std::filesystem;
 using peakcast::models::qwen2::testing::kQwen2Dir;
 
-const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcast";
-
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;
-};
+using peakcast::test_support::CmdResult;
+const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
 CmdResult run(const std::string& args) {
-  CmdResult r;
-  FILE* p = popen((kBinary + " " + args + " 2>/dev/null").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>/dev/null");
 }
 
 std::vector<nlohmann::json> lines(const std::string& text) {

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using report_test::run;
 using report_test::slurp;
 
-const std::string kPeakcast = PEAKCAST_BINARY_DIR "/bin/peakcast";
+const std::string& kPeakcast = peakcast::test_support::kPeakcastBinary;
 
 std::string find_chromium() {
   for (const char* name : {"chromium", "chromium-browser"}) {

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using report_test::run;
 using report_test::slurp;
 
-const std::string kPeakcast = PEAKCAST_BINARY_DIR "/bin/peakcast";
+const std::string& kPeakcast = peakcast::test_support::kPeakcastBinary;
 const std::string kSmallModel =
     " --threads 1 --code-option token_dim=8 --code-option hash_buckets=4096 --code-option "
     "user_dim=8 --code-option fused_dim=32 --code-option max_epochs=2";

@@ -1,9 +1,7 @@
 // `peakcast simulate` end to end on a small Nextflow trace written here: the table, the JSON
 // that `peakcast report --sim` reads, seeds, and clear errors. Skips when the binary is not built.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,26 +9,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/command.h"
+
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcast";
-
-struct CmdResult {
-  int exit_code = -1;
-  std::string out;
-};
+using peakcast::test_support::CmdResult;
+const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
 CmdResult run(const std::string& args) {
-  CmdResult r;
-  FILE* p = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>&1");
 }
 
 class SimulateCli : public ::testing::Test {

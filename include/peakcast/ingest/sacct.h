@@ -121,5 +121,20 @@ class ScriptFolder {
   std::unordered_map<std::string, std::string> files_;  // key -> path
 };
 
+// Where a trace's job scripts come from: a `sacct -B` dump (ReadOptions.scripts_dump) and a
+// folder of `<jobid>.sh` files (ReadOptions.scripts_dir); either may be unset.
+class ScriptSources {
+ public:
+  // Reads the dump and lists the folder: a bad path fails here, before any row is read.
+  static Result<ScriptSources> open(const ReadOptions& o);
+  // The script under the first of a job's keys the dump has, else the folder's; nullopt when
+  // neither has one.
+  Result<std::optional<std::string>> find(const std::vector<std::string>& keys) const;
+
+ private:
+  std::unordered_map<std::string, std::string> dump_;
+  std::optional<ScriptFolder> folder_;
+};
+
 }  // namespace sacct
 }  // namespace peakcast::ingest

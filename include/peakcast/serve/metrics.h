@@ -48,6 +48,11 @@ class Metrics {
     std::atomic<uint64_t> count{0};
     std::atomic<uint64_t> sum_ns{0};
   };
+  // The parts of render(), each appending its metric families.
+  void render_requests(std::string& out) const;
+  void render_latency(std::string& out) const;
+  void render_routes(std::string& out) const;
+
   std::array<Histogram, kNumEndpoints> latency_;
   std::array<std::array<std::atomic<uint64_t>, 4>, kNumResources> routes_{};
   std::atomic<uint64_t> storage_errors_{0};
