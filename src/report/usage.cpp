@@ -37,6 +37,15 @@ std::vector<std::string> ranked_groups(const std::vector<UsagePoint>& usage, int
 struct DaySums {
   double requested = 0, used = 0, recommended = 0;
   size_t jobs = 0, recommended_jobs = 0;
+  void add(const UsagePoint& p) {
+    requested += p.requested_gb;
+    used += p.used_gb;
+    ++jobs;
+    if (p.recommended_gb) {
+      recommended += *p.recommended_gb;
+      ++recommended_jobs;
+    }
+  }
 };
 
 }  // namespace
@@ -52,14 +61,7 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
     for (const UsagePoint& p : usage) {
       std::string g = shown(group_of(p, dim));
       if (!top.count(g)) g = "other";
-      DaySums& s = sums[{g, p.end_time_s / kDay * kDay}];
-      s.requested += p.requested_gb;
-      s.used += p.used_gb;
-      ++s.jobs;
-      if (p.recommended_gb) {
-        s.recommended += *p.recommended_gb;
-        ++s.recommended_jobs;
-      }
+      sums[{g, p.end_time_s / kDay * kDay}].add(p);
     }
     json rows = json::array();
     for (auto& [key, s] : sums) {
@@ -107,14 +109,7 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
   for (int dim = 0; dim < 3; ++dim) {
     std::map<std::string, DaySums> g;
     for (const UsagePoint& p : usage) {
-      DaySums& s = g[shown(group_of(p, dim))];
-      s.requested += p.requested_gb;
-      s.used += p.used_gb;
-      ++s.jobs;
-      if (p.recommended_gb) {
-        s.recommended += *p.recommended_gb;
-        ++s.recommended_jobs;
-      }
+      g[shown(group_of(p, dim))].add(p);
     }
     for (auto& [name, s] : g) {
       const double n = static_cast<double>(s.jobs);

@@ -9,18 +9,6 @@
 namespace peakcast::serve {
 namespace {
 
-// What one resource's utilization is a share of, in bytes (as the cascade computes `bytes`).
-std::optional<double> capacity(const Job& job, Resource r) {
-  if (r == Resource::kMem) {
-    if (job.req_mem_bytes && *job.req_mem_bytes > 0) return static_cast<double>(*job.req_mem_bytes);
-    return std::nullopt;
-  }
-  if (job.req_gpus && *job.req_gpus > 0 && job.gpu_mem_bytes && *job.gpu_mem_bytes > 0) {
-    return static_cast<double>(*job.req_gpus) * static_cast<double>(*job.gpu_mem_bytes);
-  }
-  return std::nullopt;
-}
-
 cascade::ResourcePrediction* resource_of(cascade::JobPrediction& p, Resource r) {
   if (r == Resource::kMem) return &p.mem;
   return p.vram ? &*p.vram : nullptr;
@@ -73,7 +61,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   }
   // Memory: the recommended request. Without a known request there is no capacity to scale the
   // bound by, and nothing to cap the answer at: no recommendation.
-  const std::optional<double> cap = capacity(job, Resource::kMem);
+  const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
   if (!cap || !p.mem.upper_util) {
     p.mem.recommended_bytes.reset();
     return a;
