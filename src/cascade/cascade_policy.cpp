@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
 
 namespace peakcast::cascade {
 namespace {
@@ -15,7 +17,14 @@ constexpr double kTieTol = 1e-12;
 struct Row {
   history::Level level;
   double h, q, y, mad, prob, gamma;
+  uint64_t cluster;  // LevelErrors::cluster
 };
+
+// The history a job is answered from: its script with exact-script history, else its user.
+uint64_t history_cluster(const Job& job, history::Level level) {
+  return std::hash<std::string>{}(level == history::Level::kExactScript ? "s:" + job.script_key
+                                                                         : "u:" + job.user);
+}
 
 std::vector<Row> rows_for(const TrainingInput& in, const std::vector<size_t>& pos,
                           const std::vector<models::code::CodePrediction>& q, Resource r,
@@ -34,6 +43,7 @@ std::vector<Row> rows_for(const TrainingInput& in, const std::vector<size_t>& po
     row.q = static_cast<double>(q[k].util[ri]);
     row.y = std::clamp(t.job->label(r), 0.0, in.util_cap);
     row.mad = v.exact.mad;
+    row.cluster = history_cluster(*t.job, v.level);
     const GateFeatures g = gate_features(*t.job, v, e, in.fallback[ri], priors);
     const FusionFeatures f = fusion_features(g, row.h, row.q);
     gx.insert(gx.end(), g.begin(), g.end());
@@ -90,7 +100,7 @@ std::vector<LevelErrors> level_errors(const std::vector<Row>& fused, const std::
   out.reserve(fused.size());
   for (size_t i = 0; i < fused.size(); ++i) {
     out.push_back({fused[i].level, std::abs(served(fused[i], hist[i], p, cap) - fused[i].y),
-                   std::abs(std::clamp(hist[i].h, 0.0, cap) - fused[i].y)});
+                   std::abs(std::clamp(hist[i].h, 0.0, cap) - fused[i].y), fused[i].cluster});
   }
   return out;
 }
@@ -185,20 +195,24 @@ std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows,
   std::array<bool, 2> out{true, false};  // the defaults: history first with exact-script history
   for (history::Level l : {history::Level::kExactScript, history::Level::kUser}) {
     std::vector<double> d;  // fused minus history: < 0 where the fused cascade is better
+    std::vector<uint64_t> cluster;
     for (const LevelErrors& r : rows) {
-      if (r.level == l) d.push_back(r.fused - r.history);
+      if (r.level != l) continue;
+      d.push_back(r.fused - r.history);
+      cluster.push_back(r.cluster);
     }
     // Evidence is the jobs where the two choices differ: many identical answers and a few tiny
     // differences give a standard error near zero that says nothing.
     const auto differ = static_cast<size_t>(
         std::count_if(d.begin(), d.end(), [](double x) { return std::abs(x) > kTieTol; }));
     if (differ < kMinLevelJobs) continue;
-    const history::MeanSe gain = history::mean_and_se(d);
+    const history::MeanSe gain = history::clustered_mean_and_se(d, cluster);
+    const double margin = margin_se * history::small_sample_factor(gain.df) * gain.se;
     const auto li = static_cast<size_t>(l);
     if (out[li]) {
-      out[li] = !(gain.mean + margin_se * gain.se < 0.0);  // fused clearly better: leave history
+      out[li] = !(gain.mean + margin < 0.0);  // fused clearly better: leave history
     } else {
-      out[li] = gain.mean - margin_se * gain.se > 0.0;     // history clearly better: take it
+      out[li] = gain.mean - margin > 0.0;     // history clearly better: take it
     }
   }
   return out;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "cascade/cascade_internal.h"
@@ -18,16 +19,20 @@ struct PolicyCandidates {
 };
 
 // One policy-set job's absolute errors under the fused cascade and under history alone.
+// `cluster` names the history the job was answered from (its script at the exact-script level,
+// its user at the user level): jobs of one cluster share their errors.
 struct LevelErrors {
   history::Level level;
   double fused, history;
+  uint64_t cluster;
 };
 // Fewer policy-set jobs at a history level on which the two choices differ than this keep that
 // level's default.
 inline constexpr size_t kMinLevelJobs = 10;
 // Per history level (exact_script, user), whether history alone serves it. Each level has a
 // default that the other choice must beat clearly: the paired difference of absolute errors
-// (history::mean_and_se) beyond `margin_se` standard errors, with at least kMinLevelJobs jobs
+// beyond `margin_se` cluster-robust standard errors (history::clustered_mean_and_se: a gain
+// carried by two scripts is two pieces of evidence, not two hundred), with at least kMinLevelJobs jobs
 // where the two differ (ties carry no evidence, however many). With
 // exact-script history the default is history alone (history first: the fused cascade must show
 // a clear gain); with user history only it is the fused cascade, as in the study, where the gate

@@ -121,10 +121,10 @@ ComponentData component_data(const TrainingInput& in, const std::vector<size_t>&
       d.gate_y.push_back(std::abs(h - qr) <= cfg.agreement_tol ? 1.0f : 0.0f);
       d.gate_pos.push_back(positions[k]);
     }
-    // Fusion: needs a measured label. An OOM-censored memory label is only a lower bound, so it
-    // is not used as an exact target.
+    // Fusion: needs an exact label. An OOM-censored label is one when clipped at a cap <= 1
+    // (label_exact); above that it is only a lower bound, not an exact target.
     if (!job.is_valid(r)) continue;
-    if (r == Resource::kMem && job.censored) {
+    if (!label_exact(job, r, in.util_cap)) {
       ++d.censored_dropped;
       continue;
     }

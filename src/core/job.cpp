@@ -45,6 +45,10 @@ bool censored_for(const Job& job, Resource r) {
   return r == (vram_oom ? Resource::kVram : Resource::kMem);
 }
 
+bool label_exact(const Job& job, Resource r, double util_cap) {
+  return !censored_for(job, r) || util_cap <= 1.0;
+}
+
 void compute_labels(Job& job, double util_cap) {
   job.censored = job.state == "OUT_OF_MEMORY";
   for (Resource r : kResources) {

@@ -1,4 +1,5 @@
 #include "peakcast/eval/folds.h"
+#include "peakcast/eval/report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -136,7 +137,7 @@ nlohmann::json to_json(const FoldsReport& r) {
   nlohmann::json sizes = nlohmann::json::array();
   for (const EvalReport& f : r.folds) {
     sizes.push_back({{"train", f.split.train}, {"validation", f.split.validation}, {"test", f.split.test},
-                     {"scored", f.scored}});
+                     {"scored", f.scored}, {"choices", choices_json(f)}});  // a choice that flips between folds is one tuned to its block
   }
   j["fold_blocks"] = sizes;
   return j;

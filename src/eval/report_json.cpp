@@ -26,6 +26,16 @@ nlohmann::json to_json(const ingest::ReadStats& s) {
           {"reasons", s.reasons}};
 }
 
+nlohmann::json choices_json(const EvalReport& r) {
+  nlohmann::json choices = nlohmann::json::object();
+  for (const auto& [method, ch] : r.choices) {
+    nlohmann::json c = nlohmann::json::object();
+    for (const auto& [k, v] : ch) c[k] = v;
+    choices[method] = std::move(c);
+  }
+  return choices;
+}
+
 nlohmann::json to_json(const EvalReport& r) {
   nlohmann::json j;
   j["trace"] = {{"path", r.trace_path}, {"format", r.trace_format}};
@@ -91,13 +101,7 @@ nlohmann::json to_json(const EvalReport& r) {
     results.push_back(std::move(e));
   }
   j["results"] = std::move(results);
-  nlohmann::json choices = nlohmann::json::object();
-  for (const auto& [method, ch] : r.choices) {
-    nlohmann::json c = nlohmann::json::object();
-    for (const auto& [k, v] : ch) c[k] = v;
-    choices[method] = std::move(c);
-  }
-  j["choices"] = std::move(choices);
+  j["choices"] = choices_json(r);
   j["notes"] = r.notes;
   return j;
 }

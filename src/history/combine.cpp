@@ -1,7 +1,9 @@
 // The combined estimate, its priors, and the sample-size-aware choice among the estimates.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "peakcast/history/history.h"
 
@@ -48,6 +50,41 @@ MeanSe mean_and_se(std::span<const double> d) {
   const double mean = sum / static_cast<double>(n);
   const double var = std::max(0.0, (sq - sum * mean) / static_cast<double>(n - 1));
   return {mean, std::sqrt(var / static_cast<double>(n))};
+}
+
+MeanSe clustered_mean_and_se(std::span<const double> d, std::span<const uint64_t> cluster) {
+  if (d.size() != cluster.size()) {
+    throw std::invalid_argument("clustered_mean_and_se: one cluster per difference");
+  }
+  const size_t n = d.size();
+  if (n < 2) return {};
+  double sum = 0.0;
+  for (double x : d) sum += x;
+  const double mean = sum / static_cast<double>(n);
+  std::unordered_map<uint64_t, double> dev;  // per cluster: the sum of (d - mean)
+  for (size_t i = 0; i < n; ++i) dev[cluster[i]] += d[i] - mean;
+  const auto g = static_cast<double>(dev.size());
+  if (dev.size() < 2) return {mean, std::numeric_limits<double>::infinity()};
+  double sq = 0.0;
+  for (const auto& [c, u] : dev) sq += u * u;
+  const double var = g / (g - 1.0) * sq / (static_cast<double>(n) * static_cast<double>(n));
+  return {mean, std::sqrt(var), g - 1.0};
+}
+
+double small_sample_factor(double df) {
+  // Student's t 0.975 quantiles for 1..30 degrees of freedom; beyond, the Cornish-Fisher
+  // expansion in 1/df (within 1e-3 there).
+  static constexpr std::array<double, 30> kT975 = {
+      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  constexpr double kZ = 1.959964;
+  if (!(df >= 1.0)) return std::numeric_limits<double>::infinity();
+  if (df <= 30.0) return kT975[static_cast<size_t>(df) - 1] / kZ;
+  if (std::isinf(df)) return 1.0;
+  const double z3 = kZ * kZ * kZ, z5 = z3 * kZ * kZ;
+  const double t = kZ + (z3 + kZ) / (4.0 * df) + (5.0 * z5 + 16.0 * z3 + 3.0 * kZ) / (96.0 * df * df);
+  return t / kZ;
 }
 
 Expert choose_estimate(const std::vector<std::array<double, kNumEstimates>>& abs_err, double z) {

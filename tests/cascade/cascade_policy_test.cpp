@@ -12,14 +12,20 @@ namespace {
 
 using history::Level;
 
-// n jobs at `level` whose fused error is history's plus `shift`, with noise of s.d. `noise`.
+// n jobs at `level` whose fused error is history's plus `shift`, with noise of s.d. `noise`,
+// each from a history of its own (independent evidence) unless `clusters` > 0 (job i then
+// belongs to cluster i % clusters, and the cluster's jobs share one noise draw).
 void add(std::vector<LevelErrors>& rows, Level level, size_t n, double shift, double noise,
-         unsigned seed) {
+         unsigned seed, size_t clusters = 0) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> z(0.0, noise);
+  std::vector<double> shared(clusters);
+  for (double& v : shared) v = z(rng);
   for (size_t i = 0; i < n; ++i) {
     const double h = 0.1 + 0.05 * static_cast<double>(i % 7);
-    rows.push_back({level, h + shift + z(rng), h});
+    const uint64_t cluster = clusters > 0 ? i % clusters : 1'000'000ULL * seed + i;
+    const double noise_i = clusters > 0 ? shared[i % clusters] : z(rng);
+    rows.push_back({level, h + shift + noise_i, h, cluster});
   }
 }
 
@@ -72,6 +78,25 @@ TEST(HistoryAloneByLevel, SmallGainsWithinTheMarginKeepTheDefaults) {
   std::vector<LevelErrors> exact_better;
   add(exact_better, Level::kExactScript, 40, -0.01, 0.0, 8);
   EXPECT_FALSE(history_alone_by_level(exact_better, 0.0)[kExact]);
+}
+
+// A gain carried by a few histories is a few pieces of evidence: 200 jobs of 2 scripts whose
+// errors move together do not clear the margin that 200 independent jobs with the same mean
+// gain and noise clear.
+TEST(HistoryAloneByLevel, JobsOfOneScriptAreNotIndependentEvidence) {
+  std::vector<LevelErrors> independent, clustered;
+  add(independent, Level::kExactScript, 200, -0.02, 0.05, 12);
+  add(clustered, Level::kExactScript, 200, -0.02, 0.05, 12, 2);
+  EXPECT_FALSE(history_alone_by_level(independent, 2.0)[kExact]);
+  EXPECT_TRUE(history_alone_by_level(clustered, 2.0)[kExact]);
+  // One script alone is no evidence, however many of its jobs agree.
+  std::vector<LevelErrors> one;
+  add(one, Level::kExactScript, 500, -0.05, 0.0, 13, 1);
+  EXPECT_TRUE(history_alone_by_level(one, 2.0)[kExact]);
+  // Many scripts with the same clear gain are.
+  std::vector<LevelErrors> many;
+  add(many, Level::kExactScript, 500, -0.05, 0.01, 14, 50);
+  EXPECT_FALSE(history_alone_by_level(many, 2.0)[kExact]);
 }
 
 }  // namespace

@@ -70,6 +70,26 @@ TEST(Labels, OutOfMemoryIsCensoredAtCap) {
   EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 1.0);
 }
 
+// An OOM job used at least its limit: clipped at a cap <= 1 its label is exact, above 1 it is
+// a lower bound. A job that was not killed has an exact label under any cap.
+TEST(Labels, CensoredLabelIsExactOnlyUnderACapOfOne) {
+  Job j;
+  j.state = "OUT_OF_MEMORY";
+  j.req_mem_bytes = 1000;
+  j.peak_mem_bytes = 900;  // the last sample before the kill
+  compute_labels(j, 1.0);
+  EXPECT_TRUE(censored_for(j, Resource::kMem));
+  EXPECT_TRUE(label_exact(j, Resource::kMem, 1.0));
+  EXPECT_TRUE(label_exact(j, Resource::kMem, 0.8));
+  EXPECT_FALSE(label_exact(j, Resource::kMem, 2.0));
+  EXPECT_TRUE(label_exact(j, Resource::kVram, 2.0));  // not the resource that killed it
+  Job ok;
+  ok.req_mem_bytes = 1000;
+  ok.peak_mem_bytes = 1500;
+  compute_labels(ok, 2.0);
+  EXPECT_TRUE(label_exact(ok, Resource::kMem, 2.0));
+}
+
 TEST(State, Normalize) {
   EXPECT_EQ(normalize_state("CANCELLED by 0"), "CANCELLED");
   EXPECT_EQ(normalize_state("completed"), "COMPLETED");

@@ -1,6 +1,8 @@
 // Examples of the history store's contract: strict event time, the experts on small hand-checked
 // series, the hierarchy, idempotence, the watermark and bounded memory in replay.
 #include <cmath>
+#include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +40,41 @@ TEST(HistoryNames, RoundTrip) {
   EXPECT_EQ(level_name(Level::kExactScript), "exact_script");
   EXPECT_EQ(level_name(Level::kUser), "user");
   EXPECT_EQ(level_name(Level::kNone), "none");
+}
+
+// The clustered standard error: the plain one when every difference is its own cluster; wider
+// when the differences of a cluster move together; no evidence from one cluster.
+TEST(MeanSe, ClusteredStandardError) {
+  const std::vector<double> d = {0.1, -0.2, 0.05, 0.3, -0.1, 0.0, 0.25, -0.05};
+  std::vector<uint64_t> own(d.size());
+  for (size_t i = 0; i < own.size(); ++i) own[i] = i;
+  const MeanSe plain = mean_and_se(d), single = clustered_mean_and_se(d, own);
+  EXPECT_DOUBLE_EQ(single.mean, plain.mean);
+  EXPECT_NEAR(single.se, plain.se, 1e-12);
+  EXPECT_DOUBLE_EQ(single.df, static_cast<double>(d.size() - 1));
+  // Two clusters of identical values: n = 8 but two pieces of evidence.
+  const std::vector<double> twins = {0.1, 0.1, 0.1, 0.1, 0.3, 0.3, 0.3, 0.3};
+  const std::vector<uint64_t> two = {7, 7, 7, 7, 9, 9, 9, 9};
+  const MeanSe c = clustered_mean_and_se(twins, two);
+  EXPECT_DOUBLE_EQ(c.mean, 0.2);
+  EXPECT_NEAR(c.se, 0.1, 1e-12);  // sqrt(2/1 * (0.4^2 + 0.4^2) / 64)
+  EXPECT_GT(c.se, mean_and_se(twins).se);
+  EXPECT_DOUBLE_EQ(c.df, 1.0);
+  EXPECT_TRUE(std::isinf(clustered_mean_and_se(twins, std::vector<uint64_t>(8, 1)).se));
+  EXPECT_THROW(clustered_mean_and_se(twins, std::span<const uint64_t>(two).subspan(0, 3)),
+               std::invalid_argument);
+}
+
+TEST(MeanSe, SmallSampleFactorIsStudentsT) {
+  EXPECT_NEAR(small_sample_factor(1.0), 12.706 / 1.959964, 1e-9);
+  EXPECT_NEAR(small_sample_factor(10.0), 2.228 / 1.959964, 1e-9);
+  EXPECT_NEAR(small_sample_factor(60.0) * 1.959964, 2.000, 1e-3);
+  EXPECT_NEAR(small_sample_factor(120.0) * 1.959964, 1.980, 1e-3);
+  EXPECT_DOUBLE_EQ(small_sample_factor(std::numeric_limits<double>::infinity()), 1.0);
+  EXPECT_TRUE(std::isinf(small_sample_factor(0.0)));
+  for (double df = 1.0; df < 200.0; df += 1.0) {
+    EXPECT_GE(small_sample_factor(df), small_sample_factor(df + 1.0)) << df;  // shrinks with df
+  }
 }
 
 TEST(HistoryStore, StrictEndTimeVisibility) {

@@ -71,7 +71,7 @@ struct TrainingSets {
   // Per resource and expert: the examples each booster actually used.
   std::array<std::array<std::vector<std::string>, history::kNumEstimates>, kNumResources> gate;
   std::array<std::array<std::vector<std::string>, history::kNumEstimates>, kNumResources> fusion;
-  size_t fusion_censored_dropped = 0;              // OOM-censored memory labels left out
+  size_t fusion_censored_dropped = 0;              // OOM-censored labels left out (not label_exact)
 };
 
 }  // namespace peakcast::cascade

@@ -88,6 +88,11 @@ std::optional<double> raw_util(const Job& job, Resource r);
 // OUT_OF_MEMORY job -- host memory, or VRAM for a trace that records only a GPU peak for it.
 bool censored_for(const Job& job, Resource r);
 
+// Whether `job`'s (clipped) label for `r` is its exact value. A censored job ran into its limit,
+// the capacity: its utilization was at least 1, so with labels clipped at a cap <= 1 its label,
+// the cap, is exact after all; with a cap above 1 it is only a lower bound.
+bool label_exact(const Job& job, Resource r, double util_cap);
+
 // Fills util/valid/clipped/censored from the request and peaks. cap > 0 (default 1.0).
 // OUT_OF_MEMORY jobs are censored: their memory label is set to the cap (a lower bound) when
 // the request is known, even if no peak was recorded.

@@ -21,6 +21,8 @@ std::string render_csv(const EvalReport& report);
 //  "subgroups": {"exact_script": {"n", "mae", "mse", "rmse", "acc10"}, "user_only": {...},
 //  "none": {...}}, "routes": {...}}, ...], "choices": {...}, "notes": [...]}
 nlohmann::json to_json(const EvalReport& report);
+// What each learned method chose, {method: {key: value}} (the report's "choices").
+nlohmann::json choices_json(const EvalReport& report);
 nlohmann::json to_json(const ingest::ReadStats& stats);
 
 // Multi-line reader summary: read / skipped / labelled per resource / clipped / censored and

@@ -35,6 +35,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -138,8 +139,21 @@ using HistoryViews = std::array<HistoryView, kNumResources>;
 struct MeanSe {
   double mean = 0.0;
   double se = 0.0;
+  // Degrees of freedom behind se: n - 1, or clusters - 1 for clustered_mean_and_se.
+  double df = std::numeric_limits<double>::infinity();
 };
 MeanSe mean_and_se(std::span<const double> differences);
+// The same mean with a cluster-robust standard error (CR1: the squared sums of each cluster's
+// deviations, scaled by G/(G-1)), for differences that are not independent: jobs of one script
+// share its errors, so 100 jobs of 3 scripts are closer to 3 pieces of evidence than to 100.
+// `cluster[i]` names difference i's cluster. Equals mean_and_se when every difference is its
+// own cluster; se is +inf with fewer than two clusters (no evidence), {0, 0} for fewer than two
+// differences.
+MeanSe clustered_mean_and_se(std::span<const double> differences, std::span<const uint64_t> cluster);
+// How much wider a margin of z standard errors must be with only `df` degrees of freedom: the
+// ratio of Student's t to the normal 0.975 quantile (12.7/1.96 at df = 1, 1.04 at 30, -> 1).
+// A clustered standard error from a handful of clusters is itself noisy.
+double small_sample_factor(double df);
 
 // Chooses among kEstimates from their absolute errors on a block of jobs (one row per job, one
 // column per estimate, in kEstimates order): kCombined unless another estimate's mean error is
