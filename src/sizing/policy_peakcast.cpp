@@ -23,6 +23,9 @@
 #include <cmath>
 #include <deque>
 #include <vector>
+#include <cstdlib>
+#include <cstdio>
+#include <string>
 
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/policy.h"
@@ -67,11 +70,17 @@ struct Regression {
   }
 };
 
+enum Kind : int { kBound = 0, kMaxScore = 1, kMaxSeen = 2, kRequestKind = 3 };
 struct Candidate {
   Point point;
   OnlineBound bound;
   double waste = 0.0;  // prequential simulated waste, byte-ms
+  Kind kind = kBound;
+  bool capped = true;
+  double failures = 0.0;
+  double mult = 1.0;
 };
+double knob(const char* n, double d) { const char* v = std::getenv(n); return v ? std::atof(v) : d; }
 
 class PeakcastPolicy final : public SizingPolicy {
  public:
@@ -83,9 +92,29 @@ class PeakcastPolicy final : public SizingPolicy {
         bo.coverage = c;
         bo.scale = Scale::kRatio;
         bo.window = kBoundWindow;
-        candidates_.push_back({static_cast<Point>(p), OnlineBound(bo), 0.0});
+        candidates_.push_back({static_cast<Point>(p), OnlineBound(bo), 0.0, kBound, knob("PK_CAPB", 1) > 0, 0.0});
+      }
+      if (choose && knob("PK_MAXSCORE", 0) > 0) {
+        OnlineBoundOptions bo;
+        candidates_.push_back({static_cast<Point>(p), OnlineBound(bo), 0.0, kMaxScore, true, 0.0});
+        candidates_.push_back({static_cast<Point>(p), OnlineBound(bo), 0.0, kMaxScore, false, 0.0});
       }
     }
+    if (choose && knob("PK_CAUTIOUS", 0) > 0) {
+      OnlineBoundOptions bo;
+      candidates_.push_back({kMedianAll, OnlineBound(bo), 0.0, kMaxSeen, false, 0.0});
+      cautious_ = candidates_.size() - 1;
+      if (knob("PK_MAX2", 0) > 0) candidates_.push_back({kMedianAll, OnlineBound(bo), 0.0, kMaxSeen, false, 0.0, knob("PK_MAX2", 0)});
+      if (knob("PK_REQCAND", 0) > 0) candidates_.push_back({kRequest, OnlineBound(bo), 0.0, kRequestKind, false, 0.0});
+    }
+    max_score_.fill(0.0);
+    mode_ = static_cast<int>(knob("PK_CHOICE", 0));
+    fw_ = knob("PK_FW", kFailureWeight);
+    allow_ = knob("PK_ALLOW", 0);
+    price_c_ = knob("PK_C", 0);
+    retry_mode_ = static_cast<int>(knob("PK_RETRY", 0));
+    retry_f_ = knob("PK_RF", 2.0);
+    xcap_ = knob("PK_XCAP", 0);
   }
 
   double first(const TaskInfo& t) override {
@@ -96,6 +125,10 @@ class PeakcastPolicy final : public SizingPolicy {
     RecommendInput in;
     in.upper_bytes = issued_[best];
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
+    if (std::getenv("PK_DEBUG") && t.workload.find(std::getenv("PK_DEBUG")) != std::string::npos)
+      std::fprintf(stderr, "DBG n=%zu x=%.3g kind=%d pt=%d cov=%.3f cap=%d alloc=%.4g max=%.4g w=%.3g f=%.0f\n", ys_.size(), t.input_bytes,
+                   candidates_[best].kind, candidates_[best].point, candidates_[best].bound.options().coverage, candidates_[best].capped,
+                   issued_[best] / 1e9, max_y_ / 1e9, candidates_[best].waste / 3.6e15, candidates_[best].failures);
     return static_cast<double>(rule_(in).bytes);
   }
 
@@ -109,15 +142,28 @@ class PeakcastPolicy final : public SizingPolicy {
 
   void observe(const SimTask& t) override {
     const double y = t.peak_bytes;
+    if (std::getenv("PK_DEBUG") && pending_ && t.info.workload.find(std::getenv("PK_DEBUG")) != std::string::npos)
+      std::fprintf(stderr, "DBG   y=%.4g t=%.3gh\n", y / 1e9, t.runtime_ms / 3.6e6);
     if (!ys_.empty()) {
       if (!pending_) issue(t.info);
       for (size_t k = 0; k < candidates_.size(); ++k) {
-        candidates_[k].waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes);
-        candidates_[k].bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
+        int fails = 0;
+        candidates_[k].waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, &fails);
+        candidates_[k].failures += fails;
+        if (candidates_[k].kind == kBound)
+          candidates_[k].bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
       }
+      for (int p = 0; p < kNumPoints; ++p) if (raw_[p] > 0) max_score_[p] = std::max(max_score_[p], y / raw_[p]);
+      usage_ += y * t.runtime_ms;
+      ++scored_;
     }
     pending_ = false;
     ys_.push_back(y);
+    {
+      const auto at = std::upper_bound(sorted_y_.begin(), sorted_y_.end(), y) - sorted_y_.begin();
+      sorted_y_.insert(sorted_y_.begin() + at, y);
+      sorted_t_.insert(sorted_t_.begin() + at, t.runtime_ms);
+    }
     max_y_ = std::max(max_y_, y);
     recent_.push_back(y);
     if (recent_.size() > 5) recent_.pop_front();
@@ -131,26 +177,63 @@ class PeakcastPolicy final : public SizingPolicy {
   // After a failure at `failed`: the largest peak seen when it is above; else 1.2x (VPA's bump),
   // at most the request when the request is above the failure.
   double retry_upper(double failed, double request) const {
+    if (retry_mode_ == 2 && max_y_ > failed) return conditional_retry(failed);
+    if (retry_mode_ == 1) {
+      const double r = std::max(max_y_, retry_f_ * std::max(failed, 0.0));
+      return request > failed ? std::min(request, r) : r;
+    }
     if (max_y_ > failed) return max_y_;
     const double bump = 1.2 * std::max(failed, 0.0);
     return request > failed ? std::min(request, bump) : bump;
   }
-  // The candidate with the least simulated waste so far (the first of equals).
-  size_t choose() const {
-    size_t best = 0;
-    for (size_t k = 1; k < candidates_.size(); ++k) {
-      if (candidates_[k].waste < candidates_[best].waste) best = k;
+  // After a failure at `failed` below the largest peak seen: the retry r among the peaks seen
+  // above `failed` that would have cost least on the past tasks that needed more than `failed`
+  // (over-allocation if it held them, else r plus the largest peak's over-allocation and the
+  // failure price).
+  double conditional_retry(double failed) const {
+    const size_t lo = static_cast<size_t>(std::upper_bound(sorted_y_.begin(), sorted_y_.end(), failed) - sorted_y_.begin());
+    double st = 0, syt = 0;
+    for (size_t i = lo; i < sorted_y_.size(); ++i) { st += sorted_t_[i]; syt += sorted_y_[i] * sorted_t_[i]; }
+    const double lam = lambda();
+    double best = max_y_, best_cost = 1e300, pt = 0, pyt = 0;
+    for (size_t j = lo; j < sorted_y_.size(); ++j) {
+      pt += sorted_t_[j];
+      pyt += sorted_y_[j] * sorted_t_[j];
+      if (j + 1 < sorted_y_.size() && sorted_y_[j + 1] == sorted_y_[j]) continue;
+      const double r = sorted_y_[j];
+      const double n_above = static_cast<double>(sorted_y_.size() - 1 - j);
+      const double c = (r * pt - pyt) + (r + max_y_) * (st - pt) - (syt - pyt) + lam * n_above;
+      if (c < best_cost) { best_cost = c; best = r; }
     }
     return best;
   }
+  double lambda() const {
+    return mode_ == 3 ? price_c_ * 3.6e15 : scored_ ? price_c_ * usage_ / static_cast<double>(scored_) : 0.0;
+  }
+  // The candidate with the least simulated waste so far (the first of equals).
+  size_t choose() const {
+    const double lambda = mode_ == 3 ? price_c_ * 3.6e15 : scored_ ? price_c_ * usage_ / static_cast<double>(scored_) : 0.0;
+    auto score = [&](const Candidate& c) { return c.waste + (mode_ >= 2 ? lambda * c.failures : 0.0); };
+    const double limit = cautious_ < candidates_.size() ? candidates_[cautious_].failures + allow_ : 1e300;
+    size_t best = candidates_.size();
+    for (size_t k = 0; k < candidates_.size(); ++k) {
+      if (mode_ == 1 && candidates_[k].failures > limit) continue;
+      if (best == candidates_.size() || score(candidates_[k]) < score(candidates_[best])) best = k;
+    }
+    return best == candidates_.size() ? 0 : best;
+  }
   // The simulator's charge for allocation a when the task needs y for runtime t.
-  double cost(double a, double y, double t, double request) const {
+  double cost(double a, double y, double t, double request, int* fails) const {
     if (a >= y) return (a - y) * t;
-    double c = (1.0 + kFailureWeight) * std::max(a, 0.0) * t;
+    double c = (1.0 + fw_) * std::max(a, 0.0) * t;
+    ++*fails;
     double r = retry_upper(a, request);
+    if (r <= a) r = std::max(2.0 * a, 1048576.0);
     while (r < y) {
-      c += (1.0 + kFailureWeight) * r * t;
-      r = retry_upper(r, request);
+      c += (1.0 + fw_) * r * t;
+      ++*fails;
+      const double n = retry_upper(r, request);
+      r = n <= r ? std::max(2.0 * r, 1048576.0) : n;
     }
     return c + (r - y) * t;
   }
@@ -183,12 +266,20 @@ class PeakcastPolicy final : public SizingPolicy {
   void issue(const TaskInfo& t) {
     std::array<double, kNumPoints> p{};
     for (int k = 0; k < kNumPoints; ++k) p[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes);
+    raw_ = p;
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
-      points_[k] = p[candidates_[k].point];
-      issued_[k] = candidates_[k].bound.upper(history::Level::kExactScript, points_[k]);
-      issued_[k] = std::min(issued_[k], max_y_);  // never above the largest peak the type has shown
+      const Candidate& c = candidates_[k];
+      points_[k] = p[c.point];
+      switch (c.kind) {
+        case kBound: issued_[k] = c.bound.upper(history::Level::kExactScript, points_[k]); break;
+        case kMaxScore: issued_[k] = max_score_[c.point] > 0 ? points_[k] * max_score_[c.point] : max_y_; break;
+        case kMaxSeen: issued_[k] = max_y_ * c.mult; break;
+        case kRequestKind: issued_[k] = t.request_bytes > 0 ? t.request_bytes : max_y_; break;
+      }
+      if (c.capped) issued_[k] = std::min(issued_[k], max_y_);  // never above the largest peak the type has shown
+      else if (xcap_ > 0) issued_[k] = std::min(issued_[k], std::max(max_y_, xcap_ * points_[k]));
     }
     pending_ = true;
   }
@@ -196,8 +287,13 @@ class PeakcastPolicy final : public SizingPolicy {
   RecommendRule rule_;
   std::vector<Candidate> candidates_;
   std::vector<double> points_, issued_;
+  std::array<double, kNumPoints> raw_{}, max_score_{};
+  size_t cautious_ = static_cast<size_t>(-1);
+  int mode_ = 0, retry_mode_ = 0;
+  double xcap_ = 0.0, fw_ = 1.0, allow_ = 0.0, price_c_ = 0.0, retry_f_ = 2.0, usage_ = 0.0;
+  size_t scored_ = 0;
   bool pending_ = false;
-  std::vector<double> ys_;
+  std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> logx_;
   double max_y_ = 0.0;
