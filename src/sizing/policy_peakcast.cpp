@@ -2,9 +2,10 @@
 //
 // Point predictions, each from the type's completed tasks only: the history experts (the median
 // of all peaks; the median of the last 5, which follows drift in event time), four on the input
-// size (least squares of the peak on it, of log peak on log input, the median peak of the 5 and
-// of the sqrt(n) tasks with the nearest log input: a narrow and a wide k-nearest-inputs model,
-// as Sizey grid-searches k), and the task's own request (the bound then learns the
+// size (least squares of the peak on it, of log peak on log input; the median peak of the 5
+// tasks with the nearest log input, and the median, upper quartile and largest peak of the
+// sqrt(n) nearest: a narrow and a wide k-nearest-inputs model, as Sizey grid-searches k, and the
+// wide one's local spread), and the task's own request (the bound then learns the
 // peak-to-request ratio: Nextflow raises a request on retry, Java tools size their heap from it).
 //
 // Candidates (allocations) built on them:
@@ -45,7 +46,7 @@ namespace {
 
 constexpr std::array<double, 9> kCoverages = {0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999};
 enum Point : int {
-  kMedianAll = 0, kMedian5, kLinear, kLogLinear, kNeighbours, kNeighboursWide, kRequest, kNumPoints
+  kMedianAll = 0, kMedian5, kLinear, kLogLinear, kNeighbours, kNeighboursWide, kRequest, kNeighboursUpper, kNeighboursLargest, kNumPoints
 };
 enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kLargest, kTwiceLargest, kAsRequested };
 constexpr size_t kNeighbourCount = 5;
@@ -237,17 +238,22 @@ class PeakcastPolicy final : public SizingPolicy {
       case kMedian5: return median_of(std::vector<double>(recent_.begin(), recent_.end()));
       case kLinear: return std::max(linear_.at(std::max(x, 0.0)), floor);
       case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), floor);
-      case kNeighbours: return neighbours(x, kNeighbourCount);
+      case kNeighbours: return neighbours(x, kNeighbourCount, 0.5);
       case kNeighboursWide: {
         const auto k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
-        return neighbours(x, std::max(k, kNeighbourCount));
+        return neighbours(x, std::max(k, kNeighbourCount), 0.5);
       }
       case kRequest: return request > 0 ? request : median_of(ys_);
+      case kNeighboursUpper:
+      case kNeighboursLargest: {
+        const auto k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
+        return neighbours(x, std::max(k, kNeighbourCount), p == kNeighboursUpper ? 0.75 : 1.0);
+      }
       default: return max_y_;
     }
   }
   // The median peak of the k tasks whose log input is nearest.
-  double neighbours(double x, size_t k) const {
+  double neighbours(double x, size_t k, double q) const {
     const double lx = std::log1p(std::max(x, 0.0));
     std::vector<std::pair<double, double>> d;
     d.reserve(ys_.size());
@@ -256,7 +262,9 @@ class PeakcastPolicy final : public SizingPolicy {
     std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(m), d.end());
     std::vector<double> near;
     for (size_t i = 0; i < m; ++i) near.push_back(d[i].second);
-    return median_of(near);
+    if (q == 0.5) return median_of(near);
+    std::sort(near.begin(), near.end());
+    return near.empty() ? 0.0 : near[static_cast<size_t>(std::ceil(q * static_cast<double>(near.size()))) - 1];
   }
   double allocation(const Candidate& c, double pt, double request) const {
     const double ratio = max_ratio_[c.point] > 0 ? pt * max_ratio_[c.point] : max_y_;
