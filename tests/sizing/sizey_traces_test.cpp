@@ -67,7 +67,7 @@ TEST_P(SizeyTrace, DeterministicBaselinesMatchTheNotesTableAtSeed1996) {
 
 // Issue 10's acceptance: peakcast's waste at most 0.75x the best baseline's (the least waste
 // among the baselines, summed over the seeds) with no more failures than that baseline.
-// Measured (docs/sizing.md): 0.70 / 0.38 / 0.72 of the best baseline's waste with 29 / 2 / 188
+// Measured (docs/sizing.md): 0.71 / 0.37 / 0.70 of the best baseline's waste with 27 / 2 / 178
 // failures per seed against 38 / 14 / 713 on chipseq / eager / mag.
 TEST_P(SizeyTrace, PeakcastMeetsTheAcceptanceAgainstTheBestBaseline) {
   const auto tasks = load(GetParam());
