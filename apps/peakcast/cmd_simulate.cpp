@@ -21,6 +21,7 @@ struct SimulateArgs {
   std::string config;
   uint32_t seed = 1996;
   uint32_t seeds = 1;
+  double failure_price_gbh = 0.0;
   bool per_workload = false;
 };
 
@@ -66,9 +67,11 @@ int run_simulate(const SimulateArgs& a) {
   auto policies = parse_policies(a.policies);
   if (!policies) return fail(policies.status());
   if (a.seeds == 0) return fail(Status::invalid("--seeds: must be at least 1"));
+  if (!(a.failure_price_gbh >= 0.0)) return fail(Status::invalid("--failure-price: must be >= 0 GBh"));
   sizing::SimulateOptions o;
   o.protocol = *protocol;
   o.policies = *policies;
+  o.policy.failure_price = a.failure_price_gbh * 1e9 * 3.6e6;  // GB x h -> byte x ms
   if (!a.config.empty()) {
     auto cfg = sizing::load_recommend_config(a.config);
     if (!cfg) return fail(cfg.status());
@@ -144,6 +147,10 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--config", a->config,
                   "Recommendation-rule settings (JSON, docs/sizing.md) for the peakcast policies; "
                   "default: no margin, 1 MiB granularity, no floor, capped at the preset request");
+  cmd->add_option("--failure-price", a->failure_price_gbh,
+                  "peakcast's price of one failed attempt in GBh, weighed against waste when it "
+                  "chooses an allocation (default 0: the mean memory x run time of the tasks known "
+                  "before the replay, i.e. a failure costs an average task)");
   cmd->add_flag("--per-workload", a->per_workload, "Also print each task type's line");
   cmd->add_option("--json", a->json, "Also write the results as JSON to FILE ('-' = stdout)");
   cmd->callback([a, &exit_code] { exit_code = run_simulate(*a); });

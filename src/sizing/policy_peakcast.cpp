@@ -1,27 +1,41 @@
 // peakcast's sizing policy: what the daemon would recommend for a task type, replayed.
 //
-// Point predictions (candidates), each from the type's completed tasks only: the history
-// experts at the process level (the median of all peaks; the median of the last 5, which follows
-// drift in event time), three on the input size (least squares of the peak on it, of log peak on
-// log input, and the median peak of the 5 tasks with the nearest log input), and the task's own
-// request (the bound then learns the peak-to-request ratio: Nextflow raises a request on retry,
-// and tools such as Java's size their heap from it). Each point feeds an OnlineBound (adaptive
-// conformal, ratio scale) at each coverage of a grid from 0.7 to 0.999; a bound is never above
-// the largest peak the type has shown. Every candidate (point x coverage) is scored
-// prequentially: its allocation for each completed task, made before that task's outcome was
-// known, is charged as the simulator charges it (over-allocation, or the failed attempt plus the
-// retry's excess; a failed attempt weighted 1 + kFailureWeight). The candidate with the least
-// charge so far answers: the coverage (and the point) chosen online by waste, as Sizey chooses
-// its offset, on completed tasks only. The answer goes through the recommendation rule
-// (recommend_request: capped at the request, rounded up). Retry: the largest peak seen when that
-// is above the failed allocation, else 1.2x; through the rule's OOM step (never at or below the
-// failed allocation). A type with no completed task gets its request.
-// The constants (grid, window, neighbours, failure weight) were set once across chipseq, eager
-// and mag under Sizey's protocol (docs/sizing.md lists what was compared).
+// Point predictions, each from the type's completed tasks only: the history experts (the median
+// of all peaks; the median of the last 5, which follows drift in event time), four on the input
+// size (least squares of the peak on it, of log peak on log input; the median peak of the 5
+// tasks with the nearest log input, and the median, upper quartile and largest peak of the
+// sqrt(n) nearest: a narrow and a wide k-nearest-inputs model, as Sizey grid-searches k, and the
+// wide one's local spread), and the task's own request (the bound then learns the
+// peak-to-request ratio: Nextflow raises a request on retry, Java tools size their heap from it).
+//
+// Candidates (allocations) built on them:
+//  - each point x an OnlineBound (adaptive conformal, ratio scale) at coverages 0.7 ... 0.999,
+//    never above the largest peak the type has shown;
+//  - each point x the largest ratio peak/point seen (a conformal bound at coverage n/(n+1): on
+//    exchangeable tasks it fails about as rarely as max_so_far, but around a point that follows
+//    the input), once capped at the largest peak and once not (a point that grows with the input
+//    may then lead the largest peak before a new record arrives);
+//  - cautious ones: the largest peak seen, twice it, and the request.
+// Every candidate is scored prequentially: its allocation for each completed task, made before
+// that outcome was known, charged as the simulator charges it (over-allocation, or each failed
+// attempt plus the retry's excess), and its failed attempts counted. The candidate with the
+// least waste + price x failures so far answers, through the recommendation rule
+// (recommend_request: capped at the request, rounded up). The price of a failed attempt is the
+// site's (PolicyOptions::failure_price): what an average task costs in memory x time, so a type
+// whose tasks are cheap does not fail to save nothing, and a type whose tasks are dear fails
+// only where that saves more than the failure costs.
+//
+// Retry after a failure at f: below the largest peak seen, the allocation among the peaks seen
+// above f that would have cost least on the past tasks that needed more than f (Tovar's first
+// allocation, conditioned on the failure: over-allocation when it holds, else a second failure,
+// priced, and the largest peak); at or above the largest peak, 1.2 f (VPA's bump). Through the
+// rule's OOM step (never at or below the failed allocation). A type with fewer than 10 completed
+// tasks gets its request.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <vector>
 
 #include "peakcast/sizing/online_bound.h"
@@ -31,12 +45,13 @@ namespace peakcast::sizing {
 namespace {
 
 constexpr std::array<double, 9> kCoverages = {0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999};
-enum Point : int { kMedianAll = 0, kMedian5 = 1, kLinear = 2, kLogLinear = 3, kNeighbours = 4, kRequest = 5, kNumPoints = 6 };
-// A failed attempt counts (1 + kFailureWeight) times its GB x h when candidates are compared:
-// it also costs the user a rerun's delay. Compared 0, 0.5, 1, 3, 10 across the three traces.
-constexpr double kFailureWeight = 1.0;
+enum Point : int {
+  kMedianAll = 0, kMedian5, kLinear, kLogLinear, kNeighbours, kNeighboursWide, kRequest, kNeighboursUpper, kNeighboursLargest, kNumPoints
+};
+enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kLargest, kTwiceLargest, kAsRequested };
 constexpr size_t kNeighbourCount = 5;
 constexpr size_t kBoundWindow = 500;
+constexpr double kRecordBump = 1.2;  // retry at or above the largest peak seen: VPA's x1.2
 // Fewer completed tasks than this: the request. In event time the first tasks of a type to
 // complete are the quick ones, which tend to be the small ones: a bound from them fails.
 constexpr size_t kMinHistory = 10;
@@ -68,23 +83,36 @@ struct Regression {
 };
 
 struct Candidate {
+  Kind kind;
   Point point;
-  OnlineBound bound;
-  double waste = 0.0;  // prequential simulated waste, byte-ms
+  OnlineBound bound;     // kBound only
+  double waste = 0.0;    // prequential simulated waste, byte x ms
+  double failures = 0.0; // prequential failed attempts
 };
+
+OnlineBound ratio_bound(double coverage) {
+  OnlineBoundOptions bo;
+  bo.coverage = coverage;
+  bo.scale = Scale::kRatio;
+  bo.window = kBoundWindow;
+  return OnlineBound(bo);
+}
 
 class PeakcastPolicy final : public SizingPolicy {
  public:
-  PeakcastPolicy(const PolicyOptions& o, bool choose) : rule_(o.recommend) {
+  PeakcastPolicy(const PolicyOptions& o, bool choose) : rule_(o.recommend), price_(o.failure_price) {
+    if (!choose) {  // peakcast_fixed90: the median expert's 0.90 bound
+      candidates_.push_back({Kind::kBound, kMedianAll, ratio_bound(0.9)});
+      return;
+    }
     for (int p = 0; p < kNumPoints; ++p) {
-      for (double c : kCoverages) {
-        if (!choose && (p != kMedianAll || c != 0.9)) continue;
-        OnlineBoundOptions bo;
-        bo.coverage = c;
-        bo.scale = Scale::kRatio;
-        bo.window = kBoundWindow;
-        candidates_.push_back({static_cast<Point>(p), OnlineBound(bo), 0.0});
-      }
+      const auto pt = static_cast<Point>(p);
+      for (double c : kCoverages) candidates_.push_back({Kind::kBound, pt, ratio_bound(c)});
+      candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
+      candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
+    }
+    for (Kind k : {Kind::kLargest, Kind::kTwiceLargest, Kind::kAsRequested}) {
+      candidates_.push_back({k, kMedianAll, ratio_bound(0.9)});
     }
   }
 
@@ -92,9 +120,8 @@ class PeakcastPolicy final : public SizingPolicy {
     if (ys_.size() < kMinHistory && t.request_bytes > 0) return t.request_bytes;
     if (ys_.empty()) return t.request_bytes;
     issue(t);
-    const size_t best = choose();
     RecommendInput in;
-    in.upper_bytes = issued_[best];
+    in.upper_bytes = issued_[choose()];
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
     return static_cast<double>(rule_(in).bytes);
   }
@@ -109,15 +136,13 @@ class PeakcastPolicy final : public SizingPolicy {
 
   void observe(const SimTask& t) override {
     const double y = t.peak_bytes;
-    if (!ys_.empty()) {
-      if (!pending_) issue(t.info);
-      for (size_t k = 0; k < candidates_.size(); ++k) {
-        candidates_[k].waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes);
-        candidates_[k].bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
-      }
-    }
+    if (!ys_.empty()) score_candidates(t);
     pending_ = false;
     ys_.push_back(y);
+    const auto at = std::upper_bound(sorted_y_.begin(), sorted_y_.end(), y) - sorted_y_.begin();
+    sorted_y_.insert(sorted_y_.begin() + at, y);
+    sorted_t_.insert(sorted_t_.begin() + at, t.runtime_ms);
+    usage_ += y * t.runtime_ms;
     max_y_ = std::max(max_y_, y);
     recent_.push_back(y);
     if (recent_.size() > 5) recent_.pop_front();
@@ -128,31 +153,83 @@ class PeakcastPolicy final : public SizingPolicy {
   }
 
  private:
-  // After a failure at `failed`: the largest peak seen when it is above; else 1.2x (VPA's bump),
-  // at most the request when the request is above the failure.
-  double retry_upper(double failed, double request) const {
-    if (max_y_ > failed) return max_y_;
-    const double bump = 1.2 * std::max(failed, 0.0);
-    return request > failed ? std::min(request, bump) : bump;
+  // Each candidate's charge for the allocation it issued before this outcome was known.
+  void score_candidates(const SimTask& t) {
+    const double y = t.peak_bytes;
+    if (!pending_) issue(t.info);
+    for (size_t k = 0; k < candidates_.size(); ++k) {
+      Candidate& c = candidates_[k];
+      c.waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, c.failures);
+      if (c.kind == Kind::kBound) {
+        c.bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
+      }
+    }
+    for (int p = 0; p < kNumPoints; ++p) {
+      if (raw_[p] > 0) max_ratio_[p] = std::max(max_ratio_[p], y / raw_[p]);
+    }
   }
-  // The candidate with the least simulated waste so far (the first of equals).
-  size_t choose() const {
-    size_t best = 0;
-    for (size_t k = 1; k < candidates_.size(); ++k) {
-      if (candidates_[k].waste < candidates_[best].waste) best = k;
+  // The price of one failed attempt, byte x ms: the site's, else this type's mean task.
+  double price() const {
+    if (price_ > 0) return price_;
+    return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size());
+  }
+  double retry_upper(double failed, double request) const {
+    const double r = max_y_ > failed ? conditional_retry(failed) : kRecordBump * std::max(failed, 0.0);
+    return request > failed ? std::min(request, r) : r;
+  }
+  // Among the peaks seen above `failed`: the one that would have cost least on the past tasks
+  // that needed more than `failed` (over-allocation if it held them, else a priced second
+  // failure and the largest peak's over-allocation). O(n) with running sums.
+  double conditional_retry(double failed) const {
+    const auto lo = static_cast<size_t>(
+        std::upper_bound(sorted_y_.begin(), sorted_y_.end(), failed) - sorted_y_.begin());
+    double st = 0, syt = 0;
+    for (size_t i = lo; i < sorted_y_.size(); ++i) {
+      st += sorted_t_[i];
+      syt += sorted_y_[i] * sorted_t_[i];
+    }
+    const double lam = price();
+    double best = max_y_, best_cost = std::numeric_limits<double>::infinity(), pt = 0, pyt = 0;
+    for (size_t j = lo; j < sorted_y_.size(); ++j) {
+      pt += sorted_t_[j];
+      pyt += sorted_y_[j] * sorted_t_[j];
+      if (j + 1 < sorted_y_.size() && sorted_y_[j + 1] == sorted_y_[j]) continue;
+      const double r = sorted_y_[j];
+      const auto above = static_cast<double>(sorted_y_.size() - 1 - j);
+      const double c = (r * pt - pyt) + (r + max_y_) * (st - pt) - (syt - pyt) + lam * above;
+      if (c < best_cost) {
+        best_cost = c;
+        best = r;
+      }
     }
     return best;
   }
-  // The simulator's charge for allocation a when the task needs y for runtime t.
-  double cost(double a, double y, double t, double request) const {
-    if (a >= y) return (a - y) * t;
-    double c = (1.0 + kFailureWeight) * std::max(a, 0.0) * t;
-    double r = retry_upper(a, request);
-    while (r < y) {
-      c += (1.0 + kFailureWeight) * r * t;
-      r = retry_upper(r, request);
+  // The candidate with the least waste + price x failures so far (the first of equals).
+  size_t choose() const {
+    const double lam = price();
+    size_t best = 0;
+    double best_score = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < candidates_.size(); ++k) {
+      const double s = candidates_[k].waste + lam * candidates_[k].failures;
+      if (s < best_score) {
+        best_score = s;
+        best = k;
+      }
     }
-    return c + (r - y) * t;
+    return best;
+  }
+  // The simulator's charge for allocation a when the task needs y for runtime t (retries by
+  // this policy's rule); adds the failed attempts to `failures`.
+  double cost(double a, double y, double t, double request, double& failures) const {
+    if (a >= y) return (a - y) * t;
+    double c = 0.0;
+    while (a < y) {
+      c += std::max(a, 0.0) * t;
+      failures += 1;
+      const double r = retry_upper(a, request);
+      a = r > a ? r : std::max(2.0 * a, 1048576.0);  // as the simulator does when a retry does not grow
+    }
+    return c + (a - y) * t;
   }
   double point(Point p, double x, double request) const {
     const double floor = 0.05 * max_y_ + 1.0;  // a regression may extrapolate below zero
@@ -161,14 +238,22 @@ class PeakcastPolicy final : public SizingPolicy {
       case kMedian5: return median_of(std::vector<double>(recent_.begin(), recent_.end()));
       case kLinear: return std::max(linear_.at(std::max(x, 0.0)), floor);
       case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), floor);
-      case kNeighbours: return neighbours(x);
+      case kNeighbours: return neighbours(x, kNeighbourCount, 0.5);
+      case kNeighboursWide: {
+        const auto k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
+        return neighbours(x, std::max(k, kNeighbourCount), 0.5);
+      }
       case kRequest: return request > 0 ? request : median_of(ys_);
+      case kNeighboursUpper:
+      case kNeighboursLargest: {
+        const auto k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
+        return neighbours(x, std::max(k, kNeighbourCount), p == kNeighboursUpper ? 0.75 : 1.0);
+      }
       default: return max_y_;
     }
   }
-  // The median peak of the kNeighbours tasks whose log input is nearest.
-  double neighbours(double x) const {
-    const size_t k = kNeighbourCount;
+  // The median peak of the k tasks whose log input is nearest.
+  double neighbours(double x, size_t k, double q) const {
     const double lx = std::log1p(std::max(x, 0.0));
     std::vector<std::pair<double, double>> d;
     d.reserve(ys_.size());
@@ -177,30 +262,45 @@ class PeakcastPolicy final : public SizingPolicy {
     std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(m), d.end());
     std::vector<double> near;
     for (size_t i = 0; i < m; ++i) near.push_back(d[i].second);
-    return median_of(near);
+    if (q == 0.5) return median_of(near);
+    std::sort(near.begin(), near.end());
+    return near.empty() ? 0.0 : near[static_cast<size_t>(std::ceil(q * static_cast<double>(near.size()))) - 1];
   }
-  // Each candidate's point and bound for this task, before its outcome.
+  double allocation(const Candidate& c, double pt, double request) const {
+    const double ratio = max_ratio_[c.point] > 0 ? pt * max_ratio_[c.point] : max_y_;
+    switch (c.kind) {
+      case Kind::kBound:  // never above the largest peak the type has shown
+        return std::min(c.bound.upper(history::Level::kExactScript, pt), max_y_);
+      case Kind::kMaxRatioCapped: return std::min(ratio, max_y_);
+      case Kind::kMaxRatio: return ratio;
+      case Kind::kLargest: return max_y_;
+      case Kind::kTwiceLargest: return 2.0 * max_y_;
+      case Kind::kAsRequested: return request > 0 ? request : max_y_;
+    }
+    return max_y_;
+  }
+  // Each candidate's point and allocation for this task, before its outcome.
   void issue(const TaskInfo& t) {
-    std::array<double, kNumPoints> p{};
-    for (int k = 0; k < kNumPoints; ++k) p[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes);
+    for (int k = 0; k < kNumPoints; ++k) raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes);
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
-      points_[k] = p[candidates_[k].point];
-      issued_[k] = candidates_[k].bound.upper(history::Level::kExactScript, points_[k]);
-      issued_[k] = std::min(issued_[k], max_y_);  // never above the largest peak the type has shown
+      points_[k] = raw_[candidates_[k].point];
+      issued_[k] = allocation(candidates_[k], points_[k], t.request_bytes);
     }
     pending_ = true;
   }
 
   RecommendRule rule_;
+  double price_ = 0.0;
   std::vector<Candidate> candidates_;
   std::vector<double> points_, issued_;
+  std::array<double, kNumPoints> raw_{}, max_ratio_{};
   bool pending_ = false;
-  std::vector<double> ys_;
+  std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> logx_;
-  double max_y_ = 0.0;
+  double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;
 };
 

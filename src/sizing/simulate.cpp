@@ -22,7 +22,14 @@ Result<PolicyPtr> fresh(const std::string& name, const SimulateOptions& o) {
 // Sizey's protocol for one policy: per task type, a fresh policy warmed on ~30% of the tasks
 // (the split's history, in its order), then the rest online in the permutation's order.
 Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::string& name,
-                               const SimulateOptions& o, size_t& done, size_t total) {
+                               SimulateOptions o, size_t& done, size_t total) {
+  if (o.policy.failure_price <= 0) {
+    std::vector<SimTask> known;
+    for (const TaskType& tt : types) {
+      for (size_t i : sizey_split(o.seed, tt.tasks.size()).warm) known.push_back(tt.tasks[i]);
+    }
+    o.policy.failure_price = mean_memory_time(known);
+  }
   PolicyResult r;
   r.policy = name;
   r.seed = o.seed;
@@ -49,7 +56,7 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
 // scored task, every task that completed before its submission has been observed by its
 // type's policy (a type first seen gets a fresh policy).
 Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::string& name,
-                                const SimulateOptions& o, size_t& done, size_t total) {
+                                SimulateOptions o, size_t& done, size_t total) {
   std::vector<size_t> by_submit(tasks.size()), by_end(tasks.size());
   std::iota(by_submit.begin(), by_submit.end(), 0);
   std::iota(by_end.begin(), by_end.end(), 0);
@@ -59,6 +66,13 @@ Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::st
                    [&](size_t a, size_t b) { return tasks[a].end_ms < tasks[b].end_ms; });
   const auto first_test = static_cast<size_t>(
       std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
+  if (o.policy.failure_price <= 0 && first_test < by_submit.size()) {
+    std::vector<SimTask> known;  // completed before the first scored submission
+    for (const SimTask& t : tasks) {
+      if (t.end_ms < tasks[by_submit[first_test]].info.submit_ms) known.push_back(t);
+    }
+    o.policy.failure_price = mean_memory_time(known);
+  }
   std::map<std::string, PolicyPtr> policies;
   std::map<std::string, Tally> tallies;
   auto policy_for = [&](const std::string& w) -> Result<SizingPolicy*> {
@@ -101,6 +115,13 @@ Result<Protocol> parse_protocol(const std::string& name) {
   if (name == "sizey") return Protocol::kSizey;
   if (name == "chrono") return Protocol::kChrono;
   return Status::invalid("--protocol: '" + name + "' is not a protocol (sizey, chrono)");
+}
+
+double mean_memory_time(const std::vector<SimTask>& tasks) {
+  if (tasks.empty()) return 0.0;
+  double sum = 0.0;
+  for (const SimTask& t : tasks) sum += t.peak_bytes * t.runtime_ms;
+  return sum / static_cast<double>(tasks.size());
 }
 
 void Tally::add(const Tally& o) {

@@ -85,6 +85,11 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   r = run("simulate " + trace_ + " --protocol random");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("--protocol"), std::string::npos) << r.out;
+  r = run("simulate " + trace_ + " --failure-price -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--failure-price: must be >= 0 GBh"), std::string::npos) << r.out;
+  r = run("simulate " + trace_ + " --policies peakcast --failure-price 0.5");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   r = run("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);
   r = run("simulate --help");

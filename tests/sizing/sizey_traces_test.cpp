@@ -1,7 +1,7 @@
 // On the nf-core traces of the Sizey paper in ../shared/data (chipseq, eager, mag), Sizey's
 // protocol: the task types the notes count, the deterministic baselines against the notes' table
-// (seed 1996), and peakcast against the best baseline over three seeds. Skips when the data is
-// absent.
+// (seed 1996), and issue 10's acceptance for peakcast over seeds 1996-2005. Skips when the data
+// is absent.
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -19,7 +19,7 @@ const std::string kNextflow = PEAKCAST_SOURCE_DIR "/../shared/data/nextflow/";
 const std::vector<std::string> kBaselines = {"presets", "witt_p95", "witt_lr_std", "witt_lr_stdunder",
                                              "tovar", "max_so_far", "vpa"};
 constexpr uint32_t kFirstSeed = 1996;
-constexpr uint32_t kSeeds = 3;
+constexpr uint32_t kSeeds = 10;  // 1996 .. 2005, as docs/sizing.md reports
 
 std::vector<SimTask> load(const std::string& wf) {
   auto trace = ingest::read_trace(kNextflow + "trace_" + wf + ".csv");
@@ -65,11 +65,11 @@ TEST_P(SizeyTrace, DeterministicBaselinesMatchTheNotesTableAtSeed1996) {
   EXPECT_EQ(out->results[1].total.failures, static_cast<size_t>(n[3]));
 }
 
-// Issue 10's acceptance asks for peakcast's waste <= 0.75x the best baseline's with no more
-// failures than it. Measured (docs/sizing.md): waste 0.41-0.78x on these traces, but more
-// failures than max_so_far, the best baseline on chipseq and eager. This test asserts what holds
-// -- at most 0.8x the best baseline's waste on each trace -- and prints the comparison.
-TEST_P(SizeyTrace, PeakcastWastesAtMostFourFifthsOfTheBestBaseline) {
+// Issue 10's acceptance: peakcast's waste at most 0.75x the best baseline's (the least waste
+// among the baselines, summed over the seeds) with no more failures than that baseline.
+// Measured (docs/sizing.md): 0.71 / 0.37 / 0.70 of the best baseline's waste with 27 / 2 / 178
+// failures per seed against 38 / 14 / 713 on chipseq / eager / mag.
+TEST_P(SizeyTrace, PeakcastMeetsTheAcceptanceAgainstTheBestBaseline) {
   const auto tasks = load(GetParam());
   std::map<std::string, Tally> sum;
   for (uint32_t s = kFirstSeed; s < kFirstSeed + kSeeds; ++s) {
@@ -89,7 +89,8 @@ TEST_P(SizeyTrace, PeakcastWastesAtMostFourFifthsOfTheBestBaseline) {
   std::printf("%s over %u seeds: peakcast %.1f GBh / %zu failures; best baseline %s %.1f GBh / %zu failures (ratio %.2f)\n",
               GetParam().c_str(), kSeeds, pk.waste_gbh, pk.failures, best.c_str(), sum[best].waste_gbh,
               sum[best].failures, pk.waste_gbh / sum[best].waste_gbh);
-  EXPECT_LE(pk.waste_gbh, 0.8 * sum[best].waste_gbh) << "best baseline " << best;
+  EXPECT_LE(pk.waste_gbh, 0.75 * sum[best].waste_gbh) << "best baseline " << best;
+  EXPECT_LE(pk.failures, sum[best].failures) << "best baseline " << best;
 }
 
 INSTANTIATE_TEST_SUITE_P(NfCore, SizeyTrace, ::testing::Values("chipseq", "eager", "mag"));

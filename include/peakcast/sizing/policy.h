@@ -31,6 +31,10 @@ class SizingPolicy {
 
 struct PolicyOptions {
   RecommendConfig recommend = simulate_recommend_config();
+  // peakcast's price of one failed attempt, byte x ms, weighed against waste when it chooses
+  // among its candidates and its retry. simulate sets it to the site's mean memory x time per
+  // task (site_failure_price); 0 = the type's own mean over its completed tasks.
+  double failure_price = 0.0;
   // The default settings of the recommendation rule in replay: no margin (the coverage is
   // chosen on the history), 1 MiB granularity, no floor, capped at the preset request.
   static RecommendConfig simulate_recommend_config();

@@ -61,6 +61,12 @@ struct SimulateOutput {
   std::vector<std::string> notes;      // task types left out and why, protocol facts
 };
 
+// The mean memory x time (peak x run time, byte x ms) of `tasks`; 0 for none. simulate prices
+// peakcast's failed attempts at this mean over the tasks known before the replay starts (Sizey:
+// every type's warm-start tasks; chrono: those completed before the first scored submission)
+// unless options.policy.failure_price is set: a failure costs the site an average task.
+double mean_memory_time(const std::vector<SimTask>& tasks);
+
 // `tasks` from tasks_from_jobs(jobs, protocol == kSizey).
 Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const SimulateOptions& options);
 

@@ -1,0 +1,150 @@
+// peakcast's sizing policy: the retry conditioned on the failure (by hand), the site's failure
+// price steering the choice among candidates, and simulate's default price.
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "peakcast/sizing/simulate.h"
+
+namespace peakcast::sizing {
+namespace {
+
+constexpr double kGiB = 1073741824.0;  // a multiple of the 1 MiB granularity: no rounding
+constexpr double kHourMs = 3.6e6;
+
+SimTask task(double peak, double runtime_ms, double input = 0, double request = 0) {
+  SimTask t;
+  t.info.workload = "ALIGN";
+  t.info.input_bytes = input;
+  t.info.request_bytes = request;
+  t.peak_bytes = peak;
+  t.runtime_ms = runtime_ms;
+  return t;
+}
+
+std::unique_ptr<SizingPolicy> peakcast_priced(double price) {
+  PolicyOptions o;
+  o.failure_price = price;
+  auto p = make_policy("peakcast", o);
+  EXPECT_TRUE(p.ok());
+  return p ? std::move(*p) : nullptr;
+}
+
+// Peaks 1, 1, 1, 5, 5, 9 GiB, 1 h each. After a failure at 2 GiB the tasks that needed more are
+// 5, 5, 9. Retry at 5: over 0 + 0, and the 9 fails once more (5 GiB h) then gets 9 (0): 5 GiB h
+// + one price. Retry at 9: over 4 + 4 = 8 GiB h. So 5 while a failure is priced under 3 GiB h,
+// 9 above.
+TEST(PeakcastRetry, ConditionedOnTheFailureByHand) {
+  for (double price_gibh : {0.5, 2.0, 4.0, 100.0}) {
+    auto p = peakcast_priced(price_gibh * kGiB * kHourMs);
+    for (double y : {1.0, 1.0, 1.0, 5.0, 5.0, 9.0}) p->observe(task(y * kGiB, kHourMs));
+    const double expected = price_gibh < 3.0 ? 5 * kGiB : 9 * kGiB;
+    EXPECT_DOUBLE_EQ(p->retry({}, 2 * kGiB, 1), expected) << "price " << price_gibh << " GiB h";
+    // At or above the largest peak seen (a new record): x1.2.
+    EXPECT_DOUBLE_EQ(p->retry({}, 10 * kGiB, 1), 12 * kGiB) << "price " << price_gibh << " GiB h";
+  }
+}
+
+// When failures are dear, a retry below the largest peak seen goes to it: a task whose peak is
+// not a new record never fails twice.
+TEST(PeakcastRetry, DearFailuresNeverFailTwiceBelowTheLargestPeak) {
+  std::mt19937 g(11);
+  std::lognormal_distribution<double> peak(std::log(4 * kGiB), 0.5);
+  std::uniform_real_distribution<double> runtime(60e3, 3 * kHourMs);
+  auto p = peakcast_priced(1e24);
+  double largest = 0;
+  for (int i = 0; i < 300; ++i) {
+    const SimTask t = task(std::round(peak(g) / 1048576.0) * 1048576.0, runtime(g));
+    largest = std::max(largest, t.peak_bytes);
+    p->observe(t);
+    if (i % 10) continue;
+    for (double f = 0.1; f < 1.0; f += 0.1) {
+      EXPECT_GE(p->retry({}, f * largest, 1), largest) << "after " << i + 1 << " tasks, failed at " << f;
+    }
+  }
+}
+
+// One task type replayed as Sizey's protocol does (30% warm, then online), by a policy.
+Tally replay(SizingPolicy& p, const std::vector<SimTask>& tasks) {
+  Tally tally;
+  const size_t warm = tasks.size() * 3 / 10;
+  for (size_t i = 0; i < warm; ++i) p.observe(tasks[i]);
+  for (size_t i = warm; i < tasks.size(); ++i) {
+    run_task(p, tasks[i], tally);
+    p.observe(tasks[i]);
+  }
+  return tally;
+}
+
+std::vector<SimTask> noisy_type(unsigned seed) {
+  std::mt19937 g(seed);
+  std::lognormal_distribution<double> noise(0.0, 0.25);
+  std::uniform_real_distribution<double> input(1e9, 1e10);
+  std::vector<SimTask> out;
+  for (int i = 0; i < 300; ++i) {
+    const double x = input(g);
+    out.push_back(task((1e9 + 0.5 * x) * noise(g), 60e3 * (1 + i % 7), x, 32e9));
+  }
+  return out;
+}
+
+// Free failures: the least waste, failing often. Dear failures: no more failures than
+// max_so_far (which fails only on a new record), at a higher waste than the free ones.
+TEST(PeakcastChoice, TheFailurePriceTradesFailuresForWaste) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const auto tasks = noisy_type(seed);
+    auto free_ = peakcast_priced(1.0);
+    auto dear = peakcast_priced(1e24);
+    auto msf = make_max_so_far();
+    const Tally f = replay(*free_, tasks), d = replay(*dear, tasks), m = replay(*msf, tasks);
+    EXPECT_LE(d.failures, m.failures) << "seed " << seed;
+    EXPECT_GT(f.failures, d.failures) << "seed " << seed;
+    EXPECT_LT(f.waste_gbh, d.waste_gbh) << "seed " << seed;
+    EXPECT_LT(f.waste_gbh, m.waste_gbh) << "seed " << seed;
+  }
+}
+
+// Deterministic: the same tasks in the same order give the same allocations.
+TEST(PeakcastChoice, Deterministic) {
+  const auto tasks = noisy_type(5);
+  auto a = peakcast_priced(0.0), b = peakcast_priced(0.0);
+  const Tally ta = replay(*a, tasks), tb = replay(*b, tasks);
+  EXPECT_EQ(ta.waste_gbh, tb.waste_gbh);
+  EXPECT_EQ(ta.failures, tb.failures);
+}
+
+TEST(SiteFailurePrice, MeanMemoryTimeAndSimulatesDefault) {
+  EXPECT_DOUBLE_EQ(mean_memory_time({}), 0.0);
+  EXPECT_DOUBLE_EQ(mean_memory_time({task(2e9, 10), task(4e9, 20)}), (2e10 + 8e10) / 2);
+  // simulate's default price is the mean over every type's warm-start tasks: setting it by hand
+  // gives the same replay.
+  std::vector<SimTask> tasks = noisy_type(7);
+  for (SimTask t : noisy_type(8)) {
+    t.info.workload = "SORT";
+    t.peak_bytes /= 8;
+    tasks.push_back(t);
+  }
+  SimulateOptions o;
+  o.seed = 3;
+  o.policies = {"peakcast"};
+  auto by_default = simulate(tasks, o);
+  ASSERT_TRUE(by_default.ok());
+  std::vector<SimTask> warm;
+  for (const TaskType& tt : sizey_task_types(tasks, o.sizey_min_tasks, nullptr)) {
+    for (size_t i : sizey_split(o.seed, tt.tasks.size()).warm) warm.push_back(tt.tasks[i]);
+  }
+  o.policy.failure_price = mean_memory_time(warm);
+  auto by_hand = simulate(tasks, o);
+  ASSERT_TRUE(by_hand.ok());
+  EXPECT_EQ(by_default->results[0].total.waste_gbh, by_hand->results[0].total.waste_gbh);
+  EXPECT_EQ(by_default->results[0].total.failures, by_hand->results[0].total.failures);
+  o.policy.failure_price *= 100;  // dearer failures: fewer of them
+  auto dear = simulate(tasks, o);
+  ASSERT_TRUE(dear.ok());
+  EXPECT_LE(dear->results[0].total.failures, by_default->results[0].total.failures);
+}
+
+}  // namespace
+}  // namespace peakcast::sizing
