@@ -70,6 +70,41 @@ TEST(OnlineCoverage, NoLeakageFromJobsStillRunning) {
   }
 }
 
+// A Nextflow-style burst: every job of the burst is submitted before any of them completes (the
+// fold test blocks of nf eager and chipseq look like this: docs/bounds.md). No label of the
+// burst may shape a bound issued inside it, so the burst's widths are the same whatever its
+// labels are -- while its coverage, which is judged on those labels, is not.
+TEST(OnlineCoverage, NoBoundInsideABurstUsesTheBurstsOwnLabels) {
+  auto run = [](double burst_label) {
+    std::vector<Job> jobs;
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> noise(0.0, 0.05);
+    // A calm history: each job ends before the next submission.
+    for (int i = 0; i < 300; ++i) {
+      jobs.push_back(labelled(i, i * kMin, i * kMin + kMin / 2, std::clamp(0.4 + noise(rng), 0.0, 1.0)));
+    }
+    // The burst: 80 submissions one second apart, all ending an hour after the last of them.
+    const int64_t t0 = 300 * kMin;
+    for (int i = 0; i < 80; ++i) {
+      jobs.push_back(labelled(1000 + i, t0 + i * 1000, t0 + 140 * kMin + i, burst_label));
+    }
+    std::vector<WalkedJob> walk;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      walk.push_back({&jobs[i], history::Level::kExactScript, 0.4, i >= 300});
+    }
+    return online_coverage(walk, Resource::kMem, 1.0);
+  };
+  const BoundCoverage low = run(0.41), high = run(0.95);
+  ASSERT_EQ(low.n, 80u);
+  for (size_t k = 0; k < kNumCoverageLevels; ++k) {
+    EXPECT_EQ(low.width[k], high.width[k]) << kCoverageLevels[k];
+    EXPECT_GT(low.width[k], 0.0);
+    EXPECT_LT(low.width[k], 0.5);  // issued from the calm residuals, not the cap
+    EXPECT_DOUBLE_EQ(high.coverage[k], 0.0);  // a shifted burst is missed whole: no feedback
+  }
+  EXPECT_GT(low.coverage[2], low.coverage[0] - 1e-12);
+}
+
 // Before any completion the bound is the cap (no evidence: the whole request); censored test
 // jobs are counted apart; the JSON carries the three levels under fixed keys.
 TEST(OnlineCoverage, ColdStartCensoredAndJson) {
