@@ -26,13 +26,17 @@ sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
   o.coverage = coverage;
   o.gamma = kCoverageGamma;
   o.window = kCoverageWindow;
+  o.cluster_user_level = true;
   return o;
 }
 
-BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap) {
+BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,
+                              const sizing::OnlineBoundOptions& base) {
   std::vector<sizing::OnlineBound> bounds;
   for (double c : kCoverageLevels) {
-    bounds.emplace_back(coverage_bound_options(c));
+    sizing::OnlineBoundOptions o = base;
+    o.coverage = c;
+    bounds.emplace_back(o);
   }
   // Completion order: end time, ties by submit order (stable).
   std::vector<size_t> by_end(jobs.size());
@@ -51,7 +55,7 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       const size_t k = by_end[next_done++];
       for (size_t b = 0; b < bounds.size(); ++b) {
         bounds[b].observe_issued(w.level, w.point, w.job->label(r), censored_for(*w.job, r),
-                                 issued[k][b]);
+                                 issued[k][b], w.job->script_key);
       }
     }
     for (size_t b = 0; b < bounds.size(); ++b) {

@@ -33,7 +33,7 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
     const cascade::ResourcePrediction* rp = r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
     if (!rp) continue;
     bounds_[idx(r)].observe(level_from_name(rp->history_level), rp->util, job.label(r),
-                            censored_for(job, r));
+                            censored_for(job, r), job.script_key);
   }
 }
 

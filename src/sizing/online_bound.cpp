@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -29,9 +31,41 @@ OnlineBound::OnlineBound(OnlineBoundOptions options) : options_(options) {
   for (auto& l : levels_) l.alpha_t = 1.0 - options_.coverage;
 }
 
+bool OnlineBound::clustered(history::Level level) const {
+  return options_.cluster_user_level && level == history::Level::kUser;
+}
+
+bool OnlineBound::enough_clusters() const {
+  // The conformal c-quantile of n scores is finite when ceil((n + 1) c) <= n.
+  const double n = static_cast<double>(clusters_.size());
+  return n > 0 && std::ceil((n + 1.0) * options_.coverage - 1e-12) <= n;
+}
+
 const std::deque<double>& OnlineBound::scores_for(history::Level level) const {
   const auto& own = levels_[static_cast<int>(level)].window;
   return own.size() >= options_.min_level_scores ? own : pooled_;
+}
+
+std::deque<double> OnlineBound::cluster_scores() const {
+  std::deque<double> out;
+  if (!enough_clusters()) return out;
+  for (const auto& c : clusters_) out.push_back(c.second);
+  return out;
+}
+
+void OnlineBound::push_cluster(std::string_view cluster, double s) {
+  std::string key = cluster.empty() ? "\x01job" + std::to_string(anonymous_++) : std::string(cluster);
+  if (auto it = cluster_at_.find(key); it != cluster_at_.end()) {
+    it->second->second = std::max(it->second->second, s);
+    clusters_.splice(clusters_.end(), clusters_, it->second);  // most recent at the back
+    return;
+  }
+  clusters_.emplace_back(key, s);
+  cluster_at_.emplace(std::move(key), std::prev(clusters_.end()));
+  while (clusters_.size() > options_.window) {
+    cluster_at_.erase(clusters_.front().first);
+    clusters_.pop_front();
+  }
 }
 
 double OnlineBound::score(double point, double label) const {
@@ -46,7 +80,9 @@ double OnlineBound::apply(double point, double q) const {
 
 double OnlineBound::upper(history::Level level, double point) const {
   const auto& st = levels_[static_cast<int>(level)];
-  auto q = conformal_quantile(scores_for(level), std::min(st.alpha_t, 1.0));
+  const double a = std::min(st.alpha_t, 1.0);
+  auto q = clustered(level) ? conformal_quantile(cluster_scores(), a)
+                            : conformal_quantile(scores_for(level), a);
   if (!q) return point;
   return apply(point, *q);
 }
@@ -56,12 +92,13 @@ void OnlineBound::push(std::deque<double>& w, double s) const {
   while (w.size() > options_.window) w.pop_front();
 }
 
-void OnlineBound::observe(history::Level level, double point, double label, bool censored) {
-  observe_issued(level, point, label, censored, upper(level, point));
+void OnlineBound::observe(history::Level level, double point, double label, bool censored,
+                          std::string_view cluster) {
+  observe_issued(level, point, label, censored, upper(level, point), cluster);
 }
 
 void OnlineBound::observe_issued(history::Level level, double point, double label, bool censored,
-                                 double issued_bound) {
+                                 double issued_bound, std::string_view cluster) {
   if (!std::isfinite(point) || !std::isfinite(label)) return;
   if (options_.scale == Scale::kRatio && !(point > 0.0)) return;
   auto& st = levels_[static_cast<int>(level)];
@@ -70,20 +107,28 @@ void OnlineBound::observe_issued(history::Level level, double point, double labe
   const double err = miss ? 1.0 : 0.0;
   const double alpha = 1.0 - options_.coverage;
   // Only levels that issued bounds from evidence adapt; a cold-start bound says nothing.
-  if (!scores_for(level).empty()) {
+  if (has_scores(level)) {
     st.alpha_t = std::clamp(st.alpha_t + options_.gamma * (alpha - err), options_.alpha_floor, 1.0);
     ++st.updates;
   }
   const double s = score(point, label);
-  push(st.window, s);
+  if (clustered(level)) {
+    push_cluster(cluster, s);
+  } else {
+    push(st.window, s);
+  }
   push(pooled_, s);
 }
 
-bool OnlineBound::has_scores(history::Level level) const { return !scores_for(level).empty(); }
+bool OnlineBound::has_scores(history::Level level) const {
+  if (clustered(level)) return enough_clusters();
+  return !scores_for(level).empty();
+}
 double OnlineBound::alpha_t(history::Level level) const {
   return levels_[static_cast<int>(level)].alpha_t;
 }
 size_t OnlineBound::scores(history::Level level) const {
+  if (clustered(level)) return clusters_.size();
   return levels_[static_cast<int>(level)].window.size();
 }
 size_t OnlineBound::updates(history::Level level) const {

@@ -84,6 +84,36 @@ TEST(ServiceSizing, AnswersWithTheOnlineBoundTheRecommendationAndItsRule) {
   EXPECT_GT(h["mem"]["exact_script"]["updates"].get<size_t>(), 0u);
 }
 
+// The daemon issues the bound `evaluate` measures: at the user level (a script with no run of its
+// own) it is calibrated on scripts, so it is online only once 9 scripts have completed there
+// (coverage 0.9), whatever the number of jobs.
+TEST(ServiceSizing, ANewScriptsBoundIsOnlineOnceNineScriptsCompletedAtTheUserLevel) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  auto script = [](int k) { return "#!/bin/bash\nsrun ./step" + std::to_string(k) + "\n"; };
+  auto complete_script = [&](int k) {
+    const int64_t submit = kNow - 100 * 3600 + k * 3600;
+    const json c = completion_json("step" + std::to_string(k), "alice", script(k), submit,
+                                   submit + 1800, 8 * kGiB, static_cast<uint64_t>(0.3 * 8 * kGiB));
+    ASSERT_EQ(s->complete(c.dump()).status, 200);
+  };
+  auto predict_new_script = [&] {
+    const Reply reply = s->predict(request_json("alice", script(999), kNow, 8 * kGiB).dump());
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    return json::parse(reply.body)["predictions"]["mem"];
+  };
+  for (int k = 0; k < 6; ++k) complete_script(k);
+  const json few = predict_new_script();
+  EXPECT_EQ(few["history_level"], "user") << few.dump();
+  EXPECT_NE(few["upper_source"], "online") << few.dump();
+  for (int k = 6; k < 16; ++k) complete_script(k);
+  const json enough = predict_new_script();
+  EXPECT_EQ(enough["upper_source"], "online") << enough.dump();
+  const json h = json::parse(s->healthz().body)["sizing"]["mem"]["user"];
+  EXPECT_GE(h["scores"].get<size_t>(), 9u);  // scripts, one each
+  EXPECT_LE(h["scores"].get<size_t>(), 16u);
+}
+
 TEST(ServiceSizing, NeverAboveTheUsersRequestUnlessThePartitionAllowsIt) {
   TempDir dir;
   auto s = open_service(dir, options(R"({"partitions": {"big": {"allow_above_request": true}}})"));

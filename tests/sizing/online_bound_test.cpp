@@ -106,6 +106,38 @@ TEST(OnlineBound, ColdStartIsThePointAndFewScoresUseThePool) {
   EXPECT_NEAR(b.upper(Level::kUser, 0.5), b.upper(Level::kExactScript, 0.5), 0.01);
 }
 
+// cluster_user_level: the user level keeps one score per script (its largest), never borrows
+// the pool, and has evidence from 9 scripts on at coverage 0.9 (ceil(10 * 0.9) = 9); the other
+// levels are as before.
+TEST(OnlineBound, ClusteredUserLevelCountsScriptsNotJobs) {
+  OnlineBoundOptions o;
+  o.cluster_user_level = true;
+  OnlineBound b(o);
+  for (int i = 0; i < 50; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.001 * i, false);
+  EXPECT_FALSE(b.has_scores(Level::kUser));  // no pooled fallback for a new script
+  EXPECT_TRUE(b.has_scores(Level::kExactScript));
+  // One script's burst of 39 jobs is one unit of evidence, scored by its largest residual (0.04;
+  // its last one is 0.03).
+  for (int i = 0; i < 39; ++i) b.observe(Level::kUser, 0.2, 0.2 + 0.01 * (i % 5), false, "s0");
+  EXPECT_EQ(b.scores(Level::kUser), 1u);
+  for (int k = 1; k < 8; ++k) b.observe(Level::kUser, 0.2, 0.23, false, "s" + std::to_string(k));
+  EXPECT_EQ(b.scores(Level::kUser), 8u);
+  EXPECT_FALSE(b.has_scores(Level::kUser));
+  b.observe(Level::kUser, 0.2, 0.21, false);  // no key: a script of its own
+  EXPECT_EQ(b.scores(Level::kUser), 9u);
+  ASSERT_TRUE(b.has_scores(Level::kUser));
+  // 9 scripts, alpha 0.1: rank ceil(10 * 0.9) = 9, the largest script score: s0's 0.04.
+  EXPECT_NEAR(b.upper(Level::kUser, 0.3), 0.34, 1e-9);
+  // The exact level is untouched by the option.
+  OnlineBound plain;
+  for (int i = 0; i < 50; ++i) plain.observe(Level::kExactScript, 0.5, 0.5 + 0.001 * i, false);
+  EXPECT_DOUBLE_EQ(plain.upper(Level::kExactScript, 0.5), OnlineBound([&] {
+                     OnlineBound c(o);
+                     for (int i = 0; i < 50; ++i) c.observe(Level::kExactScript, 0.5, 0.5 + 0.001 * i, false);
+                     return c;
+                   }()).upper(Level::kExactScript, 0.5));
+}
+
 TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
   OnlineBound b;
   for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);

@@ -27,10 +27,11 @@
 namespace peakcast::eval {
 
 inline constexpr std::array<double, 3> kCoverageLevels = {0.8, 0.9, 0.95};
-// The bound's settings here and in peakcastd: ACI step 0.02 and 500 residuals per level. Chosen
-// on the five dev traces (docs/bounds.md): step 0.01 over-covered chipseq (0.935 at 0.9), no
-// adaptation (step 0) under-covered eager (0.73) and chipseq (0.83); 0.02 kept every 0.9 row
-// within about 0.03 of nominal.
+// The bound's settings here and in peakcastd: ACI step 0.02 and 500 residuals per level, the
+// user level clustered by script (OnlineBoundOptions::cluster_user_level: a new script's jobs
+// share their fate, so its level calibrates on scripts, not jobs). The step was chosen on the
+// five dev traces (docs/bounds.md): step 0.01 over-covered chipseq (0.935 at 0.9), no
+// adaptation (step 0) under-covered eager (0.73) and chipseq (0.83).
 inline constexpr double kCoverageGamma = 0.02;
 inline constexpr size_t kCoverageWindow = 500;
 sizing::OnlineBoundOptions coverage_bound_options(double coverage);
@@ -56,7 +57,10 @@ struct WalkedJob {
 
 // The protocol above over `jobs` (submit order, valid for r): bounds issued at each submission,
 // completions observed strictly before the next submission, coverage on the scored jobs.
-BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap);
+// `base`: the bound's settings (its coverage is replaced by each nominal level); evaluate and the
+// daemon use coverage_bound_options().
+BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,
+                              const sizing::OnlineBoundOptions& base = coverage_bound_options(0.9));
 
 // The coverage of `method`'s bounds on `data` for resource r. `test_points` are the method's
 // test-block predictions, parallel to `test` (as evaluate_jobs made them); the validation jobs

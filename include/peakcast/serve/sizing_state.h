@@ -34,13 +34,15 @@
 
 namespace peakcast::serve {
 
-// The bound's defaults: coverage 0.9, ACI step 0.02 and 500 residuals per level, as
+// The bound's defaults: coverage 0.9, ACI step 0.02, 500 residuals per level and the user level
+// clustered by script, as
 // `peakcast evaluate` measures it (eval/coverage.h; docs/bounds.md).
 inline sizing::OnlineBoundOptions default_bound_options() {
   sizing::OnlineBoundOptions o;
   o.coverage = 0.9;
   o.gamma = 0.02;
   o.window = 500;
+  o.cluster_user_level = true;  // the user level calibrates on scripts (sizing/online_bound.h)
   return o;
 }
 

@@ -22,6 +22,16 @@
 // the true peak may still have been above the bound, so it neither counts as a hit nor enters
 // the window (it is never evidence that a smaller bound suffices).
 //
+// Script clusters at the user level (OnlineBoundOptions::cluster_user_level, off by default).
+// A job answered at the user level is a script with no history of its own. In a workflow trace
+// the jobs of one script arrive in a burst, all submitted before any completes, and share their
+// fate: the exchangeable unit is the script, not the job. With the option on, the user level's
+// window holds one score per script (its largest user-level score so far; the most recent
+// `window` scripts), ACI updates as before, and the level has evidence only once it holds at
+// least ceil(c/(1-c)) scripts (the fewest for which the conformal c-quantile is finite: 9 at
+// 0.9); before that it never borrows the pooled window (has_scores() is false). A job without a
+// cluster key is a script of its own. The other levels are unchanged.
+//
 // Deterministic: no randomness; the same calls in the same order give the same bounds.
 // Not thread-safe: the caller serialises observe() and upper().
 #pragma once
@@ -29,7 +39,11 @@
 #include <array>
 #include <cstddef>
 #include <deque>
+#include <list>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "peakcast/history/history.h"
 
@@ -44,6 +58,7 @@ struct OnlineBoundOptions {
   size_t min_level_scores = 30;    // fewer at a level: use the pooled window
   Scale scale = Scale::kAdditive;
   double alpha_floor = -0.05;      // alpha_t's lower clamp (below 1/(n+1): the window's max)
+  bool cluster_user_level = false; // user level: one score per script (see above)
 };
 
 inline constexpr int kNumLevels = 3;
@@ -59,15 +74,17 @@ class OnlineBound {
 
   // A job completed: its point prediction at submission, its label (a lower bound when
   // censored). Updates alpha_t with the bound the current state gives for `point`.
-  void observe(history::Level level, double point, double label, bool censored);
+  // `cluster`: the job's script key (used only with cluster_user_level; empty = its own script).
+  void observe(history::Level level, double point, double label, bool censored,
+               std::string_view cluster = {});
   // Same, with the bound that was actually issued at submission (the daemon and chrono replay
   // issue bounds before earlier jobs complete): err_t is judged against `issued_bound`.
   void observe_issued(history::Level level, double point, double label, bool censored,
-                      double issued_bound);
+                      double issued_bound, std::string_view cluster = {});
 
   bool has_scores(history::Level level) const;
   double alpha_t(history::Level level) const;   // the working miscoverage
-  size_t scores(history::Level level) const;    // scores in the level's window
+  size_t scores(history::Level level) const;    // scores in the level's window (scripts when clustered)
   size_t updates(history::Level level) const;   // alpha_t updates so far
   const OnlineBoundOptions& options() const { return options_; }
 
@@ -77,7 +94,12 @@ class OnlineBound {
     double alpha_t = 0.1;
     size_t updates = 0;
   };
+  // The scores an unclustered level's bound is computed from: its own window or the pooled one.
   const std::deque<double>& scores_for(history::Level level) const;
+  std::deque<double> cluster_scores() const;  // per-script scores; empty until enough_clusters()
+  bool clustered(history::Level level) const;
+  bool enough_clusters() const;
+  void push_cluster(std::string_view cluster, double s);
   double score(double point, double label) const;
   double apply(double point, double q) const;
   void push(std::deque<double>& w, double s) const;
@@ -85,6 +107,10 @@ class OnlineBound {
   OnlineBoundOptions options_;
   std::array<LevelState, kNumLevels> levels_;
   std::deque<double> pooled_;
+  // Clustered user level: scripts in recency order (front = oldest) with their largest score.
+  std::list<std::pair<std::string, double>> clusters_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, double>>::iterator> cluster_at_;
+  size_t anonymous_ = 0;  // names for jobs without a cluster key
 };
 
 // The conformal quantile of `scores` at miscoverage alpha: the ceil((n+1)(1-alpha))-th smallest,
