@@ -1,9 +1,9 @@
 // The accuracy acceptance on the real dev traces in ../shared/data (skipped when absent): one
 // seed, the study's table on the 60/20/20 split and on 5 rolling-origin folds. On the split the
 // cascade must be at or below every single method (each history expert, history_policy, xgboost,
-// the code model alone); on the fold means at or below each of them within 2% (the tolerance the
-// project states for traces it was not tuned on: a fold's choices are made on a validation block
-// of a few hundred jobs, docs/evaluation.md). The figures are printed so a CI log shows them.
+// the code model alone), and on the fold means too (issue 7's acceptance: the same ordering on the
+// folds; docs/evaluation.md has the measured margins, the narrowest 1.3% on gpumemnet). The
+// figures are printed so a CI log shows them.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -82,8 +82,8 @@ TEST_P(Acceptance, CascadeAtOrBelowEverySingleMethod) {
   for (const std::string& m : kSingles) {
     std::printf("%s folds %-15s %.4f  cascade/method %.3f\n", c.file, m.c_str(), mean.at(m),
                 mean.at("cascade") / mean.at(m));
-    EXPECT_LE(mean.at("cascade"), mean.at(m) * 1.02)
-        << c.file << ": cascade above " << m << " on the fold means by more than 2%";
+    EXPECT_LE(mean.at("cascade"), mean.at(m))
+        << c.file << ": cascade above " << m << " on the fold means";
   }
 }
 
