@@ -34,8 +34,8 @@
 
 namespace peakcast::serve {
 
-// The bound's defaults: coverage 0.9, ACI step 0.02, 500 residuals per level and the user level
-// clustered by script, as
+// The bound's defaults: coverage 0.9, ACI step 0.02, 500 residuals per level, the user level
+// clustered by script and the exact level split by "missed before", as
 // `peakcast evaluate` measures it (eval/coverage.h; docs/bounds.md).
 inline sizing::OnlineBoundOptions default_bound_options() {
   sizing::OnlineBoundOptions o;
@@ -43,6 +43,7 @@ inline sizing::OnlineBoundOptions default_bound_options() {
   o.gamma = 0.02;
   o.window = 500;
   o.cluster_user_level = true;  // the user level calibrates on scripts (sizing/online_bound.h)
+  o.split_missed_scripts = true;  // exact level: scripts missed before calibrated apart
   return o;
 }
 
@@ -81,7 +82,8 @@ class SizingState {
   nlohmann::json to_json() const;  // for /healthz: coverage, updates per level, config source
 
  private:
-  void apply_bound(Resource r, cascade::ResourcePrediction& rp, Applied& a) const;
+  void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
+                   Applied& a) const;
 
   SizingOptions options_;
   mutable std::mutex mu_;
