@@ -27,7 +27,6 @@ sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
   o.gamma = kCoverageGamma;
   o.window = kCoverageWindow;
   o.cluster_user_level = true;
-  o.split_missed_scripts = true;
   return o;
 }
 

@@ -34,8 +34,8 @@
 
 namespace peakcast::serve {
 
-// The bound's defaults: coverage 0.9, ACI step 0.02, 500 residuals per level, the user level
-// clustered by script and the exact level split by "missed before", as
+// The bound's defaults: coverage 0.9, ACI step 0.02, 500 residuals per level and the user level
+// clustered by script, as
 // `peakcast evaluate` measures it (eval/coverage.h; docs/bounds.md).
 inline sizing::OnlineBoundOptions default_bound_options() {
   sizing::OnlineBoundOptions o;
@@ -43,7 +43,6 @@ inline sizing::OnlineBoundOptions default_bound_options() {
   o.gamma = 0.02;
   o.window = 500;
   o.cluster_user_level = true;  // the user level calibrates on scripts (sizing/online_bound.h)
-  o.split_missed_scripts = true;  // exact level: scripts missed before calibrated apart
   return o;
 }
 
