@@ -40,6 +40,10 @@
 // (residual ~0) and a few scripts' peaks move with their inputs; in one window the first set the
 // quantile and the second are missed a whole burst at a time. The part is chosen by the script
 // key passed to upper()/has_scores()/observe(); a job without one is in the "not missed" part.
+// A score goes to the part its script is in when it completes, so the "not missed" part keeps
+// only scripts that never moved: right where moving is a property of the script, an
+// under-coverage where any script may drift now and then. Off in evaluate and peakcastd
+// (docs/bounds.md, "Bursts at the exact level").
 //
 // Deterministic: no randomness; the same calls in the same order give the same bounds.
 // Not thread-safe: the caller serialises observe() and upper().
