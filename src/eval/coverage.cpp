@@ -63,9 +63,10 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       // residual is known (a workflow's first burst), the cap: without evidence the bound is
       // the request itself (the daemon then recommends nothing below it).
       const double top = std::max(util_cap, jobs[i].point);
-      issued[i][b] = !bounds[b].has_scores(jobs[i].level)
+      const std::string& key = job.script_key;
+      issued[i][b] = !bounds[b].has_scores(jobs[i].level, key)
                          ? top
-                         : std::clamp(bounds[b].upper(jobs[i].level, jobs[i].point), jobs[i].point, top);
+                         : std::clamp(bounds[b].upper(jobs[i].level, jobs[i].point, key), jobs[i].point, top);
     }
     if (!jobs[i].scored) continue;
     if (censored_for(job, r)) {

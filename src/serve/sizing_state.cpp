@@ -37,15 +37,16 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   }
 }
 
-void SizingState::apply_bound(Resource r, cascade::ResourcePrediction& rp, Applied& a) const {
+void SizingState::apply_bound(Resource r, const std::string& script_key,
+                              cascade::ResourcePrediction& rp, Applied& a) const {
   const history::Level level = level_from_name(rp.history_level);
   const sizing::OnlineBound& b = bounds_[idx(r)];
-  if (!b.has_scores(level)) {
+  if (!b.has_scores(level, script_key)) {
     a.upper_source[idx(r)] = rp.upper_util ? "model" : "";
     return;
   }
   // Labels never exceed the cap, so a bound above it covers nothing more.
-  rp.upper_util = std::clamp(b.upper(level, rp.util), rp.util, std::max(options_.util_cap, rp.util));
+  rp.upper_util = std::clamp(b.upper(level, rp.util, script_key), rp.util, std::max(options_.util_cap, rp.util));
   rp.upper_coverage = options_.bound.coverage;
   a.upper_source[idx(r)] = "online";
 }
@@ -56,7 +57,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   {
     std::lock_guard lock(mu_);
     for (Resource r : kResources) {
-      if (cascade::ResourcePrediction* rp = resource_of(p, r)) apply_bound(r, *rp, a);
+      if (cascade::ResourcePrediction* rp = resource_of(p, r)) apply_bound(r, job.script_key, *rp, a);
     }
   }
   // Memory: the recommended request. Without a known request there is no capacity to scale the

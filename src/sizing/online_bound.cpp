@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -29,6 +30,7 @@ OnlineBound::OnlineBound(OnlineBoundOptions options) : options_(options) {
     throw std::invalid_argument("OnlineBound: gamma must be >= 0 and window > 0");
   }
   for (auto& l : levels_) l.alpha_t = 1.0 - options_.coverage;
+  missed_exact_.alpha_t = 1.0 - options_.coverage;
 }
 
 bool OnlineBound::clustered(history::Level level) const {
@@ -42,8 +44,24 @@ bool OnlineBound::enough_clusters() const {
 }
 
 const std::deque<double>& OnlineBound::scores_for(history::Level level) const {
-  const auto& own = levels_[static_cast<int>(level)].window;
-  return own.size() >= options_.min_level_scores ? own : pooled_;
+  return window_or_pooled(levels_[static_cast<int>(level)]);
+}
+
+const std::deque<double>& OnlineBound::window_or_pooled(const LevelState& st) const {
+  return st.window.size() >= options_.min_level_scores ? st.window : pooled_;
+}
+
+const OnlineBound::LevelState& OnlineBound::state_for(history::Level level,
+                                                      std::string_view cluster) const {
+  if (options_.split_missed_scripts && level == history::Level::kExactScript && !cluster.empty() &&
+      missed_.count(std::string(cluster)) > 0) {
+    return missed_exact_;
+  }
+  return levels_[static_cast<int>(level)];
+}
+
+OnlineBound::LevelState& OnlineBound::state_for(history::Level level, std::string_view cluster) {
+  return const_cast<LevelState&>(std::as_const(*this).state_for(level, cluster));
 }
 
 std::deque<double> OnlineBound::cluster_scores() const {
@@ -78,11 +96,11 @@ double OnlineBound::apply(double point, double q) const {
   return std::max(point, 0.0) * q;
 }
 
-double OnlineBound::upper(history::Level level, double point) const {
-  const auto& st = levels_[static_cast<int>(level)];
+double OnlineBound::upper(history::Level level, double point, std::string_view cluster) const {
+  const auto& st = state_for(level, cluster);
   const double a = std::min(st.alpha_t, 1.0);
   auto q = clustered(level) ? conformal_quantile(cluster_scores(), a)
-                            : conformal_quantile(scores_for(level), a);
+                            : conformal_quantile(window_or_pooled(st), a);
   if (!q) return point;
   return apply(point, *q);
 }
@@ -94,20 +112,23 @@ void OnlineBound::push(std::deque<double>& w, double s) const {
 
 void OnlineBound::observe(history::Level level, double point, double label, bool censored,
                           std::string_view cluster) {
-  observe_issued(level, point, label, censored, upper(level, point), cluster);
+  observe_issued(level, point, label, censored, upper(level, point, cluster), cluster);
 }
 
 void OnlineBound::observe_issued(history::Level level, double point, double label, bool censored,
                                  double issued_bound, std::string_view cluster) {
   if (!std::isfinite(point) || !std::isfinite(label)) return;
   if (options_.scale == Scale::kRatio && !(point > 0.0)) return;
-  auto& st = levels_[static_cast<int>(level)];
+  auto& st = state_for(level, cluster);
   const bool miss = label > issued_bound;
   if (censored && !miss) return;  // the true peak may still exceed the bound: learn nothing
+  // The part is the one the job's bound came from; a miss moves the script for later jobs.
+  const bool had_scores = has_scores(level, cluster);
+  if (miss && options_.split_missed_scripts && !cluster.empty()) missed_.emplace(cluster);
   const double err = miss ? 1.0 : 0.0;
   const double alpha = 1.0 - options_.coverage;
   // Only levels that issued bounds from evidence adapt; a cold-start bound says nothing.
-  if (has_scores(level)) {
+  if (had_scores) {
     st.alpha_t = std::clamp(st.alpha_t + options_.gamma * (alpha - err), options_.alpha_floor, 1.0);
     ++st.updates;
   }
@@ -120,9 +141,9 @@ void OnlineBound::observe_issued(history::Level level, double point, double labe
   push(pooled_, s);
 }
 
-bool OnlineBound::has_scores(history::Level level) const {
+bool OnlineBound::has_scores(history::Level level, std::string_view cluster) const {
   if (clustered(level)) return enough_clusters();
-  return !scores_for(level).empty();
+  return !window_or_pooled(state_for(level, cluster)).empty();
 }
 double OnlineBound::alpha_t(history::Level level) const {
   return levels_[static_cast<int>(level)].alpha_t;

@@ -138,6 +138,35 @@ TEST(OnlineBound, ClusteredUserLevelCountsScriptsNotJobs) {
                    }()).upper(Level::kExactScript, 0.5));
 }
 
+// split_missed_scripts: at the exact level a script the bound has missed is calibrated on the
+// scores of missed scripts (the pooled window until that part has min_level_scores); the others
+// keep the level's window. Off (the default) the script key changes nothing.
+TEST(OnlineBound, SplitMissedScriptsCalibratesMissedScriptsApart) {
+  OnlineBoundOptions o;
+  o.split_missed_scripts = true;
+  OnlineBound split(o), plain;
+  for (int i = 0; i < 40; ++i) {  // a deterministic script: residual 0
+    split.observe(Level::kExactScript, 0.3, 0.3, false, "det");
+    plain.observe(Level::kExactScript, 0.3, 0.3, false, "det");
+  }
+  EXPECT_EQ(split.missed_scripts(), 0u);
+  EXPECT_NEAR(split.upper(Level::kExactScript, 0.5, "mov"), 0.5, 1e-12);
+  for (int i = 0; i < 40; ++i) {  // a moving script: residuals 0.1-0.3, missed from its first run
+    const double label = 0.5 + 0.1 + 0.2 * (i % 5) / 4.0;
+    split.observe(Level::kExactScript, 0.5, label, false, "mov");
+    plain.observe(Level::kExactScript, 0.5, label, false, "mov");
+  }
+  EXPECT_EQ(split.missed_scripts(), 1u);
+  // The moving script's part: its own 39 scores (the first went to the other part), 0.1-0.3.
+  EXPECT_GE(split.upper(Level::kExactScript, 0.5, "mov"), 0.5 + 0.2 - 1e-12);
+  // The deterministic script keeps the level's window (0 and one 0.1): not widened.
+  EXPECT_LE(split.upper(Level::kExactScript, 0.3, "det"), 0.3 + 0.1 + 1e-12);
+  // Default: one window, the key is ignored.
+  EXPECT_DOUBLE_EQ(plain.upper(Level::kExactScript, 0.3, "det"), plain.upper(Level::kExactScript, 0.3));
+  EXPECT_DOUBLE_EQ(plain.upper(Level::kExactScript, 0.3, "mov"), plain.upper(Level::kExactScript, 0.3));
+  EXPECT_EQ(plain.missed_scripts(), 0u);
+}
+
 TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
   OnlineBound b;
   for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);

@@ -81,7 +81,8 @@ class SizingState {
   nlohmann::json to_json() const;  // for /healthz: coverage, updates per level, config source
 
  private:
-  void apply_bound(Resource r, cascade::ResourcePrediction& rp, Applied& a) const;
+  void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
+                   Applied& a) const;
 
   SizingOptions options_;
   mutable std::mutex mu_;

@@ -32,6 +32,19 @@
 // 0.9); before that it never borrows the pooled window (has_scores() is false). A job without a
 // cluster key is a script of its own. The other levels are unchanged.
 //
+// Scripts missed before (OnlineBoundOptions::split_missed_scripts, off by default). Mondrian
+// conformal at the exact level, in two parts whose membership is known at submission: the
+// scripts this bound has missed before (a completion of the script, at any level, above the bound
+// issued for it) and the others. Each part has its own window and alpha_t (the pooled window
+// while the part has fewer than min_level_scores). In a workflow most tasks are deterministic
+// (residual ~0) and a few scripts' peaks move with their inputs; in one window the first set the
+// quantile and the second are missed a whole burst at a time. The part is chosen by the script
+// key passed to upper()/has_scores()/observe(); a job without one is in the "not missed" part.
+// A score goes to the part its script is in when it completes, so the "not missed" part keeps
+// only scripts that never moved: right where moving is a property of the script, an
+// under-coverage where any script may drift now and then. Off in evaluate and peakcastd
+// (docs/bounds.md, "Bursts at the exact level").
+//
 // Deterministic: no randomness; the same calls in the same order give the same bounds.
 // Not thread-safe: the caller serialises observe() and upper().
 #pragma once
@@ -44,6 +57,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "peakcast/history/history.h"
 
@@ -59,6 +73,7 @@ struct OnlineBoundOptions {
   Scale scale = Scale::kAdditive;
   double alpha_floor = -0.05;      // alpha_t's lower clamp (below 1/(n+1): the window's max)
   bool cluster_user_level = false; // user level: one score per script (see above)
+  bool split_missed_scripts = false; // exact level: missed scripts calibrated apart (see above)
 };
 
 inline constexpr int kNumLevels = 3;
@@ -70,7 +85,8 @@ class OnlineBound {
   // The upper bound for a job whose point prediction is `point`, answered at `level`. Before any
   // score is known it is `point` itself (Scale::kAdditive) or `point` (kRatio): the caller's
   // floor/margin rules handle the cold start (has_scores() says whether there is evidence).
-  double upper(history::Level level, double point) const;
+  // `cluster`: the job's script key (used only with split_missed_scripts).
+  double upper(history::Level level, double point, std::string_view cluster = {}) const;
 
   // A job completed: its point prediction at submission, its label (a lower bound when
   // censored). Updates alpha_t with the bound the current state gives for `point`.
@@ -82,7 +98,8 @@ class OnlineBound {
   void observe_issued(history::Level level, double point, double label, bool censored,
                       double issued_bound, std::string_view cluster = {});
 
-  bool has_scores(history::Level level) const;
+  bool has_scores(history::Level level, std::string_view cluster = {}) const;
+  size_t missed_scripts() const { return missed_.size(); }  // with split_missed_scripts
   double alpha_t(history::Level level) const;   // the working miscoverage
   size_t scores(history::Level level) const;    // scores in the level's window (scripts when clustered)
   size_t updates(history::Level level) const;   // alpha_t updates so far
@@ -96,6 +113,10 @@ class OnlineBound {
   };
   // The scores an unclustered level's bound is computed from: its own window or the pooled one.
   const std::deque<double>& scores_for(history::Level level) const;
+  // The state a job's bound uses: the level's, or the missed scripts' part of the exact level.
+  const LevelState& state_for(history::Level level, std::string_view cluster) const;
+  LevelState& state_for(history::Level level, std::string_view cluster);
+  const std::deque<double>& window_or_pooled(const LevelState& st) const;
   std::deque<double> cluster_scores() const;  // per-script scores; empty until enough_clusters()
   bool clustered(history::Level level) const;
   bool enough_clusters() const;
@@ -111,6 +132,9 @@ class OnlineBound {
   std::list<std::pair<std::string, double>> clusters_;
   std::unordered_map<std::string, std::list<std::pair<std::string, double>>::iterator> cluster_at_;
   size_t anonymous_ = 0;  // names for jobs without a cluster key
+  // split_missed_scripts: the exact level's part for scripts missed before, and those scripts.
+  LevelState missed_exact_;
+  std::unordered_set<std::string> missed_;
 };
 
 // The conformal quantile of `scores` at miscoverage alpha: the ceil((n+1)(1-alpha))-th smallest,
