@@ -1,5 +1,6 @@
-// The baselines of docs/sizing.md, written from the descriptions in Sizey's paper and the
-// notes (../shared/notes/sizey-protocol.md), plus max-so-far and Kubernetes VPA's rule.
+// The baselines of docs/sizing.md, written from the descriptions in Sizey's paper and its
+// evaluation code (dos-group/sizey @ ae61efb; docs/sizing.md gives the protocol), plus
+// max-so-far and Kubernetes VPA's rule.
 // A policy with nothing observed yet (a task type's first task in the event-time protocol)
 // answers the task's request.
 #include <algorithm>

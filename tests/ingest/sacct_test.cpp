@@ -82,8 +82,8 @@ TEST(Sacct, Golden2205Labels) {
   EXPECT_FALSE(find_job(*trace, "8")->is_valid(Resource::kMem));  // never ran: no peak
 }
 
-// JobAcctGatherParams=OverMemoryKill without cgroup enforcement (../shared/notes/slurm-22.05.md,
-// pitfall 8): the job row ends FAILED 0:9 and its batch step "CANCELLED by 0". That is the memory
+// JobAcctGatherParams=OverMemoryKill without cgroup enforcement (Slurm 22.05; docs/formats.md):
+// the job row ends FAILED 0:9 and its batch step "CANCELLED by 0". That is the memory
 // limit, so the label is censored like OUT_OF_MEMORY. Another exit code, a cancelled (not
 // failed) job, or a FAILED job without a root-cancelled step stays a plain failure.
 TEST(Sacct, OverMemoryKillIsCensored) {
