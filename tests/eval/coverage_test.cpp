@@ -122,6 +122,15 @@ struct WorkflowCoverage {
   double coverage = 0.0;
   double width = 0.0;
 };
+// Walks one workflow (meta[i] describes jobs[i]) and adds its 0.9 coverage and width, as one
+// of `workflows` equal shares, to `out`.
+void add_walk(const std::vector<Job>& jobs, std::vector<WalkedJob>& meta,
+              const sizing::OnlineBoundOptions& base, int workflows, WorkflowCoverage& out) {
+  for (size_t i = 0; i < jobs.size(); ++i) meta[i].job = &jobs[i];
+  const BoundCoverage c = online_coverage(meta, Resource::kMem, 1.0, base);
+  out.coverage += c.coverage[1] / workflows;
+  out.width += c.width[1] / workflows;
+}
 WorkflowCoverage workflow_coverage(const sizing::OnlineBoundOptions& base, int workflows) {
   constexpr int kKnown = 8, kBurst = 20, kRounds = 8, kFirstScored = 5;
   constexpr std::array<int, kRounds> kNewProcs = {0, 0, 0, 0, 0, 3, 3, 0};
@@ -160,10 +169,7 @@ WorkflowCoverage workflow_coverage(const sizing::OnlineBoundOptions& base, int w
         t += 11 * kMin;
       }
     }
-    for (size_t i = 0; i < jobs.size(); ++i) meta[i].job = &jobs[i];
-    const BoundCoverage c = online_coverage(meta, Resource::kMem, 1.0, base);
-    out.coverage += c.coverage[1] / workflows;
-    out.width += c.width[1] / workflows;
+    add_walk(jobs, meta, base, workflows, out);
   }
   return out;
 }
@@ -223,10 +229,7 @@ WorkflowCoverage mixed_workflow_coverage(const sizing::OnlineBoundOptions& base,
         t += 11 * kMin;
       }
     }
-    for (size_t i = 0; i < jobs.size(); ++i) meta[i].job = &jobs[i];
-    const BoundCoverage c = online_coverage(meta, Resource::kMem, 1.0, base);
-    out.coverage += c.coverage[1] / workflows;
-    out.width += c.width[1] / workflows;
+    add_walk(jobs, meta, base, workflows, out);
   }
   return out;
 }
