@@ -231,29 +231,25 @@ class PeakcastPolicy final : public SizingPolicy {
     }
     return c + (a - y) * t;
   }
-  double point(Point p, double x, double request) const {
+  // `wide`: the peaks of the sqrt(n) tasks with the nearest log input (nearest_peaks), found
+  // once per task for the three points read from them.
+  double point(Point p, double x, double request, const std::vector<double>& wide) const {
     const double floor = 0.05 * max_y_ + 1.0;  // a regression may extrapolate below zero
     switch (p) {
       case kMedianAll: return median_of(ys_);
       case kMedian5: return median_of(std::vector<double>(recent_.begin(), recent_.end()));
       case kLinear: return std::max(linear_.at(std::max(x, 0.0)), floor);
       case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), floor);
-      case kNeighbours: return neighbours(x, kNeighbourCount, 0.5);
-      case kNeighboursWide: {
-        const auto k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
-        return neighbours(x, std::max(k, kNeighbourCount), 0.5);
-      }
+      case kNeighbours: return quantile_of(nearest_peaks(x, kNeighbourCount), 0.5);
+      case kNeighboursWide: return quantile_of(wide, 0.5);
       case kRequest: return request > 0 ? request : median_of(ys_);
-      case kNeighboursUpper:
-      case kNeighboursLargest: {
-        const auto k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
-        return neighbours(x, std::max(k, kNeighbourCount), p == kNeighboursUpper ? 0.75 : 1.0);
-      }
+      case kNeighboursUpper: return quantile_of(wide, 0.75);
+      case kNeighboursLargest: return quantile_of(wide, 1.0);
       default: return max_y_;
     }
   }
-  // The median peak of the k tasks whose log input is nearest.
-  double neighbours(double x, size_t k, double q) const {
+  // The peaks of the k tasks whose log input is nearest x's.
+  std::vector<double> nearest_peaks(double x, size_t k) const {
     const double lx = std::log1p(std::max(x, 0.0));
     std::vector<std::pair<double, double>> d;
     d.reserve(ys_.size());
@@ -262,7 +258,11 @@ class PeakcastPolicy final : public SizingPolicy {
     std::partial_sort(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(m), d.end());
     std::vector<double> near;
     for (size_t i = 0; i < m; ++i) near.push_back(d[i].second);
-    if (q == 0.5) return median_of(near);
+    return near;
+  }
+  // Their median (q = 0.5), else the ceil(q n)-th smallest.
+  static double quantile_of(std::vector<double> near, double q) {
+    if (q == 0.5) return median_of(std::move(near));
     std::sort(near.begin(), near.end());
     return near.empty() ? 0.0 : near[static_cast<size_t>(std::ceil(q * static_cast<double>(near.size()))) - 1];
   }
@@ -281,7 +281,11 @@ class PeakcastPolicy final : public SizingPolicy {
   }
   // Each candidate's point and allocation for this task, before its outcome.
   void issue(const TaskInfo& t) {
-    for (int k = 0; k < kNumPoints; ++k) raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes);
+    const auto wide_k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
+    const std::vector<double> wide = nearest_peaks(t.input_bytes, std::max(wide_k, kNeighbourCount));
+    for (int k = 0; k < kNumPoints; ++k) {
+      raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes, wide);
+    }
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
