@@ -1,13 +1,19 @@
 // Replay speed of `peakcast simulate` (tasks per second, Sizey's protocol, one seed), for
-// peakcast's policy beside max_so_far (the cheapest baseline) and witt_p95. Reads
+// peakcast's policy beside max_so_far (the cheapest baseline) and witt_p95; and the cost of one
+// online bound (sizing::OnlineBound::upper, what peakcastd asks under its sizing lock per request)
+// with a full window, at the exact level (500 job scores) beside the user level clustered by
+// script (500 script scores). Reads
 // ../shared/data/nextflow/trace_mag.csv (5,761 eligible tasks) when present, else a synthetic
 // trace of the same size.
+#include <deque>
 #include <filesystem>
+#include <list>
 #include <random>
 
 #include <benchmark/benchmark.h>
 
 #include "peakcast/ingest/reader.h"
+#include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/simulate.h"
 
 namespace {
@@ -54,6 +60,48 @@ void replay(benchmark::State& state, const std::string& policy) {
 BENCHMARK_CAPTURE(replay, max_so_far, std::string("max_so_far"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(replay, witt_p95, std::string("witt_p95"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(replay, peakcast, std::string("peakcast"))->Unit(benchmark::kMillisecond);
+
+// One bound with a full window: `level` of a bound whose user level is clustered by script.
+void bound_upper(benchmark::State& state, history::Level level) {
+  sizing::OnlineBoundOptions o;
+  o.gamma = 0.02;
+  o.cluster_user_level = true;
+  sizing::OnlineBound b(o);
+  std::mt19937 g(2);
+  std::normal_distribution<double> noise(0.0, 0.1);
+  for (int i = 0; i < 2000; ++i) {
+    const std::string script = "s" + std::to_string(i);
+    b.observe(history::Level::kExactScript, 0.5, 0.5 + noise(g), false, script);
+    b.observe(history::Level::kUser, 0.5, 0.5 + noise(g), false, script);
+  }
+  double sum = 0.0;
+  for (auto _ : state) {
+    sum += b.upper(level, 0.5, "s1999");
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetLabel(level == history::Level::kUser ? "user level, 500 scripts" : "exact level, 500 scores");
+}
+
+// The baseline for the clustered level: what upper() did before it read the scripts' scores in
+// place (copy them into a deque, which conformal_quantile copies again into a vector).
+void bound_upper_two_copies(benchmark::State& state) {
+  std::list<std::pair<std::string, double>> clusters;
+  std::mt19937 g(2);
+  std::normal_distribution<double> noise(0.0, 0.1);
+  for (int i = 0; i < 500; ++i) clusters.emplace_back("s" + std::to_string(i), noise(g));
+  double sum = 0.0;
+  for (auto _ : state) {
+    std::deque<double> scores;
+    for (const auto& c : clusters) scores.push_back(c.second);
+    sum += 0.5 + *sizing::conformal_quantile(scores, 0.1);
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetLabel("baseline: user level, 500 scripts, two copies");
+}
+
+BENCHMARK_CAPTURE(bound_upper, exact_level, history::Level::kExactScript);
+BENCHMARK_CAPTURE(bound_upper, user_level_clustered, history::Level::kUser);
+BENCHMARK(bound_upper_two_copies);
 
 }  // namespace
 

@@ -27,6 +27,7 @@ sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
   o.gamma = kCoverageGamma;
   o.window = kCoverageWindow;
   o.cluster_user_level = true;
+  o.script_windows = true;
   return o;
 }
 

@@ -12,10 +12,13 @@
 namespace peakcast::sizing {
 
 std::optional<double> conformal_quantile(const std::deque<double>& scores, double alpha) {
-  if (scores.empty()) return std::nullopt;
-  const size_t n = scores.size();
+  return conformal_quantile(std::vector<double>(scores.begin(), scores.end()), alpha);
+}
+
+std::optional<double> conformal_quantile(std::vector<double> s, double alpha) {
+  if (s.empty()) return std::nullopt;
+  const size_t n = s.size();
   const double rank = std::ceil(static_cast<double>(n + 1) * (1.0 - alpha) - 1e-12);
-  std::vector<double> s(scores.begin(), scores.end());
   if (rank >= static_cast<double>(n)) return *std::max_element(s.begin(), s.end());
   const size_t k = rank < 1.0 ? 0 : static_cast<size_t>(rank) - 1;
   std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
@@ -64,11 +67,12 @@ OnlineBound::LevelState& OnlineBound::state_for(history::Level level, std::strin
   return const_cast<LevelState&>(std::as_const(*this).state_for(level, cluster));
 }
 
-std::deque<double> OnlineBound::cluster_scores() const {
-  std::deque<double> out;
-  if (!enough_clusters()) return out;
-  for (const auto& c : clusters_) out.push_back(c.second);
-  return out;
+std::optional<double> OnlineBound::cluster_quantile(double alpha) const {
+  if (!enough_clusters()) return std::nullopt;
+  std::vector<double> s;
+  s.reserve(clusters_.size());
+  for (const auto& c : clusters_) s.push_back(c.second);
+  return conformal_quantile(std::move(s), alpha);
 }
 
 void OnlineBound::push_cluster(std::string_view cluster, double s) {
@@ -86,6 +90,44 @@ void OnlineBound::push_cluster(std::string_view cluster, double s) {
   }
 }
 
+size_t OnlineBound::min_script_scores() const {
+  // The fewest n with ceil((n + 1) c) <= n.
+  size_t n = 1;
+  while (std::ceil((static_cast<double>(n) + 1.0) * options_.coverage - 1e-12) > static_cast<double>(n)) ++n;
+  return n;
+}
+
+size_t OnlineBound::script_scores(std::string_view script) const {
+  const auto it = script_at_.find(std::string(script));
+  return it == script_at_.end() ? 0 : it->second->second.size();
+}
+
+const std::deque<double>* OnlineBound::own_window(history::Level level,
+                                                  std::string_view script) const {
+  if (!options_.script_windows || level != history::Level::kExactScript || script.empty()) {
+    return nullptr;
+  }
+  const auto it = script_at_.find(std::string(script));
+  if (it == script_at_.end() || it->second->second.size() < min_script_scores()) return nullptr;
+  return &it->second->second;
+}
+
+void OnlineBound::push_script(std::string_view script, double s) {
+  std::string key(script);
+  auto it = script_at_.find(key);
+  if (it == script_at_.end()) {
+    scripts_.emplace_back(key, std::deque<double>{});
+    it = script_at_.emplace(std::move(key), std::prev(scripts_.end())).first;
+    while (scripts_.size() > std::max<size_t>(options_.max_scripts, 1)) {
+      script_at_.erase(scripts_.front().first);
+      scripts_.pop_front();
+    }
+  } else {
+    scripts_.splice(scripts_.end(), scripts_, it->second);  // most recent at the back
+  }
+  push(it->second->second, s);
+}
+
 double OnlineBound::score(double point, double label) const {
   if (options_.scale == Scale::kAdditive) return label - point;
   return label / std::max(point, 1e-12);
@@ -99,8 +141,10 @@ double OnlineBound::apply(double point, double q) const {
 double OnlineBound::upper(history::Level level, double point, std::string_view cluster) const {
   const auto& st = state_for(level, cluster);
   const double a = std::min(st.alpha_t, 1.0);
-  auto q = clustered(level) ? conformal_quantile(cluster_scores(), a)
-                            : conformal_quantile(window_or_pooled(st), a);
+  const std::deque<double>* own = own_window(level, cluster);
+  auto q = clustered(level) ? cluster_quantile(a)
+           : own          ? conformal_quantile(*own, a)
+                          : conformal_quantile(window_or_pooled(st), a);
   if (!q) return point;
   return apply(point, *q);
 }
@@ -137,6 +181,9 @@ void OnlineBound::observe_issued(history::Level level, double point, double labe
     push_cluster(cluster, s);
   } else {
     push(st.window, s);
+  }
+  if (options_.script_windows && level == history::Level::kExactScript && !cluster.empty()) {
+    push_script(cluster, s);
   }
   push(pooled_, s);
 }

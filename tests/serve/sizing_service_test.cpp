@@ -114,6 +114,34 @@ TEST(ServiceSizing, ANewScriptsBoundIsOnlineOnceNineScriptsCompletedAtTheUserLev
   EXPECT_LE(h["scores"].get<size_t>(), 16u);
 }
 
+// Script windows (default_bound_options): once a script has 9 completions at the exact level its
+// bound comes from its own scores, so a steady script is not given the spread of a varied one
+// that shares the level's window.
+TEST(ServiceSizing, AScriptWithNineRunsIsBoundedByItsOwnSpread) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  const std::string steady = "#!/bin/bash\nsrun ./steady\n", varied = "#!/bin/bash\nsrun ./varied\n";
+  for (int i = 0; i < 24; ++i) {
+    const int64_t submit = kNow - 100 * 3600 + i * 3600;
+    const bool v = i % 2 == 1;
+    const double share = v ? (i % 4 == 1 ? 0.2 : 0.7) : 0.3;
+    const json c = completion_json("run" + std::to_string(i), "alice", v ? varied : steady, submit,
+                                   submit + 1800, 8 * kGiB, static_cast<uint64_t>(share * 8 * kGiB));
+    ASSERT_EQ(s->complete(c.dump()).status, 200);
+  }
+  auto width = [&](const std::string& script) {
+    const Reply reply = s->predict(request_json("alice", script, kNow, 8 * kGiB).dump());
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    const json m = json::parse(reply.body)["predictions"]["mem"];
+    EXPECT_EQ(m["history_level"], "exact_script") << m.dump();
+    EXPECT_EQ(m["upper_source"], "online") << m.dump();
+    return m["upper_util"].get<double>() - m["util"].get<double>();
+  };
+  const double steady_width = width(steady), varied_width = width(varied);
+  EXPECT_LT(steady_width, 0.02);  // its own scores are all 0
+  EXPECT_GT(varied_width, 0.2);   // its own: misses of 0.25-0.5 around its estimate
+}
+
 TEST(ServiceSizing, NeverAboveTheUsersRequestUnlessThePartitionAllowsIt) {
   TempDir dir;
   auto s = open_service(dir, options(R"({"partitions": {"big": {"allow_above_request": true}}})"));

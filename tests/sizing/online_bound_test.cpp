@@ -167,6 +167,55 @@ TEST(OnlineBound, SplitMissedScriptsCalibratesMissedScriptsApart) {
   EXPECT_EQ(plain.missed_scripts(), 0u);
 }
 
+// script_windows: at the exact level a script with ceil(c/(1-c)) scores of its own (9 at 0.9) is
+// bounded by its own scores at the level's alpha_t; with fewer, or without a key, by the level's
+// window. Every score still enters the level's window. The most recent max_scripts are kept.
+TEST(OnlineBound, ScriptWindowsBoundAScriptByItsOwnScoresOnceItHasEnough) {
+  OnlineBoundOptions o;
+  o.script_windows = true;
+  o.max_scripts = 2;
+  OnlineBound b(o);
+  EXPECT_EQ(b.min_script_scores(), 9u);
+  for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5, false, "det");  // residual 0
+  for (int i = 0; i < 8; ++i) b.observe(Level::kExactScript, 0.5, 0.8, false, "mov");   // residual 0.3
+  EXPECT_EQ(b.script_scores("mov"), 8u);
+  // 8 scores: the level's window (40 zeros and 8 x 0.3, alpha_t moved by the misses).
+  const double level_bound = b.upper(Level::kExactScript, 0.5);
+  EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.5, "mov"), level_bound);
+  b.observe(Level::kExactScript, 0.5, 0.8, false, "mov");
+  ASSERT_EQ(b.script_scores("mov"), 9u);
+  // 9 scores of 0.3: its own quantile is 0.3; the deterministic script's own is 0.
+  EXPECT_NEAR(b.upper(Level::kExactScript, 0.5, "mov"), 0.8, 1e-12);
+  EXPECT_NEAR(b.upper(Level::kExactScript, 0.2, "det"), 0.2, 1e-12);
+  EXPECT_EQ(b.scores(Level::kExactScript), 49u);  // the level keeps every score
+  // A job without a key, or at another level, is bounded as before.
+  EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.5, ""), b.upper(Level::kExactScript, 0.5));
+  EXPECT_DOUBLE_EQ(b.upper(Level::kNone, 0.5, "mov"), b.upper(Level::kNone, 0.5));
+  // A third script evicts the least recently completed ("det"): its jobs fall back to the level.
+  b.observe(Level::kExactScript, 0.5, 0.5, false, "new");
+  EXPECT_EQ(b.script_scores("det"), 0u);
+  EXPECT_EQ(b.script_scores("mov"), 9u);
+  EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.2, "det"), b.upper(Level::kExactScript, 0.2));
+  // Off (the default): the key changes nothing.
+  OnlineBound plain;
+  for (int i = 0; i < 40; ++i) plain.observe(Level::kExactScript, 0.5, 0.5, false, "det");
+  for (int i = 0; i < 9; ++i) plain.observe(Level::kExactScript, 0.5, 0.8, false, "mov");
+  EXPECT_EQ(plain.script_scores("mov"), 0u);
+  EXPECT_DOUBLE_EQ(plain.upper(Level::kExactScript, 0.5, "mov"), plain.upper(Level::kExactScript, 0.5));
+}
+
+// A censored completion the bound covered teaches nothing to the script's window either.
+TEST(OnlineBound, ScriptWindowsLearnNothingFromACoveredOom) {
+  OnlineBoundOptions o;
+  o.script_windows = true;
+  OnlineBound b(o);
+  for (int i = 0; i < 12; ++i) b.observe(Level::kExactScript, 0.5, 0.6, false, "s");
+  const double before = b.upper(Level::kExactScript, 0.5, "s");
+  b.observe(Level::kExactScript, 0.5, 0.55, true, "s");
+  EXPECT_EQ(b.script_scores("s"), 12u);
+  EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.5, "s"), before);
+}
+
 TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
   OnlineBound b;
   for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
@@ -210,7 +259,7 @@ TEST(ConformalQuantile, RankIsCeilOfNPlusOneTimesCoverage) {
   EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.2), 9);   // ceil(11 * 0.8) = 9th smallest
   EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.5), 6);   // ceil(5.5) = 6
   EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.05), 10); // rank 11 > n: the largest
-  EXPECT_FALSE(conformal_quantile({}, 0.1).has_value());
+  EXPECT_FALSE(conformal_quantile(std::deque<double>{}, 0.1).has_value());
 }
 
 }  // namespace

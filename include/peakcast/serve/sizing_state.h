@@ -43,6 +43,7 @@ inline sizing::OnlineBoundOptions default_bound_options() {
   o.gamma = 0.02;
   o.window = 500;
   o.cluster_user_level = true;  // the user level calibrates on scripts (sizing/online_bound.h)
+  o.script_windows = true;      // a script with enough exact-level scores: its own window
   return o;
 }
 

@@ -45,6 +45,18 @@
 // under-coverage where any script may drift now and then. Off in evaluate and peakcastd
 // (docs/bounds.md, "Bursts at the exact level").
 //
+// Script windows at the exact level (OnlineBoundOptions::script_windows, off by default). Mondrian
+// conformal by script: a script with at least ceil(c/(1-c)) exact-level scores of its own (the
+// fewest for which the conformal c-quantile is finite: 9 at 0.9; its most recent `window`) is
+// bounded by the quantile of its own scores, at the exact level's alpha_t; a script with fewer
+// (or a job without a script key) by the level's window as before. Every exact-level completion
+// still enters the level's window and updates its alpha_t: ACI corrects the shared drift, the
+// script's own scores give its spread. In one window of a workflow the deterministic tasks
+// (residual ~0) set the quantile and the few scripts whose peaks move are missed a burst at a
+// time; their own scores bound them, and the deterministic ones get narrower bounds. Unlike
+// split_missed_scripts, a score always goes to its own script: no selection by past misses. The
+// most recent `max_scripts` scripts are kept (memory is bounded in the daemon).
+//
 // Deterministic: no randomness; the same calls in the same order give the same bounds.
 // Not thread-safe: the caller serialises observe() and upper().
 #pragma once
@@ -58,6 +70,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "peakcast/history/history.h"
 
@@ -74,6 +87,8 @@ struct OnlineBoundOptions {
   double alpha_floor = -0.05;      // alpha_t's lower clamp (below 1/(n+1): the window's max)
   bool cluster_user_level = false; // user level: one score per script (see above)
   bool split_missed_scripts = false; // exact level: missed scripts calibrated apart (see above)
+  bool script_windows = false;     // exact level: a script's own scores once it has enough (above)
+  size_t max_scripts = 4096;       // script_windows: scripts kept (least recently completed dropped)
 };
 
 inline constexpr int kNumLevels = 3;
@@ -85,12 +100,13 @@ class OnlineBound {
   // The upper bound for a job whose point prediction is `point`, answered at `level`. Before any
   // score is known it is `point` itself (Scale::kAdditive) or `point` (kRatio): the caller's
   // floor/margin rules handle the cold start (has_scores() says whether there is evidence).
-  // `cluster`: the job's script key (used only with split_missed_scripts).
+  // `cluster`: the job's script key (used with split_missed_scripts and script_windows).
   double upper(history::Level level, double point, std::string_view cluster = {}) const;
 
   // A job completed: its point prediction at submission, its label (a lower bound when
   // censored). Updates alpha_t with the bound the current state gives for `point`.
-  // `cluster`: the job's script key (used only with cluster_user_level; empty = its own script).
+  // `cluster`: the job's script key (used by cluster_user_level, where empty = a script of its
+  // own, and by split_missed_scripts and script_windows).
   void observe(history::Level level, double point, double label, bool censored,
                std::string_view cluster = {});
   // Same, with the bound that was actually issued at submission (the daemon and chrono replay
@@ -100,6 +116,10 @@ class OnlineBound {
 
   bool has_scores(history::Level level, std::string_view cluster = {}) const;
   size_t missed_scripts() const { return missed_.size(); }  // with split_missed_scripts
+  // With script_windows: the script's own exact-level scores kept, and how many it needs before
+  // its own window bounds it (ceil(c/(1-c))).
+  size_t script_scores(std::string_view script) const;
+  size_t min_script_scores() const;
   double alpha_t(history::Level level) const;   // the working miscoverage
   size_t scores(history::Level level) const;    // scores in the level's window (scripts when clustered)
   size_t updates(history::Level level) const;   // alpha_t updates so far
@@ -117,10 +137,15 @@ class OnlineBound {
   const LevelState& state_for(history::Level level, std::string_view cluster) const;
   LevelState& state_for(history::Level level, std::string_view cluster);
   const std::deque<double>& window_or_pooled(const LevelState& st) const;
-  std::deque<double> cluster_scores() const;  // per-script scores; empty until enough_clusters()
+  // The clustered level's quantile at alpha: one copy of the per-script scores (nullopt until
+  // enough_clusters()); the bound is asked under the daemon's sizing lock on every request.
+  std::optional<double> cluster_quantile(double alpha) const;
   bool clustered(history::Level level) const;
   bool enough_clusters() const;
   void push_cluster(std::string_view cluster, double s);
+  // script_windows: the script's own scores when it has enough of them, else nullptr.
+  const std::deque<double>* own_window(history::Level level, std::string_view script) const;
+  void push_script(std::string_view script, double s);
   double score(double point, double label) const;
   double apply(double point, double q) const;
   void push(std::deque<double>& w, double s) const;
@@ -132,13 +157,18 @@ class OnlineBound {
   std::list<std::pair<std::string, double>> clusters_;
   std::unordered_map<std::string, std::list<std::pair<std::string, double>>::iterator> cluster_at_;
   size_t anonymous_ = 0;  // names for jobs without a cluster key
+  // script_windows: scripts in completion-recency order (front = least recent), their scores.
+  std::list<std::pair<std::string, std::deque<double>>> scripts_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, std::deque<double>>>::iterator>
+      script_at_;
   // split_missed_scripts: the exact level's part for scripts missed before, and those scripts.
   LevelState missed_exact_;
   std::unordered_set<std::string> missed_;
 };
 
 // The conformal quantile of `scores` at miscoverage alpha: the ceil((n+1)(1-alpha))-th smallest,
-// the largest when that rank exceeds n. nullopt for no scores.
+// the largest when that rank exceeds n. nullopt for no scores. The vector form works in place.
 std::optional<double> conformal_quantile(const std::deque<double>& scores, double alpha);
+std::optional<double> conformal_quantile(std::vector<double> scores, double alpha);
 
 }  // namespace peakcast::sizing
