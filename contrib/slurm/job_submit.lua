@@ -20,7 +20,9 @@ request to it, in the form the user gave it: --mem (job_desc.min_mem_per_node, M
 ever lowers: a recommendation at or above the request leaves the job unchanged; a job without an
 explicit memory request (both fields nil: the partition's default applies later) is left alone;
 the new value is never below LOWER_MEM_MIN_MB and never above the partition's MaxMemPerNode /
-MaxMemPerCPU when part_list gives one. Each change is logged and told to the user.
+MaxMemPerCPU (the partitions the job names, else the default one; a limit of the other form is
+converted with the job's CPUs per node; UNLIMITED clamps nothing). Each change is logged and told
+to the user.
 
 The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
 short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
@@ -483,21 +485,61 @@ local function tell_user(ans, req_mem)
   slurm.log_user("%s", msg)
 end
 
--- The partition's memory limit in MB, per node or per CPU (nil when none is known): from the
--- part_list record of the job's partition (job_submit/lua's max_mem_per_node / max_mem_per_cpu).
-local function partition_limit_mb(d, part_list, form)
-  if type(part_list) ~= "table" then return nil end
-  local want = nonempty(d.partition)
-  for _, p in pairs(part_list) do
-    local ok, name = pcall(function() return p.name end)
-    if ok and (want == nil or name == want) then
-      local key = form == "cpu" and "max_mem_per_cpu" or "max_mem_per_node"
-      local ok2, v = pcall(function() return p[key] end)
-      if ok2 and valid(v) and v > 0 then return v end
-      if want ~= nil then return nil end
-    end
+-- A partition's memory limit as job_submit/lua gives it (MB), or nil when it sets none. Slurm keeps
+-- one field, max_mem_per_cpu, with the MEM_PER_CPU bit (2^63) telling per CPU from per node, and
+-- the plugin shows it as max_mem_per_cpu when the bit is set, else as max_mem_per_node. Read on
+-- slurmctld 22.05 (tests/integration/slurm_hook_test.sh, docs/bounds.md): a partition with no limit
+-- gives max_mem_per_node = 0; MaxMemPerNode=UNLIMITED in slurm.conf is INFINITE64, whose top bit is
+-- MEM_PER_CPU, so it shows as max_mem_per_cpu = 2^63 - 1. Both mean no limit.
+local UNLIMITED_MB = 2 ^ 62
+local function limit_field(p, key)
+  local ok, v = pcall(function() return p[key] end)
+  if ok and type(v) == "number" and v > 0 and v < UNLIMITED_MB then return v end
+  return nil
+end
+
+-- The part_list record named NAME: slurmctld keys the table by partition name.
+local function find_partition(part_list, name)
+  local ok, p = pcall(function() return part_list[name] end)
+  if ok and p ~= nil then return p end
+  for _, q in pairs(part_list) do
+    local ok2, n = pcall(function() return q.name end)
+    if ok2 and n == name then return q end
   end
   return nil
+end
+
+-- The partitions the job may run in: those it names ("a,b"), or the default one (flag_default).
+local function job_partitions(d, part_list)
+  local out = {}
+  local want = nonempty(d.partition)
+  if want then
+    for name in want:gmatch("[^,%s]+") do out[#out + 1] = find_partition(part_list, name) end
+    return out
+  end
+  for _, p in pairs(part_list) do
+    local ok, flag = pcall(function() return p.flag_default end)
+    if ok and flag == 1 then out[#out + 1] = p end
+  end
+  return out
+end
+
+-- The partition limit on the job's request in its own form, in MB (nil when none): per node for
+-- --mem ("node"), per CPU for --mem-per-cpu ("cpu"). A limit of the other form is converted with
+-- the job's CPUs per node (Slurm checks --mem against MaxMemPerCPU x CPUs and --mem-per-cpu x CPUs
+-- against MaxMemPerNode). With several partitions, the smallest: the job may run in any.
+local function partition_limit_mb(d, part_list, form, cpus)
+  if type(part_list) ~= "table" then return nil end
+  local per_node_cpus = math.max(1, math.ceil(cpus / nodes_of(d)))
+  local limit
+  for _, p in ipairs(job_partitions(d, part_list)) do
+    local node, cpu = limit_field(p, "max_mem_per_node"), limit_field(p, "max_mem_per_cpu")
+    local v
+    if form == "node" then v = node or (cpu and cpu * per_node_cpus)
+    else v = cpu or (node and math.floor(node / per_node_cpus)) end
+    if v and v > 0 and (not limit or v < limit) then limit = v end
+  end
+  return limit
 end
 
 -- Lowers the request to the recommendation (LOWER_MEM_TO_RECOMMENDATION). Returns the new value
@@ -510,7 +552,7 @@ local function lower_mem(d, ans, req_mem, form, cpus, part_list)
   if not key then return nil end
   local per = form == "node" and nodes_of(d) or cpus
   local mb = math.max(LOWER_MEM_MIN_MB, math.ceil(rec / MIB / per))
-  local limit = partition_limit_mb(d, part_list, form)
+  local limit = partition_limit_mb(d, part_list, form, cpus)
   if limit and mb > limit then mb = limit end
   if mb >= d[key] then return nil end  -- never raised
   local rule = field(ans, "predictions", "mem", "recommendation_rule")

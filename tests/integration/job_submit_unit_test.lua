@@ -117,6 +117,43 @@ check("lower: capped at the partition limit", d.min_mem_per_node == 600, d.min_m
 d = desc({ min_mem_per_node = 1000, partition = "big" })
 slurm_job_submit(d, parts, 1000)
 check("lower: partition limit above the recommendation", d.min_mem_per_node == 750, d.min_mem_per_node)
+-- part_list as slurmctld 22.05 passes it (read live by slurm_hook_test.sh): a table keyed by
+-- partition name whose records answer through __index; no limit = max_mem_per_node 0;
+-- MaxMemPerNode=UNLIMITED = max_mem_per_cpu 2^63 - 1 (INFINITE64 with the MEM_PER_CPU bit cleared).
+local function part(fields) return setmetatable({}, { __index = function(_, k) return fields[k] end }) end
+local slurm_parts = {
+  debug = part({ name = "debug", flag_default = 1, max_mem_per_node = 0 }),
+  small = part({ name = "small", flag_default = 0, max_mem_per_node = 600 }),
+  big = part({ name = "big", flag_default = 0, max_mem_per_node = 900 }),
+  unl = part({ name = "unl", flag_default = 0, max_mem_per_cpu = 2 ^ 63 - 1 }),
+  percpu = part({ name = "percpu", flag_default = 0, max_mem_per_cpu = 150 }),
+  pernode = part({ name = "pernode", flag_default = 0, max_mem_per_node = 2000 }),
+}
+local function lowered(fields, parts)
+  local dd = desc(fields)
+  slurm_job_submit(dd, parts or slurm_parts, 1000)
+  return dd.min_mem_per_node or dd.min_mem_per_cpu
+end
+check("part_list: no partition named -> the default one's limit, not another's",
+      lowered({ min_mem_per_node = 1000 }) == 750, lowered({ min_mem_per_node = 1000 }))
+check("part_list: the default partition's own limit applies",
+      lowered({ min_mem_per_node = 1000 }, { d = part({ name = "d", flag_default = 1, max_mem_per_node = 600 }),
+                                             o = part({ name = "o", flag_default = 0, max_mem_per_node = 0 }) }) == 600)
+check("part_list: a named partition, keyed by name", lowered({ min_mem_per_node = 1000, partition = "small" }) == 600)
+check("part_list: several partitions -> the smallest limit",
+      lowered({ min_mem_per_node = 1000, partition = "big,small" }) == 600)
+check("part_list: UNLIMITED (2^63 - 1 per CPU) clamps no --mem",
+      lowered({ min_mem_per_node = 1000, partition = "unl" }) == 750)
+check("part_list: UNLIMITED clamps no --mem-per-cpu",
+      lowered({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4, partition = "unl" }) == 750)
+check("part_list: MaxMemPerCPU caps --mem-per-cpu",
+      lowered({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4, partition = "percpu" }) == 150)
+check("part_list: MaxMemPerCPU x CPUs caps --mem (4 x 150)",
+      lowered({ min_mem_per_node = 1000, num_tasks = 4, min_cpus = 4, partition = "percpu" }) == 600)
+check("part_list: MaxMemPerNode / CPUs caps --mem-per-cpu (2000 / 4)",
+      lowered({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4, partition = "pernode" }) == 500)
+check("part_list: a partition the user cannot use (absent) sets no limit",
+      lowered({ min_mem_per_node = 1000, partition = "hidden" }) == 750)
 -- A recommendation at or above the request (the daemon's rule allowed it): never raised.
 set_mode("raise")
 d = desc({ min_mem_per_node = 1000 })

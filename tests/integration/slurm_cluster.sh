@@ -13,6 +13,8 @@
 #   JOB_SUBMIT_LUA   hook to install next to slurm.conf (default: contrib/slurm/job_submit.lua)
 #   PEAKCAST_SOCKET  socket path written into the hook's SOCKET_PATH (default: DIR/peakcastd.sock)
 #   START_TIMEOUT_S  bound on each wait (default 60)
+#   SLURM_CONF_EXTRA lines appended to slurm.conf, e.g. more partitions (the generated one is
+#                    "debug", Default=YES, no memory limit)
 # Needs: scripts/install-deps.sh slurm (slurm-wlm, slurmdbd, munge, mariadb-server, lua5.1, lua-socket).
 set -uo pipefail
 
@@ -163,6 +165,7 @@ ReturnToService=2
 NodeName=localhost CPUs=2 RealMemory=2000 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+  if [ -n "${SLURM_CONF_EXTRA:-}" ]; then printf '%s\n' "$SLURM_CONF_EXTRA" >> "$dir/etc/slurm.conf"; fi
   cat > "$dir/etc/gres.conf" <<EOF
 NodeName=localhost Name=gpu File=$dir/gpu/nvidia[0-1]
 EOF

@@ -9,6 +9,12 @@
 #    installed copy, which slurmctld reloads) also leaves the job accepted and logs why;
 #  - afterwards sacct -P shows MaxRSS near the memory each job allocated, the Comment, and the
 #    stored batch script (AccountingStoreFlags=job_script).
+#  - with the real daemon (PEAKCASTD_BIN): after slurm-sync the resubmitted scripts are answered from
+#    exact-script history, and with LOWER_MEM_TO_RECOMMENDATION on (the test installs its own copy
+#    of the hook with the flag set) slurmctld's job records show --mem / --mem-per-cpu lowered to
+#    recommended_bytes, a request below it unchanged, and the partition's MaxMemPerNode,
+#    MaxMemPerCPU and UNLIMITED read as job_submit/lua 22.05 gives them (extra partitions lowcap,
+#    cpucap and unlimited in slurm.conf).
 #
 # Usage: tests/integration/slurm_hook_test.sh
 # Environment:
@@ -46,7 +52,14 @@ if [ -z "${PEAKCASTD_CMD:-}" ] && [ -n "${PEAKCASTD_BIN:-}" ]; then
   real=1
   mkdir -p "$TEST_DIR/model"
   echo '{"format_version": 1, "kind": "history", "trained_on": "slurm_hook_test"}' > "$TEST_DIR/model/manifest.json"
-  PEAKCASTD_CMD="'$PEAKCASTD_BIN' --model \"\$TEST_DIR/model\" --db \"\$TEST_DIR/history.db\" --socket \"\$PEAKCAST_SOCKET\" --sync-interval 1 --sync-lookback 3600 --sacct sacct -v"
+  # Recommendations: upper bound x 1.1 + 128 MiB, rounded up to 32 MiB, at least 320 MiB (above
+  # the hook's LOWER_MEM_MIN_MB and lowcap's limit), allowed above the request (so the hook's
+  # "never raise" is what keeps a small request).
+  cat > "$TEST_DIR/sizing.json" <<'EOF'
+{"default": {"margin_fraction": 0.1, "margin_bytes": 134217728, "granularity_bytes": 33554432,
+             "floor_bytes": 335544320, "allow_above_request": true}}
+EOF
+  PEAKCASTD_CMD="'$PEAKCASTD_BIN' --model \"\$TEST_DIR/model\" --db \"\$TEST_DIR/history.db\" --socket \"\$PEAKCAST_SOCKET\" --sizing-config \"\$TEST_DIR/sizing.json\" --sync-interval 1 --sync-lookback 3600 --sacct sacct -v"
 fi
 STANDIN_CMD="lua5.1 '$here/standin_peakcastd.lua' \"\$PEAKCAST_SOCKET\" \"\$TEST_DIR/requests.log\" \"\$TEST_DIR/mode\""
 if [ -z "${PEAKCASTD_CMD:-}" ]; then
@@ -102,6 +115,13 @@ set_mode() { echo "$1" > "$TEST_DIR/mode"; }
 
 # --- cluster and daemon ------------------------------------------------------------------------
 t0=$(date +%s)
+# Partitions for the lowering checks: a per-node and a per-CPU memory limit below the
+# recommendations, and an explicit UNLIMITED (Slurm stores it as INFINITE64).
+LOWCAP_MB=300
+CPUCAP_MB=150
+export SLURM_CONF_EXTRA="PartitionName=lowcap Nodes=ALL MaxMemPerNode=$LOWCAP_MB State=UP
+PartitionName=cpucap Nodes=ALL MaxMemPerCPU=$CPUCAP_MB State=UP
+PartitionName=unlimited Nodes=ALL MaxMemPerNode=UNLIMITED State=UP"
 if ! PEAKCAST_SOCKET="$PEAKCAST_SOCKET" "$cluster" start "$TEST_DIR/cluster"; then
   bad "cluster starts"; finish
 fi
@@ -311,6 +331,7 @@ if [ "$real" = 1 ]; then
   fi
   m="$(tool http "$PEAKCAST_SOCKET" GET /metrics | tail -n +2)"
   check "/metrics counts a bypass prediction" bash -c "printf '%s' \"\$1\" | grep -q '^peakcast_predictions_total{resource=\"mem\",route=\"bypass\"} [1-9]'" _ "$m"
+  . "$here/slurm_hook_lowering.sh"
   stop_daemon
 fi
 echo "elapsed $(( $(date +%s) - t0 )) s"
