@@ -102,6 +102,9 @@ nlohmann::json SizingState::to_json() const {
       levels[std::string(history::level_name(l))] = {{"scores", b.scores(l)},
                                                      {"updates", b.updates(l)},
                                                      {"alpha_t", b.alpha_t(l)}};
+      if (l == history::Level::kExactScript && b.options().script_windows) {
+        levels["exact_script"]["own_windows"] = b.own_windows();  // scripts bounded by their own
+      }
     }
     out[std::string(resource_name(r))] = std::move(levels);
   }

@@ -102,6 +102,12 @@ size_t OnlineBound::script_scores(std::string_view script) const {
   return it == script_at_.end() ? 0 : it->second->second.size();
 }
 
+size_t OnlineBound::own_windows() const {
+  const size_t need = min_script_scores();
+  return static_cast<size_t>(std::count_if(scripts_.begin(), scripts_.end(),
+                                           [&](const auto& s) { return s.second.size() >= need; }));
+}
+
 const std::deque<double>* OnlineBound::own_window(history::Level level,
                                                   std::string_view script) const {
   if (!options_.script_windows || level != history::Level::kExactScript || script.empty()) {

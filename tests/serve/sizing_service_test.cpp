@@ -140,6 +140,8 @@ TEST(ServiceSizing, AScriptWithNineRunsIsBoundedByItsOwnSpread) {
   const double steady_width = width(steady), varied_width = width(varied);
   EXPECT_LT(steady_width, 0.02);  // its own scores are all 0
   EXPECT_GT(varied_width, 0.2);   // its own: misses of 0.25-0.5 around its estimate
+  const json h = json::parse(s->healthz().body)["sizing"]["mem"]["exact_script"];
+  EXPECT_EQ(h["own_windows"], 2) << h.dump();
 }
 
 TEST(ServiceSizing, NeverAboveTheUsersRequestUnlessThePartitionAllowsIt) {

@@ -179,6 +179,7 @@ TEST(OnlineBound, ScriptWindowsBoundAScriptByItsOwnScoresOnceItHasEnough) {
   for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5, false, "det");  // residual 0
   for (int i = 0; i < 8; ++i) b.observe(Level::kExactScript, 0.5, 0.8, false, "mov");   // residual 0.3
   EXPECT_EQ(b.script_scores("mov"), 8u);
+  EXPECT_EQ(b.own_windows(), 1u);  // "det" only
   // 8 scores: the level's window (40 zeros and 8 x 0.3, alpha_t moved by the misses).
   const double level_bound = b.upper(Level::kExactScript, 0.5);
   EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.5, "mov"), level_bound);

@@ -120,6 +120,7 @@ class OnlineBound {
   // its own window bounds it (ceil(c/(1-c))).
   size_t script_scores(std::string_view script) const;
   size_t min_script_scores() const;
+  size_t own_windows() const;  // scripts whose own window bounds them now
   double alpha_t(history::Level level) const;   // the working miscoverage
   size_t scores(history::Level level) const;    // scores in the level's window (scripts when clustered)
   size_t updates(history::Level level) const;   // alpha_t updates so far
