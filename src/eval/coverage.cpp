@@ -46,7 +46,7 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
                    [&](size_t a, size_t b) { return jobs[a].job->end_ms < jobs[b].job->end_ms; });
   std::vector<std::array<double, kNumCoverageLevels>> issued(jobs.size());
   BoundCoverage out;
-  std::array<size_t, kNumCoverageLevels> covered{};
+  std::array<size_t, kNumCoverageLevels> covered{}, capped{};
   size_t next_done = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& job = *jobs[i].job;
@@ -75,13 +75,16 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       continue;
     }
     ++out.n;
+    const double top = std::max(util_cap, jobs[i].point);
     for (size_t b = 0; b < bounds.size(); ++b) {
       covered[b] += job.label(r) <= issued[i][b] + 1e-12 ? 1 : 0;
+      capped[b] += issued[i][b] >= top - 1e-12 ? 1 : 0;
       out.width[b] += issued[i][b] - jobs[i].point;
     }
   }
   for (size_t b = 0; b < kNumCoverageLevels && out.n > 0; ++b) {
     out.coverage[b] = static_cast<double>(covered[b]) / static_cast<double>(out.n);
+    out.capped[b] = static_cast<double>(capped[b]) / static_cast<double>(out.n);
     out.width[b] /= static_cast<double>(out.n);
   }
   return out;
@@ -114,17 +117,20 @@ BoundCoverage bound_coverage(const EvalData& data, const Method& method,
 }
 
 void add_coverage_json(const BoundCoverage& c, nlohmann::json& row) {
-  nlohmann::json cov = nullptr, width = nullptr;
+  nlohmann::json cov = nullptr, width = nullptr, capped = nullptr;
   if (c.n > 0) {
     cov = nlohmann::json::object();
     width = nlohmann::json::object();
+    capped = nlohmann::json::object();
     for (size_t b = 0; b < kNumCoverageLevels; ++b) {
       cov[coverage_key(kCoverageLevels[b])] = c.coverage[b];
       width[coverage_key(kCoverageLevels[b])] = c.width[b];
+      capped[coverage_key(kCoverageLevels[b])] = c.capped[b];
     }
   }
   row["coverage"] = std::move(cov);
   row["bound_width"] = std::move(width);
+  row["bound_capped"] = std::move(capped);
   row["bound_n"] = c.n;
   row["bound_censored"] = c.censored;
 }
@@ -137,6 +143,7 @@ BoundCoverage mean_coverage(std::span<const BoundCoverage> runs) {
     for (size_t b = 0; b < kNumCoverageLevels; ++b) {
       out.coverage[b] += c.coverage[b];
       out.width[b] += c.width[b];
+      out.capped[b] += c.capped[b];
     }
     n += c.n;
     censored += c.censored;
@@ -146,6 +153,7 @@ BoundCoverage mean_coverage(std::span<const BoundCoverage> runs) {
   for (size_t b = 0; b < kNumCoverageLevels; ++b) {
     out.coverage[b] /= static_cast<double>(k);
     out.width[b] /= static_cast<double>(k);
+    out.capped[b] /= static_cast<double>(k);
   }
   out.n = n / k;
   out.censored = censored / k;

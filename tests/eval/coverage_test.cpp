@@ -53,6 +53,7 @@ TEST(OnlineCoverage, NominalOnAStationaryStream) {
   EXPECT_LT(c.width[0], c.width[1]);
   EXPECT_LT(c.width[1], c.width[2]);
   EXPECT_NEAR(c.width[1], 1.2816 * 0.08, 0.02);  // the normal 0.9 quantile of the noise
+  EXPECT_LT(c.capped[1], 0.01);  // bounds from evidence, not the cap
 }
 
 // A job that ends after a submission never shapes that submission's bound: changing its label
@@ -348,11 +349,13 @@ TEST(OnlineCoverage, ColdStartCensoredAndJson) {
   EXPECT_EQ(c.censored, 1u);
   EXPECT_DOUBLE_EQ(c.coverage[1], 1.0);
   EXPECT_DOUBLE_EQ(c.width[1], 0.8);  // the cap minus the point
+  EXPECT_DOUBLE_EQ(c.capped[1], 1.0);  // no evidence: the bound is the cap
   nlohmann::json row;
   add_coverage_json(c, row);
   for (const char* k : {"0.8", "0.9", "0.95"}) {
     EXPECT_TRUE(row["coverage"].contains(k)) << row.dump();
     EXPECT_TRUE(row["bound_width"].contains(k)) << row.dump();
+    EXPECT_DOUBLE_EQ(row["bound_capped"][k].get<double>(), 1.0) << row.dump();
   }
   EXPECT_EQ(row["bound_censored"], 1);
   nlohmann::json empty;

@@ -44,6 +44,9 @@ std::string coverage_key(double level);
 struct BoundCoverage {
   std::array<double, kNumCoverageLevels> coverage{};  // empirical, on the scored test jobs
   std::array<double, kNumCoverageLevels> width{};     // mean bound - point (label units)
+  // Share of the scored jobs whose bound is the cap (no evidence, or the quantile reaches the
+  // cap): covered whatever their label, so they pull the coverage above nominal.
+  std::array<double, kNumCoverageLevels> capped{};
   size_t n = 0;         // test jobs scored (valid, not censored)
   size_t censored = 0;  // valid censored test jobs left out
 };
@@ -71,8 +74,8 @@ BoundCoverage bound_coverage(const EvalData& data, const Method& method,
                              std::span<const JobContext* const> test,
                              std::span<const Prediction> test_points, Resource r);
 
-// Adds to a result row's JSON: "coverage" and "bound_width" ({"0.8": .., "0.9": .., "0.95": ..};
-// null when no test job was scored), "bound_n" and "bound_censored".
+// Adds to a result row's JSON: "coverage", "bound_width" and "bound_capped" ({"0.8": .., "0.9": ..,
+// "0.95": ..}; null when no test job was scored), "bound_n" and "bound_censored".
 void add_coverage_json(const BoundCoverage& c, nlohmann::json& row);
 
 // Mean over runs (seeds, folds) of rows that have n > 0; n and censored are summed.
