@@ -60,10 +60,14 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
       if (cascade::ResourcePrediction* rp = resource_of(p, r)) apply_bound(r, job.script_key, *rp, a);
     }
   }
-  // Memory: the recommended request. Without a known request there is no capacity to scale the
-  // bound by, and nothing to cap the answer at: no recommendation.
+  // Memory: the recommended request, from the online bound only. Without a known request there
+  // is no capacity to scale the bound by, and nothing to cap the answer at: no recommendation.
+  // Nor without online evidence (a new script before 9 scripts have completed at the user level):
+  // the model's own bound, fitted once at training, is shown but not acted on -- it is not
+  // calibrated under drift, and `evaluate` measures the online bound with the request itself
+  // (no lowering) in its place.
   const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
-  if (!cap || !p.mem.upper_util) {
+  if (!cap || !p.mem.upper_util || a.upper_source[idx(Resource::kMem)] != "online") {
     p.mem.recommended_bytes.reset();
     return a;
   }

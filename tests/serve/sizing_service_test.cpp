@@ -7,6 +7,7 @@
 #include <string>
 
 #include "peakcast/serve/service.h"
+#include "peakcast/serve/sizing_state.h"
 #include "peakcast/sizing/recommend.h"
 #include "serve_test_util.h"
 
@@ -142,6 +143,44 @@ TEST(ServiceSizing, AScriptWithNineRunsIsBoundedByItsOwnSpread) {
   EXPECT_GT(varied_width, 0.2);   // its own: misses of 0.25-0.5 around its estimate
   const json h = json::parse(s->healthz().body)["sizing"]["mem"]["exact_script"];
   EXPECT_EQ(h["own_windows"], 2) << h.dump();
+}
+
+// A model with a bound of its own (a cascade's, fitted at training) and no online evidence yet:
+// the answer shows the model's bound (upper_source "model") but recommends nothing from it;
+// once the online bound has evidence it answers and recommends.
+TEST(ServiceSizing, AModelsOwnBoundIsShownButNeverLowersTheRequest) {
+  SizingState state;
+  Job job;
+  job.user = "alice";
+  job.script_key = "s-new";
+  job.req_mem_bytes = 8 * kGiB;
+  auto model_answer = [](const std::string& level) {
+    cascade::JobPrediction p;
+    p.mem.util = 0.2;
+    p.mem.history_level = level;
+    p.mem.upper_util = 0.3;  // the model's own bound
+    p.mem.upper_coverage = 0.9;
+    return p;
+  };
+  cascade::JobPrediction p = model_answer("user");
+  const SizingState::Applied cold = state.apply(job, std::nullopt, p);
+  EXPECT_EQ(cold.upper_source[0], "model");
+  ASSERT_TRUE(p.mem.upper_util.has_value());
+  EXPECT_DOUBLE_EQ(*p.mem.upper_util, 0.3);
+  EXPECT_FALSE(p.mem.recommended_bytes.has_value());
+  EXPECT_TRUE(cold.rule.empty());
+  for (int k = 0; k < 9; ++k) {  // nine scripts complete at the user level: evidence
+    Job done = job;
+    done.script_key = "s" + std::to_string(k);
+    done.util[0] = 0.25;
+    done.valid[0] = true;
+    state.observe(done, model_answer("user"));
+  }
+  p = model_answer("user");
+  const SizingState::Applied warm = state.apply(job, std::nullopt, p);
+  EXPECT_EQ(warm.upper_source[0], "online");
+  EXPECT_TRUE(p.mem.recommended_bytes.has_value());
+  EXPECT_FALSE(warm.rule.empty());
 }
 
 TEST(ServiceSizing, NeverAboveTheUsersRequestUnlessThePartitionAllowsIt) {
