@@ -2,11 +2,13 @@
 // peakcast's policy beside max_so_far (the cheapest baseline) and witt_p95; and the cost of one
 // online bound (sizing::OnlineBound::upper, what peakcastd asks under its sizing lock per request)
 // with a full window, at the exact level (500 job scores) beside the user level clustered by
-// script (500 script scores). Reads
+// script (500 script scores), and the resident memory of full script windows. Reads
 // ../shared/data/nextflow/trace_mag.csv (5,761 eligible tasks) when present, else a synthetic
 // trace of the same size.
 #include <deque>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <list>
 #include <random>
 
@@ -99,6 +101,32 @@ void bound_upper_two_copies(benchmark::State& state) {
   state.SetLabel("baseline: user level, 500 scripts, two copies");
 }
 
+// Resident memory of one bound with script windows full: 4096 scripts (max_scripts) x 500 scores
+// (the daemon keeps one such bound per resource). VmRSS before and after filling it.
+long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+void bound_script_windows_memory(benchmark::State& state) {
+  for (auto _ : state) {
+    const long before = rss_kib();
+    sizing::OnlineBoundOptions o;
+    o.script_windows = true;
+    auto b = std::make_unique<sizing::OnlineBound>(o);
+    for (int i = 0; i < 4096 * 500; ++i) {
+      b->observe(history::Level::kExactScript, 0.5, 0.5, false, "script" + std::to_string(i % 4096));
+    }
+    state.counters["rss_MiB"] = static_cast<double>(rss_kib() - before) / 1024.0;
+    state.counters["own_windows"] = static_cast<double>(b->own_windows());
+  }
+  state.SetLabel("4096 scripts x 500 scores");
+}
+
+BENCHMARK(bound_script_windows_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bound_upper, exact_level, history::Level::kExactScript);
 BENCHMARK_CAPTURE(bound_upper, user_level_clustered, history::Level::kUser);
 BENCHMARK(bound_upper_two_copies);
