@@ -59,11 +59,11 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
                                  issued[k][b], w.job->script_key);
       }
     }
+    // As the daemon issues it: never below the point, never above the cap; before any residual
+    // is known (a workflow's first burst), the cap: without evidence the bound is the request
+    // itself (the daemon then recommends nothing below it).
+    const double top = std::max(util_cap, jobs[i].point);
     for (size_t b = 0; b < bounds.size(); ++b) {
-      // As the daemon issues it: never below the point, never above the cap; before any
-      // residual is known (a workflow's first burst), the cap: without evidence the bound is
-      // the request itself (the daemon then recommends nothing below it).
-      const double top = std::max(util_cap, jobs[i].point);
       const std::string& key = job.script_key;
       issued[i][b] = !bounds[b].has_scores(jobs[i].level, key)
                          ? top
@@ -75,7 +75,6 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       continue;
     }
     ++out.n;
-    const double top = std::max(util_cap, jobs[i].point);
     for (size_t b = 0; b < bounds.size(); ++b) {
       covered[b] += job.label(r) <= issued[i][b] + 1e-12 ? 1 : 0;
       capped[b] += issued[i][b] >= top - 1e-12 ? 1 : 0;

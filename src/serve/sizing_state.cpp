@@ -103,11 +103,10 @@ nlohmann::json SizingState::to_json() const {
     nlohmann::json levels = nlohmann::json::object();
     for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {
       const sizing::OnlineBound& b = bounds_[idx(r)];
-      levels[std::string(history::level_name(l))] = {{"scores", b.scores(l)},
-                                                     {"updates", b.updates(l)},
-                                                     {"alpha_t", b.alpha_t(l)}};
+      nlohmann::json& level = levels[std::string(history::level_name(l))];
+      level = {{"scores", b.scores(l)}, {"updates", b.updates(l)}, {"alpha_t", b.alpha_t(l)}};
       if (l == history::Level::kExactScript && b.options().script_windows) {
-        levels["exact_script"]["own_windows"] = b.own_windows();  // scripts bounded by their own
+        level["own_windows"] = b.own_windows();  // scripts bounded by their own scores
       }
     }
     out[std::string(resource_name(r))] = std::move(levels);

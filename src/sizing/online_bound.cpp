@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <stdexcept>
@@ -25,13 +24,27 @@ std::optional<double> conformal_quantile(std::vector<double> s, double alpha) {
   return s[k];
 }
 
-OnlineBound::OnlineBound(OnlineBoundOptions options) : options_(options) {
+namespace {
+
+// The fewest n with ceil((n + 1) c) <= n: below that the conformal c-quantile of n scores is
+// infinite.
+size_t fewest_for_finite_quantile(double coverage) {
+  size_t n = 1;
+  while (std::ceil((static_cast<double>(n) + 1.0) * coverage - 1e-12) > static_cast<double>(n)) ++n;
+  return n;
+}
+
+}  // namespace
+
+OnlineBound::OnlineBound(OnlineBoundOptions options)
+    : options_(options), clusters_(options.window), scripts_(options.max_scripts) {
   if (!(options_.coverage > 0.0 && options_.coverage < 1.0)) {
     throw std::invalid_argument("OnlineBound: coverage must be in (0, 1)");
   }
   if (!(options_.gamma >= 0.0) || options_.window == 0) {
     throw std::invalid_argument("OnlineBound: gamma must be >= 0 and window > 0");
   }
+  min_evidence_ = fewest_for_finite_quantile(options_.coverage);
   for (auto& l : levels_) l.alpha_t = 1.0 - options_.coverage;
   missed_exact_.alpha_t = 1.0 - options_.coverage;
 }
@@ -40,15 +53,7 @@ bool OnlineBound::clustered(history::Level level) const {
   return options_.cluster_user_level && level == history::Level::kUser;
 }
 
-bool OnlineBound::enough_clusters() const {
-  // The conformal c-quantile of n scores is finite when ceil((n + 1) c) <= n.
-  const double n = static_cast<double>(clusters_.size());
-  return n > 0 && std::ceil((n + 1.0) * options_.coverage - 1e-12) <= n;
-}
-
-const std::deque<double>& OnlineBound::scores_for(history::Level level) const {
-  return window_or_pooled(levels_[static_cast<int>(level)]);
-}
+bool OnlineBound::enough_clusters() const { return clusters_.size() >= min_evidence_; }
 
 const std::deque<double>& OnlineBound::window_or_pooled(const LevelState& st) const {
   return st.window.size() >= options_.min_level_scores ? st.window : pooled_;
@@ -77,35 +82,22 @@ std::optional<double> OnlineBound::cluster_quantile(double alpha) const {
 
 void OnlineBound::push_cluster(std::string_view cluster, double s) {
   std::string key = cluster.empty() ? "\x01job" + std::to_string(anonymous_++) : std::string(cluster);
-  if (auto it = cluster_at_.find(key); it != cluster_at_.end()) {
-    it->second->second = std::max(it->second->second, s);
-    clusters_.splice(clusters_.end(), clusters_, it->second);  // most recent at the back
-    return;
-  }
-  clusters_.emplace_back(key, s);
-  cluster_at_.emplace(std::move(key), std::prev(clusters_.end()));
-  while (clusters_.size() > options_.window) {
-    cluster_at_.erase(clusters_.front().first);
-    clusters_.pop_front();
-  }
+  bool inserted = false;
+  double& largest = clusters_.touch(std::move(key), &inserted);
+  largest = inserted ? s : std::max(largest, s);
 }
 
-size_t OnlineBound::min_script_scores() const {
-  // The fewest n with ceil((n + 1) c) <= n.
-  size_t n = 1;
-  while (std::ceil((static_cast<double>(n) + 1.0) * options_.coverage - 1e-12) > static_cast<double>(n)) ++n;
-  return n;
-}
+size_t OnlineBound::min_script_scores() const { return min_evidence_; }
 
 size_t OnlineBound::script_scores(std::string_view script) const {
-  const auto it = script_at_.find(std::string(script));
-  return it == script_at_.end() ? 0 : it->second->second.size();
+  const std::deque<double>* own = scripts_.find(script);
+  return own ? own->size() : 0;
 }
 
 size_t OnlineBound::own_windows() const {
-  const size_t need = min_script_scores();
-  return static_cast<size_t>(std::count_if(scripts_.begin(), scripts_.end(),
-                                           [&](const auto& s) { return s.second.size() >= need; }));
+  return static_cast<size_t>(std::count_if(scripts_.begin(), scripts_.end(), [&](const auto& s) {
+    return s.second.size() >= min_evidence_;
+  }));
 }
 
 const std::deque<double>* OnlineBound::own_window(history::Level level,
@@ -113,25 +105,12 @@ const std::deque<double>* OnlineBound::own_window(history::Level level,
   if (!options_.script_windows || level != history::Level::kExactScript || script.empty()) {
     return nullptr;
   }
-  const auto it = script_at_.find(std::string(script));
-  if (it == script_at_.end() || it->second->second.size() < min_script_scores()) return nullptr;
-  return &it->second->second;
+  const std::deque<double>* own = scripts_.find(script);
+  return own && own->size() >= min_evidence_ ? own : nullptr;
 }
 
 void OnlineBound::push_script(std::string_view script, double s) {
-  std::string key(script);
-  auto it = script_at_.find(key);
-  if (it == script_at_.end()) {
-    scripts_.emplace_back(key, std::deque<double>{});
-    it = script_at_.emplace(std::move(key), std::prev(scripts_.end())).first;
-    while (scripts_.size() > std::max<size_t>(options_.max_scripts, 1)) {
-      script_at_.erase(scripts_.front().first);
-      scripts_.pop_front();
-    }
-  } else {
-    scripts_.splice(scripts_.end(), scripts_, it->second);  // most recent at the back
-  }
-  push(it->second->second, s);
+  push(scripts_.touch(std::string(script)), s);
 }
 
 double OnlineBound::score(double point, double label) const {

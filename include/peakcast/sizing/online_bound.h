@@ -64,15 +64,14 @@
 #include <array>
 #include <cstddef>
 #include <deque>
-#include <list>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "peakcast/history/history.h"
+#include "peakcast/sizing/recent_keys.h"
 
 namespace peakcast::sizing {
 
@@ -132,11 +131,10 @@ class OnlineBound {
     double alpha_t = 0.1;
     size_t updates = 0;
   };
-  // The scores an unclustered level's bound is computed from: its own window or the pooled one.
-  const std::deque<double>& scores_for(history::Level level) const;
   // The state a job's bound uses: the level's, or the missed scripts' part of the exact level.
   const LevelState& state_for(history::Level level, std::string_view cluster) const;
   LevelState& state_for(history::Level level, std::string_view cluster);
+  // The scores an unclustered level's bound is computed from: its own window or the pooled one.
   const std::deque<double>& window_or_pooled(const LevelState& st) const;
   // The clustered level's quantile at alpha: one copy of the per-script scores (nullopt until
   // enough_clusters()); the bound is asked under the daemon's sizing lock on every request.
@@ -152,16 +150,14 @@ class OnlineBound {
   void push(std::deque<double>& w, double s) const;
 
   OnlineBoundOptions options_;
+  size_t min_evidence_;  // ceil(c/(1-c)): the fewest scores (or scripts) with a finite c-quantile
   std::array<LevelState, kNumLevels> levels_;
   std::deque<double> pooled_;
   // Clustered user level: scripts in recency order (front = oldest) with their largest score.
-  std::list<std::pair<std::string, double>> clusters_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, double>>::iterator> cluster_at_;
+  RecentKeys<double> clusters_;
   size_t anonymous_ = 0;  // names for jobs without a cluster key
-  // script_windows: scripts in completion-recency order (front = least recent), their scores.
-  std::list<std::pair<std::string, std::deque<double>>> scripts_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, std::deque<double>>>::iterator>
-      script_at_;
+  // script_windows: each script's own exact-level scores, the most recently completed scripts.
+  RecentKeys<std::deque<double>> scripts_;
   // split_missed_scripts: the exact level's part for scripts missed before, and those scripts.
   LevelState missed_exact_;
   std::unordered_set<std::string> missed_;
