@@ -124,6 +124,14 @@ struct WorkflowCoverage {
   double coverage = 0.0;
   double width = 0.0;
 };
+// One job of process `p` (script key "process<p>") for a walk: its record in `jobs`, what the walk
+// knows of it in `meta` (the job pointer is set once `jobs` is complete).
+void add_job(std::vector<Job>& jobs, std::vector<WalkedJob>& meta, size_t p, int64_t submit,
+             int64_t end, double label, history::Level level, double point, bool scored) {
+  jobs.push_back(labelled(static_cast<int>(jobs.size()), submit, end, label));
+  jobs.back().script_key = "process" + std::to_string(p);
+  meta.push_back({nullptr, level, point, scored});
+}
 // Walks one workflow (meta[i] describes jobs[i]) and adds its 0.9 coverage and width, as one
 // of `workflows` equal shares, to `out`.
 void add_walk(const std::vector<Job>& jobs, std::vector<WalkedJob>& meta,
@@ -160,11 +168,9 @@ WorkflowCoverage workflow_coverage(const sizing::OnlineBoundOptions& base, int w
         for (int k = 0; k < kBurst; ++k) {
           label = std::clamp(peak[p] + noise(rng), 0.0, 1.0);
           if (round == 0) continue;  // before the walk: history only
-          Job j = labelled(static_cast<int>(jobs.size()), t + k * 1000, t + 10 * kMin + k, label);
-          j.script_key = "process" + std::to_string(p);
-          jobs.push_back(std::move(j));
-          meta.push_back({nullptr, is_new ? history::Level::kUser : history::Level::kExactScript,
-                          point, round >= kFirstScored});
+          add_job(jobs, meta, p, t + k * 1000, t + 10 * kMin + k, label,
+                  is_new ? history::Level::kUser : history::Level::kExactScript, point,
+                  round >= kFirstScored);
         }
         last[p] = label;
         user_last = label;
@@ -221,10 +227,8 @@ WorkflowCoverage mixed_workflow_coverage(const sizing::OnlineBoundOptions& base,
         const int n = !scored ? 20 : (moving ? 40 : 5);
         if (round > 0) {  // round 0: history only
           for (int k = 0; k < n; ++k) {
-            Job j = labelled(static_cast<int>(jobs.size()), t + k * 1000, t + 10 * kMin + k, peak);
-            j.script_key = "process" + std::to_string(p);
-            jobs.push_back(std::move(j));
-            meta.push_back({nullptr, history::Level::kExactScript, last[p], scored});
+            add_job(jobs, meta, static_cast<size_t>(p), t + k * 1000, t + 10 * kMin + k, peak,
+                    history::Level::kExactScript, last[p], scored);
           }
         }
         last[p] = peak;
@@ -279,9 +283,8 @@ TEST(OnlineCoverage, ScriptWindowsHoldNominalPerScriptWhenSpreadsDiffer) {
     const int p = static_cast<int>(rng() % kScripts);
     const double mean = 0.3 + 0.05 * p;
     const double label = std::clamp(mean + std::normal_distribution<double>(0.0, kSd[p])(rng), 0.0, 1.0);
-    jobs.push_back(labelled(i, i * kMin, i * kMin + kMin / 2, label));
-    jobs.back().script_key = "process" + std::to_string(p);
-    walk.push_back({nullptr, history::Level::kExactScript, mean, i >= kFirstScored});
+    add_job(jobs, walk, static_cast<size_t>(p), i * kMin, i * kMin + kMin / 2, label,
+            history::Level::kExactScript, mean, i >= kFirstScored);
   }
   for (size_t i = 0; i < jobs.size(); ++i) walk[i].job = &jobs[i];
   auto coverage_of = [&](const sizing::OnlineBoundOptions& o, const std::string& only) {
