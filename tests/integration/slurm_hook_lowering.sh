@@ -27,6 +27,15 @@ rec_of() {  # job id -> recommended_bytes from its Comment (empty when none)
   comment_of "$1" | tool jget predictions.mem.recommended_bytes 2>/dev/null
 }
 mib_up() { echo $(( ($1 + MIB - 1) / MIB )); }
+# check_lowered NAME FIELD FLAG FROM WANT WHAT: the job's FIELD (MinMemoryNode / MinMemoryCPU) is
+# WANT MiB (WHAT says what that is) and slurmctld.log says FLAG FROM -> WANT.
+check_lowered() {
+  local name="$1" field="$2" flag="$3" from="$4" want="$5" what="$6"
+  check "$name: $field $(job_field "$lid" "$field") = $what ${want}M" \
+    [ "$(job_field "$lid" "$field")" = "${want}M" ]
+  check "$name: slurmctld.log says lowered $flag $from -> ${want}M" \
+    grep -qF "peakcast: lowered $flag $from -> ${want}M (" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+}
 # lower_case NAME SCRIPT SBATCH_ARGS...: submits a copy of SCRIPT; sets lid (job id) and lrec
 # (recommended bytes); returns 1 when sbatch refuses or there is no recommendation.
 lower_case() {
@@ -47,10 +56,7 @@ if lower_case lower_mem alloc200 --mem=1000M -t 5; then
   want=$(mib_up "$lrec")
   check "lower_mem: setup: recommendation ${want} MiB is between the hook's floor 256 and the 1000M request" \
     [ "$want" -gt 256 -a "$want" -lt 1000 ]
-  check "lower_mem: MinMemoryNode $(job_field "$lid" MinMemoryNode) = the recommendation ${want}M" \
-    [ "$(job_field "$lid" MinMemoryNode)" = "${want}M" ]
-  check "lower_mem: slurmctld.log says lowered --mem 1000M -> ${want}M" \
-    grep -qF "peakcast: lowered --mem 1000M -> ${want}M (" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+  check_lowered lower_mem MinMemoryNode --mem 1000M "$want" "the recommendation"
   check "lower_mem: sbatch's stderr tells the user" grep -qF "memory request lowered to --mem=${want}M" "$work/lower_mem.sbatch.err"
   lower_mem_want=$want
 fi
@@ -93,10 +99,7 @@ for part in debug unlimited; do
     want=$(( (lrec + 2 * MIB - 1) / (2 * MIB) ))
     check "$name: setup: recommendation per CPU ${want} MiB is between 256 and the 600M request" \
       [ "$want" -gt 256 -a "$want" -lt 600 ]
-    check "$name: MinMemoryCPU $(job_field "$lid" MinMemoryCPU) = recommendation / 2 CPUs = ${want}M" \
-      [ "$(job_field "$lid" MinMemoryCPU)" = "${want}M" ]
-    check "$name: slurmctld.log says lowered --mem-per-cpu 600M -> ${want}M" \
-      grep -qF "peakcast: lowered --mem-per-cpu 600M -> ${want}M (" "$SLURM_CLUSTER_DIR/log/slurmctld.log"
+    check_lowered "$name" MinMemoryCPU --mem-per-cpu 600M "$want" "recommendation / 2 CPUs ="
   fi
 done
 
