@@ -31,60 +31,62 @@ sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
   return o;
 }
 
-BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,
-                              const sizing::OnlineBoundOptions& base) {
-  std::vector<sizing::OnlineBound> bounds;
-  for (double c : kCoverageLevels) {
-    sizing::OnlineBoundOptions o = base;
-    o.coverage = c;
-    bounds.emplace_back(o);
-  }
+std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource r, double util_cap,
+                                      const sizing::OnlineBoundOptions& options) {
+  sizing::OnlineBound bound(options);
   // Completion order: end time, ties by submit order (stable).
   std::vector<size_t> by_end(jobs.size());
   std::iota(by_end.begin(), by_end.end(), size_t{0});
   std::stable_sort(by_end.begin(), by_end.end(),
                    [&](size_t a, size_t b) { return jobs[a].job->end_ms < jobs[b].job->end_ms; });
-  std::vector<std::array<double, kNumCoverageLevels>> issued(jobs.size());
-  BoundCoverage out;
-  std::array<size_t, kNumCoverageLevels> covered{}, capped{};
+  std::vector<IssuedBound> issued(jobs.size());
   size_t next_done = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& job = *jobs[i].job;
     // Every job that ended before this submission was submitted before it (end >= submit).
     while (next_done < by_end.size() && jobs[by_end[next_done]].job->end_ms < job.submit_ms) {
-      const WalkedJob& w = jobs[by_end[next_done]];
       const size_t k = by_end[next_done++];
-      for (size_t b = 0; b < bounds.size(); ++b) {
-        bounds[b].observe_issued(w.level, w.point, w.job->label(r), censored_for(*w.job, r),
-                                 issued[k][b], w.job->script_key);
-      }
+      const WalkedJob& w = jobs[k];
+      bound.observe_issued(w.level, w.point, w.job->label(r), censored_for(*w.job, r), issued[k].bound,
+                           w.job->script_key);
     }
     // As the daemon issues it: never below the point, never above the cap; before any residual
     // is known (a workflow's first burst), the cap: without evidence the bound is the request
     // itself (the daemon then recommends nothing below it).
     const double top = std::max(util_cap, jobs[i].point);
-    for (size_t b = 0; b < bounds.size(); ++b) {
-      const std::string& key = job.script_key;
-      issued[i][b] = !bounds[b].has_scores(jobs[i].level, key)
-                         ? top
-                         : std::clamp(bounds[b].upper(jobs[i].level, jobs[i].point, key), jobs[i].point, top);
-    }
-    if (!jobs[i].scored) continue;
-    if (censored_for(job, r)) {
-      ++out.censored;
-      continue;
-    }
-    ++out.n;
-    for (size_t b = 0; b < bounds.size(); ++b) {
-      covered[b] += job.label(r) <= issued[i][b] + 1e-12 ? 1 : 0;
-      capped[b] += issued[i][b] >= top - 1e-12 ? 1 : 0;
-      out.width[b] += issued[i][b] - jobs[i].point;
-    }
+    const std::string& key = job.script_key;
+    issued[i].evidence = bound.has_scores(jobs[i].level, key);
+    issued[i].bound = issued[i].evidence
+                          ? std::clamp(bound.upper(jobs[i].level, jobs[i].point, key), jobs[i].point, top)
+                          : top;
   }
-  for (size_t b = 0; b < kNumCoverageLevels && out.n > 0; ++b) {
-    out.coverage[b] = static_cast<double>(covered[b]) / static_cast<double>(out.n);
-    out.capped[b] = static_cast<double>(capped[b]) / static_cast<double>(out.n);
-    out.width[b] /= static_cast<double>(out.n);
+  return issued;
+}
+
+BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,
+                              const sizing::OnlineBoundOptions& base) {
+  BoundCoverage out;
+  for (const WalkedJob& w : jobs) {
+    if (!w.scored) continue;
+    ++(censored_for(*w.job, r) ? out.censored : out.n);
+  }
+  if (out.n == 0) return out;
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    sizing::OnlineBoundOptions o = base;
+    o.coverage = kCoverageLevels[b];
+    const std::vector<IssuedBound> issued = online_bounds(jobs, r, util_cap, o);
+    size_t covered = 0, capped = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!jobs[i].scored || censored_for(*jobs[i].job, r)) continue;
+      const double top = std::max(util_cap, jobs[i].point);
+      covered += jobs[i].job->label(r) <= issued[i].bound + 1e-12 ? 1 : 0;
+      capped += issued[i].bound >= top - 1e-12 ? 1 : 0;
+      out.width[b] += issued[i].bound - jobs[i].point;
+    }
+    const double n = static_cast<double>(out.n);
+    out.coverage[b] = static_cast<double>(covered) / n;
+    out.capped[b] = static_cast<double>(capped) / n;
+    out.width[b] /= n;
   }
   return out;
 }

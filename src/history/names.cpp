@@ -31,6 +31,12 @@ std::string_view level_name(Level l) {
   return "?";
 }
 
+Level level_from_name(std::string_view name) {
+  if (name == "exact_script") return Level::kExactScript;
+  if (name == "user") return Level::kUser;
+  return Level::kNone;
+}
+
 double HistoryView::estimate(Expert e, double fallback, const ExpertPriors& priors) const {
   if (level == Level::kNone) return fallback;
   if (e == Expert::kCombined) {

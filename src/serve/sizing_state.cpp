@@ -16,12 +16,6 @@ cascade::ResourcePrediction* resource_of(cascade::JobPrediction& p, Resource r) 
 
 }  // namespace
 
-history::Level level_from_name(const std::string& name) {
-  if (name == "exact_script") return history::Level::kExactScript;
-  if (name == "user") return history::Level::kUser;
-  return history::Level::kNone;
-}
-
 SizingState::SizingState(SizingOptions options)
     : options_(std::move(options)),
       bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
@@ -32,14 +26,14 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
     if (!job.is_valid(r)) continue;
     const cascade::ResourcePrediction* rp = r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
     if (!rp) continue;
-    bounds_[idx(r)].observe(level_from_name(rp->history_level), rp->util, job.label(r),
+    bounds_[idx(r)].observe(history::level_from_name(rp->history_level), rp->util, job.label(r),
                             censored_for(job, r), job.script_key);
   }
 }
 
 void SizingState::apply_bound(Resource r, const std::string& script_key,
                               cascade::ResourcePrediction& rp, Applied& a) const {
-  const history::Level level = level_from_name(rp.history_level);
+  const history::Level level = history::level_from_name(rp.history_level);
   const sizing::OnlineBound& b = bounds_[idx(r)];
   if (!b.has_scores(level, script_key)) {
     a.upper_source[idx(r)] = rp.upper_util ? "model" : "";

@@ -60,6 +60,16 @@ struct WalkedJob {
   bool scored = false;
 };
 
+// The bound issued for each job of a walk (same protocol, one setting): `bound` is clipped to
+// [point, max(cap, point)] and is the cap itself where the job's level had no evidence yet
+// (`evidence` false: the daemon then shows no online bound and recommends nothing).
+struct IssuedBound {
+  double bound = 0.0;
+  bool evidence = false;
+};
+std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource r, double util_cap,
+                                       const sizing::OnlineBoundOptions& options);
+
 // The protocol above over `jobs` (submit order, valid for r): bounds issued at each submission,
 // completions observed strictly before the next submission, coverage on the scored jobs.
 // `base`: the bound's settings (its coverage is replaced by each nominal level); evaluate and the

@@ -62,6 +62,7 @@ std::optional<Expert> parse_expert(std::string_view name);
 // Which level of the hierarchy answered.
 enum class Level : int { kExactScript = 0, kUser = 1, kNone = 2 };
 std::string_view level_name(Level l);    // "exact_script", "user", "none"
+Level level_from_name(std::string_view name);  // the inverse; anything else is kNone
 
 inline constexpr double kDecayHalfLifeS = 168.0 * 3600.0;
 inline constexpr double kDecayHalfLifeMs = kDecayHalfLifeS * 1000.0;

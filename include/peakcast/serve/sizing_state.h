@@ -55,9 +55,6 @@ struct SizingOptions {
   double util_cap = 1.0;              // labels' cap: bounds are clipped to it (the Service sets it)
 };
 
-// "exact_script" / "user" / anything else (none) -> the level.
-history::Level level_from_name(const std::string& name);
-
 class SizingState {
  public:
   explicit SizingState(SizingOptions options = {});
