@@ -28,6 +28,9 @@ struct ReportArgs {
   uint64_t seed = 42;
   size_t bootstrap = 1000;
   size_t latency_jobs = 500;
+  std::string sizing_config;  // peakcastd's --sizing-config
+  double bound_coverage = 0.9;
+  size_t bound_rebuild_jobs = 5000;
   int threads = 0;
   std::vector<std::string> code_options;
 };
@@ -53,6 +56,13 @@ Status measure(const ReportArgs& a, const std::vector<Job>& jobs, const eval::Ev
   d.threads = a.threads;
   d.util_cap = a.reader.util_cap;
   d.code_options = *code;
+  d.bound_coverage = a.bound_coverage;
+  d.bound_warm_jobs = a.bound_rebuild_jobs;
+  if (!a.sizing_config.empty()) {
+    auto cfg = sizing::load_recommend_config(a.sizing_config);
+    if (!cfg) return cfg.status();
+    d.recommend = std::move(*cfg);
+  }
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();
@@ -150,7 +160,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Writes one self-contained HTML file (plots by Vega-Lite, inlined: it opens without a "
       "network): predicted vs actual utilization per resource, error by method and by history "
-      "subgroup, the upper bound's coverage against nominal, routing shares and latency per route, "
+      "subgroup, the coverage of the upper bound peakcastd would have served against nominal, routing shares and latency per route, "
       "requested vs used memory over time per user, account and partition, and with a SIM.json "
       "what each sizing policy would have wasted (GB·h) and cost (failures). Tables sort by "
       "clicking a header; plots have tooltips.\n"
@@ -176,6 +186,18 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bootstrap", a->bootstrap, "Day-block bootstrap resamples (0 = off)")->default_str("1000");
   cmd->add_option("--latency-jobs", a->latency_jobs, "Batch-1 timing pass over the first N test jobs")
       ->default_str("500");
+  // The per-job upper bounds and recommended requests are peakcastd's; the same settings.
+  cmd->add_option("--sizing-config", a->sizing_config,
+                  "peakcastd's recommended-request settings (its --sizing-config JSON, per partition; "
+                  "docs/bounds.md) for the recommended requests shown (default: the daemon's defaults)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--bound-coverage", a->bound_coverage,
+                  "Nominal coverage of the online upper bound (peakcastd's --bound-coverage)")
+      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+  cmd->add_option("--bound-rebuild-jobs", a->bound_rebuild_jobs,
+                  "Completions before the test block replayed into the online bound first, as "
+                  "peakcastd does at start (its --bound-rebuild-jobs)")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
   add_learning_options(*cmd, a->threads, a->code_options);
   cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "peakcast/cascade/prediction.h"
+#include "peakcast/eval/coverage.h"
 #include "peakcast/tools/model_tools.h"
 #include "report_internal.h"
 
@@ -18,7 +19,8 @@ constexpr double kGB = 1e9;
 // The one place the report reads a job's clock (Job's time unit may change).
 int64_t end_seconds(const Job& j) { return j.end_ms / kMsPerSecond; }
 
-void add_predictions(const Job& job, const cascade::JobPrediction& p, std::vector<PredictedJob>& out) {
+void add_predictions(const Job& job, const cascade::JobPrediction& p, const DaemonAnswer& a,
+                     double coverage, std::vector<PredictedJob>& out) {
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
     const cascade::ResourcePrediction* rp = r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
@@ -30,11 +32,38 @@ void add_predictions(const Job& job, const cascade::JobPrediction& p, std::vecto
     pj.predicted = rp->util;
     pj.route = std::string(cascade::route_name(rp->route));
     pj.level = rp->history_level;
-    pj.upper = rp->upper_util;
-    pj.nominal = rp->upper_coverage;
+    pj.upper = a.upper[idx(r)];
+    if (pj.upper) pj.nominal = coverage;
     pj.censored = job.censored;
     out.push_back(std::move(pj));
   }
+}
+
+// The jobs whose completions a daemon started at `start` replays into its bound: the `n` most
+// recent that had ended by then, and every later completion of an earlier submission (observed as
+// it arrives).
+std::vector<Job> warm_up_jobs(const std::vector<Job>& fit, int64_t start, size_t n) {
+  std::vector<const Job*> ended;
+  std::vector<Job> out;
+  for (const Job& j : fit) {
+    if (j.end_ms < start) {
+      ended.push_back(&j);
+    } else {
+      out.push_back(j);
+    }
+  }
+  std::stable_sort(ended.begin(), ended.end(),
+                   [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+  const size_t skip = ended.size() > n ? ended.size() - n : 0;
+  for (size_t i = skip; i < ended.size(); ++i) out.push_back(*ended[i]);
+  return out;
+}
+
+std::vector<PredictedRun> runs_of(const std::vector<Job>& jobs,
+                                  const std::vector<cascade::JobPrediction>& preds) {
+  std::vector<PredictedRun> out;
+  for (size_t i = 0; i < jobs.size() && i < preds.size(); ++i) out.push_back({&jobs[i], &preds[i]});
+  return out;
 }
 
 }  // namespace
@@ -66,14 +95,24 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   auto model = eval::train_cascade_on_jobs(fit, to, nullptr, progress);
   if (!model) return model.status().with_context("report: training the cascade on the earlier jobs");
   const std::vector<cascade::JobPrediction> preds = eval::predict_jobs(*model, test, &jobs);
+  // The daemon's bound: the earlier jobs' most recent completions warm it up, each predicted at
+  // its submission as peakcastd replays them at start; the test jobs then walk it.
+  const std::vector<Job> warm = warm_up_jobs(fit, first_test_submit, o.bound_warm_jobs);
+  const std::vector<cascade::JobPrediction> warm_preds = eval::predict_jobs(*model, warm, &jobs);
+  ReplayOptions ro;
+  ro.util_cap = o.util_cap;
+  ro.bound = eval::coverage_bound_options(o.bound_coverage);
+  ro.recommend = o.recommend;
+  const std::vector<DaemonAnswer> answers =
+      replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro);
   Detail d;
   for (size_t i = 0; i < test.size() && i < preds.size(); ++i) {
-    add_predictions(test[i], preds[i], d.predictions);
+    add_predictions(test[i], preds[i], answers[i], o.bound_coverage, d.predictions);
   }
   // Usage: every job with a memory request and peak; test jobs with the recommended request.
   std::unordered_map<std::string, uint64_t> recommended;
-  for (const cascade::JobPrediction& p : preds) {
-    if (p.mem.recommended_bytes) recommended[p.job_id] = *p.mem.recommended_bytes;
+  for (size_t i = 0; i < test.size() && i < answers.size(); ++i) {
+    if (answers[i].recommended_bytes) recommended[test[i].job_id] = *answers[i].recommended_bytes;
   }
   for (const Job& j : jobs) {
     if (!j.req_mem_bytes || !j.peak_mem_bytes) continue;
@@ -94,6 +133,16 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       "per-job plots: the cascade trained on the {} jobs submitted before the last {:.0f}% and "
       "predicted the {} after, each with the history that had ended before its submission",
       fit.size(), 100 * o.test_share, test.size()));
+  const size_t with_bound = static_cast<size_t>(std::count_if(
+      answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.upper[idx(Resource::kMem)]; }));
+  const size_t with_rec = static_cast<size_t>(std::count_if(
+      answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.recommended_bytes; }));
+  d.notes.push_back(fmt::format(
+      "upper bounds and recommended requests: what peakcastd would have answered (its online {:.0f}% "
+      "bound, warmed up on the completions of {} earlier jobs, then updated with each "
+      "completion); memory: {} of {} test jobs had a bound, {} a recommendation (a new script "
+      "before the bound has evidence gets none)",
+      100 * o.bound_coverage, warm.size(), with_bound, test.size(), with_rec));
   return d;
 }
 

@@ -77,16 +77,17 @@ constexpr Section kSections[] = {
      "Mean absolute error of utilization on the test block, per method and resource, and split by "
      "the history the job had at submission (exact script, same user only, none)."},
     {"coverage", "Upper bound coverage",
-     "The share of test jobs whose actual utilization was at or under the calibrated upper bound, "
-     "against the coverage the bound states (OUT_OF_MEMORY jobs left out: their label is a lower "
-     "bound)."},
+     "The share of test jobs whose actual utilization was at or under the upper bound peakcastd "
+     "would have served (its online bound, updated with every completion), against the coverage "
+     "the bound states. Jobs without a bound (a new script before the bound has evidence) and "
+     "OUT_OF_MEMORY jobs (their label is a lower bound) are left out."},
     {"routing", "Routing and latency",
      "How each method answered (route shares of scored test jobs) and the batch-1 prediction "
      "latency per route."},
     {"usage", "Requested vs used memory",
      "Memory requested and peak used by the jobs ending each day, per user, account and "
-     "partition (the 8 largest by request; the rest as other); with the cascade's recommended "
-     "request for test jobs. Click a legend entry to pick one group."},
+     "partition (the 8 largest by request; the rest as other); with the request peakcastd would "
+     "have recommended for test jobs. Click a legend entry to pick one group."},
     {"sizing", "What sizing would save and cost",
      "The sizing simulator's outcome per policy: memory reserved but unused (GB·h) and "
      "out-of-memory failures."},

@@ -1,11 +1,17 @@
 // Pieces shared by the report's source files.
 #pragma once
 
+#include <array>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "peakcast/cascade/prediction.h"
 #include "peakcast/report/report.h"
+#include "peakcast/sizing/online_bound.h"
+#include "peakcast/sizing/recommend.h"
 
 #ifndef PEAKCAST_HAVE_REPORT_JS
 #define PEAKCAST_HAVE_REPORT_JS 0
@@ -40,5 +46,31 @@ struct CoverageRow {
   double nominal = 0.0;   // mean stated coverage
 };
 std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& predictions);
+
+// What peakcastd would have answered for each test job (src/report/online.cpp). Its online bound
+// (eval::online_bounds, the protocol `evaluate` measures) is walked in submit order over the
+// warm-up completions -- the daemon rebuilds its bound at start from its most recent completions,
+// each with the served model's prediction at its submission -- and then the test jobs, each
+// completion observed before the next submission after it. A test job gets an upper bound where
+// its level had evidence, and a memory recommendation from that bound only (sizing::
+// recommend_request with the job's request, partition and the script's trailing OOM request).
+struct PredictedRun {
+  const Job* job = nullptr;
+  const cascade::JobPrediction* prediction = nullptr;
+};
+struct DaemonAnswer {
+  std::array<std::optional<double>, kNumResources> upper;  // utilization; nullopt: no evidence
+  std::optional<uint64_t> recommended_bytes;
+  std::string rule;  // recommend_request's rule
+};
+struct ReplayOptions {
+  double util_cap = 1.0;
+  sizing::OnlineBoundOptions bound;
+  sizing::RecommendConfig recommend;
+};
+// `all`: every job (for the script's trailing OOM runs, each known from its end time on).
+std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
+                                        std::span<const PredictedRun> test,
+                                        const std::vector<Job>& all, const ReplayOptions& options);
 
 }  // namespace peakcast::report

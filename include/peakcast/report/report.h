@@ -22,6 +22,7 @@
 #include "peakcast/core/job.h"
 #include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
+#include "peakcast/sizing/recommend.h"
 
 namespace peakcast::report {
 
@@ -79,6 +80,12 @@ struct DetailOptions {
   double util_cap = 1.0;
   std::vector<std::pair<std::string, std::string>> code_options;
   size_t max_usage_points = 20000;  // newest jobs kept for the usage plots
+  // Upper bounds and recommended requests are peakcastd's, with its settings: the online bound's
+  // coverage (`--bound-coverage`), the completions it is rebuilt from at start
+  // (`--bound-rebuild-jobs`) and the recommendation settings (`--sizing-config`).
+  double bound_coverage = 0.9;
+  size_t bound_warm_jobs = 5000;
+  sizing::RecommendConfig recommend;
 };
 struct Detail {
   std::vector<PredictedJob> predictions;

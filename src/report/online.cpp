@@ -1,0 +1,102 @@
+// What peakcastd would have answered for each test job: its online bound and its recommended
+// request (report_internal.h, replay_daemon).
+#include <algorithm>
+#include <unordered_map>
+
+#include "peakcast/eval/coverage.h"
+#include "peakcast/sizing/recommend.h"
+#include "report_internal.h"
+
+namespace peakcast::report {
+namespace {
+
+const cascade::ResourcePrediction* resource_of(const cascade::JobPrediction& p, Resource r) {
+  return r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
+}
+
+// The largest memory request among the script's most recent runs that ended OUT_OF_MEMORY before
+// `job` was submitted (nullopt when the most recent one did not), as the daemon passes it.
+class TrailingOom {
+ public:
+  explicit TrailingOom(const std::vector<Job>& all) {
+    for (const Job& j : all) {
+      if (!j.script_key.empty()) by_script_[j.script_key].push_back(&j);
+    }
+    for (auto& [key, runs] : by_script_) {
+      std::stable_sort(runs.begin(), runs.end(),
+                       [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+    }
+  }
+  std::optional<uint64_t> operator()(const Job& job) const {
+    auto it = by_script_.find(job.script_key);
+    if (job.script_key.empty() || it == by_script_.end()) return std::nullopt;
+    const std::vector<const Job*>& runs = it->second;
+    // Runs that ended strictly before the submission, newest first.
+    auto known = std::lower_bound(runs.begin(), runs.end(), job.submit_ms,
+                                  [](const Job* j, int64_t t) { return j->end_ms < t; });
+    std::optional<uint64_t> out;
+    for (auto r = std::make_reverse_iterator(known); r != runs.rend(); ++r) {
+      if (!censored_for(**r, Resource::kMem)) break;
+      if ((*r)->req_mem_bytes) out = std::max(out.value_or(0), *(*r)->req_mem_bytes);
+    }
+    return out;
+  }
+
+ private:
+  std::unordered_map<std::string, std::vector<const Job*>> by_script_;
+};
+
+}  // namespace
+
+std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
+                                        std::span<const PredictedRun> test,
+                                        const std::vector<Job>& all, const ReplayOptions& o) {
+  std::vector<DaemonAnswer> out(test.size());
+  for (Resource r : kResources) {
+    // The walk: warm-up completions (never scored) and the test jobs, in submit order.
+    std::vector<eval::WalkedJob> walk;
+    std::vector<size_t> test_index;  // walk position -> test position, or npos
+    auto add = [&](const PredictedRun& run, size_t ti) {
+      const cascade::ResourcePrediction* rp = resource_of(*run.prediction, r);
+      if (!rp || !run.job->is_valid(r)) return;
+      walk.push_back({run.job, history::level_from_name(rp->history_level),
+                      std::clamp(rp->util, 0.0, o.util_cap), ti != std::string::npos});
+      test_index.push_back(ti);
+    };
+    for (const PredictedRun& run : warm) add(run, std::string::npos);
+    for (size_t i = 0; i < test.size(); ++i) add(test[i], i);
+    std::vector<size_t> order(walk.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return walk[a].job->submit_ms < walk[b].job->submit_ms;
+    });
+    std::vector<eval::WalkedJob> sorted;
+    sorted.reserve(walk.size());
+    for (size_t i : order) sorted.push_back(walk[i]);
+    const std::vector<eval::IssuedBound> issued = eval::online_bounds(sorted, r, o.util_cap, o.bound);
+    for (size_t k = 0; k < sorted.size(); ++k) {
+      const size_t ti = test_index[order[k]];
+      if (ti == std::string::npos || !issued[k].evidence) continue;
+      out[ti].upper[idx(r)] = issued[k].bound;
+    }
+  }
+  // Memory: the recommended request from the online bound only, as peakcastd answers.
+  const TrailingOom trailing_oom(all);
+  for (size_t i = 0; i < test.size(); ++i) {
+    const Job& job = *test[i].job;
+    const std::optional<double> upper = out[i].upper[idx(Resource::kMem)];
+    const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
+    if (!upper || !cap) continue;
+    sizing::RecommendInput in;
+    in.upper_bytes = *upper * *cap;
+    in.request_bytes = job.req_mem_bytes;
+    in.partition = job.partition;
+    in.failed_request_bytes = trailing_oom(job);
+    const sizing::Recommendation rec = sizing::recommend_request(in, o.recommend);
+    out[i].recommended_bytes = rec.bytes;
+    out[i].rule = rec.rule;
+  }
+  return out;
+}
+
+}  // namespace peakcast::report

@@ -1,0 +1,176 @@
+// The report's upper bounds and recommended requests are what peakcastd would have answered
+// (report_internal.h, replay_daemon): checked against the daemon's own sizing state
+// (serve::SizingState) fed the same completions, and for a new script, an OOM run and the
+// user's request.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "peakcast/eval/coverage.h"
+#include "peakcast/serve/sizing_state.h"
+#include "report/report_internal.h"
+
+namespace peakcast::report {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr int64_t kHourMs = 3'600'000;
+
+Job make_job(int i, const std::string& script, double share, uint64_t request, bool oom = false) {
+  Job j;
+  j.job_id = std::to_string(i);
+  j.user = "alice";
+  j.submit_ms = 1'700'000'000'000 + i * kHourMs;
+  j.end_ms = j.submit_ms + kHourMs / 2;  // ends before the next submission
+  j.workload = script;
+  j.script_key = script;
+  j.req_mem_bytes = request;
+  if (oom) {
+    j.state = "OUT_OF_MEMORY";
+  } else {
+    j.peak_mem_bytes = static_cast<uint64_t>(share * static_cast<double>(request));
+  }
+  compute_labels(j);
+  return j;
+}
+
+cascade::JobPrediction predict(const Job& j, double util, history::Level level) {
+  cascade::JobPrediction p;
+  p.job_id = j.job_id;
+  p.mem.util = util;
+  p.mem.history_level = std::string(history::level_name(level));
+  return p;
+}
+
+ReplayOptions daemon_options() {
+  ReplayOptions o;
+  o.bound = eval::coverage_bound_options(serve::default_bound_options().coverage);
+  return o;
+}
+
+std::vector<PredictedRun> runs(const std::vector<Job>& jobs, const std::vector<cascade::JobPrediction>& p) {
+  std::vector<PredictedRun> out;
+  for (size_t i = 0; i < jobs.size(); ++i) out.push_back({&jobs[i], &p[i]});
+  return out;
+}
+
+// A stream where each job ends before the next is submitted: 14 scripts with different spreads,
+// some runs killed for memory; the first run of a script is answered at the user level.
+struct Stream {
+  std::vector<Job> jobs;
+  std::vector<cascade::JobPrediction> preds;
+};
+Stream make_stream(unsigned seed) {
+  Stream s;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> pick(0, 13);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<int> runs_of(14, 0);
+  for (int i = 0; i < 400; ++i) {
+    const int k = pick(rng);
+    const double mean = 0.2 + 0.04 * k, spread = 0.01 + 0.01 * (k % 5);
+    const double share = std::clamp(mean + spread * noise(rng), 0.01, 0.99);
+    const bool oom = k == 13 && runs_of[k] % 7 == 3;
+    const uint64_t request = (4 + static_cast<uint64_t>(k % 3) * 4) * kGiB;
+    s.jobs.push_back(make_job(i, "script" + std::to_string(k), share, request, oom));
+    const history::Level level = runs_of[k] == 0 ? history::Level::kUser : history::Level::kExactScript;
+    s.preds.push_back(predict(s.jobs.back(), mean, level));
+    ++runs_of[k];
+  }
+  return s;
+}
+
+// The daemon's failed_request: the largest request among the script's trailing OOM runs.
+std::optional<uint64_t> trailing_oom(const std::vector<Job>& jobs, size_t i) {
+  std::optional<uint64_t> out;
+  for (size_t k = i; k-- > 0;) {
+    if (jobs[k].script_key != jobs[i].script_key) continue;
+    if (jobs[k].state != "OUT_OF_MEMORY") break;
+    out = std::max(out.value_or(0), *jobs[k].req_mem_bytes);
+  }
+  return out;
+}
+
+TEST(ReportDaemon, AnswersAsTheDaemonsSizingStateDoes) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const Stream s = make_stream(seed);
+    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, daemon_options());
+    ASSERT_EQ(report.size(), s.jobs.size());
+    serve::SizingState daemon;  // peakcastd's defaults
+    size_t with_bound = 0, oom_steps = 0;
+    for (size_t i = 0; i < s.jobs.size(); ++i) {
+      cascade::JobPrediction answered = s.preds[i];
+      const serve::SizingState::Applied a = daemon.apply(s.jobs[i], trailing_oom(s.jobs, i), answered);
+      const bool online = a.upper_source[idx(Resource::kMem)] == "online";
+      ASSERT_EQ(report[i].upper[idx(Resource::kMem)].has_value(), online) << "seed " << seed << " job " << i;
+      if (online) {
+        ++with_bound;
+        EXPECT_DOUBLE_EQ(*report[i].upper[idx(Resource::kMem)], *answered.mem.upper_util) << "job " << i;
+      }
+      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
+      EXPECT_EQ(report[i].rule, a.rule) << "job " << i;
+      if (a.rule.find("oom") != std::string::npos) ++oom_steps;
+      daemon.observe(s.jobs[i], s.preds[i]);
+    }
+    EXPECT_GT(with_bound, 300u) << "seed " << seed;  // not a comparison of empty answers
+    EXPECT_GT(oom_steps, 0u) << "seed " << seed;
+  }
+}
+
+TEST(ReportDaemon, ANewScriptWithoutEvidenceGetsNoBoundAndNoRecommendation) {
+  std::vector<Job> jobs = {make_job(0, "a", 0.3, 8 * kGiB), make_job(1, "b", 0.3, 8 * kGiB)};
+  std::vector<cascade::JobPrediction> preds = {predict(jobs[0], 0.3, history::Level::kUser),
+                                               predict(jobs[1], 0.3, history::Level::kUser)};
+  const std::vector<DaemonAnswer> a = replay_daemon({}, runs(jobs, preds), jobs, daemon_options());
+  for (const DaemonAnswer& x : a) {
+    EXPECT_FALSE(x.upper[idx(Resource::kMem)]);
+    EXPECT_FALSE(x.recommended_bytes);
+  }
+}
+
+TEST(ReportDaemon, WarmUpCompletionsGiveTheTestJobsEvidence) {
+  // 30 earlier runs of one script warm the bound; the test job of that script then has one.
+  std::vector<Job> warm, test;
+  std::vector<cascade::JobPrediction> warm_p, test_p;
+  for (int i = 0; i < 30; ++i) {
+    warm.push_back(make_job(i, "a", 0.25 + 0.01 * (i % 5), 8 * kGiB));
+    warm_p.push_back(predict(warm.back(), 0.27, history::Level::kExactScript));
+  }
+  test.push_back(make_job(30, "a", 0.26, 8 * kGiB));
+  test_p.push_back(predict(test.back(), 0.27, history::Level::kExactScript));
+  std::vector<Job> all = warm;
+  all.push_back(test[0]);
+  const DaemonAnswer cold = replay_daemon({}, runs(test, test_p), all, daemon_options())[0];
+  EXPECT_FALSE(cold.recommended_bytes);
+  const DaemonAnswer a = replay_daemon(runs(warm, warm_p), runs(test, test_p), all, daemon_options())[0];
+  ASSERT_TRUE(a.upper[idx(Resource::kMem)]);
+  EXPECT_GE(*a.upper[idx(Resource::kMem)], 0.27);
+  EXPECT_LE(*a.upper[idx(Resource::kMem)], 0.27 + 0.03);  // the runs spread over 0.25-0.29
+  ASSERT_TRUE(a.recommended_bytes);
+  EXPECT_LT(*a.recommended_bytes, 8 * kGiB);  // lowered from the request
+}
+
+TEST(ReportDaemon, AfterAnOomRunTheRecommendationIsAboveTheFailedRequestButNotTheUsersOwn) {
+  std::vector<Job> warm, test;
+  std::vector<cascade::JobPrediction> warm_p, test_p;
+  for (int i = 0; i < 30; ++i) {
+    warm.push_back(make_job(i, "a", 0.25, 8 * kGiB));
+    warm_p.push_back(predict(warm.back(), 0.25, history::Level::kExactScript));
+  }
+  warm.push_back(make_job(30, "a", 0.0, 4 * kGiB, /*oom=*/true));  // killed at a 4 GiB request
+  warm_p.push_back(predict(warm.back(), 0.25, history::Level::kExactScript));
+  test.push_back(make_job(31, "a", 0.25, 8 * kGiB));
+  test_p.push_back(predict(test.back(), 0.25, history::Level::kExactScript));
+  std::vector<Job> all = warm;
+  all.push_back(test[0]);
+  const DaemonAnswer a = replay_daemon(runs(warm, warm_p), runs(test, test_p), all, daemon_options())[0];
+  ASSERT_TRUE(a.recommended_bytes);
+  EXPECT_GT(*a.recommended_bytes, 4 * kGiB) << a.rule;
+  EXPECT_LE(*a.recommended_bytes, 8 * kGiB) << a.rule;
+  EXPECT_NE(a.rule.find("oom"), std::string::npos) << a.rule;
+}
+
+}  // namespace
+}  // namespace peakcast::report
