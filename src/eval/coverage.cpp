@@ -17,6 +17,32 @@ bool walked_block(Block b) {
   return b == Block::kValidation || b == Block::kPurgedValidation || b == Block::kTest;
 }
 
+// Adds the figures of `from` (n > 0) to the sums in `to`.
+template <class Figures>
+void add_figures(const Figures& from, Figures& to) {
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    to.coverage[b] += from.coverage[b];
+    to.width[b] += from.width[b];
+    to.capped[b] += from.capped[b];
+  }
+}
+
+template <class Figures>
+void divide_figures(Figures& f, size_t k) {
+  for (size_t b = 0; b < kNumCoverageLevels && k > 0; ++b) {
+    f.coverage[b] /= static_cast<double>(k);
+    f.width[b] /= static_cast<double>(k);
+    f.capped[b] /= static_cast<double>(k);
+  }
+}
+
+// {"0.8": .., "0.9": .., "0.95": ..}
+nlohmann::json per_nominal(const std::array<double, kNumCoverageLevels>& v) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) out[coverage_key(kCoverageLevels[b])] = v[b];
+  return out;
+}
+
 }  // namespace
 
 std::string coverage_key(double level) { return fmt::format("{}", level); }
@@ -68,26 +94,35 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
   BoundCoverage out;
   for (const WalkedJob& w : jobs) {
     if (!w.scored) continue;
-    ++(censored_for(*w.job, r) ? out.censored : out.n);
+    if (censored_for(*w.job, r)) {
+      ++out.censored;
+    } else {
+      ++out.n;
+      ++out.by_level[static_cast<size_t>(w.level)].n;
+    }
   }
   if (out.n == 0) return out;
   for (size_t b = 0; b < kNumCoverageLevels; ++b) {
     sizing::OnlineBoundOptions o = base;
     o.coverage = kCoverageLevels[b];
     const std::vector<IssuedBound> issued = online_bounds(jobs, r, util_cap, o);
-    size_t covered = 0, capped = 0;
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (!jobs[i].scored || censored_for(*jobs[i].job, r)) continue;
       const double top = std::max(util_cap, jobs[i].point);
-      covered += jobs[i].job->label(r) <= issued[i].bound + 1e-12 ? 1 : 0;
-      capped += issued[i].bound >= top - 1e-12 ? 1 : 0;
-      out.width[b] += issued[i].bound - jobs[i].point;
+      const double covered = jobs[i].job->label(r) <= issued[i].bound + 1e-12 ? 1.0 : 0.0;
+      const double capped = issued[i].bound >= top - 1e-12 ? 1.0 : 0.0;
+      const double width = issued[i].bound - jobs[i].point;
+      auto add = [&](auto& f) {
+        f.coverage[b] += covered;
+        f.width[b] += width;
+        f.capped[b] += capped;
+      };
+      add(out);
+      add(out.by_level[static_cast<size_t>(jobs[i].level)]);
     }
-    const double n = static_cast<double>(out.n);
-    out.coverage[b] = static_cast<double>(covered) / n;
-    out.capped[b] = static_cast<double>(capped) / n;
-    out.width[b] /= n;
   }
+  divide_figures(out, out.n);
+  for (LevelCoverage& l : out.by_level) divide_figures(l, l.n);
   return out;
 }
 
@@ -118,46 +153,51 @@ BoundCoverage bound_coverage(const EvalData& data, const Method& method,
 }
 
 void add_coverage_json(const BoundCoverage& c, nlohmann::json& row) {
-  nlohmann::json cov = nullptr, width = nullptr, capped = nullptr;
-  if (c.n > 0) {
-    cov = nlohmann::json::object();
-    width = nlohmann::json::object();
-    capped = nlohmann::json::object();
-    for (size_t b = 0; b < kNumCoverageLevels; ++b) {
-      cov[coverage_key(kCoverageLevels[b])] = c.coverage[b];
-      width[coverage_key(kCoverageLevels[b])] = c.width[b];
-      capped[coverage_key(kCoverageLevels[b])] = c.capped[b];
-    }
-  }
-  row["coverage"] = std::move(cov);
-  row["bound_width"] = std::move(width);
-  row["bound_capped"] = std::move(capped);
+  const bool any = c.n > 0;
+  row["coverage"] = any ? per_nominal(c.coverage) : nlohmann::json(nullptr);
+  row["bound_width"] = any ? per_nominal(c.width) : nlohmann::json(nullptr);
+  row["bound_capped"] = any ? per_nominal(c.capped) : nlohmann::json(nullptr);
   row["bound_n"] = c.n;
   row["bound_censored"] = c.censored;
+  nlohmann::json levels = nlohmann::json::object();
+  for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {
+    const LevelCoverage& f = c.by_level[static_cast<size_t>(l)];
+    levels[std::string(history::level_name(l))] =
+        f.n == 0 ? nlohmann::json(nullptr)
+                 : nlohmann::json{{"n", f.n},
+                                  {"coverage", per_nominal(f.coverage)},
+                                  {"bound_width", per_nominal(f.width)},
+                                  {"bound_capped", per_nominal(f.capped)}};
+  }
+  row["bound_by_level"] = std::move(levels);
 }
 
 BoundCoverage mean_coverage(std::span<const BoundCoverage> runs) {
   BoundCoverage out;
   size_t k = 0, n = 0, censored = 0;
+  std::array<size_t, sizing::kNumLevels> level_runs{}, level_n{};
   for (const BoundCoverage& c : runs) {
     if (c.n == 0) continue;
-    for (size_t b = 0; b < kNumCoverageLevels; ++b) {
-      out.coverage[b] += c.coverage[b];
-      out.width[b] += c.width[b];
-      out.capped[b] += c.capped[b];
-    }
+    add_figures(c, out);
     n += c.n;
     censored += c.censored;
     ++k;
+    for (size_t l = 0; l < c.by_level.size(); ++l) {
+      if (c.by_level[l].n == 0) continue;
+      add_figures(c.by_level[l], out.by_level[l]);
+      level_n[l] += c.by_level[l].n;
+      ++level_runs[l];
+    }
   }
   if (k == 0) return out;
-  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
-    out.coverage[b] /= static_cast<double>(k);
-    out.width[b] /= static_cast<double>(k);
-    out.capped[b] /= static_cast<double>(k);
-  }
+  divide_figures(out, k);
   out.n = n / k;
   out.censored = censored / k;
+  for (size_t l = 0; l < out.by_level.size(); ++l) {
+    if (level_runs[l] == 0) continue;
+    divide_figures(out.by_level[l], level_runs[l]);
+    out.by_level[l].n = level_n[l] / level_runs[l];
+  }
   return out;
 }
 

@@ -366,5 +366,54 @@ TEST(OnlineCoverage, ColdStartCensoredAndJson) {
   EXPECT_TRUE(empty["coverage"].is_null());
 }
 
+// Per level: the figures of the jobs each level answered, which add up to the whole; a level
+// that answered no scored job is null in the JSON; fold means average each level over the runs
+// that had jobs there.
+TEST(OnlineCoverage, FiguresPerHistoryLevel) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<Job> jobs;
+  std::vector<WalkedJob> walk;
+  for (int i = 0; i < 6000; ++i) {
+    // Exact-script jobs are tight (s.d. 0.02), user-level ones loose (0.15).
+    const bool exact = i % 4 != 0;
+    const double point = 0.4;
+    const double label = std::clamp(point + (exact ? 0.02 : 0.15) * noise(rng), 0.0, 1.0);
+    jobs.push_back(labelled(i, i * kMin, i * kMin + kMin / 2, label));
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    walk.push_back({&jobs[i], i % 4 != 0 ? history::Level::kExactScript : history::Level::kNone, 0.4,
+                    i >= 1500});
+  }
+  const BoundCoverage c = online_coverage(walk, Resource::kMem, 1.0);
+  const LevelCoverage& exact = c.by_level[static_cast<size_t>(history::Level::kExactScript)];
+  const LevelCoverage& none = c.by_level[static_cast<size_t>(history::Level::kNone)];
+  ASSERT_EQ(exact.n + none.n, c.n);
+  EXPECT_EQ(none.n, 1125u);
+  EXPECT_EQ(c.by_level[static_cast<size_t>(history::Level::kUser)].n, 0u);
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    const double n = static_cast<double>(c.n);
+    EXPECT_NEAR(c.coverage[b], (exact.coverage[b] * exact.n + none.coverage[b] * none.n) / n, 1e-12);
+    EXPECT_NEAR(c.width[b], (exact.width[b] * exact.n + none.width[b] * none.n) / n, 1e-12);
+    EXPECT_NEAR(exact.coverage[b], kCoverageLevels[b], 0.03) << kCoverageLevels[b];
+    EXPECT_NEAR(none.coverage[b], kCoverageLevels[b], 0.03) << kCoverageLevels[b];
+  }
+  EXPECT_GT(none.width[1], 4 * exact.width[1]);  // each level's own spread
+  nlohmann::json row;
+  add_coverage_json(c, row);
+  EXPECT_TRUE(row["bound_by_level"]["user"].is_null()) << row.dump();
+  EXPECT_EQ(row["bound_by_level"]["none"]["n"], 1125);
+  EXPECT_DOUBLE_EQ(row["bound_by_level"]["exact_script"]["coverage"]["0.9"].get<double>(), exact.coverage[1]);
+  EXPECT_DOUBLE_EQ(row["bound_by_level"]["none"]["bound_width"]["0.9"].get<double>(), none.width[1]);
+  // Mean over two runs, one without jobs at the none level: that level's mean is its one run's.
+  BoundCoverage only_exact = c;
+  only_exact.by_level[static_cast<size_t>(history::Level::kNone)] = LevelCoverage{};
+  const std::vector<BoundCoverage> runs = {c, only_exact};
+  const BoundCoverage m = mean_coverage(runs);
+  EXPECT_DOUBLE_EQ(m.by_level[static_cast<size_t>(history::Level::kNone)].coverage[1], none.coverage[1]);
+  EXPECT_EQ(m.by_level[static_cast<size_t>(history::Level::kNone)].n, none.n);
+  EXPECT_DOUBLE_EQ(m.by_level[static_cast<size_t>(history::Level::kExactScript)].width[1], exact.width[1]);
+}
+
 }  // namespace
 }  // namespace peakcast::eval

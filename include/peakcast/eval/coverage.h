@@ -41,6 +41,14 @@ inline constexpr size_t kNumCoverageLevels = kCoverageLevels.size();
 // JSON keys of the levels: "0.8", "0.9", "0.95".
 std::string coverage_key(double level);
 
+// The figures of the scored jobs answered at one history level (exact script, user, none).
+struct LevelCoverage {
+  std::array<double, kNumCoverageLevels> coverage{};
+  std::array<double, kNumCoverageLevels> width{};
+  std::array<double, kNumCoverageLevels> capped{};
+  size_t n = 0;
+};
+
 struct BoundCoverage {
   std::array<double, kNumCoverageLevels> coverage{};  // empirical, on the scored test jobs
   std::array<double, kNumCoverageLevels> width{};     // mean bound - point (label units)
@@ -49,6 +57,9 @@ struct BoundCoverage {
   std::array<double, kNumCoverageLevels> capped{};
   size_t n = 0;         // test jobs scored (valid, not censored)
   size_t censored = 0;  // valid censored test jobs left out
+  // The same per history level that answered the job (indexed by history::Level): where the
+  // misses and the capped bounds come from.
+  std::array<LevelCoverage, sizing::kNumLevels> by_level{};
 };
 
 // One job of the walk: its record, the history level that answered at its submission, the
@@ -85,10 +96,13 @@ BoundCoverage bound_coverage(const EvalData& data, const Method& method,
                              std::span<const Prediction> test_points, Resource r);
 
 // Adds to a result row's JSON: "coverage", "bound_width" and "bound_capped" ({"0.8": .., "0.9": ..,
-// "0.95": ..}; null when no test job was scored), "bound_n" and "bound_censored".
+// "0.95": ..}; null when no test job was scored), "bound_n", "bound_censored" and
+// "bound_by_level": {"exact_script" | "user" | "none": {"n", "coverage", "bound_width",
+// "bound_capped"} or null when no scored job was answered there}.
 void add_coverage_json(const BoundCoverage& c, nlohmann::json& row);
 
-// Mean over runs (seeds, folds) of rows that have n > 0; n and censored are summed.
+// Mean over runs (seeds, folds) of rows that have n > 0 (per level: of runs with jobs at that
+// level); n and censored are means over those runs.
 BoundCoverage mean_coverage(std::span<const BoundCoverage> runs);
 
 }  // namespace peakcast::eval
