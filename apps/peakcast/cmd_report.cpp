@@ -11,6 +11,7 @@
 #include "peakcast/eval/evaluate.h"
 #include "peakcast/eval/report.h"
 #include "peakcast/report/report.h"
+#include "peakcast/sizing/recommend.h"
 #include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::app {
@@ -44,7 +45,8 @@ Result<nlohmann::json> read_json(const std::string& path) {
 }
 
 // Evaluation + per-job detail over jobs from a trace or the database.
-Status measure(const ReportArgs& a, const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
+Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
+               const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
                report::ReportInput& in) {
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return code.status();
@@ -58,11 +60,7 @@ Status measure(const ReportArgs& a, const std::vector<Job>& jobs, const eval::Ev
   d.code_options = *code;
   d.bound_coverage = a.bound_coverage;
   d.bound_warm_jobs = a.bound_rebuild_jobs;
-  if (!a.sizing_config.empty()) {
-    auto cfg = sizing::load_recommend_config(a.sizing_config);
-    if (!cfg) return cfg.status();
-    d.recommend = std::move(*cfg);
-  }
+  d.recommend = recommend;
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();
@@ -94,7 +92,7 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& j
   return eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());
 }
 
-Status gather(const ReportArgs& a, report::ReportInput& in) {
+Status gather(const ReportArgs& a, const sizing::RecommendConfig& recommend, report::ReportInput& in) {
   if (!a.from_json.empty()) {
     in.source = a.from_json[0];
     Result<nlohmann::json> e = read_json(a.from_json[0]);
@@ -112,14 +110,14 @@ Status gather(const ReportArgs& a, report::ReportInput& in) {
     if (!jobs) return jobs.status();
     Result<eval::EvalReport> r = run_eval(a, *jobs, nullptr);
     if (!r) return r.status();
-    return measure(a, *jobs, &*r, in);
+    return measure(a, recommend, *jobs, &*r, in);
   }
   in.source = a.trace;
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return trace.status();
   Result<eval::EvalReport> r = run_eval(a, trace->jobs, &*trace);
   if (!r) return r.status();
-  return measure(a, trace->jobs, &*r, in);
+  return measure(a, recommend, trace->jobs, &*r, in);
 }
 
 int run_report(const ReportArgs& a) {
@@ -143,7 +141,14 @@ int run_report(const ReportArgs& a) {
     if (!sim) return fail(sim.status());
     in.sim = std::move(sim.value());
   }
-  if (Status s = gather(a, in); !s) return fail(s);
+  // Likewise the recommendation settings.
+  sizing::RecommendConfig recommend;
+  if (!a.sizing_config.empty()) {
+    Result<sizing::RecommendConfig> cfg = sizing::load_recommend_config(a.sizing_config);
+    if (!cfg) return fail(cfg.status());
+    recommend = std::move(*cfg);
+  }
+  if (Status s = gather(a, recommend, in); !s) return fail(s);
   Result<std::string> page = report::render_html(in);
   if (!page) return fail(page.status());
   if (Status s = write_output(a.out, *page); !s) return fail(s);

@@ -36,6 +36,7 @@ std::vector<std::string> ranked_groups(const std::vector<UsagePoint>& usage, int
 
 struct DaySums {
   double requested = 0, used = 0, recommended = 0;
+  double recommended_requested = 0;  // what the jobs with a recommendation requested
   size_t jobs = 0, recommended_jobs = 0;
   void add(const UsagePoint& p) {
     requested += p.requested_gb;
@@ -43,6 +44,7 @@ struct DaySums {
     ++jobs;
     if (p.recommended_gb) {
       recommended += *p.recommended_gb;
+      recommended_requested += p.requested_gb;
       ++recommended_jobs;
     }
   }
@@ -105,7 +107,8 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
   std::string t =
       "<table class=\"sortable\"><thead><tr><th>by</th><th>group</th><th>jobs</th>"
       "<th>requested GB (mean)</th><th>used GB (mean)</th><th>used / requested</th>"
-      "<th>recommended GB (mean, test jobs)</th></tr></thead><tbody>\n";
+      "<th>test jobs with a recommendation</th><th>their request GB (mean)</th>"
+      "<th>recommended GB (mean)</th></tr></thead><tbody>\n";
   for (int dim = 0; dim < 3; ++dim) {
     std::map<std::string, DaySums> g;
     for (const UsagePoint& p : usage) {
@@ -113,14 +116,15 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
     }
     for (auto& [name, s] : g) {
       const double n = static_cast<double>(s.jobs);
-      const std::string rec = s.recommended_jobs
-          ? fmt::format("{:.2f}", s.recommended / static_cast<double>(s.recommended_jobs)) : "";
+      const double k = static_cast<double>(s.recommended_jobs);
+      const std::string their_request = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended_requested / k) : "";
+      const std::string rec = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended / k) : "";
       t += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td>"
-          "<td data-sort=\"{:.6f}\">{:.1f}%</td><td>{}</td></tr>\n",
+          "<td data-sort=\"{:.6f}\">{:.1f}%</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
           kDims[dim], html_escape(name), s.jobs, s.requested / n, s.used / n,
           s.requested > 0 ? s.used / s.requested : 0.0,
-          s.requested > 0 ? 100.0 * s.used / s.requested : 0.0, rec);
+          s.requested > 0 ? 100.0 * s.used / s.requested : 0.0, s.recommended_jobs, their_request, rec);
     }
   }
   return t + "</tbody></table>\n";

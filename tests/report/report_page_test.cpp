@@ -218,6 +218,15 @@ TEST(ReportCli, BadInputsAreUsageErrors) {
   EXPECT_NE(r.out.find("sim.json: results[0].waste_gbh"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(out)) << "nothing written on an input error";
   EXPECT_EQ(run(kPeakcast + " report --db " + (dir / "missing.db").string() + " -o " + out).exit_code, 2);
+  // peakcastd's recommendation settings: a bad field is named before any evaluation or training.
+  std::ofstream(dir / "sizing.json") << R"({"default": {"granularity_bytes": "lots"}})";
+  std::ofstream(dir / "t.jsonl") << R"({"job_id": "1", "user": "u", "submit_time": 1, "end_time": 2})" << "\n";
+  const auto bad_cfg = run(kPeakcast + " report " + (dir / "t.jsonl").string() + " --sizing-config " +
+                           (dir / "sizing.json").string() + " -o " + out);
+  EXPECT_EQ(bad_cfg.exit_code, 2) << bad_cfg.out;
+  EXPECT_NE(bad_cfg.out.find("sizing.json"), std::string::npos) << bad_cfg.out;
+  EXPECT_NE(bad_cfg.out.find("granularity_bytes"), std::string::npos) << bad_cfg.out;
+  EXPECT_FALSE(fs::exists(out));
   fs::remove_all(dir);
 }
 

@@ -161,6 +161,22 @@ TEST(ReportUsage, EightLargestGroupsByNameTheRestAsOther) {
   }
 }
 
+// The recommended requests sit beside what the same jobs requested, not beside every job's mean.
+TEST(ReportUsage, TableShowsTheRequestOfTheJobsWithARecommendation) {
+  const std::vector<UsagePoint> usage = {
+      {"alice", "acct", "part", 86400, 64.0, 10.0, std::nullopt},  // earlier job: no recommendation
+      {"alice", "acct", "part", 86400, 16.0, 3.0, 4.0},
+      {"alice", "acct", "part", 86400, 8.0, 1.0, 2.0},
+  };
+  const std::string t = usage_table(usage);
+  // user alice: 3 jobs, requested mean 29.33; 2 with a recommendation, their request mean 12.00,
+  // recommended mean 3.00.
+  EXPECT_NE(t.find("<td>alice</td><td>3</td><td>29.33</td>"), std::string::npos) << t;
+  EXPECT_NE(t.find("<td>2</td><td>12.00</td><td>3.00</td></tr>"), std::string::npos) << t;
+  const std::string none = usage_table({{"bob", "acct", "part", 86400, 8.0, 1.0, std::nullopt}});
+  EXPECT_NE(none.find("<td>0</td><td></td><td></td></tr>"), std::string::npos) << none;
+}
+
 TEST(ReportHtml, InlineTextCannotCloseItsElement) {
   EXPECT_EQ(script_safe("a</script>b</SCRIPT x</div>"), "a<\\/script>b<\\/SCRIPT x</div>");
   EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
