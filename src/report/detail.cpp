@@ -133,16 +133,28 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       "per-job plots: the cascade trained on the {} jobs submitted before the last {:.0f}% and "
       "predicted the {} after, each with the history that had ended before its submission",
       fit.size(), 100 * o.test_share, test.size()));
-  const size_t with_bound = static_cast<size_t>(std::count_if(
-      answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.upper[idx(Resource::kMem)]; }));
+  // Per resource: the test jobs it was measured for, and how many of them had a bound.
+  std::string bounds;
+  for (Resource r : kResources) {
+    size_t valid = 0, with_bound = 0;
+    for (size_t i = 0; i < test.size() && i < answers.size(); ++i) {
+      if (!test[i].is_valid(r)) continue;
+      ++valid;
+      with_bound += answers[i].upper[idx(r)] ? 1 : 0;
+    }
+    if (valid == 0) continue;
+    bounds += fmt::format("{}{}: {} of {} test jobs had a bound", bounds.empty() ? "" : "; ",
+                          resource_name(r), with_bound, valid);
+  }
   const size_t with_rec = static_cast<size_t>(std::count_if(
       answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.recommended_bytes; }));
   d.notes.push_back(fmt::format(
       "upper bounds and recommended requests: what peakcastd would have answered (its online {:.0f}% "
-      "bound, warmed up on the completions of {} earlier jobs, then updated with each "
-      "completion); memory: {} of {} test jobs had a bound, {} a recommendation (a new script "
-      "before the bound has evidence gets none)",
-      100 * o.bound_coverage, warm.size(), with_bound, test.size(), with_rec));
+      "bound, warmed up on the completions of {} earlier jobs, then updated with each completion); "
+      "{}; {} memory recommendations (none for a new script before the bound has evidence, nor "
+      "without a memory request)",
+      100 * o.bound_coverage, warm.size(), bounds.empty() ? "no test job had a label" : bounds,
+      with_rec));
   return d;
 }
 

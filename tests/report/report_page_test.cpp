@@ -171,6 +171,13 @@ TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
                               "id=\"usage\"", "id=\"sizing\""}) {
     EXPECT_NE(html.find(section), std::string::npos) << section;
   }
+  // The page says what the daemon would have answered, per measured resource.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(html, m, std::regex("mem: (\\d+) of (\\d+) test jobs had a bound"))) << html.substr(0, 2000);
+  EXPECT_GT(std::stoi(m[1]), 0);
+  EXPECT_LE(std::stoi(m[1]), std::stoi(m[2]));
+  EXPECT_TRUE(std::regex_search(html, std::regex("vram: \\d+ of \\d+ test jobs had a bound")));
+  EXPECT_TRUE(std::regex_search(html, std::regex("; [1-9]\\d* memory recommendations")));
   check_page(chromium_, page, work_);
   // The screenshot the README shows: kept in the build folder.
   const fs::path shot = fs::path(PEAKCAST_BINARY_DIR) / "report-screenshot.png";
