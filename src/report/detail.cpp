@@ -23,7 +23,7 @@ void add_predictions(const Job& job, const cascade::JobPrediction& p, const Daem
                      double coverage, std::vector<PredictedJob>& out) {
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
-    const cascade::ResourcePrediction* rp = r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
+    const cascade::ResourcePrediction* rp = p.of(r);
     if (!rp) continue;
     PredictedJob pj;
     pj.job_id = job.job_id;

@@ -10,10 +10,6 @@
 namespace peakcast::report {
 namespace {
 
-const cascade::ResourcePrediction* resource_of(const cascade::JobPrediction& p, Resource r) {
-  return r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
-}
-
 // The largest memory request among the script's most recent runs that ended OUT_OF_MEMORY before
 // `job` was submitted (nullopt when the most recent one did not), as the daemon passes it.
 class TrailingOom {
@@ -57,7 +53,7 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
     std::vector<eval::WalkedJob> walk;
     std::vector<size_t> test_index;  // walk position -> test position, or npos
     auto add = [&](const PredictedRun& run, size_t ti) {
-      const cascade::ResourcePrediction* rp = resource_of(*run.prediction, r);
+      const cascade::ResourcePrediction* rp = run.prediction->of(r);
       if (!rp || !run.job->is_valid(r)) return;
       walk.push_back({run.job, history::level_from_name(rp->history_level),
                       std::clamp(rp->util, 0.0, o.util_cap), ti != std::string::npos});

@@ -7,15 +7,6 @@
 #include <nlohmann/json.hpp>
 
 namespace peakcast::serve {
-namespace {
-
-cascade::ResourcePrediction* resource_of(cascade::JobPrediction& p, Resource r) {
-  if (r == Resource::kMem) return &p.mem;
-  return p.vram ? &*p.vram : nullptr;
-}
-
-}  // namespace
-
 SizingState::SizingState(SizingOptions options)
     : options_(std::move(options)),
       bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
@@ -24,7 +15,7 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   std::lock_guard lock(mu_);
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
-    const cascade::ResourcePrediction* rp = r == Resource::kMem ? &p.mem : (p.vram ? &*p.vram : nullptr);
+    const cascade::ResourcePrediction* rp = p.of(r);
     if (!rp) continue;
     bounds_[idx(r)].observe(history::level_from_name(rp->history_level), rp->util, job.label(r),
                             censored_for(job, r), job.script_key);
@@ -51,7 +42,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   {
     std::lock_guard lock(mu_);
     for (Resource r : kResources) {
-      if (cascade::ResourcePrediction* rp = resource_of(p, r)) apply_bound(r, job.script_key, *rp, a);
+      if (cascade::ResourcePrediction* rp = p.of(r)) apply_bound(r, job.script_key, *rp, a);
     }
   }
   // Memory: the recommended request, from the online bound only. Without a known request there

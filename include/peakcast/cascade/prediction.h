@@ -6,6 +6,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -37,6 +38,12 @@ struct JobPrediction {
   ResourcePrediction mem;
   std::optional<ResourcePrediction> vram;  // null for CPU-only jobs
   bool scripts_absent = false;             // the code model read identity text, not a script
+
+  // The prediction for resource r: &mem, or &*vram (nullptr for a CPU-only job).
+  const ResourcePrediction* of(Resource r) const {
+    return r == Resource::kMem ? &mem : (vram ? &*vram : nullptr);
+  }
+  ResourcePrediction* of(Resource r) { return const_cast<ResourcePrediction*>(std::as_const(*this).of(r)); }
 };
 
 nlohmann::json to_json(const ResourcePrediction& p);
