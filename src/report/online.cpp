@@ -1,6 +1,7 @@
 // What peakcastd would have answered for each test job: its online bound and its recommended
 // request (report_internal.h, replay_daemon).
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "peakcast/eval/coverage.h"
@@ -10,37 +11,33 @@
 namespace peakcast::report {
 namespace {
 
-// The largest memory request among the script's most recent runs that ended OUT_OF_MEMORY before
-// `job` was submitted (nullopt when the most recent one did not), as the daemon passes it.
+// The script's trailing OOM request for a job (sizing::trailing_oom_request), from its runs
+// that had ended before the job's submission.
 class TrailingOom {
  public:
   explicit TrailingOom(const std::vector<Job>& all) {
     for (const Job& j : all) {
       if (!j.script_key.empty()) by_script_[j.script_key].push_back(&j);
     }
-    for (auto& [key, runs] : by_script_) {
+    for (auto& [key, runs] : by_script_) {  // newest first
       std::stable_sort(runs.begin(), runs.end(),
-                       [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+                       [](const Job* a, const Job* b) { return a->end_ms > b->end_ms; });
     }
   }
   std::optional<uint64_t> operator()(const Job& job) const {
     auto it = by_script_.find(job.script_key);
     if (job.script_key.empty() || it == by_script_.end()) return std::nullopt;
     const std::vector<const Job*>& runs = it->second;
-    // Runs that ended strictly before the submission, newest first.
-    auto known = std::lower_bound(runs.begin(), runs.end(), job.submit_ms,
-                                  [](const Job* j, int64_t t) { return j->end_ms < t; });
-    std::optional<uint64_t> out;
-    for (auto r = std::make_reverse_iterator(known); r != runs.rend(); ++r) {
-      if (!censored_for(**r, Resource::kMem)) break;
-      if ((*r)->req_mem_bytes) out = std::max(out.value_or(0), *(*r)->req_mem_bytes);
-    }
-    return out;
+    auto known = std::partition_point(runs.begin(), runs.end(),
+                                      [&](const Job* j) { return j->end_ms >= job.submit_ms; });
+    return sizing::trailing_oom_request(std::span<const Job* const>(known, runs.end()));
   }
 
  private:
   std::unordered_map<std::string, std::vector<const Job*>> by_script_;
 };
+
+constexpr size_t kWarmUp = std::numeric_limits<size_t>::max();  // a walked job that is not a test job
 
 }  // namespace
 
@@ -51,15 +48,15 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
   for (Resource r : kResources) {
     // The walk: warm-up completions (never scored) and the test jobs, in submit order.
     std::vector<eval::WalkedJob> walk;
-    std::vector<size_t> test_index;  // walk position -> test position, or npos
+    std::vector<size_t> test_index;  // walk position -> test position, or kWarmUp
     auto add = [&](const PredictedRun& run, size_t ti) {
       const cascade::ResourcePrediction* rp = run.prediction->of(r);
       if (!rp || !run.job->is_valid(r)) return;
       walk.push_back({run.job, history::level_from_name(rp->history_level),
-                      std::clamp(rp->util, 0.0, o.util_cap), ti != std::string::npos});
+                      std::clamp(rp->util, 0.0, o.util_cap), ti != kWarmUp});
       test_index.push_back(ti);
     };
-    for (const PredictedRun& run : warm) add(run, std::string::npos);
+    for (const PredictedRun& run : warm) add(run, kWarmUp);
     for (size_t i = 0; i < test.size(); ++i) add(test[i], i);
     std::vector<size_t> order(walk.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -72,7 +69,7 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
     const std::vector<eval::IssuedBound> issued = eval::online_bounds(sorted, r, o.util_cap, o.bound);
     for (size_t k = 0; k < sorted.size(); ++k) {
       const size_t ti = test_index[order[k]];
-      if (ti == std::string::npos || !issued[k].evidence) continue;
+      if (ti == kWarmUp || !issued[k].evidence) continue;
       out[ti].upper[idx(r)] = issued[k].bound;
     }
   }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/log.h"
+#include "peakcast/sizing/recommend.h"
 
 namespace peakcast::serve {
 namespace {
@@ -148,13 +149,11 @@ std::optional<uint64_t> Service::trailing_oom_request(const Job& job) {
   if (job.script_key.empty()) return std::nullopt;
   auto rows = store_->recent(HistoryFilter{"", job.script_key}, history::kWindow);
   if (!rows) return std::nullopt;  // a prediction does not fail for it; the bound still holds
-  std::optional<uint64_t> out;
-  for (const Job& j : *rows) {  // newest first
-    if (j.end_ms >= job.submit_ms) continue;  // not known at this submission
-    if (!censored_for(j, Resource::kMem)) break;
-    if (j.req_mem_bytes) out = std::max(out.value_or(0), *j.req_mem_bytes);
+  std::vector<const Job*> known;  // newest first
+  for (const Job& j : *rows) {
+    if (j.end_ms < job.submit_ms) known.push_back(&j);  // else not known at this submission
   }
-  return out;
+  return sizing::trailing_oom_request(known);
 }
 
 size_t Service::history_size() const {

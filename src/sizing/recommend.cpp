@@ -160,4 +160,13 @@ Recommendation recommend_request(const RecommendInput& in, const RecommendConfig
   return r;
 }
 
+std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_first) {
+  std::optional<uint64_t> out;
+  for (const Job* j : newest_first) {
+    if (!censored_for(*j, Resource::kMem)) break;
+    if (j->req_mem_bytes) out = std::max(out.value_or(0), *j->req_mem_bytes);
+  }
+  return out;
+}
+
 }  // namespace peakcast::sizing

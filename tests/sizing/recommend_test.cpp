@@ -155,5 +155,25 @@ TEST(Recommend, RuleObjectKeepsItsConfig) {
   EXPECT_EQ(rule(in).bytes, recommend_request(in, plain()).bytes);
 }
 
+// The failed request passed after OOM runs: the largest request among the leading OOM runs of
+// the newest-first list; nothing once the newest run completed.
+TEST(Recommend, TrailingOomRequestIsTheLargestOfTheLeadingOomRuns) {
+  auto run = [](uint64_t request, bool oom) {
+    Job j;
+    j.req_mem_bytes = request;
+    j.state = oom ? "OUT_OF_MEMORY" : "COMPLETED";
+    if (!oom) j.peak_mem_bytes = request / 2;
+    compute_labels(j);
+    return j;
+  };
+  const Job oom4 = run(4 * kGiB, true), oom6 = run(6 * kGiB, true), done = run(8 * kGiB, false),
+            oom16 = run(16 * kGiB, true);
+  const std::vector<const Job*> after_ooms = {&oom4, &oom6, &done, &oom16};  // newest first
+  EXPECT_EQ(trailing_oom_request(after_ooms), 6 * kGiB);  // oom16 is before a completed run
+  const std::vector<const Job*> completed_last = {&done, &oom6};
+  EXPECT_FALSE(trailing_oom_request(completed_last));
+  EXPECT_FALSE(trailing_oom_request({}));
+}
+
 }  // namespace
 }  // namespace peakcast::sizing

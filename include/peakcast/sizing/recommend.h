@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 
+#include "peakcast/core/job.h"
 #include "peakcast/core/status.h"
 
 namespace peakcast::sizing {
@@ -64,6 +66,11 @@ struct Recommendation {
 };
 
 Recommendation recommend_request(const RecommendInput& in, const RecommendConfig& config);
+
+// RecommendInput::failed_request_bytes for a job: from its script's runs that had ended before its
+// submission, newest first, the largest memory request among the leading ones that ended
+// OUT_OF_MEMORY (nullopt when the newest did not). peakcastd and `peakcast report` both use it.
+std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_first);
 
 // The same rule as an object, for callers that keep one config.
 class RecommendRule {
