@@ -47,16 +47,6 @@ nlohmann::json per_nominal(const std::array<double, kNumCoverageLevels>& v) {
 
 std::string coverage_key(double level) { return fmt::format("{}", level); }
 
-sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
-  sizing::OnlineBoundOptions o;
-  o.coverage = coverage;
-  o.gamma = kCoverageGamma;
-  o.window = kCoverageWindow;
-  o.cluster_user_level = true;
-  o.script_windows = true;
-  return o;
-}
-
 std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource r, double util_cap,
                                       const sizing::OnlineBoundOptions& options) {
   sizing::OnlineBound bound(options);

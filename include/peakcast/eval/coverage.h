@@ -27,16 +27,10 @@
 namespace peakcast::eval {
 
 inline constexpr std::array<double, 3> kCoverageLevels = {0.8, 0.9, 0.95};
-// The bound's settings here and in peakcastd: ACI step 0.02 and 500 residuals per level, the
-// user level clustered by script (OnlineBoundOptions::cluster_user_level: a new script's jobs
-// share their fate, so its level calibrates on scripts, not jobs), and at the exact level a
-// script with 9 scores of its own bounded by them (OnlineBoundOptions::script_windows: Mondrian
-// conformal by script, docs/bounds.md). The step was chosen on the
-// five dev traces (docs/bounds.md): step 0.01 over-covered chipseq (0.935 at 0.9), no
-// adaptation (step 0) under-covered eager (0.73) and chipseq (0.83).
-inline constexpr double kCoverageGamma = 0.02;
-inline constexpr size_t kCoverageWindow = 500;
-sizing::OnlineBoundOptions coverage_bound_options(double coverage);
+// The bound's settings here and in peakcastd (sizing::served_bound_options).
+inline sizing::OnlineBoundOptions coverage_bound_options(double coverage) {
+  return sizing::served_bound_options(coverage);
+}
 inline constexpr size_t kNumCoverageLevels = kCoverageLevels.size();
 // JSON keys of the levels: "0.8", "0.9", "0.95".
 std::string coverage_key(double level);

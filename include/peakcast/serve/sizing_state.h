@@ -34,18 +34,9 @@
 
 namespace peakcast::serve {
 
-// The bound's defaults: coverage 0.9, ACI step 0.02, 500 residuals per level and the user level
-// clustered by script, as
-// `peakcast evaluate` measures it (eval/coverage.h; docs/bounds.md).
-inline sizing::OnlineBoundOptions default_bound_options() {
-  sizing::OnlineBoundOptions o;
-  o.coverage = 0.9;
-  o.gamma = 0.02;
-  o.window = 500;
-  o.cluster_user_level = true;  // the user level calibrates on scripts (sizing/online_bound.h)
-  o.script_windows = true;      // a script with enough exact-level scores: its own window
-  return o;
-}
+// The bound's defaults: coverage 0.9 with the settings `peakcast evaluate` measures
+// (sizing::served_bound_options; docs/bounds.md).
+inline sizing::OnlineBoundOptions default_bound_options() { return sizing::served_bound_options(0.9); }
 
 struct SizingOptions {
   sizing::OnlineBoundOptions bound = default_bound_options();
