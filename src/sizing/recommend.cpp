@@ -143,14 +143,24 @@ Recommendation recommend_request(const RecommendInput& in, const RecommendConfig
     r.bytes = s.floor_bytes;
     r.rule = "floor";
   }
-  if (in.request_bytes && !s.allow_above_request && r.bytes > *in.request_bytes) {
+  // The cap at the user's request keeps a recommendation within what the user chose to ask
+  // for. Once that request (or more) has run out of memory it is known to be too small, and
+  // capping at it would throw the bound away: a retry would then only creep up by oom_factor.
+  const bool request_failed =
+      in.request_bytes && in.failed_request_bytes && *in.failed_request_bytes >= *in.request_bytes;
+  if (in.request_bytes && !s.allow_above_request && !request_failed && r.bytes > *in.request_bytes) {
     r.bytes = *in.request_bytes;
     r.rule = "capped at request";
   }
-  if (in.failed_request_bytes && r.bytes <= *in.failed_request_bytes) {
+  if (in.failed_request_bytes) {
+    // At or below the failed request: raised above it. When the user's own request failed, the
+    // bound (uncapped above) and the OOM step both hold as floors, as VPA's OOM bump does.
     const double failed = static_cast<double>(*in.failed_request_bytes);
-    r.bytes = round_up(std::max(failed * s.oom_factor, failed + 1.0), s.granularity_bytes);
-    r.rule = "oom: above failed request";
+    const uint64_t bump = round_up(std::max(failed * s.oom_factor, failed + 1.0), s.granularity_bytes);
+    if ((r.bytes <= *in.failed_request_bytes || request_failed) && r.bytes < bump) {
+      r.bytes = bump;
+      r.rule = "oom: above failed request";
+    }
   }
   if (s.limit_bytes && r.bytes > *s.limit_bytes) {
     r.bytes = *s.limit_bytes;

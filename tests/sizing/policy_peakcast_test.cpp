@@ -66,6 +66,23 @@ TEST(PeakcastRetry, DearFailuresNeverFailTwiceBelowTheLargestPeak) {
   }
 }
 
+// A trace whose peaks run far above their requests (LANL's CM-5 did not enforce them): the first
+// allocation is capped at the request and fails, and the retry is not capped at it, since that
+// request is known to be too small. It goes to the peaks seen above it. Capped, the rule answered
+// the failed request + 1 MiB (simulate's oom_factor is 1: the policy's retry sets the step), and
+// the task failed the simulator's 64 attempts.
+TEST(PeakcastRetry, WhenTheRequestItselfFailsTheRetryIsNotCappedAtIt) {
+  auto p = peakcast_priced(1e24);  // dear failures: the retry goes to the largest peak seen
+  for (double y : {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 50.0, 50.0, 50.0, 90.0, 90.0, 90.0}) {
+    p->observe(task(y * kGiB, kHourMs, 0, 1 * kGiB));
+  }
+  EXPECT_GE(p->retry(task(90 * kGiB, kHourMs, 0, 1 * kGiB).info, 1 * kGiB, 1), 90 * kGiB);
+  Tally tally;
+  run_task(*p, task(90 * kGiB, kHourMs, 0, 1 * kGiB), tally);
+  EXPECT_EQ(tally.failures, 1);  // the request, then the largest peak seen
+  EXPECT_NEAR(tally.over_gbh, 0.0, 1e-9);
+}
+
 // One task type replayed as Sizey's protocol does (30% warm, then online), by a policy.
 Tally replay(SizingPolicy& p, const std::vector<SimTask>& tasks) {
   Tally tally;

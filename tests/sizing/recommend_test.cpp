@@ -96,6 +96,27 @@ TEST(Recommend, AnOomNeverGivesARecommendationAtOrBelowTheFailedRequest) {
   EXPECT_GE(recommend_request(in, plain()).bytes, static_cast<uint64_t>(1.2 * 4 * kGiB));
 }
 
+TEST(Recommend, OnceTheRequestItselfRanOutOfMemoryTheBoundIsNotCappedAtIt) {
+  RecommendInput in;
+  in.request_bytes = 4 * kGiB;
+  in.upper_bytes = 10.0 * kGiB;
+  in.failed_request_bytes = 4 * kGiB;  // the user's own request was too small
+  auto r = recommend_request(in, plain());
+  EXPECT_GE(r.bytes, 10 * kGiB);  // the bound, not failed x 1.2
+  EXPECT_EQ(r.rule, "default: upper+margin");
+  in.failed_request_bytes = 5 * kGiB;  // a larger request failed too
+  EXPECT_GE(recommend_request(in, plain()).bytes, 10 * kGiB);
+  // A request below the user's that failed (a lowered one) says nothing about the user's own:
+  // the cap at the user's request stands, above the failed one.
+  in.failed_request_bytes = 3 * kGiB;
+  r = recommend_request(in, plain());
+  EXPECT_EQ(r.bytes, 4 * kGiB);
+  EXPECT_EQ(r.rule, "default: capped at request");
+  // Without an OOM the cap stands.
+  in.failed_request_bytes.reset();
+  EXPECT_EQ(recommend_request(in, plain()).bytes, 4 * kGiB);
+}
+
 TEST(Recommend, NeverAboveThePartitionLimitEvenAfterAnOom) {
   RecommendConfig c = plain();
   c.defaults.allow_above_request = true;

@@ -2,10 +2,13 @@
 //
 // bytes = upper * (1 + margin_fraction) + margin_bytes, rounded UP to granularity_bytes, then
 //   - raised to floor_bytes;
-//   - lowered to the user's own request unless allow_above_request (when the request is known);
+//   - lowered to the user's own request unless allow_above_request (when the request is known),
+//     or unless that request (or a larger one) has run out of memory: it is then known to be too
+//     small, and capping at it would discard the bound;
 //   - after an OOM (a censored run that failed at `failed_request_bytes`), raised above the
-//     failed request: to max(bytes, failed * oom_factor) rounded up -- a censored history never
-//     gives a recommendation at or below the request that failed, whatever the user asked for;
+//     failed request: when at or below it, or when the user's own request is the one that
+//     failed, to max(bytes, failed * oom_factor) rounded up -- a censored history never gives a
+//     recommendation at or below the request that failed, whatever the user asked for;
 //   - lowered to the partition's limit_bytes (when set): never above it, even after an OOM (the
 //     only case where the answer can be at or below a failed request; the rule says so).
 // `rule` names the last step that set the value, prefixed by the settings that applied:
