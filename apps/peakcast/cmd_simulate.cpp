@@ -79,13 +79,23 @@ int run_simulate(const SimulateArgs& a) {
   }
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
+  if (o.protocol == sizing::Protocol::kChrono && !trace->has_submit_times) {
+    // Without submit times there is no event order, and no run time either (sacct's Elapsed is
+    // placed from Start): every allocation would cost 0 GB*h.
+    return fail(Status::invalid(
+        trace->path + ": this " + std::string(ingest::format_name(trace->format)) +
+        " trace has no submit times, so the chrono protocol cannot replay it in event time (a "
+        "policy may only learn from tasks that ended before each submission). Export sacct with "
+        "the Submit, Start and End fields, or use --protocol sizey on a Nextflow trace."));
+  }
   const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
   auto progress = stderr_progress();
   std::vector<sizing::PolicyResult> all;
   std::vector<std::string> notes;
   for (uint32_t k = 0; k < a.seeds; ++k) {
     o.seed = a.seed + k;
-    o.progress = [&](size_t done, size_t total) { progress("simulate seed " + std::to_string(o.seed), done, total); };
+    o.progress = [&](size_t done, size_t total) { progress(o.protocol == sizing::Protocol::kChrono ? std::string("simulate chrono")
+                                                     : "simulate seed " + std::to_string(o.seed), done, total); };
     auto out = sizing::simulate(tasks, o);
     if (!out) return fail(out.status().with_context(a.trace));
     if (k == 0) notes = out->notes;

@@ -90,6 +90,20 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   EXPECT_NE(r.out.find("--failure-price: must be >= 0 GBh"), std::string::npos) << r.out;
   r = run("simulate " + trace_ + " --policies peakcast --failure-price 0.5");
   EXPECT_EQ(r.exit_code, 0) << r.out;
+  // sacct without Submit (as the Yale traces): no event order and no run time. The chrono
+  // protocol used to replay it with every run time 0 and report 0 GB*h for every policy.
+  const std::string sacct = (dir_ / "no_submit.txt").string();
+  {
+    std::ofstream f(sacct);
+    f << "JobID|JobName|MaxRSS|Elapsed|ReqMem|ReqCPUS|Timelimit|\n";
+    for (int i = 1; i <= 40; ++i) {
+      f << "7" << i << "|job.sh||01:00:00|1Gn|1|02:00:00|\n";
+      f << "7" << i << ".batch|batch|" << 300 + i << "M|01:00:00|1Gn|1||\n";
+    }
+  }
+  r = run("simulate " + sacct + " --protocol chrono");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("no submit times"), std::string::npos) << r.out;
   r = run("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);
   r = run("simulate --help");
