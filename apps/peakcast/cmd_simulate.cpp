@@ -67,6 +67,10 @@ int run_simulate(const SimulateArgs& a) {
   auto policies = parse_policies(a.policies);
   if (!policies) return fail(policies.status());
   if (a.seeds == 0) return fail(Status::invalid("--seeds: must be at least 1"));
+  if (*protocol == sizing::Protocol::kChrono && a.seeds > 1) {
+    return fail(Status::invalid("--seeds: the chrono protocol replays in event time, with no random "
+                                "order: every seed gives the same run (use --protocol sizey)"));
+  }
   if (!(a.failure_price_gbh >= 0.0)) return fail(Status::invalid("--failure-price: must be >= 0 GBh"));
   sizing::SimulateOptions o;
   o.protocol = *protocol;
@@ -153,7 +157,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--policies", a->policies, "Comma-separated policy names (default: all)");
   cmd->add_option("--protocol", a->protocol, "sizey (default) or chrono");
   cmd->add_option("--seed", a->seed, "First seed of the sizey protocol's random order (default 1996)");
-  cmd->add_option("--seeds", a->seeds, "Run seeds SEED .. SEED+N-1 (default 1)");
+  cmd->add_option("--seeds", a->seeds, "Sizey protocol: run seeds SEED .. SEED+N-1 (default 1)");
   cmd->add_option("--config", a->config,
                   "Recommendation-rule settings (JSON, docs/sizing.md) for the peakcast policies; "
                   "default: no margin, 1 MiB granularity, no floor, capped at the preset request");

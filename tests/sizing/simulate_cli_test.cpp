@@ -104,6 +104,9 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   r = run("simulate " + sacct + " --protocol chrono");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("no submit times"), std::string::npos) << r.out;
+  r = run("simulate " + trace_ + " --protocol chrono --seeds 3");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--seeds: the chrono protocol"), std::string::npos) << r.out;
   r = run("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);
   r = run("simulate --help");
