@@ -265,6 +265,12 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
   return out;
 }
 
+std::string ResourcePolicy::history_only_text() const {
+  if (!history_only[0] && !history_only[1]) return "";
+  const char* where = all_history_only() ? "" : history_only[0] ? " at exact_script" : " at user";
+  return std::string(" history only") + where + " (" + std::string(history::expert_name(history_expert)) + ")";
+}
+
 std::string CascadeModel::describe() const {
   const Impl& m = *impl_;
   std::string s = "cascade (format " + std::to_string(kCascadeFormatVersion) + "): code model " +
@@ -272,15 +278,10 @@ std::string CascadeModel::describe() const {
                   (m.code.trained_without_scripts() ? " (trained without scripts)" : "");
   for (Resource r : kResources) {
     const ResourcePolicy& p = m.policy[idx(r)];
+    const std::string history_only = p.history_only_text();
     s += ", " + std::string(resource_name(r)) + " Q " +
-         std::string(q_source_name(m.q_source[idx(r)])) + " " +
-         (p.all_history_only() ? "history only " + std::string(history::expert_name(p.history_expert)) + " "
-          : p.history_only[0] ? "history only at exact_script (" +
-                                    std::string(history::expert_name(p.history_expert)) + "), "
-          : p.history_only[1] ? "history only at user (" +
-                                    std::string(history::expert_name(p.history_expert)) + "), "
-                              : std::string()) +
-         std::string(history::expert_name(p.expert)) +
+         std::string(q_source_name(m.q_source[idx(r)])) + history_only +
+         (history_only.empty() ? " " : ", ") + std::string(history::expert_name(p.expert)) +
          " tau " + fixed2(p.tau) + " trust " + (p.trust_coef >= 1e6 ? std::string("off") :
                                              fixed2(p.trust_coef) + "xMAD floor " + fixed2(p.trust_floor));
   }

@@ -304,12 +304,6 @@ void assert_disjoint(const TrainingInput& in, const CodeModelSight& sight,
   }
 }
 
-std::string history_only_text(const ResourcePolicy& p) {
-  if (!p.history_only[0] && !p.history_only[1]) return "";
-  const std::string where = p.all_history_only() ? "" : p.history_only[0] ? " at exact_script" : " at user";
-  return " history only" + where + " (" + std::string(history::expert_name(p.history_expert)) + ")";
-}
-
 // Gate and fusion for every resource and estimate on the gate/fusion set (the policy picks one
 // expert later); `used` gets every position an example came from, for the leakage check.
 PolicyCandidates fit_candidates(const TrainingInput& in, const std::vector<size_t>& gate_fusion,
@@ -382,10 +376,10 @@ void log_training(const Blocks& b, const CascadeModel::Impl& m) {
                   "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
                   b.code_fit.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
                   b.policy.size(), history::expert_name(m.policy[0].expert),
-                  history_only_text(m.policy[0]), m.policy[0].tau,
+                  m.policy[0].history_only_text(), m.policy[0].tau,
                   m.policy[0].policy_mae, m.policy[0].policy_history_mae,
                   history::expert_name(m.policy[1].expert),
-                  history_only_text(m.policy[1]), m.policy[1].tau,
+                  m.policy[1].history_only_text(), m.policy[1].tau,
                   m.policy[1].policy_mae, m.policy[1].policy_history_mae));
 }
 

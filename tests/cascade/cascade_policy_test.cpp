@@ -6,6 +6,7 @@
 #include <random>
 
 #include "cascade/cascade_policy.h"
+#include "peakcast/cascade/cascade_model.h"
 
 namespace peakcast::cascade {
 namespace {
@@ -97,6 +98,25 @@ TEST(HistoryAloneByLevel, JobsOfOneScriptAreNotIndependentEvidence) {
   std::vector<LevelErrors> many;
   add(many, Level::kExactScript, 500, -0.05, 0.01, 14, 50);
   EXPECT_FALSE(history_alone_by_level(many, 2.0)[kExact]);
+}
+
+}  // namespace
+}  // namespace peakcast::cascade
+
+namespace peakcast::cascade {
+namespace {
+
+// describe() and the training log both give the per-level history-only choice in these words.
+TEST(ResourcePolicyText, HistoryOnlyInWordsPerLevel) {
+  ResourcePolicy p;
+  p.history_expert = history::Expert::kMedian5;
+  EXPECT_EQ(p.history_only_text(), "");
+  p.history_only = {true, false};
+  EXPECT_EQ(p.history_only_text(), " history only at exact_script (median5)");
+  p.history_only = {false, true};
+  EXPECT_EQ(p.history_only_text(), " history only at user (median5)");
+  p.history_only = {true, true};
+  EXPECT_EQ(p.history_only_text(), " history only (median5)");
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ struct ResourcePolicy {
   static std::string_view levels_name(const std::array<bool, 2>& at) {
     return at[0] && at[1] ? "yes" : at[0] ? "exact_script" : at[1] ? "user" : "no";
   }
+  // The history-only choice in words, as describe() and the training log give it:
+  // "" (none), " history only (median5)" (both levels), " history only at user (median5)".
+  std::string history_only_text() const;
   history::Expert expert = history::Expert::kLast1;
   double tau = 1.01;           // bypass when the gate's probability >= tau (> 1: never)
   double trust_coef = 1e9;
