@@ -87,7 +87,8 @@ constexpr Section kSections[] = {
     {"usage", "Requested vs used memory",
      "Memory requested and peak used by the jobs ending each day, per user, account and "
      "partition (the 8 largest by request; the rest as other); with the request peakcastd would "
-     "have recommended for test jobs. Click a legend entry to pick one group."},
+     "have recommended for test jobs. Click a legend entry to pick one group. The table lists the "
+     "20 largest groups of each by requested memory, largest first, and the rest as one row."},
     {"sizing", "What sizing would save and cost",
      "The sizing simulator's outcome per policy: memory reserved but unused (GB·h) and "
      "out-of-memory failures."},

@@ -12,7 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kTopGroups = 8;
+constexpr size_t kTopGroups = 8;    // named in a plot
+constexpr size_t kTableGroups = 20;  // named in the table
 constexpr int64_t kDay = 86400;
 constexpr const char* kDims[] = {"user", "account", "partition"};
 
@@ -110,11 +111,21 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
       "<th>test jobs with a recommendation</th><th>their request GB (mean)</th>"
       "<th>recommended GB (mean)</th></tr></thead><tbody>\n";
   for (int dim = 0; dim < 3; ++dim) {
-    std::map<std::string, DaySums> g;
+    // Largest requested total first, as the plot ranks them; past kTableGroups one "other" row,
+    // so that a site with thousands of users still reads at a glance.
+    const std::vector<std::string> ranked = ranked_groups(usage, dim);
+    std::map<std::string, size_t> rank;
+    for (size_t i = 0; i < ranked.size(); ++i) rank[ranked[i]] = i;
+    const size_t named = ranked.size() > kTableGroups + 1 ? kTableGroups : ranked.size();
+    std::vector<DaySums> g(named + 1);
     for (const UsagePoint& p : usage) {
-      g[shown(group_of(p, dim))].add(p);
+      g[std::min(rank.at(shown(group_of(p, dim))), named)].add(p);
     }
-    for (auto& [name, s] : g) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      const DaySums& s = g[i];
+      if (s.jobs == 0) continue;
+      const std::string name =
+          i < named ? ranked[i] : fmt::format("other ({} {}s)", ranked.size() - named, kDims[dim]);
       const double n = static_cast<double>(s.jobs);
       const double k = static_cast<double>(s.recommended_jobs);
       const std::string their_request = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended_requested / k) : "";

@@ -177,6 +177,26 @@ TEST(ReportUsage, TableShowsTheRequestOfTheJobsWithARecommendation) {
   EXPECT_NE(none.find("<td>0</td><td></td><td></td></tr>"), std::string::npos) << none;
 }
 
+// The table ranks groups as the plot does, largest request first, and folds the tail into one
+// row: a site with thousands of users gets a table read at a glance.
+TEST(ReportUsage, TableListsTheTwentyLargestGroupsFirstAndTheRestAsOneRow) {
+  std::vector<UsagePoint> usage;
+  for (int u = 0; u < 30; ++u) {
+    usage.push_back({"u" + std::to_string(u), "acct", "part", 86400, u + 1.0, 0.5, std::nullopt});
+  }
+  const std::string t = usage_table(usage);
+  const auto at = [&](const std::string& cell) { return t.find("<td>" + cell + "</td>"); };
+  ASSERT_NE(at("u29"), std::string::npos) << t;
+  EXPECT_LT(at("u29"), at("u28"));
+  EXPECT_LT(at("u11"), at("u10"));
+  EXPECT_EQ(at("u9"), std::string::npos) << "the 10 smallest are folded";
+  // other: u0..u9, 10 jobs, requested 1..10 GB, mean 5.5.
+  EXPECT_NE(t.find("<td>other (10 users)</td><td>10</td><td>5.50</td>"), std::string::npos) << t;
+  // One account: named, no "other" row for it.
+  EXPECT_NE(t.find("<td>account</td><td>acct</td><td>30</td>"), std::string::npos) << t;
+  EXPECT_EQ(t.find("other (0"), std::string::npos);
+}
+
 TEST(ReportHtml, InlineTextCannotCloseItsElement) {
   EXPECT_EQ(script_safe("a</script>b</SCRIPT x</div>"), "a<\\/script>b<\\/SCRIPT x</div>");
   EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
