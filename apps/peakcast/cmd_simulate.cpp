@@ -98,8 +98,10 @@ int run_simulate(const SimulateArgs& a) {
   std::vector<std::string> notes;
   for (uint32_t k = 0; k < a.seeds; ++k) {
     o.seed = a.seed + k;
-    o.progress = [&](size_t done, size_t total) { progress(o.protocol == sizing::Protocol::kChrono ? std::string("simulate chrono")
-                                                     : "simulate seed " + std::to_string(o.seed), done, total); };
+    const std::string label = o.protocol == sizing::Protocol::kChrono
+                                  ? std::string("simulate chrono")
+                                  : "simulate seed " + std::to_string(o.seed);
+    o.progress = [&](size_t done, size_t total) { progress(label, done, total); };
     auto out = sizing::simulate(tasks, o);
     if (!out) return fail(out.status().with_context(a.trace));
     if (k == 0) notes = out->notes;
