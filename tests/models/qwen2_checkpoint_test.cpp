@@ -164,5 +164,72 @@ TEST(Qwen2Checkpoint, F16IsRead) {
   EXPECT_TRUE(torch::equal(*w, f.to(torch::kFloat32)));
 }
 
+// config.json's head_dim, when it is not hidden_size / num_attention_heads (HF's Qwen2Attention
+// reads getattr(config, "head_dim", ...); q_proj is then [nH*hd, H] and o_proj [H, nH*hd]). The
+// folder holds tiny-f32's heads widened from 16 to 32: original rotary pair j sits at pair 2j (the
+// same frequency, theta^(-2j/16) = theta^(-4j/32)), the odd pairs are zero, and q is scaled by
+// sqrt(2) to undo the wider 1/sqrt(hd). Every score, and so every output, is tiny-f32's.
+TEST(Qwen2Checkpoint, ExplicitHeadDimWiderThanHiddenOverHeads) {
+  REQUIRE_QWEN2_FIXTURES();
+  auto t = tiny_tensors();
+  const int64_t hd = 16, wide = 32, nh = 4, nkv = 2;
+  auto as_tensor = [](const RawTensor& r) {
+    return torch::from_blob(const_cast<char*>(r.bytes.data()), r.shape, torch::kFloat32).clone();
+  };
+  auto as_raw = [](const torch::Tensor& x) {
+    auto c = x.to(torch::kFloat32).contiguous();
+    return RawTensor{"F32", c.sizes().vec(),
+                     std::string(static_cast<const char*>(c.data_ptr()), c.numel() * sizeof(float))};
+  };
+  std::vector<int64_t> slot(hd);  // original dim -> widened dim within a head
+  for (int64_t d = 0; d < hd; ++d) slot[d] = d < hd / 2 ? 2 * d : wide / 2 + 2 * (d - hd / 2);
+  auto widen_rows = [&](const torch::Tensor& w, int64_t heads, double scale) {  // [heads*hd, ...]
+    auto shape = w.sizes().vec();
+    shape[0] = heads * wide;
+    auto out = torch::zeros(shape);
+    for (int64_t k = 0; k < heads; ++k)
+      for (int64_t d = 0; d < hd; ++d) out[k * wide + slot[d]] = w[k * hd + d] * scale;
+    return out;
+  };
+  const double s2 = std::sqrt(2.0);
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".self_attn.";
+    t[p + "q_proj.weight"] = as_raw(widen_rows(as_tensor(t[p + "q_proj.weight"]), nh, s2));
+    t[p + "q_proj.bias"] = as_raw(widen_rows(as_tensor(t[p + "q_proj.bias"]), nh, s2));
+    for (const char* n : {"k_proj.weight", "k_proj.bias", "v_proj.weight", "v_proj.bias"})
+      t[p + n] = as_raw(widen_rows(as_tensor(t[p + n]), nkv, 1.0));
+    t[p + "o_proj.weight"] = as_raw(widen_rows(as_tensor(t[p + "o_proj.weight"]).t(), nh, 1.0).t());
+  }
+  const std::string dir = folder_with("head_dim32", t, "head_dim", wide);
+  auto cfg = read_qwen2_config(dir);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  EXPECT_EQ(cfg->head_dim(), wide);
+  EXPECT_EQ(cfg->q_size(), nh * wide);
+  auto m = Qwen2Model::load(dir, torch::kFloat32);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto ref = nlohmann::json::parse(*read_file(kQwen2Dir + "tiny-f32/reference.json"));
+  torch::NoGradGuard no_grad;
+  for (const auto& in : ref["inputs"]) {
+    const auto ids = in["input_ids"].get<std::vector<int64_t>>();
+    auto hidden = m->forward(ids);
+    auto len = torch::tensor({static_cast<int64_t>(ids.size())});
+    auto [mean, last] = pool_hidden(hidden.unsqueeze(0), len);
+    auto want = torch::tensor(in["mean_pooled"].get<std::vector<double>>(), torch::kFloat64);
+    EXPECT_LT((mean[0].to(torch::kFloat64) - want).abs().max().item<double>(), 1e-5) << in["name"];
+    want = torch::tensor(in["last_token"].get<std::vector<double>>(), torch::kFloat64);
+    EXPECT_LT((last[0].to(torch::kFloat64) - want).abs().max().item<double>(), 1e-5) << in["name"];
+  }
+  // The same weights read as the default head_dim (64 / 4 = 16) do not fit, and say where.
+  const std::string plain = folder_with("head_dim_absent", t);
+  const auto msg = load_error(plain);
+  EXPECT_NE(msg.find("q_proj.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[128, 64]"), std::string::npos) << msg;
+  // A head_dim that is not a positive even integer is refused by name.
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-8), nlohmann::json(15), nlohmann::json("32")}) {
+    const auto e = load_error(folder_with("head_dim_bad", t, "head_dim", bad));
+    EXPECT_NE(e.find("head_dim"), std::string::npos) << bad << ": " << e;
+  }
+}
+
 }  // namespace
 }  // namespace peakcast::models::qwen2

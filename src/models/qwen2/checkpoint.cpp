@@ -96,8 +96,8 @@ Result<int64_t> get_int(const nlohmann::json& j, const char* key, const std::str
 }  // namespace
 
 int64_t Qwen2Config::parameter_count() const {
-  const int64_t h = hidden_size, kv = num_key_value_heads * head_dim();
-  const int64_t attn = h * h + h + 2 * (kv * h + kv) + h * h;
+  const int64_t h = hidden_size, q = q_size(), kv = num_key_value_heads * head_dim();
+  const int64_t attn = q * h + q + 2 * (kv * h + kv) + h * q;
   const int64_t mlp = 3 * h * intermediate_size;
   const int64_t layer = attn + mlp + 2 * h;
   return vocab_size * h * (tie_word_embeddings ? 1 : 2) + num_hidden_layers * layer + h;
@@ -109,8 +109,9 @@ Status Qwen2Config::validate() const {
                          {num_attention_heads, "num_attention_heads"},
                          {num_key_value_heads, "num_key_value_heads"}})
     if (v <= 0) return Status::invalid(fmt::format("{}: must be positive (got {})", name, v));
-  if (hidden_size % num_attention_heads != 0)
-    return Status::invalid("hidden_size: not a multiple of num_attention_heads");
+  if (explicit_head_dim < 0) return Status::invalid(fmt::format("head_dim: must be positive (got {})", explicit_head_dim));
+  if (explicit_head_dim == 0 && hidden_size % num_attention_heads != 0)
+    return Status::invalid("hidden_size: not a multiple of num_attention_heads (and no head_dim given)");
   if (num_attention_heads % num_key_value_heads != 0)
     return Status::invalid("num_attention_heads: not a multiple of num_key_value_heads");
   if (head_dim() % 2 != 0) return Status::invalid("head_dim: must be even for rotary embeddings");
@@ -170,9 +171,10 @@ Result<Qwen2Config> parse_qwen2_config(const std::string& text, const std::strin
     }
     c.rms_norm_eps = j.value("rms_norm_eps", 1e-6);
     c.tie_word_embeddings = j.value("tie_word_embeddings", false);
-    if (j.contains("head_dim") && j["head_dim"].is_number_integer() &&
-        j["head_dim"].get<int64_t>() != c.hidden_size / std::max<int64_t>(1, c.num_attention_heads))
-      return Status::unsupported(origin + ": head_dim: differs from hidden_size / num_attention_heads");
+    // As HF's Qwen2Attention: getattr(config, "head_dim", hidden_size // num_attention_heads).
+    if (auto st = set(c.explicit_head_dim, "head_dim", 0); !st) return st;
+    if (j.contains("head_dim") && !j["head_dim"].is_null() && c.explicit_head_dim <= 0)
+      return Status::invalid(fmt::format("{}: head_dim: must be positive (got {})", origin, c.explicit_head_dim));
   } catch (const nlohmann::json::exception& e) {
     return Status::invalid(fmt::format("{}: {}", origin, e.what()));
   }

@@ -11,9 +11,11 @@ namespace {
 
 // [out, in] of a target's weight.
 std::pair<int64_t, int64_t> target_shape(const Qwen2Config& c, Target t) {
-  const int64_t h = c.hidden_size, kv = c.num_key_value_heads * c.head_dim(), i = c.intermediate_size;
+  const int64_t h = c.hidden_size, q = c.q_size(), kv = c.num_key_value_heads * c.head_dim(),
+                i = c.intermediate_size;
   switch (t) {
-    case Target::kQ: case Target::kO: return {h, h};
+    case Target::kQ: return {q, h};
+    case Target::kO: return {h, q};
     case Target::kK: case Target::kV: return {kv, h};
     case Target::kGate: case Target::kUp: return {i, h};
     case Target::kDown: return {h, i};
@@ -88,7 +90,7 @@ Result<Qwen2Model> Qwen2Model::load(const std::string& dir, torch::ScalarType dt
   m.dtype_ = dtype;
   m.device_ = device;
   const Qwen2Config& c = m.cfg_;
-  const int64_t h = c.hidden_size, kv = c.num_key_value_heads * c.head_dim();
+  const int64_t h = c.hidden_size, q = c.q_size(), kv = c.num_key_value_heads * c.head_dim();
   Status err;
   auto read = [&](const std::string& name, std::vector<int64_t> shape) -> torch::Tensor {
     if (!err) return {};
@@ -107,13 +109,13 @@ Result<Qwen2Model> Qwen2Model::load(const std::string& dir, torch::ScalarType dt
     const std::string p = fmt::format("model.layers.{}.", i);
     LayerWeights w;
     w.input_norm = read(p + "input_layernorm.weight", {h});
-    w.q_w = read(p + "self_attn.q_proj.weight", {h, h});
-    w.q_b = read(p + "self_attn.q_proj.bias", {h});
+    w.q_w = read(p + "self_attn.q_proj.weight", {q, h});
+    w.q_b = read(p + "self_attn.q_proj.bias", {q});
     w.k_w = read(p + "self_attn.k_proj.weight", {kv, h});
     w.k_b = read(p + "self_attn.k_proj.bias", {kv});
     w.v_w = read(p + "self_attn.v_proj.weight", {kv, h});
     w.v_b = read(p + "self_attn.v_proj.bias", {kv});
-    w.o_w = read(p + "self_attn.o_proj.weight", {h, h});
+    w.o_w = read(p + "self_attn.o_proj.weight", {h, q});
     w.post_norm = read(p + "post_attention_layernorm.weight", {h});
     w.gate_w = read(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
     w.up_w = read(p + "mlp.up_proj.weight", {c.intermediate_size, h});
@@ -140,20 +142,21 @@ Qwen2Model Qwen2Model::random(const Qwen2Config& c, torch::ScalarType dtype, tor
   m.cfg_ = c;
   m.dtype_ = dtype;
   m.device_ = device;
-  const int64_t h = c.hidden_size, kv = c.num_key_value_heads * c.head_dim(), i = c.intermediate_size;
+  const int64_t h = c.hidden_size, q = c.q_size(), kv = c.num_key_value_heads * c.head_dim(),
+                i = c.intermediate_size;
   m.embed_ = normal({c.vocab_size, h});
   m.final_norm_ = ones(h);
   if (!c.tie_word_embeddings) m.lm_head_ = normal({c.vocab_size, h});
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     LayerWeights w;
     w.input_norm = ones(h);
-    w.q_w = normal({h, h});
-    w.q_b = normal({h});
+    w.q_w = normal({q, h});
+    w.q_b = normal({q});
     w.k_w = normal({kv, h});
     w.k_b = normal({kv});
     w.v_w = normal({kv, h});
     w.v_b = normal({kv});
-    w.o_w = normal({h, h});
+    w.o_w = normal({h, q});
     w.post_norm = ones(h);
     w.gate_w = normal({i, h});
     w.up_w = normal({i, h});
@@ -191,7 +194,7 @@ torch::Tensor Qwen2Model::attention(const LayerWeights& w, int layer, const torc
   auto scores = torch::matmul(q, k.transpose(2, 3)) * (1.0 / std::sqrt(static_cast<double>(hd)));
   scores = scores.masked_fill(mask, lowest(dtype_));                    // [B, nH, T, T]
   auto probs = torch::softmax(scores, -1, torch::kFloat32).to(dtype_);
-  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({b, t, nh * hd});  // [B, T, H]
+  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({b, t, nh * hd});  // [B, T, nH*hd]
   auto y = torch::linear(out, w.o_w);
   return lora ? lora->apply(layer, Target::kO, out, y) : y;
 }

@@ -30,8 +30,12 @@ struct Qwen2Config {
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
+  // config.json's head_dim; 0 = absent, i.e. hidden_size / num_attention_heads (HF's default).
+  int64_t explicit_head_dim = 0;
 
-  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  int64_t head_dim() const { return explicit_head_dim > 0 ? explicit_head_dim : hidden_size / num_attention_heads; }
+  // Width of the concatenated query heads: q_proj's rows and o_proj's columns.
+  int64_t q_size() const { return num_attention_heads * head_dim(); }
   // Parameters of the transformer (embedding once, plus lm_head when untied).
   int64_t parameter_count() const;
   Status validate() const;
