@@ -106,6 +106,32 @@ TEST(Qwen2Checkpoint, UntiedHeadIsRead) {
   EXPECT_FALSE(torch::equal(m->logits(h), tied->logits(h)));     // the head is not
 }
 
+// A bare Qwen2Model's save_pretrained writes its names without "model." (and no lm_head).
+TEST(Qwen2Checkpoint, BaseModelNamesWithoutThePrefixAreRead) {
+  REQUIRE_QWEN2_FIXTURES();
+  std::map<std::string, RawTensor> bare;
+  for (const auto& [name, t] : tiny_tensors()) {
+    ASSERT_EQ(name.rfind("model.", 0), 0u) << name;
+    bare[name.substr(6)] = t;
+  }
+  auto m = Qwen2Model::load(folder_with("bare", bare), torch::kFloat32);
+  auto full = Qwen2Model::load(kQwen2Dir + "tiny-f32", torch::kFloat32);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(m->forward({3, 1, 4, 1, 5}), full->forward({3, 1, 4, 1, 5})));
+  // Untied and headless (a base model has no lm_head): the hidden states load, logits refuse.
+  auto headless = Qwen2Model::load(folder_with("bare_untied", bare, "tie_word_embeddings", false), torch::kFloat32);
+  ASSERT_TRUE(headless.ok()) << headless.status().message();
+  auto h = headless->forward({3, 1, 4});
+  EXPECT_TRUE(torch::equal(h, full->forward({3, 1, 4})));
+  EXPECT_THROW(headless->logits(h), c10::Error);
+  // A bare folder missing a layer tensor names it as the file spells it.
+  bare.erase("layers.1.mlp.up_proj.weight");
+  const auto msg = load_error(folder_with("bare_missing", bare));
+  EXPECT_NE(msg.find("layers.1.mlp.up_proj.weight"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("model.layers.1"), std::string::npos) << msg;
+}
+
 TEST(Qwen2Checkpoint, ErrorsNameTensorAndFile) {
   REQUIRE_QWEN2_FIXTURES();
   const auto all = tiny_tensors();

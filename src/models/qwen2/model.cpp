@@ -102,11 +102,17 @@ Result<Qwen2Model> Qwen2Model::load(const std::string& dir, torch::ScalarType dt
     return t->to(device);
   };
   torch::NoGradGuard no_grad;
-  m.embed_ = read("model.embed_tokens.weight", {c.vocab_size, h});
-  m.final_norm_ = read("model.norm.weight", {h});
-  if (!c.tie_word_embeddings) m.lm_head_ = read("lm_head.weight", {c.vocab_size, h});
+  // Qwen2ForCausalLM's names start with "model."; a bare Qwen2Model's (save_pretrained of the
+  // base model) do not. from_pretrained accepts either; so do we.
+  const std::string base =
+      !ckpt->has("model.embed_tokens.weight") && ckpt->has("embed_tokens.weight") ? "" : "model.";
+  m.embed_ = read(base + "embed_tokens.weight", {c.vocab_size, h});
+  m.final_norm_ = read(base + "norm.weight", {h});
+  // A bare Qwen2Model has no head at all: its hidden states (all the encoder reads) load without one.
+  if (!c.tie_word_embeddings && (!base.empty() || ckpt->has("lm_head.weight")))
+    m.lm_head_ = read("lm_head.weight", {c.vocab_size, h});
   for (int64_t i = 0; i < c.num_hidden_layers && err; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
+    const std::string p = fmt::format("{}layers.{}.", base, i);
     LayerWeights w;
     w.input_norm = read(p + "input_layernorm.weight", {h});
     w.q_w = read(p + "self_attn.q_proj.weight", {q, h});
@@ -240,6 +246,8 @@ torch::Tensor Qwen2Model::forward(const std::vector<int64_t>& ids, Lora* lora) c
 }
 
 torch::Tensor Qwen2Model::logits(const torch::Tensor& hidden) const {
+  TORCH_CHECK(lm_head_.defined() || cfg_.tie_word_embeddings,
+              "no logits: the checkpoint is a bare Qwen2Model with untied embeddings and no lm_head.weight");
   return torch::linear(hidden, lm_head_.defined() ? lm_head_ : embed_);
 }
 

@@ -48,7 +48,8 @@ class Lora;
 class Qwen2Model {
  public:
   // Reads DIR/config.json and the weights (single file or shards) as `dtype` (float32, bfloat16,
-  // float16) onto `device`. lm_head.weight is read when the config says untied.
+  // float16) onto `device`. lm_head.weight is read when the config says untied
+  // (a bare Qwen2Model's folder, names without "model.", may have none).
   static Result<Qwen2Model> load(const std::string& dir, torch::ScalarType dtype,
                                  torch::Device device = torch::kCPU);
   // Random weights of the given shape (benches): N(0, 0.02) matrices and biases, norms 1.
@@ -66,7 +67,8 @@ class Qwen2Model {
                         Lora* lora = nullptr) const;
   // Batch 1 without padding: ids (1..T) -> [T, H].
   torch::Tensor forward(const std::vector<int64_t>& ids, Lora* lora = nullptr) const;
-  // hidden [..., H] -> logits [..., vocab] with lm_head (the embedding when tied).
+  // hidden [..., H] -> logits [..., vocab] with lm_head (the embedding when tied). Throws for a bare
+  // Qwen2Model checkpoint (names without "model.") that is untied and has no lm_head.weight.
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
   // W += scale * B A for every adapted layer (inference; the adapters must not be applied again).
