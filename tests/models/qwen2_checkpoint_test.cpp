@@ -172,7 +172,11 @@ TEST(Qwen2Checkpoint, ErrorsNameTensorAndFile) {
   {
     const auto msg = load_error(folder_with("scaling", all, "rope_scaling", {{"type", "yarn"}}));
     EXPECT_NE(msg.find("rope_scaling"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("yarn"), std::string::npos) << msg;
   }
+  // rope_type "default" is no scaling at all: read as null is.
+  for (const char* key : {"rope_type", "type"})
+    EXPECT_EQ(load_error(folder_with("scaling_default", all, "rope_scaling", {{key, "default"}})), "(loaded)") << key;
 }
 
 TEST(Qwen2Checkpoint, F16IsRead) {

@@ -141,8 +141,17 @@ Result<Qwen2Config> parse_qwen2_config(const std::string& text, const std::strin
   const std::string type = j.value("model_type", "qwen2");
   if (type != "qwen2")
     return Status::unsupported(fmt::format("{}: model_type: '{}' is not qwen2", origin, type));
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    return Status::unsupported(origin + ": rope_scaling: only null (no scaling) is supported");
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
+    // {"rope_type": "default"} (or the older "type") is plain RoPE, as null is.
+    const auto& rs = j["rope_scaling"];
+    const auto kind = [&](const char* k) {
+      return rs.is_object() && rs.contains(k) && rs[k].is_string() ? rs[k].get<std::string>() : std::string();
+    };
+    const std::string type = !kind("rope_type").empty() ? kind("rope_type") : kind("type");
+    if (type != "default")
+      return Status::unsupported(fmt::format(
+          "{}: rope_scaling: only null or rope_type 'default' (no scaling) is supported, got {}", origin, rs.dump()));
+  }
   if (j.value("use_sliding_window", false))
     return Status::unsupported(origin + ": use_sliding_window: true is not supported");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
