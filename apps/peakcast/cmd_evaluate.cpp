@@ -50,8 +50,10 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   cfg.latency_jobs = a.latency_jobs;
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return fail(code.status());
+  std::string encoder = a.encoder;
+  if (Status st = take_encoder_option(*code, encoder); !st) return fail(st);
   cfg.code_options = *code;
-  cfg.encoder = a.encoder;
+  cfg.encoder = encoder;
 
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());

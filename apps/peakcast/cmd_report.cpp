@@ -50,6 +50,8 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
                report::ReportInput& in) {
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return code.status();
+  std::string encoder;
+  if (Status st = take_encoder_option(*code, encoder); !st) return st;
   if (from_trace) {
     in.eval = eval::to_json(*from_trace);
   }
@@ -58,6 +60,7 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.threads = a.threads;
   d.util_cap = a.reader.util_cap;
   d.code_options = *code;
+  if (!encoder.empty()) d.encoder = encoder;
   d.bound_coverage = a.bound_coverage;
   d.bound_warm_jobs = a.bound_rebuild_jobs;
   d.recommend = recommend;
@@ -86,7 +89,10 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& j
   cfg.latency_jobs = a.latency_jobs;
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return code.status();
+  std::string encoder;
+  if (Status st = take_encoder_option(*code, encoder); !st) return st;
   cfg.code_options = *code;
+  cfg.encoder = encoder;
   std::cerr << "report: evaluating " << a.methods << "\n";
   if (trace) return eval::evaluate(*trace, registry, cfg, stderr_progress());
   return eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());

@@ -18,6 +18,7 @@ struct TrainArgs {
   std::string out;
   eval::TrainOptions options;
   std::vector<std::string> code_options;
+  std::string encoder;  // --encoder; empty: --code-option encoder=, else bag
 };
 
 Result<std::vector<Job>> load_jobs(const TrainArgs& a) {
@@ -36,6 +37,8 @@ int run_train(TrainArgs& a) {
   }
   Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
   if (!code) return fail(code.status());
+  if (Status st = take_encoder_option(*code, a.encoder); !st) return fail(st);
+  a.options.encoder = a.encoder.empty() ? "bag" : a.encoder;
   a.options.code_options = *code;
   a.options.util_cap = a.reader.util_cap;
   const std::string source = a.db.empty() ? a.trace : a.db;
@@ -89,7 +92,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--db", a->db, "Train on peakcastd's database (its --db FILE) instead of a trace");
   cmd->add_option("-o,--output", a->out, "Model directory to write")->required();
   add_reader_options(*cmd, a->reader);
-  cmd->add_option("--encoder", a->options.encoder, "Script encoder of the code model")
+  cmd->add_option("--encoder", a->encoder, "Script encoder of the code model (the same as --code-option encoder=NAME)")
       ->check(CLI::IsMember({"bag", "textcnn", "bilstm", "qwen2"}))
       ->default_str("bag");
   cmd->add_option("--seed", a->options.seed, "Seed for the code model and the boosters")

@@ -56,6 +56,26 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
   return out;
 }
 
+Status take_encoder_option(std::vector<std::pair<std::string, std::string>>& code, std::string& encoder) {
+  const std::string given = encoder;
+  for (auto it = code.begin(); it != code.end();) {
+    if (it->first != "encoder") {
+      ++it;
+      continue;
+    }
+    if (!given.empty() && it->second != given) {
+      return Status::invalid(fmt::format(
+          "--encoder {} and --code-option encoder={} disagree: give the encoder once", given, it->second));
+    }
+    if (!encoder.empty() && it->second != encoder) {
+      return Status::invalid(fmt::format("--code-option encoder given twice ({} and {})", encoder, it->second));
+    }
+    encoder = it->second;
+    it = code.erase(it);
+  }
+  return Status::ok();
+}
+
 Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {
   Result<ingest::Format> format = ingest::parse_format(a.format);
   if (!format) return format.status();

@@ -53,6 +53,10 @@ void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>&
 // "key=value" strings -> pairs; a missing '=' is an input error naming the option.
 Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
     const std::vector<std::string>& options);
+// `--code-option encoder=NAME` is the same setting as `--encoder NAME` (docs/qwen2.md writes it
+// that way): it moves out of `code` into `encoder`. `encoder` holds --encoder's value, empty when
+// it was not given; both given and different is a usage error.
+Status take_encoder_option(std::vector<std::pair<std::string, std::string>>& code, std::string& encoder);
 
 // Subcommands: each adds itself to `app` and sets `exit_code` when it runs.
 void add_evaluate_command(CLI::App& app, int& exit_code);

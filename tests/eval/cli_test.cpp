@@ -66,6 +66,26 @@ TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
   EXPECT_EQ(run("evaluate " + trace_ + " --methods code_only --code-option max_epochs").exit_code, 2);
 }
 
+// `--code-option encoder=NAME` (as docs/qwen2.md writes it) chooses the encoder, as --encoder
+// does; before, train, evaluate and report set it back to bag without a word.
+TEST_F(Cli, CodeOptionEncoderChoosesTheEncoder) {
+  const std::string small = " --threads 1 --code-option token_dim=8 --code-option user_dim=8 "
+                            "--code-option fused_dim=32 --code-option max_epochs=1";
+  const std::string model = (dir_ / "model").string();
+  const CmdResult t = run("train " + trace_ + " -o " + model + small + " --code-option encoder=textcnn");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  const nlohmann::json m = nlohmann::json::parse(slurp((fs::path(model) / "manifest.json").string()));
+  EXPECT_EQ(m.at("config").at("code").at("encoder"), "textcnn");
+  const CmdResult e = run("evaluate " + trace_ + " --methods code_only --bootstrap 0 --latency-jobs 0" + small +
+                          " --code-option encoder=textcnn");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_NE(e.out.find("code_only: encoder=textcnn"), std::string::npos) << e.out;
+  // Saying it twice, differently, is a usage error, not a silent choice.
+  EXPECT_EQ(run("evaluate " + trace_ + " --methods code_only --encoder bag --code-option encoder=textcnn").exit_code, 2);
+  EXPECT_EQ(run("train " + trace_ + " -o " + model + "2 --encoder bilstm --code-option encoder=textcnn").exit_code, 2);
+  EXPECT_FALSE(fs::exists(model + "2"));
+}
+
 TEST_F(Cli, TrainThenPredictJson) {
   const std::string model = (dir_ / "model").string();
   const CmdResult t = run("train " + trace_ + " -o " + model + " --threads 1 --code-option token_dim=8 "
