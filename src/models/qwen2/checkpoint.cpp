@@ -147,8 +147,8 @@ Result<Qwen2Config> parse_qwen2_config(const std::string& text, const std::strin
     const auto kind = [&](const char* k) {
       return rs.is_object() && rs.contains(k) && rs[k].is_string() ? rs[k].get<std::string>() : std::string();
     };
-    const std::string type = !kind("rope_type").empty() ? kind("rope_type") : kind("type");
-    if (type != "default")
+    const std::string scaling = !kind("rope_type").empty() ? kind("rope_type") : kind("type");
+    if (scaling != "default")
       return Status::unsupported(fmt::format(
           "{}: rope_scaling: only null or rope_type 'default' (no scaling) is supported, got {}", origin, rs.dump()));
   }
