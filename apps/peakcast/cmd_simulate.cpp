@@ -45,13 +45,16 @@ nlohmann::json tally_json(const sizing::Tally& t) {
           {"jobs", t.jobs}, {"failed_jobs", t.failed_jobs}};
 }
 
-std::string table(const std::vector<sizing::PolicyResult>& results, bool per_workload) {
+// `seeded` is false under the chrono protocol, which has no random order: its rows show "-" and
+// write a null seed rather than the --seed default it never used.
+std::string table(const std::vector<sizing::PolicyResult>& results, bool seeded, bool per_workload) {
   std::string out = fmt::format("{:<18} {:>6} {:>12} {:>9} {:>8} {:>7} {:>11}\n", "policy", "seed",
                                 "waste_GBh", "failures", "retries", "jobs", "failed_jobs");
   for (const auto& r : results) {
     const auto& t = r.total;
-    out += fmt::format("{:<18} {:>6} {:>12.2f} {:>9} {:>8} {:>7} {:>11}\n", r.policy, r.seed,
-                       t.waste_gbh, t.failures, t.retries, t.jobs, t.failed_jobs);
+    out += fmt::format("{:<18} {:>6} {:>12.2f} {:>9} {:>8} {:>7} {:>11}\n", r.policy,
+                       seeded ? std::to_string(r.seed) : std::string("-"), t.waste_gbh, t.failures,
+                       t.retries, t.jobs, t.failed_jobs);
     if (!per_workload) continue;
     for (const auto& w : r.per_workload) {
       out += fmt::format("    {:<60} {:>10.2f} {:>6} {:>6} {:>6}\n", w.workload, w.waste_gbh,
@@ -108,7 +111,8 @@ int run_simulate(const SimulateArgs& a) {
     for (auto& r : out->results) all.push_back(std::move(r));
   }
   for (const auto& n : notes) std::cerr << "peakcast simulate: left out: " << n << "\n";
-  std::cout << table(all, a.per_workload);
+  const bool seeded = o.protocol == sizing::Protocol::kSizey;
+  std::cout << table(all, seeded, a.per_workload);
   std::cout.flush();
   if (!a.json.empty()) {
     nlohmann::json j;
@@ -119,7 +123,7 @@ int run_simulate(const SimulateArgs& a) {
     for (const auto& r : all) {
       nlohmann::json e = tally_json(r.total);
       e["policy"] = r.policy;
-      e["seed"] = r.seed;
+      e["seed"] = seeded ? nlohmann::json(r.seed) : nlohmann::json(nullptr);
       e["per_workload"] = nlohmann::json::array();
       for (const auto& w : r.per_workload) {
         nlohmann::json wj = tally_json(w);
@@ -153,7 +157,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       "with), witt_p95, witt_lr_std, witt_lr_stdunder, tovar, max_so_far, vpa, peakcast, "
       "peakcast_fixed90 (docs/sizing.md says what each does).\n"
       "--json FILE writes {\"results\": [{policy, seed, waste_gbh, failures, retries, jobs, "
-      "failed_jobs, per_workload: [...]}, ...]}, which `peakcast report --sim` reads.");
+      "failed_jobs, per_workload: [...]}, ...]}, which `peakcast report --sim` reads; seed is null "
+      "under chrono, which has no random order.");
   cmd->add_option("TRACE", a->trace, "Job trace (a Nextflow trace for --protocol sizey)")->required();
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--policies", a->policies, "Comma-separated policy names (default: all)");

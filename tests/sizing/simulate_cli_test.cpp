@@ -71,6 +71,23 @@ TEST_F(SimulateCli, TableAndJsonForEveryPolicyAndSeed) {
   }
 }
 
+TEST_F(SimulateCli, ChronoRowsCarryNoSeed) {
+  // chrono replays in event time with no random order: a seed in its rows would be the --seed
+  // default it never used (it used to write 1996 there).
+  const std::string json = (dir_ / "chrono.json").string();
+  auto r = run("simulate " + trace_ + " --protocol chrono --policies presets,peakcast --seed 7 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find(" 7 "), std::string::npos) << r.out;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& e : j["results"]) {
+    ASSERT_TRUE(e.contains("seed"));
+    EXPECT_TRUE(e["seed"].is_null()) << e["seed"];
+    EXPECT_GT(e["jobs"].get<int>(), 0);
+  }
+}
+
 TEST_F(SimulateCli, SameSeedSameNumbers) {
   auto a = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
   auto b = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
