@@ -48,12 +48,10 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   cfg.seeds = a.seeds;
   cfg.threads = a.threads;
   cfg.latency_jobs = a.latency_jobs;
-  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return fail(code.status());
-  std::string encoder = a.encoder;
-  if (Status st = take_encoder_option(*code, encoder); !st) return fail(st);
-  cfg.code_options = *code;
-  cfg.encoder = encoder;
+  cfg.code_options = code->options;
+  cfg.encoder = code->encoder;
 
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());

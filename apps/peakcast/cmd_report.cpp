@@ -48,10 +48,8 @@ Result<nlohmann::json> read_json(const std::string& path) {
 Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
                const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
                report::ReportInput& in) {
-  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  Result<CodeSettings> code = parse_code_options(a.code_options, "");
   if (!code) return code.status();
-  std::string encoder;
-  if (Status st = take_encoder_option(*code, encoder); !st) return st;
   if (from_trace) {
     in.eval = eval::to_json(*from_trace);
   }
@@ -59,8 +57,8 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.seed = a.seed;
   d.threads = a.threads;
   d.util_cap = a.reader.util_cap;
-  d.code_options = *code;
-  if (!encoder.empty()) d.encoder = encoder;
+  d.code_options = code->options;
+  if (!code->encoder.empty()) d.encoder = code->encoder;
   d.bound_coverage = a.bound_coverage;
   d.bound_warm_jobs = a.bound_rebuild_jobs;
   d.recommend = recommend;
@@ -87,12 +85,10 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& j
   cfg.util_cap = a.reader.util_cap;
   cfg.threads = a.threads;
   cfg.latency_jobs = a.latency_jobs;
-  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  Result<CodeSettings> code = parse_code_options(a.code_options, "");
   if (!code) return code.status();
-  std::string encoder;
-  if (Status st = take_encoder_option(*code, encoder); !st) return st;
-  cfg.code_options = *code;
-  cfg.encoder = encoder;
+  cfg.code_options = code->options;
+  cfg.encoder = code->encoder;
   std::cerr << "report: evaluating " << a.methods << "\n";
   if (trace) return eval::evaluate(*trace, registry, cfg, stderr_progress());
   return eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());

@@ -35,11 +35,10 @@ int run_train(TrainArgs& a) {
   if (a.trace.empty() == a.db.empty()) {
     return fail(Status::invalid("train: give a TRACE or --db FILE (one of the two)"));
   }
-  Result<std::vector<std::pair<std::string, std::string>>> code = parse_code_options(a.code_options);
+  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return fail(code.status());
-  if (Status st = take_encoder_option(*code, a.encoder); !st) return fail(st);
-  a.options.encoder = a.encoder.empty() ? "bag" : a.encoder;
-  a.options.code_options = *code;
+  a.options.encoder = code->encoder.empty() ? "bag" : code->encoder;
+  a.options.code_options = code->options;
   a.options.util_cap = a.reader.util_cap;
   const std::string source = a.db.empty() ? a.trace : a.db;
   a.options.trained_on = source;

@@ -43,37 +43,30 @@ void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>&
   cmd.add_option("--code-option", code_options, help)->take_all()->expected(1);
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
-    const std::vector<std::string>& options) {
-  std::vector<std::pair<std::string, std::string>> out;
+Result<CodeSettings> parse_code_options(const std::vector<std::string>& options,
+                                        const std::string& encoder_flag) {
+  CodeSettings out;
+  out.encoder = encoder_flag;
   for (const std::string& kv : options) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       return Status::invalid("--code-option '" + kv + "': expected KEY=VALUE, e.g. max_epochs=5");
     }
-    out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return out;
-}
-
-Status take_encoder_option(std::vector<std::pair<std::string, std::string>>& code, std::string& encoder) {
-  const std::string given = encoder;
-  for (auto it = code.begin(); it != code.end();) {
-    if (it->first != "encoder") {
-      ++it;
+    std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (key != "encoder") {
+      out.options.emplace_back(std::move(key), std::move(value));
       continue;
     }
-    if (!given.empty() && it->second != given) {
-      return Status::invalid(fmt::format(
-          "--encoder {} and --code-option encoder={} disagree: give the encoder once", given, it->second));
+    if (!out.encoder.empty() && value != out.encoder) {
+      return Status::invalid(
+          encoder_flag.empty()
+              ? fmt::format("--code-option encoder given twice ({} and {})", out.encoder, value)
+              : fmt::format("--encoder {} and --code-option encoder={} disagree: give the encoder once",
+                            encoder_flag, value));
     }
-    if (!encoder.empty() && it->second != encoder) {
-      return Status::invalid(fmt::format("--code-option encoder given twice ({} and {})", encoder, it->second));
-    }
-    encoder = it->second;
-    it = code.erase(it);
+    out.encoder = std::move(value);
   }
-  return Status::ok();
+  return out;
 }
 
 Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {

@@ -50,13 +50,17 @@ void install_log_sink(bool verbose);
 // --threads N (XGBoost and LibTorch; 0 = all cores) and --code-option KEY=VALUE (repeatable,
 // code-model settings such as max_epochs=5; the list is in --help).
 void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>& code_options);
+// The code model's settings from the command line: --code-option pairs and the script encoder.
+struct CodeSettings {
+  std::vector<std::pair<std::string, std::string>> options;  // without encoder=
+  std::string encoder;                                        // empty: neither form given (bag)
+};
 // "key=value" strings -> pairs; a missing '=' is an input error naming the option.
-Result<std::vector<std::pair<std::string, std::string>>> parse_code_options(
-    const std::vector<std::string>& options);
 // `--code-option encoder=NAME` is the same setting as `--encoder NAME` (docs/qwen2.md writes it
-// that way): it moves out of `code` into `encoder`. `encoder` holds --encoder's value, empty when
-// it was not given; both given and different is a usage error.
-Status take_encoder_option(std::vector<std::pair<std::string, std::string>>& code, std::string& encoder);
+// that way): it moves out of the pairs into `encoder`. `encoder_flag` is --encoder's value, empty
+// when it was not given; the two forms with different names are a usage error.
+Result<CodeSettings> parse_code_options(const std::vector<std::string>& options,
+                                        const std::string& encoder_flag);
 
 // Subcommands: each adds itself to `app` and sets `exit_code` when it runs.
 void add_evaluate_command(CLI::App& app, int& exit_code);
