@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""How issue 10's sizing acceptance fares on workflows of few task types.
+
+The acceptance (docs/sizing.md) is checked per workflow: peakcast's waste, mean over seeds
+1996-2005 of Sizey's protocol, at most 0.75x the best baseline's, with no more failed attempts
+than that baseline. The held-out workflows have 5, 9 and 30 task types; the shared ones 30, 13
+and 8. This probe draws random "sub-workflows" of K task types (without replacement) from the
+task types Sizey's protocol keeps in the shared nf-core traces, writes each as one Nextflow
+trace (so the site's failure price is that sub-workflow's own), replays it with
+`peakcast simulate --protocol sizey --seeds 10` and reports how often the acceptance holds,
+how often each half of it holds, and the geometric mean of peakcast's waste over the best
+baseline's.
+
+    bench/sizing_subworkflows.py --types 5 --draws 60 --seed 7
+
+Needs only Python's standard library and a built peakcast (build/bin/peakcast).
+"""
+import argparse
+import collections
+import csv
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+BASELINES = ["presets", "witt_p95", "witt_lr_std", "witt_lr_stdunder", "tovar", "max_so_far", "vpa"]
+WORKFLOWS = ["chipseq", "eager", "mag"]
+MIN_TASKS = 34  # Sizey's protocol leaves out a process with fewer usable tasks
+
+
+def kept_task_types(data_dir):
+    """Task types Sizey's protocol keeps, keyed 'workflow:process', with every row of each."""
+    types, header = {}, None
+    for wf in WORKFLOWS:
+        path = os.path.join(data_dir, f"trace_{wf}.csv")
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            # eager's columns are a subset of the others': write every sub-workflow with them
+            if header is None or len(reader.fieldnames) < len(header):
+                header = reader.fieldnames
+            rows = collections.defaultdict(list)
+            for row in reader:
+                rows[row["process"]].append(row)
+        for process, rs in rows.items():
+            usable = [r for r in rs if r["rss"] not in ("-", "", "0")]
+            try:
+                if len(usable) < MIN_TASKS or any(float(r["realtime"]) == 0 for r in usable):
+                    continue
+            except ValueError:
+                continue
+            types[f"{wf}:{process}"] = rs
+    return types, header
+
+
+def replay(peakcast, types, header, sample, workdir, tag):
+    trace = os.path.join(workdir, f"{tag}.csv")
+    with open(trace, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+        w.writeheader()
+        for t in sample:
+            for row in types[t]:
+                w.writerow(dict(row, process=t.replace(":", "_")))
+    out = os.path.join(workdir, f"{tag}.json")
+    run = subprocess.run([peakcast, "simulate", trace, "--protocol", "sizey", "--seed", "1996",
+                          "--seeds", "10", "--json", out], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"peakcast simulate failed on {trace}:\n{run.stderr[-2000:]}")
+    with open(out) as f:
+        results = json.load(f)["results"]
+    seeds = {r["seed"] for r in results}
+    means = collections.defaultdict(lambda: [0.0, 0.0])
+    for r in results:
+        means[r["policy"]][0] += r["waste_gbh"] / len(seeds)
+        means[r["policy"]][1] += r["failures"] / len(seeds)
+    return means
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--types", type=int, required=True, help="task types per sub-workflow (K)")
+    ap.add_argument("--draws", type=int, default=40, help="sub-workflows to draw (default 40)")
+    ap.add_argument("--seed", type=int, default=7, help="seed of the draws (default 7)")
+    ap.add_argument("--peakcast", default=os.path.join(here, "..", "build", "bin", "peakcast"))
+    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "nextflow"),
+                    help="folder with trace_{chipseq,eager,mag}.csv (default ../shared/data/nextflow)")
+    ap.add_argument("--json", help="also write each draw's figures to FILE")
+    a = ap.parse_args()
+    types, header = kept_task_types(a.data)
+    names = sorted(types)
+    if not 1 <= a.types <= len(names):
+        sys.exit(f"--types: must be 1..{len(names)} (the kept task types)")
+    rng = random.Random(a.seed)
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for d in range(a.draws):
+            sample = rng.sample(names, a.types)
+            m = replay(a.peakcast, types, header, sample, workdir, f"draw{d}")
+            best = min(BASELINES, key=lambda p: m[p][0])
+            pc, bw, bf = m["peakcast"], m[best][0], m[best][1]
+            rows.append({"types": sample, "best": best, "best_waste_gbh": bw, "best_failures": bf,
+                         "peakcast_waste_gbh": pc[0], "peakcast_failures": pc[1]})
+            ratio = pc[0] / bw if bw > 0 else math.inf
+            ok = pc[0] <= 0.75 * bw and pc[1] <= bf
+            print(f"draw {d + 1}/{a.draws}: best {best} {bw:.2f} GBh / {bf:.1f}, peakcast {pc[0]:.2f} / "
+                  f"{pc[1]:.1f}, waste ratio {ratio:.2f} {'met' if ok else 'not met'}", flush=True)
+    n = len(rows)
+    waste_ok = sum(r["peakcast_waste_gbh"] <= 0.75 * r["best_waste_gbh"] for r in rows)
+    fail_ok = sum(r["peakcast_failures"] <= r["best_failures"] for r in rows)
+    both = sum(r["peakcast_waste_gbh"] <= 0.75 * r["best_waste_gbh"] and
+               r["peakcast_failures"] <= r["best_failures"] for r in rows)
+    gm = math.exp(sum(math.log(max(r["peakcast_waste_gbh"], 1e-9) / max(r["best_waste_gbh"], 1e-9))
+                      for r in rows) / n)
+    print(f"K={a.types}, {n} sub-workflows: acceptance met {both / n:.2f}; waste <= 0.75x best "
+          f"{waste_ok / n:.2f}; failures <= best's {fail_ok / n:.2f}; geometric-mean waste ratio {gm:.3f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
