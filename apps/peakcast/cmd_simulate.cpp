@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "peakcast/sizing/seed_summary.h"
 #include "peakcast/sizing/simulate.h"
 
 namespace peakcast::app {
@@ -64,6 +65,40 @@ std::string table(const std::vector<sizing::PolicyResult>& results, bool seeded,
   return out;
 }
 
+nlohmann::json spread_json(const sizing::Spread& s) {
+  return {{"mean", s.mean}, {"min", s.min}, {"max", s.max}};
+}
+
+// Each policy's mean over the seeds, with the range, when there is more than one seed.
+std::string summary_table(const std::vector<sizing::SeedSummary>& summary, uint32_t first, uint32_t seeds) {
+  std::string out = fmt::format("\nmean over {} seeds ({}-{}), [min - max]:\n", seeds, first, first + seeds - 1);
+  out += fmt::format("{:<18} {:>12} {:>21} {:>9} {:>17} {:>11}\n", "policy", "waste_GBh", "[min - max]",
+                     "failures", "[min - max]", "failed_jobs");
+  for (const auto& s : summary) {
+    out += fmt::format("{:<18} {:>12.2f} {:>21} {:>9.1f} {:>17} {:>11.1f}\n", s.policy, s.waste_gbh.mean,
+                       fmt::format("[{:.2f} - {:.2f}]", s.waste_gbh.min, s.waste_gbh.max), s.failures.mean,
+                       fmt::format("[{:.0f} - {:.0f}]", s.failures.min, s.failures.max), s.failed_jobs.mean);
+  }
+  return out;
+}
+
+// peakcast against the baseline of least (mean) waste, in one line.
+std::string comparison_line(const sizing::BaselineComparison& c) {
+  return fmt::format(
+      "\n{} against the best baseline ({}, the least waste{}): waste {:.2f} / {:.2f} GB*h = {:.2f}x; "
+      "failed attempts {:.1f} / {:.1f}\n",
+      c.policy, c.best_baseline, c.seeds > 1 ? fmt::format(", means over {} seeds", c.seeds) : std::string(),
+      c.waste_gbh, c.baseline_waste_gbh, c.waste_ratio, c.failures, c.baseline_failures);
+}
+
+nlohmann::json comparison_json(const std::optional<sizing::BaselineComparison>& c) {
+  if (!c) return nullptr;
+  return {{"policy", c->policy},           {"best_baseline", c->best_baseline},
+          {"waste_gbh", c->waste_gbh},     {"baseline_waste_gbh", c->baseline_waste_gbh},
+          {"waste_ratio", c->waste_ratio}, {"failures", c->failures},
+          {"baseline_failures", c->baseline_failures}, {"seeds", c->seeds}};
+}
+
 int run_simulate(const SimulateArgs& a) {
   auto protocol = sizing::parse_protocol(a.protocol);
   if (!protocol) return fail(protocol.status());
@@ -112,7 +147,11 @@ int run_simulate(const SimulateArgs& a) {
   }
   for (const auto& n : notes) std::cerr << "peakcast simulate: left out: " << n << "\n";
   const bool seeded = o.protocol == sizing::Protocol::kSizey;
+  const auto summary = sizing::summarize_seeds(all);
+  const auto comparison = sizing::compare_with_best_baseline(summary);
   std::cout << table(all, seeded, a.per_workload);
+  if (a.seeds > 1) std::cout << summary_table(summary, a.seed, a.seeds);
+  if (comparison) std::cout << comparison_line(*comparison);
   std::cout.flush();
   if (!a.json.empty()) {
     nlohmann::json j;
@@ -132,6 +171,13 @@ int run_simulate(const SimulateArgs& a) {
       }
       j["results"].push_back(std::move(e));
     }
+    j["summary"] = nlohmann::json::array();
+    for (const auto& m : summary) {
+      j["summary"].push_back({{"policy", m.policy}, {"seeds", m.seeds}, {"waste_gbh", spread_json(m.waste_gbh)},
+                              {"failures", spread_json(m.failures)}, {"retries", spread_json(m.retries)},
+                              {"failed_jobs", spread_json(m.failed_jobs)}, {"jobs", spread_json(m.jobs)}});
+    }
+    j["comparison"] = comparison_json(comparison);
     if (Status st = write_output(a.json, j.dump(2) + "\n"); !st) return fail(st);
   }
   return kExitOk;
@@ -156,9 +202,15 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       "Policies, in the order reported: presets (the first: the baseline `peakcast report` compares "
       "with), witt_p95, witt_lr_std, witt_lr_stdunder, tovar, max_so_far, vpa, peakcast, "
       "peakcast_fixed90 (docs/sizing.md says what each does).\n"
+      "With --seeds N > 1 a second table gives each policy's mean over the seeds with its range. "
+      "The last line sets peakcast against the baseline (presets, witt_*, tovar, max_so_far, vpa) "
+      "of least mean waste: its waste as a multiple of that baseline's, and both failure counts.\n"
       "--json FILE writes {\"results\": [{policy, seed, waste_gbh, failures, retries, jobs, "
-      "failed_jobs, per_workload: [...]}, ...]}, which `peakcast report --sim` reads; seed is null "
-      "under chrono, which has no random order.");
+      "failed_jobs, per_workload: [...]}, ...], \"summary\": [{policy, seeds, waste_gbh: {mean, "
+      "min, max}, failures: {...}, retries, failed_jobs, jobs}, ...], \"comparison\": {policy, "
+      "best_baseline, waste_gbh, baseline_waste_gbh, waste_ratio, failures, baseline_failures, "
+      "seeds} or null}, which `peakcast report --sim` reads; seed is null under chrono, which has "
+      "no random order.");
   cmd->add_option("TRACE", a->trace, "Job trace (a Nextflow trace for --protocol sizey)")->required();
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--policies", a->policies, "Comma-separated policy names (default: all)");

@@ -1,8 +1,12 @@
 // SIM.json, the sizing simulator's outcome per policy (docs/report.md, "SIM.json"):
 //   {"results": [{"policy": "requested", "waste_gbh": 1234.5, "failures": 0, "retries": 0,
 //                 "jobs": 5000, "failed_jobs": 0}, ...], "notes": ["..."]}
-// Other keys are ignored, so the simulator may say more than the report shows.
+// Other keys are ignored, so the simulator may say more than the report shows. Rows that share
+// a policy (one per seed) are shown as their means.
+#include <algorithm>
 #include <cmath>
+
+#include "peakcast/sizing/seed_summary.h"
 
 #include <fmt/format.h>
 
@@ -28,6 +32,7 @@ Status need_count(const json& e, const char* key, const std::string& where, int6
 Result<SimResults> parse_sim(const json& j, const std::string& source) {
   SimResults sim;
   sim.source = source;
+  std::vector<std::pair<std::string, sizing::Tally>> rows;
   if (!j.is_object()) return Status::invalid(source + ": expected a JSON object with \"results\"");
   auto results = j.find("results");
   if (results == j.end() || !results->is_array()) {
@@ -37,26 +42,34 @@ Result<SimResults> parse_sim(const json& j, const std::string& source) {
     const json& e = (*results)[i];
     const std::string where = source + ": results[" + std::to_string(i) + "]";
     if (!e.is_object()) return Status::invalid(where + ": not an object");
-    SimPolicy p;
     auto policy = e.find("policy");
     if (policy == e.end() || !policy->is_string() || policy->get<std::string>().empty()) {
       return Status::invalid(where + ".policy: missing or not a name");
     }
-    p.policy = policy->get<std::string>();
     auto waste = e.find("waste_gbh");
     if (waste == e.end() || !waste->is_number() || !std::isfinite(waste->get<double>()) ||
         waste->get<double>() < 0) {
       return Status::invalid(where + ".waste_gbh: missing or not a number >= 0");
     }
-    p.waste_gbh = waste->get<double>();
-    for (auto [key, out] : {std::pair{"failures", &p.failures}, std::pair{"retries", &p.retries},
-                            std::pair{"jobs", &p.jobs}, std::pair{"failed_jobs", &p.failed_jobs}}) {
+    sizing::Tally t;
+    t.waste_gbh = waste->get<double>();
+    int64_t failures = 0, retries = 0, jobs = 0, failed_jobs = 0;
+    for (auto [key, out] : {std::pair{"failures", &failures}, std::pair{"retries", &retries},
+                            std::pair{"jobs", &jobs}, std::pair{"failed_jobs", &failed_jobs}}) {
       if (Status s = need_count(e, key, where, *out); !s) return s;
     }
-    if (p.failed_jobs > p.jobs) return Status::invalid(where + ".failed_jobs: more than jobs");
-    sim.results.push_back(std::move(p));
+    if (failed_jobs > jobs) return Status::invalid(where + ".failed_jobs: more than jobs");
+    t.failures = static_cast<size_t>(failures);
+    t.retries = static_cast<size_t>(retries);
+    t.jobs = static_cast<size_t>(jobs);
+    t.failed_jobs = static_cast<size_t>(failed_jobs);
+    rows.emplace_back(policy->get<std::string>(), t);
   }
-  if (sim.results.empty()) return Status::invalid(source + ": results: empty");
+  if (rows.empty()) return Status::invalid(source + ": results: empty");
+  for (const sizing::SeedSummary& m : sizing::summarize_seeds(rows)) {
+    sim.results.push_back({m.policy, m.waste_gbh.mean, m.failures.mean, m.retries.mean, m.jobs.mean,
+                           m.failed_jobs.mean, m.seeds, m.waste_gbh.min, m.waste_gbh.max});
+  }
   if (auto notes = j.find("notes"); notes != j.end() && notes->is_array()) {
     for (const json& n : *notes) {
       if (n.is_string()) sim.notes.push_back(n.get<std::string>());
@@ -69,14 +82,16 @@ std::vector<Plot> sim_plots(const SimResults& sim) {
   json rows = json::array();
   for (const SimPolicy& p : sim.results) {
     rows.push_back({{"policy", p.policy}, {"waste_gbh", p.waste_gbh}, {"failures", p.failures},
-                    {"retries", p.retries}, {"jobs", p.jobs}, {"failed_jobs", p.failed_jobs}});
+                    {"retries", p.retries}, {"jobs", p.jobs}, {"failed_jobs", p.failed_jobs},
+                    {"seeds", p.seeds}});
   }
   json tooltip = json::array({{{"field", "policy"}, {"type", "nominal"}},
                               {{"field", "waste_gbh"}, {"type", "quantitative"}, {"title", "waste (GB·h)"}, {"format", ",.1f"}},
                               {{"field", "failures"}, {"type", "quantitative"}},
                               {{"field", "retries"}, {"type", "quantitative"}},
                               {{"field", "failed_jobs"}, {"type", "quantitative"}, {"title", "failed jobs"}},
-                              {{"field", "jobs"}, {"type", "quantitative"}}});
+                              {{"field", "jobs"}, {"type", "quantitative"}},
+                              {{"field", "seeds"}, {"type", "quantitative"}, {"title", "seeds (means over them)"}}});
   auto bar = [&](const char* y, const char* title, const char* color) {
     return json{{"width", "container"},
                 {"height", 220},
@@ -95,15 +110,26 @@ std::vector<Plot> sim_plots(const SimResults& sim) {
 
 std::string sim_table(const SimResults& sim) {
   const double base = sim.results.front().waste_gbh;
-  std::string t =
-      "<table class=\"sortable\"><thead><tr><th>policy</th><th>waste (GB·h)</th>"
-      "<th>saved vs " + html_escape(sim.results.front().policy) + " (GB·h)</th><th>failures</th>"
-      "<th>retries</th><th>failed jobs</th><th>jobs</th></tr></thead><tbody>\n";
+  const bool seeded = std::any_of(sim.results.begin(), sim.results.end(),
+                                  [](const SimPolicy& p) { return p.seeds > 1; });
+  // Means over seeds are fractional; a single run's counts are whole.
+  const auto count = [&](double v) { return seeded ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v); };
+  std::string t = "<table class=\"sortable\"><thead><tr><th>policy</th>";
+  if (seeded) t += "<th>seeds</th><th>mean waste (GB·h)</th><th>waste range (GB·h)</th>";
+  if (!seeded) t += "<th>waste (GB·h)</th>";
+  t += "<th>saved vs " + html_escape(sim.results.front().policy) + " (GB·h)</th><th>failures</th>"
+       "<th>retries</th><th>failed jobs</th><th>jobs</th></tr></thead><tbody>\n";
   for (const SimPolicy& p : sim.results) {
-    t += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td>"
-                     "<td>{}</td><td>{}</td></tr>\n",
-                     html_escape(p.policy), p.waste_gbh, base - p.waste_gbh, p.failures, p.retries,
-                     p.failed_jobs, p.jobs);
+    t += "<tr><td>" + html_escape(p.policy) + "</td>";
+    if (seeded) {
+      t += fmt::format("<td>{}</td><td>{:.1f}</td><td>{:.1f} – {:.1f}</td>", p.seeds, p.waste_gbh,
+                       p.waste_min_gbh, p.waste_max_gbh);
+    } else {
+      t += fmt::format("<td>{:.1f}</td>", p.waste_gbh);
+    }
+    t += fmt::format("<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", base - p.waste_gbh,
+                     count(p.failures), count(p.retries), count(p.failed_jobs),
+                     p.jobs == std::floor(p.jobs) ? fmt::format("{:.0f}", p.jobs) : fmt::format("{:.1f}", p.jobs));
   }
   return t + "</tbody></table>\n";
 }

@@ -59,6 +59,34 @@ TEST(ReportSim, ParsesTheDocumentedSchema) {
   EXPECT_NE(table.find("<td>600.2</td>"), std::string::npos) << table;  // 900.5 - 300.25
 }
 
+TEST(ReportSim, RowsOfOnePolicyOverSeedsBecomeTheirMeans) {
+  // `peakcast simulate --seeds 2 --json` writes one row per policy and seed.
+  auto sim = parse_sim(json::parse(R"({"results": [
+    {"policy": "presets", "seed": 1, "waste_gbh": 100, "failures": 0, "retries": 0, "jobs": 10, "failed_jobs": 0},
+    {"policy": "peakcast", "seed": 1, "waste_gbh": 30, "failures": 3, "retries": 3, "jobs": 10, "failed_jobs": 2},
+    {"policy": "presets", "seed": 2, "waste_gbh": 120, "failures": 0, "retries": 0, "jobs": 10, "failed_jobs": 0},
+    {"policy": "peakcast", "seed": 2, "waste_gbh": 50, "failures": 2, "retries": 2, "jobs": 10, "failed_jobs": 1}]})"),
+                       "SIM.json");
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  ASSERT_EQ(sim->results.size(), 2u);
+  EXPECT_EQ(sim->results[0].policy, "presets");
+  EXPECT_EQ(sim->results[1].policy, "peakcast");
+  EXPECT_EQ(sim->results[1].seeds, 2u);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh, 40.0);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_min_gbh, 30.0);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_max_gbh, 50.0);
+  EXPECT_DOUBLE_EQ(sim->results[1].failures, 2.5);
+  const std::string table = sim_table(*sim);
+  EXPECT_NE(table.find("mean waste"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td>40.0</td><td>30.0 – 50.0</td><td>70.0</td><td>2.5</td>"), std::string::npos) << table;
+  // One row per policy in the plots too.
+  ReportInput in;
+  in.sim = *sim;
+  for (const Plot& p : make_plots(in)) {
+    if (p.id == "sizing-waste") EXPECT_EQ(p.spec["data"]["values"].size(), 2u);
+  }
+}
+
 TEST(ReportSim, ErrorsNameTheField) {
   struct Case {
     const char* json;

@@ -2,6 +2,7 @@
 // that `peakcast report --sim` reads, seeds, and clear errors. Skips when the binary is not built.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,6 +70,37 @@ TEST_F(SimulateCli, TableAndJsonForEveryPolicyAndSeed) {
     EXPECT_LE(e["failed_jobs"].get<int>(), e["jobs"].get<int>());
     EXPECT_GE(e["waste_gbh"].get<double>(), 0.0);
   }
+  // The means over the two seeds, per policy, agree with the rows; the comparison takes the
+  // baseline of least mean waste.
+  ASSERT_TRUE(j["summary"].is_array());
+  ASSERT_EQ(j["summary"].size(), 9u);
+  std::string best;
+  double best_waste = 1e300;
+  for (const auto& m : j["summary"]) {
+    double sum = 0, lo = 1e300, hi = -1;
+    for (const auto& e : j["results"]) {
+      if (e["policy"] != m["policy"]) continue;
+      const double w = e["waste_gbh"].get<double>();
+      sum += w;
+      lo = std::min(lo, w);
+      hi = std::max(hi, w);
+    }
+    EXPECT_EQ(m["seeds"], 2);
+    EXPECT_NEAR(m["waste_gbh"]["mean"].get<double>(), sum / 2, 1e-9) << m["policy"];
+    EXPECT_DOUBLE_EQ(m["waste_gbh"]["min"].get<double>(), lo);
+    EXPECT_DOUBLE_EQ(m["waste_gbh"]["max"].get<double>(), hi);
+    const std::string name = m["policy"];
+    if (name != "peakcast" && name != "peakcast_fixed90" && m["waste_gbh"]["mean"].get<double>() < best_waste) {
+      best = name;
+      best_waste = m["waste_gbh"]["mean"].get<double>();
+    }
+  }
+  ASSERT_TRUE(j["comparison"].is_object());
+  EXPECT_EQ(j["comparison"]["policy"], "peakcast");
+  EXPECT_EQ(j["comparison"]["best_baseline"], best);
+  EXPECT_NEAR(j["comparison"]["baseline_waste_gbh"].get<double>(), best_waste, 1e-9);
+  EXPECT_NE(r.out.find("mean over 2 seeds (5-6)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peakcast against the best baseline (" + best), std::string::npos) << r.out;
 }
 
 TEST_F(SimulateCli, ChronoRowsCarryNoSeed) {
@@ -81,6 +113,8 @@ TEST_F(SimulateCli, ChronoRowsCarryNoSeed) {
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
   ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(r.out.find("mean over"), std::string::npos) << r.out;  // one run: no means
+  EXPECT_EQ(j["comparison"]["best_baseline"], "presets");
   for (const auto& e : j["results"]) {
     ASSERT_TRUE(e.contains("seed"));
     EXPECT_TRUE(e["seed"].is_null()) << e["seed"];

@@ -48,11 +48,15 @@ struct UsagePoint {
   std::optional<double> recommended_gb;  // the cascade's recommended request (test jobs)
 };
 
-// A sizing simulation's outcome per policy (docs/report.md, "SIM.json").
+// A sizing simulation's outcome per policy (docs/report.md, "SIM.json"). Rows of one policy
+// (one per seed, as `peakcast simulate --seeds N` writes them) become one: the means over the
+// seeds, with the range of the waste.
 struct SimPolicy {
   std::string policy;
   double waste_gbh = 0.0;
-  int64_t failures = 0, retries = 0, jobs = 0, failed_jobs = 0;
+  double failures = 0.0, retries = 0.0, jobs = 0.0, failed_jobs = 0.0;
+  size_t seeds = 1;
+  double waste_min_gbh = 0.0, waste_max_gbh = 0.0;
 };
 struct SimResults {
   std::string source;  // where it came from (a path)
