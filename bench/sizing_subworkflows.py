@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 
-BASELINES = ["presets", "witt_p95", "witt_lr_std", "witt_lr_stdunder", "tovar", "max_so_far", "vpa"]
 WORKFLOWS = ["chipseq", "eager", "mag"]
 MIN_TASKS = 34  # Sizey's protocol leaves out a process with fewer usable tasks
 
@@ -69,13 +68,10 @@ def replay(peakcast, types, header, sample, workdir, tag):
     if run.returncode != 0:
         sys.exit(f"peakcast simulate failed on {trace}:\n{run.stderr[-2000:]}")
     with open(out) as f:
-        results = json.load(f)["results"]
-    seeds = {r["seed"] for r in results}
-    means = collections.defaultdict(lambda: [0.0, 0.0])
-    for r in results:
-        means[r["policy"]][0] += r["waste_gbh"] / len(seeds)
-        means[r["policy"]][1] += r["failures"] / len(seeds)
-    return means
+        c = json.load(f)["comparison"]  # peakcast against the baseline of least mean waste
+    if c is None:
+        sys.exit(f"{out}: no comparison (peakcast or the baselines missing)")
+    return c
 
 
 def main():
@@ -98,9 +94,9 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for d in range(a.draws):
             sample = rng.sample(names, a.types)
-            m = replay(a.peakcast, types, header, sample, workdir, f"draw{d}")
-            best = min(BASELINES, key=lambda p: m[p][0])
-            pc, bw, bf = m["peakcast"], m[best][0], m[best][1]
+            c = replay(a.peakcast, types, header, sample, workdir, f"draw{d}")
+            best, bw, bf = c["best_baseline"], c["baseline_waste_gbh"], c["baseline_failures"]
+            pc = (c["waste_gbh"], c["failures"])
             rows.append({"types": sample, "best": best, "best_waste_gbh": bw, "best_failures": bf,
                          "peakcast_waste_gbh": pc[0], "peakcast_failures": pc[1]})
             ratio = pc[0] / bw if bw > 0 else math.inf
