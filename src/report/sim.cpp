@@ -66,10 +66,12 @@ Result<SimResults> parse_sim(const json& j, const std::string& source) {
     rows.emplace_back(policy->get<std::string>(), t);
   }
   if (rows.empty()) return Status::invalid(source + ": results: empty");
-  for (const sizing::SeedSummary& m : sizing::summarize_seeds(rows)) {
+  const auto summary = sizing::summarize_seeds(rows);
+  for (const sizing::SeedSummary& m : summary) {
     sim.results.push_back({m.policy, m.waste_gbh.mean, m.failures.mean, m.retries.mean, m.jobs.mean,
                            m.failed_jobs.mean, m.seeds, m.waste_gbh.min, m.waste_gbh.max});
   }
+  sim.comparison = sizing::compare_with_best_baseline(summary);
   if (auto notes = j.find("notes"); notes != j.end() && notes->is_array()) {
     for (const json& n : *notes) {
       if (n.is_string()) sim.notes.push_back(n.get<std::string>());
@@ -114,7 +116,15 @@ std::string sim_table(const SimResults& sim) {
                                   [](const SimPolicy& p) { return p.seeds > 1; });
   // Means over seeds are fractional; a single run's counts are whole.
   const auto count = [&](double v) { return seeded ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v); };
-  std::string t = "<table class=\"sortable\"><thead><tr><th>policy</th>";
+  std::string t;
+  if (const auto& c = sim.comparison; c && std::isfinite(c->waste_ratio)) {
+    t += fmt::format("<p class=\"explain\"><b>{} against the best baseline</b> ({}, the least waste{}): "
+                     "{:.2f}× its waste ({:.1f} against {:.1f} GB·h), {:.1f} failed attempts against {:.1f}.</p>\n",
+                     html_escape(c->policy), html_escape(c->best_baseline),
+                     c->seeds > 1 ? fmt::format(", means over {} seeds", c->seeds) : std::string(), c->waste_ratio,
+                     c->waste_gbh, c->baseline_waste_gbh, c->failures, c->baseline_failures);
+  }
+  t += "<table class=\"sortable\"><thead><tr><th>policy</th>";
   if (seeded) t += "<th>seeds</th><th>mean waste (GB·h)</th><th>waste range (GB·h)</th>";
   if (!seeded) t += "<th>waste (GB·h)</th>";
   t += "<th>saved vs " + html_escape(sim.results.front().policy) + " (GB·h)</th><th>failures</th>"

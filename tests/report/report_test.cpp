@@ -57,6 +57,8 @@ TEST(ReportSim, ParsesTheDocumentedSchema) {
   const std::string table = sim_table(*sim);
   EXPECT_NE(table.find("saved vs requested"), std::string::npos);
   EXPECT_NE(table.find("<td>600.2</td>"), std::string::npos) << table;  // 900.5 - 300.25
+  EXPECT_FALSE(sim->comparison.has_value());  // neither policy is peakcast or a known baseline
+  EXPECT_EQ(table.find("best baseline"), std::string::npos);
 }
 
 TEST(ReportSim, RowsOfOnePolicyOverSeedsBecomeTheirMeans) {
@@ -79,6 +81,13 @@ TEST(ReportSim, RowsOfOnePolicyOverSeedsBecomeTheirMeans) {
   const std::string table = sim_table(*sim);
   EXPECT_NE(table.find("mean waste"), std::string::npos) << table;
   EXPECT_NE(table.find("<td>40.0</td><td>30.0 – 50.0</td><td>70.0</td><td>2.5</td>"), std::string::npos) << table;
+  // The bottom line above the table: peakcast against the baseline of least mean waste.
+  ASSERT_TRUE(sim->comparison.has_value());
+  EXPECT_EQ(sim->comparison->best_baseline, "presets");
+  EXPECT_NE(table.find("peakcast against the best baseline</b> (presets, the least waste, means over 2 seeds): "
+                       "0.36× its waste (40.0 against 110.0 GB·h), 2.5 failed attempts against 0.0."),
+            std::string::npos)
+      << table;
   // One row per policy in the plots too.
   ReportInput in;
   in.sim = *sim;

@@ -23,6 +23,7 @@
 #include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/seed_summary.h"
 
 namespace peakcast::report {
 
@@ -62,6 +63,8 @@ struct SimResults {
   std::string source;  // where it came from (a path)
   std::vector<SimPolicy> results;
   std::vector<std::string> notes;
+  // "peakcast" against the baseline of least mean waste, when both are among the results.
+  std::optional<sizing::BaselineComparison> comparison;
 };
 
 struct ReportInput {
