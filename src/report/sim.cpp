@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "peakcast/sizing/seed_summary.h"
-
 #include <fmt/format.h>
 
+#include "peakcast/sizing/seed_summary.h"
 #include "report_internal.h"
 
 namespace peakcast::report {
@@ -125,8 +124,7 @@ std::string sim_table(const SimResults& sim) {
                      c->waste_gbh, c->baseline_waste_gbh, c->failures, c->baseline_failures);
   }
   t += "<table class=\"sortable\"><thead><tr><th>policy</th>";
-  if (seeded) t += "<th>seeds</th><th>mean waste (GB·h)</th><th>waste range (GB·h)</th>";
-  if (!seeded) t += "<th>waste (GB·h)</th>";
+  t += seeded ? "<th>seeds</th><th>mean waste (GB·h)</th><th>waste range (GB·h)</th>" : "<th>waste (GB·h)</th>";
   t += "<th>saved vs " + html_escape(sim.results.front().policy) + " (GB·h)</th><th>failures</th>"
        "<th>retries</th><th>failed jobs</th><th>jobs</th></tr></thead><tbody>\n";
   for (const SimPolicy& p : sim.results) {
