@@ -18,7 +18,10 @@ void add(Spread& s, double v, size_t n) {  // n: values seen before this one
 
 std::vector<SeedSummary> summarize_seeds(const std::vector<std::pair<std::string, Tally>>& rows) {
   std::vector<SeedSummary> out;
-  for (const auto& [policy, t] : rows) {
+  for (const auto& row : rows) {
+    const std::string& policy = row.first;
+    const Tally& t = row.second;
+    // (no structured binding: clang before 16 cannot capture one in the lambda)
     auto it = std::find_if(out.begin(), out.end(), [&](const SeedSummary& s) { return s.policy == policy; });
     if (it == out.end()) {
       out.push_back({});
