@@ -92,7 +92,9 @@ TEST(ReportSim, RowsOfOnePolicyOverSeedsBecomeTheirMeans) {
   ReportInput in;
   in.sim = *sim;
   for (const Plot& p : make_plots(in)) {
-    if (p.id == "sizing-waste") EXPECT_EQ(p.spec["data"]["values"].size(), 2u);
+    if (p.id == "sizing-waste") {
+      EXPECT_EQ(p.spec["data"]["values"].size(), 2u);
+    }
   }
 }
 
