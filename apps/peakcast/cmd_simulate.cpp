@@ -127,8 +127,11 @@ int run_simulate(const SimulateArgs& a) {
     return fail(Status::invalid(
         trace->path + ": this " + std::string(ingest::format_name(trace->format)) +
         " trace has no submit times, so the chrono protocol cannot replay it in event time (a "
-        "policy may only learn from tasks that ended before each submission). Export sacct with "
-        "the Submit, Start and End fields, or use --protocol sizey on a Nextflow trace."));
+        "policy may only learn from tasks that ended before each submission). " +
+        (trace->format == ingest::Format::kNextflow
+             ? std::string("Add submit and complete to Nextflow's trace.fields, or use --protocol sizey.")
+             : std::string("Export sacct with the Submit, Start and End fields, or use --protocol sizey "
+                           "on a Nextflow trace."))));
   }
   const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
   auto progress = stderr_progress();

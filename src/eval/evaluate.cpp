@@ -320,9 +320,11 @@ Result<EvalReport> evaluate(const ingest::Trace& trace, const MethodRegistry& re
         "{}: this {} trace has no submit times, so its jobs cannot be put in submission order; "
         "the event-time protocol (history = jobs that ended before each submission, chronological "
         "train/validation/test split) needs them, and inventing a timeline would leak future "
-        "labels. Use `peakcast inspect` for this file, or export sacct with the Submit, Start and "
-        "End fields.",
-        trace.path, ingest::format_name(trace.format)));
+        "labels. Use `peakcast inspect` for this file, or {}.",
+        trace.path, ingest::format_name(trace.format),
+        trace.format == ingest::Format::kNextflow
+            ? "write the trace with submit and complete in Nextflow's trace.fields"
+            : "export sacct with the Submit, Start and End fields"));
   }
   Result<EvalReport> report = evaluate_jobs(trace.jobs, registry, config, progress);
   if (!report) return report.status().with_context(trace.path);

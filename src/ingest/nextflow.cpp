@@ -331,12 +331,15 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job) {
 // Reads the task rows of one trace into Jobs, keeping the counts behind its notes.
 class TaskReader {
  public:
+  // `timed`: the header has the columns that place a task in time (submit, and complete or
+  // duration); without them tasks keep no times (Trace::has_submit_times is false).
   TaskReader(const std::string& name, const ReadOptions& o, const Columns& cols, size_t header_size,
-             Trace& out)
+             bool timed, Trace& out)
       : name_(name),
         o_(o),
         c_(cols),
         header_size_(header_size),
+        timed_(timed),
         out_(out),
         run_(run_name_from_path(name)),
         default_user_(o.user.empty() ? run_ : o.user) {}
@@ -361,7 +364,9 @@ class TaskReader {
       return Status::ok();
     }
     Job job;
-    if (auto e = read_times(row, job)) return reject(line, *e);
+    if (timed_) {
+      if (auto e = read_times(row, job)) return reject(line, *e);
+    }
     identify(row, line, job);
     bool killed = false;
     job.state = task_state(status, row.get(c_.exit), killed);
@@ -426,6 +431,7 @@ class TaskReader {
   const ReadOptions& o_;
   const Columns& c_;
   const size_t header_size_;
+  const bool timed_;
   Trace& out_;
   const std::string run_;
   const std::string default_user_;
@@ -445,12 +451,18 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   size_t line = 0;
   if (!next_record(reader, row, line)) return Status::ok();  // empty file: no jobs
   const Columns cols = find_columns(row);
-  if (!cols.submit || (!cols.complete && !cols.duration)) {
-    return Status::invalid(name + ":" + std::to_string(line) +
-                           ": header: a Nextflow trace needs the 'submit' column and 'complete' or "
-                           "'duration' to place tasks in time");
+  // A trace written with a narrower `trace.fields` may lack the times. Sizey's protocol needs
+  // none (`simulate --protocol sizey`); every event-time use refuses such a trace by
+  // has_submit_times, as it does an sacct dump without Submit.
+  const bool timed = cols.submit && (cols.complete || cols.duration);
+  if (!timed) {
+    out.has_submit_times = false;
+    out.notes.push_back(
+        "no 'submit' column with 'complete' or 'duration': tasks are not placed in time, so only "
+        "`peakcast simulate --protocol sizey` and `inspect` can use this trace (add submit and "
+        "complete to Nextflow's trace.fields for the rest)");
   }
-  TaskReader tasks(name, o, cols, row.size(), out);
+  TaskReader tasks(name, o, cols, row.size(), timed, out);
   while (next_record(reader, row, line)) {
     if (Status s = tasks.read(row, line, reader.unterminated()); !s) return s;
   }

@@ -68,19 +68,43 @@ TEST(Nextflow, QuotedScriptColumnSpansLines) {
   EXPECT_EQ(trace->jobs[0].script_key.size(), 64u);
 }
 
-TEST(Nextflow, MissingTimeColumnsFailTheRead) {
-  Trace t;
-  Status s = parse_nextflow("task_id,process,status\n1,A,COMPLETED\n", "t.csv", {}, t);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("t.csv:1: header:"), std::string::npos) << s.message();
-}
-
 TEST(Nextflow, RowWithWrongColumnCountIsSkipped) {
   Trace t;
   ReadOptions o;
   ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n2,B,1000\n", "t.csv", o, t));
   EXPECT_EQ(t.jobs.size(), 1u);
   EXPECT_EQ(t.stats.skipped, 1u);
+}
+
+// A narrower trace.fields may leave the times out. Sizey's protocol needs none of them, so the
+// tasks are read (their sizes and run times) without times, and every event-time use sees
+// has_submit_times == false and refuses the trace.
+TEST(Nextflow, WithoutTimeColumnsTasksAreReadWithoutTimes) {
+  for (const char* header : {"process,rss,rchar,realtime,memory,peak_rss",
+                             "task_id,process,submit,rss,rchar,realtime,memory,peak_rss"}) {
+    Trace t;
+    const std::string text = std::string(header) + "\n" +
+                             (std::string(header).starts_with("task_id") ? "7,ALIGN,1000," : "ALIGN,") +
+                             "2000000000,5000000000,61000,8589934592,2100000000\n";
+    ASSERT_TRUE(parse_nextflow(text, "t.csv", {}, t)) << header;
+    ASSERT_EQ(t.jobs.size(), 1u) << header;
+    EXPECT_FALSE(t.has_submit_times) << header;
+    EXPECT_TRUE(has_note(t, "not placed in time")) << header;
+    const Job& j = t.jobs[0];
+    EXPECT_EQ(j.workload, "ALIGN");
+    EXPECT_EQ(j.rss_bytes, 2000000000u);
+    EXPECT_EQ(j.read_bytes, 5000000000u);
+    EXPECT_EQ(j.realtime_ms, 61000);
+    EXPECT_EQ(j.req_mem_bytes, 8589934592u);
+    EXPECT_EQ(j.peak_mem_bytes, 2100000000u);
+    EXPECT_EQ(j.submit_ms, 0);
+    EXPECT_EQ(j.end_ms, 0);
+  }
+  // With the times the trace is placed in time, as before.
+  Trace timed;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n1,A,1000,2000\n", "t.csv", {}, timed));
+  EXPECT_TRUE(timed.has_submit_times);
+  EXPECT_FALSE(has_note(timed, "not placed in time"));
 }
 
 TEST(Nextflow, UnterminatedQuoteIsSkippedWithAReason) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -120,6 +121,45 @@ TEST_F(SimulateCli, ChronoRowsCarryNoSeed) {
     EXPECT_TRUE(e["seed"].is_null()) << e["seed"];
     EXPECT_GT(e["jobs"].get<int>(), 0);
   }
+}
+
+TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
+  // The same tasks with only the columns Sizey's protocol reads (a narrower trace.fields).
+  const std::string narrow = (dir_ / "trace_narrow.csv").string();
+  {
+    std::ifstream in(trace_);
+    std::ofstream out(narrow);
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+      // task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar -> drop 0, 4, 5
+      std::vector<std::string> f;
+      std::stringstream ss(line);
+      for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+      ASSERT_EQ(f.size(), 10u) << line;
+      out << f[1] << "," << f[2] << "," << f[3] << "," << f[6] << "," << f[7] << "," << f[8] << "," << f[9] << "\n";
+      header = false;
+    }
+    EXPECT_FALSE(header);
+  }
+  const std::string full_json = (dir_ / "full.json").string(), narrow_json = (dir_ / "narrow.json").string();
+  auto full = run("simulate " + trace_ + " --policies max_so_far,peakcast --seeds 2 --json " + full_json);
+  auto thin = run("simulate " + narrow + " --policies max_so_far,peakcast --seeds 2 --json " + narrow_json);
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  ASSERT_EQ(thin.exit_code, 0) << thin.out;
+  EXPECT_NE(thin.out.find("not placed in time"), std::string::npos) << thin.out;
+  std::ifstream a(full_json), b(narrow_json);
+  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  ASSERT_EQ(ja["results"].size(), jb["results"].size());
+  for (size_t i = 0; i < ja["results"].size(); ++i) {
+    EXPECT_EQ(ja["results"][i]["policy"], jb["results"][i]["policy"]);
+    EXPECT_DOUBLE_EQ(ja["results"][i]["waste_gbh"].get<double>(), jb["results"][i]["waste_gbh"].get<double>());
+    EXPECT_EQ(ja["results"][i]["failures"], jb["results"][i]["failures"]);
+  }
+  auto chrono = run("simulate " + narrow + " --protocol chrono");
+  EXPECT_NE(chrono.exit_code, 0);
+  EXPECT_NE(chrono.out.find("no submit times"), std::string::npos) << chrono.out;
+  EXPECT_NE(chrono.out.find("trace.fields"), std::string::npos) << chrono.out;
 }
 
 TEST_F(SimulateCli, SameSeedSameNumbers) {
