@@ -124,14 +124,12 @@ int run_simulate(const SimulateArgs& a) {
   if (o.protocol == sizing::Protocol::kChrono && !trace->has_submit_times) {
     // Without submit times there is no event order, and no run time either (sacct's Elapsed is
     // placed from Start): every allocation would cost 0 GB*h.
-    return fail(Status::invalid(
-        trace->path + ": this " + std::string(ingest::format_name(trace->format)) +
-        " trace has no submit times, so the chrono protocol cannot replay it in event time (a "
-        "policy may only learn from tasks that ended before each submission). " +
-        (trace->format == ingest::Format::kNextflow
-             ? std::string("Add submit and complete to Nextflow's trace.fields, or use --protocol sizey.")
-             : std::string("Export sacct with the Submit, Start and End fields, or use --protocol sizey "
-                           "on a Nextflow trace."))));
+    return fail(Status::invalid(fmt::format(
+        "{}: this {} trace has no submit times, so the chrono protocol cannot replay it in event "
+        "time (a policy may only learn from tasks that ended before each submission). Either {}, "
+        "or use --protocol sizey{}.",
+        trace->path, ingest::format_name(trace->format), ingest::submit_times_remedy(trace->format),
+        trace->format == ingest::Format::kNextflow ? "" : " on a Nextflow trace")));
   }
   const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
   auto progress = stderr_progress();

@@ -321,10 +321,7 @@ Result<EvalReport> evaluate(const ingest::Trace& trace, const MethodRegistry& re
         "the event-time protocol (history = jobs that ended before each submission, chronological "
         "train/validation/test split) needs them, and inventing a timeline would leak future "
         "labels. Use `peakcast inspect` for this file, or {}.",
-        trace.path, ingest::format_name(trace.format),
-        trace.format == ingest::Format::kNextflow
-            ? "write the trace with submit and complete in Nextflow's trace.fields"
-            : "export sacct with the Submit, Start and End fields"));
+        trace.path, ingest::format_name(trace.format), ingest::submit_times_remedy(trace.format)));
   }
   Result<EvalReport> report = evaluate_jobs(trace.jobs, registry, config, progress);
   if (!report) return report.status().with_context(trace.path);

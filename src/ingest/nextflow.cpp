@@ -170,6 +170,10 @@ struct Columns {
       complete, queue, script, user, duration, rss, rchar, realtime, exit;
 };
 
+// The columns that place a task in time: submit, and complete or duration. A narrower
+// trace.fields may leave them out; the tasks are then read without times.
+bool places_in_time(const Columns& c) { return c.submit && (c.complete || c.duration); }
+
 Columns find_columns(const std::vector<std::string>& header) {
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < header.size(); ++i) index.emplace(lower(trim(header[i])), i);
@@ -331,15 +335,12 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job) {
 // Reads the task rows of one trace into Jobs, keeping the counts behind its notes.
 class TaskReader {
  public:
-  // `timed`: the header has the columns that place a task in time (submit, and complete or
-  // duration); without them tasks keep no times (Trace::has_submit_times is false).
   TaskReader(const std::string& name, const ReadOptions& o, const Columns& cols, size_t header_size,
-             bool timed, Trace& out)
+             Trace& out)
       : name_(name),
         o_(o),
         c_(cols),
         header_size_(header_size),
-        timed_(timed),
         out_(out),
         run_(run_name_from_path(name)),
         default_user_(o.user.empty() ? run_ : o.user) {}
@@ -364,7 +365,7 @@ class TaskReader {
       return Status::ok();
     }
     Job job;
-    if (timed_) {
+    if (places_in_time(c_)) {
       if (auto e = read_times(row, job)) return reject(line, *e);
     }
     identify(row, line, job);
@@ -431,7 +432,6 @@ class TaskReader {
   const ReadOptions& o_;
   const Columns& c_;
   const size_t header_size_;
-  const bool timed_;
   Trace& out_;
   const std::string run_;
   const std::string default_user_;
@@ -451,18 +451,16 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   size_t line = 0;
   if (!next_record(reader, row, line)) return Status::ok();  // empty file: no jobs
   const Columns cols = find_columns(row);
-  // A trace written with a narrower `trace.fields` may lack the times. Sizey's protocol needs
-  // none (`simulate --protocol sizey`); every event-time use refuses such a trace by
-  // has_submit_times, as it does an sacct dump without Submit.
-  const bool timed = cols.submit && (cols.complete || cols.duration);
-  if (!timed) {
+  // Sizey's protocol needs no times (`simulate --protocol sizey`); every event-time use refuses
+  // a trace without them by has_submit_times, as it does an sacct dump without Submit.
+  if (!places_in_time(cols)) {
     out.has_submit_times = false;
     out.notes.push_back(
         "no 'submit' column with 'complete' or 'duration': tasks are not placed in time, so only "
         "`peakcast simulate --protocol sizey` and `inspect` can use this trace (add submit and "
         "complete to Nextflow's trace.fields for the rest)");
   }
-  TaskReader tasks(name, o, cols, row.size(), timed, out);
+  TaskReader tasks(name, o, cols, row.size(), out);
   while (next_record(reader, row, line)) {
     if (Status s = tasks.read(row, line, reader.unterminated()); !s) return s;
   }

@@ -77,6 +77,11 @@ std::string_view format_name(Format f) {
   return "unknown";
 }
 
+std::string_view submit_times_remedy(Format f) {
+  if (f == Format::kNextflow) return "write the trace with submit and complete in Nextflow's trace.fields";
+  return "export sacct with the Submit, Start and End fields";
+}
+
 Result<Format> parse_format(std::string_view name) {
   const std::string n = lower(trim(name));
   for (auto [fmt, fname] : kFormatNames) {

@@ -65,12 +65,8 @@ Result<SimResults> parse_sim(const json& j, const std::string& source) {
     rows.emplace_back(policy->get<std::string>(), t);
   }
   if (rows.empty()) return Status::invalid(source + ": results: empty");
-  const auto summary = sizing::summarize_seeds(rows);
-  for (const sizing::SeedSummary& m : summary) {
-    sim.results.push_back({m.policy, m.waste_gbh.mean, m.failures.mean, m.retries.mean, m.jobs.mean,
-                           m.failed_jobs.mean, m.seeds, m.waste_gbh.min, m.waste_gbh.max});
-  }
-  sim.comparison = sizing::compare_with_best_baseline(summary);
+  sim.results = sizing::summarize_seeds(rows);
+  sim.comparison = sizing::compare_with_best_baseline(sim.results);
   if (auto notes = j.find("notes"); notes != j.end() && notes->is_array()) {
     for (const json& n : *notes) {
       if (n.is_string()) sim.notes.push_back(n.get<std::string>());
@@ -81,9 +77,9 @@ Result<SimResults> parse_sim(const json& j, const std::string& source) {
 
 std::vector<Plot> sim_plots(const SimResults& sim) {
   json rows = json::array();
-  for (const SimPolicy& p : sim.results) {
-    rows.push_back({{"policy", p.policy}, {"waste_gbh", p.waste_gbh}, {"failures", p.failures},
-                    {"retries", p.retries}, {"jobs", p.jobs}, {"failed_jobs", p.failed_jobs},
+  for (const sizing::SeedSummary& p : sim.results) {
+    rows.push_back({{"policy", p.policy}, {"waste_gbh", p.waste_gbh.mean}, {"failures", p.failures.mean},
+                    {"retries", p.retries.mean}, {"jobs", p.jobs.mean}, {"failed_jobs", p.failed_jobs.mean},
                     {"seeds", p.seeds}});
   }
   json tooltip = json::array({{{"field", "policy"}, {"type", "nominal"}},
@@ -110,9 +106,9 @@ std::vector<Plot> sim_plots(const SimResults& sim) {
 }
 
 std::string sim_table(const SimResults& sim) {
-  const double base = sim.results.front().waste_gbh;
+  const double base = sim.results.front().waste_gbh.mean;
   const bool seeded = std::any_of(sim.results.begin(), sim.results.end(),
-                                  [](const SimPolicy& p) { return p.seeds > 1; });
+                                  [](const sizing::SeedSummary& p) { return p.seeds > 1; });
   // Means over seeds are fractional; a single run's counts are whole.
   const auto count = [&](double v) { return seeded ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v); };
   std::string t;
@@ -127,17 +123,18 @@ std::string sim_table(const SimResults& sim) {
   t += seeded ? "<th>seeds</th><th>mean waste (GB·h)</th><th>waste range (GB·h)</th>" : "<th>waste (GB·h)</th>";
   t += "<th>saved vs " + html_escape(sim.results.front().policy) + " (GB·h)</th><th>failures</th>"
        "<th>retries</th><th>failed jobs</th><th>jobs</th></tr></thead><tbody>\n";
-  for (const SimPolicy& p : sim.results) {
+  for (const sizing::SeedSummary& p : sim.results) {
     t += "<tr><td>" + html_escape(p.policy) + "</td>";
     if (seeded) {
-      t += fmt::format("<td>{}</td><td>{:.1f}</td><td>{:.1f} – {:.1f}</td>", p.seeds, p.waste_gbh,
-                       p.waste_min_gbh, p.waste_max_gbh);
+      t += fmt::format("<td>{}</td><td>{:.1f}</td><td>{:.1f} – {:.1f}</td>", p.seeds, p.waste_gbh.mean,
+                       p.waste_gbh.min, p.waste_gbh.max);
     } else {
-      t += fmt::format("<td>{:.1f}</td>", p.waste_gbh);
+      t += fmt::format("<td>{:.1f}</td>", p.waste_gbh.mean);
     }
-    t += fmt::format("<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", base - p.waste_gbh,
-                     count(p.failures), count(p.retries), count(p.failed_jobs),
-                     p.jobs == std::floor(p.jobs) ? fmt::format("{:.0f}", p.jobs) : fmt::format("{:.1f}", p.jobs));
+    const double jobs = p.jobs.mean;
+    t += fmt::format("<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", base - p.waste_gbh.mean,
+                     count(p.failures.mean), count(p.retries.mean), count(p.failed_jobs.mean),
+                     jobs == std::floor(jobs) ? fmt::format("{:.0f}", jobs) : fmt::format("{:.1f}", jobs));
   }
   return t + "</tbody></table>\n";
 }

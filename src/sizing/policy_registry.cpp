@@ -25,6 +25,12 @@ const std::vector<std::string>& policy_names() {
 
 const std::vector<std::string>& default_policy_names() { return policy_names(); }
 
+bool is_baseline(const std::string& policy) {
+  const auto& names = policy_names();
+  const auto own = std::find(names.begin(), names.end(), "peakcast");  // the first of peakcast's
+  return std::find(names.begin(), own, policy) != own;
+}
+
 Result<std::unique_ptr<SizingPolicy>> make_policy(const std::string& name, const PolicyOptions& o) {
   if (name == "peakcast") return make_peakcast(o, true);
   if (name == "peakcast_fixed90") return make_peakcast(o, false);

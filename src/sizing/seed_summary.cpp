@@ -2,7 +2,6 @@
 #include "peakcast/sizing/seed_summary.h"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 
 namespace peakcast::sizing {
@@ -43,12 +42,6 @@ std::vector<SeedSummary> summarize_seeds(const std::vector<PolicyResult>& result
   rows.reserve(results.size());
   for (const auto& r : results) rows.emplace_back(r.policy, r.total);
   return summarize_seeds(rows);
-}
-
-bool is_baseline(const std::string& policy) {
-  static const std::array<const char*, 7> kBaselines = {
-      "presets", "witt_p95", "witt_lr_std", "witt_lr_stdunder", "tovar", "max_so_far", "vpa"};
-  return std::find(kBaselines.begin(), kBaselines.end(), policy) != kBaselines.end();
 }
 
 std::optional<BaselineComparison> compare_with_best_baseline(const std::vector<SeedSummary>& summary,

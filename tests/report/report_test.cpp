@@ -49,9 +49,9 @@ TEST(ReportSim, ParsesTheDocumentedSchema) {
   ASSERT_TRUE(sim.ok()) << sim.status().message();
   ASSERT_EQ(sim->results.size(), 2u);
   EXPECT_EQ(sim->results[1].policy, "recommended");
-  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh, 300.25);
-  EXPECT_EQ(sim->results[1].failures, 3);
-  EXPECT_EQ(sim->results[1].failed_jobs, 2);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh.mean, 300.25);
+  EXPECT_EQ(sim->results[1].failures.mean, 3);
+  EXPECT_EQ(sim->results[1].failed_jobs.mean, 2);
   EXPECT_EQ(sim->notes, std::vector<std::string>{"hand-built for the test"});
   // The table says what the first policy (the baseline) would have saved against the others.
   const std::string table = sim_table(*sim);
@@ -74,10 +74,10 @@ TEST(ReportSim, RowsOfOnePolicyOverSeedsBecomeTheirMeans) {
   EXPECT_EQ(sim->results[0].policy, "presets");
   EXPECT_EQ(sim->results[1].policy, "peakcast");
   EXPECT_EQ(sim->results[1].seeds, 2u);
-  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh, 40.0);
-  EXPECT_DOUBLE_EQ(sim->results[1].waste_min_gbh, 30.0);
-  EXPECT_DOUBLE_EQ(sim->results[1].waste_max_gbh, 50.0);
-  EXPECT_DOUBLE_EQ(sim->results[1].failures, 2.5);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh.mean, 40.0);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh.min, 30.0);
+  EXPECT_DOUBLE_EQ(sim->results[1].waste_gbh.max, 50.0);
+  EXPECT_DOUBLE_EQ(sim->results[1].failures.mean, 2.5);
   const std::string table = sim_table(*sim);
   EXPECT_NE(table.find("mean waste"), std::string::npos) << table;
   EXPECT_NE(table.find("<td>40.0</td><td>30.0 – 50.0</td><td>70.0</td><td>2.5</td>"), std::string::npos) << table;

@@ -17,6 +17,9 @@ namespace peakcast::ingest {
 
 enum class Format { kAuto, kSwf, kNextflow, kSacct, kJsonl };
 std::string_view format_name(Format f);               // "auto", "swf", "nextflow", "sacct", "jsonl"
+// For a trace without submit times: how to record them in `f`, as a clause ("write the trace
+// with submit and complete in Nextflow's trace.fields").
+std::string_view submit_times_remedy(Format f);
 Result<Format> parse_format(std::string_view name);   // error lists the valid names
 
 struct ReadOptions {
@@ -47,7 +50,8 @@ struct Trace {
   Format format = Format::kAuto;    // the format actually read
   std::vector<Job> jobs;            // in file order; labels and script_key filled
   ReadStats stats;
-  bool has_submit_times = true;     // false for sacct dumps without Submit: evaluate refuses
+  bool has_submit_times = true;     // false for sacct dumps without Submit and Nextflow traces
+                                    // without submit/complete: evaluate refuses
   bool has_scripts = false;         // any job carries script text
   std::vector<std::string> notes;   // facts worth telling the user ("no user column: ...")
 };

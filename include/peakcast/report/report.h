@@ -51,17 +51,10 @@ struct UsagePoint {
 
 // A sizing simulation's outcome per policy (docs/report.md, "SIM.json"). Rows of one policy
 // (one per seed, as `peakcast simulate --seeds N` writes them) become one: the means over the
-// seeds, with the range of the waste.
-struct SimPolicy {
-  std::string policy;
-  double waste_gbh = 0.0;
-  double failures = 0.0, retries = 0.0, jobs = 0.0, failed_jobs = 0.0;
-  size_t seeds = 1;
-  double waste_min_gbh = 0.0, waste_max_gbh = 0.0;
-};
+// seeds, with their range (sizing::summarize_seeds).
 struct SimResults {
   std::string source;  // where it came from (a path)
-  std::vector<SimPolicy> results;
+  std::vector<sizing::SeedSummary> results;
   std::vector<std::string> notes;
   // "peakcast" against the baseline of least mean waste, when both are among the results.
   std::optional<sizing::BaselineComparison> comparison;

@@ -46,6 +46,8 @@ struct PolicyOptions {
 // 0.90 bound, no choice).
 const std::vector<std::string>& policy_names();
 const std::vector<std::string>& default_policy_names();  // the ones run without --policies
+// The field's policies peakcast is measured against: the names above before peakcast's own.
+bool is_baseline(const std::string& policy);
 Result<std::unique_ptr<SizingPolicy>> make_policy(const std::string& name,
                                                   const PolicyOptions& options = {});
 

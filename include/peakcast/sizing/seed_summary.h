@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "peakcast/sizing/policy.h"
 #include "peakcast/sizing/simulate.h"
 
 namespace peakcast::sizing {
@@ -26,13 +27,9 @@ struct SeedSummary {
 std::vector<SeedSummary> summarize_seeds(const std::vector<std::pair<std::string, Tally>>& rows);
 std::vector<SeedSummary> summarize_seeds(const std::vector<PolicyResult>& results);
 
-// The field's policies peakcast is measured against (issue 10): presets, witt_p95, witt_lr_std,
-// witt_lr_stdunder, tovar, max_so_far, vpa. peakcast's own variants are not baselines.
-bool is_baseline(const std::string& policy);
-
 struct BaselineComparison {
   std::string policy;          // e.g. "peakcast"
-  std::string best_baseline;   // the baseline with the least mean waste
+  std::string best_baseline;   // the baseline (is_baseline) with the least mean waste
   double waste_gbh = 0.0, baseline_waste_gbh = 0.0;
   double waste_ratio = 0.0;    // waste_gbh / baseline_waste_gbh (infinity when that is 0 and ours is not)
   double failures = 0.0, baseline_failures = 0.0;  // mean failed attempts
