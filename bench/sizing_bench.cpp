@@ -13,8 +13,10 @@
 #include <random>
 
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 
 #include "peakcast/ingest/reader.h"
+#include "peakcast/serve/sizing_state.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/simulate.h"
 
@@ -126,7 +128,33 @@ void bound_script_windows_memory(benchmark::State& state) {
   state.SetLabel("4096 scripts x 500 scores");
 }
 
+// Resident memory of the answers peakcastd keeps to judge completions by the bound it answered
+// (serve::SizingState::kMaxIssued of them; each keyed by user and a 64-hex script key), beside
+// one full bound with script windows (above).
+void answers_on_record_memory(benchmark::State& state) {
+  for (auto _ : state) {
+    const long before = rss_kib();
+    auto s = std::make_unique<serve::SizingState>();
+    Job job;
+    job.req_mem_bytes = 8ull << 30;
+    for (size_t i = 0; i < serve::SizingState::kMaxIssued; ++i) {
+      job.user = "user" + std::to_string(i % 997);
+      job.script_key = std::string(56, 'a') + std::to_string(10'000'000 + i);  // 64 characters
+      job.submit_ms = static_cast<int64_t>(i) * 1000;
+      cascade::JobPrediction p;
+      p.mem.util = 0.4;
+      p.mem.history_level = "exact_script";
+      p.vram = cascade::ResourcePrediction{};
+      s->apply(job, std::nullopt, p);
+    }
+    state.counters["rss_MiB"] = static_cast<double>(rss_kib() - before) / 1024.0;
+    state.counters["answers"] = static_cast<double>(s->to_json()["learned_from"]["answers_pending"].get<size_t>());
+  }
+  state.SetLabel("100,000 answers, mem and vram");
+}
+
 BENCHMARK(bound_script_windows_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(answers_on_record_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bound_upper, exact_level, history::Level::kExactScript);
 BENCHMARK_CAPTURE(bound_upper, user_level_clustered, history::Level::kUser);
 BENCHMARK(bound_upper_two_copies);

@@ -49,34 +49,14 @@ std::string coverage_key(double level) { return fmt::format("{}", level); }
 
 std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource r, double util_cap,
                                       const sizing::OnlineBoundOptions& options) {
-  sizing::OnlineBound bound(options);
-  // Completion order: end time, ties by submit order (stable).
-  std::vector<size_t> by_end(jobs.size());
-  std::iota(by_end.begin(), by_end.end(), size_t{0});
-  std::stable_sort(by_end.begin(), by_end.end(),
-                   [&](size_t a, size_t b) { return jobs[a].job->end_ms < jobs[b].job->end_ms; });
-  std::vector<IssuedBound> issued(jobs.size());
-  size_t next_done = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const Job& job = *jobs[i].job;
-    // Every job that ended before this submission was submitted before it (end >= submit).
-    while (next_done < by_end.size() && jobs[by_end[next_done]].job->end_ms < job.submit_ms) {
-      const size_t k = by_end[next_done++];
-      const WalkedJob& w = jobs[k];
-      bound.observe_issued(w.level, w.point, w.job->label(r), censored_for(*w.job, r), issued[k].bound,
-                           w.job->script_key);
-    }
-    // As the daemon issues it: never below the point, never above the cap; before any residual
-    // is known (a workflow's first burst), the cap: without evidence the bound is the request
-    // itself (the daemon then recommends nothing below it).
-    const double top = std::max(util_cap, jobs[i].point);
-    const std::string& key = job.script_key;
-    issued[i].evidence = bound.has_scores(jobs[i].level, key);
-    issued[i].bound = issued[i].evidence
-                          ? std::clamp(bound.upper(jobs[i].level, jobs[i].point, key), jobs[i].point, top)
-                          : top;
+  std::vector<sizing::BoundStep> steps;
+  steps.reserve(jobs.size());
+  for (const WalkedJob& w : jobs) {
+    steps.push_back({w.job->submit_ms, w.job->end_ms, w.level, w.point, w.job->label(r),
+                     censored_for(*w.job, r), w.job->script_key});
   }
-  return issued;
+  sizing::OnlineBound bound(options);
+  return sizing::walk_bounds(bound, steps, util_cap);
 }
 
 BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,

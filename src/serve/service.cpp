@@ -132,9 +132,16 @@ Status Service::rebuild() {
     if (recent.size() > options_.sizing.rebuild_jobs) recent.pop_front();
   });
   if (!s) return s;
-  // Before the watermark moves, every past submission can still be queried exactly.
+  // Before the watermark moves, every past submission can still be queried exactly. The bound
+  // is rebuilt as `evaluate` walks: each job judged by the bound it would have been issued.
   const std::shared_ptr<const cascade::Predictor> model = model_->get();
-  for (const Job& j : recent) observe_bound(*model, j);
+  std::vector<SizingState::Completed> walked;
+  walked.reserve(recent.size());
+  for (const Job& j : recent) {
+    if (!j.valid[0] && !j.valid[1]) continue;
+    walked.push_back({&j, model->predict(j, history_)});
+  }
+  sizing_->rebuild(std::move(walked));
   history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
   return Status::ok();
 }

@@ -6,44 +6,142 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peakcast/sizing/bound_walk.h"
+
 namespace peakcast::serve {
 SizingState::SizingState(SizingOptions options)
     : options_(std::move(options)),
       bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
 
+namespace {
+
+std::string issued_key(const Job& job) { return job.user + '\x1f' + job.script_key; }
+
+}  // namespace
+
+void SizingState::remember(const Job& job, Issued issued) {
+  issued.seq = ++issued_seq_;
+  std::string key = issued_key(job);
+  issued_order_.emplace_back(key, issued.seq);
+  std::vector<Issued>& mine = issued_[std::move(key)];
+  if (mine.size() >= kMaxIssuedPerScript) {  // its oldest answer goes (its order entry is skipped)
+    mine.erase(mine.begin());
+    --issued_live_;
+  }
+  mine.push_back(issued);
+  ++issued_live_;
+  // Forget the oldest answers; entries of answers already matched or dropped are skipped, and
+  // their count is bounded too.
+  while ((issued_live_ > kMaxIssued || issued_order_.size() > 2 * kMaxIssued) && !issued_order_.empty()) {
+    const auto [old_key, old_seq] = issued_order_.front();
+    issued_order_.pop_front();
+    auto it = issued_.find(old_key);
+    if (it == issued_.end()) continue;
+    std::vector<Issued>& v = it->second;
+    const auto at = std::find_if(v.begin(), v.end(), [&](const Issued& x) { return x.seq == old_seq; });
+    if (at == v.end()) continue;  // matched by a completion already
+    v.erase(at);
+    --issued_live_;
+    if (v.empty()) issued_.erase(it);
+  }
+}
+
+std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
+                                                            const cascade::JobPrediction& p) {
+  auto it = issued_.find(issued_key(job));
+  if (it == issued_.end()) return std::nullopt;
+  std::vector<Issued>& v = it->second;
+  // The answer nearest in submit time, within kIssuedMatchMs; among equals, one whose points
+  // are this prediction's (a burst of one script may carry different requests).
+  auto mismatch = [&](const Issued& x) {
+    int n = 0;
+    for (Resource r : kResources) {
+      const cascade::ResourcePrediction* rp = p.of(r);
+      const auto& pb = x.point_bound[idx(r)];
+      if (rp && pb && pb->first != rp->util) ++n;
+    }
+    return n;
+  };
+  auto best = v.end();
+  for (auto x = v.begin(); x != v.end(); ++x) {
+    const int64_t dt = x->submit_ms > job.submit_ms ? x->submit_ms - job.submit_ms : job.submit_ms - x->submit_ms;
+    if (dt > kIssuedMatchMs) continue;
+    if (best == v.end()) {
+      best = x;
+      continue;
+    }
+    const int64_t bdt = best->submit_ms > job.submit_ms ? best->submit_ms - job.submit_ms : job.submit_ms - best->submit_ms;
+    if (dt < bdt || (dt == bdt && mismatch(*x) < mismatch(*best))) best = x;
+  }
+  if (best == v.end()) return std::nullopt;
+  Issued out = *best;
+  v.erase(best);
+  --issued_live_;
+  if (v.empty()) issued_.erase(it);
+  return out;
+}
+
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   std::lock_guard lock(mu_);
+  const std::optional<Issued> issued = take_issued(job, p);
+  if (issued) ++learned_issued_;
+  else ++learned_current_;
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
     const cascade::ResourcePrediction* rp = p.of(r);
     if (!rp) continue;
-    bounds_[idx(r)].observe(history::level_from_name(rp->history_level), rp->util, job.label(r),
-                            censored_for(job, r), job.script_key);
+    const history::Level level = history::level_from_name(rp->history_level);
+    sizing::OnlineBound& b = bounds_[idx(r)];
+    const auto& pb = issued ? issued->point_bound[idx(r)] : std::nullopt;
+    const double bound = pb ? pb->second
+                            : sizing::issue_bound(b, level, rp->util, job.script_key, options_.util_cap).bound;
+    b.observe_issued(level, rp->util, job.label(r), censored_for(job, r), bound, job.script_key);
+  }
+}
+
+void SizingState::rebuild(std::vector<Completed> recent) {
+  std::lock_guard lock(mu_);
+  std::stable_sort(recent.begin(), recent.end(),
+                   [](const Completed& a, const Completed& b) { return a.job->submit_ms < b.job->submit_ms; });
+  for (Resource r : kResources) {
+    std::vector<sizing::BoundStep> steps;
+    for (const Completed& c : recent) {
+      const cascade::ResourcePrediction* rp = c.prediction.of(r);
+      if (!rp || !c.job->is_valid(r)) continue;
+      steps.push_back({c.job->submit_ms, c.job->end_ms, history::level_from_name(rp->history_level), rp->util,
+                       c.job->label(r), censored_for(*c.job, r), c.job->script_key});
+    }
+    sizing::walk_bounds(bounds_[idx(r)], steps, options_.util_cap, /*observe_all=*/true);
   }
 }
 
 void SizingState::apply_bound(Resource r, const std::string& script_key,
-                              cascade::ResourcePrediction& rp, Applied& a) const {
+                              cascade::ResourcePrediction& rp, Applied& a, Issued& issued) const {
   const history::Level level = history::level_from_name(rp.history_level);
   const sizing::OnlineBound& b = bounds_[idx(r)];
-  if (!b.has_scores(level, script_key)) {
+  const sizing::IssuedBound ib = sizing::issue_bound(b, level, rp.util, script_key, options_.util_cap);
+  issued.point_bound[idx(r)] = std::make_pair(rp.util, ib.bound);
+  if (!ib.evidence) {
     a.upper_source[idx(r)] = rp.upper_util ? "model" : "";
     return;
   }
   // Labels never exceed the cap, so a bound above it covers nothing more.
-  rp.upper_util = std::clamp(b.upper(level, rp.util, script_key), rp.util, std::max(options_.util_cap, rp.util));
+  rp.upper_util = ib.bound;
   rp.upper_coverage = options_.bound.coverage;
   a.upper_source[idx(r)] = "online";
 }
 
 SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> failed_request,
-                                        cascade::JobPrediction& p) const {
+                                        cascade::JobPrediction& p) {
   Applied a;
   {
     std::lock_guard lock(mu_);
+    Issued issued;
+    issued.submit_ms = job.submit_ms;
     for (Resource r : kResources) {
-      if (cascade::ResourcePrediction* rp = p.of(r)) apply_bound(r, job.script_key, *rp, a);
+      if (cascade::ResourcePrediction* rp = p.of(r)) apply_bound(r, job.script_key, *rp, a, issued);
     }
+    remember(job, std::move(issued));
   }
   // Memory: the recommended request, from the online bound only. Without a known request there
   // is no capacity to scale the bound by, and nothing to cap the answer at: no recommendation.
@@ -83,7 +181,11 @@ void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
 nlohmann::json SizingState::to_json() const {
   std::lock_guard lock(mu_);
   nlohmann::json out = {{"coverage", options_.bound.coverage},
-                        {"config", options_.config_source}};
+                        {"config", options_.config_source},
+                        // completions judged by the bound answered at their submission / by the
+                        // bound as it stood (no answer on record), and answers still waiting
+                        {"learned_from", {{"issued", learned_issued_}, {"current", learned_current_},
+                                          {"answers_pending", issued_live_}}}};
   for (Resource r : kResources) {
     nlohmann::json levels = nlohmann::json::object();
     for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {

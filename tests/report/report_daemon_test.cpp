@@ -3,7 +3,9 @@
 // (serve::SizingState) fed the same completions, and for a new script, an OOM run and the
 // user's request.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -116,6 +118,71 @@ TEST(ReportDaemon, AnswersAsTheDaemonsSizingStateDoes) {
     }
     EXPECT_GT(with_bound, 300u) << "seed " << seed;  // not a comparison of empty answers
     EXPECT_GT(oom_steps, 0u) << "seed " << seed;
+  }
+}
+
+// A workflow's bursts: each of 24 bursts runs one of 6 scripts on 15 jobs submitted within
+// 15 s, all ending 20-40 min later (after the next burst's submissions); the peaks of a script
+// move between bursts, so a burst is missed as a whole and its misses arrive together.
+Stream make_bursts(unsigned seed) {
+  Stream s;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> pick(0, 5), lag(20 * 60, 40 * 60);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<int> runs_of(6, 0);
+  std::vector<double> level_of(6, 0.3);
+  int i = 0;
+  for (int burst = 0; burst < 24; ++burst) {
+    const int k = pick(rng);
+    const double mean = level_of[k];
+    level_of[k] = std::clamp(mean + 0.15 * noise(rng), 0.05, 0.9);  // where its next burst peaks
+    const int64_t start = 1'700'000'000'000 + burst * 10 * 60'000;
+    for (int j = 0; j < 15; ++j, ++i) {
+      Job job = make_job(i, "script" + std::to_string(k), std::clamp(level_of[k] + 0.01 * noise(rng), 0.01, 0.99),
+                         8 * kGiB);
+      job.submit_ms = start + j * 1000;
+      job.end_ms = job.submit_ms + lag(rng) * 1000;
+      s.jobs.push_back(job);
+      const history::Level level = runs_of[k] == 0 ? history::Level::kUser : history::Level::kExactScript;
+      s.preds.push_back(predict(s.jobs.back(), mean, level));
+    }
+    runs_of[k] += 15;
+  }
+  return s;
+}
+
+// peakcastd answers each submission and learns each completion when it arrives; the report's
+// walk must give the same answers when completions arrive long after the bounds they judge.
+TEST(ReportDaemon, AnswersAsTheDaemonDoesWhenBurstsCompleteLate) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const Stream s = make_bursts(seed);
+    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, daemon_options());
+    serve::SizingState daemon;
+    std::vector<size_t> by_end(s.jobs.size());
+    for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
+    std::stable_sort(by_end.begin(), by_end.end(),
+                     [&](size_t a, size_t b) { return s.jobs[a].end_ms < s.jobs[b].end_ms; });
+    size_t next_done = 0, with_bound = 0, misses = 0;
+    for (size_t i = 0; i < s.jobs.size(); ++i) {
+      while (next_done < by_end.size() && s.jobs[by_end[next_done]].end_ms < s.jobs[i].submit_ms) {
+        const size_t k = by_end[next_done++];
+        daemon.observe(s.jobs[k], s.preds[k]);
+      }
+      cascade::JobPrediction answered = s.preds[i];
+      const serve::SizingState::Applied a = daemon.apply(s.jobs[i], std::nullopt, answered);
+      const bool online = a.upper_source[idx(Resource::kMem)] == "online";
+      ASSERT_EQ(report[i].upper[idx(Resource::kMem)].has_value(), online) << "seed " << seed << " job " << i;
+      if (!online) continue;
+      ++with_bound;
+      EXPECT_DOUBLE_EQ(*report[i].upper[idx(Resource::kMem)], *answered.mem.upper_util) << "job " << i;
+      if (s.jobs[i].label(Resource::kMem) > *answered.mem.upper_util) ++misses;
+    }
+    EXPECT_GT(with_bound, 200u) << "seed " << seed;
+    EXPECT_GT(misses, 15u) << "seed " << seed;  // whole bursts missed: feedback that comes late
+    // Every completion was judged by the answer given at its submission.
+    const nlohmann::json learned = daemon.to_json()["learned_from"];
+    EXPECT_EQ(learned["issued"].get<size_t>(), next_done);
+    EXPECT_EQ(learned["current"].get<size_t>(), 0u);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "peakcast/serve/service.h"
 #include "peakcast/serve/sizing_state.h"
+#include "peakcast/sizing/bound_walk.h"
 #include "peakcast/sizing/recommend.h"
 #include "serve_test_util.h"
 
@@ -229,6 +230,60 @@ TEST(ServiceSizing, TheBoundIsRebuiltFromTheStoreAtStart) {
   EXPECT_EQ(after["upper_source"], "online");
   EXPECT_DOUBLE_EQ(after["upper_util"].get<double>(), before["upper_util"].get<double>());
   EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
+}
+
+// A burst submitted before any of it completes is answered with one bound; its misses arrive
+// together, after the first of them has already widened the bound. The daemon judges each by
+// the bound it answered (as `evaluate` walks: sizing::walk_bounds), and a restart, which rebuilds
+// the bound by that walk, answers the same.
+TEST(ServiceSizing, ABurstIsJudgedByTheBoundsItWasAnsweredAndARestartAnswersTheSame) {
+  TempDir dir;
+  std::vector<sizing::BoundStep> steps;  // the same completions, for a reference walk
+  auto ask_and_complete = [&](Service& s, const std::vector<int64_t>& submits, int64_t end, double share,
+                              int& id) {
+    for (int64_t submit : submits) {  // every submission answered first ...
+      const Reply r = s.predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
+      ASSERT_EQ(r.status, 200) << r.body;
+      const json mem = json::parse(r.body)["predictions"]["mem"];
+      steps.push_back({submit * 1000, end * 1000, history::level_from_name(mem["history_level"].get<std::string>()),
+                       mem["util"].get<double>(), share, false, "kScript"});
+    }
+    for (int64_t submit : submits) {  // ... then their completions
+      const json c = completion_json("run" + std::to_string(id++), "alice", kScript, submit, end, 8 * kGiB,
+                                     static_cast<uint64_t>(share * 8 * kGiB));
+      ASSERT_EQ(s.complete(c.dump()).status, 200);
+    }
+  };
+  json before, health;
+  {
+    auto s = open_service(dir, options());
+    int id = 0;
+    for (int i = 0; i < 30; ++i) {  // one run an hour, each ending before the next
+      const int64_t submit = kNow - 100 * 3600 + i * 3600;
+      ask_and_complete(*s, {submit}, submit + 1800, 0.2 + 0.05 * (i % 3), id);
+    }
+    std::vector<int64_t> burst;
+    for (int j = 0; j < 12; ++j) burst.push_back(kNow - 40 * 3600 + j);
+    ask_and_complete(*s, burst, kNow - 39 * 3600, 0.7, id);  // twelve misses, arriving together
+    before = predict_mem(*s, 8 * kGiB);
+    health = json::parse(s->healthz().body)["sizing"];
+  }
+  EXPECT_EQ(health["learned_from"]["issued"], 42);
+  EXPECT_EQ(health["learned_from"]["current"], 0);
+  sizing::OnlineBound walked(default_bound_options()), as_it_stands(default_bound_options());
+  sizing::walk_bounds(walked, steps, 1.0, /*observe_all=*/true);
+  for (const sizing::BoundStep& st : steps) as_it_stands.observe(st.level, st.point, st.label, false, st.script);
+  const double alpha = health["mem"]["exact_script"]["alpha_t"].get<double>();
+  EXPECT_DOUBLE_EQ(alpha, walked.alpha_t(history::Level::kExactScript));
+  // Judged by the bound as it stands when they arrive, fewer of the burst count as misses.
+  EXPECT_GT(as_it_stands.alpha_t(history::Level::kExactScript), alpha + 0.05);
+
+  auto s = open_service(dir, options());
+  const json after = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(after["upper_source"], "online");
+  EXPECT_DOUBLE_EQ(after["upper_util"].get<double>(), before["upper_util"].get<double>());
+  EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
+  EXPECT_DOUBLE_EQ(json::parse(s->healthz().body)["sizing"]["mem"]["exact_script"]["alpha_t"].get<double>(), alpha);
 }
 
 }  // namespace

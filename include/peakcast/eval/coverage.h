@@ -22,6 +22,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "peakcast/eval/method.h"
+#include "peakcast/sizing/bound_walk.h"
 #include "peakcast/sizing/online_bound.h"
 
 namespace peakcast::eval {
@@ -65,13 +66,9 @@ struct WalkedJob {
   bool scored = false;
 };
 
-// The bound issued for each job of a walk (same protocol, one setting): `bound` is clipped to
-// [point, max(cap, point)] and is the cap itself where the job's level had no evidence yet
-// (`evidence` false: the daemon then shows no online bound and recommends nothing).
-struct IssuedBound {
-  double bound = 0.0;
-  bool evidence = false;
-};
+// The bound issued for each job of a walk (same protocol, one setting; sizing/bound_walk.h):
+// clipped to [point, max(cap, point)], the cap itself where the job's level had no evidence yet.
+using IssuedBound = sizing::IssuedBound;
 std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource r, double util_cap,
                                        const sizing::OnlineBoundOptions& options);
 

@@ -3,10 +3,16 @@
 // Upper bound. One sizing::OnlineBound per resource (adaptive online conformal, per history
 // level), in utilization units. It learns from every completion the daemon learns (POST
 // /v1/complete or slurm-sync): the point prediction the served model gives for the completed job
-// at its own submission (the history then held only jobs that had ended before it), its label and
-// whether it was censored (OOM). Durability: the bound is not stored; at start the daemon
-// rebuilds it from the completion store, replaying the `rebuild_jobs` most recent completions
-// (by end time) through the same model before serving. So it is as durable as the store.
+// at its own submission (the history then held only jobs that had ended before it), its label,
+// whether it was censored (OOM), and the bound the daemon issued for the job when it answered
+// its submission (sizing/bound_walk.h: ACI judges a job by the bound it got). A completion is
+// matched to that answer by user, script key and submit time (the answer nearest in time within
+// kIssuedMatchMs, preferring one with the same point); the most recent kMaxIssued answers are
+// kept, at most kMaxIssuedPerScript of one user's script. A completion with no answer on record
+// (submitted before a restart, or never asked about) is judged by the bound as it stands.
+// Durability: the bound is not stored; at start the daemon rebuilds it from the completion store
+// by walking the `rebuild_jobs` most recent completions through the same model as `peakcast
+// evaluate` walks its jobs (sizing::walk_bounds). So it is as durable as the store.
 // Before a level (or the pooled window) has any score the model's own upper bound, if it has
 // one, is kept and the answer says so (upper_source "model"; else "online").
 //
@@ -20,9 +26,14 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -48,10 +59,22 @@ struct SizingOptions {
 
 class SizingState {
  public:
+  static constexpr int64_t kIssuedMatchMs = 60'000;  // answer vs completion submit time
+  static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (39 MiB, sizing_bench)
+  static constexpr size_t kMaxIssuedPerScript = 4096;  // of one user and script (a burst)
+
   explicit SizingState(SizingOptions options = {});
 
   // A completed job: `p` is the served model's prediction for it at its submission.
   void observe(const Job& job, const cascade::JobPrediction& p);
+
+  // Start: `recent` completions (any order) with the served model's prediction for each at its
+  // submission, walked as `peakcast evaluate` walks (sizing::walk_bounds); every one is learned.
+  struct Completed {
+    const Job* job = nullptr;
+    cascade::JobPrediction prediction;
+  };
+  void rebuild(std::vector<Completed> recent);
 
   // Replaces the upper bound of `p` by the online one (where it has evidence) and sets the
   // memory recommendation. `failed_request` is the largest request among the script's trailing
@@ -60,8 +83,9 @@ class SizingState {
     std::array<std::string, kNumResources> upper_source;  // "online", "model" or "" (none)
     std::string rule;                                     // recommend_request's rule; "" = none
   };
+  // The bounds it sets are kept (the most recent kMaxIssued) for observe() to judge the job by.
   Applied apply(const Job& job, std::optional<uint64_t> failed_request,
-                cascade::JobPrediction& p) const;
+                cascade::JobPrediction& p);
 
   // Adds "upper_source" to each resource's prediction and "recommendation_rule" to memory's.
   static void annotate(const Applied& a, nlohmann::json& answer);
@@ -70,12 +94,26 @@ class SizingState {
   nlohmann::json to_json() const;  // for /healthz: coverage, updates per level, config source
 
  private:
+  // What the daemon answered for one submission: per resource the point and the issued bound
+  // (the cap where the level had no evidence), nullopt where the answer had no such resource.
+  struct Issued {
+    int64_t submit_ms = 0;
+    uint64_t seq = 0;
+    std::array<std::optional<std::pair<double, double>>, kNumResources> point_bound;
+  };
   void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
-                   Applied& a) const;
+                   Applied& a, Issued& issued) const;
+  void remember(const Job& job, Issued issued);  // mu_ held
+  std::optional<Issued> take_issued(const Job& job, const cascade::JobPrediction& p);  // mu_ held
 
   SizingOptions options_;
   mutable std::mutex mu_;
   std::array<sizing::OnlineBound, kNumResources> bounds_;
+  std::unordered_map<std::string, std::vector<Issued>> issued_;  // by user + script key, oldest first
+  std::deque<std::pair<std::string, uint64_t>> issued_order_;     // (key, seq), oldest first
+  size_t issued_live_ = 0;
+  uint64_t issued_seq_ = 0;
+  uint64_t learned_issued_ = 0, learned_current_ = 0;  // completions judged by each bound
 };
 
 }  // namespace peakcast::serve
