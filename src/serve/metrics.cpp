@@ -150,6 +150,14 @@ std::string Metrics::render(const Gauges& g) const {
       {"peakcast_completion_conflicts_total", "counter",
        "Completions refused (409): a stored job_id with other content.",
        conflicts_.load(std::memory_order_relaxed)},
+      {"peakcast_bound_judged_by_answer_total", "counter",
+       "Completions the online bound judged by the bound answered at their submission.",
+       g.bound_judged_by_answer},
+      {"peakcast_bound_judged_as_it_stands_total", "counter",
+       "Completions the online bound judged by the bound as it stood (no answer on record).",
+       g.bound_judged_as_it_stands},
+      {"peakcast_bound_answers_pending", "gauge",
+       "Answers kept to judge their job's completion by (at most 100000).", g.bound_answers_pending},
   };
   for (const Scalar& s : scalars) {
     family(out, s.name, s.type, s.help);

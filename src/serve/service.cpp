@@ -337,6 +337,10 @@ Reply Service::metrics_text() {
   const StoreHealth h = store_->health();
   g.wal_bytes = h.wal_bytes;
   g.checkpoint_failures = h.checkpoint_failures;
+  const SizingState::Learned learned = sizing_->learned();
+  g.bound_judged_by_answer = learned.by_answer;
+  g.bound_judged_as_it_stands = learned.as_it_stands;
+  g.bound_answers_pending = learned.answers_pending;
   {
     std::lock_guard lock(storage_mu_);
     g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();

@@ -33,7 +33,8 @@ void SizingState::remember(const Job& job, Issued issued) {
   // Forget the oldest answers; entries of answers already matched or dropped are skipped, and
   // their count is bounded too.
   while ((issued_live_ > kMaxIssued || issued_order_.size() > 2 * kMaxIssued) && !issued_order_.empty()) {
-    const auto [old_key, old_seq] = issued_order_.front();
+    const std::string old_key = std::move(issued_order_.front().first);
+    const uint64_t old_seq = issued_order_.front().second;
     issued_order_.pop_front();
     auto it = issued_.find(old_key);
     if (it == issued_.end()) continue;
@@ -176,6 +177,11 @@ void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
   if (preds["mem"].is_object()) {
     preds["mem"]["recommendation_rule"] = a.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.rule);
   }
+}
+
+SizingState::Learned SizingState::learned() const {
+  std::lock_guard lock(mu_);
+  return {learned_issued_, learned_current_, issued_live_};
 }
 
 nlohmann::json SizingState::to_json() const {

@@ -332,6 +332,17 @@ if [ "$real" = 1 ]; then
   m="$(tool http "$PEAKCAST_SOCKET" GET /metrics | tail -n +2)"
   check "/metrics counts a bypass prediction" bash -c "printf '%s' \"\$1\" | grep -q '^peakcast_predictions_total{resource=\"mem\",route=\"bypass\"} [1-9]'" _ "$m"
   . "$here/slurm_hook_lowering.sh"
+  # The jobs the hook asked about complete; slurm-sync learns them from sacct, and the daemon
+  # judges each by the bound it answered at the submission (matched by user, script and submit
+  # time: the hook's clock against slurmctld's Submit; docs/bounds.md).
+  judged=""
+  for i in $(seq 1 60); do
+    judged="$(tool http "$PEAKCAST_SOCKET" GET /healthz | tail -n +2 | tool jget sizing.learned_from.issued 2>/dev/null)"
+    [ "${judged:-0}" -ge 3 ] 2>/dev/null && break
+    sleep 0.5
+  done
+  check "slurm-sync's completions are judged by the hook's answers (sizing.learned_from.issued $judged)" \
+    [ "${judged:-0}" -ge 3 ]
   stop_daemon
 fi
 echo "elapsed $(( $(date +%s) - t0 )) s"

@@ -267,9 +267,14 @@ TEST(ServiceSizing, ABurstIsJudgedByTheBoundsItWasAnsweredAndARestartAnswersTheS
     ask_and_complete(*s, burst, kNow - 39 * 3600, 0.7, id);  // twelve misses, arriving together
     before = predict_mem(*s, 8 * kGiB);
     health = json::parse(s->healthz().body)["sizing"];
+    const std::string m = s->metrics_text().body;
+    EXPECT_NE(m.find("\npeakcast_bound_judged_by_answer_total 42\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("\npeakcast_bound_judged_as_it_stands_total 0\n"), std::string::npos);
+    EXPECT_NE(m.find("\npeakcast_bound_answers_pending 1\n"), std::string::npos);  // the last answer
   }
   EXPECT_EQ(health["learned_from"]["issued"], 42);
   EXPECT_EQ(health["learned_from"]["current"], 0);
+  EXPECT_EQ(health["learned_from"]["answers_pending"], 1);
   sizing::OnlineBound walked(default_bound_options()), as_it_stands(default_bound_options());
   sizing::walk_bounds(walked, steps, 1.0, /*observe_all=*/true);
   for (const sizing::BoundStep& st : steps) as_it_stands.observe(st.level, st.point, st.label, false, st.script);

@@ -30,6 +30,11 @@ struct Gauges {  // read by the service when /metrics is asked
   bool storage_ok = true;
   uint64_t wal_bytes = 0;
   uint64_t checkpoint_failures = 0;
+  // The online bound's completions, judged by the answer given at submission / by the bound as
+  // it stood (no answer on record), and the answers waiting for their completion.
+  uint64_t bound_judged_by_answer = 0;
+  uint64_t bound_judged_as_it_stands = 0;
+  uint64_t bound_answers_pending = 0;
 };
 
 class Metrics {

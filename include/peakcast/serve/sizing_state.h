@@ -90,6 +90,13 @@ class SizingState {
   // Adds "upper_source" to each resource's prediction and "recommendation_rule" to memory's.
   static void annotate(const Applied& a, nlohmann::json& answer);
 
+  // Completions judged by the answer given at their submission / by the bound as it stood, and
+  // the answers still waiting for their completion (/healthz sizing.learned_from, /metrics).
+  struct Learned {
+    uint64_t by_answer = 0, as_it_stands = 0, answers_pending = 0;
+  };
+  Learned learned() const;
+
   const SizingOptions& options() const { return options_; }
   nlohmann::json to_json() const;  // for /healthz: coverage, updates per level, config source
 
