@@ -13,7 +13,6 @@
 #include <random>
 
 #include <benchmark/benchmark.h>
-#include <nlohmann/json.hpp>
 
 #include "peakcast/ingest/reader.h"
 #include "peakcast/serve/sizing_state.h"
@@ -148,7 +147,7 @@ void answers_on_record_memory(benchmark::State& state) {
       s->apply(job, std::nullopt, p);
     }
     state.counters["rss_MiB"] = static_cast<double>(rss_kib() - before) / 1024.0;
-    state.counters["answers"] = static_cast<double>(s->to_json()["learned_from"]["answers_pending"].get<size_t>());
+    state.counters["answers"] = static_cast<double>(s->learned().answers_pending);
   }
   state.SetLabel("100,000 answers, mem and vram");
 }

@@ -17,6 +17,8 @@ namespace {
 
 std::string issued_key(const Job& job) { return job.user + '\x1f' + job.script_key; }
 
+int64_t gap_ms(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
+
 }  // namespace
 
 void SizingState::remember(const Job& job, Issued issued) {
@@ -65,14 +67,10 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
   };
   auto best = v.end();
   for (auto x = v.begin(); x != v.end(); ++x) {
-    const int64_t dt = x->submit_ms > job.submit_ms ? x->submit_ms - job.submit_ms : job.submit_ms - x->submit_ms;
+    const int64_t dt = gap_ms(x->submit_ms, job.submit_ms);
     if (dt > kIssuedMatchMs) continue;
-    if (best == v.end()) {
-      best = x;
-      continue;
-    }
-    const int64_t bdt = best->submit_ms > job.submit_ms ? best->submit_ms - job.submit_ms : job.submit_ms - best->submit_ms;
-    if (dt < bdt || (dt == bdt && mismatch(*x) < mismatch(*best))) best = x;
+    const int64_t best_dt = best == v.end() ? kIssuedMatchMs + 1 : gap_ms(best->submit_ms, job.submit_ms);
+    if (dt < best_dt || (dt == best_dt && mismatch(*x) < mismatch(*best))) best = x;
   }
   if (best == v.end()) return std::nullopt;
   Issued out = *best;
@@ -94,16 +92,17 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
     const history::Level level = history::level_from_name(rp->history_level);
     sizing::OnlineBound& b = bounds_[idx(r)];
     const auto& pb = issued ? issued->point_bound[idx(r)] : std::nullopt;
-    const double bound = pb ? pb->second
-                            : sizing::issue_bound(b, level, rp->util, job.script_key, options_.util_cap).bound;
+    const double bound =
+        pb ? pb->second : sizing::issue_bound(b, level, rp->util, job.script_key, options_.util_cap).bound;
     b.observe_issued(level, rp->util, job.label(r), censored_for(job, r), bound, job.script_key);
   }
 }
 
 void SizingState::rebuild(std::vector<Completed> recent) {
   std::lock_guard lock(mu_);
-  std::stable_sort(recent.begin(), recent.end(),
-                   [](const Completed& a, const Completed& b) { return a.job->submit_ms < b.job->submit_ms; });
+  std::stable_sort(recent.begin(), recent.end(), [](const Completed& a, const Completed& b) {
+    return a.job->submit_ms < b.job->submit_ms;
+  });
   for (Resource r : kResources) {
     std::vector<sizing::BoundStep> steps;
     for (const Completed& c : recent) {
