@@ -291,5 +291,47 @@ TEST(ServiceSizing, ABurstIsJudgedByTheBoundsItWasAnsweredAndARestartAnswersTheS
   EXPECT_DOUBLE_EQ(json::parse(s->healthz().body)["sizing"]["mem"]["exact_script"]["alpha_t"].get<double>(), alpha);
 }
 
+// The answers kept to judge completions by are bounded: at most kMaxIssuedPerScript of one
+// user's script (a client asking again and again) and kMaxIssued in all; the oldest go first,
+// and a completion whose answer was forgotten is judged by the bound as it stands.
+TEST(ServiceSizing, AnswersKeptForJudgingAreBoundedAndTheOldestGoFirst) {
+  SizingState state;
+  Job job;
+  job.user = "alice";
+  job.req_mem_bytes = 8 * kGiB;
+  auto answer = [&](const std::string& script, int64_t submit_ms) {
+    job.script_key = script;
+    job.submit_ms = submit_ms;
+    cascade::JobPrediction p;
+    p.mem.util = 0.4;
+    p.mem.history_level = "exact_script";
+    state.apply(job, std::nullopt, p);
+    return p;
+  };
+  for (size_t i = 0; i < SizingState::kMaxIssuedPerScript + 100; ++i) answer("same", 1000);
+  EXPECT_EQ(state.learned().answers_pending, SizingState::kMaxIssuedPerScript);
+  for (size_t i = 0; i < SizingState::kMaxIssued; ++i) answer("s" + std::to_string(i), 1000);
+  EXPECT_EQ(state.learned().answers_pending, SizingState::kMaxIssued);
+  auto complete = [&](const std::string& script) {
+    Job done = job;
+    done.script_key = script;
+    done.submit_ms = 1000;
+    done.end_ms = 2000;
+    done.util[0] = 0.5;
+    done.valid[0] = true;
+    cascade::JobPrediction p;
+    p.mem.util = 0.4;
+    p.mem.history_level = "exact_script";
+    state.observe(done, p);
+  };
+  complete("same");  // its answers were the oldest: all forgotten
+  EXPECT_EQ(state.learned().as_it_stands, 1u);
+  complete("s" + std::to_string(SizingState::kMaxIssued - 1));  // the newest
+  EXPECT_EQ(state.learned().by_answer, 1u);
+  EXPECT_EQ(state.learned().answers_pending, SizingState::kMaxIssued - 1);
+  complete("s0");  // still on record: the older answers of "same" made the room
+  EXPECT_EQ(state.learned().by_answer, 2u);
+}
+
 }  // namespace
 }  // namespace peakcast::serve
