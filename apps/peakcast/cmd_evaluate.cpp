@@ -1,7 +1,9 @@
 // peakcast evaluate TRACE: the history baselines (and later the cascade) under the event-time
 // protocol; a table on stdout, machine-readable results to files.
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,7 +21,7 @@ struct EvaluateArgs {
   std::string trace;
   ReaderArgs reader;
   std::string methods = "all";
-  std::string json, markdown, csv;
+  std::string json, markdown, csv, bound_walk;
   uint64_t seed = 42;
   size_t bootstrap = 10000;
   std::string split = "60/20/20";
@@ -55,8 +57,23 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
 
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
+  std::ofstream walk_file;
+  size_t walk_lines = 0;
+  if (!a.bound_walk.empty()) {
+    walk_file.open(a.bound_walk, std::ios::out | std::ios::trunc);
+    if (!walk_file) return fail(Status::invalid("--bound-walk: cannot write " + a.bound_walk));
+    cfg.on_bound_walk = [&](const std::string& method, Resource r, std::span<const eval::WalkRecord> walk) {
+      for (const eval::WalkRecord& w : walk) walk_file << eval::walk_record_json(method, r, w).dump() << "\n";
+      walk_lines += walk.size();
+    };
+  }
   Result<eval::EvalReport> report = eval::evaluate(*trace, registry, cfg, stderr_progress());
   if (!report) return fail(report.status());
+  if (walk_file.is_open()) {
+    walk_file.close();
+    if (!walk_file) return fail(Status::internal("--bound-walk: writing " + a.bound_walk + " failed"));
+    std::cerr << "wrote " << a.bound_walk << " (" << walk_lines << " walked jobs)\n";
+  }
 
   std::cout << eval::render_table(*report);
   std::cout.flush();
@@ -126,6 +143,11 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", a->json, "Write the results as JSON to FILE ('-' = stdout)");
   cmd->add_option("--markdown", a->markdown, "Write the results as a markdown table to FILE");
   cmd->add_option("--csv", a->csv, "Write the results as CSV to FILE");
+  cmd->add_option("--bound-walk", a->bound_walk,
+                  "Write the walk behind the coverage figures to FILE (JSON Lines, the split only): "
+                  "per method, resource and walked job (validation and test, submit order) its "
+                  "times, level, script, point, label and, at 0.8/0.9/0.95, the bound issued, "
+                  "whether its level had evidence and the level's alpha_t");
   cmd->add_option("--seed", a->seed, "Seed for the bootstrap and for methods that draw")
       ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap,

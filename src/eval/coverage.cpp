@@ -60,7 +60,11 @@ std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource
 }
 
 BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,
-                              const sizing::OnlineBoundOptions& base) {
+                              const sizing::OnlineBoundOptions& base, std::vector<WalkRecord>* walk) {
+  if (walk) {
+    walk->clear();
+    for (const WalkedJob& w : jobs) walk->push_back({w, {}});
+  }
   BoundCoverage out;
   for (const WalkedJob& w : jobs) {
     if (!w.scored) continue;
@@ -76,6 +80,9 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
     sizing::OnlineBoundOptions o = base;
     o.coverage = kCoverageLevels[b];
     const std::vector<IssuedBound> issued = online_bounds(jobs, r, util_cap, o);
+    if (walk) {
+      for (size_t i = 0; i < jobs.size(); ++i) (*walk)[i].issued[b] = issued[i];
+    }
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (!jobs[i].scored || censored_for(*jobs[i].job, r)) continue;
       const double top = std::max(util_cap, jobs[i].point);
@@ -98,7 +105,8 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
 
 BoundCoverage bound_coverage(const EvalData& data, const Method& method,
                              std::span<const JobContext* const> test,
-                             std::span<const Prediction> test_points, Resource r) {
+                             std::span<const Prediction> test_points, Resource r,
+                             std::vector<WalkRecord>* walk_out) {
   const int ri = idx(r);
   std::vector<const JobContext*> val;
   for (const JobContext& c : data.jobs) {
@@ -119,7 +127,29 @@ BoundCoverage bound_coverage(const EvalData& data, const Method& method,
   std::stable_sort(walk.begin(), walk.end(), [](const WalkedJob& a, const WalkedJob& b) {
     return a.job->submit_ms < b.job->submit_ms;
   });
-  return online_coverage(walk, r, data.util_cap);
+  return online_coverage(walk, r, data.util_cap, coverage_bound_options(0.9), walk_out);
+}
+
+nlohmann::json walk_record_json(const std::string& method, Resource r, const WalkRecord& w) {
+  const Job& job = *w.walked.job;
+  nlohmann::json bounds = nlohmann::json::object();
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    bounds[coverage_key(kCoverageLevels[b])] = {{"bound", w.issued[b].bound},
+                                                {"evidence", w.issued[b].evidence},
+                                                {"alpha_t", w.issued[b].alpha_t}};
+  }
+  return {{"method", method},
+          {"resource", std::string(resource_name(r))},
+          {"job_id", job.job_id},
+          {"block", w.walked.scored ? "test" : "validation"},
+          {"submit_time", static_cast<double>(job.submit_ms) / 1000.0},
+          {"end_time", static_cast<double>(job.end_ms) / 1000.0},
+          {"level", std::string(history::level_name(w.walked.level))},
+          {"script_sha256", job.script_key},
+          {"point", w.walked.point},
+          {"label", job.label(r)},
+          {"censored", censored_for(job, r)},
+          {"bounds", std::move(bounds)}};
 }
 
 void add_coverage_json(const BoundCoverage& c, nlohmann::json& row) {

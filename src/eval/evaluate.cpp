@@ -137,8 +137,11 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
     if (ctx.progress) ctx.progress("predict " + label, ctx.test.size(), ctx.test.size());
     score_seed(ctx.test, preds, ctx.scored, config.util_cap, k == 0, res, abs_err);
     for (Resource r : kResources) {
-      if (requested && !ctx.scored.jobs[idx(r)].empty())
-        res.bounds[idx(r)].push_back(bound_coverage(ctx.data, **method, ctx.test, preds, r));
+      if (!requested || ctx.scored.jobs[idx(r)].empty()) continue;
+      const bool dump = k == 0 && config.on_bound_walk != nullptr;
+      std::vector<WalkRecord> walk;
+      res.bounds[idx(r)].push_back(bound_coverage(ctx.data, **method, ctx.test, preds, r, dump ? &walk : nullptr));
+      if (dump) config.on_bound_walk(name, r, walk);
     }
     if (k == 0 && requested) {
       res.first_choices = (*method)->choices();

@@ -92,6 +92,7 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     c.split.test = len - 1e-6;
     c.bootstrap = 0;
     c.latency_jobs = 0;
+    c.on_bound_walk = nullptr;  // --bound-walk writes the split's walk only
     const std::string label = fmt::format("fold {}/{}", k + 1, fc.folds);
     Result<EvalReport> r = evaluate_jobs(prefix, registry, c, progress);
     if (!r) return r.status().with_context(label);

@@ -11,6 +11,7 @@ IssuedBound issue_bound(const OnlineBound& b, history::Level level, double point
   const double top = std::max(util_cap, point);
   IssuedBound out;
   out.evidence = b.has_scores(level, script);
+  out.alpha_t = b.alpha_t(level);
   out.bound = out.evidence ? std::clamp(b.upper(level, point, script), point, top) : top;
   return out;
 }

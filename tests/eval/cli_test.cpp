@@ -2,7 +2,9 @@
 // synth -> train -> predict --json. Skipped when the binary was not built.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <unistd.h>
 #include <fstream>
@@ -64,6 +66,42 @@ TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
   // Unknown methods and malformed options are usage errors.
   EXPECT_EQ(run("evaluate " + trace_ + " --methods nope").exit_code, 2);
   EXPECT_EQ(run("evaluate " + trace_ + " --methods code_only --code-option max_epochs").exit_code, 2);
+}
+
+// --bound-walk writes the walk behind the coverage column: re-walking it gives the JSON's
+// figures; an unwritable path is a usage error before anything runs.
+TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
+  const std::string json = (dir_ / "eval.json").string(), walk = (dir_ / "walk.jsonl").string();
+  const CmdResult r = run("evaluate " + trace_ + " --methods hier_last1 --bootstrap 0 --latency-jobs 0 --json " +
+                          json + " --bound-walk " + walk);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  std::map<std::string, std::array<double, 3>> sums;  // resource -> scored, covered, width at 0.9
+  std::istringstream lines(slurp(walk));
+  size_t walked = 0;
+  for (std::string line; std::getline(lines, line); ++walked) {
+    const nlohmann::json w = nlohmann::json::parse(line);
+    EXPECT_EQ(w.at("method"), "hier_last1");
+    if (w.at("block") != "test" || w.at("censored").get<bool>()) continue;
+    const double bound = w.at("bounds").at("0.9").at("bound").get<double>();
+    auto& s = sums[w.at("resource").get<std::string>()];
+    s[0] += 1;
+    s[1] += w.at("label").get<double>() <= bound + 1e-12 ? 1 : 0;
+    s[2] += bound - w.at("point").get<double>();
+  }
+  EXPECT_GT(walked, 0u);
+  size_t rows = 0;
+  for (const auto& row : j.at("results")) {
+    const auto& s = sums[row.at("resource").get<std::string>()];
+    ASSERT_EQ(s[0], row.at("bound_n").get<double>());
+    EXPECT_NEAR(s[1] / s[0], row.at("coverage").at("0.9").get<double>(), 1e-9);
+    EXPECT_NEAR(s[2] / s[0], row.at("bound_width").at("0.9").get<double>(), 1e-9);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2u);  // mem and vram
+  EXPECT_EQ(run("evaluate " + trace_ + " --methods hier_last1 --bound-walk " + (dir_ / "no" / "walk.jsonl").string())
+                .exit_code,
+            2);
 }
 
 // `--code-option encoder=NAME` (as docs/qwen2.md writes it) chooses the encoder, as --encoder

@@ -56,6 +56,44 @@ TEST(OnlineCoverage, NominalOnAStationaryStream) {
   EXPECT_LT(c.capped[1], 0.01);  // bounds from evidence, not the cap
 }
 
+// The walk `--bound-walk` writes reproduces the figures: every walked job (validation too), and
+// the coverage and width recomputed from the records are online_coverage's own.
+TEST(OnlineCoverage, TheWalkRecordsReproduceTheFigures) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.1);
+  std::vector<Job> jobs;
+  std::vector<WalkedJob> walk;
+  for (int i = 0; i < 600; ++i) {  // bursts of 20, each ending after the next burst's submissions
+    const int64_t submit = (i / 20) * 10 * kMin + i % 20;
+    jobs.push_back(labelled(i, submit, submit + 15 * kMin, std::clamp(0.4 + noise(rng), 0.0, 1.0)));
+    jobs.back().script_key = "s" + std::to_string(i / 20 % 4);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) walk.push_back({&jobs[i], history::Level::kExactScript, 0.4, i >= 200});
+  std::vector<WalkRecord> records;
+  const BoundCoverage c = online_coverage(walk, Resource::kMem, 1.0, coverage_bound_options(0.9), &records);
+  ASSERT_EQ(records.size(), jobs.size());
+  for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    double covered = 0, width = 0, n = 0;
+    for (const WalkRecord& w : records) {
+      if (!w.walked.scored) continue;
+      n += 1;
+      covered += w.walked.job->label(Resource::kMem) <= w.issued[b].bound + 1e-12 ? 1 : 0;
+      width += w.issued[b].bound - w.walked.point;
+    }
+    EXPECT_DOUBLE_EQ(covered / n, c.coverage[b]) << kCoverageLevels[b];
+    EXPECT_NEAR(width / n, c.width[b], 1e-12) << kCoverageLevels[b];
+  }
+  const nlohmann::json line = walk_record_json("m", Resource::kMem, records[250]);
+  EXPECT_EQ(line["block"], "test");
+  EXPECT_EQ(walk_record_json("m", Resource::kMem, records[0])["block"], "validation");
+  EXPECT_EQ(line["job_id"], "j250");
+  EXPECT_EQ(line["script_sha256"], "s0");
+  EXPECT_DOUBLE_EQ(line["bounds"]["0.9"]["bound"].get<double>(), records[250].issued[1].bound);
+  EXPECT_DOUBLE_EQ(line["bounds"]["0.9"]["alpha_t"].get<double>(), records[250].issued[1].alpha_t);
+  EXPECT_TRUE(line["bounds"]["0.95"]["evidence"].is_boolean());
+  EXPECT_DOUBLE_EQ(line["submit_time"].get<double>(), static_cast<double>(jobs[250].submit_ms) / 1000.0);
+}
+
 // A job that ends after a submission never shapes that submission's bound: changing its label
 // leaves every figure of a stream whose scored jobs were all submitted before it ended unchanged.
 TEST(OnlineCoverage, NoLeakageFromJobsStillRunning) {

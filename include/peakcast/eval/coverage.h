@@ -72,19 +72,35 @@ using IssuedBound = sizing::IssuedBound;
 std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource r, double util_cap,
                                        const sizing::OnlineBoundOptions& options);
 
+// One walked job with the bounds issued for it at each nominal level (kCoverageLevels order):
+// what `peakcast evaluate --bound-walk FILE` writes, so the coverage figures can be re-walked.
+struct WalkRecord {
+  WalkedJob walked;
+  std::array<IssuedBound, kNumCoverageLevels> issued{};
+};
+
 // The protocol above over `jobs` (submit order, valid for r): bounds issued at each submission,
 // completions observed strictly before the next submission, coverage on the scored jobs.
 // `base`: the bound's settings (its coverage is replaced by each nominal level); evaluate and the
 // daemon use coverage_bound_options().
+// `walk`, when given, receives every walked job with its bounds (the validation jobs too).
 BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, double util_cap,
-                              const sizing::OnlineBoundOptions& base = coverage_bound_options(0.9));
+                              const sizing::OnlineBoundOptions& base = coverage_bound_options(0.9),
+                              std::vector<WalkRecord>* walk = nullptr);
 
 // The coverage of `method`'s bounds on `data` for resource r. `test_points` are the method's
 // test-block predictions, parallel to `test` (as evaluate_jobs made them); the validation jobs
 // are predicted here. nullopt-like: n == 0 when no test job is scored.
 BoundCoverage bound_coverage(const EvalData& data, const Method& method,
                              std::span<const JobContext* const> test,
-                             std::span<const Prediction> test_points, Resource r);
+                             std::span<const Prediction> test_points, Resource r,
+                             std::vector<WalkRecord>* walk = nullptr);
+
+// One JSON object per walked job (a line of --bound-walk's JSON Lines): method, resource, job
+// id, block ("validation" or "test": only test jobs are scored), submit and end times (epoch
+// seconds), history level, script key, point and label (utilization), censored, and per nominal
+// level the bound, whether the level had evidence and the level's alpha_t at issue.
+nlohmann::json walk_record_json(const std::string& method, Resource r, const WalkRecord& w);
 
 // Adds to a result row's JSON: "coverage", "bound_width" and "bound_capped" ({"0.8": .., "0.9": ..,
 // "0.95": ..}; null when no test job was scored), "bound_n", "bound_censored" and

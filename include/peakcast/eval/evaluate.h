@@ -5,8 +5,10 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +41,9 @@ struct EvalConfig {
   // batch 1, with each method's caches cleared first, timed with steady_clock around each
   // predict() call. 0 turns the pass off.
   size_t latency_jobs = 2000;
+  // When set, called once per requested method and scored resource (first seed, the split only)
+  // with the walk behind its coverage figures (`--bound-walk`).
+  std::function<void(const std::string& method, Resource r, std::span<const WalkRecord> walk)> on_bound_walk;
 };
 
 // Subgroups by the history level that answered at submission (history::Level order).

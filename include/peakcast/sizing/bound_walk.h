@@ -29,6 +29,7 @@ namespace peakcast::sizing {
 struct IssuedBound {
   double bound = 0.0;
   bool evidence = false;
+  double alpha_t = 0.0;  // the working miscoverage of the job's level when the bound was issued
 };
 
 // The bound `b` issues now for a job at `level` with `point` (see above). `script`: the job's
