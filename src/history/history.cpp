@@ -54,7 +54,7 @@ HistoryStore::HistoryStore(HistoryStore&&) noexcept = default;
 HistoryStore& HistoryStore::operator=(HistoryStore&&) noexcept = default;
 
 bool HistoryStore::add_completion(const Job& job) {
-  if (!job.valid[0] && !job.valid[1]) return false;
+  if (!job.any_valid()) return false;
   if (!impl_->ids.insert(fnv1a64(job.job_id))) return false;
   const uint64_t tag = detail::order_tag(job);
   PerResource* by_script = nullptr;

@@ -138,7 +138,7 @@ Status Service::rebuild() {
   std::vector<SizingState::Completed> walked;
   walked.reserve(recent.size());
   for (const Job& j : recent) {
-    if (!j.valid[0] && !j.valid[1]) continue;
+    if (!j.any_valid()) continue;
     walked.push_back({&j, model->predict(j, history_)});
   }
   sizing_->rebuild(std::move(walked));
@@ -147,7 +147,7 @@ Status Service::rebuild() {
 }
 
 void Service::observe_bound(const cascade::Predictor& model, const Job& job) {
-  if (!job.valid[0] && !job.valid[1]) return;
+  if (!job.any_valid()) return;
   if (job.submit_ms < history_.watermark()) return;  // its own history is folded: no exact view
   sizing_->observe(job, model.predict(job, history_));
 }

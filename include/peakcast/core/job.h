@@ -73,6 +73,7 @@ struct Job {
   bool censored = false;                                   // OUT_OF_MEMORY: true peak >= request
 
   bool is_valid(Resource r) const { return valid[idx(r)]; }
+  bool any_valid() const { return valid[0] || valid[1]; }  // a label for some resource
   double label(Resource r) const { return util[idx(r)]; }
 };
 

@@ -261,8 +261,6 @@ EvalResult evaluate(CodeModel::Impl& m, const std::vector<Example>& set) {
   return out;
 }
 
-bool any_valid(const Job& j) { return j.valid[0] || j.valid[1]; }
-
 // The train and validation examples; fills the report's counts.
 struct ExampleSets {
   std::vector<Example> train, val;
@@ -376,8 +374,8 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
   const auto t_start = std::chrono::steady_clock::now();
   if (auto st = cfg.validate(); !st) return st;
   std::vector<const Job*> train_jobs, val_jobs;
-  for (const Job* j : train) if (any_valid(*j)) train_jobs.push_back(j);
-  for (const Job* j : val) if (any_valid(*j)) val_jobs.push_back(j);
+  for (const Job* j : train) if (j->any_valid()) train_jobs.push_back(j);
+  for (const Job* j : val) if (j->any_valid()) val_jobs.push_back(j);
   if (train_jobs.empty()) return Status::invalid("code model: no training job has a valid label");
 
   if (cfg.threads > 0) set_torch_threads(static_cast<int>(cfg.threads));
