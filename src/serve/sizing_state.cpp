@@ -28,13 +28,13 @@ void SizingState::remember(const Job& job, Issued issued) {
   std::vector<Issued>& mine = issued_[std::move(key)];
   if (mine.size() >= kMaxIssuedPerScript) {  // its oldest answer goes (its order entry is skipped)
     mine.erase(mine.begin());
-    --issued_live_;
+    --learned_.answers_pending;
   }
   mine.push_back(issued);
-  ++issued_live_;
+  ++learned_.answers_pending;
   // Forget the oldest answers; entries of answers already matched or dropped are skipped, and
   // their count is bounded too.
-  while ((issued_live_ > kMaxIssued || issued_order_.size() > 2 * kMaxIssued) && !issued_order_.empty()) {
+  while ((learned_.answers_pending > kMaxIssued || issued_order_.size() > 2 * kMaxIssued) && !issued_order_.empty()) {
     const std::string old_key = std::move(issued_order_.front().first);
     const uint64_t old_seq = issued_order_.front().second;
     issued_order_.pop_front();
@@ -44,7 +44,7 @@ void SizingState::remember(const Job& job, Issued issued) {
     const auto at = std::find_if(v.begin(), v.end(), [&](const Issued& x) { return x.seq == old_seq; });
     if (at == v.end()) continue;  // matched by a completion already
     v.erase(at);
-    --issued_live_;
+    --learned_.answers_pending;
     if (v.empty()) issued_.erase(it);
   }
 }
@@ -75,7 +75,7 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
   if (best == v.end()) return std::nullopt;
   Issued out = *best;
   v.erase(best);
-  --issued_live_;
+  --learned_.answers_pending;
   if (v.empty()) issued_.erase(it);
   return out;
 }
@@ -83,8 +83,8 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   std::lock_guard lock(mu_);
   const std::optional<Issued> issued = take_issued(job, p);
-  if (issued) ++learned_issued_;
-  else ++learned_current_;
+  if (issued) ++learned_.by_answer;
+  else ++learned_.as_it_stands;
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
     const cascade::ResourcePrediction* rp = p.of(r);
@@ -180,7 +180,7 @@ void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
 
 SizingState::Learned SizingState::learned() const {
   std::lock_guard lock(mu_);
-  return {learned_issued_, learned_current_, issued_live_};
+  return learned_;
 }
 
 nlohmann::json SizingState::to_json() const {
@@ -189,8 +189,8 @@ nlohmann::json SizingState::to_json() const {
                         {"config", options_.config_source},
                         // completions judged by the bound answered at their submission / by the
                         // bound as it stood (no answer on record), and answers still waiting
-                        {"learned_from", {{"issued", learned_issued_}, {"current", learned_current_},
-                                          {"answers_pending", issued_live_}}}};
+                        {"learned_from", {{"issued", learned_.by_answer}, {"current", learned_.as_it_stands},
+                                          {"answers_pending", learned_.answers_pending}}}};
   for (Resource r : kResources) {
     nlohmann::json levels = nlohmann::json::object();
     for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {

@@ -118,9 +118,8 @@ class SizingState {
   std::array<sizing::OnlineBound, kNumResources> bounds_;
   std::unordered_map<std::string, std::vector<Issued>> issued_;  // by user + script key, oldest first
   std::deque<std::pair<std::string, uint64_t>> issued_order_;     // (key, seq), oldest first
-  size_t issued_live_ = 0;
   uint64_t issued_seq_ = 0;
-  uint64_t learned_issued_ = 0, learned_current_ = 0;  // completions judged by each bound
+  Learned learned_;  // completions judged by each bound; answers_pending: those in issued_
 };
 
 }  // namespace peakcast::serve
