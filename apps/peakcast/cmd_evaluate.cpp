@@ -124,7 +124,10 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
       "time with completion-boundary purge, event-time history (a job sees only jobs that ended "
       "before its submission), MAE/MSE/RMSE/Acc@10% per resource on valid test jobs, a paired "
       "day-block bootstrap interval of each method's MAE difference to hier_last1, and rows by "
-      "history level (exact script / user only / none). Prints a table; --json/--markdown/--csv "
+      "history level (exact script / user only / none). Every method also gets an online "
+      "conformal upper bound: its coverage at 0.8/0.9/0.95 on the test block, its width, and a "
+      "bootstrap interval of the coverage over the block's scripts (a script's jobs are missed "
+      "together). Prints a table; --json/--markdown/--csv "
       "write machine-readable results. Learned methods (xgboost, code_only, textcnn, bilstm, "
       "cascade) train on the train block and choose on validation; --seeds N trains each N "
       "times and reports mean +- s.d., the interval then on each job's error averaged over seeds. "
@@ -151,7 +154,8 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "Seed for the bootstrap and for methods that draw")
       ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap,
-                  "Day-block bootstrap resamples (0 turns the intervals off)")
+                  "Bootstrap resamples of the intervals: MAE difference (over submit days) and "
+                  "bound coverage (over scripts); 0 turns both off")
       ->default_str("10000");
   cmd->add_option("--split", a->split,
                   "Train/validation/test shares by submit order, e.g. 60/20/20 or 0.7/0.15/0.15")

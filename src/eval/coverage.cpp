@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,15 +68,26 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
     for (const WalkedJob& w : jobs) walk->push_back({w, {}});
   }
   BoundCoverage out;
-  for (const WalkedJob& w : jobs) {
+  // The tally of each scored job's script (a job without a key is a script of its own).
+  std::vector<size_t> tally_of(jobs.size(), 0);
+  std::unordered_map<std::string_view, size_t> script_index;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const WalkedJob& w = jobs[i];
     if (!w.scored) continue;
     if (censored_for(*w.job, r)) {
       ++out.censored;
-    } else {
-      ++out.n;
-      ++out.by_level[static_cast<size_t>(w.level)].n;
+      continue;
     }
+    ++out.n;
+    ++out.by_level[static_cast<size_t>(w.level)].n;
+    const std::string& key = w.job->script_key;
+    size_t t = out.tallies.size();
+    if (!key.empty()) t = script_index.try_emplace(key, t).first->second;
+    if (t == out.tallies.size()) out.tallies.emplace_back();
+    out.tallies[t].n += 1.0;
+    tally_of[i] = t;
   }
+  out.scripts = out.tallies.size();
   if (out.n == 0) return out;
   for (size_t b = 0; b < kNumCoverageLevels; ++b) {
     sizing::OnlineBoundOptions o = base;
@@ -96,6 +109,7 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       };
       add(out);
       add(out.by_level[static_cast<size_t>(jobs[i].level)]);
+      out.tallies[tally_of[i]].covered[b] += covered;
     }
   }
   divide_figures(out, out.n);
@@ -157,8 +171,18 @@ void add_coverage_json(const BoundCoverage& c, nlohmann::json& row) {
   row["coverage"] = any ? per_nominal(c.coverage) : nlohmann::json(nullptr);
   row["bound_width"] = any ? per_nominal(c.width) : nlohmann::json(nullptr);
   row["bound_capped"] = any ? per_nominal(c.capped) : nlohmann::json(nullptr);
+  if (c.interval) {
+    nlohmann::json ci = nlohmann::json::object();
+    for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+      ci[coverage_key(kCoverageLevels[b])] = {c.interval->lo[b], c.interval->hi[b]};
+    }
+    row["coverage_interval"] = std::move(ci);
+  } else {
+    row["coverage_interval"] = nullptr;
+  }
   row["bound_n"] = c.n;
   row["bound_censored"] = c.censored;
+  row["bound_scripts"] = c.scripts;
   nlohmann::json levels = nlohmann::json::object();
   for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {
     const LevelCoverage& f = c.by_level[static_cast<size_t>(l)];
@@ -172,15 +196,27 @@ void add_coverage_json(const BoundCoverage& c, nlohmann::json& row) {
   row["bound_by_level"] = std::move(levels);
 }
 
+std::string coverage_cell(const BoundCoverage& c) {
+  if (c.n == 0) return "-";
+  if (!c.interval) return fmt::format("{:.3f} ({:.3f})", c.coverage[1], c.width[1]);
+  return fmt::format("{:.3f} [{:.3f}, {:.3f}] ({:.3f})", c.coverage[1], c.interval->lo[1],
+                     c.interval->hi[1], c.width[1]);
+}
+
+std::string coverage_header(bool with_interval) {
+  return with_interval ? "cov@0.9 [95% CI] (width)" : "cov@0.9 (width)";
+}
+
 BoundCoverage mean_coverage(std::span<const BoundCoverage> runs) {
   BoundCoverage out;
-  size_t k = 0, n = 0, censored = 0;
+  size_t k = 0, n = 0, censored = 0, scripts = 0;
   std::array<size_t, sizing::kNumLevels> level_runs{}, level_n{};
   for (const BoundCoverage& c : runs) {
     if (c.n == 0) continue;
     add_figures(c, out);
     n += c.n;
     censored += c.censored;
+    scripts += c.scripts;
     ++k;
     for (size_t l = 0; l < c.by_level.size(); ++l) {
       if (c.by_level[l].n == 0) continue;
@@ -193,6 +229,7 @@ BoundCoverage mean_coverage(std::span<const BoundCoverage> runs) {
   divide_figures(out, k);
   out.n = n / k;
   out.censored = censored / k;
+  out.scripts = scripts / k;
   for (size_t l = 0; l < out.by_level.size(); ++l) {
     if (level_runs[l] == 0) continue;
     divide_figures(out.by_level[l], level_runs[l]);

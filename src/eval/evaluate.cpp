@@ -152,9 +152,11 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
   return Status::ok();
 }
 
-// One result row per scored resource of a requested method: mean and s.d. over its seeds.
-void add_rows(const std::string& name, const Scored& scored, SeedResults& res,
-              std::vector<ResultRow>& rows) {
+// One result row per scored resource of a requested method: mean and s.d. over its seeds; the
+// bound's coverage with its script-bootstrap interval (on the per-script counts averaged over
+// the seeds, so every seed sees the same drawn scripts).
+void add_rows(const std::string& name, const Scored& scored, const EvalConfig& config,
+              SeedResults& res, std::vector<ResultRow>& rows) {
   for (Resource r : kResources) {
     const auto ri = idx(r);
     if (scored.jobs[ri].empty()) continue;
@@ -170,6 +172,9 @@ void add_rows(const std::string& name, const Scored& scored, SeedResults& res,
     row.routing = mean_routing(res.routing[ri]);
     row.latency_us = res.latency;
     row.bounds = mean_coverage(res.bounds[ri]);
+    row.bounds.tallies = mean_script_tallies(res.bounds[ri]);
+    row.bounds.interval = coverage_interval({&row.bounds.tallies, 1}, config.bootstrap,
+                                            config.seed + static_cast<uint64_t>(ri));
     rows.push_back(std::move(row));
   }
 }
@@ -302,7 +307,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
       for (double& e : abs_err[m][ri]) e /= static_cast<double>(res.seeds);
     }
     if (!requested) continue;
-    add_rows(run[m], scored, res, rows);
+    add_rows(run[m], scored, config, res, rows);
     if (!res.first_choices.empty()) {
       if (res.seeds > 1) res.first_choices.emplace_back("choices_from_seed", std::to_string(config.seed));
       report.choices.emplace_back(run[m], std::move(res.first_choices));

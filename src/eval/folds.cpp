@@ -12,8 +12,9 @@ namespace peakcast::eval {
 namespace {
 
 // The per-method summary over the folds (in the first fold's row order): each fold's MAE, their
-// mean and s.d., the mean bound coverage, and how many folds each method won per resource.
-void summarize_folds(FoldsReport& out) {
+// mean and s.d., the mean bound coverage with its script-bootstrap interval (each fold's scripts
+// drawn on their own), and how many folds each method won per resource.
+void summarize_folds(const EvalConfig& config, FoldsReport& out) {
   for (const ResultRow& row : out.folds.front().results) {
     FoldSummary s;
     s.method = row.method;
@@ -40,6 +41,12 @@ void summarize_folds(FoldsReport& out) {
       s.sd = have.size() > 1 ? std::sqrt(sq / static_cast<double>(have.size() - 1)) : 0.0;
     }
     s.bounds = mean_coverage(bounds);
+    std::vector<std::vector<ScriptTally>> blocks;
+    for (const BoundCoverage& b : bounds) {
+      if (b.n > 0) blocks.push_back(b.tallies);
+    }
+    s.bounds.interval = coverage_interval(blocks, config.bootstrap,
+                                          config.seed + static_cast<uint64_t>(idx(row.resource)));
     out.summary.push_back(std::move(s));
   }
   for (size_t k = 0; k < out.folds.size(); ++k) {
@@ -99,7 +106,7 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     out.folds.push_back(std::move(r).value());
     if (progress) progress("folds", k + 1, fc.folds);
   }
-  summarize_folds(out);
+  summarize_folds(config, out);
   return out;
 }
 
@@ -107,15 +114,21 @@ std::string render_folds_table(const FoldsReport& r) {
   std::string s = fmt::format("rolling origin: {} expanding-window folds over the last {:.0f}% of "
                               "the jobs (fit on everything before each fold)\n",
                               r.config.folds, 100.0 * r.config.test_share);
-  s += fmt::format("{:<16} {:<5} {:>18} {:>5} {:>15}  {}\n", "method", "res", "MAE mean +- s.d.",
-                   "won", "cov@0.9 (width)", "per fold");
+  const bool intervals = std::any_of(r.summary.begin(), r.summary.end(),
+                                     [](const FoldSummary& f) { return f.bounds.interval.has_value(); });
+  const size_t cov_width = intervals ? 30 : 15;
+  s += fmt::format("{:<16} {:<5} {:>18} {:>5} {:>{}}  {}\n", "method", "res", "MAE mean +- s.d.",
+                   "won", coverage_header(intervals), cov_width, "per fold");
   for (const FoldSummary& f : r.summary) {
     std::string per;
     for (double v : f.mae) per += std::isnan(v) ? "     -" : fmt::format(" {:.4f}", v);
-    const std::string cov = f.bounds.n == 0 ? "-" : fmt::format("{:.3f} ({:.3f})",
-                                                                 f.bounds.coverage[1], f.bounds.width[1]);
-    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>15} {}\n", f.method,
-                     resource_name(f.resource), f.mean, f.sd, f.folds_won, cov, per);
+    const std::string cov = coverage_cell(f.bounds);
+    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>{}} {}\n", f.method,
+                     resource_name(f.resource), f.mean, f.sd, f.folds_won, cov, cov_width, per);
+  }
+  if (intervals) {
+    s += "cov@0.9 [95% CI]: mean over the folds; the interval from a bootstrap of each fold's "
+         "scripts, drawn fold by fold\n";
   }
   return s;
 }

@@ -45,10 +45,6 @@ double quantile_sorted(const std::vector<double>& v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
-namespace {
-
-// Unbiased draw in [0, bound) from a 64-bit engine (Lemire's multiply-shift with rejection), so
-// the draws are the same on every standard library.
 uint64_t draw_below(std::mt19937_64& rng, uint64_t bound) {
   unsigned __int128 m = static_cast<unsigned __int128>(rng()) * bound;
   auto low = static_cast<uint64_t>(m);
@@ -61,8 +57,6 @@ uint64_t draw_below(std::mt19937_64& rng, uint64_t bound) {
   }
   return static_cast<uint64_t>(m >> 64);
 }
-
-}  // namespace
 
 std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> day,
                                                       std::span<const double> abs_err_method,

@@ -53,18 +53,12 @@ std::string routing_cell(const ResultRow& row) {
                      100 * g.cache_share);
 }
 
-// The online conformal 0.90 bound (coverage.h): "0.903 (0.142)", "-" when none was scored.
-std::string coverage_cell(const BoundCoverage& b) {
-  if (b.n == 0) return "-";
-  return fmt::format("{:.3f} ({:.3f})", b.coverage[1], b.width[1]);
-}
-
 Cells cells(const EvalReport& r) {
   Cells c;
   const bool routing = any_routing(r);
   c.header = {"method", "res", "n", "MAE", "MSE", "RMSE", "Acc@10%",
               fmt::format("dMAE vs {} [95% CI]", r.baseline),
-              "MAE exact (n)", "MAE user (n)", "MAE none (n)", "cov@0.9 (width)"};
+              "MAE exact (n)", "MAE user (n)", "MAE none (n)", coverage_header(r.bootstrap > 0)};
   if (routing) c.header.push_back("enc/bypass/cache");
   for (const ResultRow& row : r.results) {
     const Metrics& m = row.metrics;
@@ -179,6 +173,11 @@ std::string render_table(const EvalReport& r) {
   }
   out += "cov@0.9 (width): share of the test jobs under their online conformal 0.90 upper bound "
          "(updated with each completion, per history level) and its mean width\n";
+  if (r.bootstrap > 0) {
+    out += fmt::format("cov@0.9 [95% CI]: bootstrap over the test block's scripts ({} resamples; a "
+                       "script's jobs are missed together, so a block of few scripts has a wide one)\n",
+                       r.bootstrap);
+  }
   if (any_routing(r)) {
     out += "enc/bypass/cache: share of jobs that needed the code model / share bypassed / share "
            "of the former served from the exact cache\n";

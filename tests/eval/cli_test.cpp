@@ -60,7 +60,17 @@ TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
     EXPECT_EQ(e.at("seeds"), 1);
     EXPECT_TRUE(e.at("latency_us").is_object());
     EXPECT_FALSE(e.at("latency_us").empty());
+    // The bound's coverage with its script-bootstrap interval (--bootstrap 100).
+    const auto& ci = e.at("coverage_interval").at("0.9");
+    ASSERT_EQ(ci.size(), 2u);
+    EXPECT_LE(ci[0].get<double>(), ci[1].get<double>());
+    EXPECT_GE(ci[0].get<double>(), 0.0);
+    EXPECT_LE(ci[1].get<double>(), 1.0);
+    EXPECT_LT(ci[0].get<double>(), e.at("coverage").at("0.9").get<double>() + 1e-9);
+    EXPECT_GT(ci[1].get<double>(), e.at("coverage").at("0.9").get<double>() - 1e-9);
+    EXPECT_GT(e.at("bound_scripts").get<double>(), 1.0);
   }
+  EXPECT_NE(r.out.find("cov@0.9 [95% CI] (width)"), std::string::npos) << r.out;
   EXPECT_EQ(methods, (std::set<std::string>{"hier_last1", "xgboost"}));
   EXPECT_EQ(j.at("config").at("latency_jobs"), 20);
   // Unknown methods and malformed options are usage errors.
@@ -77,6 +87,7 @@ TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(slurp(json));
   std::map<std::string, std::array<double, 3>> sums;  // resource -> scored, covered, width at 0.9
+  std::map<std::string, std::set<std::string>> scripts;  // resource -> scripts of the scored jobs
   std::istringstream lines(slurp(walk));
   size_t walked = 0;
   for (std::string line; std::getline(lines, line); ++walked) {
@@ -88,6 +99,8 @@ TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
     s[0] += 1;
     s[1] += w.at("label").get<double>() <= bound + 1e-12 ? 1 : 0;
     s[2] += bound - w.at("point").get<double>();
+    const std::string key = w.at("script_sha256").get<std::string>();
+    scripts[w.at("resource").get<std::string>()].insert(key.empty() ? "job " + w.at("job_id").get<std::string>() : key);
   }
   EXPECT_GT(walked, 0u);
   size_t rows = 0;
@@ -96,6 +109,8 @@ TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
     ASSERT_EQ(s[0], row.at("bound_n").get<double>());
     EXPECT_NEAR(s[1] / s[0], row.at("coverage").at("0.9").get<double>(), 1e-9);
     EXPECT_NEAR(s[2] / s[0], row.at("bound_width").at("0.9").get<double>(), 1e-9);
+    EXPECT_EQ(scripts[row.at("resource").get<std::string>()].size(), row.at("bound_scripts").get<size_t>());
+    EXPECT_TRUE(row.at("coverage_interval").is_null());  // --bootstrap 0
     ++rows;
   }
   EXPECT_EQ(rows, 2u);  // mem and vram

@@ -15,6 +15,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +46,23 @@ struct LevelCoverage {
   size_t n = 0;
 };
 
+// One script of a walk's scored jobs (a job without a script key is a script of its own): how
+// many scored jobs it had and how many of them each nominal level's bound covered (a mean over a
+// method's seeds after mean_script_tallies). The unit the coverage interval resamples: in a
+// workflow a script's jobs come as a burst and are missed together.
+struct ScriptTally {
+  double n = 0.0;
+  std::array<double, kNumCoverageLevels> covered{};
+};
+
+// A percentile interval of the coverage at each nominal level (kCoverageLevels order).
+struct CoverageInterval {
+  std::array<double, kNumCoverageLevels> lo{};
+  std::array<double, kNumCoverageLevels> hi{};
+  double level = 0.95;
+  size_t resamples = 0;
+};
+
 struct BoundCoverage {
   std::array<double, kNumCoverageLevels> coverage{};  // empirical, on the scored test jobs
   std::array<double, kNumCoverageLevels> width{};     // mean bound - point (label units)
@@ -55,6 +74,11 @@ struct BoundCoverage {
   // The same per history level that answered the job (indexed by history::Level): where the
   // misses and the capped bounds come from.
   std::array<LevelCoverage, sizing::kNumLevels> by_level{};
+  size_t scripts = 0;                 // distinct scripts among the scored jobs
+  std::vector<ScriptTally> tallies;   // one per script, first-appearance order
+  // How much the coverage depends on which scripts the block happened to hold (coverage_interval);
+  // set by evaluate when its bootstrap is on.
+  std::optional<CoverageInterval> interval;
 };
 
 // One job of the walk: its record, the history level that answered at its submission, the
@@ -103,13 +127,34 @@ BoundCoverage bound_coverage(const EvalData& data, const Method& method,
 nlohmann::json walk_record_json(const std::string& method, Resource r, const WalkRecord& w);
 
 // Adds to a result row's JSON: "coverage", "bound_width" and "bound_capped" ({"0.8": .., "0.9": ..,
-// "0.95": ..}; null when no test job was scored), "bound_n", "bound_censored" and
+// "0.95": ..}; null when no test job was scored), "coverage_interval" ({"0.8": [lo, hi], ..}; null
+// without one), "bound_n", "bound_censored", "bound_scripts" and
 // "bound_by_level": {"exact_script" | "user" | "none": {"n", "coverage", "bound_width",
 // "bound_capped"} or null when no scored job was answered there}.
 void add_coverage_json(const BoundCoverage& c, nlohmann::json& row);
 
+// The tables' cell for the 0.90 bound: "0.903 [0.871, 0.930] (0.142)" (coverage, its interval
+// when there is one, mean width), "-" when no job was scored; and its column's header.
+std::string coverage_cell(const BoundCoverage& c);
+std::string coverage_header(bool with_interval);
+
 // Mean over runs (seeds, folds) of rows that have n > 0 (per level: of runs with jobs at that
-// level); n and censored are means over those runs.
+// level); n, censored and scripts are means over those runs. Leaves tallies and interval empty.
 BoundCoverage mean_coverage(std::span<const BoundCoverage> runs);
+
+// The tallies of runs over the same walk (a method's seeds: the same jobs and scripts in the same
+// order), the covered counts averaged over the runs that scored jobs. Throws std::invalid_argument
+// when two such runs hold different scripts.
+std::vector<ScriptTally> mean_script_tallies(std::span<const BoundCoverage> seeds);
+
+// Script bootstrap of the coverage: each resample draws, for every block, as many scripts as the
+// block holds, with replacement, takes every job of a drawn script, and computes the block's
+// coverage; the resample's figure is the mean over the blocks (one block: the split; several: the
+// folds, each drawn on its own, for the fold mean). The interval is the (1 - level)/2 and
+// 1 - (1 - level)/2 quantiles of the resampled figures. Deterministic in `seed`. nullopt when
+// resamples == 0, there is no block, or a block has no script.
+std::optional<CoverageInterval> coverage_interval(std::span<const std::vector<ScriptTally>> blocks,
+                                                  size_t resamples, uint64_t seed,
+                                                  double level = 0.95);
 
 }  // namespace peakcast::eval

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <span>
 #include <utility>
 #include <vector>
@@ -63,6 +64,10 @@ struct BootstrapInterval {
 // Quantile of sorted values by linear interpolation between order statistics (R type 7); 0 when
 // empty. The bootstrap's interval ends and `peakcast inspect`'s quantiles.
 double quantile_sorted(const std::vector<double>& sorted, double q);
+
+// Unbiased draw in [0, bound) from a 64-bit engine (Lemire's multiply-shift with rejection), so
+// the bootstraps' draws are the same on every standard library. bound > 0.
+uint64_t draw_below(std::mt19937_64& rng, uint64_t bound);
 
 // Paired day-block bootstrap of MAE(method) - MAE(baseline). Element i of the three spans is one
 // scored job: its submit day and both methods' absolute errors. Each resample draws the distinct
