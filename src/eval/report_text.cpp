@@ -206,7 +206,8 @@ std::string render_csv(const EvalReport& r) {
   std::string out =
       "method,resource,n,mae,mse,rmse,acc10,mae_diff_point,mae_diff_lo,mae_diff_hi,"
       "exact_script_n,exact_script_mae,user_only_n,user_only_mae,none_n,none_mae,seeds,mae_sd,"
-      "acc10_sd,encoder_share,bypass_share,cache_share\n";
+      "acc10_sd,encoder_share,bypass_share,cache_share,coverage_0.9,coverage_0.9_lo,"
+      "coverage_0.9_hi,bound_width_0.9,bound_scripts\n";
   for (const ResultRow& row : r.results) {
     std::string diff = ",,";
     if (row.mae_diff_vs_baseline) {
@@ -223,6 +224,14 @@ std::string render_csv(const EvalReport& r) {
                          row.routing->bypass_share, row.routing->cache_share);
     } else {
       out += ",,,";
+    }
+    const BoundCoverage& b = row.bounds;
+    if (b.n == 0) {
+      out += ",,,,,";
+    } else {
+      out += b.interval ? fmt::format(",{:.6g},{:.6g},{:.6g}", b.coverage[1], b.interval->lo[1], b.interval->hi[1])
+                        : fmt::format(",{:.6g},,", b.coverage[1]);
+      out += fmt::format(",{:.6g},{}", b.width[1], b.scripts);
     }
     out += "\n";
   }

@@ -157,7 +157,8 @@ std::string Metrics::render(const Gauges& g) const {
        "Completions the online bound judged by the bound as it stood (no answer on record).",
        g.bound_judged_as_it_stands},
       {"peakcast_bound_answers_pending", "gauge",
-       "Answers kept to judge their job's completion by (at most 100000).", g.bound_answers_pending},
+       "Answers kept to judge their job's completion by (bounded; the oldest go first).",
+       g.bound_answers_pending},
   };
   for (const Scalar& s : scalars) {
     family(out, s.name, s.type, s.help);

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "eval/eval_fixtures.h"
 #include "peakcast/eval/evaluate.h"
@@ -253,6 +255,10 @@ TEST(Evaluate, JsonFieldNames) {
     for (const char* k : {"method", "resource", "n", "mae", "mse", "rmse", "acc10"}) {
       EXPECT_TRUE(e.contains(k)) << k;
     }
+    for (const char* k : {"0.8", "0.9", "0.95"}) {
+      EXPECT_EQ(e.at("coverage_interval").at(k).size(), 2u) << k;  // --bootstrap 50
+    }
+    EXPECT_GE(e.at("bound_scripts").get<size_t>(), 1u);
     methods.insert(e.at("method").get<std::string>());
     const std::string res = e.at("resource");
     EXPECT_TRUE(res == "mem" || res == "vram");
@@ -271,6 +277,23 @@ TEST(Evaluate, JsonFieldNames) {
   EXPECT_NE(render_markdown(*rep).find("| hier_ewma | mem |"), std::string::npos);
   const std::string csv = render_csv(*rep);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 15);
+  // Every line has the header's columns; the bound's coverage closes each row.
+  std::istringstream lines(csv);
+  std::string header;
+  std::getline(lines, header);
+  EXPECT_NE(header.find(",coverage_0.9,coverage_0.9_lo,coverage_0.9_hi,bound_width_0.9,bound_scripts"),
+            std::string::npos);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), std::count(header.begin(), header.end(), ','))
+        << line;
+  }
+  const ResultRow& first = rep->results.front();
+  ASSERT_GT(first.bounds.n, 0u);
+  std::istringstream again(csv);
+  std::getline(again, header);
+  std::string row;
+  std::getline(again, row);
+  EXPECT_NE(row.find(fmt::format(",{:.6g},", first.bounds.coverage[1])), std::string::npos) << row;
 }
 
 TEST(Evaluate, RefusesTraceWithoutSubmitTimes) {
