@@ -35,6 +35,7 @@ void add_predictions(const Job& job, const cascade::JobPrediction& p, const Daem
     pj.upper = a.upper[idx(r)];
     if (pj.upper) pj.nominal = coverage;
     pj.censored = job.censored;
+    pj.script = job.script_key;
     out.push_back(std::move(pj));
   }
 }

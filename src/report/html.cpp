@@ -80,7 +80,9 @@ constexpr Section kSections[] = {
      "The share of test jobs whose actual utilization was at or under the upper bound peakcastd "
      "would have served (its online bound, updated with every completion), against the coverage "
      "the bound states. Jobs without a bound (a new script before the bound has evidence) and "
-     "OUT_OF_MEMORY jobs (their label is a lower bound) are left out."},
+     "OUT_OF_MEMORY jobs (their label is a lower bound) are left out. The whiskers and the "
+     "interval column resample the jobs' scripts (a script's jobs are missed together): where "
+     "few scripts ran, a few points above or below nominal is chance."},
     {"routing", "Routing and latency",
      "How each method answered (route shares of scored test jobs) and the batch-1 prediction "
      "latency per route."},

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,12 +40,18 @@ std::string coverage_table(const std::vector<PredictedJob>& predictions);
 std::string usage_table(const std::vector<UsagePoint>& usage);
 std::string sim_table(const SimResults& sim);
 
-// Observed coverage of the upper bound per resource and route ("all" included).
+// Observed coverage of the upper bound per resource and route ("all" included), with a 95%
+// bootstrap interval over the jobs' scripts (eval::coverage_interval, kCoverageResamples draws,
+// seed kCoverageSeed): a script's jobs are missed together.
+inline constexpr size_t kCoverageResamples = 2000;
+inline constexpr uint64_t kCoverageSeed = 42;
 struct CoverageRow {
   std::string resource, route;
   size_t n = 0;
   double observed = 0.0;  // share of jobs with actual <= upper
   double nominal = 0.0;   // mean stated coverage
+  size_t scripts = 0;     // distinct scripts among the n jobs
+  double lo = 0.0, hi = 0.0;  // the interval of `observed`
 };
 std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& predictions);
 

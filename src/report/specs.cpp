@@ -126,7 +126,8 @@ std::vector<Plot> coverage_plots(const std::vector<PredictedJob>& preds) {
   json rows = json::array();
   for (const CoverageRow& c : coverage_rows(preds)) {
     rows.push_back({{"resource", c.resource}, {"route", c.route}, {"n", c.n},
-                    {"observed", c.observed}, {"nominal", c.nominal}});
+                    {"observed", c.observed}, {"nominal", c.nominal}, {"scripts", c.scripts},
+                    {"lo", c.lo}, {"hi", c.hi}});
   }
   if (rows.empty()) return {};
   json bars = {{"mark", {{"type", "bar"}}},
@@ -141,15 +142,26 @@ std::vector<Plot> coverage_plots(const std::vector<PredictedJob>& preds) {
                                           field("route", "nominal", "route"),
                                           tooltip_num("observed", "observed coverage", ".1%"),
                                           tooltip_num("nominal", "nominal coverage", ".1%"),
-                                          tooltip_num("n", "jobs", "d")})}}}};
+                                          tooltip_num("lo", "95% interval from", ".1%"),
+                                          tooltip_num("hi", "95% interval to", ".1%"),
+                                          tooltip_num("n", "jobs", "d"),
+                                          tooltip_num("scripts", "scripts", "d")})}}}};
+  // The script-bootstrap interval of the observed share.
+  json whiskers = {{"mark", {{"type", "rule"}, {"color", "#444"}}},
+                   {"encoding",
+                    {{"x", {{"field", "route"}, {"type", "nominal"}}},
+                     {"xOffset", field("resource", "nominal", "resource")},
+                     {"y", {{"field", "lo"}, {"type", "quantitative"}}},
+                     {"y2", {{"field", "hi"}}}}}};
   json ticks = {{"mark", {{"type", "tick"}, {"color", "black"}, {"thickness", 2}}},
                 {"encoding",
                  {{"x", {{"field", "route"}, {"type", "nominal"}}},
                   {"xOffset", field("resource", "nominal", "resource")},
                   {"y", {{"field", "nominal"}, {"type", "quantitative"}}},
                   {"tooltip", json::array({tooltip_num("nominal", "nominal coverage", ".1%")})}}}};
-  json spec = base("Upper bound: observed coverage (bars) against nominal (ticks)", rows);
-  spec["layer"] = json::array({bars, ticks});
+  json spec = base("Upper bound: observed coverage (bars, with its 95% interval over scripts) "
+                   "against nominal (ticks)", rows);
+  spec["layer"] = json::array({bars, whiskers, ticks});
   return {{"coverage", "coverage", "Bound coverage", spec}};
 }
 

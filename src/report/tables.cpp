@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "peakcast/eval/coverage.h"
 #include "report_internal.h"
 
 namespace peakcast::report {
@@ -130,35 +131,52 @@ std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& preds) {
   struct Acc {
     size_t n = 0, covered = 0;
     double nominal = 0.0;
+    std::map<std::string, size_t> script_of;   // script key -> tally
+    std::vector<eval::ScriptTally> tallies;    // the same count at every nominal level
   };
   std::map<std::pair<std::string, std::string>, Acc> acc;
   for (const PredictedJob& p : preds) {
     if (!p.upper || !p.nominal || p.censored) continue;  // a censored label is a lower bound
     const std::string res(resource_name(p.resource));
+    const double covered = p.actual <= *p.upper + 1e-12 ? 1.0 : 0.0;
     for (const std::string& route : {std::string("all"), p.route}) {
       Acc& a = acc[{res, route}];
       ++a.n;
-      a.covered += p.actual <= *p.upper + 1e-12 ? 1 : 0;
+      a.covered += covered > 0 ? 1 : 0;
       a.nominal += *p.nominal;
+      size_t t = a.tallies.size();
+      if (!p.script.empty()) t = a.script_of.try_emplace(p.script, t).first->second;
+      if (t == a.tallies.size()) a.tallies.emplace_back();
+      a.tallies[t].n += 1.0;
+      for (double& c : a.tallies[t].covered) c += covered;
     }
   }
   std::vector<CoverageRow> rows;
   for (auto& [key, a] : acc) {
     const double n = static_cast<double>(a.n);
-    rows.push_back({key.first, key.second, a.n, static_cast<double>(a.covered) / n, a.nominal / n});
+    CoverageRow row{key.first, key.second, a.n, static_cast<double>(a.covered) / n, a.nominal / n};
+    row.scripts = a.tallies.size();
+    const std::vector<std::vector<eval::ScriptTally>> block = {std::move(a.tallies)};
+    const auto ci = eval::coverage_interval(block, kCoverageResamples, kCoverageSeed);
+    row.lo = ci ? ci->lo[0] : row.observed;
+    row.hi = ci ? ci->hi[0] : row.observed;
+    rows.push_back(std::move(row));
   }
   return rows;
 }
 
 std::string coverage_table(const std::vector<PredictedJob>& preds) {
   std::string t = "<table class=\"sortable\"><thead><tr><th>resource</th><th>route</th>"
-                  "<th>jobs with a bound</th><th>observed coverage</th><th>nominal</th>"
+                  "<th>jobs with a bound</th><th>scripts</th><th>observed coverage</th>"
+                  "<th>95% interval (scripts resampled)</th><th>nominal</th>"
                   "<th>observed − nominal</th></tr></thead><tbody>\n";
   for (const CoverageRow& c : coverage_rows(preds)) {
-    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td data-sort=\"{}\">{:.1f}%</td>"
+    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-sort=\"{}\">{:.1f}%</td>"
+                     "<td data-sort=\"{}\">{:.1f}–{:.1f}%</td>"
                      "<td data-sort=\"{}\">{:.1f}%</td><td data-sort=\"{}\">{:+.1f} pp</td></tr>\n",
-                     c.resource, html_escape(c.route), c.n, c.observed, 100 * c.observed, c.nominal,
-                     100 * c.nominal, c.observed - c.nominal, 100 * (c.observed - c.nominal));
+                     c.resource, html_escape(c.route), c.n, c.scripts, c.observed, 100 * c.observed,
+                     c.lo, 100 * c.lo, 100 * c.hi, c.nominal, 100 * c.nominal,
+                     c.observed - c.nominal, 100 * (c.observed - c.nominal));
   }
   return t + "</tbody></table>\n";
 }

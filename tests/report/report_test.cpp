@@ -173,6 +173,40 @@ TEST(ReportCoverage, ObservedAgainstNominalPerRoute) {
   EXPECT_NEAR(by["all"].nominal, (0.9 + 0.9 + 0.8) / 3.0, 1e-12);
   EXPECT_DOUBLE_EQ(by["bypass"].observed, 0.5);
   EXPECT_DOUBLE_EQ(by["encoder"].observed, 1.0);
+  // No script keys: every job is a script of its own.
+  EXPECT_EQ(by["all"].scripts, 3u);
+  EXPECT_LE(by["all"].lo, by["all"].observed);
+  EXPECT_GE(by["all"].hi, by["all"].observed);
+}
+
+// The interval resamples scripts: ten scripts of ten jobs, one of them missed whole, give a wide
+// interval; the same misses spread one per script give none (every draw covers 0.9).
+TEST(ReportCoverage, TheIntervalResamplesScripts) {
+  auto rows = [](bool by_script) {
+    std::vector<PredictedJob> preds;
+    for (int s = 0; s < 10; ++s) {
+      for (int j = 0; j < 10; ++j) {
+        const bool missed = by_script ? s == 0 : j == 0;
+        PredictedJob p{std::to_string(s * 10 + j), Resource::kMem, missed ? 0.9 : 0.5, 0.4, "bypass",
+                       "exact_script", 0.6, 0.9, false};
+        p.script = "script" + std::to_string(s);
+        preds.push_back(p);
+      }
+    }
+    std::map<std::string, CoverageRow> by;
+    for (const CoverageRow& c : coverage_rows(preds)) by[c.route] = c;
+    return by["all"];
+  };
+  const CoverageRow whole = rows(true), spread = rows(false);
+  EXPECT_DOUBLE_EQ(whole.observed, 0.9);
+  EXPECT_DOUBLE_EQ(spread.observed, 0.9);
+  EXPECT_EQ(whole.scripts, 10u);
+  EXPECT_NEAR(spread.lo, 0.9, 1e-12);
+  EXPECT_NEAR(spread.hi, 0.9, 1e-12);
+  EXPECT_LT(whole.lo, 0.85);
+  EXPECT_NEAR(whole.hi, 1.0, 1e-12);
+  const std::string table = coverage_table({});
+  EXPECT_NE(table.find("95% interval (scripts resampled)"), std::string::npos);
 }
 
 TEST(ReportUsage, EightLargestGroupsByNameTheRestAsOther) {

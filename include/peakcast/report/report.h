@@ -38,6 +38,7 @@ struct PredictedJob {
   std::optional<double> upper;     // upper bound utilization, when calibrated
   std::optional<double> nominal;   // its stated coverage
   bool censored = false;
+  std::string script;              // script key (empty: a script of its own), for the interval
 };
 
 // One finished job's memory, for the usage-over-time plots.
