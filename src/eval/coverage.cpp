@@ -74,10 +74,7 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
   for (size_t i = 0; i < jobs.size(); ++i) {
     const WalkedJob& w = jobs[i];
     if (!w.scored) continue;
-    if (censored_for(*w.job, r)) {
-      ++out.censored;
-      continue;
-    }
+    if (censored_for(*w.job, r)) ++out.censored;
     ++out.n;
     ++out.by_level[static_cast<size_t>(w.level)].n;
     const std::string& key = w.job->script_key;
@@ -97,9 +94,13 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       for (size_t i = 0; i < jobs.size(); ++i) (*walk)[i].issued[b] = issued[i];
     }
     for (size_t i = 0; i < jobs.size(); ++i) {
-      if (!jobs[i].scored || censored_for(*jobs[i].job, r)) continue;
+      if (!jobs[i].scored) continue;
       const double top = std::max(util_cap, jobs[i].point);
-      const double covered = jobs[i].job->label(r) <= issued[i].bound + 1e-12 ? 1.0 : 0.0;
+      const double label = jobs[i].job->label(r);
+      // A censored job's label is the limit it was killed at (the cap) and its peak was above
+      // it: no bound here (at most the cap) covers it, as OnlineBound judges it.
+      const double covered = censored_for(*jobs[i].job, r) ? (issued[i].bound > label + 1e-12 ? 1.0 : 0.0)
+                                                           : (label <= issued[i].bound + 1e-12 ? 1.0 : 0.0);
       const double capped = issued[i].bound >= top - 1e-12 ? 1.0 : 0.0;
       const double width = issued[i].bound - jobs[i].point;
       auto add = [&](auto& f) {

@@ -79,8 +79,9 @@ constexpr Section kSections[] = {
     {"coverage", "Upper bound coverage",
      "The share of test jobs whose actual utilization was at or under the upper bound peakcastd "
      "would have served (its online bound, updated with every completion), against the coverage "
-     "the bound states. Jobs without a bound (a new script before the bound has evidence) and "
-     "OUT_OF_MEMORY jobs (their label is a lower bound) are left out. The whiskers and the "
+     "the bound states. Jobs without a bound (a new script before the bound has evidence) are "
+     "left out; an OUT_OF_MEMORY job counts as a miss (it needed more than the limit it was "
+     "killed at, and the bound never exceeds the request). The whiskers and the "
      "interval column resample the jobs' scripts (a script's jobs are missed together): where "
      "few scripts ran, a few points above or below nominal is chance."},
     {"routing", "Routing and latency",

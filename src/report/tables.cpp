@@ -136,9 +136,11 @@ std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& preds) {
   };
   std::map<std::pair<std::string, std::string>, Acc> acc;
   for (const PredictedJob& p : preds) {
-    if (!p.upper || !p.nominal || p.censored) continue;  // a censored label is a lower bound
+    if (!p.upper || !p.nominal) continue;
     const std::string res(resource_name(p.resource));
-    const double covered = p.actual <= *p.upper + 1e-12 ? 1.0 : 0.0;
+    // A killed job's label is the limit it hit and its peak was above it (eval/coverage.h).
+    const double covered = p.censored ? (*p.upper > p.actual + 1e-12 ? 1.0 : 0.0)
+                                      : (p.actual <= *p.upper + 1e-12 ? 1.0 : 0.0);
     for (const std::string& route : {std::string("all"), p.route}) {
       Acc& a = acc[{res, route}];
       ++a.n;

@@ -149,7 +149,9 @@ void OnlineBound::observe_issued(history::Level level, double point, double labe
   if (!std::isfinite(point) || !std::isfinite(label)) return;
   if (options_.scale == Scale::kRatio && !(point > 0.0)) return;
   auto& st = state_for(level, cluster);
-  const bool miss = label > issued_bound;
+  // A censored label is the limit the job was killed at: its peak was above it, so a bound at
+  // the label missed too (bounds clipped to the cap meet a censored label, set to the cap, there).
+  const bool miss = censored ? issued_bound <= label + 1e-12 : label > issued_bound;
   if (censored && !miss) return;  // the true peak may still exceed the bound: learn nothing
   // The part is the one the job's bound came from; a miss moves the script for later jobs.
   const bool had_scores = has_scores(level, cluster);

@@ -43,23 +43,26 @@ TEST(CoverageInterval, TalliesCountEachScriptsScoredJobs) {
     j.script_key = i < 40 ? "warm" : keys[i - 40];
     jobs.push_back(j);
   }
-  jobs[43].censored = true;  // "" (a keyless job): censored, not scored
+  jobs[43].censored = true;  // keyless and killed: scored, a miss
+  jobs[43].util[0] = 1.0;     // its label is the cap, as compute_labels sets it
   std::vector<WalkedJob> walk;
   for (size_t i = 0; i < jobs.size(); ++i) walk.push_back({&jobs[i], history::Level::kExactScript, 0.35, i >= 40});
   const BoundCoverage c = online_coverage(walk, Resource::kMem, 1.0);
-  ASSERT_EQ(c.n, 7u);
+  ASSERT_EQ(c.n, 8u);
   ASSERT_EQ(c.censored, 1u);
-  // a, b, the scored keyless job (a script of its own), c.
-  ASSERT_EQ(c.scripts, 4u);
-  ASSERT_EQ(c.tallies.size(), 4u);
+  // a, b, the two keyless jobs (each a script of its own), c.
+  ASSERT_EQ(c.scripts, 5u);
+  ASSERT_EQ(c.tallies.size(), 5u);
   EXPECT_EQ(c.tallies[0].n, 3.0);  // a
   EXPECT_EQ(c.tallies[1].n, 2.0);  // b
-  EXPECT_EQ(c.tallies[2].n, 1.0);  // the keyless job at 44
-  EXPECT_EQ(c.tallies[3].n, 1.0);  // c
+  EXPECT_EQ(c.tallies[2].n, 1.0);  // the keyless job at 43
+  EXPECT_EQ(c.tallies[3].n, 1.0);  // the keyless job at 44
+  EXPECT_EQ(c.tallies[4].n, 1.0);  // c
   for (size_t b = 0; b < kNumCoverageLevels; ++b) {
+    EXPECT_EQ(c.tallies[2].covered[b], 0.0) << kCoverageLevels[b];  // killed: never covered
     double covered = 0.0;
     for (const ScriptTally& t : c.tallies) covered += t.covered[b];
-    EXPECT_DOUBLE_EQ(covered / 7.0, c.coverage[b]) << kCoverageLevels[b];
+    EXPECT_DOUBLE_EQ(covered / 8.0, c.coverage[b]) << kCoverageLevels[b];
   }
 }
 

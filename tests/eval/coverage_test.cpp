@@ -1,6 +1,6 @@
 // The online conformal coverage of `evaluate` (eval/coverage.h): nominal coverage on a stationary
-// stream, no leakage from jobs that had not ended at a submission, censored jobs left out, the
-// JSON keys.
+// stream, no leakage from jobs that had not ended at a submission, censored jobs counted as the
+// misses they are, the JSON keys.
 #include "peakcast/eval/coverage.h"
 
 #include <gtest/gtest.h>
@@ -377,8 +377,9 @@ TEST(OnlineCoverage, NoLeakageThroughTheMissedScriptsPart) {
   }
 }
 
-// Before any completion the bound is the cap (no evidence: the whole request); censored test
-// jobs are counted apart; the JSON carries the three levels under fixed keys.
+// Before any completion the bound is the cap (no evidence: the whole request); a censored test
+// job, killed at the cap, is a miss even there (its peak was above it) and is counted among the
+// scored jobs; the JSON carries the three levels under fixed keys.
 TEST(OnlineCoverage, ColdStartCensoredAndJson) {
   std::vector<Job> jobs = {labelled(0, 0, 10 * kMin, 0.5), labelled(1, kMin, 10 * kMin, 1.0)};
   jobs[1].censored = true;
@@ -386,9 +387,9 @@ TEST(OnlineCoverage, ColdStartCensoredAndJson) {
   std::vector<WalkedJob> walk = {{&jobs[0], history::Level::kNone, 0.2, true},
                                  {&jobs[1], history::Level::kNone, 0.2, true}};
   const BoundCoverage c = online_coverage(walk, Resource::kMem, 1.0);
-  EXPECT_EQ(c.n, 1u);
+  EXPECT_EQ(c.n, 2u);
   EXPECT_EQ(c.censored, 1u);
-  EXPECT_DOUBLE_EQ(c.coverage[1], 1.0);
+  EXPECT_DOUBLE_EQ(c.coverage[1], 0.5);  // the completed job is under the cap, the OOM is not
   EXPECT_DOUBLE_EQ(c.width[1], 0.8);  // the cap minus the point
   EXPECT_DOUBLE_EQ(c.capped[1], 1.0);  // no evidence: the bound is the cap
   nlohmann::json row;

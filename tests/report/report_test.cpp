@@ -162,19 +162,19 @@ TEST(ReportCoverage, ObservedAgainstNominalPerRoute) {
       {"1", Resource::kMem, 0.5, 0.4, "bypass", "exact_script", 0.6, 0.9, false},   // covered
       {"2", Resource::kMem, 0.8, 0.4, "bypass", "exact_script", 0.6, 0.9, false},   // not
       {"3", Resource::kMem, 0.3, 0.3, "encoder", "user", 0.5, 0.8, false},          // covered
-      {"4", Resource::kMem, 1.0, 0.3, "encoder", "user", 0.5, 0.8, true},           // censored: out
+      {"4", Resource::kMem, 1.0, 0.3, "encoder", "user", 1.0, 0.8, true},           // killed at its bound: missed
       {"5", Resource::kMem, 0.3, 0.3, "encoder", "user", std::nullopt, std::nullopt, false},  // no bound
   };
   std::map<std::string, CoverageRow> by;
   for (const CoverageRow& c : coverage_rows(preds)) by[c.route] = c;
   ASSERT_EQ(by.size(), 3u);
-  EXPECT_EQ(by["all"].n, 3u);
-  EXPECT_DOUBLE_EQ(by["all"].observed, 2.0 / 3.0);
-  EXPECT_NEAR(by["all"].nominal, (0.9 + 0.9 + 0.8) / 3.0, 1e-12);
+  EXPECT_EQ(by["all"].n, 4u);
+  EXPECT_DOUBLE_EQ(by["all"].observed, 2.0 / 4.0);
+  EXPECT_NEAR(by["all"].nominal, (0.9 + 0.9 + 0.8 + 0.8) / 4.0, 1e-12);
   EXPECT_DOUBLE_EQ(by["bypass"].observed, 0.5);
-  EXPECT_DOUBLE_EQ(by["encoder"].observed, 1.0);
+  EXPECT_DOUBLE_EQ(by["encoder"].observed, 0.5);
   // No script keys: every job is a script of its own.
-  EXPECT_EQ(by["all"].scripts, 3u);
+  EXPECT_EQ(by["all"].scripts, 4u);
   EXPECT_LE(by["all"].lo, by["all"].observed);
   EXPECT_GE(by["all"].hi, by["all"].observed);
 }

@@ -230,6 +230,25 @@ TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
   EXPECT_EQ(b.scores(Level::kExactScript), n_before);
 }
 
+// A job killed at X needed more than X: a censored label equal to the bound issued for it is a
+// miss (alpha_t falls, its score enters the window), as is one above it; only a bound above the
+// label learns nothing.
+TEST(OnlineBound, CensoredAtTheBoundIsAMiss) {
+  OnlineBound b;
+  for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  const double issued = b.upper(Level::kExactScript, 0.5);
+  const double alpha_before = b.alpha_t(Level::kExactScript);
+  const size_t n_before = b.scores(Level::kExactScript);
+  b.observe_issued(Level::kExactScript, 0.5, issued, true, issued);
+  EXPECT_LT(b.alpha_t(Level::kExactScript), alpha_before);
+  EXPECT_EQ(b.scores(Level::kExactScript), std::min<size_t>(n_before + 1, 500));
+  // The same label, completed (not killed): covered, alpha_t rises.
+  OnlineBound c;
+  for (int i = 0; i < 40; ++i) c.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  c.observe_issued(Level::kExactScript, 0.5, issued, false, issued);
+  EXPECT_GT(c.alpha_t(Level::kExactScript), alpha_before);
+}
+
 TEST(OnlineBound, CensoredBeyondTheBoundIsAMissAndNeverLowersTheBound) {
   OnlineBound b;
   for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);

@@ -9,8 +9,9 @@
 // order; so the residual history starts on the validation block and a test job's bound uses only
 // labels known at its submission. Bounds are clipped to [point, cap] as the daemon issues them.
 // Coverage = share of the valid test jobs with label <= bound; width = mean (bound - point).
-// Censored (OOM) test jobs have a lower bound for a label: they are left out of both figures
-// (counted in `censored`) but feed the bound as OnlineBound prescribes.
+// A censored (OOM) test job's label is the limit it was killed at and its peak was above it: it
+// counts as a miss unless its bound was above that label (never here: bounds stop at the cap,
+// which a censored label is), as OnlineBound judges it; `censored` counts them among n.
 #pragma once
 
 #include <array>
@@ -69,8 +70,8 @@ struct BoundCoverage {
   // Share of the scored jobs whose bound is the cap (no evidence, or the quantile reaches the
   // cap): covered whatever their label, so they pull the coverage above nominal.
   std::array<double, kNumCoverageLevels> capped{};
-  size_t n = 0;         // test jobs scored (valid, not censored)
-  size_t censored = 0;  // valid censored test jobs left out
+  size_t n = 0;         // test jobs scored (valid)
+  size_t censored = 0;  // of them censored (OOM): misses, their peak was above the cap
   // The same per history level that answered the job (indexed by history::Level): where the
   // misses and the capped bounds come from.
   std::array<LevelCoverage, sizing::kNumLevels> by_level{};

@@ -16,11 +16,12 @@
 // (1 + gamma) / (gamma T) over T updates). alpha_t is kept in [alpha_floor, 1]; at or below
 // 1/(n+1) the bound is the window's largest score (finite, unlike the paper's infinite interval).
 //
-// OOM (censored) completions: the label is a lower bound on the true peak. If the bound was
-// below it, that is a miss (err = 1) and its score (a lower bound on the true score) enters the
-// window: it can only raise later bounds. If the bound was at or above it, nothing is learned:
-// the true peak may still have been above the bound, so it neither counts as a hit nor enters
-// the window (it is never evidence that a smaller bound suffices).
+// OOM (censored) completions: the label is the limit the job was killed at, and its true peak
+// was above it. If the bound was at or below the label, that is a miss (err = 1: a job killed at
+// X needed more than X, so a bound of X missed it too) and its score (a lower bound on the true
+// score) enters the window: it can only raise later bounds. If the bound was above the label,
+// nothing is learned: the true peak may still have been above the bound, so it neither counts as
+// a hit nor enters the window (it is never evidence that a smaller bound suffices).
 //
 // Script clusters at the user level (OnlineBoundOptions::cluster_user_level, off by default).
 // A job answered at the user level is a script with no history of its own. In a workflow trace
