@@ -53,10 +53,7 @@ std::vector<IssuedBound> online_bounds(std::span<const WalkedJob> jobs, Resource
                                       const sizing::OnlineBoundOptions& options) {
   std::vector<sizing::BoundStep> steps;
   steps.reserve(jobs.size());
-  for (const WalkedJob& w : jobs) {
-    steps.push_back({w.job->submit_ms, w.job->end_ms, w.level, w.point, w.job->label(r),
-                     censored_for(*w.job, r), w.job->script_key});
-  }
+  for (const WalkedJob& w : jobs) steps.push_back(sizing::bound_step(*w.job, r, w.level, w.point));
   sizing::OnlineBound bound(options);
   return sizing::walk_bounds(bound, steps, util_cap);
 }

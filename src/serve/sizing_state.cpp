@@ -108,8 +108,7 @@ void SizingState::rebuild(std::vector<Completed> recent) {
     for (const Completed& c : recent) {
       const cascade::ResourcePrediction* rp = c.prediction.of(r);
       if (!rp || !c.job->is_valid(r)) continue;
-      steps.push_back({c.job->submit_ms, c.job->end_ms, history::level_from_name(rp->history_level), rp->util,
-                       c.job->label(r), censored_for(*c.job, r), c.job->script_key});
+      steps.push_back(sizing::bound_step(*c.job, r, history::level_from_name(rp->history_level), rp->util));
     }
     sizing::walk_bounds(bounds_[idx(r)], steps, options_.util_cap, /*observe_all=*/true);
   }

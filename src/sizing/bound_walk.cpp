@@ -16,6 +16,10 @@ IssuedBound issue_bound(const OnlineBound& b, history::Level level, double point
   return out;
 }
 
+BoundStep bound_step(const Job& job, Resource r, history::Level level, double point) {
+  return {job.submit_ms, job.end_ms, level, point, job.label(r), censored_for(job, r), job.script_key};
+}
+
 std::vector<IssuedBound> walk_bounds(OnlineBound& bound, std::span<const BoundStep> steps,
                                      double util_cap, bool observe_all) {
   // Completion order: end time, ties by submit order (stable).

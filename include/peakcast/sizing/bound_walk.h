@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "peakcast/core/job.h"
 #include "peakcast/history/history.h"
 #include "peakcast/sizing/online_bound.h"
 
@@ -44,9 +45,13 @@ struct BoundStep {
   history::Level level = history::Level::kNone;
   double point = 0.0;
   double label = 0.0;
-  bool censored = false;       // OOM: the label is a lower bound
+  bool censored = false;       // OOM: the label is the limit it was killed at; its peak was above
   std::string_view script;     // script key, "" none (must outlive the call)
 };
+
+// The step of a job for resource r (label units, utilization): its times, label, censoring and
+// script key, with the history level and point it was answered with. `job` must outlive the step.
+BoundStep bound_step(const Job& job, Resource r, history::Level level, double point);
 
 // Walks `steps` (in submit order) through `bound` as above and returns the bound issued for each
 // (parallel to `steps`). With `observe_all`, the steps still running at the last submission are
