@@ -217,9 +217,15 @@ TEST(OnlineBound, ScriptWindowsLearnNothingFromACoveredOom) {
   EXPECT_DOUBLE_EQ(b.upper(Level::kExactScript, 0.5, "s"), before);
 }
 
-TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
+// A bound that has seen 40 exact-level completions of point 0.5 with residuals 0 to 0.09.
+OnlineBound warmed_bound() {
   OnlineBound b;
   for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  return b;
+}
+
+TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
+  OnlineBound b = warmed_bound();
   const double before = b.upper(Level::kExactScript, 0.5);
   const double alpha_before = b.alpha_t(Level::kExactScript);
   const size_t n_before = b.scores(Level::kExactScript);
@@ -234,8 +240,7 @@ TEST(OnlineBound, CensoredAboveTheBoundLearnsNothing) {
 // miss (alpha_t falls, its score enters the window), as is one above it; only a bound above the
 // label learns nothing.
 TEST(OnlineBound, CensoredAtTheBoundIsAMiss) {
-  OnlineBound b;
-  for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  OnlineBound b = warmed_bound();
   const double issued = b.upper(Level::kExactScript, 0.5);
   const double alpha_before = b.alpha_t(Level::kExactScript);
   const size_t n_before = b.scores(Level::kExactScript);
@@ -243,15 +248,13 @@ TEST(OnlineBound, CensoredAtTheBoundIsAMiss) {
   EXPECT_LT(b.alpha_t(Level::kExactScript), alpha_before);
   EXPECT_EQ(b.scores(Level::kExactScript), std::min<size_t>(n_before + 1, 500));
   // The same label, completed (not killed): covered, alpha_t rises.
-  OnlineBound c;
-  for (int i = 0; i < 40; ++i) c.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  OnlineBound c = warmed_bound();
   c.observe_issued(Level::kExactScript, 0.5, issued, false, issued);
   EXPECT_GT(c.alpha_t(Level::kExactScript), alpha_before);
 }
 
 TEST(OnlineBound, CensoredBeyondTheBoundIsAMissAndNeverLowersTheBound) {
-  OnlineBound b;
-  for (int i = 0; i < 40; ++i) b.observe(Level::kExactScript, 0.5, 0.5 + 0.01 * (i % 10), false);
+  OnlineBound b = warmed_bound();
   double prev = b.upper(Level::kExactScript, 0.5);
   const double alpha_before = b.alpha_t(Level::kExactScript);
   for (int k = 0; k < 20; ++k) {
