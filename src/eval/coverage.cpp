@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <string_view>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -65,22 +63,19 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
     for (const WalkedJob& w : jobs) walk->push_back({w, {}});
   }
   BoundCoverage out;
-  // The tally of each scored job's script (a job without a key is a script of its own).
+  // The tally of each scored job's script.
   std::vector<size_t> tally_of(jobs.size(), 0);
-  std::unordered_map<std::string_view, size_t> script_index;
+  ScriptTallies by_script;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const WalkedJob& w = jobs[i];
     if (!w.scored) continue;
     if (censored_for(*w.job, r)) ++out.censored;
     ++out.n;
     ++out.by_level[static_cast<size_t>(w.level)].n;
-    const std::string& key = w.job->script_key;
-    size_t t = out.tallies.size();
-    if (!key.empty()) t = script_index.try_emplace(key, t).first->second;
-    if (t == out.tallies.size()) out.tallies.emplace_back();
-    out.tallies[t].n += 1.0;
-    tally_of[i] = t;
+    tally_of[i] = by_script.index(w.job->script_key);
+    by_script.tallies[tally_of[i]].n += 1.0;
   }
+  out.tallies = std::move(by_script.tallies);
   out.scripts = out.tallies.size();
   if (out.n == 0) return out;
   for (size_t b = 0; b < kNumCoverageLevels; ++b) {
@@ -93,11 +88,9 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (!jobs[i].scored) continue;
       const double top = std::max(util_cap, jobs[i].point);
-      const double label = jobs[i].job->label(r);
-      // A censored job's label is the limit it was killed at (the cap) and its peak was above
-      // it: no bound here (at most the cap) covers it, as OnlineBound judges it.
-      const double covered = censored_for(*jobs[i].job, r) ? (issued[i].bound > label + 1e-12 ? 1.0 : 0.0)
-                                                           : (label <= issued[i].bound + 1e-12 ? 1.0 : 0.0);
+      // A censored label is the cap, so no bound here (at most the cap) covers a censored job.
+      const double covered =
+          bound_covers(jobs[i].job->label(r), issued[i].bound, censored_for(*jobs[i].job, r)) ? 1.0 : 0.0;
       const double capped = issued[i].bound >= top - 1e-12 ? 1.0 : 0.0;
       const double width = issued[i].bound - jobs[i].point;
       auto add = [&](auto& f) {

@@ -8,6 +8,13 @@
 
 namespace peakcast::eval {
 
+size_t ScriptTallies::index(const std::string& key) {
+  const size_t fresh = tallies.size();
+  const size_t t = key.empty() ? fresh : index_.try_emplace(key, fresh).first->second;
+  if (t == fresh) tallies.emplace_back();
+  return t;
+}
+
 std::vector<ScriptTally> mean_script_tallies(std::span<const BoundCoverage> seeds) {
   std::vector<ScriptTally> out;
   size_t runs = 0;

@@ -131,34 +131,29 @@ std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& preds) {
   struct Acc {
     size_t n = 0, covered = 0;
     double nominal = 0.0;
-    std::map<std::string, size_t> script_of;   // script key -> tally
-    std::vector<eval::ScriptTally> tallies;    // the same count at every nominal level
+    eval::ScriptTallies scripts;  // the same count at every nominal level
   };
   std::map<std::pair<std::string, std::string>, Acc> acc;
   for (const PredictedJob& p : preds) {
     if (!p.upper || !p.nominal) continue;
     const std::string res(resource_name(p.resource));
-    // A killed job's label is the limit it hit and its peak was above it (eval/coverage.h).
-    const double covered = p.censored ? (*p.upper > p.actual + 1e-12 ? 1.0 : 0.0)
-                                      : (p.actual <= *p.upper + 1e-12 ? 1.0 : 0.0);
+    const bool covered = eval::bound_covers(p.actual, *p.upper, p.censored);
     for (const std::string& route : {std::string("all"), p.route}) {
       Acc& a = acc[{res, route}];
       ++a.n;
-      a.covered += covered > 0 ? 1 : 0;
+      a.covered += covered ? 1 : 0;
       a.nominal += *p.nominal;
-      size_t t = a.tallies.size();
-      if (!p.script.empty()) t = a.script_of.try_emplace(p.script, t).first->second;
-      if (t == a.tallies.size()) a.tallies.emplace_back();
-      a.tallies[t].n += 1.0;
-      for (double& c : a.tallies[t].covered) c += covered;
+      eval::ScriptTally& t = a.scripts.tallies[a.scripts.index(p.script)];
+      t.n += 1.0;
+      for (double& c : t.covered) c += covered ? 1.0 : 0.0;
     }
   }
   std::vector<CoverageRow> rows;
   for (auto& [key, a] : acc) {
     const double n = static_cast<double>(a.n);
     CoverageRow row{key.first, key.second, a.n, static_cast<double>(a.covered) / n, a.nominal / n};
-    row.scripts = a.tallies.size();
-    const std::vector<std::vector<eval::ScriptTally>> block = {std::move(a.tallies)};
+    row.scripts = a.scripts.tallies.size();
+    const std::vector<std::vector<eval::ScriptTally>> block = {std::move(a.scripts.tallies)};
     const auto ci = eval::coverage_interval(block, kCoverageResamples, kCoverageSeed);
     row.lo = ci ? ci->lo[0] : row.observed;
     row.hi = ci ? ci->hi[0] : row.observed;

@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -55,6 +56,24 @@ struct ScriptTally {
   double n = 0.0;
   std::array<double, kNumCoverageLevels> covered{};
 };
+
+// One ScriptTally per script key, in first-appearance order; a job without a key ("") is a
+// script of its own. The one definition of "a job's script" for the coverage interval.
+struct ScriptTallies {
+  // The index in `tallies` of `key`'s tally (a new one for a new key or for "").
+  size_t index(const std::string& key);
+  std::vector<ScriptTally> tallies;
+
+ private:
+  std::unordered_map<std::string, size_t> index_;
+};
+
+// Whether a bound covered a job, as the coverage figures count it: label <= bound, except that a
+// censored (OOM) job's label is the limit it was killed at and its peak was above it, so only a
+// bound above the label covers it (as OnlineBound judges it).
+inline bool bound_covers(double label, double bound, bool censored) {
+  return censored ? bound > label + 1e-12 : label <= bound + 1e-12;
+}
 
 // A percentile interval of the coverage at each nominal level (kCoverageLevels order).
 struct CoverageInterval {
