@@ -171,7 +171,9 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
                   "Also run K rolling-origin folds: the last --folds-share of the jobs in K equal "
                   "consecutive test blocks, each fit on every job before it (train/validation in "
                   "the --split proportions, same purge); prints each method's MAE mean +- s.d. "
-                  "over folds and how many folds it won (JSON: rolling_origin). 0 = off")
+                  "over folds and how many folds it won (JSON: rolling_origin). A fold a method cannot "
+                  "learn from (its blocks purged too small) is skipped for every method and said. "
+                  "0 = off")
       ->default_str("0");
   cmd->add_option("--folds-share", a->folds_share,
                   "Share of the jobs (the most recent) the rolling-origin folds cover")

@@ -15,15 +15,19 @@ namespace {
 // mean and s.d., the mean bound coverage with its script-bootstrap interval (each fold's scripts
 // drawn on their own), and how many folds each method won per resource.
 void summarize_folds(const EvalConfig& config, FoldsReport& out) {
+  // Fold k (0-based) -> its report, or null where it was skipped.
+  std::vector<const EvalReport*> by_fold(out.config.folds, nullptr);
+  for (size_t i = 0; i < out.folds.size(); ++i) by_fold[out.fold_numbers[i] - 1] = &out.folds[i];
   for (const ResultRow& row : out.folds.front().results) {
     FoldSummary s;
     s.method = row.method;
     s.resource = row.resource;
     std::vector<double> have;
     std::vector<BoundCoverage> bounds;
-    for (const EvalReport& f : out.folds) {
+    for (const EvalReport* f : by_fold) {
       double v = std::numeric_limits<double>::quiet_NaN();
-      for (const ResultRow& x : f.results) {
+      for (size_t i = 0; f != nullptr && i < f->results.size(); ++i) {
+        const ResultRow& x = f->results[i];
         if (x.method == row.method && x.resource == row.resource) {
           v = x.metrics.mae;
           bounds.push_back(x.bounds);
@@ -49,7 +53,7 @@ void summarize_folds(const EvalConfig& config, FoldsReport& out) {
                                           config.seed + static_cast<uint64_t>(idx(row.resource)));
     out.summary.push_back(std::move(s));
   }
-  for (size_t k = 0; k < out.folds.size(); ++k) {
+  for (size_t k = 0; k < by_fold.size(); ++k) {
     for (Resource r : kResources) {
       FoldSummary* best = nullptr;
       for (FoldSummary& s : out.summary) {
@@ -102,9 +106,20 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     c.on_bound_walk = nullptr;  // --bound-walk writes the split's walk only
     const std::string label = fmt::format("fold {}/{}", k + 1, fc.folds);
     Result<EvalReport> r = evaluate_jobs(prefix, registry, c, progress);
-    if (!r) return r.status().with_context(label);
-    out.folds.push_back(std::move(r).value());
     if (progress) progress("folds", k + 1, fc.folds);
+    if (!r) {
+      // A block a method cannot learn from (too few jobs left after the purge) says nothing about
+      // the other folds: leave this one out for every method. Anything else is a real error.
+      if (r.status().kind() != ErrorKind::kInvalidInput) return r.status().with_context(label);
+      out.skipped.push_back({k + 1, r.status().message()});
+      continue;
+    }
+    out.folds.push_back(std::move(r).value());
+    out.fold_numbers.push_back(k + 1);
+  }
+  if (out.folds.empty()) {
+    return Status::invalid(fmt::format("every one of the {} folds was skipped; fold 1/{}: {}", fc.folds,
+                                       fc.folds, out.skipped.front().reason));
   }
   summarize_folds(config, out);
   return out;
@@ -125,6 +140,9 @@ std::string render_folds_table(const FoldsReport& r) {
     const std::string cov = coverage_cell(f.bounds);
     s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>{}} {}\n", f.method,
                      resource_name(f.resource), f.mean, f.sd, f.folds_won, cov, cov_width, per);
+  }
+  for (const SkippedFold& f : r.skipped) {
+    s += fmt::format("fold {}/{} skipped (left out of every mean): {}\n", f.fold, r.config.folds, f.reason);
   }
   if (intervals) {
     s += "cov@0.9 [95% CI]: mean over the folds; the interval from a bootstrap of each fold's "
@@ -149,11 +167,15 @@ nlohmann::json to_json(const FoldsReport& r) {
   }
   j["summary"] = rows;
   nlohmann::json sizes = nlohmann::json::array();
-  for (const EvalReport& f : r.folds) {
-    sizes.push_back({{"train", f.split.train}, {"validation", f.split.validation}, {"test", f.split.test},
+  for (size_t i = 0; i < r.folds.size(); ++i) {
+    const EvalReport& f = r.folds[i];
+    sizes.push_back({{"fold", r.fold_numbers[i]}, {"train", f.split.train}, {"validation", f.split.validation}, {"test", f.split.test},
                      {"scored", f.scored}, {"choices", choices_json(f)}});  // a choice that flips between folds is one tuned to its block
   }
   j["fold_blocks"] = sizes;
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const SkippedFold& f : r.skipped) skipped.push_back({{"fold", f.fold}, {"reason", f.reason}});
+  j["skipped_folds"] = skipped;
   return j;
 }
 

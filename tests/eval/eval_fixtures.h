@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,25 @@ inline Job with_vram(Job j, double vram_util) {
   compute_labels(j);
   j.script_key = key;
   return j;
+}
+
+// Overlapping jobs from 3 users and 6 scripts, seeded.
+inline std::vector<Job> random_trace(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> user(0, 2), script(0, 5), gap(0, 3000), run(10, 40000);
+  std::uniform_real_distribution<double> util(0.0, 1.2);
+  std::vector<Job> jobs;
+  int64_t t = 1'700'000'000;
+  for (size_t i = 0; i < n; ++i) {
+    t += gap(rng);
+    const int u = user(rng);
+    Job j = make_job("r" + std::to_string(i), "u" + std::to_string(u),
+                     "s" + std::to_string(u) + std::to_string(script(rng)), t, t + run(rng),
+                     util(rng));
+    if (i % 3 == 0) j = with_vram(std::move(j), util(rng) * 0.8);
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
 }
 
 // The plain protocol, written independently of the history store: order by submit time, score the

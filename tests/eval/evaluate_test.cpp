@@ -15,6 +15,7 @@ namespace peakcast::eval {
 namespace {
 
 using testing::make_job;
+using testing::random_trace;
 using testing::with_vram;
 
 MethodRegistry builtins() {
@@ -167,25 +168,6 @@ TEST(Evaluate, SubgroupsFollowHistoryLevelAtSubmission) {
   ASSERT_TRUE(row->mae_diff_vs_baseline);
   EXPECT_EQ(row->mae_diff_vs_baseline->lo, 0.0);
   EXPECT_EQ(row->mae_diff_vs_baseline->hi, 0.0);
-}
-
-// Overlapping jobs from 3 users and 6 scripts, seeded.
-std::vector<Job> random_trace(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> user(0, 2), script(0, 5), gap(0, 3000), run(10, 40000);
-  std::uniform_real_distribution<double> util(0.0, 1.2);
-  std::vector<Job> jobs;
-  int64_t t = 1'700'000'000;
-  for (size_t i = 0; i < n; ++i) {
-    t += gap(rng);
-    const int u = user(rng);
-    Job j = make_job("r" + std::to_string(i), "u" + std::to_string(u),
-                     "s" + std::to_string(u) + std::to_string(script(rng)), t, t + run(rng),
-                     util(rng));
-    if (i % 3 == 0) j = with_vram(std::move(j), util(rng) * 0.8);
-    jobs.push_back(std::move(j));
-  }
-  return jobs;
 }
 
 TEST(Evaluate, HierLast1MatchesIndependentReference) {

@@ -22,21 +22,33 @@ struct FoldsConfig {
 struct FoldSummary {
   std::string method;
   Resource resource = Resource::kMem;
-  std::vector<double> mae;  // per fold (NaN where the fold has no valid job for the resource)
+  // Per fold, 1..K in order (NaN where the fold was skipped or has no valid job for the resource).
+  std::vector<double> mae;
   double mean = 0.0;        // over the folds with a value
   double sd = 0.0;          // sample s.d. over them (0 for one)
   size_t folds_won = 0;     // folds where this method had the lowest MAE for the resource
   BoundCoverage bounds;     // coverage.h: mean over the folds that scored any job
 };
 
+// A fold its data could not fit: a method refused its blocks as input (kInvalidInput, e.g. the
+// cascade's "the validation block needs at least 2 jobs" when a burst purged it whole).
+struct SkippedFold {
+  size_t fold = 0;     // 1-based
+  std::string reason;  // the method's error
+};
+
 struct FoldsReport {
   FoldsConfig config;
-  std::vector<EvalReport> folds;      // each fold's full report (bootstrap and latency off)
+  std::vector<EvalReport> folds;      // each fitted fold's full report (bootstrap and latency off)
+  std::vector<size_t> fold_numbers;   // parallel to folds: which fold (1-based) each is
+  std::vector<SkippedFold> skipped;   // folds left out of every method's summary
   std::vector<FoldSummary> summary;   // method order as requested, mem before vram
 };
 
 // Runs the folds; `config` is used as is for every fold except its split (and bootstrap and
-// latency, which are off). Errors name the fold.
+// latency, which are off). A fold that a method refuses as input is skipped for every method
+// (the means stay over the same blocks) and said in the table and JSON; an error of another
+// kind, or every fold skipped, is an error naming the fold.
 Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
                                    const EvalConfig& config, const FoldsConfig& folds,
                                    const ProgressFn& progress = {});

@@ -1,0 +1,162 @@
+// Rolling-origin folds (`peakcast evaluate --folds K`): the blocks, the summary over them, and a
+// fold that a method cannot learn from.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eval/eval_fixtures.h"
+#include "peakcast/eval/folds.h"
+
+namespace peakcast::eval {
+namespace {
+
+using testing::random_trace;
+
+// Refuses a train block of fewer than `min_train` jobs (with an error of `kind`), as the cascade
+// refuses a validation block a burst purged whole; otherwise predicts the fallback.
+class Picky : public Method {
+ public:
+  Picky(size_t min_train, ErrorKind kind) : min_train_(min_train), kind_(kind) {}
+  std::string_view name() const override { return "picky"; }
+  Status fit(const EvalData& data, const ProgressFn&) override {
+    if (data.split->counts.train < min_train_) {
+      return {kind_, fmt::format("picky: the train block needs at least {} jobs, has {}", min_train_,
+                                 data.split->counts.train)};
+    }
+    fallback_ = data.fallback;
+    return Status::ok();
+  }
+  Prediction predict(const Job&, const HistoryViews&) const override {
+    Prediction p;
+    p.util = fallback_;
+    p.route = {"fallback", "fallback"};
+    return p;
+  }
+
+ private:
+  size_t min_train_;
+  ErrorKind kind_;
+  std::array<double, kNumResources> fallback_{};
+};
+
+MethodRegistry registry(size_t min_train, ErrorKind kind = ErrorKind::kInvalidInput) {
+  MethodRegistry r;
+  register_builtins(r);
+  r.add("picky", "refuses a small train block (test)",
+        [=](const MethodOptions&) { return std::make_unique<Picky>(min_train, kind); });
+  return r;
+}
+
+EvalConfig config(std::vector<std::string> methods) {
+  EvalConfig c;
+  c.methods = std::move(methods);
+  c.bootstrap = 0;
+  c.latency_jobs = 0;
+  return c;
+}
+
+const FoldSummary& row(const FoldsReport& r, std::string_view method, Resource res) {
+  for (const FoldSummary& s : r.summary) {
+    if (s.method == method && s.resource == res) return s;
+  }
+  throw std::runtime_error("no summary row for " + std::string(method));
+}
+
+TEST(Folds, BlocksTileTheTailAndEachFitsOnWhatCameBefore) {
+  const std::vector<Job> jobs = random_trace(600, 7);
+  FoldsConfig fc;
+  fc.folds = 4;
+  auto r = evaluate_folds(jobs, registry(0), config({"hier_last1", "global_median"}), fc);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->folds.size(), 4u);
+  EXPECT_TRUE(r->skipped.empty());
+  for (size_t k = 0; k < 4; ++k) {
+    const SplitCounts& s = r->folds[k].split;
+    EXPECT_EQ(r->fold_numbers[k], k + 1);
+    EXPECT_EQ(s.test, 75u) << "the last 300 jobs in 4 equal blocks";
+    EXPECT_EQ(s.train + s.validation + s.purged_train + s.purged_validation, 300u + 75u * k)
+        << "fold " << k + 1 << " fits on every job before its block";
+  }
+  for (Resource res : kResources) {
+    const FoldSummary& s = row(*r, "hier_last1", res);
+    ASSERT_EQ(s.mae.size(), 4u);
+    double sum = 0.0;
+    for (size_t k = 0; k < 4; ++k) {
+      for (const ResultRow& x : r->folds[k].results) {
+        if (x.method == "hier_last1" && x.resource == res) {
+          EXPECT_EQ(s.mae[k], x.metrics.mae);
+        }
+      }
+      sum += s.mae[k];
+    }
+    EXPECT_NEAR(s.mean, sum / 4.0, 1e-12);
+    EXPECT_EQ(s.folds_won + row(*r, "global_median", res).folds_won, 4u);
+  }
+}
+
+TEST(Folds, AFoldAMethodCannotLearnFromIsSkippedForEveryMethod) {
+  const std::vector<Job> jobs = random_trace(600, 7);
+  FoldsConfig fc;
+  fc.folds = 4;
+  auto all = evaluate_folds(jobs, registry(0), config({"hier_last1"}), fc);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  const size_t first_train = all->folds[0].split.train;
+  ASSERT_LT(first_train, all->folds[1].split.train);
+
+  auto r = evaluate_folds(jobs, registry(first_train + 1), config({"hier_last1", "picky"}), fc);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->skipped.size(), 1u);
+  EXPECT_EQ(r->skipped[0].fold, 1u);
+  EXPECT_NE(r->skipped[0].reason.find("fitting picky: picky: the train block needs at least"), std::string::npos)
+      << r->skipped[0].reason;
+  EXPECT_EQ(r->fold_numbers, (std::vector<size_t>{2, 3, 4}));
+  for (Resource res : kResources) {
+    // hier_last1 could fit fold 1, but it is left out of its mean too: the methods' means
+    // stay over the same blocks.
+    const FoldSummary& with = row(*r, "hier_last1", res);
+    const FoldSummary& without = row(*all, "hier_last1", res);
+    ASSERT_EQ(with.mae.size(), 4u);
+    EXPECT_TRUE(std::isnan(with.mae[0]));
+    EXPECT_TRUE(std::isnan(row(*r, "picky", res).mae[0]));
+    for (size_t k = 1; k < 4; ++k) EXPECT_EQ(with.mae[k], without.mae[k]);
+    EXPECT_NEAR(with.mean, (without.mae[1] + without.mae[2] + without.mae[3]) / 3.0, 1e-12);
+    EXPECT_EQ(with.folds_won + row(*r, "picky", res).folds_won, 3u);
+  }
+
+  const nlohmann::json j = to_json(*r);
+  ASSERT_EQ(j["skipped_folds"].size(), 1u);
+  EXPECT_EQ(j["skipped_folds"][0]["fold"], 1);
+  EXPECT_EQ(j["fold_blocks"].size(), 3u);
+  EXPECT_EQ(j["fold_blocks"][0]["fold"], 2);
+  EXPECT_TRUE(j["summary"][0]["mae"][0].is_null());
+  const std::string table = render_folds_table(*r);
+  EXPECT_NE(table.find("fold 1/4 skipped (left out of every mean): fitting picky: picky:"), std::string::npos) << table;
+}
+
+TEST(Folds, EveryFoldSkippedIsAnErrorThatSaysWhy) {
+  FoldsConfig fc;
+  fc.folds = 3;
+  auto r = evaluate_folds(random_trace(300, 3), registry(100000), config({"hier_last1", "picky"}), fc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(r.status().message().find("every one of the 3 folds was skipped; fold 1/3: fitting picky: picky:"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(Folds, AnErrorOfAnotherKindIsNotSkipped) {
+  FoldsConfig fc;
+  fc.folds = 3;
+  auto r = evaluate_folds(random_trace(300, 3), registry(100000, ErrorKind::kInternal),
+                          config({"hier_last1", "picky"}), fc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().kind(), ErrorKind::kInternal);
+  EXPECT_EQ(r.status().message().rfind("fold 1/3: ", 0), 0u) << r.status().message();
+}
+
+}  // namespace
+}  // namespace peakcast::eval
