@@ -90,7 +90,7 @@ BoundCoverage online_coverage(std::span<const WalkedJob> jobs, Resource r, doubl
       const double top = std::max(util_cap, jobs[i].point);
       // A censored label is the cap, so no bound here (at most the cap) covers a censored job.
       const double covered =
-          bound_covers(jobs[i].job->label(r), issued[i].bound, censored_for(*jobs[i].job, r)) ? 1.0 : 0.0;
+          sizing::bound_covers(jobs[i].job->label(r), issued[i].bound, censored_for(*jobs[i].job, r)) ? 1.0 : 0.0;
       const double capped = issued[i].bound >= top - 1e-12 ? 1.0 : 0.0;
       const double width = issued[i].bound - jobs[i].point;
       auto add = [&](auto& f) {

@@ -137,7 +137,7 @@ std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& preds) {
   for (const PredictedJob& p : preds) {
     if (!p.upper || !p.nominal) continue;
     const std::string res(resource_name(p.resource));
-    const bool covered = eval::bound_covers(p.actual, *p.upper, p.censored);
+    const bool covered = sizing::bound_covers(p.actual, *p.upper, p.censored);
     for (const std::string& route : {std::string("all"), p.route}) {
       Acc& a = acc[{res, route}];
       ++a.n;

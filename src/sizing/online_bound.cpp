@@ -151,7 +151,7 @@ void OnlineBound::observe_issued(history::Level level, double point, double labe
   auto& st = state_for(level, cluster);
   // A censored label is the limit the job was killed at: its peak was above it, so a bound at
   // the label missed too (bounds clipped to the cap meet a censored label, set to the cap, there).
-  const bool miss = censored ? issued_bound <= label + 1e-12 : label > issued_bound;
+  const bool miss = !bound_covers(label, issued_bound, censored);
   if (censored && !miss) return;  // the true peak may still exceed the bound: learn nothing
   // The part is the one the job's bound came from; a miss moves the script for later jobs.
   const bool had_scores = has_scores(level, cluster);

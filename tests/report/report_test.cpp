@@ -136,7 +136,7 @@ TEST(ReportPlots, EachSectionOnlyWithItsData) {
   in.sim = *parse_sim(sample_sim(), "SIM.json");
   EXPECT_TRUE(plot_ids(in).count("sizing-waste"));
   EXPECT_TRUE(plot_ids(in).count("sizing-failures"));
-  in.predictions.push_back({"1", Resource::kVram, 0.5, 0.4, "bypass", "exact_script", 0.7, 0.9, false});
+  in.predictions.push_back({"1", Resource::kVram, 0.5, 0.4, "bypass", "exact_script", 0.7, 0.9, false, ""});
   in.usage.push_back({"ana", "ml", "gpu", 1'700'000'000, 8.0, 2.0, std::nullopt});
   const auto ids = plot_ids(in);
   EXPECT_TRUE(ids.count("accuracy-vram"));
@@ -159,11 +159,11 @@ TEST(ReportPlots, LatencyIsTakenOncePerMethod) {
 
 TEST(ReportCoverage, ObservedAgainstNominalPerRoute) {
   std::vector<PredictedJob> preds = {
-      {"1", Resource::kMem, 0.5, 0.4, "bypass", "exact_script", 0.6, 0.9, false},   // covered
-      {"2", Resource::kMem, 0.8, 0.4, "bypass", "exact_script", 0.6, 0.9, false},   // not
-      {"3", Resource::kMem, 0.3, 0.3, "encoder", "user", 0.5, 0.8, false},          // covered
-      {"4", Resource::kMem, 1.0, 0.3, "encoder", "user", 1.0, 0.8, true},           // killed at its bound: missed
-      {"5", Resource::kMem, 0.3, 0.3, "encoder", "user", std::nullopt, std::nullopt, false},  // no bound
+      {"1", Resource::kMem, 0.5, 0.4, "bypass", "exact_script", 0.6, 0.9, false, ""},   // covered
+      {"2", Resource::kMem, 0.8, 0.4, "bypass", "exact_script", 0.6, 0.9, false, ""},   // not
+      {"3", Resource::kMem, 0.3, 0.3, "encoder", "user", 0.5, 0.8, false, ""},          // covered
+      {"4", Resource::kMem, 1.0, 0.3, "encoder", "user", 1.0, 0.8, true, ""},           // killed at its bound: missed
+      {"5", Resource::kMem, 0.3, 0.3, "encoder", "user", std::nullopt, std::nullopt, false, ""},  // no bound
   };
   std::map<std::string, CoverageRow> by;
   for (const CoverageRow& c : coverage_rows(preds)) by[c.route] = c;
@@ -188,8 +188,7 @@ TEST(ReportCoverage, TheIntervalResamplesScripts) {
       for (int j = 0; j < 10; ++j) {
         const bool missed = by_script ? s == 0 : j == 0;
         PredictedJob p{std::to_string(s * 10 + j), Resource::kMem, missed ? 0.9 : 0.5, 0.4, "bypass",
-                       "exact_script", 0.6, 0.9, false};
-        p.script = "script" + std::to_string(s);
+                       "exact_script", 0.6, 0.9, false, "script" + std::to_string(s)};
         preds.push_back(p);
       }
     }

@@ -253,6 +253,26 @@ TEST(OnlineBound, CensoredAtTheBoundIsAMiss) {
   EXPECT_GT(c.alpha_t(Level::kExactScript), alpha_before);
 }
 
+// One rule for ACI and for the coverage figures (sizing::bound_covers): a label that rounding put
+// a hair above the bound built for it is covered, as evaluate counts it; beyond that, a miss.
+TEST(OnlineBound, ALabelWithinRoundingOfTheBoundIsCovered) {
+  EXPECT_TRUE(bound_covers(0.7 + 1e-13, 0.7, false));
+  EXPECT_FALSE(bound_covers(0.7 + 1e-9, 0.7, false));
+  EXPECT_FALSE(bound_covers(0.7, 0.7 + 1e-13, true)) << "killed at the bound: a miss";
+  EXPECT_TRUE(bound_covers(0.7, 0.7 + 1e-9, true));
+  const double alpha_before = warmed_bound().alpha_t(Level::kExactScript);
+  for (auto [above, covered] : {std::pair{1e-13, true}, std::pair{1e-9, false}}) {
+    OnlineBound b = warmed_bound();
+    const double issued = b.upper(Level::kExactScript, 0.5);
+    b.observe_issued(Level::kExactScript, 0.5, issued + above, false, issued);
+    if (covered) {
+      EXPECT_GT(b.alpha_t(Level::kExactScript), alpha_before) << above;
+    } else {
+      EXPECT_LT(b.alpha_t(Level::kExactScript), alpha_before) << above;
+    }
+  }
+}
+
 TEST(OnlineBound, CensoredBeyondTheBoundIsAMissAndNeverLowersTheBound) {
   OnlineBound b = warmed_bound();
   double prev = b.upper(Level::kExactScript, 0.5);

@@ -68,13 +68,6 @@ struct ScriptTallies {
   std::unordered_map<std::string, size_t> index_;
 };
 
-// Whether a bound covered a job, as the coverage figures count it: label <= bound, except that a
-// censored (OOM) job's label is the limit it was killed at and its peak was above it, so only a
-// bound above the label covers it (as OnlineBound judges it).
-inline bool bound_covers(double label, double bound, bool censored) {
-  return censored ? bound > label + 1e-12 : label <= bound + 1e-12;
-}
-
 // A percentile interval of the coverage at each nominal level (kCoverageLevels order).
 struct CoverageInterval {
   std::array<double, kNumCoverageLevels> lo{};

@@ -110,6 +110,15 @@ inline OnlineBoundOptions served_bound_options(double coverage) {
   return o;
 }
 
+// Whether a bound covered a completed job: label <= bound, except that a censored (OOM) job's
+// label is the limit it was killed at and its peak was above it, so only a bound above the label
+// covers it. Within 1e-12 counts as equal (a bound built from the same label may round either
+// way). The one rule for OnlineBound's misses and for the coverage figures of evaluate and the
+// report.
+inline bool bound_covers(double label, double bound, bool censored) {
+  return censored ? bound > label + 1e-12 : label <= bound + 1e-12;
+}
+
 class OnlineBound {
  public:
   explicit OnlineBound(OnlineBoundOptions options = {});
