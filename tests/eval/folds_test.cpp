@@ -16,38 +16,38 @@ namespace {
 
 using testing::random_trace;
 
-// Refuses a train block of fewer than `min_train` jobs (with an error of `kind`), as the cascade
-// refuses a validation block a burst purged whole; otherwise predicts the fallback.
+// global_median that refuses a train block of fewer than `min_train` jobs (with an error of
+// `kind`), as the cascade refuses a validation block a burst purged whole.
 class Picky : public Method {
  public:
-  Picky(size_t min_train, ErrorKind kind) : min_train_(min_train), kind_(kind) {}
+  Picky(size_t min_train, ErrorKind kind, std::unique_ptr<Method> inner)
+      : min_train_(min_train), kind_(kind), inner_(std::move(inner)) {}
   std::string_view name() const override { return "picky"; }
-  Status fit(const EvalData& data, const ProgressFn&) override {
+  Status fit(const EvalData& data, const ProgressFn& progress) override {
     if (data.split->counts.train < min_train_) {
       return {kind_, fmt::format("picky: the train block needs at least {} jobs, has {}", min_train_,
                                  data.split->counts.train)};
     }
-    fallback_ = data.fallback;
-    return Status::ok();
+    return inner_->fit(data, progress);
   }
-  Prediction predict(const Job&, const HistoryViews&) const override {
-    Prediction p;
-    p.util = fallback_;
-    p.route = {"fallback", "fallback"};
-    return p;
+  Prediction predict(const Job& job, const HistoryViews& view) const override {
+    return inner_->predict(job, view);
   }
 
  private:
   size_t min_train_;
   ErrorKind kind_;
-  std::array<double, kNumResources> fallback_{};
+  std::unique_ptr<Method> inner_;
 };
 
 MethodRegistry registry(size_t min_train, ErrorKind kind = ErrorKind::kInvalidInput) {
   MethodRegistry r;
   register_builtins(r);
-  r.add("picky", "refuses a small train block (test)",
-        [=](const MethodOptions&) { return std::make_unique<Picky>(min_train, kind); });
+  r.add("picky", "global_median refusing a small train block (test)", [=](const MethodOptions& o) {
+    MethodRegistry builtins;
+    register_builtins(builtins);
+    return std::make_unique<Picky>(min_train, kind, std::move(builtins.create("global_median", o)).value());
+  });
   return r;
 }
 
