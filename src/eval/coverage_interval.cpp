@@ -23,13 +23,11 @@ std::vector<ScriptTally> mean_script_tallies(std::span<const BoundCoverage> seed
     if (runs == 0) {
       out = c.tallies;
     } else {
-      if (c.tallies.size() != out.size()) {
+      const auto same_jobs = [](const ScriptTally& a, const ScriptTally& b) { return a.n == b.n; };
+      if (!std::equal(c.tallies.begin(), c.tallies.end(), out.begin(), out.end(), same_jobs)) {
         throw std::invalid_argument("mean_script_tallies: the runs hold different scripts");
       }
       for (size_t t = 0; t < out.size(); ++t) {
-        if (c.tallies[t].n != out[t].n) {
-          throw std::invalid_argument("mean_script_tallies: the runs hold different scripts");
-        }
         for (size_t b = 0; b < kNumCoverageLevels; ++b) out[t].covered[b] += c.tallies[t].covered[b];
       }
     }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peakcast/sizing/online_bound.h"
 #include "support/command.h"
 
 namespace {
@@ -99,7 +100,7 @@ TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
     auto& s = sums[w.at("resource").get<std::string>()];
     s[0] += 1;
     // A killed job's peak was above its label (the limit): only a bound above it covers it.
-    s[1] += w.at("censored").get<bool>() ? (bound > label + 1e-12 ? 1 : 0) : (label <= bound + 1e-12 ? 1 : 0);
+    s[1] += peakcast::sizing::bound_covers(label, bound, w.at("censored").get<bool>()) ? 1 : 0;
     s[2] += bound - w.at("point").get<double>();
     const std::string key = w.at("script_sha256").get<std::string>();
     scripts[w.at("resource").get<std::string>()].insert(key.empty() ? "job " + w.at("job_id").get<std::string>() : key);
