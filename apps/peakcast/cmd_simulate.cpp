@@ -1,4 +1,5 @@
 // peakcast simulate TRACE: replays a trace with sizing policies (docs/sizing.md).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -132,6 +133,15 @@ int run_simulate(const SimulateArgs& a) {
         trace->format == ingest::Format::kNextflow ? "" : " on a Nextflow trace")));
   }
   const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
+  if (const auto unrequested = static_cast<size_t>(std::count_if(
+          tasks.begin(), tasks.end(), [](const sizing::SimTask& t) { return !(t.info.request_bytes > 0); }));
+      unrequested > 0) {
+    std::cerr << fmt::format(
+        "peakcast simulate: note: {} of {} tasks have no memory request. presets gives such a task the "
+        "largest peak its type has shown; a policy that knows nothing of the type yet (presets "
+        "included) gives it 0 bytes, and the attempt is retried from 1 MiB.\n",
+        unrequested, tasks.size());
+  }
   auto progress = stderr_progress();
   std::vector<sizing::PolicyResult> all;
   std::vector<std::string> notes;

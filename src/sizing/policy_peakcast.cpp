@@ -28,9 +28,9 @@
 // Retry after a failure at f: below the largest peak seen, the allocation among the peaks seen
 // above f that would have cost least on the past tasks that needed more than f (Tovar's first
 // allocation, conditioned on the failure: over-allocation when it holds, else a second failure,
-// priced, and the largest peak); at or above the largest peak, 1.2 f (VPA's bump). Through the
-// rule's OOM step (never at or below the failed allocation). A type with fewer than 10 completed
-// tasks gets its request.
+// priced, and the largest peak); at or above the largest peak, 1.2 f (VPA's bump); with nothing
+// completed yet, 2 f. Through the rule's OOM step (never at or below the failed allocation). A
+// type with fewer than 10 completed tasks gets its request.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -52,6 +52,9 @@ enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kLargest, kTwiceLargest, k
 constexpr size_t kNeighbourCount = 5;
 constexpr size_t kBoundWindow = 500;
 constexpr double kRecordBump = 1.2;  // retry at or above the largest peak seen: VPA's x1.2
+// Retry of a type that has completed nothing: no peak says how far off the failed allocation was,
+// so double it, as Nextflow's `memory * task.attempt` and every baseline do.
+constexpr double kBlindRetry = 2.0;
 // Fewer completed tasks than this: the request. In event time the first tasks of a type to
 // complete are the quick ones, which tend to be the small ones: a bound from them fails.
 constexpr size_t kMinHistory = 10;
@@ -174,7 +177,9 @@ class PeakcastPolicy final : public SizingPolicy {
     return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size());
   }
   double retry_upper(double failed, double request) const {
-    const double r = max_y_ > failed ? conditional_retry(failed) : kRecordBump * std::max(failed, 0.0);
+    const double r = ys_.empty()       ? kBlindRetry * std::max(failed, 0.0)
+                     : max_y_ > failed ? conditional_retry(failed)
+                                       : kRecordBump * std::max(failed, 0.0);
     return request > failed ? std::min(request, r) : r;
   }
   // Among the peaks seen above `failed`: the one that would have cost least on the past tasks

@@ -83,6 +83,24 @@ TEST(PeakcastRetry, WhenTheRequestItselfFailsTheRetryIsNotCappedAtIt) {
   EXPECT_NEAR(tally.over_gbh, 0.0, 1e-9);
 }
 
+// A type that has completed nothing has no peak to say how far off a failed allocation was: the
+// retry doubles it, as the baselines do, instead of VPA's x1.2 bump, which is for a failure at
+// the largest peak seen. A task 16x over its request then fails 4 times, not 16.
+TEST(PeakcastRetry, WithNothingCompletedTheRetryDoubles) {
+  auto p = peakcast_priced(0);
+  const SimTask blind = task(16 * kGiB, kHourMs, 0, 1 * kGiB);
+  EXPECT_EQ(p->first(blind.info), 1 * kGiB);
+  EXPECT_EQ(p->retry(blind.info, 1 * kGiB, 1), 2 * kGiB);
+  EXPECT_EQ(p->retry(blind.info, 3 * kGiB, 2), 6 * kGiB);
+  Tally tally;
+  run_task(*p, blind, tally);
+  EXPECT_EQ(tally.failures, 4);  // 1, 2, 4, 8 GiB, then 16
+  EXPECT_NEAR(tally.over_gbh, 0.0, 1e-9);
+  // Once a peak is known and the failure is at or above it, the bump is x1.2 again.
+  p->observe(task(1 * kGiB, kHourMs, 0, 1 * kGiB));
+  EXPECT_NEAR(p->retry(blind.info, 10 * kGiB, 1), 12 * kGiB, 1024.0 * 1024.0);
+}
+
 // One task type replayed as Sizey's protocol does (30% warm, then online), by a policy.
 Tally replay(SizingPolicy& p, const std::vector<SimTask>& tasks) {
   Tally tally;

@@ -162,6 +162,45 @@ TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
   EXPECT_NE(chrono.out.find("trace.fields"), std::string::npos) << chrono.out;
 }
 
+TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLargestPeak) {
+  // The SORT process without a memory directive (Nextflow writes '-'): presets has no request to
+  // give, so it gives the largest peak the type has shown, and the run says how many tasks that is.
+  const std::string unrequested = (dir_ / "trace_unrequested.csv").string();
+  {
+    std::ifstream in(trace_);
+    std::ofstream out(unrequested);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
+        line.replace(at, 12, ",-,");
+      }
+      out << line << "\n";
+    }
+  }
+  auto r = run("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --per-workload");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: 40 of 80 tasks have no memory request"), std::string::npos) << r.out;
+  auto full = run("simulate " + trace_ + " --policies presets --seeds 1");
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  EXPECT_EQ(full.out.find("no memory request"), std::string::npos) << full.out;
+  // Per workload, presets on SORT equals max_so_far on SORT (the same warm start and order).
+  const std::string json = (dir_ / "unrequested.json").string();
+  r = run("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["results"].size(), 2u);
+  auto sort_row = [&](size_t k) {
+    for (const auto& w : j["results"][k]["per_workload"]) {
+      if (w["workload"] == "WF:SORT") return w;
+    }
+    ADD_FAILURE() << "no WF:SORT row";
+    return nlohmann::json();
+  };
+  EXPECT_DOUBLE_EQ(sort_row(0)["waste_gbh"].get<double>(), sort_row(1)["waste_gbh"].get<double>());
+  EXPECT_EQ(sort_row(0)["failures"], sort_row(1)["failures"]);
+}
+
 TEST_F(SimulateCli, SameSeedSameNumbers) {
   auto a = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
   auto b = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
