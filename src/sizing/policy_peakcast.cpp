@@ -53,7 +53,7 @@ constexpr size_t kNeighbourCount = 5;
 constexpr size_t kBoundWindow = 500;
 constexpr double kRecordBump = 1.2;  // retry at or above the largest peak seen: VPA's x1.2
 // Retry of a type that has completed nothing: no peak says how far off the failed allocation was,
-// so double it, as Nextflow's `memory * task.attempt` and every baseline do.
+// so double it, as Nextflow's `memory * task.attempt` and presets, witt_* and max_so_far do.
 constexpr double kBlindRetry = 2.0;
 // Fewer completed tasks than this: the request. In event time the first tasks of a type to
 // complete are the quick ones, which tend to be the small ones: a bound from them fails.

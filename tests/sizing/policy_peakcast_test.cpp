@@ -84,8 +84,8 @@ TEST(PeakcastRetry, WhenTheRequestItselfFailsTheRetryIsNotCappedAtIt) {
 }
 
 // A type that has completed nothing has no peak to say how far off a failed allocation was: the
-// retry doubles it, as the baselines do, instead of VPA's x1.2 bump, which is for a failure at
-// the largest peak seen. A task 16x over its request then fails 4 times, not 16.
+// retry doubles it, as presets, witt_* and max_so_far do, instead of VPA's x1.2 bump, which is for
+// a failure at the largest peak seen. A task 16x over its request then fails 4 times, not 16.
 TEST(PeakcastRetry, WithNothingCompletedTheRetryDoubles) {
   auto p = peakcast_priced(0);
   const SimTask blind = task(16 * kGiB, kHourMs, 0, 1 * kGiB);
