@@ -153,9 +153,10 @@ std::unique_ptr<Server> start(const std::string& dir, const std::string& name, i
     std::fprintf(stderr, "store: %s\n", store.status().message().c_str());
     std::exit(1);
   }
+  serve::ServiceOptions options;  // a named value: GCC 12 warns falsely on a ServiceOptions{} temporary
   s->service = std::make_unique<serve::Service>(
       std::make_shared<cascade::HistoryPredictor>(cascade::HistoryPredictorConfig{}),
-      std::move(*store), serve::ServiceOptions{});
+      std::move(*store), std::move(options));
   (void)s->service->rebuild();
   // Seed the history (through the service, so it is on disk too).
   const int64_t now = epoch_now();

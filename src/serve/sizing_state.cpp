@@ -9,6 +9,10 @@
 #include "peakcast/sizing/bound_walk.h"
 
 namespace peakcast::serve {
+// Members built in place: delegating with a SizingOptions{} temporary brings GCC 12's false
+// maybe-uninitialized warning here.
+SizingState::SizingState() : bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
+
 SizingState::SizingState(SizingOptions options)
     : options_(std::move(options)),
       bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}

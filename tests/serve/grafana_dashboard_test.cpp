@@ -77,7 +77,8 @@ TEST(GrafanaDashboard, EveryExpressionNamesAnExportedMetric) {
   testing::TempDir tmp;
   auto store = open_sqlite_store(tmp.file("h.db"));
   ASSERT_TRUE(store.ok());
-  Service service(testing::history_model(), std::move(*store), ServiceOptions{});
+  ServiceOptions options;  // a named value: GCC 12 warns falsely on a ServiceOptions{} temporary
+  Service service(testing::history_model(), std::move(*store), std::move(options));
   service.predict(testing::request_json("u", "#!/bin/sh\necho", 1'700'000'000, 1 << 30).dump());
   // What the HTTP layer records for every request (http_server.cpp), so that the request series
   // and their labels appear.

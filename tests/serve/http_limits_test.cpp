@@ -28,7 +28,8 @@ struct LiveServer {
   explicit LiveServer(HttpLimits limits, int threads = 4) {
     auto store = open_sqlite_store(dir.file("h.db"));
     EXPECT_TRUE(store.ok());
-    service = std::make_unique<Service>(history_model(), std::move(*store), ServiceOptions{});
+    ServiceOptions options;  // a named value: GCC 12 warns falsely on a ServiceOptions{} temporary
+    service = std::make_unique<Service>(history_model(), std::move(*store), std::move(options));
     EXPECT_TRUE(service->rebuild().is_ok());
     ListenOptions lo;
     lo.socket_path = sock;
@@ -154,7 +155,8 @@ TEST(HttpLimits, ASecondServerOnTheSameTcpPortIsRefused) {
   TempDir dir;
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
-  Service service(history_model(), std::move(*store), ServiceOptions{});
+  ServiceOptions options;
+  Service service(history_model(), std::move(*store), std::move(options));
   ListenOptions lo;
   lo.listen = "127.0.0.1:0";
   HttpServer first(service, lo);

@@ -63,7 +63,10 @@ class SizingState {
   static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (39 MiB, sizing_bench)
   static constexpr size_t kMaxIssuedPerScript = 4096;  // of one user and script (a burst)
 
-  explicit SizingState(SizingOptions options = {});
+  // peakcastd's defaults. Not a defaulted argument: GCC 12 warns, falsely, of a maybe-uninitialized
+  // std::map wherever a SizingOptions{} temporary is built and destroyed.
+  SizingState();
+  explicit SizingState(SizingOptions options);
 
   // A completed job: `p` is the served model's prediction for it at its submission.
   void observe(const Job& job, const cascade::JobPrediction& p);
