@@ -133,18 +133,22 @@ int run_simulate(const SimulateArgs& a) {
         trace->format == ingest::Format::kNextflow ? "" : " on a Nextflow trace")));
   }
   const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
+  // Lines for stderr (after "peakcast simulate: ") and for the JSON's notes, which
+  // `peakcast report --sim` shows at the top of the page: each must read on its own.
+  std::vector<std::string> notes;
   if (const auto unrequested = static_cast<size_t>(std::count_if(
           tasks.begin(), tasks.end(), [](const sizing::SimTask& t) { return !(t.info.request_bytes > 0); }));
       unrequested > 0) {
-    std::cerr << fmt::format(
-        "peakcast simulate: note: {} of {} tasks have no memory request. presets gives such a task the "
-        "largest peak its type has shown; a policy that knows nothing of the type yet (presets "
-        "included) gives it 0 bytes, and the attempt is retried from 1 MiB.\n",
-        unrequested, tasks.size());
+    notes.push_back(fmt::format(
+        "{} of {} tasks have no memory request. presets gives such a task the largest peak its "
+        "type has shown; a policy that knows nothing of the type yet (presets included) gives it 0 "
+        "bytes, and the attempt is retried from 1 MiB.",
+        unrequested, tasks.size()));
+    std::cerr << "peakcast simulate: note: " << notes.back() << "\n";
   }
   auto progress = stderr_progress();
   std::vector<sizing::PolicyResult> all;
-  std::vector<std::string> notes;
+  std::vector<std::string> left_out;
   for (uint32_t k = 0; k < a.seeds; ++k) {
     o.seed = a.seed + k;
     const std::string label = o.protocol == sizing::Protocol::kChrono
@@ -153,10 +157,13 @@ int run_simulate(const SimulateArgs& a) {
     o.progress = [&](size_t done, size_t total) { progress(label, done, total); };
     auto out = sizing::simulate(tasks, o);
     if (!out) return fail(out.status().with_context(a.trace));
-    if (k == 0) notes = out->notes;
+    if (k == 0) left_out = out->notes;
     for (auto& r : out->results) all.push_back(std::move(r));
   }
-  for (const auto& n : notes) std::cerr << "peakcast simulate: left out: " << n << "\n";
+  for (const auto& n : left_out) {
+    notes.push_back("left out of Sizey's protocol: " + n);
+    std::cerr << "peakcast simulate: " << notes.back() << "\n";
+  }
   const bool seeded = o.protocol == sizing::Protocol::kSizey;
   const auto summary = sizing::summarize_seeds(all);
   const auto comparison = sizing::compare_with_best_baseline(summary);

@@ -50,7 +50,10 @@ std::vector<TaskType> sizey_task_types(const std::vector<SimTask>& tasks, size_t
     bool zero_runtime = false;
     for (const SimTask& t : tt.tasks) zero_runtime |= t.runtime_ms <= 0.0;
     if (tt.tasks.size() < min_tasks) {
-      if (skipped) skipped->push_back(tt.workload + " (" + std::to_string(tt.tasks.size()) + " tasks < " + std::to_string(min_tasks) + ")");
+      if (skipped) {
+        skipped->push_back(tt.workload + " (" + std::to_string(tt.tasks.size()) +
+                           (tt.tasks.size() == 1 ? " task < " : " tasks < ") + std::to_string(min_tasks) + ")");
+      }
     } else if (zero_runtime) {
       if (skipped) skipped->push_back(tt.workload + " (a task with realtime 0)");
     } else {

@@ -190,6 +190,9 @@ TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLarges
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
   ASSERT_EQ(j["results"].size(), 2u);
+  // The same note in the JSON, which `peakcast report --sim` shows at the top of the page.
+  ASSERT_EQ(j["notes"].size(), 1u) << j["notes"];
+  EXPECT_EQ(j["notes"][0].get<std::string>().rfind("40 of 80 tasks have no memory request.", 0), 0u) << j["notes"];
   auto sort_row = [&](size_t k) {
     for (const auto& w : j["results"][k]["per_workload"]) {
       if (w["workload"] == "WF:SORT") return w;
@@ -199,6 +202,25 @@ TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLarges
   };
   EXPECT_DOUBLE_EQ(sort_row(0)["waste_gbh"].get<double>(), sort_row(1)["waste_gbh"].get<double>());
   EXPECT_EQ(sort_row(0)["failures"], sort_row(1)["failures"]);
+}
+
+TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {
+  // A third process with 3 tasks: Sizey's protocol leaves it out (fewer than 34).
+  {
+    std::ofstream out(trace_, std::ios::app);
+    for (int i = 0; i < 3; ++i) {
+      out << 100 + i << ",WF:TINY,COMPLETED,1073741824,1674490200000,1674490260000,60000,1000000,1000000,5\n";
+    }
+  }
+  const std::string json = (dir_ / "left_out.json").string();
+  auto r = run("simulate " + trace_ + " --policies max_so_far --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string line = "left out of Sizey's protocol: WF:TINY (3 tasks < 34)";
+  EXPECT_NE(r.out.find("peakcast simulate: " + line), std::string::npos) << r.out;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["notes"].size(), 1u) << j["notes"];
+  EXPECT_EQ(j["notes"][0], line);
 }
 
 TEST_F(SimulateCli, SameSeedSameNumbers) {
