@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "peakcast/core/units.h"
 #include "peakcast/sizing/seed_summary.h"
 #include "peakcast/sizing/simulate.h"
 
@@ -24,8 +25,21 @@ struct SimulateArgs {
   uint32_t seed = 1996;
   uint32_t seeds = 1;
   double failure_price_gbh = 0.0;
+  std::string def_mem_per_node;
+  std::string def_mem_per_cpu;
   bool per_workload = false;
 };
+
+// slurm.conf's notation: "4G", "4000M", "4096" (a bare number is MB, as there).
+Result<double> parse_def_mem(const std::string& option, const std::string& text) {
+  if (text.empty()) return 0.0;
+  const auto bytes = parse_size(text, uint64_t{1} << 20);
+  if (!bytes || *bytes == 0) {
+    return Status::invalid(fmt::format("{}: not a memory size above 0: '{}' (e.g. 4G or 4000M; a "
+                                       "bare number is MB, as in slurm.conf)", option, text));
+  }
+  return static_cast<double>(*bytes);
+}
 
 Result<std::vector<std::string>> parse_policies(const std::string& list) {
   std::vector<std::string> out;
@@ -111,6 +125,11 @@ int run_simulate(const SimulateArgs& a) {
                                 "order: every seed gives the same run (use --protocol sizey)"));
   }
   if (!(a.failure_price_gbh >= 0.0)) return fail(Status::invalid("--failure-price: must be >= 0 GBh"));
+  sizing::DefaultMemory def_mem;
+  if (auto b = parse_def_mem("--def-mem-per-node", a.def_mem_per_node)) def_mem.per_node_bytes = *b;
+  else return fail(b.status());
+  if (auto b = parse_def_mem("--def-mem-per-cpu", a.def_mem_per_cpu)) def_mem.per_cpu_bytes = *b;
+  else return fail(b.status());
   sizing::SimulateOptions o;
   o.protocol = *protocol;
   o.policies = *policies;
@@ -132,17 +151,27 @@ int run_simulate(const SimulateArgs& a) {
         trace->path, ingest::format_name(trace->format), ingest::submit_times_remedy(trace->format),
         trace->format == ingest::Format::kNextflow ? "" : " on a Nextflow trace")));
   }
-  const auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
+  auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
   // Lines for stderr (after "peakcast simulate: ") and for the JSON's notes, which
   // `peakcast report --sim` shows at the top of the page: each must read on its own.
   std::vector<std::string> notes;
-  if (const auto unrequested = static_cast<size_t>(std::count_if(
-          tasks.begin(), tasks.end(), [](const sizing::SimTask& t) { return !(t.info.request_bytes > 0); }));
-      unrequested > 0) {
+  if (const size_t given = sizing::give_default_request(tasks, trace->jobs, def_mem); given > 0) {
+    notes.push_back(fmt::format(
+        "{} of {} tasks have no memory request; each is given {}, as Slurm gives a job submitted "
+        "without --mem its {}.",
+        given, tasks.size(),
+        def_mem.per_cpu_bytes > 0 ? fmt::format("{} per CPU (--def-mem-per-cpu)", a.def_mem_per_cpu)
+                                  : fmt::format("{} (--def-mem-per-node)", a.def_mem_per_node),
+        def_mem.per_cpu_bytes > 0 ? "DefMemPerCPU" : "DefMemPerNode"));
+    std::cerr << "peakcast simulate: note: " << notes.back() << "\n";
+  } else if (const auto unrequested = static_cast<size_t>(std::count_if(
+                 tasks.begin(), tasks.end(), [](const sizing::SimTask& t) { return !(t.info.request_bytes > 0); }));
+             unrequested > 0) {
     notes.push_back(fmt::format(
         "{} of {} tasks have no memory request. presets gives such a task the largest peak its "
         "type has shown; a policy that knows nothing of the type yet (presets included) gives it 0 "
-        "bytes, and the attempt is retried from 1 MiB.",
+        "bytes, and the attempt is retried from 1 MiB. --def-mem-per-node or --def-mem-per-cpu "
+        "gives them what the site's scheduler would.",
         unrequested, tasks.size()));
     std::cerr << "peakcast simulate: note: " << notes.back() << "\n";
   }
@@ -242,6 +271,16 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
                   "peakcast's price of one failed attempt in GBh, weighed against waste when it "
                   "chooses an allocation (default 0: the mean memory x run time of the tasks known "
                   "before the replay, i.e. a failure costs an average task)");
+  auto* per_node =
+      cmd->add_option("--def-mem-per-node", a->def_mem_per_node,
+                      "What a task without a memory request is given, as slurm.conf's DefMemPerNode "
+                      "gives a job submitted without --mem (4G, 4000M; a bare number is MB). "
+                      "Default: nothing, and presets gives such a task the largest peak its type has shown")
+          ->type_name("SIZE");
+  cmd->add_option("--def-mem-per-cpu", a->def_mem_per_cpu,
+                  "Same, per CPU, as DefMemPerCPU: SIZE x the task's CPUs (1 when the trace does not say)")
+      ->type_name("SIZE")
+      ->excludes(per_node);
   cmd->add_flag("--per-workload", a->per_workload, "Also print each task type's line");
   cmd->add_option("--json", a->json, "Also write the results as JSON to FILE ('-' = stdout)");
   cmd->callback([a, &exit_code] { exit_code = run_simulate(*a); });

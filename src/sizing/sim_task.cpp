@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace peakcast::sizing {
 
@@ -34,6 +35,23 @@ std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey) {
     out.push_back(std::move(t));
   }
   return out;
+}
+
+size_t give_default_request(std::vector<SimTask>& tasks, const std::vector<Job>& jobs,
+                            const DefaultMemory& d) {
+  if (!d.any()) return 0;
+  size_t given = 0;
+  for (SimTask& t : tasks) {
+    if (t.info.request_bytes > 0.0) continue;
+    double bytes = d.per_node_bytes;
+    if (d.per_cpu_bytes > 0.0) {
+      const std::optional<double> cpus = t.row < jobs.size() ? jobs[t.row].req_cpus : std::nullopt;
+      bytes = d.per_cpu_bytes * (cpus && *cpus >= 1.0 ? std::ceil(*cpus) : 1.0);
+    }
+    t.info.request_bytes = bytes;
+    ++given;
+  }
+  return given;
 }
 
 std::vector<TaskType> sizey_task_types(const std::vector<SimTask>& tasks, size_t min_tasks,

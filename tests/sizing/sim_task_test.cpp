@@ -62,6 +62,31 @@ TEST(TasksFromJobs, EventTimeUsesPeakRssAndNoRunMeasuredInput) {
   EXPECT_EQ(tasks[1].runtime_ms, 0.0);
 }
 
+TEST(DefaultRequest, OnlyTasksWithoutARequestGetTheSlurmDefault) {
+  // Rows 0 and 2 without a request; row 0 asked for 3 CPUs, row 2 says nothing of CPUs.
+  std::vector<Job> jobs(3);
+  jobs[0].req_cpus = 2.5;  // a fraction of a CPU is a whole one to Slurm
+  std::vector<SimTask> tasks(3);
+  for (size_t i = 0; i < 3; ++i) tasks[i].row = i;
+  tasks[1].info.request_bytes = 5e9;
+
+  auto none = tasks;
+  EXPECT_EQ(give_default_request(none, jobs, DefaultMemory{}), 0u);
+  EXPECT_EQ(none[0].info.request_bytes, 0.0);
+
+  auto per_node = tasks;
+  EXPECT_EQ(give_default_request(per_node, jobs, DefaultMemory{.per_node_bytes = 4e9}), 2u);
+  EXPECT_EQ(per_node[0].info.request_bytes, 4e9);
+  EXPECT_EQ(per_node[1].info.request_bytes, 5e9);  // its own request is kept
+  EXPECT_EQ(per_node[2].info.request_bytes, 4e9);
+
+  auto per_cpu = tasks;
+  EXPECT_EQ(give_default_request(per_cpu, jobs, DefaultMemory{.per_cpu_bytes = 1e9}), 2u);
+  EXPECT_EQ(per_cpu[0].info.request_bytes, 3e9);  // 3 CPUs
+  EXPECT_EQ(per_cpu[1].info.request_bytes, 5e9);
+  EXPECT_EQ(per_cpu[2].info.request_bytes, 1e9);  // CPUs unknown: one
+}
+
 TEST(SizeyTaskTypes, KeepsTypesWithEnoughTasksAndNoZeroRuntime) {
   std::vector<SimTask> tasks;
   for (int i = 0; i < 40; ++i) {

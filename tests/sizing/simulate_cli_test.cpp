@@ -204,6 +204,52 @@ TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLarges
   EXPECT_EQ(sort_row(0)["failures"], sort_row(1)["failures"]);
 }
 
+TEST_F(SimulateCli, TasksWithoutARequestGetTheSlurmDefaultWhenGiven) {
+  // SORT's request removed, then given back as --def-mem-per-node: every policy replays exactly
+  // as on the trace where SORT asked for it (8 GiB), and the note says what it was given.
+  const std::string unrequested = (dir_ / "trace_unrequested.csv").string();
+  {
+    std::ifstream in(trace_);
+    std::ofstream out(unrequested);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
+        line.replace(at, 12, ",-,");
+      }
+      out << line << "\n";
+    }
+  }
+  const std::string given = (dir_ / "given.json").string();
+  const std::string asked = (dir_ / "asked.json").string();
+  auto r = run("simulate " + unrequested + " --def-mem-per-node 8G --json " + given);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: 40 of 80 tasks have no memory request; each is given 8G (--def-mem-per-node), "
+                       "as Slurm gives a job submitted without --mem its DefMemPerNode."),
+            std::string::npos)
+      << r.out;
+  r = run("simulate " + trace_ + " --json " + asked);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ifstream gi(given), ai(asked);
+  const auto g = nlohmann::json::parse(gi), a = nlohmann::json::parse(ai);
+  EXPECT_EQ(g["results"], a["results"]);
+  // A bare number is MB, as in slurm.conf: 8192 MB is the same 8 GiB.
+  r = run("simulate " + unrequested + " --policies presets --def-mem-per-cpu 8192");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto full = run("simulate " + trace_ + " --policies presets");
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  EXPECT_EQ(r.out.substr(r.out.find("policy ")), full.out.substr(full.out.find("policy "))) << r.out;
+  // Slurm takes one or the other; a size must be one.
+  r = run("simulate " + unrequested + " --def-mem-per-node 8G --def-mem-per-cpu 1G");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("excludes"), std::string::npos) << r.out;
+  r = run("simulate " + unrequested + " --def-mem-per-node lots");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--def-mem-per-node: not a memory size above 0: 'lots'"), std::string::npos) << r.out;
+  r = run("simulate " + unrequested + " --def-mem-per-cpu 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--def-mem-per-cpu: not a memory size above 0: '0'"), std::string::npos) << r.out;
+}
+
 TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {
   // A third process with 3 tasks: Sizey's protocol leaves it out (fewer than 34).
   {

@@ -36,6 +36,20 @@ struct SimTask {
 // the run measures). Jobs without a peak are left out.
 std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey);
 
+// What the scheduler gives a job submitted without a memory request, as slurm.conf's
+// DefMemPerNode or DefMemPerCPU (times the job's CPUs; 1 when the trace does not say) would.
+// Both 0: nothing (the policies see no request). Both set is the caller's error, as in Slurm.
+struct DefaultMemory {
+  double per_node_bytes = 0.0;
+  double per_cpu_bytes = 0.0;
+  bool any() const { return per_node_bytes > 0.0 || per_cpu_bytes > 0.0; }
+};
+
+// Gives each task without a request (request_bytes <= 0) the default, reading its CPUs from
+// `jobs[task.row]`; returns how many tasks it gave it to. A task with a request keeps it.
+size_t give_default_request(std::vector<SimTask>& tasks, const std::vector<Job>& jobs,
+                            const DefaultMemory& d);
+
 // One task type's tasks in trace order.
 struct TaskType {
   std::string workload;
