@@ -47,6 +47,20 @@ class SimulateCli : public ::testing::Test {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
+  // The toy trace with the SORT process's memory directive removed (Nextflow writes '-').
+  std::string write_unrequested() const {
+    const std::string path = (dir_ / "trace_unrequested.csv").string();
+    std::ifstream in(trace_);
+    std::ofstream out(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
+        line.replace(at, 12, ",-,");
+      }
+      out << line << "\n";
+    }
+    return path;
+  }
   fs::path dir_;
   std::string trace_;
 };
@@ -165,18 +179,7 @@ TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
 TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLargestPeak) {
   // The SORT process without a memory directive (Nextflow writes '-'): presets has no request to
   // give, so it gives the largest peak the type has shown, and the run says how many tasks that is.
-  const std::string unrequested = (dir_ / "trace_unrequested.csv").string();
-  {
-    std::ifstream in(trace_);
-    std::ofstream out(unrequested);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
-        line.replace(at, 12, ",-,");
-      }
-      out << line << "\n";
-    }
-  }
+  const std::string unrequested = write_unrequested();
   auto r = run("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --per-workload");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("note: 40 of 80 tasks have no memory request"), std::string::npos) << r.out;
@@ -207,18 +210,7 @@ TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLarges
 TEST_F(SimulateCli, TasksWithoutARequestGetTheSlurmDefaultWhenGiven) {
   // SORT's request removed, then given back as --def-mem-per-node: every policy replays exactly
   // as on the trace where SORT asked for it (8 GiB), and the note says what it was given.
-  const std::string unrequested = (dir_ / "trace_unrequested.csv").string();
-  {
-    std::ifstream in(trace_);
-    std::ofstream out(unrequested);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
-        line.replace(at, 12, ",-,");
-      }
-      out << line << "\n";
-    }
-  }
+  const std::string unrequested = write_unrequested();
   const std::string given = (dir_ / "given.json").string();
   const std::string asked = (dir_ / "asked.json").string();
   auto r = run("simulate " + unrequested + " --def-mem-per-node 8G --json " + given);
