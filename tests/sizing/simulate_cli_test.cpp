@@ -61,6 +61,12 @@ class SimulateCli : public ::testing::Test {
     }
     return path;
   }
+  // `peakcast simulate ARGS` exits 2 (a usage or input error) and says `why`.
+  void expect_usage_error(const std::string& args, const std::string& why) const {
+    const auto r = run("simulate " + args);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+  }
   fs::path dir_;
   std::string trace_;
 };
@@ -231,15 +237,9 @@ TEST_F(SimulateCli, TasksWithoutARequestGetTheSlurmDefaultWhenGiven) {
   ASSERT_EQ(full.exit_code, 0) << full.out;
   EXPECT_EQ(r.out.substr(r.out.find("policy ")), full.out.substr(full.out.find("policy "))) << r.out;
   // Slurm takes one or the other; a size must be one.
-  r = run("simulate " + unrequested + " --def-mem-per-node 8G --def-mem-per-cpu 1G");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("excludes"), std::string::npos) << r.out;
-  r = run("simulate " + unrequested + " --def-mem-per-node lots");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("--def-mem-per-node: not a memory size above 0: 'lots'"), std::string::npos) << r.out;
-  r = run("simulate " + unrequested + " --def-mem-per-cpu 0");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("--def-mem-per-cpu: not a memory size above 0: '0'"), std::string::npos) << r.out;
+  expect_usage_error(unrequested + " --def-mem-per-node 8G --def-mem-per-cpu 1G", "excludes");
+  expect_usage_error(unrequested + " --def-mem-per-node lots", "--def-mem-per-node: not a memory size above 0: 'lots'");
+  expect_usage_error(unrequested + " --def-mem-per-cpu 0", "--def-mem-per-cpu: not a memory size above 0: '0'");
 }
 
 TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {
@@ -272,12 +272,8 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   auto r = run("simulate " + trace_ + " --policies oracle");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("unknown sizing policy 'oracle'"), std::string::npos) << r.out;
-  r = run("simulate " + trace_ + " --protocol random");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("--protocol"), std::string::npos) << r.out;
-  r = run("simulate " + trace_ + " --failure-price -1");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("--failure-price: must be >= 0 GBh"), std::string::npos) << r.out;
+  expect_usage_error(trace_ + " --protocol random", "--protocol");
+  expect_usage_error(trace_ + " --failure-price -1", "--failure-price: must be >= 0 GBh");
   r = run("simulate " + trace_ + " --policies peakcast --failure-price 0.5");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   // sacct without Submit (as the Yale traces): no event order and no run time. The chrono
@@ -291,12 +287,8 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
       f << "7" << i << ".batch|batch|" << 300 + i << "M|01:00:00|1Gn|1||\n";
     }
   }
-  r = run("simulate " + sacct + " --protocol chrono");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("no submit times"), std::string::npos) << r.out;
-  r = run("simulate " + trace_ + " --protocol chrono --seeds 3");
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("--seeds: the chrono protocol"), std::string::npos) << r.out;
+  expect_usage_error(sacct + " --protocol chrono", "no submit times");
+  expect_usage_error(trace_ + " --protocol chrono --seeds 3", "--seeds: the chrono protocol");
   r = run("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);
   r = run("simulate --help");
