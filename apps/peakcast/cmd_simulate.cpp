@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -155,25 +156,28 @@ int run_simulate(const SimulateArgs& a) {
   // Lines for stderr (after "peakcast simulate: ") and for the JSON's notes, which
   // `peakcast report --sim` shows at the top of the page: each must read on its own.
   std::vector<std::string> notes;
+  auto say = [&notes](std::string line, std::string_view stderr_prefix) {
+    std::cerr << "peakcast simulate: " << stderr_prefix << line << "\n";
+    notes.push_back(std::move(line));
+  };
   if (const size_t given = sizing::give_default_request(tasks, trace->jobs, def_mem); given > 0) {
-    notes.push_back(fmt::format(
-        "{} of {} tasks have no memory request; each is given {}, as Slurm gives a job submitted "
-        "without --mem its {}.",
-        given, tasks.size(),
-        def_mem.per_cpu_bytes > 0 ? fmt::format("{} per CPU (--def-mem-per-cpu)", a.def_mem_per_cpu)
-                                  : fmt::format("{} (--def-mem-per-node)", a.def_mem_per_node),
-        def_mem.per_cpu_bytes > 0 ? "DefMemPerCPU" : "DefMemPerNode"));
-    std::cerr << "peakcast simulate: note: " << notes.back() << "\n";
+    const bool per_cpu = def_mem.per_cpu_bytes > 0;
+    say(fmt::format("{} of {} tasks have no memory request; each is given {}, as Slurm gives a job "
+                    "submitted without --mem its {}.",
+                    given, tasks.size(),
+                    per_cpu ? fmt::format("{} per CPU (--def-mem-per-cpu)", a.def_mem_per_cpu)
+                            : fmt::format("{} (--def-mem-per-node)", a.def_mem_per_node),
+                    per_cpu ? "DefMemPerCPU" : "DefMemPerNode"),
+        "note: ");
   } else if (const auto unrequested = static_cast<size_t>(std::count_if(
                  tasks.begin(), tasks.end(), [](const sizing::SimTask& t) { return !(t.info.request_bytes > 0); }));
              unrequested > 0) {
-    notes.push_back(fmt::format(
-        "{} of {} tasks have no memory request. presets gives such a task the largest peak its "
-        "type has shown; a policy that knows nothing of the type yet (presets included) gives it 0 "
-        "bytes, and the attempt is retried from 1 MiB. --def-mem-per-node or --def-mem-per-cpu "
-        "gives them what the site's scheduler would.",
-        unrequested, tasks.size()));
-    std::cerr << "peakcast simulate: note: " << notes.back() << "\n";
+    say(fmt::format("{} of {} tasks have no memory request. presets gives such a task the largest "
+                    "peak its type has shown; a policy that knows nothing of the type yet (presets "
+                    "included) gives it 0 bytes, and the attempt is retried from 1 MiB. "
+                    "--def-mem-per-node or --def-mem-per-cpu gives them what the site's scheduler would.",
+                    unrequested, tasks.size()),
+        "note: ");
   }
   auto progress = stderr_progress();
   std::vector<sizing::PolicyResult> all;
@@ -189,10 +193,7 @@ int run_simulate(const SimulateArgs& a) {
     if (k == 0) left_out = out->notes;
     for (auto& r : out->results) all.push_back(std::move(r));
   }
-  for (const auto& n : left_out) {
-    notes.push_back("left out of Sizey's protocol: " + n);
-    std::cerr << "peakcast simulate: " << notes.back() << "\n";
-  }
+  for (const auto& n : left_out) say("left out of Sizey's protocol: " + n, "");
   const bool seeded = o.protocol == sizing::Protocol::kSizey;
   const auto summary = sizing::summarize_seeds(all);
   const auto comparison = sizing::compare_with_best_baseline(summary);
