@@ -140,7 +140,10 @@ void add_sync_options(CLI::App& app, DaemonArgs& a) {
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{7} * 86400));
   app.add_option("--sync-lookback", a.sync.initial_lookback_s, "First poll: seconds back from now")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
-  app.add_option("--gpu-mem-bytes", a.gpu_mem_bytes, "Sync: capacity of one GPU when sacct's GRES type does not say it");
+  app.add_option("--gpu-mem-bytes", a.gpu_mem_bytes,
+                 "Sync: capacity of one GPU when sacct's GRES type does not say it: 40G, 81920M, or a "
+                 "bare number of bytes")
+      ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""));
 }
 
 // The options in --help order (the HTTP limits and the WAL bound between sync and --sync-once).
@@ -234,9 +237,7 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
   return kExitOk;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{
       "peakcastd: answers peak-memory predictions for jobs at submission (POST /v1/predict), "
       "learns from finished jobs (POST /v1/complete, or its own sacct polling), keeps the history "
@@ -291,4 +292,17 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   return serve_until_stopped(a, *socket_mode, max_body_bytes, service, signals);
+}
+
+}  // namespace
+
+// Every failure the daemon foresees is a Status with a message; anything else thrown on the way
+// up (a library's exception) ends the daemon with its reason and exit 1, never an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "peakcastd: internal error: " << e.what() << "\n";
+    return kExitFailure;
+  }
 }

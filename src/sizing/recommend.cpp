@@ -102,7 +102,9 @@ Result<RecommendConfig> parse_recommend_config(const std::string& json_text, con
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number no double holds ("1e400"): either way the file
+    // is not a configuration we can read.
     return Status::invalid(source + ": not valid JSON: " + e.what());
   }
   if (!doc.is_object()) return field_error(source, "(top level)", "must be an object");

@@ -156,7 +156,9 @@ TEST(RecommendConfigFile, ErrorsNameTheFileAndTheField) {
                         Case{R"({"partitions": {"gpu": {"flor_bytes": 1}}})", "sizing.json: partitions.gpu.flor_bytes: unknown"},
                         Case{R"({"default": {"limit_bytes": 0}})", "sizing.json: default.limit_bytes: "},
                         Case{R"({"defaults": {}})", "sizing.json: defaults: unknown"},
-                        Case{R"({"default": )", "sizing.json: not valid JSON"}}) {
+                        Case{R"({"default": )", "sizing.json: not valid JSON"},
+                        // a number no double holds is the parser's out_of_range, not a parse_error
+                        Case{R"({"default": {"margin_fraction": 1e400}})", "sizing.json: not valid JSON"}}) {
     auto c = parse_recommend_config(k.text, "sizing.json");
     ASSERT_FALSE(c.ok()) << k.text;
     EXPECT_EQ(c.status().message().rfind(k.where, 0), 0u) << c.status().message();
