@@ -2,6 +2,7 @@
 // {"text": ...}; one {"n_tokens", "mean_pooled", "last_token"} line per record (final hidden
 // states after the last norm, as in the fixtures' reference.json).
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -76,9 +77,16 @@ int run_embed(const EmbedArgs& a) {
   else if (a.dtype == "float16") dtype = torch::kFloat16;
   else if (a.dtype != "float32")
     return fail(Status::invalid(fmt::format("--dtype: '{}' is not float32, bfloat16 or float16", a.dtype)));
-  if (a.device != "cpu" && !torch::cuda::is_available())
+  std::optional<torch::Device> device;
+  try {
+    device.emplace(a.device);
+  } catch (const c10::Error&) {
+  }
+  if (!device || !(device->is_cpu() || device->is_cuda()))
+    return fail(Status::invalid(fmt::format("--device: '{}' is not cpu, cuda or cuda:N", a.device)));
+  if (device->is_cuda() && !torch::cuda::is_available())
     return fail(Status::unsupported(fmt::format("--device {}: this LibTorch sees no CUDA device", a.device)));
-  auto model = models::qwen2::Qwen2Model::load(a.base, dtype, torch::Device(a.device));
+  auto model = models::qwen2::Qwen2Model::load(a.base, dtype, *device);
   if (!model) return fail(model.status());
   auto text = read_file(a.input);
   if (!text) return fail(text.status());

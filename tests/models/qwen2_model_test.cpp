@@ -71,6 +71,23 @@ TEST(Qwen2Model, Bfloat16WeightsInFloat32MatchReference) {
   check_outputs(*m, reference("tiny-bf16")["outputs_f32_compute"]["inputs"], 1e-5, 1e-5, 1e-6);
 }
 
+// float16 on the CPU: a LibTorch with half-precision CPU kernels runs it; one without (Debian's)
+// refuses at load with the reason, not a LibTorch stack trace at the first record.
+TEST(Qwen2Model, Float16OnTheCpuRunsOrIsRefusedAtLoadWithTheReason) {
+  REQUIRE_QWEN2_FIXTURES();
+  auto m = Qwen2Model::load(kQwen2Dir + "tiny-f32", torch::kFloat16);
+  if (m.ok()) {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor h = m->forward(std::vector<int64_t>{1, 2, 3});
+    EXPECT_TRUE(torch::isfinite(h).all().item<bool>());
+    return;
+  }
+  const std::string why = m.status().message();
+  EXPECT_NE(why.find("float16"), std::string::npos) << why;
+  EXPECT_NE(why.find("CPU"), std::string::npos) << why;
+  EXPECT_NE(why.find("tiny-f32"), std::string::npos) << why;
+}
+
 TEST(Qwen2Model, PaddedBatchEqualsBatchOne) {
   REQUIRE_QWEN2_FIXTURES();
   auto m = Qwen2Model::load(kQwen2Dir + "tiny-f32", torch::kFloat32);

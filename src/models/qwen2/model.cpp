@@ -129,6 +129,19 @@ Result<Qwen2Model> Qwen2Model::load(const std::string& dir, torch::ScalarType dt
     m.layers_.push_back(std::move(w));
   }
   if (!err) return err;
+  // Not every LibTorch has half-precision kernels on the CPU (Debian's has no float16 matrix
+  // product there). One token through the model finds out now, with a reason, instead of at the
+  // first record with a LibTorch stack trace.
+  if (device.is_cpu() && dtype != torch::kFloat32) {
+    try {
+      (void)m.forward(std::vector<int64_t>{0});
+    } catch (const c10::Error&) {
+      return Status::unsupported(fmt::format(
+          "{}: dtype {}: this LibTorch cannot run it on the CPU (no half-precision kernels there); "
+          "use float32 or bfloat16 on the CPU, float16 on a CUDA device",
+          dir, dtype == torch::kFloat16 ? "float16" : dtype == torch::kBFloat16 ? "bfloat16" : c10::toString(dtype)));
+    }
+  }
   return m;
 }
 
