@@ -31,7 +31,9 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--lookback", args->lookback_s, "First poll: seconds back from now")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{315360000}));
   cmd->add_option("--gpu-mem-bytes", args->gpu_mem_bytes,
-                  "Capacity of one GPU when sacct's GRES type does not say it (VRAM labels)");
+                  "Capacity of one GPU when sacct's GRES type does not say it (VRAM labels): 40G, "
+                  "81920M, or a bare number of bytes")
+      ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""));
   cmd->add_option("--util-cap", args->util_cap, "Labels above this utilization are clipped to it")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--no-scripts", args->no_scripts, "Do not fetch job scripts with sacct -B");

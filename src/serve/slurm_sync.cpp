@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "peakcast/core/units.h"
 #include "peakcast/ingest/reader.h"
 #include "peakcast/ingest/sacct.h"
 
@@ -38,6 +39,25 @@ std::string sacct_time(int64_t t) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return buf;
+}
+
+namespace {
+std::string gpu_mem_reason(const std::string& text) {
+  return "not a memory size above 0: '" + text + "' (e.g. 40G or 81920M; a bare number is bytes)";
+}
+}  // namespace
+
+Result<uint64_t> parse_gpu_mem_option(const std::string& text) {
+  const auto bytes = parse_size(text, 1);
+  if (!bytes || *bytes == 0) return Status::invalid("--gpu-mem-bytes: " + gpu_mem_reason(text));
+  return *bytes;
+}
+
+std::string gpu_mem_option_transform(std::string& text) {
+  const auto bytes = parse_size(text, 1);
+  if (!bytes || *bytes == 0) return gpu_mem_reason(text);  // CLI11 puts the option's name before it
+  text = std::to_string(*bytes);
+  return {};
 }
 
 Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes) {

@@ -95,5 +95,23 @@ TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {
 
 TEST(SlurmSync, SacctTimeIsUtc) { EXPECT_EQ(sacct_time(0), "1970-01-01T00:00:00"); }
 
+// --gpu-mem-bytes (slurm-sync and peakcastd): a size as Slurm writes one, never a negative number
+// wrapped into a huge capacity.
+TEST(SlurmSync, GpuMemoryOptionTakesSizesAndRefusesTheRest) {
+  EXPECT_EQ(*parse_gpu_mem_option("40G"), uint64_t{40} << 30);
+  EXPECT_EQ(*parse_gpu_mem_option("81920M"), uint64_t{80} << 30);
+  EXPECT_EQ(*parse_gpu_mem_option("1024"), 1024u);
+  for (const char* bad : {"-1", "0", "lots", "", "1e308"}) {
+    auto r = parse_gpu_mem_option(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().rfind("--gpu-mem-bytes: not a memory size above 0", 0), 0u) << r.status().message();
+  }
+  std::string text = "40G";
+  EXPECT_EQ(gpu_mem_option_transform(text), "");
+  EXPECT_EQ(text, std::to_string(uint64_t{40} << 30));
+  text = "-1";
+  EXPECT_NE(gpu_mem_option_transform(text).find("not a memory size above 0: '-1'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace peakcast::serve

@@ -61,6 +61,13 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
 // "2024-05-01T12:00:00" (UTC), the form sacct -S takes.
 std::string sacct_time(int64_t epoch_s);
 
+// --gpu-mem-bytes: the capacity of one GPU as "40G", "81920M" or a bare number of bytes; an
+// error naming the option unless it is a size above 0.
+Result<uint64_t> parse_gpu_mem_option(const std::string& text);
+// The same as a command-line transform (CLI11's): rewrites `text` to its bytes and returns "", or
+// returns the reason.
+std::string gpu_mem_option_transform(std::string& text);
+
 // One poll. `store` holds the cursor and says which jobs are known (to skip their script fetch).
 Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
                              const SyncOptions& options);
