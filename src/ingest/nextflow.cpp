@@ -451,6 +451,15 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   size_t line = 0;
   if (!next_record(reader, row, line)) return Status::ok();  // empty file: no jobs
   const Columns cols = find_columns(row);
+  // A file whose first line names none of a trace's columns is something else (sacct's `|`
+  // columns, SWF, JSON Lines): reading its lines as tasks would invent jobs from them.
+  if (!cols.task && !cols.hash && !cols.process && !cols.name && !cols.status && !cols.submit &&
+      !cols.complete && !cols.memory && !cols.rss && !cols.peak) {
+    return Status::invalid(name + ":" + std::to_string(line) +
+                           ": header: not a Nextflow trace: its first line names none of the columns "
+                           "a Nextflow trace has (task_id, hash, name, process, status, submit, "
+                           "complete, memory, rss, peak_rss)");
+  }
   // Sizey's protocol needs no times (`simulate --protocol sizey`); every event-time use refuses
   // a trace without them by has_submit_times, as it does an sacct dump without Submit.
   if (!places_in_time(cols)) {

@@ -68,6 +68,19 @@ TEST(Nextflow, QuotedScriptColumnSpansLines) {
   EXPECT_EQ(trace->jobs[0].script_key.size(), 64u);
 }
 
+// `--format nextflow` on another format: refused at its first line, not read as invented tasks.
+TEST(Nextflow, AFileThatIsNotATraceIsRefusedAtItsHeader) {
+  for (const char* text : {"JobID|JobName|MaxRSS|Elapsed|ReqMem\n35256075_1|a.sh||00:00:01|1Gn\n",
+                           "; Version: 2.2\n1 0 10 100 32 -1 -1 32 200 -1 1 1 1 -1 1 -1 -1 -1\n",
+                           "{\"job_id\": \"a\", \"user\": \"u\", \"submit_time\": 1}\n"}) {
+    Trace t;
+    const Status s = parse_nextflow(text, "t.csv", {}, t);
+    ASSERT_FALSE(s.is_ok()) << text;
+    EXPECT_EQ(s.message().rfind("t.csv:1: header: not a Nextflow trace", 0), 0u) << s.message();
+    EXPECT_TRUE(t.jobs.empty());
+  }
+}
+
 TEST(Nextflow, RowWithWrongColumnCountIsSkipped) {
   Trace t;
   ReadOptions o;
