@@ -125,7 +125,10 @@ int run_simulate(const SimulateArgs& a) {
     return fail(Status::invalid("--seeds: the chrono protocol replays in event time, with no random "
                                 "order: every seed gives the same run (use --protocol sizey)"));
   }
-  if (!(a.failure_price_gbh >= 0.0)) return fail(Status::invalid("--failure-price: must be >= 0 GBh"));
+  // Bounded so that price x failures stays a finite cost (inf x 0 would be NaN).
+  if (!(a.failure_price_gbh >= 0.0 && a.failure_price_gbh <= 1e9))
+    return fail(Status::invalid(fmt::format("--failure-price: must be a number of GBh from 0 to 1e9, got {}",
+                                            a.failure_price_gbh)));
   sizing::DefaultMemory def_mem;
   if (auto b = parse_def_mem("--def-mem-per-node", a.def_mem_per_node)) def_mem.per_node_bytes = *b;
   else return fail(b.status());

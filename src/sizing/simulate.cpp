@@ -172,7 +172,9 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
     size_t online = 0;
     for (const auto& tt : types) online += static_cast<size_t>(std::ceil(0.7 * static_cast<double>(tt.tasks.size())));
     if (types.empty()) return Status::invalid("no task type has the " + std::to_string(o.sizey_min_tasks) +
-                                              " tasks with rss > 0 and realtime > 0 that Sizey's protocol needs");
+                                              " tasks with rss > 0 and realtime > 0 that Sizey's protocol (the default, for "
+                                              "Nextflow traces) needs; --protocol chrono replays any trace "
+                                              "with submit times in event order");
     for (const auto& n : names) {
       auto r = run_sizey(types, n, o, done, online * names.size());
       if (!r) return r.status();

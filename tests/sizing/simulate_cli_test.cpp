@@ -273,7 +273,8 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("unknown sizing policy 'oracle'"), std::string::npos) << r.out;
   expect_usage_error(trace_ + " --protocol random", "--protocol");
-  expect_usage_error(trace_ + " --failure-price -1", "--failure-price: must be >= 0 GBh");
+  expect_usage_error(trace_ + " --failure-price -1", "--failure-price: must be a number of GBh from 0 to 1e9");
+  expect_usage_error(trace_ + " --failure-price inf", "--failure-price: must be a number of GBh from 0 to 1e9");
   r = run("simulate " + trace_ + " --policies peakcast --failure-price 0.5");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   // sacct without Submit (as the Yale traces): no event order and no run time. The chrono
