@@ -9,8 +9,10 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -67,7 +69,37 @@ struct Match {
 struct Decision {
   std::optional<std::string> replacement;  // nullopt: keep the text
   size_t resume = 0;                       // when kept: where to search next (0: match end)
+  size_t end = 0;  // when replaced: where the replaced text ends (0: the match's end), for a
+                   // rule that reads past its pattern's match
 };
+
+// Per thread: a JIT stack larger than PCRE2's 32 KiB default, in a match context. The patterns
+// are written so that no match needs much of it (no repeated group runs unbounded); a match that
+// still runs out falls back to the interpreter, whose frames live on the heap (PCRE2's 20 MB heap
+// limit), so a script never fails redaction for the JIT's stack.
+pcre2_match_context* match_context() {
+  struct Context {
+    pcre2_match_context* context = pcre2_match_context_create(nullptr);
+    pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
+    Context() {
+      if (context != nullptr && stack != nullptr) pcre2_jit_stack_assign(context, nullptr, stack);
+    }
+    ~Context() {
+      pcre2_jit_stack_free(stack);
+      pcre2_match_context_free(context);
+    }
+  };
+  thread_local Context c;
+  return c.context;
+}
+
+int match(const Pattern& p, std::string_view s, size_t offset, uint32_t options, pcre2_match_data* md) {
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
+  int rc = pcre2_match(p.get(), subject, s.size(), offset, options, md, match_context());
+  if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+    rc = pcre2_match(p.get(), subject, s.size(), offset, options | PCRE2_NO_JIT, md, match_context());
+  return rc;
+}
 
 // Replaces every match for which `decide` returns a replacement. Searching continues after a
 // replaced match, or at Decision::resume after a kept one (so a rejected long candidate does not
@@ -80,9 +112,8 @@ std::string replace_all(const Pattern& p, std::string_view s, Fn&& decide) {
   std::string out;
   size_t copied = 0;
   size_t offset = 0;
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   while (offset <= s.size()) {
-    int rc = pcre2_match(p.get(), subject, s.size(), offset, 0, md.get(), nullptr);
+    int rc = match(p, s, offset, 0, md.get());
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       std::array<PCRE2_UCHAR, 256> buf{};
@@ -94,6 +125,7 @@ std::string replace_all(const Pattern& p, std::string_view s, Fn&& decide) {
     Decision d = decide(m);
     size_t b = m.begin(), e = m.end();
     if (d.replacement) {
+      if (d.end > e) e = d.end;
       out.append(s.substr(copied, b - copied));
       out += *d.replacement;
       copied = e;
@@ -195,13 +227,48 @@ const Pattern& token_shapes() {
       "|(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}"
       "(?![A-Za-z0-9])"                                  // AWS access key ids
       "|hf_[A-Za-z0-9]{30,}"                             // Hugging Face
-      "|sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}"       // OpenAI/Anthropic-style secret keys
       "|AIza[0-9A-Za-z_-]{35}"                           // Google API keys
       "|npm_[A-Za-z0-9]{36}"                             // npm tokens
       "|eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}"  // JWTs
       "|https://hooks\\.slack\\.com/services/[A-Za-z0-9/_-]+"              // Slack webhooks
       ")");
   return p;
+}
+
+// OpenAI/Anthropic-style secret keys: "sk-" and 20 or more of [A-Za-z0-9_-] with a digit among
+// them, not after [A-Za-z0-9_>] -> "<TOKEN>". By hand, in one pass: as a pattern ("sk-" then a
+// look-ahead for the digit) every "sk-" of a long run of such bytes read the rest of the run.
+std::string redact_sk_keys(std::string_view s, int& count) {
+  auto key_byte = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; };
+  std::string out;
+  size_t copied = 0, i = 0;
+  while (i < s.size()) {
+    if (!key_byte(s[i])) {
+      ++i;
+      continue;
+    }
+    size_t run_end = i, last_digit = std::string_view::npos;
+    for (; run_end < s.size() && key_byte(s[run_end]); ++run_end) {
+      if (std::isdigit(static_cast<unsigned char>(s[run_end]))) last_digit = run_end;
+    }
+    // The first "sk-" of the run that may start a key (not after [A-Za-z0-9_>]) and has a digit
+    // after it takes the rest of the run; a later one inside the run sees no more digits.
+    for (size_t k = i; k + 3 <= run_end; ++k) {
+      if (s.compare(k, 3, "sk-") != 0) continue;
+      const char before = k > 0 ? s[k - 1] : ' ';
+      if (std::isalnum(static_cast<unsigned char>(before)) || before == '_' || before == '>') continue;
+      if (run_end - (k + 3) < 20 || last_digit == std::string_view::npos || last_digit < k + 3) break;
+      out.append(s.substr(copied, k - copied));
+      out += "<TOKEN>";
+      ++count;
+      copied = run_end;
+      break;
+    }
+    i = run_end;
+  }
+  if (copied == 0) return std::string(s);
+  out.append(s.substr(copied));
+  return out;
 }
 
 // "Bearer X", "Authorization: Basic X", "Authorization: token X" with a literal X.
@@ -227,16 +294,40 @@ const Pattern& curl_user() {
   return p;
 }
 
-bool line_runs_curl(std::string_view s, size_t pos) {
-  size_t bol = s.rfind('\n', pos);
-  bol = bol == std::string_view::npos ? 0 : bol + 1;
-  std::string_view line = s.substr(bol, pos - bol);
-  for (size_t p = line.find("curl"); p != std::string_view::npos; p = line.find("curl", p + 1)) {
-    bool left = p == 0 || !std::isalnum(static_cast<unsigned char>(line[p - 1]));
-    bool right = p + 4 == line.size() || !std::isalnum(static_cast<unsigned char>(line[p + 4]));
-    if (left && right) return true;
+// Which lines run a command: the command's words and the line breaks are found once over the
+// text, so each match of a flag asks in O(log n) whether its line names the command before it (a
+// scan back to the line's start for every match was quadratic on one long line).
+class CommandLines {
+ public:
+  CommandLines(std::string_view s, std::initializer_list<std::string_view> words) {
+    for (std::string_view w : words) {
+      for (size_t p = s.find(w); p != std::string_view::npos; p = s.find(w, p + 1)) {
+        const bool left = p == 0 || !std::isalnum(static_cast<unsigned char>(s[p - 1]));
+        const bool right = p + w.size() == s.size() || !std::isalnum(static_cast<unsigned char>(s[p + w.size()]));
+        if (left && right) ends_.push_back(p + w.size());
+      }
+    }
+    std::sort(ends_.begin(), ends_.end());
+    for (size_t p = s.find('\n'); p != std::string_view::npos; p = s.find('\n', p + 1)) breaks_.push_back(p);
   }
-  return false;
+  // Whether one of the words ends at or before `pos` on the line that holds `pos`.
+  bool runs_before(size_t pos) const {
+    const auto next_break = std::lower_bound(breaks_.begin(), breaks_.end(), pos);
+    const size_t bol = next_break == breaks_.begin() ? 0 : *(next_break - 1) + 1;
+    const auto end = std::upper_bound(ends_.begin(), ends_.end(), bol);
+    return end != ends_.end() && *end <= pos;
+  }
+
+ private:
+  std::vector<size_t> ends_, breaks_;
+};
+
+// A short `-p` flag with its value: glued (`-pSECRET`, group 2) or after a space or '=' (group 3).
+const Pattern& short_p_flag() {
+  static const Pattern p(
+      "(?<![^ \\t])(-p)(?:('[^'\\n]*'|\"[^\"\\n]*\"|[^\\s=\"'<$;&|()`,][^\\s;&|()<>'\"`,]*+)|"
+      "(?:[ \\t]+|=)(?=[^\\s-]))");
+  return p;
 }
 
 const Pattern& sshpass() {  // sshpass -p password
@@ -254,14 +345,51 @@ const Pattern& wandb_login() {
 
 // ---------------------------------------------------------------- rule 5: secret assignments
 
-// NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE.
-// Group 1: dashes, 2: quote around the name, 3: name, 4: separator, 5: value.
+// NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE: the
+// part up to the value. Group 1: dashes, 2: quote around the name, 3: name, 4: separator. The
+// value is read by value_end(), and only after a secret name: a pattern that matched the value too
+// read a whole `a:b:c:...` run for every name in it, quadratic in the length of such a run.
 const Pattern& assignments() {
   static const Pattern p(
-      "(?<![A-Za-z0-9_$./>-])(?<!\\$\\{)(-{0,2})([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\\2\\]?"
-      "([ \\t]*[=:][ \\t]*|[ \\t]+)"
-      "(\"[^\"\\n]*\"|'[^'\\n]*'|[^\\s;&|()<>'\"`,\\]=:][^\\s;&|()<>'\"`,\\]]*)");
+      "(?<![A-Za-z0-9_$./>-])(?<!\\$\\{)(-{0,2})([\"']?)([A-Za-z_][A-Za-z0-9_.-]*+)\\2\\]?"
+      "([ \\t]*[=:][ \\t]*|[ \\t]+)");
   return p;
+}
+
+bool space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+// Where the value that starts at `pos` ends: "…" or '…' on one line, or an unquoted word (not
+// starting with = or :, ending at white space or one of ;&|()<>'"`,]); nullopt when none starts
+// there.
+std::optional<size_t> value_end(std::string_view s, size_t pos) {
+  if (pos >= s.size()) return std::nullopt;
+  const char first = s[pos];
+  if (first == '"' || first == '\'') {
+    for (size_t i = pos + 1; i < s.size() && s[i] != '\n'; ++i) {
+      if (s[i] == first) return i + 1;
+    }
+    return std::nullopt;
+  }
+  static constexpr std::string_view kStop = ";&|()<>'\"`,]";
+  if (space_byte(first) || kStop.find(first) != std::string_view::npos || first == '=' || first == ':')
+    return std::nullopt;
+  // A placeholder an earlier rule left inside the word (/home/<USER>/x) is part of it, so that a
+  // second pass reads the value the first one did (redaction stays idempotent).
+  static constexpr std::array<std::string_view, 5> kPlaceholders = {"<USER>", "<GROUP>", "<SECRET>",
+                                                                   "<TOKEN>", "<EMAIL>"};
+  size_t i = pos + 1;
+  while (i < s.size() && !space_byte(s[i])) {
+    if (s[i] == '<') {
+      const auto* ph = std::find_if(kPlaceholders.begin(), kPlaceholders.end(),
+                                    [&](std::string_view p) { return s.substr(i).starts_with(p); });
+      if (ph == kPlaceholders.end()) break;
+      i += ph->size();
+      continue;
+    }
+    if (kStop.find(s[i]) != std::string_view::npos) break;
+    ++i;
+  }
+  return i;
 }
 
 // Splits a variable or flag name into lower-case words at non-alphanumerics and camelCase humps.
@@ -296,8 +424,12 @@ bool secret_name(std::string_view name) {
     // Glued prefixes: PGPASSWORD, DBPASSWD.
     if (w.ends_with("password") || w.ends_with("passwd")) return true;
   }
-  // *_KEY, api-key, AccessKey; MYSQL_PWD, DB_PWD (PWD alone is the working directory).
-  return words.size() >= 2 && (words.back() == "key" || words.back() == "pwd");
+  // DB_PASS, SMTP_PASS, PASS (not BYPASS: one word).
+  for (const auto& w : words) {
+    if (w == "pass") return true;
+  }
+  // *_KEY, api-key, AccessKey; MYSQL_PWD, DB_PWD, DB_PW (PWD alone is the working directory).
+  return words.size() >= 2 && (words.back() == "key" || words.back() == "pwd" || words.back() == "pw");
 }
 
 // Values that cannot be a literal secret: references ($VAR, ${VAR}, $(cmd)), placeholders
@@ -328,26 +460,29 @@ bool harmless_value(std::string_view v) {
 std::string redact_assignments(std::string_view s, int& count) {
   return replace_all(assignments(), s, [&](const Match& m) -> Decision {
     Decision keep{std::nullopt, m.end(3)};
-    std::string_view dashes = m.group(1), name = m.group(3), sep = m.group(4), value = m.group(5);
+    std::string_view dashes = m.group(1), name = m.group(3), sep = m.group(4);
     bool spaced = sep.find_first_of("=:") == std::string_view::npos;
     if (spaced && dashes.empty()) return keep;  // "export NAME" is not NAME=value
     if (!secret_name(name)) return keep;
+    const std::optional<size_t> end = value_end(m.subject, m.end());
+    if (!end) return keep;
+    std::string_view value = m.subject.substr(m.end(), *end - m.end());
     std::string_view inner = value;
     char quote = 0;
     if (inner.size() >= 2 && (inner[0] == '"' || inner[0] == '\'')) {
       quote = inner[0];
       inner = inner.substr(1, inner.size() - 2);
     }
-    if (harmless_value(inner)) return {};  // skip the whole value
-    if (!quote && m.end() < s.size() && (s[m.end()] == '(' || s[m.end()] == '[')) {
+    if (harmless_value(inner)) return {std::nullopt, *end};  // skip the whole value
+    if (!quote && *end < m.subject.size() && (m.subject[*end] == '(' || m.subject[*end] == '[')) {
       return keep;  // a function call or subscript: code, not a literal
     }
     ++count;
-    std::string out(s.substr(m.begin(), m.begin(5) - m.begin()));
+    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
     if (quote) out.push_back(quote);
     out += "<SECRET>";
     if (quote) out.push_back(quote);
-    return {std::move(out)};
+    return {std::move(out), 0, *end};
   });
 }
 
@@ -355,12 +490,14 @@ std::string redact_assignments(std::string_view s, int& count) {
 
 // An address whose local part may hold shell variables (${USER}@site.edu) or a documentation
 // placeholder (<NetID>@site.edu). Not after ':' or '/' (URLs with credentials are handled
-// above) except right after "mailto:".
+// above) except right after "mailto:". The local part is taken whole (no '@' can be in it, so
+// giving some back never helps) in at most 64 pieces, the domain in at most 127 labels (RFC
+// 1035's limit): a repeated group that could run over a whole script exhausted the JIT's stack.
 const Pattern& emails() {
   static const Pattern p(
       "(?:(?<=mailto:)|(?<![A-Za-z0-9_.%+/:$}>-]))"
-      "((?:[A-Za-z0-9._%+-]|\\$\\{?[A-Za-z_][A-Za-z0-9_]*\\}?|<[A-Za-z0-9_ -]{1,40}>)+)"
-      "@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+      "((?:[A-Za-z0-9._%+-]++|\\$\\{?[A-Za-z_][A-Za-z0-9_]*+\\}?|<[A-Za-z0-9_ -]{1,40}>){1,64}+)"
+      "@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?){0,126}"
       "\\.[A-Za-z]{2,}(?![A-Za-z0-9])");
   return p;
 }
@@ -388,7 +525,12 @@ bool path_char(char c) {
 // absolute path: not relative, not after $VAR / ${VAR} / ~, not a URL path.
 bool leading_absolute_component(std::string_view s, size_t pos, int max_components) {
   size_t b = pos;
-  while (b > 0 && path_char(s[b - 1])) --b;
+  int components = 0;
+  while (b > 0 && path_char(s[b - 1])) {
+    // Stop as soon as the path is too deep: scanning a long path back to its start for every
+    // match in it was quadratic.
+    if (s[--b] == '/' && ++components >= max_components) return false;
+  }
   std::string_view prefix = s.substr(b, pos - b);
   if (!prefix.empty() && prefix[0] != '/') return false;  // relative, or $HOME/...
   if (prefix.substr(0, 2) == "//") return false;          // URL authority
@@ -396,9 +538,7 @@ bool leading_absolute_component(std::string_view s, size_t pos, int max_componen
     char before = s[b - 1];
     if (before == '$' || before == '}' || before == '~' || before == ')') return false;
   }
-  int components = 0;
-  for (char c : prefix) components += c == '/';
-  return components < max_components;
+  return true;
 }
 
 const Pattern& home_paths() {
@@ -451,6 +591,7 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     ++c.tokens;
     return {std::string("<TOKEN>")};
   });
+  s = redact_sk_keys(s, c.tokens);
   s = replace_all(auth_headers(), s, [&](const Match& m) -> Decision {
     ++c.tokens;
     return {std::string(m.group(1)) + "<SECRET>"};
@@ -461,14 +602,37 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     ++c.secrets;
     return {std::string(m.group(1)) + "<USER>:<SECRET>@"};
   });
+  const CommandLines curl_lines(s, {"curl"});
   s = replace_all(curl_user(), s, [&](const Match& m) -> Decision {
-    if (!line_runs_curl(m.subject, m.begin())) return {};
+    if (!curl_lines.runs_before(m.begin())) return {};
     ++c.secrets;
     return {std::string(m.group(1)) + "<USER>:<SECRET>"};
   });
   s = replace_all(sshpass(), s, [&](const Match& m) -> Decision {
     ++c.secrets;
     return {std::string(m.group(1)) + "<SECRET>"};
+  });
+  // mysql -pSECRET (glued: `-p` alone prompts, and the next word is the database); on a line
+  // that logs in to a registry (docker/podman/helm/oras login), -p SECRET and -pSECRET.
+  const CommandLines mysql_lines(s, {"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow",
+                                     "mysqlcheck", "mariadb", "mariadb-dump"});
+  const CommandLines login_lines(s, {"login"});
+  s = replace_all(short_p_flag(), s, [&](const Match& m) -> Decision {
+    const bool glued = m.has(2);
+    if (!(glued && mysql_lines.runs_before(m.begin())) && !login_lines.runs_before(m.begin())) return {};
+    const size_t begin = glued ? m.begin(2) : m.end();
+    const std::optional<size_t> end = glued ? std::optional<size_t>(m.end(2)) : value_end(m.subject, begin);
+    if (!end) return {};
+    std::string_view value = m.subject.substr(begin, *end - begin);
+    if (value.size() >= 2 && (value[0] == '"' || value[0] == '\'')) value = value.substr(1, value.size() - 2);
+    if (harmless_value(value)) return {std::nullopt, *end};
+    ++c.secrets;
+    std::string out(m.subject.substr(m.begin(), begin - m.begin()));
+    const char quote = m.subject[begin] == '"' || m.subject[begin] == '\'' ? m.subject[begin] : 0;
+    if (quote) out.push_back(quote);
+    out += "<SECRET>";
+    if (quote) out.push_back(quote);
+    return {std::move(out), 0, *end};
   });
   s = replace_all(wandb_login(), s, [&](const Match& m) -> Decision {
     ++c.secrets;
@@ -481,6 +645,9 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     // Only those two forms: git@example.com and s@example.com alone are addresses.
     const char next = m.end() < m.subject.size() ? m.subject[m.end()] : '\0';
     if ((m.group(1) == "git" && next == ':') || (m.group(1) == "s" && next == '@')) return {};
+    // a@x.org@y.org leaves "<EMAIL>@y.org": the placeholder does not start a new local part, or a
+    // second pass would change the text again.
+    if (m.group(1).starts_with("<EMAIL>")) return {};
     ++c.emails;
     return {std::string("<EMAIL>")};
   });

@@ -131,6 +131,68 @@ TEST(Redact, SecretAssignments) {
   }
 }
 
+// Passwords given as -p: glued to mysql's flag, or on a registry login line; and names that say
+// "pass" or end in "pw".
+TEST(Redact, ShortPasswordFlagsAndPassNames) {
+  struct Case {
+    std::string in, out;
+  };
+  const std::vector<Case> cases = {
+      {"mysql -pHunter2pw -u root db", "mysql -p<SECRET> -u root db"},
+      {"mysqldump -h h -p'my pw' db > x.sql", "mysqldump -h h -p'<SECRET>' db > x.sql"},
+      {"mariadb -p\"Hunter2pw\" db", "mariadb -p\"<SECRET>\" db"},
+      {"echo x | docker login -u bob -p Hunter2pw registry.io", "echo x | docker login -u bob -p <SECRET> registry.io"},
+      {"podman login --username bob -p=Hunter2pw quay.io", "podman login --username bob -p=<SECRET> quay.io"},
+      {"export DB_PASS=Hunter2pw", "export DB_PASS=<SECRET>"},
+      {"SMTP_PASS='abc def'", "SMTP_PASS='<SECRET>'"},
+      {"DB_PW=Hunter2pw", "DB_PW=<SECRET>"},
+  };
+  for (const auto& c : cases) {
+    RedactionCounts n;
+    EXPECT_EQ(redact_script(c.in, &n), c.out) << c.in;
+    EXPECT_EQ(n.secrets, 1) << c.in;
+  }
+  // mysql -p alone prompts (the next word is the database); -p elsewhere is not a password; a
+  // reference or a port stays; BYPASS is one word.
+  for (std::string s : {"mysql -p mydb", "mkdir -p out && cp a b", "mkdir -pv out",
+                        "docker login -u bob -p $REGISTRY_PW reg.io", "ssh login01 -p 2222",
+                        "mysql -p$DB_PW db", "export BYPASS=1", "tar -cpf a.tar dir", "rsync -p a b"}) {
+    EXPECT_EQ(redact_script(s), s) << s;
+  }
+}
+
+// Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
+// redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
+// say. How long they take is measured in bench/redact_bench.cpp.
+TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
+  auto repeat = [](std::string_view unit, size_t bytes) {
+    std::string s;
+    while (s.size() < bytes) s += unit;
+    return s;
+  };
+  const size_t mib = size_t{1} << 20;
+  // (EXPECT_TRUE: a failure names the unit, not a megabyte of text)
+  for (std::string_view unit : {"a.", "node01.cluster.example.org.", "x", "eyJ", "${USER}", "a:", "sk-",
+                                "mailto:", "-u a:", "mod1:", "a=", "--a="}) {
+    const std::string s = repeat(unit, mib);
+    std::string r;
+    ASSERT_NO_THROW(r = redact_script(s)) << unit;
+    EXPECT_TRUE(r == s) << unit;  // nothing in these is a secret, an address or a user's path
+  }
+  const std::string work = repeat("/work/a/", mib);  // only the leading /work/GROUP is a path's
+  EXPECT_TRUE(redact_script(work) == "/work/<GROUP>" + work.substr(7));
+  const std::string srun = "srun -w " + repeat("node01.cluster.example.org.", 2000) + " hostname";
+  EXPECT_TRUE(redact_script(srun) == srun);
+  EXPECT_EQ(redact_script(std::string(500000, 'x') + "@example.com"), "<EMAIL>");
+  EXPECT_EQ(redact_script("export TOKEN=" + repeat("a:", mib)), "export TOKEN=<SECRET>");
+  EXPECT_EQ(redact_script(repeat("sk-", mib) + "1"), "<TOKEN>");
+  const std::string no_curl = repeat("x -u a:b ", mib);
+  EXPECT_TRUE(redact_script(no_curl + "\ncurl -u al:pw https://x") ==
+              no_curl.substr(0, no_curl.size() - 1) + "\ncurl -u <USER>:<SECRET> https://x");
+  const std::string homes = repeat("/home/a", mib);  // a home is only among a path's first three parts
+  EXPECT_TRUE(redact_script(homes) == "/home/<USER>/home/<USER>" + homes.substr(14));
+}
+
 // Secrets under names that are glued or abbreviated, and positional keys: the
 // secret is gone and the hash does not change with it.
 TEST(Redact, GluedAndPositionalSecretsDoNotChangeTheHash) {
@@ -285,7 +347,8 @@ RC_GTEST_PROP(RedactProp, Idempotent, ()) {
       "@", "alice", "uni.edu", ".", "/home/", "/work/", "/scratch/", "~", "bob", "/", "\n",
       "\r\n", "\t", "#SBATCH --mail-user=", "#PBS -M ", "-----BEGIN RSA PRIVATE KEY-----",
       "-----END RSA PRIVATE KEY-----", "https://", ":", "curl -u ", "Bearer ", "<", ">",
-      "mailto:", "sshpass -p ", "(", "[", "]", "-", "_", "AKIA", "ABCDEFGHIJKLMNOP", ";"};
+      "mailto:", "sshpass -p ", "(", "[", "]", "-", "_", "AKIA", "ABCDEFGHIJKLMNOP", ";",
+      "mysql ", "-p", "docker login ", "PASS", "sk-", "9"};
   auto idx = *rc::gen::container<std::vector<size_t>>(
       rc::gen::inRange<size_t>(0, kPieces.size()));
   std::string s;
