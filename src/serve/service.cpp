@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/log.h"
+#include "peakcast/ingest/redact.h"
 #include "peakcast/sizing/recommend.h"
 
 namespace peakcast::serve {
@@ -77,10 +78,14 @@ std::vector<std::string> differing_fields(const Job& a, const Job& b) {
   cmp("gpu_mem_bytes", a.gpu_mem_bytes, b.gpu_mem_bytes);
   cmp("peak_mem_bytes", a.peak_mem_bytes, b.peak_mem_bytes);
   cmp("peak_vram_bytes", a.peak_vram_bytes, b.peak_vram_bytes);
-  cmp("job_name", a.job_name, b.job_name);
+  // The store keeps the name and workload redacted: compare them so (redaction is idempotent).
+  auto redacted = [](const std::optional<std::string>& w) {
+    return w ? std::optional<std::string>(ingest::redact_script(*w)) : std::nullopt;
+  };
+  cmp("job_name", ingest::redact_script(a.job_name), ingest::redact_script(b.job_name));
   cmp("partition", a.partition, b.partition);
   cmp("account", a.account, b.account);
-  cmp("workload", a.workload, b.workload);
+  cmp("workload", redacted(a.workload), redacted(b.workload));
   return out;
 }
 

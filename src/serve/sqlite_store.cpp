@@ -195,11 +195,13 @@ class SqliteStore final : public CompletionStore {
     sqlite3_bind_int(s, 17, (j.valid[0] ? 1 : 0) | (j.valid[1] ? 2 : 0));
     sqlite3_bind_int(s, 18, (j.clipped[0] ? 1 : 0) | (j.clipped[1] ? 2 : 0));
     sqlite3_bind_int(s, 19, j.censored ? 1 : 0);
-    bind_text(s, 20, j.job_name);
+    // Only redacted text is ever stored: no secret reaches the database file. A job's name and
+    // workload are free text too ("deploy DB_PASS=...", a URL with credentials): the script's
+    // rules apply to them.
+    bind_text(s, 20, ingest::redact_script(j.job_name));
     bind_text(s, 21, j.partition);
     bind_text(s, 22, j.account);
-    if (j.workload) bind_text(s, 23, *j.workload); else sqlite3_bind_null(s, 23);
-    // Only the redacted text is ever stored: no secret reaches the database file.
+    if (j.workload) bind_text(s, 23, ingest::redact_script(*j.workload)); else sqlite3_bind_null(s, 23);
     if (options_.store_scripts && j.script) bind_text(s, 24, ingest::redact_script(*j.script));
     else sqlite3_bind_null(s, 24);
     const int rc = sqlite3_step(s);

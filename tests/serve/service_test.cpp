@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "peakcast/core/io.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -80,6 +81,35 @@ TEST(Service, CompletionIsIdempotentByJobId) {
   EXPECT_EQ(body_of(again)["duplicate"], true);
   EXPECT_EQ(f.service->history_size(), 1u);
   EXPECT_EQ(*f.service->store().count(), 1u);
+}
+
+// A job's name and workload are free text: a secret in them reaches neither the database file
+// nor a conflict (the same completion again is a duplicate, not a 409).
+TEST(Service, AJobNameOrWorkloadIsStoredRedacted) {
+  Fixture f;
+  json body = completion_json("43", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2);
+  body["job_name"] = "deploy DB_PASSWORD=NameSecret77";
+  body["workload"] = "curl https://bob:WorkloadSecret77@host/x";
+  EXPECT_EQ(body_of(f.service->complete(body.dump()))["stored"], true);
+  Reply again = f.service->complete(body.dump());
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(body_of(again)["duplicate"], true);
+  json other = body;
+  other["job_name"] = "deploy something else";
+  EXPECT_EQ(f.service->complete(other.dump()).status, 409);  // a real difference still is one
+
+  std::optional<Job> stored = *f.service->store().find("43");
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->job_name, "deploy DB_PASSWORD=<SECRET>");
+  EXPECT_EQ(stored->workload, "curl https://<USER>:<SECRET>@host/x");
+  // Nowhere in the file, not even in pages SQLite has not reused yet.
+  f.service.reset();
+  for (const char* file : {"h.db", "h.db-wal"}) {
+    auto bytes = read_file(f.dir.file(file));
+    if (!bytes.ok()) continue;  // no write-ahead log left after a clean close
+    EXPECT_EQ(bytes->find("NameSecret77"), std::string::npos) << file;
+    EXPECT_EQ(bytes->find("WorkloadSecret77"), std::string::npos) << file;
+  }
 }
 
 TEST(Service, BadInputGets4xxNamingTheField) {
