@@ -2,7 +2,9 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace peakcast::serve {
 namespace {
@@ -15,9 +17,19 @@ Frame reject(int status, std::string message) {
   return f;
 }
 
-bool header_is(std::string_view line, std::string_view name) {
-  return line.size() > name.size() && line[name.size()] == ':' &&
-         ::strncasecmp(line.data(), name.data(), name.size()) == 0;
+// A field name's characters (RFC 9110 §5.6.2 tchar).
+bool is_tchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// Printable ASCII of `v` (at most 40 bytes) for a refusal's message; anything else as '?'.
+std::string shown(std::string_view v) {
+  std::string out(v.substr(0, 40));
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
 }
 
 std::string_view trim(std::string_view v) {
@@ -38,17 +50,57 @@ struct Head {
   size_t size = 0;  // through the empty line
   bool has_length = false;
   uint64_t length = 0;
+  bool has_transfer_encoding = false;
 };
 
-// Parses one header line into `head`; returns a rejection or nullopt-like empty status.
+Frame both_lengths() {
+  return reject(400, "Content-Length and Transfer-Encoding: both given; send only a Content-Length");
+}
+
+// Parses one header line (CR removed) into `head`; returns a rejection, or an empty Frame.
+// Strict where cpp-httplib is lax (RFC 9112 §5.1, §5.2): a name that is not a token, whitespace
+// between name and colon, or an obs-fold line would let this framer and the parser disagree on
+// where the body ends, and the rest of a body be taken for a second request (smuggling).
 Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
-  if (header_is(line, "content-length")) {
-    const std::string_view v = trim(line.substr(15));
-    if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string_view::npos) {
-      return reject(400, "Content-Length: expected a non-negative number of bytes, got \"" +
-                             std::string(v.substr(0, 40)) + "\"");
+  if (line.front() == ' ' || line.front() == '\t') {
+    return reject(400, "headers: a line starting with whitespace (obsolete line folding) is not "
+                       "accepted: \"" + shown(line) + "\"");
+  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) {
+    return reject(400, "headers: a line without a colon: \"" + shown(line) + "\"");
+  }
+  const std::string_view name = line.substr(0, colon);
+  if (name.empty()) return reject(400, "headers: a line with no field name before the colon");
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == ' ' || name[i] == '\t') {
+      return reject(400, "headers: whitespace between the field name \"" + shown(name.substr(0, i)) +
+                             "\" and its colon is not accepted");
     }
-    const uint64_t n = std::stoull(std::string(v));
+    if (!is_tchar(name[i])) {
+      return reject(400, "headers: field name \"" + shown(name) + "\" has a character not allowed");
+    }
+  }
+  const std::string_view value = trim(line.substr(colon + 1));
+  if (value.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos) {
+    return reject(400, "headers: " + shown(name) + ": a CR or NUL in the value");
+  }
+  auto is = [&](std::string_view want) {
+    return name.size() == want.size() && ::strncasecmp(name.data(), want.data(), want.size()) == 0;
+  };
+  if (is("content-length")) {
+    if (head.has_transfer_encoding) return both_lengths();
+    if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
+      return reject(400, "Content-Length: expected a non-negative number of bytes, got \"" +
+                             shown(value) + "\"");
+    }
+    // All digits: more than 19 of them (leading zeros aside) is more than any body limit.
+    const std::string_view digits = value.substr(std::min(value.find_first_not_of('0'), value.size() - 1));
+    if (digits.size() > 19) {
+      return reject(413, "body: " + shown(digits) + " bytes, over the limit of " +
+                             std::to_string(limits.max_body_bytes));
+    }
+    const uint64_t n = std::stoull(std::string(digits));
     if (head.has_length && n != head.length) return reject(400, "Content-Length: given twice, differently");
     head.has_length = true;
     head.length = n;
@@ -56,8 +108,9 @@ Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
       return reject(413, "body: " + std::to_string(n) + " bytes, over the limit of " +
                              std::to_string(limits.max_body_bytes));
     }
-  } else if (header_is(line, "transfer-encoding")) {
-    return reject(411, "Transfer-Encoding: not accepted; send the body with a Content-Length");
+  } else if (is("transfer-encoding")) {
+    if (head.has_length) return both_lengths();
+    head.has_transfer_encoding = true;  // 411 once the head is complete (or 400 with a length)
   }
   return {};
 }
@@ -73,6 +126,9 @@ Frame frame_request(std::string_view buf, const HttpLimits& limits) {
                            " bytes");
   }
   if (line_end == std::string_view::npos) return {};
+  // cpp-httplib ends lines at CRLF only: a bare LF here would split the head differently.
+  const char* const bare_lf = "a line ends in a bare LF; HTTP/1.1 lines end in CRLF";
+  if (first.empty() || first.back() != '\r') return reject(400, std::string("request line: ") + bare_lf);
   Head head;
   size_t pos = line_end + 1, count = 0;
   while (true) {
@@ -82,7 +138,8 @@ Frame frame_request(std::string_view buf, const HttpLimits& limits) {
       return {};
     }
     std::string_view line = buf.substr(pos, eol - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.back() != '\r') return reject(400, std::string("headers: ") + bare_lf);
+    line.remove_suffix(1);
     pos = eol + 1;
     if (pos > limits.max_header_bytes) break;
     if (line.empty()) {
@@ -97,6 +154,9 @@ Frame frame_request(std::string_view buf, const HttpLimits& limits) {
   if (head.size == 0) {
     return reject(431, "headers: more than " + std::to_string(limits.max_header_bytes) +
                            " bytes of request line and headers");
+  }
+  if (head.has_transfer_encoding) {
+    return reject(411, "Transfer-Encoding: not accepted; send the body with a Content-Length");
   }
   const size_t total = head.size + static_cast<size_t>(head.length);
   if (buf.size() < total) return {};

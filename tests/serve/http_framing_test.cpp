@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace peakcast::serve {
 namespace {
 
@@ -23,7 +26,7 @@ TEST(HttpFraming, CompleteOnlyWhenHeadAndBodyHaveArrived) {
 
 TEST(HttpFraming, ContentLengthMustBeOneNonNegativeNumber) {
   HttpLimits l;
-  for (const char* bad : {"-5", "abc", "5x", "", "99999999999999999999999"}) {
+  for (const char* bad : {"-5", "abc", "5x", "", "+5", "0x10", "5 5", "5,5", "1e3"}) {
     const Frame f = frame_request(kHead + "Content-Length: " + bad + "\r\n\r\n", l);
     EXPECT_EQ(f.state, FrameState::kRejected) << bad;
     EXPECT_EQ(f.status, 400) << bad;
@@ -34,6 +37,55 @@ TEST(HttpFraming, ContentLengthMustBeOneNonNegativeNumber) {
   EXPECT_EQ(frame_request(kHead + "Transfer-Encoding: chunked\r\n\r\n", l).status, 411);
 }
 
+// Both framings at once is how a request is smuggled past a proxy that reads the other one:
+// refused in either order, before the head is even complete.
+TEST(HttpFraming, ContentLengthWithTransferEncodingIs400) {
+  HttpLimits l;
+  for (const std::string both : {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+                                  "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n"}) {
+    const Frame f = frame_request(kHead + both, l);
+    EXPECT_EQ(f.state, FrameState::kRejected) << both;
+    EXPECT_EQ(f.status, 400) << both;
+    EXPECT_NE(f.message.find("Transfer-Encoding"), std::string::npos) << f.message;
+  }
+}
+
+// A field name, then at once its colon (RFC 9112 §5.1); no obs-fold (§5.2). The framer read
+// "Content-Length : 5" as no length at all, cpp-httplib's parser differently, and the body was
+// framed as the next request: a request smuggled inside another's body.
+TEST(HttpFraming, WhitespaceBeforeTheColonOrAFoldedLineIs400) {
+  HttpLimits l;
+  const std::string inner = "POST /v1/complete HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+  const std::string n = std::to_string(inner.size());
+  for (const std::string& bad : {"Content-Length : " + n + "\r\n", "Content-Length\t: " + n + "\r\n",
+                                 "X-A: 1\r\n Content-Length: " + n + "\r\n",
+                                 "X-A: 1\r\n\tContent-Length: " + n + "\r\n",
+                                 "Content-Length: 1\r\n " + n + "\r\n"}) {
+    const Frame f = frame_request(kHead + bad + "\r\n" + inner, l);
+    EXPECT_EQ(f.state, FrameState::kRejected) << bad;
+    EXPECT_EQ(f.status, 400) << bad;
+    EXPECT_NE(f.message.find("headers: "), std::string::npos) << f.message;
+  }
+  EXPECT_NE(frame_request(kHead + "Content-Length : 5\r\n", l).message.find("\"Content-Length\""),
+            std::string::npos);
+  EXPECT_NE(frame_request(kHead + " X: 1\r\n", l).message.find("folding"), std::string::npos);
+  // Whitespace around the value is fine.
+  EXPECT_EQ(frame_request(kHead + "Content-Length:\t 2 \t\r\n\r\n{}", l).size, kHead.size() + 26);
+}
+
+TEST(HttpFraming, MalformedFieldLinesAre400) {
+  HttpLimits l;
+  for (const std::string& bad : std::vector<std::string>{"NoColonHere\r\n", ": empty name\r\n", "Content@Length: 5\r\n",
+                                 "X-A: a\rb\r\n", std::string("X-A: a\0b\r\n", 11),
+                                 "Content-Length: 5\n",  // bare LF: cpp-httplib skips the line
+                                 "X-A: 1\n\n"}) {
+    const Frame f = frame_request(kHead + bad + "\r\nhello", l);
+    EXPECT_EQ(f.state, FrameState::kRejected) << bad;
+    EXPECT_EQ(f.status, 400) << bad;
+  }
+  EXPECT_EQ(frame_request("GET /healthz HTTP/1.1\n\n", l).status, 400);
+}
+
 TEST(HttpFraming, BodyOverTheLimitIsRefusedFromItsHeader) {
   HttpLimits l;
   l.max_body_bytes = 1000;
@@ -41,6 +93,14 @@ TEST(HttpFraming, BodyOverTheLimitIsRefusedFromItsHeader) {
   const Frame f = frame_request(kHead + "Content-Length: 1001\r\n", l);  // before the blank line
   EXPECT_EQ(f.status, 413);
   EXPECT_NE(f.message.find("1000"), std::string::npos);
+  // More digits than any uint64_t: too large, not malformed. Leading zeros count for nothing.
+  for (const char* huge : {"99999999999999999999", "99999999999999999999999", "18446744073709551616"}) {
+    const Frame h = frame_request(kHead + "Content-Length: " + huge + "\r\n", l);
+    EXPECT_EQ(h.status, 413) << huge;
+    EXPECT_NE(h.message.find("over the limit"), std::string::npos) << h.message;
+  }
+  EXPECT_EQ(frame_request(kHead + "Content-Length: 000000000000000000000005\r\n\r\nhello", l).state,
+            FrameState::kComplete);
 }
 
 TEST(HttpFraming, HeaderCountAndSizeAreBounded) {

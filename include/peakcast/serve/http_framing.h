@@ -33,8 +33,12 @@ struct Frame {
 
 // Looks at the bytes received so far on a connection: is the first request in them complete,
 // still arriving, or to be refused? Checks the request line, the header count and size, and
-// Content-Length (digits only, one value, within max_body_bytes); a Transfer-Encoding is refused
-// (411: send a Content-Length). Cheap enough to call after every read.
+// Content-Length (digits only, one value, within max_body_bytes; 413 however many digits); a
+// Transfer-Encoding is refused (411: send a Content-Length; 400 alongside a Content-Length).
+// Field lines are held to RFC 9112 (400): lines end in CRLF, a field name is a token followed
+// directly by its colon, no obs-fold (a line starting with whitespace). Anything laxer would let
+// this framer and cpp-httplib's parser disagree on where a request ends, so that part of one
+// request's body could run as another request. Cheap enough to call after every read.
 Frame frame_request(std::string_view buffered, const HttpLimits& limits);
 
 }  // namespace peakcast::serve
