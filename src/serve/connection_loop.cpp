@@ -40,6 +40,7 @@ struct Conn {
   std::string buf;              // bytes received and not yet answered
   Clock::time_point deadline;   // idle, request or lingering deadline
   bool started = false;         // a request has begun arriving
+  bool waiting = false;         // bytes arrived unread past the idle deadline: waits for a worker
   bool closing = false;         // refused: draining input until the peer closes (lingering close)
   bool busy = false;            // a worker or the reaper holds it
   size_t served = 0;
@@ -187,6 +188,12 @@ struct ConnectionLoop::Impl {
     conns.erase(id);  // closes the socket
   }
 
+  // Has the peer sent bytes not yet read (not counting a close)?
+  static bool bytes_waiting(int fd) {
+    char byte;
+    return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  }
+
   // Answers with a refusal, then reads and discards what the peer still sends (a body over the
   // limit, say) until it closes or the request deadline passes: a client still writing would
   // otherwise fail on a closed socket and never read the answer.
@@ -209,6 +216,7 @@ struct ConnectionLoop::Impl {
       return;
     }
     if (n > 0 && !c->closing) {
+      c->waiting = false;
       if (!c->started) {
         c->started = true;
         c->deadline = after(limits.request_timeout_s);
@@ -246,8 +254,11 @@ struct ConnectionLoop::Impl {
     }
   }
 
-  // Connections past their deadline that no worker holds: a request still arriving gets 408;
-  // idle and lingering ones are closed.
+  // Connections past their deadline that no worker holds. Idle ones are closed, lingering ones
+  // too. One with bytes waiting unread is not idle: every worker was busy when they came, so it
+  // gets request_timeout_s more to be read, then 503. A request still arriving gets 408. A 408 or
+  // 503 is answered with a lingering close: closed with the request unread, the socket would be
+  // reset, and the answer lost.
   void reap() {
     const auto now = Clock::now();
     std::unique_lock guard(reap_mu, std::try_to_lock);
@@ -264,11 +275,21 @@ struct ConnectionLoop::Impl {
       }
     }
     for (auto [id, c] : due) {
-      if (c->started && !c->closing) {
-        write_all(c->fd, refusal(408, "request not received in full within " +
-                                          std::to_string(limits.request_timeout_s) + " s"), 0.0);
+      if (c->closing || (!c->started && !bytes_waiting(c->fd))) {
+        drop(id, c);
+      } else if (c->started) {
+        refuse(c, 408, "request not received in full within " +
+                           std::to_string(limits.request_timeout_s) + " s");
+        release(id, c);
+      } else if (!c->waiting) {
+        c->waiting = true;
+        c->deadline = after(limits.request_timeout_s);
+        release(id, c);  // re-armed: the next free worker reads it
+      } else {
+        refuse(c, 503, "every worker busy for " + std::to_string(limits.request_timeout_s) +
+                           " s after the request arrived; try again");
+        release(id, c);
       }
-      drop(id, c);
     }
   }
 };
