@@ -31,6 +31,10 @@ void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL, 0) | O_
 constexpr uint64_t kWakeId = 0;
 constexpr uint64_t kFirstListenerId = 1;
 constexpr uint64_t kFirstConnId = 1 << 20;  // ids below are listeners
+// Connections refused at accept (over max_connections) that linger, at most this many at once
+// and each at most kLingerS: beyond, one is closed at once, as before.
+constexpr size_t kMaxLingering = 64;
+constexpr double kLingerS = 1.0;
 
 // One client connection. At most one thread works on it at a time: the worker epoll handed it
 // to (EPOLLONESHOT), or the reaper when its deadline passed; `busy` says which, under the table
@@ -41,6 +45,7 @@ struct Conn {
   Clock::time_point deadline;   // idle, request or lingering deadline
   bool started = false;         // a request has begun arriving
   bool waiting = false;         // bytes arrived unread past the idle deadline: waits for a worker
+  bool over_limit = false;      // refused at accept, over max_connections (lingering)
   bool closing = false;         // refused: draining input until the peer closes (lingering close)
   bool busy = false;            // a worker or the reaper holds it
   size_t served = 0;
@@ -86,6 +91,7 @@ struct ConnectionLoop::Impl {
 
   std::mutex table_mu;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;  // by id; ids are never reused
+  size_t over_limit = 0;  // of conns: refused at accept, lingering (not counted as open)
   uint64_t next_id = kFirstConnId;
 
   std::mutex reap_mu;
@@ -155,15 +161,36 @@ struct ConnectionLoop::Impl {
       c->fd = fd;
       c->deadline = after(limits.idle_timeout_s);
       std::unique_lock lock(table_mu);
-      if (conns.size() >= limits.max_connections) {
+      if (conns.size() - over_limit < limits.max_connections) {
+        const uint64_t id = next_id++;
+        conns.emplace(id, std::move(c));
+        arm(fd, id, EPOLL_CTL_ADD);
+        continue;
+      }
+      // Over the limit: 503, then drain what the client sends (its request, likely on the way)
+      // until it closes or kLingerS passes. Closed at once with its request unread, the socket
+      // would be reset and the 503 lost. Nothing here waits; workers drain it as any refusal.
+      auto answer = [this] {
+        return refusal(503, "over the limit of " + std::to_string(limits.max_connections) +
+                                " open connections; try again");
+      };
+      if (over_limit >= kMaxLingering) {
         lock.unlock();
-        write_all(fd, refusal(503, "over the limit of " + std::to_string(limits.max_connections) +
-                                       " open connections; try again"), 0.0);
+        write_all(fd, answer(), 0.0);
         continue;  // ~Conn closes it
       }
+      ++over_limit;
+      c->over_limit = c->closing = c->busy = true;  // held here until armed
+      c->deadline = after(std::min(kLingerS, limits.request_timeout_s));
       const uint64_t id = next_id++;
+      Conn* const held = c.get();
       conns.emplace(id, std::move(c));
+      lock.unlock();
+      write_all(fd, answer(), 0.0);
+      ::shutdown(fd, SHUT_WR);
+      lock.lock();
       arm(fd, id, EPOLL_CTL_ADD);
+      held->busy = false;
     }
   }
 
@@ -185,6 +212,7 @@ struct ConnectionLoop::Impl {
   void drop(uint64_t id, Conn* c) {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
     std::lock_guard lock(table_mu);
+    if (c->over_limit) --over_limit;
     conns.erase(id);  // closes the socket
   }
 

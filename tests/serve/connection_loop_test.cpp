@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -110,6 +111,24 @@ bool send_all(int fd, const std::string& data) {
   return ::send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
 }
 
+// Reads until the peer closes; `reset`: it ended in a reset (ECONNRESET), not an orderly close.
+std::string read_to_end(int fd, bool& reset) {
+  std::string out;
+  reset = false;
+  char buf[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) return out;  // no end within 5 s: neither
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    reset = n < 0 && errno == ECONNRESET;
+    return out;
+  }
+}
+
 void pause_for(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 // The reaper marked a connection idle until a worker had read from it; a request already in the
@@ -163,6 +182,34 @@ TEST(ConnectionLoop, ARequestWaitingTooLongGets503NotReset) {
   ::close(first);
   ::close(b);
   ::close(c);
+}
+
+// Over max_connections, the 503 was written and the socket closed with the client's request
+// unread: over TCP that is a reset, which discards a 503 still unsent or unacknowledged (on
+// loopback it has arrived, so the reset itself is what shows). Now the 503 ends in an orderly
+// close. The request is in the socket before the loop accepts the connection (the one worker is
+// busy meanwhile).
+TEST(ConnectionLoop, OverTheConnectionLimitTheClientReads503) {
+  HttpLimits limits;
+  limits.max_connections = 1;
+  GatedLoop g(limits);
+  g.keep_alive = true;  // the first connection keeps the only slot
+  const int first = g.connect_tcp();
+  ASSERT_GE(first, 0);
+  ASSERT_TRUE(send_all(first, kRequest));
+  ASSERT_TRUE(g.wait_entered(1));
+  const int extra = g.connect_tcp();
+  ASSERT_GE(extra, 0);
+  ASSERT_TRUE(send_all(extra, kRequest));
+  pause_for(0.1);  // the request is in the server's receive buffer before the accept
+  g.allow(1000);
+  bool reset = false;
+  const std::string answer = read_to_end(extra, reset);
+  EXPECT_EQ(status_of(answer), 503) << "answer: \"" << answer << "\"";
+  EXPECT_NE(answer.find("open connections"), std::string::npos) << answer;
+  EXPECT_FALSE(reset) << "the 503 was followed by a reset, not a close";
+  ::close(extra);
+  ::close(first);
 }
 
 }  // namespace

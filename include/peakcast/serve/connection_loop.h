@@ -7,7 +7,7 @@
 // meanwhile. Deadlines of connections no worker holds are enforced by a reaper pass (any worker,
 // every 50 ms): 408 for a request still arriving, idle ones closed. A connection with bytes
 // waiting unread is not idle (every worker was busy): it gets request_timeout_s more to be read,
-// then 503. Every refusal but the 503 over max_connections is a lingering close: the
+// then 503. Every refusal (408, 503, 4xx; 503 over max_connections) is a lingering close: the
 // answer, the write side shut, the client's bytes drained until it closes or a deadline passes,
 // so that no unread request turns the close into a reset that loses the answer.
 //
