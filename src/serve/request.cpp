@@ -141,13 +141,15 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   json obj;
   try {
     obj = json::parse(body);
-  } catch (const json::exception& e) {
-    // parse_error, and out_of_range for a number too large for a double ("1e999"): both mean the
-    // body is not JSON we can hold. The parser's message names the byte offset and what it
-    // expected; it quotes at most a few bytes of the input, never a whole script.
-    std::string why = e.what();
-    if (why.size() > 200) why.resize(200);
-    return error(ApiErrorKind::kMalformedJson, "body", "body: not valid JSON (" + why + ")");
+  } catch (const json::parse_error& e) {
+    // Where, never what: the parser's own message quotes the bytes it last read ("last read:
+    // '...'"), which can be a script's secret, and the Slurm hook writes a refusal's reason to
+    // slurmctld's log.
+    return error(ApiErrorKind::kMalformedJson, "body",
+                 "body: not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::exception&) {
+    // out_of_range for a number too large for a double ("1e999")
+    return error(ApiErrorKind::kMalformedJson, "body", "body: not valid JSON (a number too large for a double)");
   }
   if (!obj.is_object()) {
     return error(ApiErrorKind::kMalformedJson, "body", "body: expected a JSON object (one job record)");

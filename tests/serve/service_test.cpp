@@ -112,6 +112,22 @@ TEST(Service, AJobNameOrWorkloadIsStoredRedacted) {
   }
 }
 
+// A body that is not JSON is refused by where it breaks, never by quoting it: the bytes the parser
+// last read can be a script's secret, and the Slurm hook logs a refusal's reason.
+TEST(Service, MalformedJsonIsRefusedWithoutQuotingTheBody) {
+  Fixture f;
+  const std::string secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY";
+  const std::string body = R"({"job_id": "1", "user": "a", "submit_time": 1704086813, "script": "export AWS_SECRET_ACCESS_KEY=)" +
+                           secret + R"("x})";
+  Reply r = f.service->predict(body);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body.find(secret.substr(0, 8)), std::string::npos) << r.body;
+  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("syntax error at byte"), std::string::npos) << r.body;
+  r = f.service->predict(R"({"job_id": "1", "user": "a", "submit_time": 1e999})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("a number too large"), std::string::npos) << r.body;
+}
+
 TEST(Service, BadInputGets4xxNamingTheField) {
   Fixture f;
   const json good = request_json("alice", "#!/bin/sh\n", kNow, kGiB);
