@@ -25,7 +25,6 @@ struct EvaluateArgs {
   uint64_t seed = 42;
   size_t bootstrap = 10000;
   std::string split = "60/20/20";
-  std::string model_dir;
   size_t seeds = 1;
   int threads = 0;
   std::vector<std::string> code_options;
@@ -46,7 +45,6 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   cfg.seed = a.seed;
   cfg.bootstrap = a.bootstrap;
   cfg.util_cap = a.reader.util_cap;
-  cfg.model_dir = a.model_dir;
   cfg.seeds = a.seeds;
   cfg.threads = a.threads;
   cfg.latency_jobs = a.latency_jobs;
@@ -57,6 +55,13 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
 
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
+  eval::FoldsConfig fc;
+  fc.folds = a.folds;
+  fc.test_share = a.folds_share;
+  // Before the split's run: a wrong --folds used to end a long run with nothing written.
+  if (a.folds > 0) {
+    if (Status s = eval::check_folds(trace->jobs.size(), fc); !s) return fail(s);
+  }
   std::ofstream walk_file;
   size_t walk_lines = 0;
   if (!a.bound_walk.empty()) {
@@ -75,18 +80,16 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
     std::cerr << "wrote " << a.bound_walk << " (" << walk_lines << " walked jobs)\n";
   }
 
-  std::cout << eval::render_table(*report);
-  std::cout.flush();
+  std::ostream& out = human_output({a.json, a.markdown, a.csv});
+  out << eval::render_table(*report);
+  out.flush();
   std::optional<eval::FoldsReport> folds;
   if (a.folds > 0) {
-    eval::FoldsConfig fc;
-    fc.folds = a.folds;
-    fc.test_share = a.folds_share;
     Result<eval::FoldsReport> f = eval::evaluate_folds(trace->jobs, registry, cfg, fc, stderr_progress());
     if (!f) return fail(f.status().with_context(a.trace));
     folds = std::move(f).value();
-    std::cout << "\n" << eval::render_folds_table(*folds);
-    std::cout.flush();
+    out << "\n" << eval::render_folds_table(*folds);
+    out.flush();
   }
   if (!a.json.empty()) {
     nlohmann::json j = to_json(*report);
@@ -160,11 +163,10 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--split", a->split,
                   "Train/validation/test shares by submit order, e.g. 60/20/20 or 0.7/0.15/0.15")
       ->default_str("60/20/20");
-  cmd->add_option("--model-dir", a->model_dir, "Folder with trained models for learned methods");
   cmd->add_option("--seeds", a->seeds,
                   "Train each learned method this many times (seeds SEED..SEED+N-1) and report "
                   "mean +- s.d.; the study uses 5")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->default_str("1");
   add_learning_options(*cmd, a->threads, a->code_options);
   cmd->add_option("--folds", a->folds,

@@ -20,8 +20,9 @@ int run_inspect(const InspectArgs& a) {
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
   const eval::TraceSummary s = eval::summarize_trace(*trace, stderr_progress());
-  std::cout << eval::render_summary(s, *trace);
-  std::cout.flush();
+  std::ostream& out = human_output({a.json});
+  out << eval::render_summary(s, *trace);
+  out.flush();
   if (!a.json.empty()) {
     nlohmann::json j = eval::to_json(s);
     j["trace"] = {{"path", trace->path}, {"format", ingest::format_name(trace->format)}};

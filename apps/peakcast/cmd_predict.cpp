@@ -59,8 +59,8 @@ void add_predict_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Predicts canonical JSONL job records (one per line; outcome fields are ignored) with a "
       "model directory from `peakcast train` (or a history-only model). With --history TRACE, "
-      "the jobs of that trace that ended before a job's submit time are its history (a job "
-      "without submit time sees all of them). Prints per job and resource the utilization, the "
+      "the jobs of that trace that ended before a job's submit_time (a required field, epoch "
+      "seconds, as peakcastd's) are its history. Prints per job and resource the utilization, the "
       "bytes, the route (bypass, encoder, cache, no_history), expert, gamma and a rationale; "
       "--json prints one object per job as the service answers.\nExit codes: 0 ok, 2 usage or "
       "input error, 1 other failures.");

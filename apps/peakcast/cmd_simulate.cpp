@@ -200,10 +200,11 @@ int run_simulate(const SimulateArgs& a) {
   const bool seeded = o.protocol == sizing::Protocol::kSizey;
   const auto summary = sizing::summarize_seeds(all);
   const auto comparison = sizing::compare_with_best_baseline(summary);
-  std::cout << table(all, seeded, a.per_workload);
-  if (a.seeds > 1) std::cout << summary_table(summary, a.seed, a.seeds);
-  if (comparison) std::cout << comparison_line(*comparison);
-  std::cout.flush();
+  std::ostream& out = human_output({a.json});
+  out << table(all, seeded, a.per_workload);
+  if (a.seeds > 1) out << summary_table(summary, a.seed, a.seeds);
+  if (comparison) out << comparison_line(*comparison);
+  out.flush();
   if (!a.json.empty()) {
     nlohmann::json j;
     j["trace"] = trace->path;

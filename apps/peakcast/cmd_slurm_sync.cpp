@@ -35,7 +35,7 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
                   "81920M, or a bare number of bytes")
       ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""));
   cmd->add_option("--util-cap", args->util_cap, "Labels above this utilization are clipped to it")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(positive_number());
   cmd->add_flag("--no-scripts", args->no_scripts, "Do not fetch job scripts with sacct -B");
   cmd->callback([args, &exit_code] {
     auto store = serve::open_sqlite_store(args->db);

@@ -1,16 +1,36 @@
 #include "common.h"
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "peakcast/core/io.h"
+#include "peakcast/core/units.h"
 #include "peakcast/eval/report.h"
 #include "peakcast/models/code/code_config.h"
 
 namespace peakcast::app {
+namespace {
+
+CLI::Validator number_check(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        const std::optional<double> v = parse_double(text);
+        if (!v || !std::isfinite(*v)) return "must be a finite number, got '" + text + "'";
+        if (zero_allowed ? *v < 0.0 : *v <= 0.0)
+          return std::string(zero_allowed ? "must be 0 or more" : "must be above 0") + ", got " + text;
+        return {};
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+
+}  // namespace
+
+CLI::Validator positive_number() { return number_check(false); }
+CLI::Validator non_negative_number() { return number_check(true); }
 
 void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
   cmd.add_option("--format", a.format,
@@ -20,7 +40,7 @@ void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
   cmd.add_flag("--strict", a.strict, "Stop at the first malformed line instead of skipping it");
   cmd.add_option("--util-cap", a.util_cap,
                  "Labels above this utilization are clipped to it (and counted)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->default_str("1.0");
   cmd.add_option("--user", a.user, "Nextflow traces: the user name (default: from the file name)");
   cmd.add_option("--columns", a.columns,
@@ -34,7 +54,7 @@ void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>&
                  "Threads for XGBoost and LibTorch (0 = all cores; LibTorch's own default is 1). On a "
                  "machine shared with other work, run with OMP_WAIT_POLICY=passive: OpenMP's "
                  "spinning threads otherwise fight for the cores (measured 30x slower)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->default_str("0");
   std::string help = "Code-model setting KEY=VALUE over the defaults (repeatable):";
   for (const models::code::CodeOptionInfo& o : models::code::code_config_options()) {
@@ -83,8 +103,23 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {
   o.scripts_dir = a.scripts_dir;
   o.scripts_dump = a.scripts_dump;
   Result<ingest::Trace> trace = ingest::read_trace(path, o);
-  if (trace) std::cerr << eval::render_reader_summary(*trace);
+  if (!trace) return trace;
+  std::cerr << eval::render_reader_summary(*trace);
+  // Every record skipped: the file is not what --format says (or is broken throughout); going
+  // on would report an empty trace as if it were one.
+  if (trace->jobs.empty() && trace->stats.skipped > 0) {
+    return Status::invalid(fmt::format("{}: none of its {} records could be read as {} (first: {})", path,
+                                       trace->stats.skipped, ingest::format_name(trace->format),
+                                       trace->stats.reasons.empty() ? "no reason kept" : trace->stats.reasons.front()));
+  }
   return trace;
+}
+
+std::ostream& human_output(std::initializer_list<std::string_view> outputs) {
+  for (std::string_view o : outputs) {
+    if (o == "-") return std::cerr;
+  }
+  return std::cout;
 }
 
 Status write_output(const std::string& path, const std::string& text) {

@@ -2,8 +2,11 @@
 // and the one place that maps a Status to an exit code.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +17,11 @@
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::app {
+
+// CLI11's PositiveNumber / NonNegativeNumber, with a message a person reads ("--jobs: must be a
+// finite number above 0, got 0") instead of a range that prints the largest double in full.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the system failed us (disk, internal error)
@@ -37,6 +45,9 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& args
 
 // Writes text to FILE ("-" = standard output).
 Status write_output(const std::string& path, const std::string& text);
+// Where a command's human-readable tables go: standard output, or standard error when one of
+// `outputs` is "-" (that output then has standard output to itself: `--json - | jq` works).
+std::ostream& human_output(std::initializer_list<std::string_view> outputs);
 
 // Prints "peakcast: error: ..." to stderr; returns kExitUsage for input errors, else kExitFailure.
 int fail(const Status& status);

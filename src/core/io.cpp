@@ -1,6 +1,7 @@
 #include "peakcast/core/io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -115,16 +116,25 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Errors name the file the caller asked for (the temporary file beside it is ours, not theirs).
 Status write_file_atomic(const std::string& path, std::string_view data) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return Status::io(path + ": is a directory (give a file name)");
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::io(tmp + ": " + std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    if (err == ENOENT) return Status::io(path + ": cannot write: the folder " + (dir.empty() ? "." : dir) + " does not exist");
+    return Status::io(path + ": cannot write: " + std::strerror(err));
+  }
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      Status s = Status::io(tmp + ": write: " + std::strerror(errno));
+      Status s = Status::io(path + ": write: " + std::strerror(errno));
       ::close(fd);
       ::unlink(tmp.c_str());
       return s;
@@ -133,7 +143,7 @@ Status write_file_atomic(const std::string& path, std::string_view data) {
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     ::unlink(tmp.c_str());
-    return Status::io(tmp + ": fsync/close: " + std::strerror(errno));
+    return Status::io(path + ": fsync/close: " + std::strerror(errno));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());

@@ -120,7 +120,6 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
   for (size_t k = 0; k < res.seeds; ++k) {
     MethodOptions mopts;
     mopts.seed = config.seed + k;
-    mopts.model_dir = config.model_dir;
     mopts.threads = config.threads;
     mopts.code_options = config.code_options;
     mopts.encoder = config.encoder;

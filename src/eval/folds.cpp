@@ -67,13 +67,23 @@ void summarize_folds(const EvalConfig& config, FoldsReport& out) {
 
 }  // namespace
 
-Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
-                                   const EvalConfig& config, const FoldsConfig& fc,
-                                   const ProgressFn& progress) {
-  if (fc.folds < 2) return Status::invalid("--folds: needs at least 2 folds");
+Status check_folds(size_t n, const FoldsConfig& fc) {
+  if (fc.folds < 2) return Status::invalid("--folds: needs at least 2 folds (0: no folds)");
   if (!(fc.test_share > 0.0 && fc.test_share < 1.0)) {
     return Status::invalid("folds test share: must be in (0, 1)");
   }
+  const auto tail_begin = static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
+  if (n - tail_begin < fc.folds || tail_begin < 4) {
+    return Status::invalid(fmt::format("--folds: {} jobs are too few for {} folds over the last {:.0f}%",
+                                       n, fc.folds, 100.0 * fc.test_share));
+  }
+  return Status::ok();
+}
+
+Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
+                                   const EvalConfig& config, const FoldsConfig& fc,
+                                   const ProgressFn& progress) {
+  if (Status s = check_folds(jobs.size(), fc); !s) return s;
   std::vector<const Job*> order;
   order.reserve(jobs.size());
   for (const Job& j : jobs) order.push_back(&j);
@@ -82,10 +92,6 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
   const size_t n = order.size();
   const auto tail_begin = static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
   const size_t tail = n - tail_begin;
-  if (tail < fc.folds || tail_begin < 4) {
-    return Status::invalid(fmt::format("{} jobs are too few for {} folds over the last {:.0f}%",
-                                       n, fc.folds, 100.0 * fc.test_share));
-  }
   const double fit_share = config.split.train + config.split.validation;
   FoldsReport out;
   out.config = fc;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <fmt/format.h>
+
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/reader.h"
 #include "peakcast/ingest/sacct.h"
@@ -159,7 +161,13 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
   ro.util_cap = o.util_cap;
   ingest::SacctOptions so;
   so.default_gpu_mem_bytes = o.default_gpu_mem_bytes;
-  if (Status s = ingest::parse_sacct(*listing, "sacct", ro, so, trace); !s) return s;
+  if (Status s = ingest::parse_sacct(*listing, "sacct", ro, so, trace); !s) {
+    // The reader's hint (--columns) is for files given to `peakcast`; here the listing is ours.
+    std::string why = s.message();
+    if (const size_t hint = why.find("; for `sacct -n` output"); hint != std::string::npos) why.resize(hint);
+    return Status::invalid(fmt::format("'{}' printed something that is not `sacct -P --format={}` output ({}); "
+                                       "check --sacct", o.sacct, kSacctColumns, why));
+  }
   report.skipped = trace.stats.skipped;
   report.notes = trace.notes;
   for (const std::string& r : trace.stats.reasons) report.notes.push_back(r);

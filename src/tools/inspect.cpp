@@ -137,6 +137,8 @@ std::string render_summary(const TraceSummary& s, const ingest::Trace& t) {
   if (s.first_submit) {
     out += fmt::format("timeline   submits {} .. {} UTC, last end {} UTC\n",
                        utc_time(*s.first_submit), utc_time(*s.last_submit), utc_time(*s.last_end));
+  } else if (s.jobs == 0) {
+    out += "timeline   no jobs\n";
   } else {
     out += "timeline   no submit times: `evaluate` cannot order these jobs\n";
   }
@@ -188,9 +190,13 @@ nlohmann::json to_json(const TraceSummary& s) {
                         {"clipped", s.clipped[i]},
                         {"censored", s.censored[i]},
                         {"util",
-                         {{"n", q.n}, {"mean", q.mean}, {"min", q.min}, {"p10", q.p10},
-                          {"p25", q.p25}, {"p50", q.p50}, {"p75", q.p75}, {"p90", q.p90},
-                          {"p99", q.p99}, {"max", q.max}}}};
+                         {{"n", q.n}, {"mean", nullptr}, {"min", nullptr}, {"p10", nullptr},
+                          {"p25", nullptr}, {"p50", nullptr}, {"p75", nullptr}, {"p90", nullptr},
+                          {"p99", nullptr}, {"max", nullptr}}}};
+    if (q.n > 0) {  // no labelled job: no quantiles (null), rather than zeros that read as data
+      e["util"] = {{"n", q.n}, {"mean", q.mean}, {"min", q.min}, {"p10", q.p10}, {"p25", q.p25},
+                   {"p50", q.p50}, {"p75", q.p75}, {"p90", q.p90}, {"p99", q.p99}, {"max", q.max}};
+    }
     e["exact_history_share"] =
         s.exact_history_share ? nlohmann::json((*s.exact_history_share)[i]) : nlohmann::json();
     e["user_history_share"] =

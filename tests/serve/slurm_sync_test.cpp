@@ -93,6 +93,29 @@ TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {
   EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
 }
 
+// A --sacct program that prints something else: the error says so and names the program, not the
+// reader's --columns hint (slurm-sync has no such option: it chose the columns itself).
+TEST(SlurmSync, ASacctThatPrintsSomethingElseIsNamed) {
+  TempDir dir;
+  const std::string fake = dir.file("garbage");
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\necho 'hello world'\n";
+  }
+  ::chmod(fake.c_str(), 0755);
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = fake;
+  auto r = sync_once(**store, [](const Job&) -> Result<bool> { return true; }, o);
+  ASSERT_FALSE(r.ok());
+  const std::string why = r.status().message();
+  EXPECT_EQ(why.rfind("'" + fake + "' printed something that is not `sacct -P --format=", 0), 0u) << why;
+  EXPECT_NE(why.find("check --sacct"), std::string::npos) << why;
+  EXPECT_EQ(why.find("--columns"), std::string::npos) << why;
+  EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+}
+
 TEST(SlurmSync, SacctTimeIsUtc) { EXPECT_EQ(sacct_time(0), "1970-01-01T00:00:00"); }
 
 // --gpu-mem-bytes (slurm-sync and peakcastd): a size as Slurm writes one, never a negative number

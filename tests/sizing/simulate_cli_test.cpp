@@ -261,6 +261,18 @@ TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {
   EXPECT_EQ(j["notes"][0], line);
 }
 
+// --json -: standard output is the JSON alone (the tables go to standard error), so a pipe to jq
+// works.
+TEST_F(SimulateCli, JsonToStandardOutputIsJsonAlone) {
+  auto r = peakcast::test_support::run_shell(kBinary + " simulate " + trace_ + " --policies peakcast,vpa --json - 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 400);
+  EXPECT_EQ(j["results"].size(), 2u);
+  auto tables = peakcast::test_support::run_shell(kBinary + " simulate " + trace_ + " --policies peakcast,vpa --json - 2>&1 >/dev/null");
+  EXPECT_NE(tables.out.find("peakcast"), std::string::npos) << tables.out;  // the table, on stderr
+}
+
 TEST_F(SimulateCli, SameSeedSameNumbers) {
   auto a = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
   auto b = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");

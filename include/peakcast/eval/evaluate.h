@@ -30,7 +30,6 @@ struct EvalConfig {
   uint64_t seed = 42;                // bootstrap and methods
   size_t bootstrap = 10000;          // resamples; 0 disables the interval
   double util_cap = 1.0;             // predictions are clipped to [0, util_cap]
-  std::string model_dir;
   // Learned (seeded) methods are trained this many times, with seeds seed .. seed + seeds - 1;
   // deterministic methods run once (their s.d. is 0). >= 1.
   size_t seeds = 1;

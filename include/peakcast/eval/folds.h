@@ -49,6 +49,10 @@ struct FoldsReport {
 // latency, which are off). A fold that a method refuses as input is skipped for every method
 // (the means stay over the same blocks) and said in the table and JSON; an error of another
 // kind, or every fold skipped, is an error naming the fold.
+// Whether `fc` can be run on `n_jobs` jobs: at least 2 folds, a test share in (0, 1), a job per
+// fold in the tail and 4 before it. `evaluate` checks it before the split's run, which is long.
+Status check_folds(size_t n_jobs, const FoldsConfig& fc);
+
 Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodRegistry& registry,
                                    const EvalConfig& config, const FoldsConfig& folds,
                                    const ProgressFn& progress = {});

@@ -77,7 +77,6 @@ class Method {
 
 struct MethodOptions {
   uint64_t seed = 42;
-  std::string model_dir;  // where trained methods keep or find their artifacts
   int threads = 0;        // threads for learned methods (XGBoost, LibTorch); 0 = all cores
   // Code-model options as "name", "value" (models::code::set_code_option), applied over the
   // defaults of the code_only / textcnn / bilstm / cascade methods, e.g. {"max_epochs", "3"}.
