@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "peakcast/serve/request.h"
+
 namespace peakcast::serve {
 namespace {
 
@@ -98,7 +100,7 @@ Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
     const std::string_view digits = value.substr(std::min(value.find_first_not_of('0'), value.size() - 1));
     if (digits.size() > 19) {
       return reject(413, "body: " + shown(digits) + " bytes, over the limit of " +
-                             std::to_string(limits.max_body_bytes));
+                             std::to_string(limits.max_body_bytes) + std::string(kBodyLimitHint));
     }
     const uint64_t n = std::stoull(std::string(digits));
     if (head.has_length && n != head.length) return reject(400, "Content-Length: given twice, differently");
@@ -106,7 +108,7 @@ Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
     head.length = n;
     if (n > limits.max_body_bytes) {
       return reject(413, "body: " + std::to_string(n) + " bytes, over the limit of " +
-                             std::to_string(limits.max_body_bytes));
+                             std::to_string(limits.max_body_bytes) + std::string(kBodyLimitHint));
     }
   } else if (is("transfer-encoding")) {
     if (head.has_length) return both_lengths();

@@ -125,7 +125,7 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   if (body.size() > limits.max_body_bytes()) {
     return error(ApiErrorKind::kTooLarge, "body",
                  "body: " + std::to_string(body.size()) + " bytes, over the limit of " +
-                     std::to_string(limits.max_body_bytes()));
+                     std::to_string(limits.max_body_bytes()) + std::string(kBodyLimitHint));
   }
   if (body.empty()) return error(ApiErrorKind::kMalformedJson, "body", "body: empty");
   const Shape shape = json_shape(body);

@@ -112,6 +112,20 @@ int64_t Service::now() const {
              std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+// What a storage error says is wrong, without the job that met it ("storing job 17: disk is
+// full" -> "storing job: disk is full"): the log gets a line per change of cause, not one per
+// refused completion while the disk stays full.
+std::string storage_cause(const std::string& message) {
+  static constexpr std::string_view kJob = "storing job ";
+  const size_t at = message.find(kJob);
+  if (at == std::string::npos) return message;
+  const size_t colon = message.find(": ", at + kJob.size());
+  if (colon == std::string::npos) return message;
+  return message.substr(0, at + kJob.size() - 1) + message.substr(colon);
+}
+}  // namespace
+
 void Service::note_storage(const Status& s) {
   std::lock_guard lock(storage_mu_);
   if (s.is_ok()) {
@@ -119,7 +133,7 @@ void Service::note_storage(const Status& s) {
     storage_error_.clear();
   } else {
     metrics_.count_storage_error();
-    if (storage_error_ != s.message()) {
+    if (storage_cause(storage_error_) != storage_cause(s.message())) {
       log(LogLevel::kError, "storage: completions refused: " + s.message());
     }
     storage_error_ = s.message();
@@ -219,11 +233,31 @@ Result<bool> Service::add_completion(const Job& job) {
   return stored;
 }
 
+// A finished job cannot have ended in the future (a day of clock skew allowed), nor started
+// before it was submitted: stored, such a record would sit at the top of /v1/history and out of
+// the history until its end time came (an end in the year 3000 never does).
+std::optional<ApiError> Service::implausible_times(const Job& job) const {
+  constexpr int64_t kSkewS = 86400;
+  if (job.end_ms > (now() + kSkewS) * kMsPerSecond) {
+    return ApiError{ApiErrorKind::kInvalidField, "end_time",
+                    "end_time: " + std::to_string(job.end_ms / kMsPerSecond) +
+                        " is more than a day after this daemon's clock (" + std::to_string(now()) +
+                        "): a finished job's end is in the past"};
+  }
+  if (job.start_ms && *job.start_ms < job.submit_ms) {
+    return ApiError{ApiErrorKind::kInvalidField, "start_time",
+                    "start_time: before submit_time (" + std::to_string(*job.start_ms / kMsPerSecond) +
+                        " < " + std::to_string(job.submit_ms / kMsPerSecond) + ")"};
+  }
+  return std::nullopt;
+}
+
 Reply Service::complete(std::string_view body) {
   try {
     ParsedJob parsed = parse_job_body(body, BodyKind::kComplete, options_.limits);
     if (auto* e = std::get_if<ApiError>(&parsed)) return error(*e);
     const Job& job = std::get<Job>(parsed);
+    if (std::optional<ApiError> e = implausible_times(job)) return error(*e);
     Result<bool> stored = add_completion(job);
     if (!stored) {
       ApiError e = from_status(stored.status());

@@ -93,6 +93,7 @@ TEST(HttpFraming, BodyOverTheLimitIsRefusedFromItsHeader) {
   const Frame f = frame_request(kHead + "Content-Length: 1001\r\n", l);  // before the blank line
   EXPECT_EQ(f.status, 413);
   EXPECT_NE(f.message.find("1000"), std::string::npos);
+  EXPECT_NE(f.message.find("--max-script-bytes"), std::string::npos) << f.message;  // what sets it
   // More digits than any uint64_t: too large, not malformed. Leading zeros count for nothing.
   for (const char* huge : {"99999999999999999999", "99999999999999999999999", "18446744073709551616"}) {
     const Frame h = frame_request(kHead + "Content-Length: " + huge + "\r\n", l);

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "peakcast/core/io.h"
+#include "peakcast/core/log.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -128,6 +131,25 @@ TEST(Service, MalformedJsonIsRefusedWithoutQuotingTheBody) {
   EXPECT_NE(r.body.find("a number too large"), std::string::npos) << r.body;
 }
 
+// A completion that ends in the future (beyond a day of skew) or starts before its submission is
+// refused naming the field; it would otherwise sit atop /v1/history, out of the history.
+TEST(Service, ACompletionFromTheFutureOrStartedBeforeItsSubmissionIs422) {
+  Fixture f;
+  json future = completion_json("50", "bob", "#!/bin/sh\nx\n", kNow - 100, 32'503'680'000, kGiB, kGiB / 2);
+  Reply r = f.service->complete(future.dump());
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "end_time");
+  json early = completion_json("51", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2);
+  early["start_time"] = kNow - 200;
+  r = f.service->complete(early.dump());
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "start_time");
+  EXPECT_EQ(*f.service->store().count(), 0u);
+  // within the day of skew: stored
+  json skewed = completion_json("52", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow + 3600, kGiB, kGiB / 2);
+  EXPECT_EQ(f.service->complete(skewed.dump()).status, 200);
+}
+
 TEST(Service, BadInputGets4xxNamingTheField) {
   Fixture f;
   const json good = request_json("alice", "#!/bin/sh\n", kNow, kGiB);
@@ -184,9 +206,18 @@ TEST(Service, StorageFailureRefusesCompletionsButPredictionsWork) {
   Fixture f;
   const std::string script = "#!/bin/sh\nrun\n";
   ASSERT_EQ(f.service->complete(completion_json("1", "u", script, kNow - 99, kNow - 9, kGiB, kGiB / 4).dump()).status, 200);
+  std::vector<std::string> errors;  // the log: one line for the cause, not one per refused job
+  set_log_sink([&errors](LogLevel level, std::string_view m) {
+    if (level == LogLevel::kError) errors.emplace_back(m);
+  });
   f.faulty->fail_writes = true;
   Reply r = f.service->complete(completion_json("2", "u", script, kNow - 99, kNow - 5, kGiB, kGiB).dump());
   EXPECT_EQ(r.status, 503);
+  for (const char* id : {"3", "4", "5"}) {
+    EXPECT_EQ(f.service->complete(completion_json(id, "u", script, kNow - 99, kNow - 5, kGiB, kGiB).dump()).status, 503);
+  }
+  set_log_sink({});
+  EXPECT_EQ(errors.size(), 1u) << (errors.empty() ? "" : errors.back());
   EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("disk is full"), std::string::npos);
   // Nothing half-done: the refused completion is not in memory either.
   EXPECT_EQ(f.service->history_size(), 1u);

@@ -24,6 +24,13 @@ struct RequestLimits {
   size_t max_body_bytes() const { return max_script_bytes + max_script_bytes / 4 + (64 << 10); }
 };
 
+// Said with a 413 for the body (by the HTTP framing and by parse_job_body): peakcastd derives the
+// body's limit from --max-script-bytes, and a script within its own limit can still exceed it
+// once JSON escapes it (a quote takes 2 bytes, a \u-escaped character 6).
+inline constexpr std::string_view kBodyLimitHint =
+    " (peakcastd's body limit is 1.25 x --max-script-bytes + 64 KiB; JSON escaping makes a script "
+    "longer: send UTF-8 unescaped, or raise --max-script-bytes)";
+
 enum class BodyKind {
   kPredict,   // no outcome: end_time and peaks must be absent (or null)
   kComplete,  // with outcome: end_time required

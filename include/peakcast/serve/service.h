@@ -86,6 +86,7 @@ class Service {
   void note_storage(const Status& s);
   // A completion whose job_id is stored already: 409 when the stored content differs.
   std::optional<ApiError> conflict(const Job& job);
+  std::optional<ApiError> implausible_times(const Job& job) const;
   // The served model's prediction for `job` at its submission, into the online bound. Needs the
   // history lock (shared) held; skipped for a job submitted before the watermark.
   void observe_bound(const cascade::Predictor& model, const Job& job);
