@@ -2,6 +2,7 @@
 // {"text": ...}; one {"n_tokens", "mean_pooled", "last_token"} line per record (final hidden
 // states after the last norm, as in the fixtures' reference.json).
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -144,6 +145,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--tokenizer", a->tokenizer, "tokenizer.json for text records (default DIR/tokenizer.json)");
   cmd->add_option("--max-added-id", a->max_added_id, "Ignore tokenizer added tokens above this id (-1 = all)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()).description("-1 OR MORE"))
       ->capture_default_str();
   cmd->callback([a, &exit_code] { exit_code = run_embed(*a); });
 }

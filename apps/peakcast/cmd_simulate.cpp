@@ -270,8 +270,11 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", a->seed, "First seed of the sizey protocol's random order (default 1996)");
   cmd->add_option("--seeds", a->seeds, "Sizey protocol: run seeds SEED .. SEED+N-1 (default 1)");
   cmd->add_option("--config", a->config,
-                  "Recommendation-rule settings (JSON, docs/sizing.md) for the peakcast policies; "
-                  "default: no margin, 1 MiB granularity, no floor, capped at the preset request");
+                  "Recommendation-rule settings (JSON, docs/sizing.md) for the peakcast policies, "
+                  "as peakcastd --sizing-config reads them: a setting the file leaves out takes the "
+                  "daemon's default (5% margin, 256 MiB granularity, 512 MiB floor), so even {} "
+                  "replays what the daemon would recommend. Without --config: no margin, 1 MiB "
+                  "granularity, no floor, capped at the preset request");
   cmd->add_option("--failure-price", a->failure_price_gbh,
                   "peakcast's price of one failed attempt in GBh, weighed against waste when it "
                   "chooses an allocation (default 0: the mean memory x run time of the tasks known "

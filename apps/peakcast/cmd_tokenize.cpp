@@ -1,6 +1,7 @@
 // peakcast tokenize --tokenizer TOKENIZER_JSON FILE: the byte-level BPE tokenizer of the qwen2
 // encoder on JSONL records {"text": ...}, one {"ids": [...]} line out per record, in order.
 #include <iostream>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -63,9 +64,13 @@ void add_tokenize_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", a->output, "Output file ('-' = stdout)")->capture_default_str();
   cmd->add_option("--max-added-id", a->max_added_id,
                   "Ignore added tokens with a larger id (-1 = keep all; 151664 = Qwen2.5-Coder's "
-                  "set from a Qwen3 file)")->capture_default_str();
+                  "set from a Qwen3 file)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()).description("-1 OR MORE"));
   cmd->add_option("--max-tokens", a->max_tokens,
-                  "Keep at most this many ids, 60% head / 40% tail (0 = all)")->capture_default_str();
+                  "Keep at most this many ids, 60% head / 40% tail (0 = all)")
+      ->capture_default_str()
+      ->check(non_negative_number());
   cmd->callback([a, &exit_code] { exit_code = run_tokenize(*a); });
 }
 

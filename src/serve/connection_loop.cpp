@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "peakcast/core/log.h"
 
 namespace peakcast::serve {
@@ -306,8 +308,7 @@ struct ConnectionLoop::Impl {
       if (c->closing || (!c->started && !bytes_waiting(c->fd))) {
         drop(id, c);
       } else if (c->started) {
-        refuse(c, 408, "request not received in full within " +
-                           std::to_string(limits.request_timeout_s) + " s");
+        refuse(c, 408, fmt::format("request not received in full within {:g} s", limits.request_timeout_s));
         release(id, c);
       } else if (!c->waiting) {
         c->waiting = true;

@@ -415,7 +415,7 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
       keep_if_best(ev, epoch, params, best, rep);
       peakcast::log(LogLevel::kDebug, fmt::format("code_model[{}] epoch {}: val loss {:.5f}, mae mem {:.4f} vram {:.4f}",
                                         cfg.encoder, epoch, ev.loss, ev.mae[0], ev.mae[1]));
-      if (progress) progress("code_model", static_cast<size_t>(epoch), static_cast<size_t>(cfg.max_epochs));
+      if (progress) progress("code_model[" + cfg.encoder + "] epoch", static_cast<size_t>(epoch), static_cast<size_t>(cfg.max_epochs));
       if (!std::isnan(ev.loss) && best.since_best >= cfg.patience) break;
     }
     {
