@@ -6,6 +6,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <fstream>
+#include <initializer_list>
 #include <regex>
 #include <string>
 #include <vector>
@@ -97,11 +98,23 @@ TEST(Redact, UrlCurlAndSshpassCredentials) {
 
 // ---- secret-named assignments and flags
 
+// Each input becomes its expected text with exactly one secret replaced.
+struct Redacted {
+  std::string in, out;
+};
+void expect_one_secret_each(const std::vector<Redacted>& cases) {
+  for (const auto& c : cases) {
+    RedactionCounts n;
+    EXPECT_EQ(redact_script(c.in, &n), c.out) << c.in;
+    EXPECT_EQ(n.secrets, 1) << c.in;
+  }
+}
+void expect_kept(std::initializer_list<std::string> texts) {
+  for (const std::string& s : texts) EXPECT_EQ(redact_script(s), s) << s;
+}
+
 TEST(Redact, SecretAssignments) {
-  struct Case {
-    std::string in, out;
-  };
-  const std::vector<Case> cases = {
+  expect_one_secret_each({
       {"export HF_TOKEN=abc123xyz", "export HF_TOKEN=<SECRET>"},
       {"export GITHUB_TOKEN=\"abc 123\"", "export GITHUB_TOKEN=\"<SECRET>\""},
       {"WANDB_API_KEY=0123456789abcdef0123", "WANDB_API_KEY=<SECRET>"},
@@ -114,30 +127,19 @@ TEST(Redact, SecretAssignments) {
       {"{\"apiKey\": \"abcdefg\"}", "{\"apiKey\": \"<SECRET>\"}"},
       {"os.environ['OPENAI_API_KEY'] = 'abcdefg'", "os.environ['OPENAI_API_KEY'] = '<SECRET>'"},
       {"login(password = \"abcdefg\")", "login(password = \"<SECRET>\")"},
-  };
-  for (const auto& c : cases) {
-    RedactionCounts n;
-    EXPECT_EQ(redact_script(c.in, &n), c.out) << c.in;
-    EXPECT_EQ(n.secrets, 1) << c.in;
-  }
+  });
   // Not secrets: references, placeholders, booleans, counts, names that only look similar.
-  for (std::string s :
-       {"export HF_TOKEN=$(cat ~/.hf_token)", "export HF_TOKEN=${HF_TOKEN:-}", "API_KEY=\"$KEY\"",
-        "--hf_token <your token>", "use_auth_token=True", "train_token_in_billion=400",
-        "TOKENIZER_PATH=llm-jp-tokenizer/models/ver2.2", "--max-tokens 2048", "--tokenizer-type GPT2",
-        "lr_warmup_tokens=$(echo 4 | bc)", "token = os.getenv(\"T\")", "export MONKEY=banana",
-        "#SBATCH --mail-type=ALL", "sort_key_file=x"}) {
-    EXPECT_EQ(redact_script(s), s) << s;
-  }
+  expect_kept({"export HF_TOKEN=$(cat ~/.hf_token)", "export HF_TOKEN=${HF_TOKEN:-}", "API_KEY=\"$KEY\"",
+               "--hf_token <your token>", "use_auth_token=True", "train_token_in_billion=400",
+               "TOKENIZER_PATH=llm-jp-tokenizer/models/ver2.2", "--max-tokens 2048", "--tokenizer-type GPT2",
+               "lr_warmup_tokens=$(echo 4 | bc)", "token = os.getenv(\"T\")", "export MONKEY=banana",
+               "#SBATCH --mail-type=ALL", "sort_key_file=x"});
 }
 
 // Passwords given as -p: glued to mysql's flag, or on a registry login line; and names that say
 // "pass" or end in "pw".
 TEST(Redact, ShortPasswordFlagsAndPassNames) {
-  struct Case {
-    std::string in, out;
-  };
-  const std::vector<Case> cases = {
+  expect_one_secret_each({
       {"mysql -pHunter2pw -u root db", "mysql -p<SECRET> -u root db"},
       {"mysqldump -h h -p'my pw' db > x.sql", "mysqldump -h h -p'<SECRET>' db > x.sql"},
       {"mariadb -p\"Hunter2pw\" db", "mariadb -p\"<SECRET>\" db"},
@@ -146,19 +148,12 @@ TEST(Redact, ShortPasswordFlagsAndPassNames) {
       {"export DB_PASS=Hunter2pw", "export DB_PASS=<SECRET>"},
       {"SMTP_PASS='abc def'", "SMTP_PASS='<SECRET>'"},
       {"DB_PW=Hunter2pw", "DB_PW=<SECRET>"},
-  };
-  for (const auto& c : cases) {
-    RedactionCounts n;
-    EXPECT_EQ(redact_script(c.in, &n), c.out) << c.in;
-    EXPECT_EQ(n.secrets, 1) << c.in;
-  }
+  });
   // mysql -p alone prompts (the next word is the database); -p elsewhere is not a password; a
   // reference or a port stays; BYPASS is one word.
-  for (std::string s : {"mysql -p mydb", "mkdir -p out && cp a b", "mkdir -pv out",
-                        "docker login -u bob -p $REGISTRY_PW reg.io", "ssh login01 -p 2222",
-                        "mysql -p$DB_PW db", "export BYPASS=1", "tar -cpf a.tar dir", "rsync -p a b"}) {
-    EXPECT_EQ(redact_script(s), s) << s;
-  }
+  expect_kept({"mysql -p mydb", "mkdir -p out && cp a b", "mkdir -pv out",
+               "docker login -u bob -p $REGISTRY_PW reg.io", "ssh login01 -p 2222", "mysql -p$DB_PW db",
+               "export BYPASS=1", "tar -cpf a.tar dir", "rsync -p a b"});
 }
 
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
