@@ -67,13 +67,20 @@ void summarize_folds(const EvalConfig& config, FoldsReport& out) {
 
 }  // namespace
 
+namespace {
+// The first job of the folds' tail: the last test_share of `n` jobs in submit order.
+size_t tail_begin(size_t n, const FoldsConfig& fc) {
+  return static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
+}
+}  // namespace
+
 Status check_folds(size_t n, const FoldsConfig& fc) {
   if (fc.folds < 2) return Status::invalid("--folds: needs at least 2 folds (0: no folds)");
   if (!(fc.test_share > 0.0 && fc.test_share < 1.0)) {
     return Status::invalid("folds test share: must be in (0, 1)");
   }
-  const auto tail_begin = static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
-  if (n - tail_begin < fc.folds || tail_begin < 4) {
+  const size_t first = tail_begin(n, fc);
+  if (n - first < fc.folds || first < 4) {
     return Status::invalid(fmt::format("--folds: {} jobs are too few for {} folds over the last {:.0f}%",
                                        n, fc.folds, 100.0 * fc.test_share));
   }
@@ -90,14 +97,14 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
   std::stable_sort(order.begin(), order.end(),
                    [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   const size_t n = order.size();
-  const auto tail_begin = static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
-  const size_t tail = n - tail_begin;
+  const size_t first = tail_begin(n, fc);
+  const size_t tail = n - first;
   const double fit_share = config.split.train + config.split.validation;
   FoldsReport out;
   out.config = fc;
   for (size_t k = 0; k < fc.folds; ++k) {
-    const size_t begin = tail_begin + tail * k / fc.folds;
-    const size_t end = tail_begin + tail * (k + 1) / fc.folds;
+    const size_t begin = first + tail * k / fc.folds;
+    const size_t end = first + tail * (k + 1) / fc.folds;
     std::vector<Job> prefix;
     prefix.reserve(end);
     for (size_t i = 0; i < end; ++i) prefix.push_back(*order[i]);

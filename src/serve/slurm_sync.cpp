@@ -44,20 +44,24 @@ std::string sacct_time(int64_t t) {
 }
 
 namespace {
-std::string gpu_mem_reason(const std::string& text) {
-  return "not a memory size above 0: '" + text + "' (e.g. 40G or 81920M; a bare number is bytes)";
+// The bytes of a --gpu-mem-bytes value, or the reason it is none (without the option's name).
+Result<uint64_t> gpu_mem_bytes(const std::string& text) {
+  const auto bytes = parse_size(text, 1);
+  if (!bytes || *bytes == 0)
+    return Status::invalid("not a memory size above 0: '" + text + "' (e.g. 40G or 81920M; a bare number is bytes)");
+  return *bytes;
 }
 }  // namespace
 
 Result<uint64_t> parse_gpu_mem_option(const std::string& text) {
-  const auto bytes = parse_size(text, 1);
-  if (!bytes || *bytes == 0) return Status::invalid("--gpu-mem-bytes: " + gpu_mem_reason(text));
-  return *bytes;
+  auto bytes = gpu_mem_bytes(text);
+  if (!bytes) return Status::invalid("--gpu-mem-bytes: " + bytes.status().message());
+  return bytes;
 }
 
 std::string gpu_mem_option_transform(std::string& text) {
-  const auto bytes = parse_size(text, 1);
-  if (!bytes || *bytes == 0) return gpu_mem_reason(text);  // CLI11 puts the option's name before it
+  auto bytes = gpu_mem_bytes(text);
+  if (!bytes) return bytes.status().message();  // CLI11 puts the option's name before it
   text = std::to_string(*bytes);
   return {};
 }

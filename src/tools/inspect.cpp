@@ -189,13 +189,11 @@ nlohmann::json to_json(const TraceSummary& s) {
     nlohmann::json e = {{"labelled", s.labelled[i]},
                         {"clipped", s.clipped[i]},
                         {"censored", s.censored[i]},
-                        {"util",
-                         {{"n", q.n}, {"mean", nullptr}, {"min", nullptr}, {"p10", nullptr},
-                          {"p25", nullptr}, {"p50", nullptr}, {"p75", nullptr}, {"p90", nullptr},
-                          {"p99", nullptr}, {"max", nullptr}}}};
-    if (q.n > 0) {  // no labelled job: no quantiles (null), rather than zeros that read as data
-      e["util"] = {{"n", q.n}, {"mean", q.mean}, {"min", q.min}, {"p10", q.p10}, {"p25", q.p25},
-                   {"p50", q.p50}, {"p75", q.p75}, {"p90", q.p90}, {"p99", q.p99}, {"max", q.max}};
+                        {"util", {{"n", q.n}}}};
+    // No labelled job: no quantiles (null), rather than zeros that read as data.
+    for (const auto& [name, value] : {std::pair{"mean", q.mean}, {"min", q.min}, {"p10", q.p10}, {"p25", q.p25},
+                                      {"p50", q.p50}, {"p75", q.p75}, {"p90", q.p90}, {"p99", q.p99}, {"max", q.max}}) {
+      e["util"][name] = q.n > 0 ? nlohmann::json(value) : nlohmann::json(nullptr);
     }
     e["exact_history_share"] =
         s.exact_history_share ? nlohmann::json((*s.exact_history_share)[i]) : nlohmann::json();
