@@ -621,6 +621,7 @@ class SacctReader {
     auto l = make_layout(columns, false, name_ + ": --columns");
     if (!l) return l.status();
     layout_ = *l;
+    for (const std::string& c : columns) columns_.push_back(column_key(c));
     return Status::ok();
   }
 
@@ -680,12 +681,28 @@ class SacctReader {
   Status read_header(const std::vector<std::string_view>& fields, size_t lineno) {
     bool trailing = false;
     std::vector<std::string> names = header_names(fields, trailing);
+    if (Status s = check_columns(names, lineno); !s) return s;
     auto l = make_layout(names, trailing, where(name_, lineno));
     if (!l) return l.status();
     layout_ = *l;
     if (!first_layout_) first_layout_ = layout_;
     submit_everywhere_ = submit_everywhere_ && layout_->has(kSubmit);
     return Status::ok();
+  }
+
+  // A file with its own header is read by it. --columns naming other columns means the user
+  // expects another layout than the file has: say so rather than read it by one of the two.
+  Status check_columns(const std::vector<std::string>& names, size_t lineno) const {
+    if (columns_.empty()) return Status::ok();
+    std::vector<std::string> keys;
+    for (const std::string& n : names) keys.push_back(column_key(n));
+    if (keys == columns_) return Status::ok();
+    std::string header;
+    for (size_t i = 0; i < names.size() && i < 12; ++i) header += (i ? "|" : "") + names[i];
+    if (names.size() > 12) header += "|...";
+    return Status::invalid(where(name_, lineno) + ": header: the file names its own columns (" +
+                           header + "), not those of --columns; drop --columns, which is for " +
+                           "`sacct -n` output without a header");
   }
 
   Status read_job(const Row& row, const std::string& key, size_t lineno) {
@@ -737,6 +754,7 @@ class SacctReader {
   const ReadOptions& o_;
   Trace& out_;
   std::optional<Layout> layout_, first_layout_;
+  std::vector<std::string> columns_;  // --columns, as column keys; empty without it
   bool submit_everywhere_ = true;
   Tally tally_;
   StepJoin join_;

@@ -175,6 +175,30 @@ TEST(Sacct, NoHeaderNeedsColumns) {
   EXPECT_TRUE(has_note(*trace, "taken as one node"));
 }
 
+// --columns is for output without a header: given with a file that names other columns, it is
+// refused (the user expects a layout the file does not have); naming the same ones is harmless.
+TEST(Sacct, ColumnsThatDisagreeWithTheFilesHeaderAreRefused) {
+  ReadOptions o = sacct_options();
+  o.columns = {"JobID", "JobName", "MaxRSS", "Elapsed", "ReqMem", "ReqCPUS", "Timelimit",
+               "State", "User"};
+  auto other = read_trace(golden("sacct_2205.txt"), o);
+  ASSERT_FALSE(other.ok());
+  const std::string& why = other.status().message();
+  EXPECT_NE(why.find("sacct_2205.txt:1: header"), std::string::npos) << why;
+  EXPECT_NE(why.find("JobID|JobIDRaw|JobName"), std::string::npos) << why;
+  EXPECT_NE(why.find("drop --columns"), std::string::npos) << why;
+
+  // The header's own names (any case, with sacct's %width) are accepted, as without --columns.
+  auto text = read_file(golden("sacct_2205.txt"));
+  ASSERT_TRUE(text.ok());
+  const std::string header = text->substr(0, text->find('\n'));
+  o.columns.clear();
+  for (std::string_view c : split(header, '|')) o.columns.emplace_back(lower(c) + "%20");
+  auto same = read_trace(golden("sacct_2205.txt"), o);
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  expect_jobs_match(*same, golden("sacct_2205.txt.expected.jsonl"));
+}
+
 // ---------------------------------------------------------------- field helpers
 
 TEST(SacctFields, ReqMemBeforeAndAfter2108) {
