@@ -36,6 +36,13 @@ Result<SplitConfig> parse_split(std::string_view text) {
     if (!d || !std::isfinite(*d) || *d <= 0) return bad(fmt::format("'{}' is not a positive number", parts[i]));
     v[i] = *d;
   }
+  // Percentages or fractions: shares that add up to neither (50/50/50) were once rescaled
+  // silently, so a typo ran a split nobody asked for. Rounding (33.3/33.3/33.3) is allowed.
+  const double sum = v[0] + v[1] + v[2];
+  if (std::abs(sum - 100.0) > 0.5 && std::abs(sum - 1.0) > 0.005) {
+    return bad(fmt::format("the shares add up to {:g}, not 100 (or 1); {}/{}/{} would be {}", sum,
+                           parts[0], parts[1], parts[2], format_split(SplitConfig{v[0], v[1], v[2]})));
+  }
   return SplitConfig{v[0], v[1], v[2]};
 }
 

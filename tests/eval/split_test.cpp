@@ -63,6 +63,14 @@ TEST(Split, ParseRejectsBadText) {
   EXPECT_FALSE(parse_split("60/40").ok());
   EXPECT_FALSE(parse_split("60/x/20").ok());
   EXPECT_FALSE(parse_split("60/0/40").ok());
+  // Shares adding up to neither 100 nor 1 are refused, not rescaled; rounding is allowed.
+  Result<SplitConfig> over = parse_split("50/50/50");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("add up to 150"), std::string::npos) << over.status().message();
+  EXPECT_NE(over.status().message().find("33.3"), std::string::npos) << over.status().message();
+  EXPECT_FALSE(parse_split("0.7/0.2/0.2").ok());
+  EXPECT_TRUE(parse_split("33.3/33.3/33.3").ok());
+  EXPECT_TRUE(parse_split("0.333/0.333/0.333").ok());
   Result<SplitConfig> frac = parse_split("0.7/0.15/0.15");
   ASSERT_TRUE(frac.ok());
   EXPECT_DOUBLE_EQ(frac->train, 0.7);
