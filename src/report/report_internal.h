@@ -33,6 +33,10 @@ std::string html_escape(std::string_view s);
 // JSON or JavaScript safe inside a <script> element (no "</" that could close it).
 std::string script_safe(std::string_view s);
 
+// An evaluate result row's MAE s.d. over seeds; null when the row says it ran on fewer than two
+// seeds (a deterministic method, or --seeds 1, has no spread: its 0 is not a measurement).
+nlohmann::json seed_sd_mae(const nlohmann::json& row);
+
 // Sortable HTML tables of the page, by section.
 std::string methods_table(const nlohmann::json& eval);
 std::string subgroups_table(const nlohmann::json& eval);

@@ -68,7 +68,7 @@ json eval_rows(const json& eval) {
   for (const json& e : eval.at("results")) {
     json row = {{"method", e.at("method")}, {"resource", e.at("resource")}, {"mae", e.at("mae")},
                 {"n", e.value("n", 0)}, {"acc10", e.value("acc10", 0.0)}};
-    if (e.contains("sd") && e["sd"].is_object()) row["mae_sd"] = e["sd"].value("mae", 0.0);
+    if (const json sd = seed_sd_mae(e); sd.is_number()) row["mae_sd"] = sd;
     rows.push_back(row);
   }
   return rows;

@@ -77,6 +77,13 @@ Status check_eval_json(const json& j, const std::string& source) {
   return Status::ok();
 }
 
+json seed_sd_mae(const json& row) {
+  const json seeds = row.value("seeds", json());
+  if (seeds.is_number() && seeds.get<double>() < 2) return json();
+  if (!row.contains("sd") || !row["sd"].is_object()) return json();
+  return row["sd"].value("mae", json());
+}
+
 std::string methods_table(const json& eval) {
   std::string baseline = "hier_last1";
   if (eval.contains("config") && eval["config"].is_object()) baseline = eval["config"].value("baseline", baseline);
@@ -89,7 +96,8 @@ std::string methods_table(const json& eval) {
     std::string row = "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +
                       cell(html_escape(e.at("resource").get<std::string>())) +
                       cell(num(e.value("n", json()), "{:.0f}")) + cell(num(e.at("mae"), "{:.4f}"));
-    row += cell(e.contains("sd") && e["sd"].is_object() ? num(e["sd"].value("mae", json()), "{:.4f}") : "–");
+    const json sd = seed_sd_mae(e);
+    row += cell(sd.is_number() ? num(sd, "{:.4f}") : "–");
     row += pct_cell(e.value("acc10", json()));
     if (e.contains(diff_key) && e[diff_key].is_object()) {
       const json& d = e[diff_key];

@@ -128,6 +128,31 @@ TEST(ReportEval, ChecksTheEvaluateJsonShape) {
   EXPECT_FALSE(check_eval_json(json::parse(R"({"trace": {}})"), "E.json").is_ok());
 }
 
+// A row run on one seed has no spread: its s.d. of 0 is shown as "–", not as "0.0000".
+TEST(ReportEval, TheSdOverSeedsOnlyWhereThereWereSeveral) {
+  json eval = sample_eval();
+  json& one = eval["results"][0];
+  one["seeds"] = 1;
+  one["sd"] = {{"mae", 0.0}};
+  json& five = eval["results"][1];
+  five["seeds"] = 5;
+  five["sd"] = {{"mae", 0.0042}};
+  const std::string t = methods_table(eval);
+  EXPECT_EQ(t.find("0.0000"), std::string::npos) << t;
+  EXPECT_NE(t.find("<td>0.0042</td>"), std::string::npos) << t;
+  EXPECT_TRUE(seed_sd_mae(one).is_null());
+  EXPECT_DOUBLE_EQ(seed_sd_mae(five).get<double>(), 0.0042);
+  ReportInput in;
+  in.eval = eval;
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "methods") continue;
+    const json& values = p.spec.at("data").at("values");
+    ASSERT_EQ(values.size(), 2u);
+    EXPECT_FALSE(values[0].contains("mae_sd")) << values[0];
+    EXPECT_DOUBLE_EQ(values[1].at("mae_sd").get<double>(), 0.0042);
+  }
+}
+
 TEST(ReportPlots, EachSectionOnlyWithItsData) {
   ReportInput in;
   EXPECT_TRUE(plot_ids(in).empty());
