@@ -42,6 +42,18 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   Result<std::vector<std::string>> methods = registry.resolve(a.methods);
   if (!methods) return fail(methods.status().with_context("--methods"));
   cfg.methods = *methods;
+  // An option that no method of the run reads changes nothing: say so rather than ignore it.
+  const auto note_unread = [&](bool eval::MethodReads::*option, bool given, const char* flag) {
+    if (!given) return;
+    for (const std::string& m : cfg.methods) {
+      if (registry.reads(m).*option) return;
+    }
+    std::cerr << fmt::format("peakcast evaluate: note: {} sets the code model of {}; --methods has "
+                             "none of them, so it changes nothing\n",
+                             flag, fmt::join(registry.reading(option), ", "));
+  };
+  note_unread(&eval::MethodReads::code_options, !a.code_options.empty(), "--code-option");
+  note_unread(&eval::MethodReads::encoder, !a.encoder.empty(), "--encoder");
   cfg.seed = a.seed;
   cfg.bootstrap = a.bootstrap;
   cfg.util_cap = a.reader.util_cap;

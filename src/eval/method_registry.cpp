@@ -20,9 +20,25 @@ void Method::predict_batch(std::span<const JobContext* const> jobs,
   for (size_t i = 0; i < jobs.size(); ++i) out[i] = predict(*jobs[i]->job, jobs[i]->view);
 }
 
-void MethodRegistry::add(std::string name, std::string description, MethodFactory factory) {
+void MethodRegistry::add(std::string name, std::string description, MethodFactory factory,
+                         MethodReads reads) {
   if (contains(name)) throw std::logic_error("method registered twice: " + name);
-  entries_.push_back({std::move(name), std::move(description), std::move(factory)});
+  entries_.push_back({std::move(name), std::move(description), std::move(factory), reads});
+}
+
+MethodReads MethodRegistry::reads(std::string_view name) const {
+  for (const Entry& e : entries_) {
+    if (e.name == name) return e.reads;
+  }
+  return {};
+}
+
+std::vector<std::string> MethodRegistry::reading(bool MethodReads::*option) const {
+  std::vector<std::string> out;
+  for (const Entry& e : entries_) {
+    if (e.reads.*option) out.push_back(e.name);
+  }
+  return out;
 }
 
 bool MethodRegistry::contains(std::string_view name) const {

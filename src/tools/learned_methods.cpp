@@ -63,15 +63,19 @@ void register_learned(MethodRegistry& registry) {
   registry.add("code_only", "the code model Q with the bag encoder alone (no history)",
                [](const MethodOptions& o) {
                  return learned::make_code_only("code_only", o.encoder.empty() ? "bag" : o.encoder, o);
-               });
+               },
+               {.code_options = true, .encoder = true});
   registry.add("textcnn", "the code model with a TextCNN script encoder alone",
-               [](const MethodOptions& o) { return learned::make_code_only("textcnn", "textcnn", o); });
+               [](const MethodOptions& o) { return learned::make_code_only("textcnn", "textcnn", o); },
+               {.code_options = true});
   registry.add("bilstm", "the code model with a BiLSTM script encoder alone",
-               [](const MethodOptions& o) { return learned::make_code_only("bilstm", "bilstm", o); });
+               [](const MethodOptions& o) { return learned::make_code_only("bilstm", "bilstm", o); },
+               {.code_options = true});
   registry.add("cascade",
                "reliability-gated cascade: history bypass by gate, else gamma-fusion of code "
                "model and history with trust region",
-               [](const MethodOptions& o) { return learned::make_cascade(o); });
+               [](const MethodOptions& o) { return learned::make_cascade(o); },
+               {.code_options = true, .encoder = true});
 }
 
 }  // namespace peakcast::eval

@@ -79,6 +79,25 @@ TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
   EXPECT_EQ(run("evaluate " + trace_ + " --methods code_only --code-option max_epochs").exit_code, 2);
 }
 
+// An option no method of the run reads is named on stderr, with the methods that read it; the
+// run goes on. With a method that reads it, no such note.
+TEST_F(Cli, OptionsNoMethodReadsAreSaidToChangeNothing) {
+  const std::string common = "evaluate " + trace_ + " --bootstrap 0 --latency-jobs 0 --threads 1 ";
+  const CmdResult unread = peakcast::test_support::run_shell(
+      kBinary + " " + common + "--methods hier_last1 --code-option max_epochs=1 --encoder textcnn 2>&1");
+  ASSERT_EQ(unread.exit_code, 0) << unread.out;
+  EXPECT_NE(unread.out.find("note: --code-option sets the code model of code_only, textcnn, bilstm, "
+                            "cascade; --methods has none of them"),
+            std::string::npos) << unread.out;
+  EXPECT_NE(unread.out.find("note: --encoder sets the code model of code_only, cascade;"), std::string::npos)
+      << unread.out;
+  const CmdResult read = peakcast::test_support::run_shell(
+      kBinary + " " + common + "--methods hier_last1,textcnn --code-option max_epochs=1 "
+      "--code-option token_dim=8 --code-option fused_dim=16 2>&1");
+  ASSERT_EQ(read.exit_code, 0) << read.out;
+  EXPECT_EQ(read.out.find("changes nothing"), std::string::npos) << read.out;
+}
+
 // --bound-walk writes the walk behind the coverage column: re-walking it gives the JSON's
 // figures; an unwritable path is a usage error before anything runs.
 TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {

@@ -87,11 +87,18 @@ struct MethodOptions {
 
 using MethodFactory = std::function<std::unique_ptr<Method>(const MethodOptions&)>;
 
+// Which MethodOptions a method reads, so that a command can say when an option it was given
+// changes nothing (no method of the run reads it).
+struct MethodReads {
+  bool code_options = false;  // MethodOptions::code_options
+  bool encoder = false;       // MethodOptions::encoder
+};
+
 // Explicit registry (no self-registering statics): register_builtins() fills it.
 class MethodRegistry {
  public:
   // Throws std::logic_error on a duplicate name (a programming error).
-  void add(std::string name, std::string description, MethodFactory factory);
+  void add(std::string name, std::string description, MethodFactory factory, MethodReads reads = {});
   bool contains(std::string_view name) const;
   // Unknown name -> kInvalidInput listing the valid names.
   Result<std::unique_ptr<Method>> create(std::string_view name, const MethodOptions& o) const;
@@ -99,12 +106,16 @@ class MethodRegistry {
   Result<std::vector<std::string>> resolve(std::string_view list) const;
   std::vector<std::string> names() const;  // registration order
   std::string_view description(std::string_view name) const;  // "" when unknown
+  MethodReads reads(std::string_view name) const;              // nothing when unknown
+  // The methods that read code options / the encoder, in registration order.
+  std::vector<std::string> reading(bool MethodReads::*option) const;
 
  private:
   struct Entry {
     std::string name;
     std::string description;
     MethodFactory factory;
+    MethodReads reads;
   };
   std::vector<Entry> entries_;
 };
