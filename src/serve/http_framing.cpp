@@ -25,15 +25,6 @@ bool is_tchar(char c) {
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
-// Printable ASCII of `v` (at most 40 bytes) for a refusal's message; anything else as '?'.
-std::string shown(std::string_view v) {
-  std::string out(v.substr(0, 40));
-  for (char& c : out) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return out;
-}
-
 std::string_view trim(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
@@ -66,26 +57,27 @@ Frame both_lengths() {
 Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
   if (line.front() == ' ' || line.front() == '\t') {
     return reject(400, "headers: a line starting with whitespace (obsolete line folding) is not "
-                       "accepted: \"" + shown(line) + "\"");
+                       "accepted: \"" + shown_value(line) + "\"");
   }
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) {
-    return reject(400, "headers: a line without a colon: \"" + shown(line) + "\"");
+    return reject(400, "headers: a line without a colon: \"" + shown_value(line) + "\"");
   }
   const std::string_view name = line.substr(0, colon);
   if (name.empty()) return reject(400, "headers: a line with no field name before the colon");
   for (size_t i = 0; i < name.size(); ++i) {
     if (name[i] == ' ' || name[i] == '\t') {
-      return reject(400, "headers: whitespace between the field name \"" + shown(name.substr(0, i)) +
-                             "\" and its colon is not accepted");
+      return reject(400, "headers: whitespace between the field name \"" +
+                             shown_value(name.substr(0, i)) + "\" and its colon is not accepted");
     }
     if (!is_tchar(name[i])) {
-      return reject(400, "headers: field name \"" + shown(name) + "\" has a character not allowed");
+      return reject(400, "headers: field name \"" + shown_value(name) +
+                             "\" has a character not allowed");
     }
   }
   const std::string_view value = trim(line.substr(colon + 1));
   if (value.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos) {
-    return reject(400, "headers: " + shown(name) + ": a CR or NUL in the value");
+    return reject(400, "headers: " + shown_value(name) + ": a CR or NUL in the value");
   }
   auto is = [&](std::string_view want) {
     return name.size() == want.size() && ::strncasecmp(name.data(), want.data(), want.size()) == 0;
@@ -94,12 +86,12 @@ Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
     if (head.has_transfer_encoding) return both_lengths();
     if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
       return reject(400, "Content-Length: expected a non-negative number of bytes, got \"" +
-                             shown(value) + "\"");
+                             shown_value(value) + "\"");
     }
     // All digits: more than 19 of them (leading zeros aside) is more than any body limit.
     const std::string_view digits = value.substr(std::min(value.find_first_not_of('0'), value.size() - 1));
     if (digits.size() > 19) {
-      return reject(413, "body: " + shown(digits) + " bytes, over the limit of " +
+      return reject(413, "body: " + shown_value(digits) + " bytes, over the limit of " +
                              std::to_string(limits.max_body_bytes) + std::string(kBodyLimitHint));
     }
     const uint64_t n = std::stoull(std::string(digits));

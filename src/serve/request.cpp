@@ -1,5 +1,6 @@
 #include "peakcast/serve/request.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -74,6 +75,31 @@ std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits
   return std::nullopt;
 }
 
+// Slurm's job states as squeue and sacct name them (22.05's job_state_string: the base states, then
+// the flags it prints instead), after normalize_state has mapped the short codes ("CD", "OOM"),
+// "CANCELLED by 0" and an absent state (COMPLETED).
+constexpr std::string_view kSlurmStates[] = {
+    "COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+    "BOOT_FAIL", "DEADLINE", "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING",
+    "STAGE_OUT", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED",
+    "REVOKED", "RESV_DEL_HOLD", "SIGNALING"};
+
+// A completion's state decides how its peak is learned (OUT_OF_MEMORY: a lower bound, censored),
+// so a misspelt one ("OUT_OF_MEMROY") must not be stored as-is and learned as an exact peak.
+// Only here: the trace readers stay lenient with other tools' files.
+std::optional<ApiError> check_state(const Job& job, const json& obj) {
+  const auto* end = std::end(kSlurmStates);
+  if (std::find(std::begin(kSlurmStates), end, job.state) != end) return std::nullopt;
+  const auto it = obj.find("state");
+  const std::string sent = it != obj.end() && it->is_string() ? it->get<std::string>() : job.state;
+  std::string accepted;
+  for (std::string_view s : kSlurmStates) accepted.append(accepted.empty() ? "" : ", ").append(s);
+  return error(ApiErrorKind::kInvalidField, "state",
+               "state: \"" + shown_value(sent) + "\" is not a Slurm job state; expected one of " +
+                   accepted + " (sacct's short codes such as CD or OOM and \"CANCELLED by N\" are "
+                   "taken too; absent means COMPLETED)");
+}
+
 // First string (key or value) holding a NUL or bad UTF-8; returns the field it was found under.
 bool find_binary(const json& v, const std::string& field, std::string& where) {
   if (v.is_string()) {
@@ -92,6 +118,14 @@ bool find_binary(const json& v, const std::string& field, std::string& where) {
 }
 
 }  // namespace
+
+std::string shown_value(std::string_view v) {
+  std::string out(v.substr(0, 40));
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
 
 bool is_clean_utf8(std::string_view s) {
   size_t i = 0;
@@ -173,6 +207,9 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   Result<Job> job = ingest::job_from_json(obj, opts);
   if (!job) return from_status(job.status());
   if (auto e = check_fields(*job, limits)) return *e;
+  if (kind == BodyKind::kComplete) {
+    if (auto e = check_state(*job, obj)) return *e;
+  }
   if (job->script && job->script->size() > limits.max_script_bytes) {
     return error(ApiErrorKind::kTooLarge, "script",
                  "script: " + std::to_string(job->script->size()) + " bytes, over the limit of " +

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -148,6 +149,45 @@ TEST(Service, ACompletionFromTheFutureOrStartedBeforeItsSubmissionIs422) {
   // within the day of skew: stored
   json skewed = completion_json("52", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow + 3600, kGiB, kGiB / 2);
   EXPECT_EQ(f.service->complete(skewed.dump()).status, 200);
+}
+
+// A misspelt state ("OUT_OF_MEMROY") was stored as-is, and a job killed for memory learned as if
+// its peak were exact: a state that is not Slurm's is refused naming the field, the value
+// (truncated, never whole) and what is accepted. Slurm's short codes, "CANCELLED by N" and an
+// absent state still pass; a prediction's state, unused, is not checked.
+TEST(Service, ACompletionWithAStateThatIsNotSlurmsIs422) {
+  Fixture f;
+  auto done = [](const std::string& id, const std::string& state) {
+    json c = completion_json(id, "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2);
+    c["state"] = state;
+    return c.dump();
+  };
+  Reply r = f.service->complete(done("60", "OUT_OF_MEMROY"));
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "state");
+  const std::string message = body_of(r)["error"]["message"];
+  EXPECT_NE(message.find("\"OUT_OF_MEMROY\" is not a Slurm job state"), std::string::npos) << message;
+  EXPECT_NE(message.find("OUT_OF_MEMORY"), std::string::npos) << message;
+  const std::string hostile = std::string(40, 'Z') + "TAIL\xc3\xa9";
+  r = f.service->complete(done("61", hostile));
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_NE(r.body.find(std::string(40, 'Z')), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("TAIL"), std::string::npos) << r.body;
+  EXPECT_EQ(f.service->complete(done("62", "\xc3\xa9t\xc3\xa9")).body.find("\xc3\xa9"), std::string::npos);
+  EXPECT_EQ(*f.service->store().count(), 0u);
+  int id = 70;
+  for (const char* ok : {"oom", "CD", "CANCELLED by 0", "", "timeout", "COMPLETING", "SPECIAL_EXIT"}) {
+    EXPECT_EQ(f.service->complete(done(std::to_string(id++), ok)).status, 200) << ok;
+  }
+  json h = body_of(f.service->history({{"user", "bob"}}));
+  std::vector<std::string> states;
+  for (const json& j : h["jobs"]) states.push_back(j["state"]);
+  std::sort(states.begin(), states.end());
+  EXPECT_EQ(states, (std::vector<std::string>{"CANCELLED", "COMPLETED", "COMPLETED", "COMPLETING",
+                                              "OUT_OF_MEMORY", "SPECIAL_EXIT", "TIMEOUT"}));
+  json p = request_json("bob", "#!/bin/sh\nx\n", kNow, kGiB);
+  p["state"] = "PENDNG";
+  EXPECT_EQ(f.service->predict(p.dump()).status, 200);
 }
 
 TEST(Service, BadInputGets4xxNamingTheField) {

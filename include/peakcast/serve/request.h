@@ -3,6 +3,7 @@
 // the script beyond the returned Job.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -39,6 +40,10 @@ enum class BodyKind {
 // A Job with script_key and (for completions) labels filled, or the error to answer.
 using ParsedJob = std::variant<Job, ApiError>;
 ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimits& limits);
+
+// A client's value quoted in an error message: its first 40 bytes, anything but printable ASCII
+// as '?' (the value may be hostile, and the Slurm hook logs a refusal's reason).
+std::string shown_value(std::string_view v);
 
 // Checks that `s` is valid UTF-8 without NUL bytes (exposed for tests).
 bool is_clean_utf8(std::string_view s);
