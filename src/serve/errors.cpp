@@ -16,6 +16,7 @@ int http_status(ApiErrorKind kind) {
     case ApiErrorKind::kConflict: return 409;
     case ApiErrorKind::kLengthRequired: return 411;
     case ApiErrorKind::kUriTooLong: return 414;
+    case ApiErrorKind::kUnsupportedMediaType: return 415;
     case ApiErrorKind::kRangeNotSatisfiable: return 416;
     case ApiErrorKind::kHeadersTooLarge: return 431;
     case ApiErrorKind::kOverloaded: return 503;
@@ -37,6 +38,7 @@ std::string_view kind_name(ApiErrorKind kind) {
     case ApiErrorKind::kConflict: return "conflict";
     case ApiErrorKind::kLengthRequired: return "length_required";
     case ApiErrorKind::kUriTooLong: return "uri_too_long";
+    case ApiErrorKind::kUnsupportedMediaType: return "unsupported_media_type";
     case ApiErrorKind::kRangeNotSatisfiable: return "range_not_satisfiable";
     case ApiErrorKind::kHeadersTooLarge: return "headers_too_large";
     case ApiErrorKind::kOverloaded: return "overloaded";
@@ -80,6 +82,7 @@ ApiErrorKind kind_for_status(int status) {
     case 411: return ApiErrorKind::kLengthRequired;
     case 413: return ApiErrorKind::kTooLarge;
     case 414: return ApiErrorKind::kUriTooLong;
+    case 415: return ApiErrorKind::kUnsupportedMediaType;
     case 416: return ApiErrorKind::kRangeNotSatisfiable;
     case 431: return ApiErrorKind::kHeadersTooLarge;
     case 503: return ApiErrorKind::kOverloaded;

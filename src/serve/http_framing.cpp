@@ -25,6 +25,10 @@ bool is_tchar(char c) {
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
 std::string_view trim(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t' || v.back() == '\r')) v.remove_suffix(1);
@@ -44,6 +48,7 @@ struct Head {
   bool has_length = false;
   uint64_t length = 0;
   bool has_transfer_encoding = false;
+  std::string content_coding;  // the first Content-Encoding other than identity
 };
 
 Frame both_lengths() {
@@ -79,9 +84,7 @@ Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
   if (value.find_first_of(std::string_view("\r\0", 2)) != std::string_view::npos) {
     return reject(400, "headers: " + shown_value(name) + ": a CR or NUL in the value");
   }
-  auto is = [&](std::string_view want) {
-    return name.size() == want.size() && ::strncasecmp(name.data(), want.data(), want.size()) == 0;
-  };
+  auto is = [&](std::string_view want) { return iequals(name, want); };
   if (is("content-length")) {
     if (head.has_transfer_encoding) return both_lengths();
     if (value.empty() || value.find_first_not_of("0123456789") != std::string_view::npos) {
@@ -105,6 +108,17 @@ Frame header_line(std::string_view line, Head& head, const HttpLimits& limits) {
   } else if (is("transfer-encoding")) {
     if (head.has_length) return both_lengths();
     head.has_transfer_encoding = true;  // 411 once the head is complete (or 400 with a length)
+  } else if (is("content-encoding") && head.content_coding.empty()) {
+    std::string_view codings = value;
+    while (!codings.empty()) {
+      const size_t comma = std::min(codings.find(','), codings.size());
+      const std::string_view coding = trim(codings.substr(0, comma));
+      codings.remove_prefix(std::min(comma + 1, codings.size()));
+      if (!coding.empty() && !iequals(coding, "identity")) {
+        head.content_coding = shown_value(coding);  // 415 once the head is complete, with a body
+        break;
+      }
+    }
   }
   return {};
 }
@@ -151,6 +165,13 @@ Frame frame_request(std::string_view buf, const HttpLimits& limits) {
   }
   if (head.has_transfer_encoding) {
     return reject(411, "Transfer-Encoding: not accepted; send the body with a Content-Length");
+  }
+  // cpp-httplib would inflate a gzip or deflate body itself, with no bound (a few hundred KB of
+  // gzip grew to hundreds of MB before the body limit saw it), and hand any other coding to the
+  // JSON parser still encoded: bodies are taken as sent, uncompressed, only.
+  if (!head.content_coding.empty() && head.length > 0) {
+    return reject(415, "Content-Encoding: " + head.content_coding +
+                           " is not supported; send the body uncompressed");
   }
   const size_t total = head.size + static_cast<size_t>(head.length);
   if (buf.size() < total) return {};

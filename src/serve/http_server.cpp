@@ -48,6 +48,7 @@ const char* reason_phrase(int status) {
     case 411: return "Length Required";
     case 413: return "Payload Too Large";
     case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
     case 431: return "Request Header Fields Too Large";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -152,6 +153,7 @@ struct HttpServer::Impl {
   std::string refusal(int status, const std::string& message) {
     ApiError e{kind_for_status(status), "", message};
     if (status == 413) e.field = "body";
+    if (status == 415) e.field = "Content-Encoding";
     if (status == 431) e.field = "headers";
     const Reply r = service.error(e);
     service.metrics().observe(Endpoint::kOther, r.status, 0.0);

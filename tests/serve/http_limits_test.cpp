@@ -174,6 +174,30 @@ TEST(HttpLimits, ARequestSmuggledInABodyIsRefusedNotRun) {
   EXPECT_EQ(r->status, 200) << r->body;
 }
 
+// A compressed body was 400 "malformed HTTP request" (or "not valid JSON"), or, valid gzip, inflated
+// by cpp-httplib without a bound: 415 with the reason, and the same body sent plainly is answered.
+TEST(HttpLimits, ACompressedBodyIs415WithTheReason) {
+  LiveServer server(HttpLimits{});
+  const std::string body = predict_body();
+  auto post = [&](const std::string& extra) {
+    return http_exchange(server.sock, "POST /v1/predict HTTP/1.1\r\nContent-Type: application/json\r\n" + extra +
+                                          "Content-Length: " + std::to_string(body.size()) +
+                                          "\r\nConnection: close\r\n\r\n" + body, 5);
+  };
+  for (const char* coding : {"gzip", "deflate", "br", "compress"}) {
+    const std::string answer = post(std::string("Content-Encoding: ") + coding + "\r\n");
+    EXPECT_EQ(status_of(answer), 415) << coding << " -> " << answer.substr(0, 300);
+    EXPECT_NE(answer.find("HTTP/1.1 415 Unsupported Media Type\r\n"), std::string::npos) << answer.substr(0, 300);
+    EXPECT_NE(answer.find("\"unsupported_media_type\""), std::string::npos) << answer;
+    EXPECT_NE(answer.find("\"field\":\"Content-Encoding\""), std::string::npos) << answer;
+    EXPECT_NE(answer.find(std::string("Content-Encoding: ") + coding + " is not supported; send the body uncompressed"),
+              std::string::npos) << answer;
+  }
+  EXPECT_EQ(server.service->metrics().requests(Endpoint::kOther, 415), 4u);
+  EXPECT_EQ(status_of(post("Content-Encoding: identity\r\n")), 200);
+  EXPECT_EQ(status_of(post("")), 200);
+}
+
 TEST(HttpLimits, KeepAliveAndPipelinedRequestsAreAnswered) {
   LiveServer server(HttpLimits{});
   const std::string body = predict_body();

@@ -21,6 +21,7 @@ enum class ApiErrorKind {
   kConflict,          // a completion reuses a stored job_id with other content -> 409
   kLengthRequired,    // a body without Content-Length (chunked)            -> 411
   kUriTooLong,        // request line over the limit                        -> 414
+  kUnsupportedMediaType, // a body with a Content-Encoding (gzip, ...)      -> 415
   kRangeNotSatisfiable, // a malformed Range header                         -> 416
   kHeadersTooLarge,   // too many header lines, or too many header bytes    -> 431
   kOverloaded,        // too many open connections                          -> 503
@@ -43,7 +44,7 @@ nlohmann::json error_body(const ApiError& e);
 ApiError from_status(const Status& s);
 
 // The kind for a status cpp-httplib or the connection layer chose itself (400, 404, 408, 411,
-// 413, 414, 416, 431, 503); any other 4xx is kBadRequest, any 5xx kInternal.
+// 413, 414, 415, 416, 431, 503); any other 4xx is kBadRequest, any 5xx kInternal.
 ApiErrorKind kind_for_status(int status);
 
 }  // namespace peakcast::serve

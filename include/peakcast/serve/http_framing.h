@@ -1,6 +1,6 @@
 // The HTTP layer's limits, and the one place a request's bytes are checked against them before
 // any handler (or cpp-httplib's parser) sees them. Every endpoint gets the same limits and the
-// same deadline; refusals are answered by status (400, 411, 413, 414, 431) with the reason.
+// same deadline; refusals are answered by status (400, 411, 413, 414, 415, 431) with the reason.
 #pragma once
 
 #include <cstddef>
@@ -27,14 +27,15 @@ enum class FrameState { kIncomplete, kComplete, kRejected };
 struct Frame {
   FrameState state = FrameState::kIncomplete;
   size_t size = 0;      // kComplete: bytes of this request (head and body)
-  int status = 0;       // kRejected: 400, 411, 413, 414 or 431
+  int status = 0;       // kRejected: 400, 411, 413, 414, 415 or 431
   std::string message;  // kRejected: why, naming the header or the limit
 };
 
 // Looks at the bytes received so far on a connection: is the first request in them complete,
 // still arriving, or to be refused? Checks the request line, the header count and size, and
 // Content-Length (digits only, one value, within max_body_bytes; 413 however many digits); a
-// Transfer-Encoding is refused (411: send a Content-Length; 400 alongside a Content-Length).
+// Transfer-Encoding is refused (411: send a Content-Length; 400 alongside a Content-Length), and
+// so is a body with a Content-Encoding other than identity (415: send it uncompressed).
 // Field lines are held to RFC 9112 (400): lines end in CRLF, a field name is a token followed
 // directly by its colon, no obs-fold (a line starting with whitespace). Anything laxer would let
 // this framer and cpp-httplib's parser disagree on where a request ends, so that part of one
