@@ -43,6 +43,33 @@ size_t target_length(std::string_view line) {
   return (end == std::string_view::npos ? line.size() : end) - sp - 1;
 }
 
+// HTTP's methods (RFC 9110 §9; PATCH, RFC 5789). Whether a path takes one is the router's
+// question (405); another token is a method this server implements for no path at all.
+constexpr std::string_view kHttpMethods[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
+                                             "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+
+// A request line "METHOD target HTTP/1.x" (CR removed) whose method is no HTTP method: 400 naming
+// it, where cpp-httplib would say "malformed HTTP request". Not RFC 9110's 501: a client's mistake
+// is never a 5xx here (a scanner's junk must not read as a server fault in /metrics or alerts).
+// Any other line is left to the parser.
+Frame unimplemented_method(std::string_view line) {
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || sp2 == sp1 + 1 ||
+      line.find(' ', sp2 + 1) != std::string_view::npos) {
+    return {};
+  }
+  const std::string_view method = line.substr(0, sp1), version = line.substr(sp2 + 1);
+  const auto* end = std::end(kHttpMethods);
+  if (method.empty() || !std::all_of(method.begin(), method.end(), is_tchar) ||
+      (version != "HTTP/1.1" && version != "HTTP/1.0") ||
+      std::find(std::begin(kHttpMethods), end, method) != end) {
+    return {};
+  }
+  return reject(400, "method " + shown_value(method) +
+                         " is not an HTTP method peakcastd takes: its endpoints take GET, HEAD or POST");
+}
+
 struct Head {
   size_t size = 0;  // through the empty line
   bool has_length = false;
@@ -137,6 +164,8 @@ Frame frame_request(std::string_view buf, const HttpLimits& limits) {
   // cpp-httplib ends lines at CRLF only: a bare LF here would split the head differently.
   const char* const bare_lf = "a line ends in a bare LF; HTTP/1.1 lines end in CRLF";
   if (first.empty() || first.back() != '\r') return reject(400, std::string("request line: ") + bare_lf);
+  const std::string_view request_line = first.substr(0, first.size() - 1);
+  if (Frame f = unimplemented_method(request_line); f.state == FrameState::kRejected) return f;
   Head head;
   size_t pos = line_end + 1, count = 0;
   while (true) {

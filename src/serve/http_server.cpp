@@ -41,6 +41,29 @@ Endpoint endpoint_of(const std::string& path) {
   return Endpoint::kOther;
 }
 
+// The methods a path is served with, for the Allow header of a 405 (HEAD with GET: cpp-httplib
+// answers it from the GET handler); nullptr for a path not served.
+const char* allowed_methods(Endpoint e) {
+  switch (e) {
+    case Endpoint::kPredict:
+    case Endpoint::kComplete: return "POST";
+    case Endpoint::kHistory:
+    case Endpoint::kHealthz:
+    case Endpoint::kMetrics: return "GET, HEAD";
+    case Endpoint::kOther: return nullptr;
+  }
+  return nullptr;
+}
+
+bool allows(std::string_view allow, const std::string& method) {
+  for (size_t at = 0; at < allow.size();) {
+    const size_t end = std::min(allow.find(", ", at), allow.size());
+    if (allow.substr(at, end - at) == method) return true;
+    at = end + 2;
+  }
+  return false;
+}
+
 const char* reason_phrase(int status) {
   switch (status) {
     case 400: return "Bad Request";
@@ -184,6 +207,16 @@ struct HttpServer::Impl {
     srv.set_payload_max_length(options.limits.max_body_bytes);
     srv.set_keep_alive_max_count(options.limits.max_requests_per_connection);
     srv.set_keep_alive_timeout(static_cast<time_t>(options.limits.idle_timeout_s));
+    // Before cpp-httplib routes by method: a path it serves with another method is 405 with the
+    // path's methods in Allow (cpp-httplib would say 404, or 400 for TRACE and CONNECT, which it
+    // parses but routes nowhere); a path it does not serve, 404 whatever the method.
+    srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      const char* allow = allowed_methods(endpoint_of(req.path));
+      if (allow && allows(allow, req.method)) return httplib::Server::HandlerResponse::Unhandled;
+      res.status = allow ? 405 : 404;
+      if (allow) res.set_header("Allow", allow);
+      return httplib::Server::HandlerResponse::Handled;  // the error handler writes the body
+    });
     srv.Post("/v1/predict", timed([this](const httplib::Request& q) { return service.predict(q.body); }));
     srv.Post("/v1/complete", timed([this](const httplib::Request& q) { return service.complete(q.body); }));
     srv.Get("/v1/history", timed([this](const httplib::Request& q) { return service.history(q.params); }));
@@ -203,14 +236,15 @@ struct HttpServer::Impl {
     ApiError e{kind_for_status(status), "", ""};
     switch (status) {
       case 404:
-        if (endpoint_of(req.path) != Endpoint::kOther) {
-          e.kind = ApiErrorKind::kMethodNotAllowed;
-          e.message = req.method + " " + req.path + ": method not allowed";
-        } else {
-          e.message = "no such endpoint (POST /v1/predict, POST /v1/complete, GET /v1/history, "
-                      "GET /healthz, GET /metrics)";
-        }
+        e.message = "no such endpoint (POST /v1/predict, POST /v1/complete, GET /v1/history, "
+                    "GET /healthz, GET /metrics)";
         break;
+      case 405: {
+        const char* allow = allowed_methods(endpoint_of(req.path));
+        e.message = req.method + " " + req.path + ": method not allowed" +
+                    (allow ? "; " + req.path + " answers " + allow + " (the Allow header)" : "");
+        break;
+      }
       case 413: e.field = "body"; e.message = "body: over the size limit"; break;
       case 414: e.message = "request target too long"; break;
       case 416: e.field = "Range"; e.message = "Range: malformed (this API serves no ranges)"; break;

@@ -132,6 +132,28 @@ TEST(HttpFraming, AContentEncodingOtherThanIdentityIs415) {
   EXPECT_EQ(frame_request("GET /healthz HTTP/1.1\r\nContent-Encoding: gzip\r\n\r\n", l).state, FrameState::kComplete);
 }
 
+// A well-formed request line whose method is no HTTP method was 400 "malformed HTTP request" from
+// cpp-httplib: now 400 naming it (not 501: a client's mistake is never a 5xx here). HTTP's own
+// methods pass (the router answers 405 or 404), and a malformed line is left to the parser's 400.
+TEST(HttpFraming, AMethodThatIsNotHttpsIsNamed) {
+  HttpLimits l;
+  for (const std::string method : {"FOO", "get", "PRI", "M-SEARCH"}) {
+    const Frame f = frame_request(method + " /v1/predict HTTP/1.1\r\n", l);  // before the head ends
+    EXPECT_EQ(f.state, FrameState::kRejected) << method;
+    EXPECT_EQ(f.status, 400) << method;
+    EXPECT_NE(f.message.find("method " + method + " is not an HTTP method peakcastd takes"), std::string::npos)
+        << f.message;
+  }
+  EXPECT_EQ(frame_request(std::string(100, 'X') + " / HTTP/1.0\r\n", l).message.find(std::string(41, 'X')),
+            std::string::npos);
+  for (const std::string method : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}) {
+    EXPECT_EQ(frame_request(method + " /v1/predict HTTP/1.1\r\n\r\n", l).state, FrameState::kComplete) << method;
+  }
+  for (const std::string line : {"NONSENSE", "FOO / HTTP/2.0", "FOO  / HTTP/1.1", "FOO / HTTP/1.1 x", "F@O / HTTP/1.1"}) {
+    EXPECT_EQ(frame_request(line + "\r\n\r\n", l).state, FrameState::kComplete) << line;
+  }
+}
+
 TEST(HttpFraming, HeaderCountAndSizeAreBounded) {
   HttpLimits l;
   std::string many = kHead;

@@ -198,6 +198,57 @@ TEST(HttpLimits, ACompressedBodyIs415WithTheReason) {
   EXPECT_EQ(status_of(post("")), 200);
 }
 
+// TRACE was 400 "malformed HTTP request", DELETE or PUT on a served path 405 without an Allow
+// header, an unknown method 400: a served path's other methods are 405 with its methods in Allow,
+// a method that is not HTTP's is 400 naming it, an unknown path 404 whatever the method; saying why.
+TEST(HttpLimits, MethodsAPathDoesNotTakeAre405WithAllowAndUnknownMethodsNamed) {
+  LiveServer server(HttpLimits{});
+  struct Case {
+    std::string line;
+    int status;
+    std::string allow;  // the Allow header's value; empty: none
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"TRACE /v1/predict", 405, "POST", "TRACE /v1/predict: method not allowed; /v1/predict answers POST"},
+      {"DELETE /v1/complete", 405, "POST", "/v1/complete answers POST"},
+      {"PUT /v1/predict", 405, "POST", "/v1/predict answers POST"},
+      {"GET /v1/predict", 405, "POST", "/v1/predict answers POST"},
+      {"POST /healthz", 405, "GET, HEAD", "/healthz answers GET, HEAD"},
+      {"OPTIONS /v1/history", 405, "GET, HEAD", "/v1/history answers GET, HEAD"},
+      {"PATCH /metrics", 405, "GET, HEAD", "/metrics answers GET, HEAD"},
+      {"FOO /v1/predict", 400, "", "method FOO is not an HTTP method peakcastd takes"},
+      {"FOO /nope", 400, "", "method FOO is not an HTTP method peakcastd takes"},
+      {"TRACE /nope", 404, "", "no such endpoint"},
+      {"DELETE /nope", 404, "", "no such endpoint"},
+      {"GET /nope", 404, "", "no such endpoint"},
+  };
+  for (const Case& c : cases) {
+    const std::string answer = http_exchange(server.sock, c.line + " HTTP/1.1\r\nConnection: close\r\n\r\n", 5);
+    EXPECT_EQ(status_of(answer), c.status) << c.line << " -> " << answer.substr(0, 300);
+    const size_t head_end = answer.find("\r\n\r\n");
+    const std::string head = answer.substr(0, head_end);
+    if (c.allow.empty()) {
+      EXPECT_EQ(head.find("\r\nAllow:"), std::string::npos) << c.line << " -> " << head;
+    } else {
+      EXPECT_NE(head.find("\r\nAllow: " + c.allow + "\r\n"), std::string::npos) << c.line << " -> " << head;
+    }
+    EXPECT_NE(answer.find(c.says, head_end), std::string::npos) << c.line << " -> " << answer.substr(0, 400);
+  }
+  EXPECT_EQ(server.service->metrics().requests(Endpoint::kPredict, 405), 3u);
+  EXPECT_EQ(server.service->metrics().requests(Endpoint::kOther, 400), 2u);
+  // The served methods still answer, HEAD with the GET routes.
+  const std::string body = predict_body();
+  EXPECT_EQ(status_of(http_exchange(server.sock, "POST /v1/predict HTTP/1.1\r\nContent-Type: application/json\r\n"
+                                                  "Content-Length: " + std::to_string(body.size()) +
+                                                  "\r\nConnection: close\r\n\r\n" + body, 5)),
+            200);
+  for (const char* line : {"GET /healthz", "HEAD /healthz", "GET /metrics", "GET /v1/history?user=alice"}) {
+    EXPECT_EQ(status_of(http_exchange(server.sock, std::string(line) + " HTTP/1.1\r\nConnection: close\r\n\r\n", 5)),
+              200) << line;
+  }
+}
+
 TEST(HttpLimits, KeepAliveAndPipelinedRequestsAreAnswered) {
   LiveServer server(HttpLimits{});
   const std::string body = predict_body();

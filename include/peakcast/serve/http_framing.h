@@ -32,10 +32,11 @@ struct Frame {
 };
 
 // Looks at the bytes received so far on a connection: is the first request in them complete,
-// still arriving, or to be refused? Checks the request line, the header count and size, and
-// Content-Length (digits only, one value, within max_body_bytes; 413 however many digits); a
-// Transfer-Encoding is refused (411: send a Content-Length; 400 alongside a Content-Length), and
-// so is a body with a Content-Encoding other than identity (415: send it uncompressed).
+// still arriving, or to be refused? Checks the request line (a method that is not HTTP's: 400),
+// the header count and size, and Content-Length (digits only, one value, within max_body_bytes;
+// 413 however many digits); a Transfer-Encoding is refused (411: send a Content-Length; 400
+// alongside a Content-Length), and so is a body with a Content-Encoding other than identity (415:
+// send it uncompressed).
 // Field lines are held to RFC 9112 (400): lines end in CRLF, a field name is a token followed
 // directly by its colon, no obs-fold (a line starting with whitespace). Anything laxer would let
 // this framer and cpp-httplib's parser disagree on where a request ends, so that part of one

@@ -1,6 +1,7 @@
 // HTTP/1.1 transport for the Service (cpp-httplib): a UNIX socket by default, loopback TCP when
 // asked. Routes: POST /v1/predict, POST /v1/complete, GET /v1/history, GET /healthz,
-// GET /metrics. Every answer, errors included, is JSON with a Content-Length (except /metrics).
+// GET /metrics (HEAD with each GET); another method on these paths is 405 with Allow. Every
+// answer, errors included, is JSON with a Content-Length (except /metrics).
 // Connections are read without blocking by workers sharing one epoll set, held to HttpLimits
 // (connection_loop.h); each complete request is parsed, routed and answered by cpp-httplib on the
 // worker that read its last byte.
