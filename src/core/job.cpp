@@ -82,10 +82,17 @@ std::string normalize_state(std::string_view state) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '+')) s.pop_back();
   if (auto p = s.find(" BY "); p != std::string::npos) s.resize(p);
   if (s.empty()) return "COMPLETED";
+  // squeue's and sacct's short codes (Slurm 22.05's job_state_string_compact), and a spelling.
   static const std::pair<const char*, const char*> kAliases[] = {
-      {"CD", "COMPLETED"}, {"F", "FAILED"},       {"CA", "CANCELLED"}, {"TO", "TIMEOUT"},
-      {"OOM", "OUT_OF_MEMORY"}, {"NF", "NODE_FAIL"}, {"PR", "PREEMPTED"}, {"R", "RUNNING"},
-      {"PD", "PENDING"}, {"DL", "DEADLINE"}, {"BF", "BOOT_FAIL"}, {"CANCELED", "CANCELLED"}};
+      {"CD", "COMPLETED"},     {"F", "FAILED"},          {"CA", "CANCELLED"},
+      {"TO", "TIMEOUT"},       {"OOM", "OUT_OF_MEMORY"}, {"NF", "NODE_FAIL"},
+      {"PR", "PREEMPTED"},     {"R", "RUNNING"},         {"PD", "PENDING"},
+      {"DL", "DEADLINE"},      {"BF", "BOOT_FAIL"},      {"S", "SUSPENDED"},
+      {"CG", "COMPLETING"},    {"CF", "CONFIGURING"},    {"SO", "STAGE_OUT"},
+      {"RS", "RESIZING"},      {"RQ", "REQUEUED"},       {"RF", "REQUEUE_FED"},
+      {"RH", "REQUEUE_HOLD"},  {"SE", "SPECIAL_EXIT"},   {"ST", "STOPPED"},
+      {"RV", "REVOKED"},       {"RD", "RESV_DEL_HOLD"},  {"SI", "SIGNALING"},
+      {"CANCELED", "CANCELLED"}};
   for (auto [a, b] : kAliases) {
     if (s == a) return b;
   }

@@ -95,6 +95,12 @@ TEST(State, Normalize) {
   EXPECT_EQ(normalize_state("completed"), "COMPLETED");
   EXPECT_EQ(normalize_state("OOM"), "OUT_OF_MEMORY");
   EXPECT_EQ(normalize_state(""), "COMPLETED");
+  // Every short code squeue and sacct print maps to its long name.
+  EXPECT_EQ(normalize_state("CG"), "COMPLETING");
+  EXPECT_EQ(normalize_state("s"), "SUSPENDED");
+  EXPECT_EQ(normalize_state("RQ"), "REQUEUED");
+  EXPECT_EQ(normalize_state("SE"), "SPECIAL_EXIT");
+  EXPECT_EQ(normalize_state("RD"), "RESV_DEL_HOLD");
 }
 
 }  // namespace peakcast
