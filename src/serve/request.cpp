@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -173,8 +175,25 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
                      " JSON values (a job record has a few dozen)");
   }
   json obj;
+  // A name given twice in one object: nlohmann keeps the last, another reader (a proxy, a log
+  // scanner, the client's own check) may keep the first, so the request could mean two things.
+  std::vector<std::vector<std::string>> keys;  // the names seen, per object being read
+  std::optional<std::string> twice;
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key && !twice && !keys.empty()) {
+      const std::string& name = parsed.get_ref<const std::string&>();
+      std::vector<std::string>& seen = keys.back();
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) twice = name;
+      seen.push_back(name);
+    }
+    return true;
+  };
   try {
-    obj = json::parse(body);
+    obj = json::parse(body, on_event);
   } catch (const json::parse_error& e) {
     // Where, never what: the parser's own message quotes the bytes it last read ("last read:
     // '...'"), which can be a script's secret, and the Slurm hook writes a refusal's reason to
@@ -187,6 +206,11 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   }
   if (!obj.is_object()) {
     return error(ApiErrorKind::kMalformedJson, "body", "body: expected a JSON object (one job record)");
+  }
+  if (twice) {
+    const std::string name = shown_value(*twice);
+    return error(ApiErrorKind::kInvalidField, name,
+                 name + ": given twice in one object; each field may appear once");
   }
   if (std::string where; find_binary(obj, "", where)) {
     return error(ApiErrorKind::kInvalidField, where,

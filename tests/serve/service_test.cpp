@@ -132,6 +132,32 @@ TEST(Service, MalformedJsonIsRefusedWithoutQuotingTheBody) {
   EXPECT_NE(r.body.find("a number too large"), std::string::npos) << r.body;
 }
 
+// A field given twice (nlohmann keeps the last; another reader may keep the first) is refused
+// naming it, nested objects included; the same name in two different objects is fine.
+TEST(Service, AFieldGivenTwiceIsRefusedNamingIt) {
+  Fixture f;
+  const std::string mem = std::to_string(kGiB);
+  const std::string tail = R"(, "submit_time": 1704086813, "req_mem_bytes": )" + mem + "}";
+  Reply r = f.service->predict(R"({"job_id": "1", "user": "alice", "user": "root")" + tail);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "user");
+  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("user: given twice"), std::string::npos) << r.body;
+  json done = completion_json("60", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2);
+  std::string twice = done.dump();
+  twice.insert(twice.size() - 1, R"(, "peak_mem_bytes": 1)");
+  r = f.service->complete(twice);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "peak_mem_bytes");
+  EXPECT_EQ(*f.service->store().count(), 0u);
+  // A name shared by a nested object and its parent is not a duplicate; one repeated inside the
+  // nested object is.
+  r = f.service->predict(R"({"job_id": "1", "user": "alice", "x_meta": {"user": 1})" + tail);
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = f.service->predict(R"({"job_id": "1", "user": "alice", "x_meta": {"k": 1, "k": 2})" + tail);
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "k");
+}
+
 // A completion that ends in the future (beyond a day of skew) or starts before its submission is
 // refused naming the field; it would otherwise sit atop /v1/history, out of the history.
 TEST(Service, ACompletionFromTheFutureOrStartedBeforeItsSubmissionIs422) {
