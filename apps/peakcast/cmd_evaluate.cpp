@@ -173,7 +173,8 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
                   "bound coverage (over scripts); 0 turns both off")
       ->default_str("10000");
   cmd->add_option("--split", a->split,
-                  "Train/validation/test shares by submit order, e.g. 60/20/20 or 0.7/0.15/0.15")
+                  "Train/validation/test shares by submit order, adding up to 100 or 1: e.g. 60/20/20 "
+                  "or 0.7/0.15/0.15")
       ->default_str("60/20/20");
   cmd->add_option("--seeds", a->seeds,
                   "Train each learned method this many times (seeds SEED..SEED+N-1) and report "
