@@ -76,26 +76,39 @@ void compute_labels(Job& job, double util_cap) {
   }
 }
 
+namespace {
+// Slurm's job states with squeue's and sacct's short codes (22.05's job_state_string and
+// job_state_string_compact): the base states, then the flags printed in their place.
+constexpr std::pair<std::string_view, std::string_view> kSlurmStates[] = {
+    {"CD", "COMPLETED"},    {"F", "FAILED"},         {"OOM", "OUT_OF_MEMORY"}, {"CA", "CANCELLED"},
+    {"TO", "TIMEOUT"},      {"NF", "NODE_FAIL"},     {"PR", "PREEMPTED"},      {"BF", "BOOT_FAIL"},
+    {"DL", "DEADLINE"},     {"PD", "PENDING"},       {"R", "RUNNING"},         {"S", "SUSPENDED"},
+    {"CG", "COMPLETING"},   {"CF", "CONFIGURING"},   {"SO", "STAGE_OUT"},      {"RS", "RESIZING"},
+    {"RQ", "REQUEUED"},     {"RF", "REQUEUE_FED"},   {"RH", "REQUEUE_HOLD"},   {"SE", "SPECIAL_EXIT"},
+    {"ST", "STOPPED"},      {"RV", "REVOKED"},       {"RD", "RESV_DEL_HOLD"},  {"SI", "SIGNALING"}};
+}  // namespace
+
+bool is_slurm_state(std::string_view normalized) {
+  return std::any_of(std::begin(kSlurmStates), std::end(kSlurmStates),
+                     [&](const auto& s) { return s.second == normalized; });
+}
+
+std::string slurm_state_names() {
+  std::string out;
+  for (const auto& s : kSlurmStates) out.append(out.empty() ? "" : ", ").append(s.second);
+  return out;
+}
+
 std::string normalize_state(std::string_view state) {
   std::string s;
   for (char c : state) s.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   while (!s.empty() && (s.back() == ' ' || s.back() == '+')) s.pop_back();
   if (auto p = s.find(" BY "); p != std::string::npos) s.resize(p);
   if (s.empty()) return "COMPLETED";
-  // squeue's and sacct's short codes (Slurm 22.05's job_state_string_compact), and a spelling.
-  static const std::pair<const char*, const char*> kAliases[] = {
-      {"CD", "COMPLETED"},     {"F", "FAILED"},          {"CA", "CANCELLED"},
-      {"TO", "TIMEOUT"},       {"OOM", "OUT_OF_MEMORY"}, {"NF", "NODE_FAIL"},
-      {"PR", "PREEMPTED"},     {"R", "RUNNING"},         {"PD", "PENDING"},
-      {"DL", "DEADLINE"},      {"BF", "BOOT_FAIL"},      {"S", "SUSPENDED"},
-      {"CG", "COMPLETING"},    {"CF", "CONFIGURING"},    {"SO", "STAGE_OUT"},
-      {"RS", "RESIZING"},      {"RQ", "REQUEUED"},       {"RF", "REQUEUE_FED"},
-      {"RH", "REQUEUE_HOLD"},  {"SE", "SPECIAL_EXIT"},   {"ST", "STOPPED"},
-      {"RV", "REVOKED"},       {"RD", "RESV_DEL_HOLD"},  {"SI", "SIGNALING"},
-      {"CANCELED", "CANCELLED"}};
-  for (auto [a, b] : kAliases) {
-    if (s == a) return b;
+  for (const auto& [code, name] : kSlurmStates) {
+    if (s == code) return std::string(name);
   }
+  if (s == "CANCELED") return "CANCELLED";  // the American spelling
   return s;
 }
 

@@ -77,28 +77,17 @@ std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits
   return std::nullopt;
 }
 
-// Slurm's job states as squeue and sacct name them (22.05's job_state_string: the base states, then
-// the flags it prints instead), after normalize_state has mapped the short codes ("CD", "OOM"),
-// "CANCELLED by 0" and an absent state (COMPLETED).
-constexpr std::string_view kSlurmStates[] = {
-    "COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
-    "BOOT_FAIL", "DEADLINE", "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING",
-    "STAGE_OUT", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED",
-    "REVOKED", "RESV_DEL_HOLD", "SIGNALING"};
-
 // A completion's state decides how its peak is learned (OUT_OF_MEMORY: a lower bound, censored),
 // so a misspelt one ("OUT_OF_MEMROY") must not be stored as-is and learned as an exact peak.
-// Only here: the trace readers stay lenient with other tools' files.
+// Only here: the trace readers stay lenient with other tools' files. job.state is normalized
+// already (short codes, "CANCELLED by 0", absent = COMPLETED).
 std::optional<ApiError> check_state(const Job& job, const json& obj) {
-  const auto* end = std::end(kSlurmStates);
-  if (std::find(std::begin(kSlurmStates), end, job.state) != end) return std::nullopt;
+  if (is_slurm_state(job.state)) return std::nullopt;
   const auto it = obj.find("state");
   const std::string sent = it != obj.end() && it->is_string() ? it->get<std::string>() : job.state;
-  std::string accepted;
-  for (std::string_view s : kSlurmStates) accepted.append(accepted.empty() ? "" : ", ").append(s);
   return error(ApiErrorKind::kInvalidField, "state",
                "state: \"" + shown_value(sent) + "\" is not a Slurm job state; expected one of " +
-                   accepted + " (sacct's short codes such as CD or OOM and \"CANCELLED by N\" are "
+                   slurm_state_names() + " (sacct's short codes such as CD or OOM and \"CANCELLED by N\" are "
                    "taken too; absent means COMPLETED)");
 }
 

@@ -101,6 +101,13 @@ TEST(State, Normalize) {
   EXPECT_EQ(normalize_state("RQ"), "REQUEUED");
   EXPECT_EQ(normalize_state("SE"), "SPECIAL_EXIT");
   EXPECT_EQ(normalize_state("RD"), "RESV_DEL_HOLD");
+  // What it maps to is what the daemon accepts as a state; a misspelling is not.
+  for (const char* code : {"CD", "OOM", "CA", "cg", "SE", "RD", "PR"}) {
+    EXPECT_TRUE(is_slurm_state(normalize_state(code))) << code;
+  }
+  EXPECT_TRUE(is_slurm_state(normalize_state("CANCELLED by 0")));
+  EXPECT_FALSE(is_slurm_state(normalize_state("OUT_OF_MEMROY")));
+  EXPECT_NE(slurm_state_names().find("COMPLETED, FAILED, OUT_OF_MEMORY"), std::string::npos);
 }
 
 }  // namespace peakcast

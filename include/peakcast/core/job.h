@@ -103,4 +103,10 @@ void compute_labels(Job& job, double util_cap = 1.0);
 // ("CD" -> COMPLETED, "OOM" -> OUT_OF_MEMORY, "CA" -> CANCELLED, ...).
 std::string normalize_state(std::string_view state);
 
+// Whether a normalized state is one of Slurm's job states (22.05: the base states, and the flags
+// squeue prints instead), the names normalize_state maps the short codes to.
+bool is_slurm_state(std::string_view normalized);
+// Those names, ", "-separated, for a message that lists what is accepted.
+std::string slurm_state_names();
+
 }  // namespace peakcast
