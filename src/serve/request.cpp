@@ -1,8 +1,8 @@
 #include "peakcast/serve/request.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -166,7 +166,7 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   json obj;
   // A name given twice in one object: nlohmann keeps the last, another reader (a proxy, a log
   // scanner, the client's own check) may keep the first, so the request could mean two things.
-  std::vector<std::vector<std::string>> keys;  // the names seen, per object being read
+  std::vector<std::unordered_set<std::string>> keys;  // the names seen, per object being read
   std::optional<std::string> twice;
   const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::object_start) {
@@ -175,9 +175,7 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
       keys.pop_back();
     } else if (event == json::parse_event_t::key && !twice && !keys.empty()) {
       const std::string& name = parsed.get_ref<const std::string&>();
-      std::vector<std::string>& seen = keys.back();
-      if (std::find(seen.begin(), seen.end(), name) != seen.end()) twice = name;
-      seen.push_back(name);
+      if (!keys.back().insert(name).second) twice = name;
     }
     return true;
   };
