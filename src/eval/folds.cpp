@@ -65,9 +65,6 @@ void summarize_folds(const EvalConfig& config, FoldsReport& out) {
   }
 }
 
-}  // namespace
-
-namespace {
 // The first job of the folds' tail: the last test_share of `n` jobs in submit order.
 size_t tail_begin(size_t n, const FoldsConfig& fc) {
   return static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));

@@ -26,11 +26,16 @@ void MethodRegistry::add(std::string name, std::string description, MethodFactor
   entries_.push_back({std::move(name), std::move(description), std::move(factory), reads});
 }
 
-MethodReads MethodRegistry::reads(std::string_view name) const {
+const MethodRegistry::Entry* MethodRegistry::find(std::string_view name) const {
   for (const Entry& e : entries_) {
-    if (e.name == name) return e.reads;
+    if (e.name == name) return &e;
   }
-  return {};
+  return nullptr;
+}
+
+MethodReads MethodRegistry::reads(std::string_view name) const {
+  const Entry* e = find(name);
+  return e ? e->reads : MethodReads{};
 }
 
 std::vector<std::string> MethodRegistry::reading(bool MethodReads::*option) const {
@@ -41,10 +46,7 @@ std::vector<std::string> MethodRegistry::reading(bool MethodReads::*option) cons
   return out;
 }
 
-bool MethodRegistry::contains(std::string_view name) const {
-  return std::any_of(entries_.begin(), entries_.end(),
-                     [&](const Entry& e) { return e.name == name; });
-}
+bool MethodRegistry::contains(std::string_view name) const { return find(name) != nullptr; }
 
 std::vector<std::string> MethodRegistry::names() const {
   std::vector<std::string> out;
@@ -53,17 +55,13 @@ std::vector<std::string> MethodRegistry::names() const {
 }
 
 std::string_view MethodRegistry::description(std::string_view name) const {
-  for (const Entry& e : entries_) {
-    if (e.name == name) return e.description;
-  }
-  return {};
+  const Entry* e = find(name);
+  return e ? std::string_view(e->description) : std::string_view();
 }
 
 Result<std::unique_ptr<Method>> MethodRegistry::create(std::string_view name,
                                                        const MethodOptions& o) const {
-  for (const Entry& e : entries_) {
-    if (e.name == name) return e.factory(o);
-  }
+  if (const Entry* e = find(name)) return e->factory(o);
   return Status::invalid(fmt::format("unknown method '{}'; valid methods: {}", name,
                                      fmt::join(names(), ", ")));
 }

@@ -117,6 +117,7 @@ class MethodRegistry {
     MethodFactory factory;
     MethodReads reads;
   };
+  const Entry* find(std::string_view name) const;  // nullptr when unknown
   std::vector<Entry> entries_;
 };
 
