@@ -143,7 +143,8 @@ int run_simulate(const SimulateArgs& a) {
     if (!cfg) return fail(cfg.status());
     o.policy.recommend = std::move(*cfg);
   }
-  Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
+  // Sizey's protocol reads a Nextflow trace as Sizey's main.py does (ReadOptions::sizey_rows).
+  Result<ingest::Trace> trace = load_trace(a.trace, a.reader, o.protocol == sizing::Protocol::kSizey);
   if (!trace) return fail(trace.status());
   if (o.protocol == sizing::Protocol::kChrono && !trace->has_submit_times) {
     // Without submit times there is no event order, and no run time either (sacct's Elapsed is

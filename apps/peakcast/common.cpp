@@ -89,7 +89,7 @@ Result<CodeSettings> parse_code_options(const std::vector<std::string>& options,
   return out;
 }
 
-Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {
+Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a, bool sizey_rows) {
   Result<ingest::Format> format = ingest::parse_format(a.format);
   if (!format) return format.status();
   ingest::ReadOptions o;
@@ -102,6 +102,7 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a) {
   }
   o.scripts_dir = a.scripts_dir;
   o.scripts_dump = a.scripts_dump;
+  o.sizey_rows = sizey_rows;
   Result<ingest::Trace> trace = ingest::read_trace(path, o);
   if (!trace) return trace;
   std::cerr << eval::render_reader_summary(*trace);

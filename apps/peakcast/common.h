@@ -40,8 +40,10 @@ struct ReaderArgs {
 // --format, --strict, --util-cap, --user, --columns, --scripts-dir, --scripts-dump.
 void add_reader_options(CLI::App& cmd, ReaderArgs& args);
 
-// Reads the trace and prints the reader summary to stderr (every command does).
-Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& args);
+// Reads the trace and prints the reader summary to stderr (every command does); `sizey_rows`
+// reads a Nextflow trace as Sizey's protocol does (ingest::ReadOptions::sizey_rows).
+Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& args,
+                                 bool sizey_rows = false);
 
 // Writes text to FILE ("-" = standard output).
 Status write_output(const std::string& path, const std::string& text);

@@ -300,29 +300,45 @@ std::string task_state(const std::string& status, std::string_view exit, bool& k
   return normalize_state(status);
 }
 
-// What the task asked for and used: cpus, time, memory sizes, realtime.
-std::optional<FieldError> read_resources(const TaskRow& row, Job& job) {
+// What the task asked for and used: cpus, time, memory sizes, realtime. A malformed value
+// rejects the row, except with `sizey_rows` in a column Sizey's protocol does not read (cpus,
+// time, peak_rss): that field is left unset and counted in `unread`.
+std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool sizey_rows,
+                                         size_t& unread) {
   const Columns& c = row.c;
   if (!missing(row.get(c.cpus))) {
     auto cpus = parse_double(row.get(c.cpus));
-    if (!cpus || *cpus < 0 || *cpus > kMaxCount) {
+    if (cpus && *cpus >= 0 && *cpus <= kMaxCount) {
+      job.req_cpus = *cpus;
+    } else if (!sizey_rows) {
       return FieldError{"cpus", "not a CPU count: " + shown(row.get(c.cpus))};
+    } else {
+      ++unread;
     }
-    job.req_cpus = *cpus;
   }
   if (!missing(row.get(c.time))) {
     auto ms = parse_duration_ms(row.get(c.time));
-    if (!ms) return FieldError{"time", "not a duration: " + shown(row.get(c.time))};
-    job.req_time_s = std::llround(*ms / 1000.0);
+    if (ms) {
+      job.req_time_s = std::llround(*ms / 1000.0);
+    } else if (!sizey_rows) {
+      return FieldError{"time", "not a duration: " + shown(row.get(c.time))};
+    } else {
+      ++unread;
+    }
   }
-  for (auto [col, field, target] :
-       {std::tuple{c.memory, "memory", &job.req_mem_bytes},
-        std::tuple{c.peak, "peak_rss", &job.peak_mem_bytes},
-        std::tuple{c.rss, "rss", &job.rss_bytes}, std::tuple{c.rchar, "rchar", &job.read_bytes}}) {
+  for (auto [col, field, target, read_by_sizey] :
+       {std::tuple{c.memory, "memory", &job.req_mem_bytes, true},
+        std::tuple{c.peak, "peak_rss", &job.peak_mem_bytes, false},
+        std::tuple{c.rss, "rss", &job.rss_bytes, true}, std::tuple{c.rchar, "rchar", &job.read_bytes, true}}) {
     if (missing(row.get(col))) continue;
     auto bytes = parse_nf_size(row.get(col));
-    if (!bytes) return FieldError{field, "not a memory size: " + shown(row.get(col))};
-    *target = *bytes;
+    if (bytes) {
+      *target = *bytes;
+    } else if (!sizey_rows || read_by_sizey) {
+      return FieldError{field, "not a memory size: " + shown(row.get(col))};
+    } else {
+      ++unread;
+    }
   }
   if (!missing(row.get(c.realtime))) {
     auto ms = parse_duration_ms(row.get(c.realtime));
@@ -357,22 +373,26 @@ class TaskReader {
       return reject(line, {"row", "expected " + std::to_string(header_size_) + " columns, got " +
                                       std::to_string(fields.size())});
     }
-    const std::string status = lower(row.get(c_.status));
+    std::string status = lower(row.get(c_.status));
     if (status == "cached") {
-      // Not executed in this run: its figures repeat an earlier run's execution.
+      // Not executed in this run: its figures repeat an earlier run's execution. Sizey's
+      // protocol reads no status, so it takes them as any other row.
       ++cached_;
-      ++out_.stats.ignored;
-      return Status::ok();
+      if (!o_.sizey_rows) {
+        ++out_.stats.ignored;
+        return Status::ok();
+      }
+      status = "completed";
     }
     Job job;
-    if (places_in_time(c_)) {
+    if (places_in_time(c_) && !o_.sizey_rows) {
       if (auto e = read_times(row, job)) return reject(line, *e);
     }
     identify(row, line, job);
     bool killed = false;
     job.state = task_state(status, row.get(c_.exit), killed);
     killed_ += killed ? 1 : 0;
-    if (auto e = read_resources(row, job)) return reject(line, *e);
+    if (auto e = read_resources(row, job, o_.sizey_rows, unread_)) return reject(line, *e);
     out_.jobs.push_back(std::move(job));
     return Status::ok();
   }
@@ -387,10 +407,19 @@ class TaskReader {
                            " FAILED task(s) with exit 137 (killed) taken as OUT_OF_MEMORY: their "
                            "memory label is a lower bound (censored)");
     }
-    if (cached_ > 0) {
+    if (cached_ > 0 && !o_.sizey_rows) {
       out_.notes.push_back(std::to_string(cached_) +
                            " CACHED tasks ignored: they were not executed in this run and repeat "
                            "an earlier run's figures");
+    } else if (cached_ > 0) {
+      out_.notes.push_back(std::to_string(cached_) +
+                           " CACHED tasks kept, as Sizey's protocol reads them: their figures are an "
+                           "earlier run's");
+    }
+    if (unread_ > 0) {
+      out_.notes.push_back(std::to_string(unread_) +
+                           " malformed value(s) in cpus, time or peak_rss left unset: Sizey's "
+                           "protocol does not read those columns, so their rows are kept");
     }
   }
 
@@ -436,6 +465,7 @@ class TaskReader {
   const std::string run_;
   const std::string default_user_;
   size_t cached_ = 0;
+  size_t unread_ = 0;  // malformed values left unset (sizey_rows)
   size_t killed_ = 0;
   size_t users_from_file_name_ = 0;
   std::map<std::string, size_t> seen_ids_;
@@ -462,7 +492,9 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
   }
   // Sizey's protocol needs no times (`simulate --protocol sizey`); every event-time use refuses
   // a trace without them by has_submit_times, as it does an sacct dump without Submit.
-  if (!places_in_time(cols)) {
+  if (o.sizey_rows) {
+    out.has_submit_times = false;  // not read: the protocol orders tasks by seed
+  } else if (!places_in_time(cols)) {
     out.has_submit_times = false;
     out.notes.push_back(
         "no 'submit' column with 'complete' or 'duration': tasks are not placed in time, so only "

@@ -185,6 +185,41 @@ TEST(Nextflow, KilledTaskIsCensoredAndItsRetryIsAnotherTask) {
   EXPECT_EQ(t.stats.censored, 1u);
 }
 
+// Sizey's protocol reads process, rss, rchar, realtime and memory and no status: with
+// sizey_rows the CACHED task is kept as a completed one, times are not read (the RUNNING and
+// ABORTED rows, whose times are missing, are kept: the simulator drops them for their missing
+// rss, as Sizey does), and the row whose cpus is 'one' is kept with cpus unset. The same file
+// read plainly keeps 3 of its 6 rows (GoldenRawCsv).
+TEST(Nextflow, SizeyRowsAreReadAsSizeysProtocolReadsThem) {
+  ReadOptions o;
+  o.sizey_rows = true;
+  auto trace = read_trace(golden("trace_demo.csv"), o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->stats.skipped, 0u);
+  EXPECT_EQ(trace->stats.ignored, 0u);
+  ASSERT_EQ(trace->jobs.size(), 6u);
+  EXPECT_FALSE(trace->has_submit_times);
+  EXPECT_FALSE(has_note(*trace, "not placed in time"));  // not read by choice, not missing
+  EXPECT_TRUE(has_note(*trace, "1 CACHED tasks kept"));
+  EXPECT_TRUE(has_note(*trace, "1 malformed value(s) in cpus, time or peak_rss left unset"));
+  const Job& cached = trace->jobs[2];
+  EXPECT_EQ(cached.state, "COMPLETED");
+  EXPECT_EQ(cached.workload, "CALL");
+  EXPECT_EQ(cached.peak_mem_bytes, 1000u);
+  EXPECT_EQ(cached.submit_ms, 0);
+  EXPECT_EQ(trace->jobs[0].state, "COMPLETED");
+  EXPECT_EQ(trace->jobs[1].state, "OUT_OF_MEMORY");  // FAILED, exit 137
+  EXPECT_FALSE(trace->jobs[5].req_cpus.has_value());   // 'one'
+  EXPECT_EQ(trace->jobs[5].req_mem_bytes, 1073741824u);
+  // A malformed value in a column the protocol reads still skips the row.
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("process,status,rss,realtime,memory\nA,COMPLETED,lots,1000,2000000000\n"
+                             "A,COMPLETED,1000,1000,2000000000\n",
+                             "t.csv", o, t));
+  EXPECT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.stats.skipped, 1u);
+}
+
 // nf-core runs published with the Sizey study: raw values, comma separated, no user column.
 TEST(NextflowRealData, NfCoreTracesReadCompletely) {
   const std::pair<const char*, size_t> files[] = {

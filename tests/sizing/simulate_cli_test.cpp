@@ -167,7 +167,9 @@ TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
   auto thin = run("simulate " + narrow + " --policies max_so_far,peakcast --seeds 2 --json " + narrow_json);
   ASSERT_EQ(full.exit_code, 0) << full.out;
   ASSERT_EQ(thin.exit_code, 0) << thin.out;
-  EXPECT_NE(thin.out.find("not placed in time"), std::string::npos) << thin.out;
+  // Sizey's protocol reads no times (ingest::ReadOptions::sizey_rows), so their absence is no
+  // news here; chrono says what is missing (below).
+  EXPECT_EQ(thin.out.find("not placed in time"), std::string::npos) << thin.out;
   std::ifstream a(full_json), b(narrow_json);
   const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
   ASSERT_EQ(ja["results"].size(), jb["results"].size());
@@ -240,6 +242,47 @@ TEST_F(SimulateCli, TasksWithoutARequestGetTheSlurmDefaultWhenGiven) {
   expect_usage_error(unrequested + " --def-mem-per-node 8G --def-mem-per-cpu 1G", "excludes");
   expect_usage_error(unrequested + " --def-mem-per-node lots", "--def-mem-per-node: not a memory size above 0: 'lots'");
   expect_usage_error(unrequested + " --def-mem-per-cpu 0", "--def-mem-per-cpu: not a memory size above 0: '0'");
+}
+
+// Sizey's reader takes every row with an rss, whatever its status: a resumed run's CACHED tasks
+// count under --protocol sizey (as the same rows marked COMPLETED do) and are left out under
+// chrono, whose history is what this run executed.
+TEST_F(SimulateCli, SizeyCountsCachedTasksAsSizeyDoesAndChronoLeavesThemOut) {
+  const std::string cached = (dir_ / "trace_cached.csv").string();
+  {
+    std::ifstream in(trace_);
+    std::ofstream out(cached);
+    std::string line;
+    for (int row = 0; std::getline(in, line); ++row) {
+      if (row > 0 && row % 4 == 0) line.replace(line.find(",COMPLETED,"), 11, ",CACHED,");
+      out << line << "\n";
+    }
+  }
+  const std::string full_json = (dir_ / "full.json").string(), cached_json = (dir_ / "cached.json").string();
+  auto full = run("simulate " + trace_ + " --policies max_so_far,peakcast --seeds 2 --json " + full_json);
+  auto with_cached = run("simulate " + cached + " --policies max_so_far,peakcast --seeds 2 --json " + cached_json);
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  ASSERT_EQ(with_cached.exit_code, 0) << with_cached.out;
+  EXPECT_NE(with_cached.out.find("20 CACHED tasks kept"), std::string::npos) << with_cached.out;
+  std::ifstream a(full_json), b(cached_json);
+  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  ASSERT_EQ(ja["results"].size(), jb["results"].size());
+  for (size_t i = 0; i < ja["results"].size(); ++i) {
+    EXPECT_EQ(jb["results"][i]["jobs"], ja["results"][i]["jobs"]);
+    EXPECT_DOUBLE_EQ(jb["results"][i]["waste_gbh"].get<double>(), ja["results"][i]["waste_gbh"].get<double>());
+    EXPECT_EQ(jb["results"][i]["failures"], ja["results"][i]["failures"]);
+  }
+  const std::string chrono_json = (dir_ / "chrono.json").string();
+  auto chrono = run("simulate " + cached + " --protocol chrono --policies max_so_far --json " + chrono_json);
+  ASSERT_EQ(chrono.exit_code, 0) << chrono.out;
+  EXPECT_NE(chrono.out.find("20 CACHED tasks ignored"), std::string::npos) << chrono.out;
+  std::ifstream c(chrono_json);
+  const auto jc = nlohmann::json::parse(c);
+  auto full_chrono = run("simulate " + trace_ + " --protocol chrono --policies max_so_far --json " + chrono_json);
+  ASSERT_EQ(full_chrono.exit_code, 0) << full_chrono.out;
+  std::ifstream d(chrono_json);
+  const auto jd = nlohmann::json::parse(d);
+  EXPECT_LT(jc["results"][0]["jobs"].get<int>(), jd["results"][0]["jobs"].get<int>());
 }
 
 TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {

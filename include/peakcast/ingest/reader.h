@@ -31,6 +31,12 @@ struct ReadOptions {
   std::vector<std::string> columns;  // sacct -n output: the --format column names, in order
   std::string scripts_dir;           // sacct: folder of <jobid>.sh job scripts
   std::string scripts_dump;          // sacct: file of concatenated `sacct -B` outputs
+  // Nextflow: read the task rows as Sizey's protocol does (`simulate --protocol sizey`), which
+  // reads process, rss, rchar, realtime and memory and no status: CACHED tasks are kept (their
+  // figures are the earlier run's, which Sizey's reader takes as any row's), times are not
+  // read (the protocol orders tasks by seed), and a malformed value in a column the protocol
+  // does not read (cpus, time, peak_rss) is left unset instead of skipping the row.
+  bool sizey_rows = false;
 };
 
 struct ReadStats {
