@@ -47,13 +47,15 @@ class WittPercentile final : public SizingPolicy {
 
 // Witt et al.'s linear regression: ordinary least squares of the peak on the input size over
 // every task seen; request = prediction * (1 + s), s = population s.d. of the relative errors
-// (y - prediction) / y of this policy's earlier online predictions (STD), or of the positive
-// ones only, i.e. under-predictions (STDUNDER). Retry: double, or the largest peak seen when
-// the request was negative. (Sizey's code shares the error list across task types and both
-// variants; here each instance keeps its own: see docs/sizing.md.)
+// (y - prediction) / y of the earlier online predictions (STD), or of the positive ones only,
+// i.e. under-predictions (STDUNDER). Retry: double, or the largest peak seen when the request
+// was negative. The errors start from `carried`: empty for a policy of its own, the list
+// Sizey's code shares across task types and both variants under its protocol (simulate.cpp).
 class WittLr final : public SizingPolicy {
  public:
-  explicit WittLr(bool under_only) : under_only_(under_only) {}
+  WittLr(bool under_only, std::vector<double> carried)
+      : under_only_(under_only), errors_(std::move(carried)) {}
+  const std::vector<double>& errors() const { return errors_; }
   double first(const TaskInfo& t) override {
     if (n_ == 0) return t.request_bytes;
     const double pred = predict(t.input_bytes);
@@ -221,7 +223,19 @@ double numpy_percentile(std::vector<double> v, double q) {
 
 std::unique_ptr<SizingPolicy> make_presets() { return std::make_unique<Presets>(); }
 std::unique_ptr<SizingPolicy> make_witt_percentile(double q) { return std::make_unique<WittPercentile>(q); }
-std::unique_ptr<SizingPolicy> make_witt_lr(bool under_only) { return std::make_unique<WittLr>(under_only); }
+std::unique_ptr<SizingPolicy> make_witt_lr(bool under_only, std::vector<double> carried_errors) {
+  return std::make_unique<WittLr>(under_only, std::move(carried_errors));
+}
+
+std::vector<double> witt_lr_errors(const TaskType& type, const SizeySplit& split) {
+  WittLr lr(false, {});
+  for (size_t i : split.warm) lr.observe(type.tasks[i]);
+  for (size_t i : split.online) {
+    lr.first(type.tasks[i].info);
+    lr.observe(type.tasks[i]);
+  }
+  return lr.errors();
+}
 std::unique_ptr<SizingPolicy> make_tovar() { return std::make_unique<Tovar>(); }
 std::unique_ptr<SizingPolicy> make_max_so_far() { return std::make_unique<MaxSoFar>(); }
 std::unique_ptr<SizingPolicy> make_vpa() { return std::make_unique<Vpa>(); }

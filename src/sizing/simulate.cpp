@@ -33,10 +33,26 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
   PolicyResult r;
   r.policy = name;
   r.seed = o.seed;
+  // Sizey's evaluation code keeps Witt-LR's relative errors in one list (a class attribute)
+  // shared by every task type of a run and by both variants, run type by type in the trace's
+  // order, STD before STDUNDER. Both variants' raw predictions are the same regression, so they
+  // add the same errors E_k on type k: STD starts type k from E_1, E_1, ..., E_k-1, E_k-1, and
+  // STDUNDER from those and E_k. Replayed so, Witt-LR's figures are Sizey's (the notes' table).
+  const bool witt_lr = name == "witt_lr_std" || name == "witt_lr_stdunder";
+  std::vector<double> shared_errors;
   for (const TaskType& tt : types) {
-    auto policy = fresh(name, o);
-    if (!policy) return policy.status();
     const SizeySplit split = sizey_split(o.seed, tt.tasks.size());
+    Result<PolicyPtr> policy = PolicyPtr();
+    if (witt_lr) {
+      const std::vector<double> own = witt_lr_errors(tt, split);
+      std::vector<double> start = shared_errors;
+      if (name == "witt_lr_stdunder") start.insert(start.end(), own.begin(), own.end());
+      policy = make_witt_lr(name == "witt_lr_stdunder", std::move(start));
+      for (int variant = 0; variant < 2; ++variant) shared_errors.insert(shared_errors.end(), own.begin(), own.end());
+    } else {
+      policy = fresh(name, o);
+    }
+    if (!policy) return policy.status();
     for (size_t i : split.warm) (*policy)->observe(tt.tasks[i]);
     Tally tally;
     tally.workload = tt.workload;

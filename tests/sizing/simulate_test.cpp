@@ -169,6 +169,63 @@ TEST(Simulate, ChronoScoresTheLastFifthAndLearnsOnlyFromCompletedTasks) {
   EXPECT_EQ(r->results[0].per_workload.size(), 2u);
 }
 
+// Sizey's code keeps Witt-LR's relative errors in one list shared by the task types of a run
+// (in the trace's order) and by both variants, STD before STDUNDER on each type. The first type
+// here is SORT (task 0): STD starts it with no errors, STDUNDER with SORT's own; on ALIGN, STD
+// starts with SORT's errors twice, STDUNDER with those and ALIGN's. Each is replayed here by
+// hand with run_task and must give the simulator's tally for that type exactly.
+TEST(Simulate, SizeysWittLrSharesItsErrorsAcrossTypesAndVariants) {
+  const auto tasks = synthetic(4);
+  SimulateOptions o;
+  o.seed = 11;
+  o.policies = {"witt_lr_std", "witt_lr_stdunder"};
+  auto r = simulate(tasks, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto types = sizey_task_types(tasks, o.sizey_min_tasks, nullptr);
+  ASSERT_EQ(types.size(), 2u);
+  ASSERT_EQ(types[0].workload, "SORT");
+  std::vector<SizeySplit> splits;
+  std::vector<std::vector<double>> errors;
+  for (const auto& tt : types) {
+    splits.push_back(sizey_split(o.seed, tt.tasks.size()));
+    errors.push_back(witt_lr_errors(tt, splits.back()));
+    EXPECT_EQ(errors.back().size(), splits.back().online.size());  // one per online prediction
+  }
+  auto cat = [](std::initializer_list<const std::vector<double>*> parts) {
+    std::vector<double> v;
+    for (const auto* p : parts) v.insert(v.end(), p->begin(), p->end());
+    return v;
+  };
+  const std::vector<double> none;
+  const std::vector<double> starts[2][2] = {
+      {none, cat({&errors[0], &errors[0]})},                         // STD: SORT, ALIGN
+      {errors[0], cat({&errors[0], &errors[0], &errors[1]})}};       // STDUNDER
+  for (int variant = 0; variant < 2; ++variant) {
+    for (size_t k = 0; k < types.size(); ++k) {
+      auto p = make_witt_lr(variant == 1, starts[variant][k]);
+      for (size_t i : splits[k].warm) p->observe(types[k].tasks[i]);
+      Tally by_hand;
+      for (size_t i : splits[k].online) {
+        run_task(*p, types[k].tasks[i], by_hand);
+        p->observe(types[k].tasks[i]);
+      }
+      const Tally& simulated = r->results[static_cast<size_t>(variant)].per_workload[k];
+      EXPECT_EQ(simulated.workload, types[k].workload);
+      EXPECT_DOUBLE_EQ(simulated.waste_gbh, by_hand.waste_gbh) << variant << " " << k;
+      EXPECT_EQ(simulated.failures, by_hand.failures) << variant << " " << k;
+    }
+  }
+  // The sharing matters: ALIGN replayed with no carried errors gives another figure.
+  auto alone = make_witt_lr(false);
+  for (size_t i : splits[1].warm) alone->observe(types[1].tasks[i]);
+  Tally own;
+  for (size_t i : splits[1].online) {
+    run_task(*alone, types[1].tasks[i], own);
+    alone->observe(types[1].tasks[i]);
+  }
+  EXPECT_NE(own.waste_gbh, r->results[0].per_workload[1].waste_gbh);
+}
+
 TEST(Simulate, UnknownPolicyAndTooFewTasksAreInputErrors) {
   SimulateOptions o;
   o.policies = {"oracle"};

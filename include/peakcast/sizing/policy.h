@@ -54,7 +54,12 @@ Result<std::unique_ptr<SizingPolicy>> make_policy(const std::string& name,
 // Baseline factories (policies_baseline.cpp) and peakcast's (policy_peakcast.cpp).
 std::unique_ptr<SizingPolicy> make_presets();
 std::unique_ptr<SizingPolicy> make_witt_percentile(double q = 0.95);
-std::unique_ptr<SizingPolicy> make_witt_lr(bool under_only);
+// `carried_errors`: relative errors the offset starts from (Sizey's shared list, below).
+std::unique_ptr<SizingPolicy> make_witt_lr(bool under_only, std::vector<double> carried_errors = {});
+// The relative errors (y - prediction) / y that Witt-LR's online predictions make on one task
+// type of Sizey's protocol (warm start, then online in the split's order). They do not depend
+// on the offset, so STD and STDUNDER make the same ones.
+std::vector<double> witt_lr_errors(const TaskType& type, const SizeySplit& split);
 std::unique_ptr<SizingPolicy> make_tovar();
 std::unique_ptr<SizingPolicy> make_max_so_far();
 std::unique_ptr<SizingPolicy> make_vpa();
