@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -47,19 +48,39 @@ class SimulateCli : public ::testing::Test {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
-  // The toy trace with the SORT process's memory directive removed (Nextflow writes '-').
-  std::string write_unrequested() const {
-    const std::string path = (dir_ / "trace_unrequested.csv").string();
+  // The toy trace copied to `name` with `edit` applied to each line (row 0 is the header).
+  std::string write_edited(const std::string& name, const std::function<void(std::string&, int)>& edit) const {
+    const std::string path = (dir_ / name).string();
     std::ifstream in(trace_);
     std::ofstream out(path);
     std::string line;
-    while (std::getline(in, line)) {
-      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
-        line.replace(at, 12, ",-,");
-      }
+    for (int row = 0; std::getline(in, line); ++row) {
+      edit(line, row);
       out << line << "\n";
     }
     return path;
+  }
+  // The toy trace with the SORT process's memory directive removed (Nextflow writes '-').
+  std::string write_unrequested() const {
+    return write_edited("trace_unrequested.csv", [](std::string& line, int) {
+      if (const auto at = line.find(",8589934592,"); at != std::string::npos && line.find("WF:SORT") != std::string::npos) {
+        line.replace(at, 12, ",-,");
+      }
+    });
+  }
+  // Two `simulate --json` files hold the same figures, result by result.
+  static void expect_same_results(const std::string& path_a, const std::string& path_b) {
+    std::ifstream a(path_a), b(path_b);
+    const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+    ASSERT_EQ(ja["results"].size(), jb["results"].size());
+    for (size_t i = 0; i < ja["results"].size(); ++i) {
+      const auto &ra = ja["results"][i], &rb = jb["results"][i];
+      EXPECT_EQ(ra["policy"], rb["policy"]);
+      EXPECT_EQ(ra.value("seed", -1), rb.value("seed", -1));
+      EXPECT_EQ(ra["jobs"], rb["jobs"]);
+      EXPECT_DOUBLE_EQ(ra["waste_gbh"].get<double>(), rb["waste_gbh"].get<double>()) << ra["policy"];
+      EXPECT_EQ(ra["failures"], rb["failures"]) << ra["policy"];
+    }
   }
   // `peakcast simulate ARGS` exits 2 (a usage or input error) and says `why`.
   void expect_usage_error(const std::string& args, const std::string& why) const {
@@ -170,14 +191,7 @@ TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
   // Sizey's protocol reads no times (ingest::ReadOptions::sizey_rows), so their absence is no
   // news here; chrono says what is missing (below).
   EXPECT_EQ(thin.out.find("not placed in time"), std::string::npos) << thin.out;
-  std::ifstream a(full_json), b(narrow_json);
-  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
-  ASSERT_EQ(ja["results"].size(), jb["results"].size());
-  for (size_t i = 0; i < ja["results"].size(); ++i) {
-    EXPECT_EQ(ja["results"][i]["policy"], jb["results"][i]["policy"]);
-    EXPECT_DOUBLE_EQ(ja["results"][i]["waste_gbh"].get<double>(), jb["results"][i]["waste_gbh"].get<double>());
-    EXPECT_EQ(ja["results"][i]["failures"], jb["results"][i]["failures"]);
-  }
+  expect_same_results(full_json, narrow_json);
   auto chrono = run("simulate " + narrow + " --protocol chrono");
   EXPECT_NE(chrono.exit_code, 0);
   EXPECT_NE(chrono.out.find("no submit times"), std::string::npos) << chrono.out;
@@ -248,30 +262,16 @@ TEST_F(SimulateCli, TasksWithoutARequestGetTheSlurmDefaultWhenGiven) {
 // count under --protocol sizey (as the same rows marked COMPLETED do) and are left out under
 // chrono, whose history is what this run executed.
 TEST_F(SimulateCli, SizeyCountsCachedTasksAsSizeyDoesAndChronoLeavesThemOut) {
-  const std::string cached = (dir_ / "trace_cached.csv").string();
-  {
-    std::ifstream in(trace_);
-    std::ofstream out(cached);
-    std::string line;
-    for (int row = 0; std::getline(in, line); ++row) {
-      if (row > 0 && row % 4 == 0) line.replace(line.find(",COMPLETED,"), 11, ",CACHED,");
-      out << line << "\n";
-    }
-  }
+  const std::string cached = write_edited("trace_cached.csv", [](std::string& line, int row) {
+    if (row > 0 && row % 4 == 0) line.replace(line.find(",COMPLETED,"), 11, ",CACHED,");
+  });
   const std::string full_json = (dir_ / "full.json").string(), cached_json = (dir_ / "cached.json").string();
   auto full = run("simulate " + trace_ + " --policies max_so_far,peakcast --seeds 2 --json " + full_json);
   auto with_cached = run("simulate " + cached + " --policies max_so_far,peakcast --seeds 2 --json " + cached_json);
   ASSERT_EQ(full.exit_code, 0) << full.out;
   ASSERT_EQ(with_cached.exit_code, 0) << with_cached.out;
   EXPECT_NE(with_cached.out.find("20 CACHED tasks kept"), std::string::npos) << with_cached.out;
-  std::ifstream a(full_json), b(cached_json);
-  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
-  ASSERT_EQ(ja["results"].size(), jb["results"].size());
-  for (size_t i = 0; i < ja["results"].size(); ++i) {
-    EXPECT_EQ(jb["results"][i]["jobs"], ja["results"][i]["jobs"]);
-    EXPECT_DOUBLE_EQ(jb["results"][i]["waste_gbh"].get<double>(), ja["results"][i]["waste_gbh"].get<double>());
-    EXPECT_EQ(jb["results"][i]["failures"], ja["results"][i]["failures"]);
-  }
+  expect_same_results(full_json, cached_json);
   const std::string chrono_json = (dir_ / "chrono.json").string();
   auto chrono = run("simulate " + cached + " --protocol chrono --policies max_so_far --json " + chrono_json);
   ASSERT_EQ(chrono.exit_code, 0) << chrono.out;
