@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -32,27 +33,41 @@ bool socket_is_live(const std::string& path) {
   return live;
 }
 
+// The paths served, each with its method: POST, or GET (cpp-httplib answers HEAD from the GET
+// handler). The routes, the 405's Allow header and the 404's list are all read from here.
+struct Route {
+  const char* path;
+  Endpoint endpoint;
+  bool post;
+};
+constexpr std::array<Route, 5> kRoutes{{{"/v1/predict", Endpoint::kPredict, true},
+                                        {"/v1/complete", Endpoint::kComplete, true},
+                                        {"/v1/history", Endpoint::kHistory, false},
+                                        {"/healthz", Endpoint::kHealthz, false},
+                                        {"/metrics", Endpoint::kMetrics, false}}};
+
 Endpoint endpoint_of(const std::string& path) {
-  if (path == "/v1/predict") return Endpoint::kPredict;
-  if (path == "/v1/complete") return Endpoint::kComplete;
-  if (path == "/v1/history") return Endpoint::kHistory;
-  if (path == "/healthz") return Endpoint::kHealthz;
-  if (path == "/metrics") return Endpoint::kMetrics;
+  for (const Route& r : kRoutes) {
+    if (path == r.path) return r.endpoint;
+  }
   return Endpoint::kOther;
 }
 
-// The methods a path is served with, for the Allow header of a 405 (HEAD with GET: cpp-httplib
-// answers it from the GET handler); nullptr for a path not served.
+// The methods a path is served with, for the Allow header of a 405; nullptr for a path not served.
 const char* allowed_methods(Endpoint e) {
-  switch (e) {
-    case Endpoint::kPredict:
-    case Endpoint::kComplete: return "POST";
-    case Endpoint::kHistory:
-    case Endpoint::kHealthz:
-    case Endpoint::kMetrics: return "GET, HEAD";
-    case Endpoint::kOther: return nullptr;
+  for (const Route& r : kRoutes) {
+    if (r.endpoint == e) return r.post ? "POST" : "GET, HEAD";
   }
   return nullptr;
+}
+
+// "POST /v1/predict, ..., GET /metrics": what a 404 lists.
+std::string served_routes() {
+  std::string out;
+  for (const Route& r : kRoutes) {
+    out += (out.empty() ? "" : ", ") + std::string(r.post ? "POST " : "GET ") + r.path;
+  }
+  return out;
 }
 
 bool allows(std::string_view allow, const std::string& method) {
@@ -217,11 +232,11 @@ struct HttpServer::Impl {
       if (allow) res.set_header("Allow", allow);
       return httplib::Server::HandlerResponse::Handled;  // the error handler writes the body
     });
-    srv.Post("/v1/predict", timed([this](const httplib::Request& q) { return service.predict(q.body); }));
-    srv.Post("/v1/complete", timed([this](const httplib::Request& q) { return service.complete(q.body); }));
-    srv.Get("/v1/history", timed([this](const httplib::Request& q) { return service.history(q.params); }));
-    srv.Get("/healthz", timed([this](const httplib::Request&) { return service.healthz(); }));
-    srv.Get("/metrics", timed([this](const httplib::Request&) { return service.metrics_text(); }));
+    for (const Route& r : kRoutes) {
+      auto handler = timed([this, e = r.endpoint](const httplib::Request& q) { return answer(e, q); });
+      if (r.post) srv.Post(r.path, std::move(handler));
+      else srv.Get(r.path, std::move(handler));
+    }
     // Whatever httplib refuses itself (no route, bad request line, malformed Range) still gets a
     // JSON error body with the status httplib chose: a client's mistake is never a 5xx.
     srv.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -232,12 +247,24 @@ struct HttpServer::Impl {
     });
   }
 
+  // The service's answer at a served endpoint.
+  Reply answer(Endpoint e, const httplib::Request& q) {
+    switch (e) {
+      case Endpoint::kPredict: return service.predict(q.body);
+      case Endpoint::kComplete: return service.complete(q.body);
+      case Endpoint::kHistory: return service.history(q.params);
+      case Endpoint::kHealthz: return service.healthz();
+      case Endpoint::kMetrics: return service.metrics_text();
+      case Endpoint::kOther: break;
+    }
+    return service.error(http_error(q, 404));
+  }
+
   static ApiError http_error(const httplib::Request& req, int status) {
     ApiError e{kind_for_status(status), "", ""};
     switch (status) {
       case 404:
-        e.message = "no such endpoint (POST /v1/predict, POST /v1/complete, GET /v1/history, "
-                    "GET /healthz, GET /metrics)";
+        e.message = "no such endpoint (" + served_routes() + ")";
         break;
       case 405: {
         const char* allow = allowed_methods(endpoint_of(req.path));
