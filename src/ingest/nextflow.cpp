@@ -301,8 +301,9 @@ std::string task_state(const std::string& status, std::string_view exit, bool& k
 }
 
 // What the task asked for and used: cpus, time, memory sizes, realtime. A malformed value
-// rejects the row, except with `sizey_rows` in a column Sizey's protocol does not read (cpus,
-// time, peak_rss): that field is left unset and counted in `unread`.
+// rejects the row, except with `sizey_rows` where Sizey's evaluation code would keep the row:
+// in a column it does not read (cpus, time) or reads with pandas' to_numeric(errors='coerce')
+// and keeps as NaN (memory, peak_rss). That field is left unset and counted in `unread`.
 std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool sizey_rows,
                                          size_t& unread) {
   const Columns& c = row.c;
@@ -326,15 +327,17 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
       ++unread;
     }
   }
-  for (auto [col, field, target, read_by_sizey] :
-       {std::tuple{c.memory, "memory", &job.req_mem_bytes, true},
+  // rss: a row without a number is dropped by Sizey too; rchar: its regression needs one.
+  for (auto [col, field, target, needed_by_sizey] :
+       {std::tuple{c.memory, "memory", &job.req_mem_bytes, false},
         std::tuple{c.peak, "peak_rss", &job.peak_mem_bytes, false},
-        std::tuple{c.rss, "rss", &job.rss_bytes, true}, std::tuple{c.rchar, "rchar", &job.read_bytes, true}}) {
+        std::tuple{c.rss, "rss", &job.rss_bytes, true},
+        std::tuple{c.rchar, "rchar", &job.read_bytes, true}}) {
     if (missing(row.get(col))) continue;
     auto bytes = parse_nf_size(row.get(col));
     if (bytes) {
       *target = *bytes;
-    } else if (!sizey_rows || read_by_sizey) {
+    } else if (!sizey_rows || needed_by_sizey) {
       return FieldError{field, "not a memory size: " + shown(row.get(col))};
     } else {
       ++unread;
@@ -418,8 +421,8 @@ class TaskReader {
     }
     if (unread_ > 0) {
       out_.notes.push_back(std::to_string(unread_) +
-                           " malformed value(s) in cpus, time or peak_rss left unset: Sizey's "
-                           "protocol does not read those columns, so their rows are kept");
+                           " malformed value(s) in cpus, time, memory or peak_rss left unset: "
+                           "Sizey's protocol keeps such rows");
     }
   }
 

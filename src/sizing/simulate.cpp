@@ -48,7 +48,8 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
       std::vector<double> start = shared_errors;
       if (name == "witt_lr_stdunder") start.insert(start.end(), own.begin(), own.end());
       policy = make_witt_lr(name == "witt_lr_stdunder", std::move(start));
-      for (int variant = 0; variant < 2; ++variant) shared_errors.insert(shared_errors.end(), own.begin(), own.end());
+      shared_errors.insert(shared_errors.end(), own.begin(), own.end());  // STD's
+      shared_errors.insert(shared_errors.end(), own.begin(), own.end());  // STDUNDER's
     } else {
       policy = fresh(name, o);
     }

@@ -201,7 +201,7 @@ TEST(Nextflow, SizeyRowsAreReadAsSizeysProtocolReadsThem) {
   EXPECT_FALSE(trace->has_submit_times);
   EXPECT_FALSE(has_note(*trace, "not placed in time"));  // not read by choice, not missing
   EXPECT_TRUE(has_note(*trace, "1 CACHED tasks kept"));
-  EXPECT_TRUE(has_note(*trace, "1 malformed value(s) in cpus, time or peak_rss left unset"));
+  EXPECT_TRUE(has_note(*trace, "1 malformed value(s) in cpus, time, memory or peak_rss left unset"));
   const Job& cached = trace->jobs[2];
   EXPECT_EQ(cached.state, "COMPLETED");
   EXPECT_EQ(cached.workload, "CALL");
@@ -211,13 +211,19 @@ TEST(Nextflow, SizeyRowsAreReadAsSizeysProtocolReadsThem) {
   EXPECT_EQ(trace->jobs[1].state, "OUT_OF_MEMORY");  // FAILED, exit 137
   EXPECT_FALSE(trace->jobs[5].req_cpus.has_value());   // 'one'
   EXPECT_EQ(trace->jobs[5].req_mem_bytes, 1073741824u);
-  // A malformed value in a column the protocol reads still skips the row.
+  // A malformed rss still skips the row (Sizey drops it too); a malformed memory, which Sizey
+  // reads as NaN and keeps, is left unset.
   Trace t;
   ASSERT_TRUE(parse_nextflow("process,status,rss,realtime,memory\nA,COMPLETED,lots,1000,2000000000\n"
-                             "A,COMPLETED,1000,1000,2000000000\n",
+                             "A,COMPLETED,1000,1000,2000000000\nA,COMPLETED,1000,1000,two\n",
                              "t.csv", o, t));
-  EXPECT_EQ(t.jobs.size(), 1u);
+  ASSERT_EQ(t.jobs.size(), 2u);
   EXPECT_EQ(t.stats.skipped, 1u);
+  EXPECT_FALSE(t.jobs[1].req_mem_bytes.has_value());
+  EXPECT_EQ(t.jobs[1].rss_bytes, 1000u);
+  Trace plain;  // read plainly, the memory row is skipped as well
+  ASSERT_TRUE(parse_nextflow("process,status,rss,realtime,memory\nA,COMPLETED,1000,1000,two\n", "t.csv", {}, plain));
+  EXPECT_TRUE(plain.jobs.empty());
 }
 
 // nf-core runs published with the Sizey study: raw values, comma separated, no user column.

@@ -34,8 +34,8 @@ struct ReadOptions {
   // Nextflow: read the task rows as Sizey's protocol does (`simulate --protocol sizey`), which
   // reads process, rss, rchar, realtime and memory and no status: CACHED tasks are kept (their
   // figures are the earlier run's, which Sizey's reader takes as any row's), times are not
-  // read (the protocol orders tasks by seed), and a malformed value in a column the protocol
-  // does not read (cpus, time, peak_rss) is left unset instead of skipping the row.
+  // read (the protocol orders tasks by seed), and a malformed cpus, time, memory or peak_rss
+  // (columns Sizey does not read, or reads as NaN) is left unset instead of skipping the row.
   bool sizey_rows = false;
 };
 
