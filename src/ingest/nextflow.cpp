@@ -307,24 +307,26 @@ std::string task_state(const std::string& status, std::string_view exit, bool& k
 std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool sizey_rows,
                                          size_t& unread) {
   const Columns& c = row.c;
+  // A malformed value: the row's rejection, or, where Sizey keeps the row, nothing (counted).
+  auto malformed = [&](FieldError e, bool needed_by_sizey) -> std::optional<FieldError> {
+    if (!sizey_rows || needed_by_sizey) return e;
+    ++unread;
+    return std::nullopt;
+  };
   if (!missing(row.get(c.cpus))) {
     auto cpus = parse_double(row.get(c.cpus));
     if (cpus && *cpus >= 0 && *cpus <= kMaxCount) {
       job.req_cpus = *cpus;
-    } else if (!sizey_rows) {
-      return FieldError{"cpus", "not a CPU count: " + shown(row.get(c.cpus))};
-    } else {
-      ++unread;
+    } else if (auto e = malformed({"cpus", "not a CPU count: " + shown(row.get(c.cpus))}, false)) {
+      return e;
     }
   }
   if (!missing(row.get(c.time))) {
     auto ms = parse_duration_ms(row.get(c.time));
     if (ms) {
       job.req_time_s = std::llround(*ms / 1000.0);
-    } else if (!sizey_rows) {
-      return FieldError{"time", "not a duration: " + shown(row.get(c.time))};
-    } else {
-      ++unread;
+    } else if (auto e = malformed({"time", "not a duration: " + shown(row.get(c.time))}, false)) {
+      return e;
     }
   }
   // rss: a row without a number is dropped by Sizey too; rchar: its regression needs one.
@@ -337,10 +339,8 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
     auto bytes = parse_nf_size(row.get(col));
     if (bytes) {
       *target = *bytes;
-    } else if (!sizey_rows || needed_by_sizey) {
-      return FieldError{field, "not a memory size: " + shown(row.get(col))};
-    } else {
-      ++unread;
+    } else if (auto e = malformed({field, "not a memory size: " + shown(row.get(col))}, needed_by_sizey)) {
+      return e;
     }
   }
   if (!missing(row.get(c.realtime))) {

@@ -38,7 +38,8 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
   // order, STD before STDUNDER. Both variants' raw predictions are the same regression, so they
   // add the same errors E_k on type k: STD starts type k from E_1, E_1, ..., E_k-1, E_k-1, and
   // STDUNDER from those and E_k. Replayed so, Witt-LR's figures are Sizey's (the notes' table).
-  const bool witt_lr = name == "witt_lr_std" || name == "witt_lr_stdunder";
+  const bool under_only = name == "witt_lr_stdunder";
+  const bool witt_lr = under_only || name == "witt_lr_std";
   std::vector<double> shared_errors;
   for (const TaskType& tt : types) {
     const SizeySplit split = sizey_split(o.seed, tt.tasks.size());
@@ -46,8 +47,8 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
     if (witt_lr) {
       const std::vector<double> own = witt_lr_errors(tt, split);
       std::vector<double> start = shared_errors;
-      if (name == "witt_lr_stdunder") start.insert(start.end(), own.begin(), own.end());
-      policy = make_witt_lr(name == "witt_lr_stdunder", std::move(start));
+      if (under_only) start.insert(start.end(), own.begin(), own.end());
+      policy = make_witt_lr(under_only, std::move(start));
       shared_errors.insert(shared_errors.end(), own.begin(), own.end());  // STD's
       shared_errors.insert(shared_errors.end(), own.begin(), own.end());  // STDUNDER's
     } else {
