@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -81,6 +82,27 @@ class SimulateCli : public ::testing::Test {
       EXPECT_DOUBLE_EQ(ra["waste_gbh"].get<double>(), rb["waste_gbh"].get<double>()) << ra["policy"];
       EXPECT_EQ(ra["failures"], rb["failures"]) << ra["policy"];
     }
+  }
+  // Replays `variant` of the toy trace and the toy trace itself with Sizey's protocol
+  // (max_so_far and peakcast, two seeds), expects the same figures from both, and returns the
+  // variant's run (its reader notes are on its output).
+  CmdResult expect_sizey_figures_of_the_toy(const std::string& variant) const {
+    const std::string toy_json = (dir_ / "toy.json").string(), variant_json = (dir_ / "variant.json").string();
+    const std::string args = " --policies max_so_far,peakcast --seeds 2 --json ";
+    auto toy = run("simulate " + trace_ + args + toy_json);
+    auto r = run("simulate " + variant + args + variant_json);
+    EXPECT_EQ(toy.exit_code, 0) << toy.out;
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    if (toy.exit_code == 0 && r.exit_code == 0) expect_same_results(toy_json, variant_json);
+    return r;
+  }
+  // `peakcast simulate ARGS --json FILE` exits 0: its output and the JSON it wrote.
+  std::pair<CmdResult, nlohmann::json> run_with_json(const std::string& args) const {
+    const std::string json = (dir_ / "run.json").string();
+    auto r = run("simulate " + args + " --json " + json);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    std::ifstream in(json);
+    return {r, r.exit_code == 0 ? nlohmann::json::parse(in) : nlohmann::json()};
   }
   // `peakcast simulate ARGS` exits 2 (a usage or input error) and says `why`.
   void expect_usage_error(const std::string& args, const std::string& why) const {
@@ -166,32 +188,18 @@ TEST_F(SimulateCli, ChronoRowsCarryNoSeed) {
 
 TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
   // The same tasks with only the columns Sizey's protocol reads (a narrower trace.fields).
-  const std::string narrow = (dir_ / "trace_narrow.csv").string();
-  {
-    std::ifstream in(trace_);
-    std::ofstream out(narrow);
-    std::string line;
-    bool header = true;
-    while (std::getline(in, line)) {
-      // task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar -> drop 0, 4, 5
-      std::vector<std::string> f;
-      std::stringstream ss(line);
-      for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-      ASSERT_EQ(f.size(), 10u) << line;
-      out << f[1] << "," << f[2] << "," << f[3] << "," << f[6] << "," << f[7] << "," << f[8] << "," << f[9] << "\n";
-      header = false;
-    }
-    EXPECT_FALSE(header);
-  }
-  const std::string full_json = (dir_ / "full.json").string(), narrow_json = (dir_ / "narrow.json").string();
-  auto full = run("simulate " + trace_ + " --policies max_so_far,peakcast --seeds 2 --json " + full_json);
-  auto thin = run("simulate " + narrow + " --policies max_so_far,peakcast --seeds 2 --json " + narrow_json);
-  ASSERT_EQ(full.exit_code, 0) << full.out;
-  ASSERT_EQ(thin.exit_code, 0) << thin.out;
+  const std::string narrow = write_edited("trace_narrow.csv", [](std::string& line, int) {
+    // task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar -> drop 0, 4, 5
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 10u) << line;
+    line = f[1] + "," + f[2] + "," + f[3] + "," + f[6] + "," + f[7] + "," + f[8] + "," + f[9];
+  });
+  const auto thin = expect_sizey_figures_of_the_toy(narrow);
   // Sizey's protocol reads no times (ingest::ReadOptions::sizey_rows), so their absence is no
   // news here; chrono says what is missing (below).
   EXPECT_EQ(thin.out.find("not placed in time"), std::string::npos) << thin.out;
-  expect_same_results(full_json, narrow_json);
   auto chrono = run("simulate " + narrow + " --protocol chrono");
   EXPECT_NE(chrono.exit_code, 0);
   EXPECT_NE(chrono.out.find("no submit times"), std::string::npos) << chrono.out;
@@ -265,23 +273,12 @@ TEST_F(SimulateCli, SizeyCountsCachedTasksAsSizeyDoesAndChronoLeavesThemOut) {
   const std::string cached = write_edited("trace_cached.csv", [](std::string& line, int row) {
     if (row > 0 && row % 4 == 0) line.replace(line.find(",COMPLETED,"), 11, ",CACHED,");
   });
-  const std::string full_json = (dir_ / "full.json").string(), cached_json = (dir_ / "cached.json").string();
-  auto full = run("simulate " + trace_ + " --policies max_so_far,peakcast --seeds 2 --json " + full_json);
-  auto with_cached = run("simulate " + cached + " --policies max_so_far,peakcast --seeds 2 --json " + cached_json);
-  ASSERT_EQ(full.exit_code, 0) << full.out;
-  ASSERT_EQ(with_cached.exit_code, 0) << with_cached.out;
+  const auto with_cached = expect_sizey_figures_of_the_toy(cached);
   EXPECT_NE(with_cached.out.find("20 CACHED tasks kept"), std::string::npos) << with_cached.out;
-  expect_same_results(full_json, cached_json);
-  const std::string chrono_json = (dir_ / "chrono.json").string();
-  auto chrono = run("simulate " + cached + " --protocol chrono --policies max_so_far --json " + chrono_json);
-  ASSERT_EQ(chrono.exit_code, 0) << chrono.out;
+  const auto [chrono, jc] = run_with_json(cached + " --protocol chrono --policies max_so_far");
   EXPECT_NE(chrono.out.find("20 CACHED tasks ignored"), std::string::npos) << chrono.out;
-  std::ifstream c(chrono_json);
-  const auto jc = nlohmann::json::parse(c);
-  auto full_chrono = run("simulate " + trace_ + " --protocol chrono --policies max_so_far --json " + chrono_json);
-  ASSERT_EQ(full_chrono.exit_code, 0) << full_chrono.out;
-  std::ifstream d(chrono_json);
-  const auto jd = nlohmann::json::parse(d);
+  const auto [full_chrono, jd] = run_with_json(trace_ + " --protocol chrono --policies max_so_far");
+  ASSERT_FALSE(jc.is_null() || jd.is_null());
   EXPECT_LT(jc["results"][0]["jobs"].get<int>(), jd["results"][0]["jobs"].get<int>());
 }
 
