@@ -20,7 +20,9 @@
 // that outcome was known, charged as the simulator charges it (over-allocation, or each failed
 // attempt plus the retry's excess), and its failed attempts counted. The candidate with the
 // least waste + price x failures so far answers, through the recommendation rule
-// (recommend_request: capped at the request, rounded up). The price of a failed attempt is the
+// (recommend_request: capped at the request, rounded up). A bound is also charged for the misses
+// its coverage promises beyond those its history showed (candidate_score): on a short history
+// the least-failing of many bounds is often a lucky one, and it fails online. The price of a failed attempt is the
 // site's (PolicyOptions::failure_price): what an average task costs in memory x time, so a type
 // whose tasks are cheap does not fail to save nothing, and a type whose tasks are dear fails
 // only where that saves more than the failure costs.
@@ -88,9 +90,8 @@ struct Regression {
 struct Candidate {
   Kind kind;
   Point point;
-  OnlineBound bound;     // kBound only
-  double waste = 0.0;    // prequential simulated waste, byte x ms
-  double failures = 0.0; // prequential failed attempts
+  OnlineBound bound;        // kBound only
+  CandidateRecord record;   // prequential simulated waste (byte x ms) and failed attempts
 };
 
 OnlineBound ratio_bound(double coverage) {
@@ -110,7 +111,10 @@ class PeakcastPolicy final : public SizingPolicy {
     }
     for (int p = 0; p < kNumPoints; ++p) {
       const auto pt = static_cast<Point>(p);
-      for (double c : kCoverages) candidates_.push_back({Kind::kBound, pt, ratio_bound(c)});
+      for (double c : kCoverages) {
+        candidates_.push_back({Kind::kBound, pt, ratio_bound(c)});
+        candidates_.back().record.coverage = c;
+      }
       candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
       candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
     }
@@ -162,7 +166,7 @@ class PeakcastPolicy final : public SizingPolicy {
     if (!pending_) issue(t.info);
     for (size_t k = 0; k < candidates_.size(); ++k) {
       Candidate& c = candidates_[k];
-      c.waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, c.failures);
+      c.record.waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, c.record.failures);
       if (c.kind == Kind::kBound) {
         c.bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
       }
@@ -170,11 +174,13 @@ class PeakcastPolicy final : public SizingPolicy {
     for (int p = 0; p < kNumPoints; ++p) {
       if (raw_[p] > 0) max_ratio_[p] = std::max(max_ratio_[p], y / raw_[p]);
     }
+    scored_ += 1;
   }
+  // A mean completed task's memory x time: what one failed attempt costs, about.
+  double mean_task() const { return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size()); }
   // The price of one failed attempt, byte x ms: the site's, else this type's mean task.
   double price() const {
-    if (price_ > 0) return price_;
-    return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size());
+    return price_ > 0 ? price_ : mean_task();
   }
   double retry_upper(double failed, double request) const {
     const double r = ys_.empty()       ? kBlindRetry * std::max(failed, 0.0)
@@ -209,13 +215,13 @@ class PeakcastPolicy final : public SizingPolicy {
     }
     return best;
   }
-  // The candidate with the least waste + price x failures so far (the first of equals).
+  // The candidate of least score so far (candidate_score; the first of equals).
   size_t choose() const {
-    const double lam = price();
+    const double lam = price(), failure_cost = mean_task();
     size_t best = 0;
     double best_score = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < candidates_.size(); ++k) {
-      const double s = candidates_[k].waste + lam * candidates_[k].failures;
+      const double s = candidate_score(candidates_[k].record, scored_, lam, failure_cost);
       if (s < best_score) {
         best_score = s;
         best = k;
@@ -309,7 +315,7 @@ class PeakcastPolicy final : public SizingPolicy {
   std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> logx_;
-  double max_y_ = 0.0, usage_ = 0.0;
+  double max_y_ = 0.0, usage_ = 0.0, scored_ = 0.0;
   Regression linear_, loglinear_;
 };
 
@@ -317,6 +323,12 @@ class PeakcastPolicy final : public SizingPolicy {
 
 std::unique_ptr<SizingPolicy> make_peakcast(const PolicyOptions& options, bool choose) {
   return std::make_unique<PeakcastPolicy>(options, choose);
+}
+
+double candidate_score(const CandidateRecord& r, double scored, double price, double failure_cost) {
+  const double promised = r.coverage > 0 ? (1.0 - r.coverage) * scored : 0.0;
+  const double unseen = std::max(promised - r.failures, 0.0);
+  return r.waste + price * r.failures + (failure_cost + price) * unseen;
 }
 
 }  // namespace peakcast::sizing

@@ -1,5 +1,6 @@
 // peakcast's sizing policy: the retry conditioned on the failure (by hand), the site's failure
-// price steering the choice among candidates, and simulate's default price.
+// price steering the choice among candidates, the charge for a bound's promised misses (by
+// hand), and simulate's default price.
 #include <random>
 #include <string>
 #include <vector>
@@ -139,6 +140,22 @@ TEST(PeakcastChoice, TheFailurePriceTradesFailuresForWaste) {
     EXPECT_LT(f.waste_gbh, d.waste_gbh) << "seed " << seed;
     EXPECT_LT(f.waste_gbh, m.waste_gbh) << "seed " << seed;
   }
+}
+
+// A bound is charged, at a failure's cost plus the price, for the misses its coverage promises
+// beyond those its history showed; a rule that states no coverage, and a bound that has missed
+// as often as it promised, only for what happened. By hand: price 2, a failure costs 5.
+TEST(PeakcastChoice, ABoundIsChargedForTheMissesItsCoveragePromises) {
+  // 0.9 on 30 tasks promises 3 misses; 1 seen: 2 unseen at 5 + 2.
+  EXPECT_DOUBLE_EQ(candidate_score({10.0, 1.0, 0.9}, 30.0, 2.0, 5.0), 10.0 + 2.0 * 1 + 7.0 * 2);
+  EXPECT_DOUBLE_EQ(candidate_score({10.0, 4.0, 0.9}, 30.0, 2.0, 5.0), 10.0 + 2.0 * 4);
+  EXPECT_DOUBLE_EQ(candidate_score({10.0, 1.0, 0.0}, 30.0, 2.0, 5.0), 10.0 + 2.0 * 1);
+  EXPECT_DOUBLE_EQ(candidate_score({10.0, 0.0, 0.9}, 0.0, 2.0, 5.0), 10.0);
+  // A 0.7 bound that has not missed on 20 tasks (6 promised) no longer beats a 0.99 bound that
+  // wasted three times as much: 10 + 6 x 7 = 52 against 30 + 0.2 x 7 = 31.4.
+  const CandidateRecord lucky{10.0, 0.0, 0.7}, cautious{30.0, 0.0, 0.99};
+  EXPECT_GT(candidate_score(lucky, 20.0, 2.0, 5.0), candidate_score(cautious, 20.0, 2.0, 5.0));
+  EXPECT_LT(lucky.waste + 2.0 * lucky.failures, cautious.waste + 2.0 * cautious.failures);
 }
 
 // Deterministic: the same tasks in the same order give the same allocations.

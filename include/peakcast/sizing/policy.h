@@ -64,6 +64,20 @@ std::unique_ptr<SizingPolicy> make_tovar();
 std::unique_ptr<SizingPolicy> make_max_so_far();
 std::unique_ptr<SizingPolicy> make_vpa();
 std::unique_ptr<SizingPolicy> make_peakcast(const PolicyOptions& options, bool choose);
+// How peakcast ranks one of its candidate allocation rules on a type's history (lower is
+// better). `waste` and `failures` are its prequential record over `scored` tasks (byte x ms, and
+// failed attempts, charged as the simulator charges them); each failed attempt costs `price`
+// more. A bound that states a coverage (`coverage` > 0) is also charged for the misses that
+// coverage promises, (1 - coverage) x scored, beyond the ones its history showed, each at what a
+// failed attempt costs: `failure_cost` (a mean task's memory x time) + price. Among a hundred
+// candidates on a short history, the one with the fewest misses so far is often one that was
+// lucky; this charges it for the luck.
+struct CandidateRecord {
+  double waste = 0.0;
+  double failures = 0.0;
+  double coverage = 0.0;  // 0: the rule states none (the largest peak, the request, ...)
+};
+double candidate_score(const CandidateRecord& r, double scored, double price, double failure_cost);
 
 // numpy.percentile's default ('linear'): q in [0, 100]. Empty -> 0.
 double numpy_percentile(std::vector<double> values, double q);
