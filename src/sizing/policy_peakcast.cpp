@@ -22,10 +22,10 @@
 // least waste + price x failures so far answers, through the recommendation rule
 // (recommend_request: capped at the request, rounded up). A bound is also charged for the misses
 // its coverage promises beyond those its history showed (candidate_score): on a short history
-// the least-failing of many bounds is often a lucky one, and it fails online. The price of a failed attempt is the
-// site's (PolicyOptions::failure_price): what an average task costs in memory x time, so a type
-// whose tasks are cheap does not fail to save nothing, and a type whose tasks are dear fails
-// only where that saves more than the failure costs.
+// the least-failing of many bounds is often a lucky one, and it fails online. The price of a
+// failed attempt is the site's (PolicyOptions::failure_price): what an average task costs in
+// memory x time, so a type whose tasks are cheap does not fail to save nothing, and a type whose
+// tasks are dear fails only where that saves more than the failure costs.
 //
 // Retry after a failure at f: below the largest peak seen, the allocation among the peaks seen
 // above f that would have cost least on the past tasks that needed more than f (Tovar's first
