@@ -91,7 +91,7 @@ struct Candidate {
   Kind kind;
   Point point;
   OnlineBound bound;        // kBound only
-  CandidateRecord record;   // prequential simulated waste (byte x ms) and failed attempts
+  CandidateRecord record{}; // prequential simulated waste (byte x ms) and failed attempts
 };
 
 OnlineBound ratio_bound(double coverage) {
