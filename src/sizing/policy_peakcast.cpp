@@ -112,8 +112,7 @@ class PeakcastPolicy final : public SizingPolicy {
     for (int p = 0; p < kNumPoints; ++p) {
       const auto pt = static_cast<Point>(p);
       for (double c : kCoverages) {
-        candidates_.push_back({Kind::kBound, pt, ratio_bound(c)});
-        candidates_.back().record.coverage = c;
+        candidates_.push_back({Kind::kBound, pt, ratio_bound(c), {.coverage = c}});
       }
       candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
       candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
@@ -174,7 +173,6 @@ class PeakcastPolicy final : public SizingPolicy {
     for (int p = 0; p < kNumPoints; ++p) {
       if (raw_[p] > 0) max_ratio_[p] = std::max(max_ratio_[p], y / raw_[p]);
     }
-    scored_ += 1;
   }
   // A mean completed task's memory x time: what one failed attempt costs, about.
   double mean_task() const { return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size()); }
@@ -218,10 +216,12 @@ class PeakcastPolicy final : public SizingPolicy {
   // The candidate of least score so far (candidate_score; the first of equals).
   size_t choose() const {
     const double lam = price(), failure_cost = mean_task();
+    // Every completed task but the first has been scored (observe).
+    const double scored = ys_.empty() ? 0.0 : static_cast<double>(ys_.size() - 1);
     size_t best = 0;
     double best_score = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < candidates_.size(); ++k) {
-      const double s = candidate_score(candidates_[k].record, scored_, lam, failure_cost);
+      const double s = candidate_score(candidates_[k].record, scored, lam, failure_cost);
       if (s < best_score) {
         best_score = s;
         best = k;
@@ -315,7 +315,7 @@ class PeakcastPolicy final : public SizingPolicy {
   std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> logx_;
-  double max_y_ = 0.0, usage_ = 0.0, scored_ = 0.0;
+  double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;
 };
 
