@@ -78,8 +78,12 @@ struct Layout {
   bool has(Col c) const { return at[c] >= 0; }
 };
 
+// What a refused header adds for the CLI's reader (SacctOptions::columns_hint).
+constexpr std::string_view kColumnsHint =
+    "; for `sacct -n` output give the --format column names (--columns)";
+
 Result<Layout> make_layout(const std::vector<std::string>& names, bool trailing_pipe,
-                           const std::string& where) {
+                           const std::string& where, std::string_view hint) {
   Layout l;
   l.at.fill(-1);
   l.ncols = names.size();
@@ -92,8 +96,7 @@ Result<Layout> make_layout(const std::vector<std::string>& names, bool trailing_
     }
   }
   if (!l.has(kJobId) && !l.has(kJobIdRaw)) {
-    return Status::invalid(where + ": header: no JobID or JobIDRaw column; for `sacct -n` output "
-                           "give the --format column names (--columns)");
+    return Status::invalid(where + ": header: no JobID or JobIDRaw column" + std::string(hint));
   }
   if (!keys.empty() && is_free_text(keys.back())) {
     l.free_col = static_cast<int>(keys.size() - 1);
@@ -613,12 +616,13 @@ class StepJoin {
 // the step join, then turns its records into Jobs.
 class SacctReader {
  public:
-  SacctReader(const std::string& name, const ReadOptions& o, Trace& out)
-      : name_(name), o_(o), out_(out), join_(tally_, out.stats) {}
+  SacctReader(const std::string& name, const ReadOptions& o, bool columns_hint, Trace& out)
+      : name_(name), o_(o), hint_(columns_hint ? kColumnsHint : std::string_view()), out_(out),
+        join_(tally_, out.stats) {}
 
   // The --columns layout for output without a header (`sacct -n`).
   Status set_columns(const std::vector<std::string>& columns) {
-    auto l = make_layout(columns, false, name_ + ": --columns");
+    auto l = make_layout(columns, false, name_ + ": --columns", hint_);
     if (!l) return l.status();
     layout_ = *l;
     for (const std::string& c : columns) columns_.push_back(column_key(c));
@@ -631,8 +635,8 @@ class SacctReader {
     if (looks_like_header(fields)) return read_header(fields, lineno);
     if (!layout_) {
       return Status::invalid(where(name_, lineno) +
-                             ": header: the first line is not a sacct header (no JobID column); "
-                             "for `sacct -n` output give the --format column names (--columns)");
+                             ": header: the first line is not a sacct header (no JobID column)" +
+                             std::string(hint_));
     }
     if (!first_layout_) {
       first_layout_ = layout_;
@@ -682,7 +686,7 @@ class SacctReader {
     bool trailing = false;
     std::vector<std::string> names = header_names(fields, trailing);
     if (Status s = check_columns(names, lineno); !s) return s;
-    auto l = make_layout(names, trailing, where(name_, lineno));
+    auto l = make_layout(names, trailing, where(name_, lineno), hint_);
     if (!l) return l.status();
     layout_ = *l;
     if (!first_layout_) first_layout_ = layout_;
@@ -752,6 +756,7 @@ class SacctReader {
 
   const std::string& name_;
   const ReadOptions& o_;
+  std::string_view hint_;  // appended to a refused header (SacctOptions::columns_hint)
   Trace& out_;
   std::optional<Layout> layout_, first_layout_;
   std::vector<std::string> columns_;  // --columns, as column keys; empty without it
@@ -772,7 +777,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   // Scripts first: a bad --scripts path should fail before any work.
   auto scripts = sacct::ScriptSources::open(o);
   if (!scripts) return scripts.status();
-  SacctReader reader(name, o, out);
+  SacctReader reader(name, o, so.columns_hint, out);
   if (!o.columns.empty()) {
     if (Status s = reader.set_columns(o.columns); !s) return s;
   }

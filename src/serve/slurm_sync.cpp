@@ -165,12 +165,10 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
   ro.util_cap = o.util_cap;
   ingest::SacctOptions so;
   so.default_gpu_mem_bytes = o.default_gpu_mem_bytes;
+  so.columns_hint = false;  // the reader's --columns hint is for files given to `peakcast`
   if (Status s = ingest::parse_sacct(*listing, "sacct", ro, so, trace); !s) {
-    // The reader's hint (--columns) is for files given to `peakcast`; here the listing is ours.
-    std::string why = s.message();
-    if (const size_t hint = why.find("; for `sacct -n` output"); hint != std::string::npos) why.resize(hint);
     return Status::invalid(fmt::format("'{}' printed something that is not `sacct -P --format={}` output ({}); "
-                                       "check --sacct", o.sacct, kSacctColumns, why));
+                                       "check --sacct", o.sacct, kSacctColumns, s.message()));
   }
   report.skipped = trace.stats.skipped;
   report.notes = trace.notes;

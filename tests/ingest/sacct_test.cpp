@@ -175,6 +175,34 @@ TEST(Sacct, NoHeaderNeedsColumns) {
   EXPECT_TRUE(has_note(*trace, "taken as one node"));
 }
 
+// The --columns hint is the CLI's: a caller that chose the columns itself (slurm-sync) turns it
+// off, and the refusal still says where and what is missing.
+TEST(Sacct, TheColumnsHintIsTheCallersToGive) {
+  for (bool hint : {true, false}) {
+    SacctOptions so;
+    so.columns_hint = hint;
+    Trace headerless, unnamed;
+    const Status first = parse_sacct("hello world\n", "listing", sacct_options(), so, headerless);
+    ASSERT_FALSE(first.is_ok());
+    EXPECT_EQ(first.message().rfind(
+                  "listing:1: header: the first line is not a sacct header (no JobID column)", 0),
+              0u)
+        << first.message();
+    ReadOptions columns = sacct_options();
+    columns.columns = {"User", "State", "MaxRSS"};
+    const Status named = parse_sacct("alice|COMPLETED|1K\n", "listing", columns, so, unnamed);
+    ASSERT_FALSE(named.is_ok());
+    EXPECT_EQ(named.message().rfind("listing: --columns: header: no JobID or JobIDRaw column", 0),
+              0u)
+        << named.message();
+    for (const Status* s : {&first, &named}) {
+      const bool hinted =
+          s->message().find("give the --format column names (--columns)") != std::string::npos;
+      EXPECT_EQ(hinted, hint) << s->message();
+    }
+  }
+}
+
 // --columns is for output without a header: given with a file that names other columns, it is
 // refused (the user expects a layout the file does not have); naming the same ones is harmless.
 TEST(Sacct, ColumnsThatDisagreeWithTheFilesHeaderAreRefused) {

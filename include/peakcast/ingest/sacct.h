@@ -55,6 +55,10 @@ struct SacctOptions {
   // Capacity of one GPU when the type says nothing (untyped `gres/gpu=N`); nullopt: unknown,
   // and such jobs get no VRAM label.
   std::optional<uint64_t> default_gpu_mem_bytes;
+  // A listing that is not sacct's (no JobID column, or no header) is refused with a hint for
+  // `sacct -n` output: give the --format column names (`peakcast --columns`). false for a caller
+  // that chose the columns itself (slurm-sync), where that hint would mislead.
+  bool columns_hint = true;
 };
 
 // parse_sacct() with the extra options.
