@@ -15,7 +15,11 @@
 //    exchangeable tasks it fails about as rarely as max_so_far, but around a point that follows
 //    the input), once capped at the largest peak and once not (a point that grows with the input
 //    may then lead the largest peak before a new record arrives);
-//  - cautious ones: the largest peak seen, twice it, and the request.
+//  - cautious ones: the largest peak seen, 1, 3 and 10 % above it, twice it, and the request.
+//    A type whose peak does not follow its input often sits within a percent or two of one
+//    value (a tool that loads a fixed reference: eager's bwa); each new record of the largest
+//    peak then fails a whole attempt, and a little above it holds nearly every task for a sliver
+//    of memory.
 // Every candidate is scored prequentially: its allocation for each completed task, made before
 // that outcome was known, charged as the simulator charges it (over-allocation, or each failed
 // attempt plus the retry's excess), and its failed attempts counted. The candidate with the
@@ -50,7 +54,9 @@ constexpr std::array<double, 9> kCoverages = {0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0
 enum Point : int {
   kMedianAll = 0, kMedian5, kLinear, kLogLinear, kNeighbours, kNeighboursWide, kRequest, kNeighboursUpper, kNeighboursLargest, kNumPoints
 };
-enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kLargest, kTwiceLargest, kAsRequested };
+enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kLargest, kLargestMargin, kTwiceLargest, kAsRequested };
+// kLargestMargin's margins above the largest peak: a log-spaced grid, the choice picks.
+constexpr std::array<double, 3> kLargestMargins = {0.01, 0.03, 0.1};
 constexpr size_t kNeighbourCount = 5;
 constexpr size_t kBoundWindow = 500;
 constexpr double kRecordBump = 1.2;  // retry at or above the largest peak seen: VPA's x1.2
@@ -92,6 +98,7 @@ struct Candidate {
   Point point;
   OnlineBound bound;        // kBound only
   CandidateRecord record{}; // prequential simulated waste (byte x ms) and failed attempts
+  double margin = 0.0;      // kLargestMargin only
 };
 
 OnlineBound ratio_bound(double coverage) {
@@ -117,7 +124,11 @@ class PeakcastPolicy final : public SizingPolicy {
       candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
       candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
     }
-    for (Kind k : {Kind::kLargest, Kind::kTwiceLargest, Kind::kAsRequested}) {
+    candidates_.push_back({Kind::kLargest, kMedianAll, ratio_bound(0.9)});
+    for (double m : kLargestMargins) {
+      candidates_.push_back({Kind::kLargestMargin, kMedianAll, ratio_bound(0.9), {}, m});
+    }
+    for (Kind k : {Kind::kTwiceLargest, Kind::kAsRequested}) {
       candidates_.push_back({k, kMedianAll, ratio_bound(0.9)});
     }
   }
@@ -285,6 +296,7 @@ class PeakcastPolicy final : public SizingPolicy {
       case Kind::kMaxRatioCapped: return std::min(ratio, max_y_);
       case Kind::kMaxRatio: return ratio;
       case Kind::kLargest: return max_y_;
+      case Kind::kLargestMargin: return (1.0 + c.margin) * max_y_;
       case Kind::kTwiceLargest: return 2.0 * max_y_;
       case Kind::kAsRequested: return request > 0 ? request : max_y_;
     }
