@@ -15,6 +15,13 @@
 //    exchangeable tasks it fails about as rarely as max_so_far, but around a point that follows
 //    the input), once capped at the largest peak and once not (a point that grows with the input
 //    may then lead the largest peak before a new record arrives);
+//  - each regression (linear, log-linear) x a jackknife bound at the same coverages: the
+//    conformal quantile of the completed tasks' ratios peak / the regression refitted without
+//    that task (exact for least squares: residual / (1 - leverage)), recomputed at each answer
+//    and not capped (Witt-LR's regression-and-offset, made conformal). The OnlineBound's window
+//    instead keeps each task's ratio to the point made when it was submitted; the first of
+//    those, fitted on one or two peaks, can be far off, and they stay in the window, so around a
+//    regression its high-coverage bounds are inflated for the whole of a type of tens of tasks;
 //  - cautious ones: the largest peak seen, 1, 3 and 10 % above it, twice it, and the request.
 //    A type whose peak does not follow its input often sits within a percent or two of one
 //    value (a tool that loads a fixed reference: eager's bwa); each new record of the largest
@@ -54,7 +61,7 @@ constexpr std::array<double, 9> kCoverages = {0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0
 enum Point : int {
   kMedianAll = 0, kMedian5, kLinear, kLogLinear, kNeighbours, kNeighboursWide, kRequest, kNeighboursUpper, kNeighboursLargest, kNumPoints
 };
-enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kLargest, kLargestMargin, kTwiceLargest, kAsRequested };
+enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kJackknife, kLargest, kLargestMargin, kTwiceLargest, kAsRequested };
 // kLargestMargin's margins above the largest peak: a log-spaced grid, the choice picks.
 constexpr std::array<double, 3> kLargestMargins = {0.01, 0.03, 0.1};
 constexpr size_t kNeighbourCount = 5;
@@ -124,6 +131,11 @@ class PeakcastPolicy final : public SizingPolicy {
       candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
       candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
     }
+    for (Point pt : {kLinear, kLogLinear}) {
+      for (double c : kCoverages) {
+        candidates_.push_back({Kind::kJackknife, pt, ratio_bound(0.9), {.coverage = c}});
+      }
+    }
     candidates_.push_back({Kind::kLargest, kMedianAll, ratio_bound(0.9)});
     for (double m : kLargestMargins) {
       candidates_.push_back({Kind::kLargestMargin, kMedianAll, ratio_bound(0.9), {}, m});
@@ -165,6 +177,7 @@ class PeakcastPolicy final : public SizingPolicy {
     if (recent_.size() > 5) recent_.pop_front();
     const double x = std::max(t.info.input_bytes, 0.0);
     linear_.add(x, y);
+    xs_.push_back(x);
     logx_.push_back(std::log1p(x));
     loglinear_.add(std::log1p(x), std::log(std::max(y, 1.0)));
   }
@@ -295,6 +308,11 @@ class PeakcastPolicy final : public SizingPolicy {
         return std::min(c.bound.upper(history::Level::kExactScript, pt), max_y_);
       case Kind::kMaxRatioCapped: return std::min(ratio, max_y_);
       case Kind::kMaxRatio: return ratio;
+      case Kind::kJackknife: {
+        const auto& ratios = jackknife_[c.point == kLinear ? 0 : 1];
+        if (ratios.size() < 3) return max_y_;
+        return pt * conformal_quantile(ratios, 1.0 - c.record.coverage).value_or(1.0);
+      }
       case Kind::kLargest: return max_y_;
       case Kind::kLargestMargin: return (1.0 + c.margin) * max_y_;
       case Kind::kTwiceLargest: return 2.0 * max_y_;
@@ -309,6 +327,7 @@ class PeakcastPolicy final : public SizingPolicy {
     for (int k = 0; k < kNumPoints; ++k) {
       raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes, wide);
     }
+    jackknife_ratios();
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
@@ -316,6 +335,30 @@ class PeakcastPolicy final : public SizingPolicy {
       issued_[k] = allocation(candidates_[k], points_[k], t.request_bytes);
     }
     pending_ = true;
+  }
+
+  // Each regression's jackknife ratios: for each of the last kBoundWindow completed tasks, its
+  // peak over the regression's prediction for it when fitted without it (for least squares,
+  // y_i - e_i / (1 - h_ii), h_ii the leverage; the log-linear one in log space). None before
+  // three tasks: a line through two fits both.
+  void jackknife_ratios() {
+    const size_t n = ys_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
+    const double floor = 0.05 * max_y_ + 1.0;  // as point(): a regression may extrapolate below zero
+    for (int log_scale = 0; log_scale < 2; ++log_scale) {
+      std::vector<double>& out = jackknife_[log_scale];
+      out.clear();
+      if (n < 3) continue;
+      const Regression& r = log_scale ? loglinear_ : linear_;
+      const bool flat = !(r.cxx > 1e-12 * (r.mx * r.mx + 1.0) * r.n);  // Regression::at's mean
+      for (size_t i = from; i < n; ++i) {
+        const double x = log_scale ? logx_[i] : xs_[i];
+        const double y = log_scale ? std::log(std::max(ys_[i], 1.0)) : ys_[i];
+        const double h = 1.0 / r.n + (flat ? 0.0 : (x - r.mx) * (x - r.mx) / r.cxx);
+        if (!(h < 0.999)) continue;  // the fit is that task's alone
+        const double without = y - (y - r.at(x)) / (1.0 - h);
+        out.push_back(ys_[i] / std::max(log_scale ? std::exp(without) : without, floor));
+      }
+    }
   }
 
   RecommendRule rule_;
@@ -326,7 +369,8 @@ class PeakcastPolicy final : public SizingPolicy {
   bool pending_ = false;
   std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
-  std::vector<double> logx_;
+  std::vector<double> xs_, logx_;
+  std::array<std::vector<double>, 2> jackknife_;  // linear, log-linear (jackknife_ratios)
   double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;
 };
