@@ -15,13 +15,14 @@
 //    exchangeable tasks it fails about as rarely as max_so_far, but around a point that follows
 //    the input), once capped at the largest peak and once not (a point that grows with the input
 //    may then lead the largest peak before a new record arrives);
-//  - each regression (linear, log-linear) x a jackknife bound at the same coverages: the
-//    conformal quantile of the completed tasks' ratios peak / the regression refitted without
-//    that task (exact for least squares: residual / (1 - leverage)), recomputed at each answer
-//    and not capped (Witt-LR's regression-and-offset, made conformal). The OnlineBound's window
-//    instead keeps each task's ratio to the point made when it was submitted; the first of
-//    those, fitted on one or two peaks, can be far off, and they stay in the window, so around a
-//    regression its high-coverage bounds are inflated for the whole of a type of tens of tasks;
+//  - each point on the input (the regressions and the nearest-input ones) x a jackknife bound at
+//    the same coverages: the conformal quantile of the completed tasks' ratios peak / that point
+//    made without the task (for least squares exact without a refit: residual / (1 - leverage);
+//    for the nearest inputs, the task left out of its own neighbourhood), recomputed at each
+//    answer and not capped (Witt-LR's regression-and-offset, made conformal). The OnlineBound's
+//    window instead keeps each task's ratio to the point made when it was submitted; the first
+//    of those, fitted on one or two peaks, can be far off, and they stay in the window, so around
+//    such a point its high-coverage bounds are inflated for the whole of a type of tens of tasks;
 //  - cautious ones: the largest peak seen, 1, 3 and 10 % above it, twice it, and the request.
 //    A type whose peak does not follow its input often sits within a percent or two of one
 //    value (a tool that loads a fixed reference: eager's bwa); each new record of the largest
@@ -131,7 +132,7 @@ class PeakcastPolicy final : public SizingPolicy {
       candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
       candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
     }
-    for (Point pt : {kLinear, kLogLinear}) {
+    for (Point pt : {kLinear, kLogLinear, kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) {
       for (double c : kCoverages) {
         candidates_.push_back({Kind::kJackknife, pt, ratio_bound(0.9), {.coverage = c}});
       }
@@ -179,6 +180,8 @@ class PeakcastPolicy final : public SizingPolicy {
     linear_.add(x, y);
     xs_.push_back(x);
     logx_.push_back(std::log1p(x));
+    const std::pair<double, double> at_input{std::log1p(x), y};
+    by_input_.insert(std::upper_bound(by_input_.begin(), by_input_.end(), at_input), at_input);
     loglinear_.add(std::log1p(x), std::log(std::max(y, 1.0)));
   }
 
@@ -309,7 +312,7 @@ class PeakcastPolicy final : public SizingPolicy {
       case Kind::kMaxRatioCapped: return std::min(ratio, max_y_);
       case Kind::kMaxRatio: return ratio;
       case Kind::kJackknife: {
-        const auto& ratios = jackknife_[c.point == kLinear ? 0 : 1];
+        const auto& ratios = jackknife_[c.point];
         if (ratios.size() < 3) return max_y_;
         return pt * conformal_quantile(ratios, 1.0 - c.record.coverage).value_or(1.0);
       }
@@ -328,6 +331,7 @@ class PeakcastPolicy final : public SizingPolicy {
       raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes, wide);
     }
     jackknife_ratios();
+    neighbour_jackknife_ratios();
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
@@ -345,7 +349,7 @@ class PeakcastPolicy final : public SizingPolicy {
     const size_t n = ys_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
     const double floor = 0.05 * max_y_ + 1.0;  // as point(): a regression may extrapolate below zero
     for (int log_scale = 0; log_scale < 2; ++log_scale) {
-      std::vector<double>& out = jackknife_[log_scale];
+      std::vector<double>& out = jackknife_[log_scale ? kLogLinear : kLinear];
       out.clear();
       if (n < 3) continue;
       const Regression& r = log_scale ? loglinear_ : linear_;
@@ -361,6 +365,43 @@ class PeakcastPolicy final : public SizingPolicy {
     }
   }
 
+  // The nearest-input points' jackknife ratios: for each of the last kBoundWindow completed
+  // tasks, its peak over the point made from its nearest log inputs among the other tasks (the
+  // 5, and the sqrt(n - 1) whose median, upper quartile and largest peak are the wide points),
+  // found by walking out from the task in the tasks sorted by log input. None before three tasks.
+  void neighbour_jackknife_ratios() {
+    for (Point p : {kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) jackknife_[p].clear();
+    const size_t n = ys_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
+    if (n < 3) return;
+    const auto wide = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(n - 1))));
+    std::vector<double> near;
+    for (size_t i = from; i < n; ++i) {
+      const double lx = logx_[i];
+      const auto self = static_cast<size_t>(
+          std::lower_bound(by_input_.begin(), by_input_.end(), std::make_pair(lx, ys_[i])) - by_input_.begin());
+      for (const bool wide_set : {false, true}) {
+        const size_t k = wide_set ? std::max(wide, kNeighbourCount) : kNeighbourCount;
+        near.clear();
+        size_t l = self, r = self + 1;  // by_input_[self] is task i itself: left out
+        while (near.size() < k && (l > 0 || r < by_input_.size())) {
+          const bool right = l == 0 || (r < by_input_.size() && by_input_[r].first - lx <= lx - by_input_[l - 1].first);
+          near.push_back(right ? by_input_[r++].second : by_input_[--l].second);
+        }
+        const auto ratio = [&](Point p, double q) {
+          const double pt = quantile_of(near, q);
+          if (pt > 0) jackknife_[p].push_back(ys_[i] / pt);
+        };
+        if (!wide_set) {
+          ratio(kNeighbours, 0.5);
+        } else {
+          ratio(kNeighboursWide, 0.5);
+          ratio(kNeighboursUpper, 0.75);
+          ratio(kNeighboursLargest, 1.0);
+        }
+      }
+    }
+  }
+
   RecommendRule rule_;
   double price_ = 0.0;
   std::vector<Candidate> candidates_;
@@ -370,7 +411,8 @@ class PeakcastPolicy final : public SizingPolicy {
   std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> xs_, logx_;
-  std::array<std::vector<double>, 2> jackknife_;  // linear, log-linear (jackknife_ratios)
+  std::array<std::vector<double>, kNumPoints> jackknife_;  // per point on the input (*jackknife_ratios)
+  std::vector<std::pair<double, double>> by_input_;          // (log input, peak) of each completed task, sorted
   double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;
 };
