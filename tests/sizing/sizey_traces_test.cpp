@@ -69,8 +69,8 @@ TEST_P(SizeyTrace, DeterministicBaselinesMatchTheNotesTableAtSeed1996) {
 
 // Issue 10's acceptance: peakcast's waste at most 0.75x the best baseline's (the least waste
 // among the baselines, summed over the seeds) with no more failures than that baseline.
-// Measured (docs/sizing.md): 0.71 / 0.37 / 0.70 of the best baseline's waste with 27 / 2 / 178
-// failures per seed against 38 / 14 / 713 on chipseq / eager / mag.
+// Measured (docs/sizing.md): 0.58 / 0.33 / 0.70 of the best baseline's waste with 16 / 1 / 177
+// failed attempts per seed against 216 / 14 / 787 on chipseq / eager / mag.
 TEST_P(SizeyTrace, PeakcastMeetsTheAcceptanceAgainstTheBestBaseline) {
   const auto tasks = load(GetParam());
   std::map<std::string, Tally> sum;
