@@ -14,14 +14,28 @@ std::optional<double> conformal_quantile(const std::deque<double>& scores, doubl
   return conformal_quantile(std::vector<double>(scores.begin(), scores.end()), alpha);
 }
 
+namespace {
+
+// Where the conformal quantile of n scores sits among them sorted (0-based): the
+// ceil((n+1)(1-alpha))-th smallest, the largest when that rank exceeds n. n > 0.
+size_t conformal_index(size_t n, double alpha) {
+  const double rank = std::ceil(static_cast<double>(n + 1) * (1.0 - alpha) - 1e-12);
+  if (rank >= static_cast<double>(n)) return n - 1;
+  return rank < 1.0 ? 0 : static_cast<size_t>(rank) - 1;
+}
+
+}  // namespace
+
 std::optional<double> conformal_quantile(std::vector<double> s, double alpha) {
   if (s.empty()) return std::nullopt;
-  const size_t n = s.size();
-  const double rank = std::ceil(static_cast<double>(n + 1) * (1.0 - alpha) - 1e-12);
-  if (rank >= static_cast<double>(n)) return *std::max_element(s.begin(), s.end());
-  const size_t k = rank < 1.0 ? 0 : static_cast<size_t>(rank) - 1;
+  const size_t k = conformal_index(s.size(), alpha);
   std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
   return s[k];
+}
+
+std::optional<double> sorted_conformal_quantile(const std::vector<double>& sorted, double alpha) {
+  if (sorted.empty()) return std::nullopt;
+  return sorted[conformal_index(sorted.size(), alpha)];
 }
 
 namespace {

@@ -95,8 +95,10 @@ struct Regression {
     cxx += dx * (x - mx);
     cxy += dx * (y - my);
   }
+  // No spread in x (to rounding): the fit is the mean.
+  bool flat() const { return !(cxx > 1e-12 * (mx * mx + 1.0) * n); }
   double at(double x) const {
-    if (!(cxx > 1e-12 * (mx * mx + 1.0) * n)) return my;
+    if (flat()) return my;
     return my + cxy / cxx * (x - mx);
   }
 };
@@ -270,22 +272,23 @@ class PeakcastPolicy final : public SizingPolicy {
     return c + (a - y) * t;
   }
   // `wide`: the peaks of the sqrt(n) tasks with the nearest log input (nearest_peaks), found
-  // once per task for the three points read from them.
+  // once per task for the three points read from them, sorted.
   double point(Point p, double x, double request, const std::vector<double>& wide) const {
-    const double floor = 0.05 * max_y_ + 1.0;  // a regression may extrapolate below zero
     switch (p) {
-      case kMedianAll: return median_of(ys_);
+      case kMedianAll: return quantile_of_sorted(sorted_y_, 0.5);
       case kMedian5: return median_of(std::vector<double>(recent_.begin(), recent_.end()));
-      case kLinear: return std::max(linear_.at(std::max(x, 0.0)), floor);
-      case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), floor);
+      case kLinear: return std::max(linear_.at(std::max(x, 0.0)), regression_floor());
+      case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), regression_floor());
       case kNeighbours: return quantile_of(nearest_peaks(x, kNeighbourCount), 0.5);
-      case kNeighboursWide: return quantile_of(wide, 0.5);
-      case kRequest: return request > 0 ? request : median_of(ys_);
-      case kNeighboursUpper: return quantile_of(wide, 0.75);
-      case kNeighboursLargest: return quantile_of(wide, 1.0);
+      case kNeighboursWide: return quantile_of_sorted(wide, 0.5);
+      case kRequest: return request > 0 ? request : quantile_of_sorted(sorted_y_, 0.5);
+      case kNeighboursUpper: return quantile_of_sorted(wide, 0.75);
+      case kNeighboursLargest: return quantile_of_sorted(wide, 1.0);
       default: return max_y_;
     }
   }
+  // The least a regression point answers: a regression may extrapolate below zero.
+  double regression_floor() const { return 0.05 * max_y_ + 1.0; }
   // The peaks of the k tasks whose log input is nearest x's.
   std::vector<double> nearest_peaks(double x, size_t k) const {
     const double lx = std::log1p(std::max(x, 0.0));
@@ -298,11 +301,19 @@ class PeakcastPolicy final : public SizingPolicy {
     for (size_t i = 0; i < m; ++i) near.push_back(d[i].second);
     return near;
   }
-  // Their median (q = 0.5), else the ceil(q n)-th smallest.
+  // Their median (q = 0.5; of an even count, the mean of the middle two, as median_of), else
+  // the ceil(q n)-th smallest. 0 for none.
   static double quantile_of(std::vector<double> near, double q) {
-    if (q == 0.5) return median_of(std::move(near));
     std::sort(near.begin(), near.end());
-    return near.empty() ? 0.0 : near[static_cast<size_t>(std::ceil(q * static_cast<double>(near.size()))) - 1];
+    return quantile_of_sorted(near, q);
+  }
+  static double quantile_of_sorted(const std::vector<double>& s, double q) {
+    if (s.empty()) return 0.0;
+    if (q == 0.5) {
+      const size_t m = s.size() / 2;
+      return s.size() % 2 ? s[m] : 0.5 * (s[m] + s[m - 1]);
+    }
+    return s[static_cast<size_t>(std::ceil(q * static_cast<double>(s.size()))) - 1];
   }
   double allocation(const Candidate& c, double pt, double request) const {
     const double ratio = max_ratio_[c.point] > 0 ? pt * max_ratio_[c.point] : max_y_;
@@ -314,7 +325,7 @@ class PeakcastPolicy final : public SizingPolicy {
       case Kind::kJackknife: {
         const auto& ratios = jackknife_[c.point];
         if (ratios.size() < 3) return max_y_;
-        return pt * conformal_quantile(ratios, 1.0 - c.record.coverage).value_or(1.0);
+        return pt * sorted_conformal_quantile(ratios, 1.0 - c.record.coverage).value_or(1.0);
       }
       case Kind::kLargest: return max_y_;
       case Kind::kLargestMargin: return (1.0 + c.margin) * max_y_;
@@ -326,12 +337,14 @@ class PeakcastPolicy final : public SizingPolicy {
   // Each candidate's point and allocation for this task, before its outcome.
   void issue(const TaskInfo& t) {
     const auto wide_k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
-    const std::vector<double> wide = nearest_peaks(t.input_bytes, std::max(wide_k, kNeighbourCount));
+    std::vector<double> wide = nearest_peaks(t.input_bytes, std::max(wide_k, kNeighbourCount));
+    std::sort(wide.begin(), wide.end());
     for (int k = 0; k < kNumPoints; ++k) {
       raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes, wide);
     }
     jackknife_ratios();
     neighbour_jackknife_ratios();
+    for (auto& ratios : jackknife_) std::sort(ratios.begin(), ratios.end());  // read by allocation()
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
@@ -347,13 +360,13 @@ class PeakcastPolicy final : public SizingPolicy {
   // three tasks: a line through two fits both.
   void jackknife_ratios() {
     const size_t n = ys_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
-    const double floor = 0.05 * max_y_ + 1.0;  // as point(): a regression may extrapolate below zero
+    const double floor = regression_floor();
     for (int log_scale = 0; log_scale < 2; ++log_scale) {
       std::vector<double>& out = jackknife_[log_scale ? kLogLinear : kLinear];
       out.clear();
       if (n < 3) continue;
       const Regression& r = log_scale ? loglinear_ : linear_;
-      const bool flat = !(r.cxx > 1e-12 * (r.mx * r.mx + 1.0) * r.n);  // Regression::at's mean
+      const bool flat = r.flat();
       for (size_t i = from; i < n; ++i) {
         const double x = log_scale ? logx_[i] : xs_[i];
         const double y = log_scale ? std::log(std::max(ys_[i], 1.0)) : ys_[i];
@@ -387,8 +400,9 @@ class PeakcastPolicy final : public SizingPolicy {
           const bool right = l == 0 || (r < by_input_.size() && by_input_[r].first - lx <= lx - by_input_[l - 1].first);
           near.push_back(right ? by_input_[r++].second : by_input_[--l].second);
         }
+        std::sort(near.begin(), near.end());
         const auto ratio = [&](Point p, double q) {
-          const double pt = quantile_of(near, q);
+          const double pt = quantile_of_sorted(near, q);
           if (pt > 0) jackknife_[p].push_back(ys_[i] / pt);
         };
         if (!wide_set) {
@@ -411,7 +425,7 @@ class PeakcastPolicy final : public SizingPolicy {
   std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> xs_, logx_;
-  std::array<std::vector<double>, kNumPoints> jackknife_;  // per point on the input (*jackknife_ratios)
+  std::array<std::vector<double>, kNumPoints> jackknife_;  // per point on the input (*jackknife_ratios), sorted
   std::vector<std::pair<double, double>> by_input_;          // (log input, peak) of each completed task, sorted
   double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;

@@ -1,5 +1,6 @@
 // The online conformal bound: coverage at the nominal level on stationary and drifting streams,
 // the pooled fallback, the OOM (censored) rule, determinism.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -303,6 +304,22 @@ TEST(ConformalQuantile, RankIsCeilOfNPlusOneTimesCoverage) {
   EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.5), 6);   // ceil(5.5) = 6
   EXPECT_DOUBLE_EQ(*conformal_quantile(s, 0.05), 10); // rank 11 > n: the largest
   EXPECT_FALSE(conformal_quantile(std::deque<double>{}, 0.1).has_value());
+}
+
+TEST(ConformalQuantile, TheSortedFormAgreesWithTheUnsortedOne) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0.0, 3.0);
+  for (size_t n = 1; n <= 40; ++n) {
+    std::vector<double> s(n);
+    for (double& v : s) v = std::round(u(rng) * 4.0) / 4.0;  // ties too
+    std::vector<double> sorted = s;
+    std::sort(sorted.begin(), sorted.end());
+    for (double alpha : {0.01, 0.05, 0.1, 0.2, 0.5, 0.9, 0.99}) {
+      ASSERT_EQ(*sorted_conformal_quantile(sorted, alpha), *conformal_quantile(s, alpha)) << n << " " << alpha;
+    }
+  }
+  EXPECT_DOUBLE_EQ(*sorted_conformal_quantile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0.2), 9);
+  EXPECT_FALSE(sorted_conformal_quantile({}, 0.1).has_value());
 }
 
 }  // namespace

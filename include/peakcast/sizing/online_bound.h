@@ -194,5 +194,7 @@ class OnlineBound {
 // the largest when that rank exceeds n. nullopt for no scores. The vector form works in place.
 std::optional<double> conformal_quantile(const std::deque<double>& scores, double alpha);
 std::optional<double> conformal_quantile(std::vector<double> scores, double alpha);
+// The same of scores already sorted ascending, without a copy: O(1).
+std::optional<double> sorted_conformal_quantile(const std::vector<double>& sorted, double alpha);
 
 }  // namespace peakcast::sizing
