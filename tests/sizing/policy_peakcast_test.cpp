@@ -105,6 +105,23 @@ TEST(PeakcastRetry, WithNothingCompletedTheRetryDoubles) {
   EXPECT_NEAR(p->retry(blind.info, 10 * kGiB, 1), 12 * kGiB, 1024.0 * 1024.0);
 }
 
+// A type without a request whose peaks were 1 MiB, then a task of 64 GiB (a job name shared by
+// a small and a large job, as in sacct traces): the first two retries at or above the largest
+// peak bump by x1.2, then the retries double: 17 failed attempts. At x1.2 all the way, 55.
+TEST(PeakcastRetry, AFarRecordIsReachedByDoublingFromTheThirdAttempt) {
+  auto p = peakcast_priced(0);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  for (int i = 0; i < 20; ++i) p->observe(task(1 * kMiB, kHourMs));
+  const SimTask far = task(64 * kGiB, kHourMs);
+  EXPECT_NEAR(p->retry(far.info, 10 * kMiB, 1), 12 * kMiB, kMiB);
+  EXPECT_NEAR(p->retry(far.info, 10 * kMiB, 2), 12 * kMiB, kMiB);
+  EXPECT_NEAR(p->retry(far.info, 10 * kMiB, 3), 20 * kMiB, kMiB);
+  Tally tally;
+  run_task(*p, far, tally);
+  EXPECT_LE(tally.failures, 20u);
+  EXPECT_GE(tally.failures, 10u);  // it climbs: no jump to the peak itself
+}
+
 // One task type replayed as Sizey's protocol does (30% warm, then online), by a policy.
 Tally replay(SizingPolicy& p, const std::vector<SimTask>& tasks) {
   Tally tally;
