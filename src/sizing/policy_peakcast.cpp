@@ -276,15 +276,16 @@ class PeakcastPolicy final : public SizingPolicy {
     }
     return c + (a - y) * t;
   }
-  // `wide`: the peaks of the sqrt(n) tasks with the nearest log input (nearest_peaks), found
-  // once per task for the three points read from them, sorted.
-  double point(Point p, double x, double request, const std::vector<double>& wide) const {
+  // `nearest`, `wide`: the peaks of the 5 and of the sqrt(n) tasks with the nearest log input
+  // (nearest_peaks), found once per task for the four points read from them, each sorted.
+  double point(Point p, double x, double request, const std::vector<double>& nearest,
+               const std::vector<double>& wide) const {
     switch (p) {
       case kMedianAll: return quantile_of_sorted(sorted_y_, 0.5);
       case kMedian5: return median_of(std::vector<double>(recent_.begin(), recent_.end()));
       case kLinear: return std::max(linear_.at(std::max(x, 0.0)), regression_floor());
       case kLogLinear: return std::max(std::exp(loglinear_.at(std::log1p(std::max(x, 0.0)))), regression_floor());
-      case kNeighbours: return quantile_of(nearest_peaks(x, kNeighbourCount), 0.5);
+      case kNeighbours: return quantile_of_sorted(nearest, 0.5);
       case kNeighboursWide: return quantile_of_sorted(wide, 0.5);
       case kRequest: return request > 0 ? request : quantile_of_sorted(sorted_y_, 0.5);
       case kNeighboursUpper: return quantile_of_sorted(wide, 0.75);
@@ -294,7 +295,7 @@ class PeakcastPolicy final : public SizingPolicy {
   }
   // The least a regression point answers: a regression may extrapolate below zero.
   double regression_floor() const { return 0.05 * max_y_ + 1.0; }
-  // The peaks of the k tasks whose log input is nearest x's.
+  // The peaks of the k tasks whose log input is nearest x's, nearest first.
   std::vector<double> nearest_peaks(double x, size_t k) const {
     const double lx = std::log1p(std::max(x, 0.0));
     std::vector<std::pair<double, double>> d;
@@ -306,12 +307,8 @@ class PeakcastPolicy final : public SizingPolicy {
     for (size_t i = 0; i < m; ++i) near.push_back(d[i].second);
     return near;
   }
-  // Their median (q = 0.5; of an even count, the mean of the middle two, as median_of), else
-  // the ceil(q n)-th smallest. 0 for none.
-  static double quantile_of(std::vector<double> near, double q) {
-    std::sort(near.begin(), near.end());
-    return quantile_of_sorted(near, q);
-  }
+  // The median of sorted peaks (q = 0.5; of an even count, the mean of the middle two, as
+  // median_of), else the ceil(q n)-th smallest. 0 for none.
   static double quantile_of_sorted(const std::vector<double>& s, double q) {
     if (s.empty()) return 0.0;
     if (q == 0.5) {
@@ -319,6 +316,12 @@ class PeakcastPolicy final : public SizingPolicy {
       return s.size() % 2 ? s[m] : 0.5 * (s[m] + s[m - 1]);
     }
     return s[static_cast<size_t>(std::ceil(q * static_cast<double>(s.size()))) - 1];
+  }
+  // The first k of v (all when fewer), sorted.
+  static std::vector<double> leading_sorted(const std::vector<double>& v, size_t k) {
+    std::vector<double> out(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(k, v.size())));
+    std::sort(out.begin(), out.end());
+    return out;
   }
   double allocation(const Candidate& c, double pt, double request) const {
     const double ratio = max_ratio_[c.point] > 0 ? pt * max_ratio_[c.point] : max_y_;
@@ -343,9 +346,10 @@ class PeakcastPolicy final : public SizingPolicy {
   void issue(const TaskInfo& t) {
     const auto wide_k = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(ys_.size()))));
     std::vector<double> wide = nearest_peaks(t.input_bytes, std::max(wide_k, kNeighbourCount));
+    std::vector<double> nearest = leading_sorted(wide, kNeighbourCount);  // the 5 nearest lead the sqrt(n)
     std::sort(wide.begin(), wide.end());
     for (int k = 0; k < kNumPoints; ++k) {
-      raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes, wide);
+      raw_[k] = point(static_cast<Point>(k), t.input_bytes, t.request_bytes, nearest, wide);
     }
     jackknife_ratios();
     neighbour_jackknife_ratios();
@@ -386,38 +390,34 @@ class PeakcastPolicy final : public SizingPolicy {
   // The nearest-input points' jackknife ratios: for each of the last kBoundWindow completed
   // tasks, its peak over the point made from its nearest log inputs among the other tasks (the
   // 5, and the sqrt(n - 1) whose median, upper quartile and largest peak are the wide points),
-  // found by walking out from the task in the tasks sorted by log input. None before three tasks.
+  // found by one walk out from the task in the tasks sorted by log input (the 5 nearest are its
+  // first steps). None before three tasks.
   void neighbour_jackknife_ratios() {
     for (Point p : {kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) jackknife_[p].clear();
     const size_t n = ys_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
     if (n < 3) return;
     const auto wide = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(n - 1))));
+    const size_t k = std::max(wide, kNeighbourCount);
     std::vector<double> near;
     for (size_t i = from; i < n; ++i) {
       const double lx = logx_[i];
       const auto self = static_cast<size_t>(
           std::lower_bound(by_input_.begin(), by_input_.end(), std::make_pair(lx, ys_[i])) - by_input_.begin());
-      for (const bool wide_set : {false, true}) {
-        const size_t k = wide_set ? std::max(wide, kNeighbourCount) : kNeighbourCount;
-        near.clear();
-        size_t l = self, r = self + 1;  // by_input_[self] is task i itself: left out
-        while (near.size() < k && (l > 0 || r < by_input_.size())) {
-          const bool right = l == 0 || (r < by_input_.size() && by_input_[r].first - lx <= lx - by_input_[l - 1].first);
-          near.push_back(right ? by_input_[r++].second : by_input_[--l].second);
-        }
-        std::sort(near.begin(), near.end());
-        const auto ratio = [&](Point p, double q) {
-          const double pt = quantile_of_sorted(near, q);
-          if (pt > 0) jackknife_[p].push_back(ys_[i] / pt);
-        };
-        if (!wide_set) {
-          ratio(kNeighbours, 0.5);
-        } else {
-          ratio(kNeighboursWide, 0.5);
-          ratio(kNeighboursUpper, 0.75);
-          ratio(kNeighboursLargest, 1.0);
-        }
+      near.clear();
+      size_t l = self, r = self + 1;  // by_input_[self] is task i itself: left out
+      while (near.size() < k && (l > 0 || r < by_input_.size())) {
+        const bool right = l == 0 || (r < by_input_.size() && by_input_[r].first - lx <= lx - by_input_[l - 1].first);
+        near.push_back(right ? by_input_[r++].second : by_input_[--l].second);
       }
+      const auto ratio = [&](Point p, const std::vector<double>& sorted, double q) {
+        const double pt = quantile_of_sorted(sorted, q);
+        if (pt > 0) jackknife_[p].push_back(ys_[i] / pt);
+      };
+      ratio(kNeighbours, leading_sorted(near, kNeighbourCount), 0.5);
+      std::sort(near.begin(), near.end());
+      ratio(kNeighboursWide, near, 0.5);
+      ratio(kNeighboursUpper, near, 0.75);
+      ratio(kNeighboursLargest, near, 1.0);
     }
   }
 
