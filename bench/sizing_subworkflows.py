@@ -44,9 +44,9 @@ def kept_task_types(data_dir):
             for row in reader:
                 rows[row["process"]].append(row)
         for process, rs in rows.items():
-            usable = [r for r in rs if r["rss"] not in ("-", "", "0")]
+            kept = [r for r in rs if usable(r)]
             try:
-                if len(usable) < MIN_TASKS or any(float(r["realtime"]) == 0 for r in usable):
+                if len(kept) < MIN_TASKS or any(float(r["realtime"]) == 0 for r in kept):
                     continue
             except ValueError:
                 continue
@@ -54,13 +54,30 @@ def kept_task_types(data_dir):
     return types, header
 
 
-def replay(peakcast, types, header, sample, workdir, tag):
+def usable(row):
+    return row["rss"] not in ("-", "", "0")
+
+
+def subsample(types, sample, tasks_per_type, rng):
+    """Each drawn type's rows; with tasks_per_type, a random that many of its usable rows."""
+    out = {}
+    for t in sample:
+        rows = types[t]
+        if tasks_per_type:
+            rows = [r for r in rows if usable(r)]
+            if len(rows) > tasks_per_type:
+                rows = rng.sample(rows, tasks_per_type)
+        out[t] = rows
+    return out
+
+
+def replay(peakcast, rows_of, header, workdir, tag):
     trace = os.path.join(workdir, f"{tag}.csv")
     with open(trace, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         w.writeheader()
-        for t in sample:
-            for row in types[t]:
+        for t, rows in rows_of.items():
+            for row in rows:
                 w.writerow(dict(row, process=t.replace(":", "_")))
     out = os.path.join(workdir, f"{tag}.json")
     run = subprocess.run([peakcast, "simulate", trace, "--protocol", "sizey", "--seed", "1996",
@@ -83,21 +100,31 @@ def main():
     ap.add_argument("--peakcast", default=os.path.join(here, "..", "build", "bin", "peakcast"))
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "nextflow"),
                     help="folder with trace_{chipseq,eager,mag}.csv (default ../shared/data/nextflow)")
+    ap.add_argument("--tasks-per-type", type=int, default=0, metavar="N",
+                    help=f"keep a random N of each drawn type's usable tasks (default: all; "
+                         f"at least {MIN_TASKS}, Sizey's least)")
     ap.add_argument("--json", help="also write each draw's figures to FILE")
     a = ap.parse_args()
+    if a.tasks_per_type and a.tasks_per_type < MIN_TASKS:
+        sys.exit(f"--tasks-per-type: must be at least {MIN_TASKS} (Sizey's protocol leaves out "
+                 f"a type with fewer)")
     types, header = kept_task_types(a.data)
     names = sorted(types)
     if not 1 <= a.types <= len(names):
         sys.exit(f"--types: must be 1..{len(names)} (the kept task types)")
     rng = random.Random(a.seed)
+    # the tasks kept come from a generator of their own, so a draw's types are the same
+    # with or without --tasks-per-type
+    task_rng = random.Random(f"{a.seed}:tasks")
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for d in range(a.draws):
             sample = rng.sample(names, a.types)
-            c = replay(a.peakcast, types, header, sample, workdir, f"draw{d}")
+            rows_of = subsample(types, sample, a.tasks_per_type, task_rng)
+            c = replay(a.peakcast, rows_of, header, workdir, f"draw{d}")
             best, bw, bf = c["best_baseline"], c["baseline_waste_gbh"], c["baseline_failures"]
             pc = (c["waste_gbh"], c["failures"])
-            rows.append({"types": sample, "best": best, "best_waste_gbh": bw, "best_failures": bf,
+            rows.append({"types": sample, "tasks": {t: len(r) for t, r in rows_of.items()}, "best": best, "best_waste_gbh": bw, "best_failures": bf,
                          "peakcast_waste_gbh": pc[0], "peakcast_failures": pc[1]})
             ratio = pc[0] / bw if bw > 0 else math.inf
             ok = pc[0] <= 0.75 * bw and pc[1] <= bf
@@ -110,7 +137,8 @@ def main():
                r["peakcast_failures"] <= r["best_failures"] for r in rows)
     gm = math.exp(sum(math.log(max(r["peakcast_waste_gbh"], 1e-9) / max(r["best_waste_gbh"], 1e-9))
                       for r in rows) / n)
-    print(f"K={a.types}, {n} sub-workflows: acceptance met {both / n:.2f}; waste <= 0.75x best "
+    per_type = f", at most {a.tasks_per_type} tasks a type" if a.tasks_per_type else ""
+    print(f"K={a.types}{per_type}, {n} sub-workflows: acceptance met {both / n:.2f}; waste <= 0.75x best "
           f"{waste_ok / n:.2f}; failures <= best's {fail_ok / n:.2f}; geometric-mean waste ratio {gm:.3f}")
     if a.json:
         with open(a.json, "w") as f:
