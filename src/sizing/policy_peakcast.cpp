@@ -23,6 +23,11 @@
 //    window instead keeps each task's ratio to the point made when it was submitted; the first
 //    of those, fitted on one or two peaks, can be far off, and they stay in the window, so around
 //    such a point its high-coverage bounds are inflated for the whole of a type of tens of tasks;
+//  - each of those points x the normal-theory prediction bound of the same jackknife ratios at
+//    the same coverages (mean + Student's t x s.d. x sqrt(1 + 1/n)): on a type of tens of tasks
+//    a conformal quantile at 0.95 or more is one or two extreme ratios, where the mean and s.d. of
+//    all of them estimate the tail with less noise when the ratios are near normal (a peak that
+//    follows its input with a spread: Witt-LR's regression and s.d. offset, at a stated coverage);
 //  - cautious ones: the largest peak seen, 1, 3 and 10 % above it, twice it, and the request.
 //    A type whose peak does not follow its input often sits within a percent or two of one
 //    value (a tool that loads a fixed reference: eager's bwa); each new record of the largest
@@ -54,6 +59,7 @@
 
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/policy.h"
+#include "peakcast/sizing/student_t.h"
 
 namespace peakcast::sizing {
 namespace {
@@ -62,7 +68,7 @@ constexpr std::array<double, 9> kCoverages = {0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0
 enum Point : int {
   kMedianAll = 0, kMedian5, kLinear, kLogLinear, kNeighbours, kNeighboursWide, kRequest, kNeighboursUpper, kNeighboursLargest, kNumPoints
 };
-enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kJackknife, kLargest, kLargestMargin, kTwiceLargest, kAsRequested };
+enum class Kind { kBound, kMaxRatio, kMaxRatioCapped, kJackknife, kJackknifeNormal, kLargest, kLargestMargin, kTwiceLargest, kAsRequested };
 // kLargestMargin's margins above the largest peak: a log-spaced grid, the choice picks.
 constexpr std::array<double, 3> kLargestMargins = {0.01, 0.03, 0.1};
 constexpr size_t kNeighbourCount = 5;
@@ -78,6 +84,23 @@ constexpr double kBlindRetry = 2.0;
 // Fewer completed tasks than this: the request. In event time the first tasks of a type to
 // complete are the quick ones, which tend to be the small ones: a bound from them fails.
 constexpr size_t kMinHistory = 10;
+
+// Student's t quantile at one of kCoverages with df degrees of freedom, from a table built once
+// (df up to the jackknife's window); computed directly otherwise.
+double t_quantile(double coverage, size_t df) {
+  static const auto table = [] {
+    std::array<std::vector<double>, kCoverages.size()> t;
+    for (size_t i = 0; i < kCoverages.size(); ++i) {
+      t[i].resize(kBoundWindow);
+      for (size_t d = 1; d < kBoundWindow; ++d) t[i][d] = student_t_quantile(kCoverages[i], static_cast<double>(d));
+    }
+    return t;
+  }();
+  for (size_t i = 0; i < kCoverages.size(); ++i) {
+    if (kCoverages[i] == coverage && df >= 1 && df < kBoundWindow) return table[i][df];
+  }
+  return student_t_quantile(coverage, static_cast<double>(df));
+}
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -139,8 +162,8 @@ class PeakcastPolicy final : public SizingPolicy {
       candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
     }
     for (Point pt : {kLinear, kLogLinear, kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) {
-      for (double c : kCoverages) {
-        candidates_.push_back({Kind::kJackknife, pt, ratio_bound(0.9), {.coverage = c}});
+      for (Kind k : {Kind::kJackknife, Kind::kJackknifeNormal}) {
+        for (double c : kCoverages) candidates_.push_back({k, pt, ratio_bound(0.9), {.coverage = c}});
       }
     }
     candidates_.push_back({Kind::kLargest, kMedianAll, ratio_bound(0.9)});
@@ -335,6 +358,11 @@ class PeakcastPolicy final : public SizingPolicy {
         if (ratios.size() < 3) return max_y_;
         return pt * sorted_conformal_quantile(ratios, 1.0 - c.record.coverage).value_or(1.0);
       }
+      case Kind::kJackknifeNormal: {
+        const MeanSd& m = jackknife_moments_[c.point];
+        if (m.n < 3) return max_y_;
+        return pt * prediction_bound(m, t_quantile(c.record.coverage, m.n - 1));
+      }
       case Kind::kLargest: return max_y_;
       case Kind::kLargestMargin: return (1.0 + c.margin) * max_y_;
       case Kind::kTwiceLargest: return 2.0 * max_y_;
@@ -353,7 +381,10 @@ class PeakcastPolicy final : public SizingPolicy {
     }
     jackknife_ratios();
     neighbour_jackknife_ratios();
-    for (auto& ratios : jackknife_) std::sort(ratios.begin(), ratios.end());  // read by allocation()
+    for (int p = 0; p < kNumPoints; ++p) {  // read by allocation()
+      std::sort(jackknife_[p].begin(), jackknife_[p].end());
+      jackknife_moments_[p] = mean_sd(jackknife_[p]);
+    }
     points_.resize(candidates_.size());
     issued_.resize(candidates_.size());
     for (size_t k = 0; k < candidates_.size(); ++k) {
@@ -431,6 +462,7 @@ class PeakcastPolicy final : public SizingPolicy {
   std::deque<double> recent_;
   std::vector<double> xs_, logx_;
   std::array<std::vector<double>, kNumPoints> jackknife_;  // per point on the input (*jackknife_ratios), sorted
+  std::array<MeanSd, kNumPoints> jackknife_moments_;      // their mean and s.d.
   std::vector<std::pair<double, double>> by_input_;          // (log input, peak) of each completed task, sorted
   double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;

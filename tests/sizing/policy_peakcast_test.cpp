@@ -1,7 +1,8 @@
 // peakcast's sizing policy: the retry conditioned on the failure (by hand), the site's failure
 // price steering the choice among candidates, a plateau type held a few percent above its
-// largest peak, a peak that follows its input (along a line, or in steps) answered close above
-// it, the charge for a bound's promised misses (by hand), and simulate's default price.
+// largest peak, a peak that follows its input (along a line, or in steps, or with a normal
+// spread on a short history) answered close above it, the charge for a bound's promised misses
+// (by hand), and simulate's default price.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -249,6 +250,38 @@ TEST(PeakcastChoice, ABoundIsChargedForTheMissesItsCoveragePromises) {
   const CandidateRecord lucky{10.0, 0.0, 0.7}, cautious{30.0, 0.0, 0.99};
   EXPECT_GT(candidate_score(lucky, 20.0, 2.0, 5.0), candidate_score(cautious, 20.0, 2.0, 5.0));
   EXPECT_LT(lucky.waste + 2.0 * lucky.failures, cautious.waste + 2.0 * cautious.failures);
+}
+
+// A peak that follows its input with a normal spread (about 0.13 GB + 0.14 bytes per byte read,
+// s.d. 3 % or 6 %: chipseq's PHANTOMPEAKQUALTOOLS) on a type of tens of tasks, replayed as
+// Sizey's protocol does, 20 seeds each. peakcast fails about as rarely as the largest peak seen
+// (max_so_far, which fails only on a new record) and wastes under 0.4x what it does. Without the
+// normal-theory jackknife bounds it fails 29 to 47 times where max_so_far fails 24 to 30: the
+// conformal quantile of 12 to 60 ratios at a high coverage is one or two extreme ratios. With
+// them: 24, 24, 29 and 31 against 24, 29, 29 and 30.
+TEST(PeakcastChoice, ANormalSpreadAroundTheInputIsBoundedOnAShortHistory) {
+  for (int n : {40, 87}) {
+    for (double sd : {0.03, 0.06}) {
+      Tally pc, msf;
+      for (unsigned seed = 1; seed <= 20; ++seed) {
+        std::mt19937 g(seed);
+        std::uniform_real_distribution<double> input(2e9, 1e10);
+        std::normal_distribution<double> noise(1.0, sd);
+        std::vector<SimTask> tasks;
+        for (int i = 0; i < n; ++i) {
+          const double x = input(g);
+          tasks.push_back(task((1.3e8 + 0.14 * x) * noise(g), 2e-4 * x, x, 2.7e9));
+        }
+        auto p = peakcast_priced(0.0);  // the type's own mean task
+        auto m = make_max_so_far();
+        pc.add(replay(*p, tasks));
+        msf.add(replay(*m, tasks));
+      }
+      const auto msf_failures = static_cast<double>(msf.failures);
+      EXPECT_LE(static_cast<double>(pc.failures), 1.1 * msf_failures + 1.0) << n << " tasks, s.d. " << sd * 100 << " %";
+      EXPECT_LT(pc.waste_gbh, 0.4 * msf.waste_gbh) << n << " tasks, s.d. " << sd * 100 << " %";
+    }
+  }
 }
 
 // Deterministic: the same tasks in the same order give the same allocations.
