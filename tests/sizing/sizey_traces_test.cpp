@@ -69,7 +69,7 @@ TEST_P(SizeyTrace, DeterministicBaselinesMatchTheNotesTableAtSeed1996) {
 
 // Issue 10's acceptance: peakcast's waste at most 0.75x the best baseline's (the least waste
 // among the baselines, summed over the seeds) with no more failures than that baseline.
-// Measured (docs/sizing.md): 0.58 / 0.34 / 0.70 of the best baseline's waste with 16 / 1 / 175
+// Measured (docs/sizing.md): 0.55 / 0.34 / 0.71 of the best baseline's waste with 16 / 1 / 158
 // failed attempts per seed against 216 / 14 / 787 on chipseq / eager / mag.
 TEST_P(SizeyTrace, PeakcastMeetsTheAcceptanceAgainstTheBestBaseline) {
   const auto tasks = load(GetParam());
