@@ -266,9 +266,12 @@ sacct_rows() {  # job id -> sacct -P rows: JobID|State|ReqMem|MaxRSS|Comment (by
   sacct -P -n --noconvert -j "$1" --format=JobID,State,ReqMem,MaxRSS,Comment 2>/dev/null
 }
 # slurmctld sends the end record to slurmdbd asynchronously: wait until every job row is final.
+# slurmdbd takes a job's records one by one: a row can read COMPLETED while its ReqMem is still
+# unset (sacct prints NO_VAL64, 18446744073709551616.00M), so wait for both.
 for n in "${!jid[@]}"; do
   for i in $(seq 1 40); do
-    sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j && $2=="COMPLETED"{f=1} END{exit !f}' && break
+    sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" \
+      '$1==j && $2=="COMPLETED" && $3!="" && $3!~/^18446744073709551/{f=1} END{exit !f}' && break
     sleep 0.5
   done
 done
