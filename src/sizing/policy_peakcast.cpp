@@ -85,9 +85,9 @@ constexpr double kBlindRetry = 2.0;
 // complete are the quick ones, which tend to be the small ones: a bound from them fails.
 constexpr size_t kMinHistory = 10;
 
-// Student's t quantile at one of kCoverages with df degrees of freedom, from a table built once
-// (df up to the jackknife's window); computed directly otherwise.
-double t_quantile(double coverage, size_t df) {
+// Student's t quantile at kCoverages[level] with df degrees of freedom, from a table built once
+// (df up to the jackknife's window); computed directly beyond it.
+double t_quantile(size_t level, size_t df) {
   static const auto table = [] {
     std::array<std::vector<double>, kCoverages.size()> t;
     for (size_t i = 0; i < kCoverages.size(); ++i) {
@@ -96,10 +96,8 @@ double t_quantile(double coverage, size_t df) {
     }
     return t;
   }();
-  for (size_t i = 0; i < kCoverages.size(); ++i) {
-    if (kCoverages[i] == coverage && df >= 1 && df < kBoundWindow) return table[i][df];
-  }
-  return student_t_quantile(coverage, static_cast<double>(df));
+  if (df >= 1 && df < kBoundWindow) return table[level][df];
+  return student_t_quantile(kCoverages[level], static_cast<double>(df));
 }
 
 double median_of(std::vector<double> v) {
@@ -136,6 +134,7 @@ struct Candidate {
   OnlineBound bound;        // kBound only
   CandidateRecord record{}; // prequential simulated waste (byte x ms) and failed attempts
   double margin = 0.0;      // kLargestMargin only
+  size_t level = 0;         // kJackknifeNormal only: record.coverage is kCoverages[level]
 };
 
 OnlineBound ratio_bound(double coverage) {
@@ -163,7 +162,9 @@ class PeakcastPolicy final : public SizingPolicy {
     }
     for (Point pt : {kLinear, kLogLinear, kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) {
       for (Kind k : {Kind::kJackknife, Kind::kJackknifeNormal}) {
-        for (double c : kCoverages) candidates_.push_back({k, pt, ratio_bound(0.9), {.coverage = c}});
+        for (size_t i = 0; i < kCoverages.size(); ++i) {
+          candidates_.push_back({k, pt, ratio_bound(0.9), {.coverage = kCoverages[i]}, 0.0, i});
+        }
       }
     }
     candidates_.push_back({Kind::kLargest, kMedianAll, ratio_bound(0.9)});
@@ -361,7 +362,7 @@ class PeakcastPolicy final : public SizingPolicy {
       case Kind::kJackknifeNormal: {
         const MeanSd& m = jackknife_moments_[c.point];
         if (m.n < 3) return max_y_;
-        return pt * prediction_bound(m, t_quantile(c.record.coverage, m.n - 1));
+        return pt * prediction_bound(m, t_quantile(c.level, m.n - 1));
       }
       case Kind::kLargest: return max_y_;
       case Kind::kLargestMargin: return (1.0 + c.margin) * max_y_;
