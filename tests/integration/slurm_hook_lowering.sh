@@ -103,16 +103,11 @@ for part in debug unlimited; do
   fi
 done
 
-# The two that run: they end COMPLETED and accounting keeps the lowered request. slurmdbd
-# takes the job's records one by one: a row can read COMPLETED while its ReqMem is still unset
-# (sacct prints NO_VAL64, 18446744073709551616.00M), so wait for both.
+# The two that run: they end COMPLETED and accounting keeps the lowered request (wait_accounted:
+# sacct's State and ReqMem are both set).
 for name in lower_mem lower_lowcap; do
   id="${jid[$name]:-}"; [ -n "$id" ] || continue
-  for i in $(seq 1 60); do
-    sacct_rows "$id" | awk -F'|' -v j="$id" \
-      '$1==j && $2=="COMPLETED" && $3!="" && $3!~/^18446744073709551/{f=1} END{exit !f}' && break
-    sleep 0.5
-  done
+  wait_accounted "$id" 30 || true
   rows="$(sacct_rows "$id")"
   state=$(echo "$rows" | awk -F'|' -v j="$id" '$1==j{print $2}')
   reqmem=$(echo "$rows" | awk -F'|' -v j="$id" '$1==j{print $3}')

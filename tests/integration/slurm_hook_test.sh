@@ -265,16 +265,19 @@ check "all jobs ended within 90 s" [ -z "$(squeue -h -o %i)" ]
 sacct_rows() {  # job id -> sacct -P rows: JobID|State|ReqMem|MaxRSS|Comment (bytes)
   sacct -P -n --noconvert -j "$1" --format=JobID,State,ReqMem,MaxRSS,Comment 2>/dev/null
 }
-# slurmctld sends the end record to slurmdbd asynchronously: wait until every job row is final.
-# slurmdbd takes a job's records one by one: a row can read COMPLETED while its ReqMem is still
-# unset (sacct prints NO_VAL64, 18446744073709551616.00M), so wait for both.
-for n in "${!jid[@]}"; do
-  for i in $(seq 1 40); do
-    sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" \
-      '$1==j && $2=="COMPLETED" && $3!="" && $3!~/^18446744073709551/{f=1} END{exit !f}' && break
+# slurmctld sends the end record to slurmdbd asynchronously, and slurmdbd takes a job's records
+# one by one: a row can read COMPLETED while its ReqMem is still unset (sacct prints NO_VAL64,
+# 18446744073709551616.00M). wait_accounted ID SECONDS: until the job's row has both, or SECONDS.
+wait_accounted() {
+  local i
+  for i in $(seq 1 $(( $2 * 2 ))); do
+    sacct_rows "$1" | awk -F'|' -v j="$1" \
+      '$1==j && $2=="COMPLETED" && $3!="" && $3!~/^18446744073709551/{f=1} END{exit !f}' && return 0
     sleep 0.5
   done
-done
+  return 1
+}
+for n in "${!jid[@]}"; do wait_accounted "${jid[$n]}" 20 || true; done
 for n in alloc200 alloc400; do
   id="${jid[$n]:-}"; [ -n "$id" ] || continue
   rows="$(sacct_rows "$id")"
