@@ -13,6 +13,12 @@ baseline's.
 
     bench/sizing_subworkflows.py --types 5 --draws 60 --seed 7
 
+`--tasks-per-type N` cuts each drawn type to a random N of its tasks (a type with fewer keeps
+all of them); with `--min-tasks N` too, only types with at least N tasks are drawn, so every
+drawn type has N, as a held-out workflow of N tasks a type does:
+
+    bench/sizing_subworkflows.py --types 4 --min-tasks 332 --tasks-per-type 332 --draws 10
+
 Needs only Python's standard library and a built peakcast (build/bin/peakcast).
 """
 import argparse
@@ -103,15 +109,19 @@ def main():
     ap.add_argument("--tasks-per-type", type=int, default=0, metavar="N",
                     help=f"keep a random N of each drawn type's usable tasks (default: all; "
                          f"at least {MIN_TASKS}, Sizey's least)")
+    ap.add_argument("--min-tasks", type=int, default=0, metavar="N",
+                    help="draw only among the types with at least N usable tasks (default: all "
+                         "kept types); with --tasks-per-type N, every drawn type then has N")
     ap.add_argument("--json", help="also write each draw's figures to FILE")
     a = ap.parse_args()
     if a.tasks_per_type and a.tasks_per_type < MIN_TASKS:
         sys.exit(f"--tasks-per-type: must be at least {MIN_TASKS} (Sizey's protocol leaves out "
                  f"a type with fewer)")
     types, header = kept_task_types(a.data)
-    names = sorted(types)
+    names = sorted(t for t in types if sum(usable(r) for r in types[t]) >= a.min_tasks)
     if not 1 <= a.types <= len(names):
-        sys.exit(f"--types: must be 1..{len(names)} (the kept task types)")
+        pool = f" with at least {a.min_tasks} usable tasks" if a.min_tasks else ""
+        sys.exit(f"--types: must be 1..{len(names)} (the kept task types{pool})")
     rng = random.Random(a.seed)
     # the tasks kept come from a generator of their own, so a draw's types are the same
     # with or without --tasks-per-type
@@ -138,6 +148,8 @@ def main():
     gm = math.exp(sum(math.log(max(r["peakcast_waste_gbh"], 1e-9) / max(r["best_waste_gbh"], 1e-9))
                       for r in rows) / n)
     per_type = f", at most {a.tasks_per_type} tasks a type" if a.tasks_per_type else ""
+    if a.min_tasks:
+        per_type += f", drawn from the {len(names)} types with at least {a.min_tasks}"
     print(f"K={a.types}{per_type}, {n} sub-workflows: acceptance met {both / n:.2f}; waste <= 0.75x best "
           f"{waste_ok / n:.2f}; failures <= best's {fail_ok / n:.2f}; geometric-mean waste ratio {gm:.3f}")
     if a.json:
