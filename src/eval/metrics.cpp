@@ -5,8 +5,9 @@
 #include <map>
 #include <random>
 #include <stdexcept>
-#include <tuple>
 #include <vector>
+
+#include "peakcast/core/stats.h"
 
 namespace peakcast::eval {
 
@@ -119,17 +120,6 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
 
 namespace peakcast::eval {
 
-std::pair<double, double> mean_sd(std::span<const double> values) {
-  if (values.empty()) return {0.0, 0.0};
-  double sum = 0.0;
-  for (double v : values) sum += v;
-  const double mean = sum / static_cast<double>(values.size());
-  if (values.size() < 2) return {mean, 0.0};
-  double ss = 0.0;
-  for (double v : values) ss += (v - mean) * (v - mean);
-  return {mean, std::sqrt(ss / static_cast<double>(values.size() - 1))};
-}
-
 SeedSummary summarize_seeds(std::span<const Metrics> per_seed) {
   SeedSummary s;
   s.seeds = per_seed.size();
@@ -138,7 +128,9 @@ SeedSummary summarize_seeds(std::span<const Metrics> per_seed) {
   std::vector<double> v(per_seed.size());
   auto field = [&](double Metrics::*f, double& mean, double& sd) {
     for (size_t i = 0; i < per_seed.size(); ++i) v[i] = per_seed[i].*f;
-    std::tie(mean, sd) = mean_sd(v);
+    const MeanSd m = mean_sd(v);
+    mean = m.mean;
+    sd = m.sd;
   };
   field(&Metrics::mae, s.mean.mae, s.sd.mae);
   field(&Metrics::mse, s.mean.mse, s.sd.mse);

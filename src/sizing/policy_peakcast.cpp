@@ -57,9 +57,9 @@
 #include <limits>
 #include <vector>
 
+#include "peakcast/core/stats.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/policy.h"
-#include "peakcast/sizing/student_t.h"
 
 namespace peakcast::sizing {
 namespace {

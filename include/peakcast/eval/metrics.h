@@ -6,7 +6,6 @@
 #include <optional>
 #include <random>
 #include <span>
-#include <utility>
 #include <vector>
 
 namespace peakcast::eval {
@@ -45,9 +44,6 @@ struct SeedSummary {
   size_t seeds = 0;
 };
 SeedSummary summarize_seeds(std::span<const Metrics> per_seed);
-
-// Mean and sample s.d. of plain values (0 s.d. for fewer than two).
-std::pair<double, double> mean_sd(std::span<const double> values);
 
 // UTC day of an epoch-milliseconds time (floor division, correct for negative times).
 int64_t utc_day(int64_t epoch_ms);

@@ -1,11 +1,11 @@
-#include "peakcast/sizing/student_t.h"
+#include "peakcast/core/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
 
-namespace peakcast::sizing {
+namespace peakcast {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -73,7 +73,7 @@ double student_t_quantile(double p, double df) {
          (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * df * df * df);
 }
 
-MeanSd mean_sd(const std::vector<double>& xs) {
+MeanSd mean_sd(std::span<const double> xs) {
   MeanSd m;
   m.n = xs.size();
   if (xs.empty()) return m;
@@ -96,4 +96,4 @@ std::optional<double> normal_prediction_bound(const std::vector<double>& xs, dou
   return prediction_bound(mean_sd(xs), student_t_quantile(coverage, static_cast<double>(xs.size()) - 1.0));
 }
 
-}  // namespace peakcast::sizing
+}  // namespace peakcast

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "peakcast/sizing/student_t.h"
+#include "peakcast/core/stats.h"
 
-namespace peakcast::sizing {
+namespace peakcast {
 namespace {
 
 TEST(StudentT, NormalQuantilesMatchTheTables) {
@@ -91,11 +91,12 @@ TEST(NormalPredictionBound, NeedsTwoValuesAndIsTheMeanWithoutSpread) {
   EXPECT_DOUBLE_EQ(*normal_prediction_bound({2.0, 2.0, 2.0}, 0.99), 2.0);
   // mean 2, s.d. 1, n 3: 2 + t(0.9, 2) x sqrt(4/3)
   EXPECT_NEAR(*normal_prediction_bound({1.0, 2.0, 3.0}, 0.9), 2.0 + 1.885618 * std::sqrt(4.0 / 3.0), 1e-5);
-  const MeanSd m = mean_sd({1.0, 2.0, 3.0});
+  const std::vector<double> xs = {1.0, 2.0, 3.0};
+  const MeanSd m = mean_sd(xs);
   EXPECT_DOUBLE_EQ(m.mean, 2.0);
   EXPECT_DOUBLE_EQ(m.sd, 1.0);
   EXPECT_EQ(m.n, 3u);
 }
 
 }  // namespace
-}  // namespace peakcast::sizing
+}  // namespace peakcast

@@ -1,12 +1,15 @@
 #pragma once
-// Quantiles of the normal and Student's t distributions, for the normal-theory prediction bound
-// (normal_prediction_bound) that peakcast's sizing policy offers beside its conformal ones.
+// Small statistics shared by the pipeline's stages: the sample mean and s.d. (the evaluation's
+// seed summaries, the sizing policy's jackknife ratios), the normal and Student's t quantiles,
+// and the normal-theory prediction bound that peakcast's sizing policy offers beside its
+// conformal ones.
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <vector>
 
-namespace peakcast::sizing {
+namespace peakcast {
 
 // The p-quantile of the standard normal distribution, 0 < p < 1: its CDF (std::erfc) inverted
 // by bisection, to about 1e-12. NaN outside (0, 1).
@@ -24,7 +27,7 @@ struct MeanSd {
   double mean = 0.0, sd = 0.0;
   size_t n = 0;
 };
-MeanSd mean_sd(const std::vector<double>& xs);
+MeanSd mean_sd(std::span<const double> xs);
 
 // mean + t x sd x sqrt(1 + 1/n): normal_prediction_bound from its parts, for a caller that keeps
 // its own table of t quantiles (peakcast's sizing policy reads t at nine coverages per answer).
@@ -35,4 +38,4 @@ double prediction_bound(const MeanSd& m, double t);
 // (a new draw is at or under it with probability `coverage`); nullopt for fewer than 2 values.
 std::optional<double> normal_prediction_bound(const std::vector<double>& xs, double coverage);
 
-}  // namespace peakcast::sizing
+}  // namespace peakcast
