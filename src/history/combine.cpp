@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "peakcast/core/stats.h"
 #include "peakcast/history/history.h"
 
 namespace peakcast::history {
@@ -72,19 +73,10 @@ MeanSe clustered_mean_and_se(std::span<const double> d, std::span<const uint64_t
 }
 
 double small_sample_factor(double df) {
-  // Student's t 0.975 quantiles for 1..30 degrees of freedom; beyond, the Cornish-Fisher
-  // expansion in 1/df (within 1e-3 there).
-  static constexpr std::array<double, 30> kT975 = {
-      12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-      2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-      2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  constexpr double kZ = 1.959964;
   if (!(df >= 1.0)) return std::numeric_limits<double>::infinity();
-  if (df <= 30.0) return kT975[static_cast<size_t>(df) - 1] / kZ;
   if (std::isinf(df)) return 1.0;
-  const double z3 = kZ * kZ * kZ, z5 = z3 * kZ * kZ;
-  const double t = kZ + (z3 + kZ) / (4.0 * df) + (5.0 * z5 + 16.0 * z3 + 3.0 * kZ) / (96.0 * df * df);
-  return t / kZ;
+  static const double z = normal_quantile(0.975);
+  return student_t_quantile(0.975, df) / z;
 }
 
 Expert choose_estimate(const std::vector<std::array<double, kNumEstimates>>& abs_err, double z) {

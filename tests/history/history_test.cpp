@@ -66,10 +66,13 @@ TEST(MeanSe, ClusteredStandardError) {
 }
 
 TEST(MeanSe, SmallSampleFactorIsStudentsT) {
-  EXPECT_NEAR(small_sample_factor(1.0), 12.706 / 1.959964, 1e-9);
-  EXPECT_NEAR(small_sample_factor(10.0), 2.228 / 1.959964, 1e-9);
-  EXPECT_NEAR(small_sample_factor(60.0) * 1.959964, 2.000, 1e-3);
-  EXPECT_NEAR(small_sample_factor(120.0) * 1.959964, 1.980, 1e-3);
+  // t(0.975, df) / z(0.975), the quantiles to ten significant figures (R's qt and qnorm).
+  constexpr double kZ = 1.959963985;
+  EXPECT_NEAR(small_sample_factor(1.0), 12.70620474 / kZ, 1e-7);
+  EXPECT_NEAR(small_sample_factor(10.0), 2.228138852 / kZ, 1e-7);
+  EXPECT_NEAR(small_sample_factor(30.0), 2.042272456 / kZ, 1e-7);
+  EXPECT_NEAR(small_sample_factor(60.0), 2.000297822 / kZ, 1e-4);  // Cornish-Fisher beyond 30
+  EXPECT_NEAR(small_sample_factor(120.0), 1.979930405 / kZ, 1e-4);
   EXPECT_DOUBLE_EQ(small_sample_factor(std::numeric_limits<double>::infinity()), 1.0);
   EXPECT_TRUE(std::isinf(small_sample_factor(0.0)));
   for (double df = 1.0; df < 200.0; df += 1.0) {
