@@ -19,6 +19,14 @@ drawn type has N, as a held-out workflow of N tasks a type does:
 
     bench/sizing_subworkflows.py --types 4 --min-tasks 332 --tasks-per-type 332 --draws 10
 
+`--per-type` replays each kept type alone instead (a workflow of one type, its own failure
+price) and prints, per type, peakcast against its best baseline beside the hindsight floor and
+the floor within 4 and 16 bins of the input size: where the input could take an answer below
+any fixed allocation, and where peakcast stands from both (docs/sizing-log.md, "Two more
+candidates on the input"):
+
+    bench/sizing_subworkflows.py --per-type
+
 Needs only Python's standard library and a built peakcast (build/bin/peakcast).
 """
 import argparse
@@ -86,6 +94,25 @@ def hindsight_floor(rows):
     return best / len(z) * math.ceil(0.7 * len(z)) * 1e-9 / 3.6e6
 
 
+def input_binned_floor(rows, bins):
+    """GB*h: the hindsight floor taken within each of `bins` equal-count bins of the input size
+    (rchar), each bin's failed attempts retried at that bin's largest peak, summed and scaled to
+    the tasks replayed online as hindsight_floor is. What an allocation that steps with the input
+    could cost at best, in hindsight; the finer the bins, the more it fits the tasks themselves."""
+    def read(r):
+        try:
+            return float(r["rchar"])
+        except ValueError:
+            return 0.0
+    z = sorted((r for r in rows if usable(r)), key=read)
+    n, total = len(z), 0.0
+    for i in range(bins):
+        part = z[i * n // bins:(i + 1) * n // bins]
+        if part:
+            total += hindsight_floor(part) / math.ceil(0.7 * len(part)) * len(part)
+    return total / n * math.ceil(0.7 * n)
+
+
 def accepted(r):
     """Issue 10's acceptance on one draw: at most 0.75x the best baseline's waste, no more failures."""
     return r["peakcast_waste_gbh"] <= 0.75 * r["best_waste_gbh"] and r["peakcast_failures"] <= r["best_failures"]
@@ -124,10 +151,42 @@ def replay(peakcast, rows_of, header, workdir, tag):
     return c
 
 
+def replay_each_type(a, types, header, names):
+    """Each type replayed alone; a table sorted by peakcast's waste."""
+    task_rng = random.Random(f"{a.seed}:tasks")
+    out = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for i, t in enumerate(names):
+            rows_of = subsample(types, [t], a.tasks_per_type, task_rng)
+            c = replay(a.peakcast, rows_of, header, workdir, f"type{i}")
+            rows = rows_of[t]
+            out.append({"type": t, "tasks": sum(map(usable, rows)), "best": c["best_baseline"],
+                        "best_waste_gbh": c["baseline_waste_gbh"], "best_failures": c["baseline_failures"],
+                        "peakcast_waste_gbh": c["waste_gbh"], "peakcast_failures": c["failures"],
+                        "floor_gbh": hindsight_floor(rows), "floor_4_bins_gbh": input_binned_floor(rows, 4),
+                        "floor_16_bins_gbh": input_binned_floor(rows, 16)})
+            print(f"type {i + 1}/{len(names)}: {t}", file=sys.stderr, flush=True)
+    print(f"{'type':58s} {'tasks':>5s}  {'best baseline (GBh / failures)':>34s}  {'peakcast':>17s} "
+          f"{'ratio':>5s} {'floor':>9s} {'4 bins':>9s} {'16 bins':>9s}")
+    for r in sorted(out, key=lambda r: -r["peakcast_waste_gbh"]):
+        ratio = r["peakcast_waste_gbh"] / r["best_waste_gbh"] if r["best_waste_gbh"] > 0 else math.inf
+        print(f"{r['type'][-58:]:58s} {r['tasks']:5d}  {r['best']:>16s} {r['best_waste_gbh']:9.4g} / "
+              f"{r['best_failures']:5.1f}  {r['peakcast_waste_gbh']:9.4g} / {r['peakcast_failures']:5.1f} "
+              f"{ratio:5.2f} {r['floor_gbh']:9.4g} {r['floor_4_bins_gbh']:9.4g} {r['floor_16_bins_gbh']:9.4g}")
+    met = sum(map(accepted, out))
+    print(f"{len(out)} types alone: acceptance met on {met}; peakcast below the floor on "
+          f"{sum(r['peakcast_waste_gbh'] < r['floor_gbh'] for r in out)}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--types", type=int, required=True, help="task types per sub-workflow (K)")
+    ap.add_argument("--types", type=int, help="task types per sub-workflow (K)")
+    ap.add_argument("--per-type", action="store_true",
+                    help="replay each kept type alone instead of drawing sub-workflows")
     ap.add_argument("--draws", type=int, default=40, help="sub-workflows to draw (default 40)")
     ap.add_argument("--seed", type=int, default=7, help="seed of the draws (default 7)")
     ap.add_argument("--peakcast", default=os.path.join(here, "..", "build", "bin", "peakcast"))
@@ -139,13 +198,17 @@ def main():
     ap.add_argument("--min-tasks", type=int, default=0, metavar="N",
                     help="draw only among the types with at least N usable tasks (default: all "
                          "kept types); with --tasks-per-type N, every drawn type then has N")
-    ap.add_argument("--json", help="also write each draw's figures to FILE")
+    ap.add_argument("--json", help="also write each draw's (or type's) figures to FILE")
     a = ap.parse_args()
+    if (a.types is None) == (not a.per_type):
+        sys.exit("give --types K (sub-workflows of K types) or --per-type (each type alone)")
     if a.tasks_per_type and a.tasks_per_type < MIN_TASKS:
         sys.exit(f"--tasks-per-type: must be at least {MIN_TASKS} (Sizey's protocol leaves out "
                  f"a type with fewer)")
     types, header = kept_task_types(a.data)
     names = sorted(t for t in types if sum(usable(r) for r in types[t]) >= a.min_tasks)
+    if a.per_type:
+        return replay_each_type(a, types, header, names)
     if not 1 <= a.types <= len(names):
         pool = f" with at least {a.min_tasks} usable tasks" if a.min_tasks else ""
         sys.exit(f"--types: must be 1..{len(names)} (the kept task types{pool})")
