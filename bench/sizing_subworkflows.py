@@ -72,12 +72,11 @@ def usable(row):
     return row["rss"] not in ("-", "", "0")
 
 
-def hindsight_floor(rows):
-    """GB*h: what the best single first allocation for all of a type's usable tasks would have
-    cost, in hindsight, each failed attempt retried at the type's largest peak (rss, Sizey's
-    target), per task, times the tasks Sizey's protocol replays online (ceil(0.7 n)). A policy
-    that answers every task of a type alike cannot be expected below it; only a prediction from
-    the input can get under it (docs/sizing.md, "How far below any fixed allocation")."""
+def best_fixed_cost(rows):
+    """GB*h over all of `rows`' usable tasks: the least that one first allocation for every task
+    would have cost, in hindsight, each failed attempt retried at the largest peak among them
+    (rss, Sizey's target): over-allocation where it holds, else that attempt plus the largest
+    peak's excess. With the number of usable tasks."""
     z = sorted((float(r["rss"]), float(r["realtime"])) for r in rows if usable(r))
     top = z[-1][0]
     all_t = sum(t for _, t in z)
@@ -91,26 +90,36 @@ def hindsight_floor(rows):
         # held: over-allocation; failed: the attempt at a, then the largest peak's excess
         cost = (a * held_t - held_yt) + (a + top) * (all_t - held_t) - (all_yt - held_yt)
         best = min(best, cost)
-    return best / len(z) * math.ceil(0.7 * len(z)) * 1e-9 / 3.6e6
+    return best * 1e-9 / 3.6e6, len(z)
+
+
+def online_share(cost, n):
+    """A cost over all n tasks of a type, per task, times the tasks Sizey's protocol replays
+    online (ceil(0.7 n))."""
+    return cost / n * math.ceil(0.7 * n)
+
+
+def hindsight_floor(rows):
+    """GB*h: best_fixed_cost of a type's tasks, scaled to the tasks replayed online. A policy
+    that answers every task of a type alike cannot be expected below it; only a prediction from
+    the input can get under it (docs/sizing.md, "How far below any fixed allocation")."""
+    return online_share(*best_fixed_cost(rows))
 
 
 def input_binned_floor(rows, bins):
-    """GB*h: the hindsight floor taken within each of `bins` equal-count bins of the input size
-    (rchar), each bin's failed attempts retried at that bin's largest peak, summed and scaled to
-    the tasks replayed online as hindsight_floor is. What an allocation that steps with the input
-    could cost at best, in hindsight; the finer the bins, the more it fits the tasks themselves."""
+    """GB*h: best_fixed_cost within each of `bins` equal-count bins of the input size (rchar),
+    each bin retried at its own largest peak, summed and scaled as hindsight_floor is. What an
+    allocation that steps with the input could cost at best, in hindsight; the finer the bins,
+    the more it fits the tasks themselves."""
     def read(r):
         try:
             return float(r["rchar"])
         except ValueError:
             return 0.0
     z = sorted((r for r in rows if usable(r)), key=read)
-    n, total = len(z), 0.0
-    for i in range(bins):
-        part = z[i * n // bins:(i + 1) * n // bins]
-        if part:
-            total += hindsight_floor(part) / math.ceil(0.7 * len(part)) * len(part)
-    return total / n * math.ceil(0.7 * n)
+    n = len(z)
+    parts = (z[i * n // bins:(i + 1) * n // bins] for i in range(bins))
+    return online_share(sum(best_fixed_cost(p)[0] for p in parts if p), n)
 
 
 def accepted(r):
