@@ -114,7 +114,7 @@ TEST(OnlineCoverage, NoLeakageFromJobsStillRunning) {
 }
 
 // A Nextflow-style burst: every job of the burst is submitted before any of them completes (the
-// fold test blocks of nf eager and chipseq look like this: docs/bounds.md). No label of the
+// fold test blocks of nf eager and chipseq look like this: docs/bounds-log.md). No label of the
 // burst may shape a bound issued inside it, so the burst's widths are the same whatever its
 // labels are -- while its coverage, which is judged on those labels, is not.
 TEST(OnlineCoverage, NoBoundInsideABurstUsesTheBurstsOwnLabels) {
@@ -282,7 +282,7 @@ WorkflowCoverage mixed_workflow_coverage(const sizing::OnlineBoundOptions& base,
 // residuals: the moving processes are bounded by a quantile their bursts exceed about half the
 // time, and when the scored block is mostly theirs the bound under-covers. Calibrating the
 // scripts the bound has missed before apart (OnlineBoundOptions::split_missed_scripts; off in
-// evaluate and peakcastd, docs/bounds.md says why) bounds the moving processes by their own
+// evaluate and peakcastd, docs/bounds-log.md says why) bounds the moving processes by their own
 // residuals: 0.9 within 0.03. Both arms without script windows, which evaluate and peakcastd
 // use: they under-cover this stream as well (0.82, width 0.076: a moving process's own window
 // holds 6 bursts of 20 equal scores, too few bursts for its 0.9 quantile); the test after the

@@ -44,7 +44,7 @@
 // A score goes to the part its script is in when it completes, so the "not missed" part keeps
 // only scripts that never moved: right where moving is a property of the script, an
 // under-coverage where any script may drift now and then. Off in evaluate and peakcastd
-// (docs/bounds.md, "Bursts at the exact level").
+// (docs/bounds-log.md, "Bursts at the exact level").
 //
 // Script windows at the exact level (OnlineBoundOptions::script_windows, off by default). Mondrian
 // conformal by script: a script with at least ceil(c/(1-c)) exact-level scores of its own (the
@@ -97,7 +97,7 @@ inline constexpr int kNumLevels = 3;
 // 0.02 and 500 residuals per level, the user level clustered by script (cluster_user_level: a new
 // script's jobs share their fate, so its level calibrates on scripts, not jobs), and at the exact
 // level a script with enough scores of its own bounded by them (script_windows: Mondrian
-// conformal by script). The step was chosen on the five dev traces (docs/bounds.md): step 0.01
+// conformal by script). The step was chosen on the five dev traces (docs/bounds-log.md): step 0.01
 // over-covered chipseq (0.935 at 0.9), no adaptation (step 0) under-covered eager (0.73) and
 // chipseq (0.83).
 inline OnlineBoundOptions served_bound_options(double coverage) {
