@@ -137,6 +137,19 @@ struct Candidate {
   size_t level = 0;         // kJackknifeNormal only: record.coverage is kCoverages[level]
 };
 
+// The points read from a task's nearest log inputs, in Neighbourhood's order.
+constexpr std::array<Point, 4> kNeighbourPoints = {kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest};
+
+// A completed task's jackknife ratios to the nearest-input points (peak / point made without
+// it), kept while no later completion reaches its neighbourhood: `reach` is the log-input
+// distance of its farthest neighbour.
+struct Neighbourhood {
+  std::array<double, kNeighbourPoints.size()> ratio{};
+  std::array<bool, kNeighbourPoints.size()> has{};  // the point was positive
+  double reach = 0.0;
+  bool known = false;
+};
+
 OnlineBound ratio_bound(double coverage) {
   OnlineBoundOptions bo;
   bo.coverage = coverage;
@@ -147,7 +160,8 @@ OnlineBound ratio_bound(double coverage) {
 
 class PeakcastPolicy final : public SizingPolicy {
  public:
-  PeakcastPolicy(const PolicyOptions& o, bool choose) : rule_(o.recommend), price_(o.failure_price) {
+  PeakcastPolicy(const PolicyOptions& o, bool choose)
+      : rule_(o.recommend), price_(o.failure_price), keep_neighbourhoods_(o.keep_neighbourhoods) {
     if (!choose) {  // peakcast_fixed90: the median expert's 0.90 bound
       candidates_.push_back({Kind::kBound, kMedianAll, ratio_bound(0.9)});
       return;
@@ -213,6 +227,8 @@ class PeakcastPolicy final : public SizingPolicy {
     const std::pair<double, double> at_input{std::log1p(x), y};
     by_input_.insert(std::upper_bound(by_input_.begin(), by_input_.end(), at_input), at_input);
     loglinear_.add(std::log1p(x), std::log(std::max(y, 1.0)));
+    forget_neighbourhoods_reaching(at_input.first);
+    neighbourhoods_.emplace_back();
   }
 
  private:
@@ -423,38 +439,67 @@ class PeakcastPolicy final : public SizingPolicy {
   // tasks, its peak over the point made from its nearest log inputs among the other tasks (the
   // 5, and the sqrt(n - 1) whose median, upper quartile and largest peak are the wide points),
   // found by one walk out from the task in the tasks sorted by log input (the 5 nearest are its
-  // first steps). None before three tasks.
+  // first steps). None before three tasks. A task's ratios are kept until a completion reaches
+  // its neighbourhood or sqrt(n - 1) rounds to another count (Neighbourhood), so each answer walks
+  // out only from the few tasks whose neighbours changed.
   void neighbour_jackknife_ratios() {
-    for (Point p : {kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) jackknife_[p].clear();
+    for (Point p : kNeighbourPoints) jackknife_[p].clear();
     const size_t n = ys_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
     if (n < 3) return;
     const auto wide = static_cast<size_t>(std::lround(std::sqrt(static_cast<double>(n - 1))));
     const size_t k = std::max(wide, kNeighbourCount);
-    std::vector<double> near;
+    if (k != neighbourhood_k_ || !keep_neighbourhoods_) {
+      for (Neighbourhood& h : neighbourhoods_) h.known = false;
+      neighbourhood_k_ = k;
+    }
     for (size_t i = from; i < n; ++i) {
-      const double lx = logx_[i];
-      const auto self = static_cast<size_t>(
-          std::lower_bound(by_input_.begin(), by_input_.end(), std::make_pair(lx, ys_[i])) - by_input_.begin());
-      near.clear();
-      size_t l = self, r = self + 1;  // by_input_[self] is task i itself: left out
-      while (near.size() < k && (l > 0 || r < by_input_.size())) {
-        const bool right = l == 0 || (r < by_input_.size() && by_input_[r].first - lx <= lx - by_input_[l - 1].first);
-        near.push_back(right ? by_input_[r++].second : by_input_[--l].second);
+      Neighbourhood& h = neighbourhoods_[i];
+      if (!h.known) walk_neighbourhood(i, k, h);
+      for (size_t j = 0; j < kNeighbourPoints.size(); ++j) {
+        if (h.has[j]) jackknife_[kNeighbourPoints[j]].push_back(h.ratio[j]);
       }
-      const auto ratio = [&](Point p, const std::vector<double>& sorted, double q) {
-        const double pt = quantile_of_sorted(sorted, q);
-        if (pt > 0) jackknife_[p].push_back(ys_[i] / pt);
-      };
-      ratio(kNeighbours, leading_sorted(near, kNeighbourCount), 0.5);
-      std::sort(near.begin(), near.end());
-      ratio(kNeighboursWide, near, 0.5);
-      ratio(kNeighboursUpper, near, 0.75);
-      ratio(kNeighboursLargest, near, 1.0);
+    }
+  }
+  // Task i's ratios to the points of its k nearest log inputs among the other tasks.
+  void walk_neighbourhood(size_t i, size_t k, Neighbourhood& h) {
+    const double lx = logx_[i];
+    const auto self = static_cast<size_t>(
+        std::lower_bound(by_input_.begin(), by_input_.end(), std::make_pair(lx, ys_[i])) - by_input_.begin());
+    near_.clear();
+    double reach = 0.0;
+    size_t l = self, r = self + 1;  // by_input_[self] is task i itself: left out
+    while (near_.size() < k && (l > 0 || r < by_input_.size())) {
+      const bool right = l == 0 || (r < by_input_.size() && by_input_[r].first - lx <= lx - by_input_[l - 1].first);
+      reach = right ? by_input_[r].first - lx : lx - by_input_[l - 1].first;  // never less than the last step's
+      near_.push_back(right ? by_input_[r++].second : by_input_[--l].second);
+    }
+    // A walk that ran out of tasks takes any that completes next.
+    h.reach = near_.size() < k ? std::numeric_limits<double>::infinity() : reach;
+    const auto ratio = [&](size_t j, const std::vector<double>& sorted, double q) {
+      const double pt = quantile_of_sorted(sorted, q);
+      h.has[j] = pt > 0;
+      h.ratio[j] = h.has[j] ? ys_[i] / pt : 0.0;
+    };
+    ratio(0, leading_sorted(near_, kNeighbourCount), 0.5);
+    std::sort(near_.begin(), near_.end());
+    ratio(1, near_, 0.5);
+    ratio(2, near_, 0.75);
+    ratio(3, near_, 1.0);
+    h.known = true;
+  }
+  // A task completing at log input lx joins the neighbourhood of each windowed task it is no
+  // farther from than that task's farthest neighbour (a tie may go either way: walked again).
+  void forget_neighbourhoods_reaching(double lx) {
+    const size_t n = neighbourhoods_.size(), from = n > kBoundWindow ? n - kBoundWindow : 0;
+    for (size_t i = from; i < n; ++i) {
+      Neighbourhood& h = neighbourhoods_[i];
+      if (h.known && !(std::abs(lx - logx_[i]) > h.reach)) h.known = false;
     }
   }
 
   RecommendRule rule_;
   double price_ = 0.0;
+  bool keep_neighbourhoods_ = true;
   std::vector<Candidate> candidates_;
   std::vector<double> points_, issued_;
   std::array<double, kNumPoints> raw_{}, max_ratio_{};
@@ -465,6 +510,9 @@ class PeakcastPolicy final : public SizingPolicy {
   std::array<std::vector<double>, kNumPoints> jackknife_;  // per point on the input (*jackknife_ratios), sorted
   std::array<MeanSd, kNumPoints> jackknife_moments_;      // their mean and s.d.
   std::vector<std::pair<double, double>> by_input_;          // (log input, peak) of each completed task, sorted
+  std::vector<Neighbourhood> neighbourhoods_;                // per completed task, as ys_
+  size_t neighbourhood_k_ = 0;                               // the k they were walked with
+  std::vector<double> near_;                                 // walk_neighbourhood's scratch
   double max_y_ = 0.0, usage_ = 0.0;
   Regression linear_, loglinear_;
 };

@@ -1,7 +1,8 @@
 // Property tests of every sizing policy on random task streams: hostile values (one-byte peaks,
 // zero run times, unknown inputs and requests, ties, peaks from kilobytes to a terabyte) must
 // give finite answers, tasks that end, and, for peakcast's policies, the contract the daemon
-// relies on: a retry above the failed allocation, never above the request unless configured.
+// relies on: a retry above the failed allocation, never above the request unless configured;
+// and peakcast's kept neighbourhoods must answer as walking every one again does.
 #include <cmath>
 #include <random>
 #include <string>
@@ -109,6 +110,56 @@ RC_GTEST_PROP(SizingPolicyProperty, PeakcastRetriesAboveTheFailureAndNeverAboveT
       policy.observe(t);
     }
   }
+}
+
+// The answers (first allocations and retries) and the replay's tally of a policy over a stream.
+struct Replayed {
+  std::vector<double> answers;
+  Tally tally;
+};
+Replayed replay(SizingPolicy& policy, const std::vector<SimTask>& tasks) {
+  Replayed out;
+  for (const SimTask& t : tasks) {
+    double a = policy.first(t.info);
+    out.answers.push_back(a);
+    for (int attempt = 1; a < t.peak_bytes && attempt < 4; ++attempt) out.answers.push_back(a = policy.retry(t.info, a, attempt));
+    Tally one;
+    run_task(policy, t, one);
+    out.tally.add(one);
+    policy.observe(t);
+  }
+  return out;
+}
+
+// peakcast keeps each task's nearest-input jackknife ratios until a completion reaches its
+// neighbourhood: it must answer exactly as when every neighbourhood is walked again at each
+// answer, with ties in input and peak, unknown (zero) inputs, and k = sqrt(n - 1) changing.
+void expect_kept_neighbourhoods_answer_as_walked(const std::vector<SimTask>& tasks, uint64_t seed) {
+  PolicyOptions kept = random_options(seed), walked = kept;
+  walked.keep_neighbourhoods = false;
+  for (bool choose : {true, false}) {
+    auto a = make_peakcast(kept, choose), b = make_peakcast(walked, choose);
+    const Replayed x = replay(*a, tasks), y = replay(*b, tasks);
+    ASSERT_EQ(x.answers, y.answers) << "seed " << seed;
+    EXPECT_EQ(x.tally.failures, y.tally.failures);
+    EXPECT_EQ(x.tally.waste_gbh, y.tally.waste_gbh);
+  }
+}
+
+RC_GTEST_PROP(SizingPolicyProperty, PeakcastKeptNeighbourhoodsAnswerAsWalkedAgain, ()) {
+  const int n = *rc::gen::inRange(1, 150);
+  const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
+  expect_kept_neighbourhoods_answer_as_walked(random_stream(n, seed), seed);
+}
+
+// Past the jackknife's window of 500 tasks, with many tasks at one input (ties at the edge of a
+// neighbourhood) and runs of equal inputs that grow.
+TEST(PeakcastNeighbourhoods, KeptAnswerAsWalkedAgainPastTheWindow) {
+  std::vector<SimTask> tasks = random_stream(1100, 7);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (i % 3 == 0) tasks[i].info.input_bytes = static_cast<double>(1 + i / 50) * 1e9;
+  }
+  expect_kept_neighbourhoods_answer_as_walked(tasks, 7);
 }
 
 }  // namespace

@@ -35,6 +35,10 @@ struct PolicyOptions {
   // among its candidates and its retry. simulate sets it to the site's mean memory x time per
   // task (site_failure_price); 0 = the type's own mean over its completed tasks.
   double failure_price = 0.0;
+  // peakcast keeps each completed task's nearest-input jackknife ratios until a later completion
+  // reaches its neighbourhood. false walks every neighbourhood again at each answer: the same
+  // answers, slower; the reference the kept ones are tested against.
+  bool keep_neighbourhoods = true;
   // The default settings of the recommendation rule in replay: no margin (the coverage is
   // chosen on the history), 1 MiB granularity, no floor, capped at the preset request.
   static RecommendConfig simulate_recommend_config();
