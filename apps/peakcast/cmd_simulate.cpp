@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@ struct SimulateArgs {
   std::string config;
   uint32_t seed = 1996;
   uint32_t seeds = 1;
+  int threads = 0;
   double failure_price_gbh = 0.0;
   std::string def_mem_per_node;
   std::string def_mem_per_cpu;
@@ -121,6 +123,7 @@ int run_simulate(const SimulateArgs& a) {
   auto policies = parse_policies(a.policies);
   if (!policies) return fail(policies.status());
   if (a.seeds == 0) return fail(Status::invalid("--seeds: must be at least 1"));
+  if (a.threads < 0) return fail(Status::invalid(fmt::format("--threads: must be 0 (all cores) or more, got {}", a.threads)));
   if (*protocol == sizing::Protocol::kChrono && a.seeds > 1) {
     return fail(Status::invalid("--seeds: the chrono protocol replays in event time, with no random "
                                 "order: every seed gives the same run (use --protocol sizey)"));
@@ -183,20 +186,18 @@ int run_simulate(const SimulateArgs& a) {
                     unrequested, tasks.size()),
         "note: ");
   }
+  o.seed = a.seed;
+  o.seeds = a.seeds;
+  o.threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   auto progress = stderr_progress();
-  std::vector<sizing::PolicyResult> all;
-  std::vector<std::string> left_out;
-  for (uint32_t k = 0; k < a.seeds; ++k) {
-    o.seed = a.seed + k;
-    const std::string label = o.protocol == sizing::Protocol::kChrono
-                                  ? std::string("simulate chrono")
-                                  : "simulate seed " + std::to_string(o.seed);
-    o.progress = [&](size_t done, size_t total) { progress(label, done, total); };
-    auto out = sizing::simulate(tasks, o);
-    if (!out) return fail(out.status().with_context(a.trace));
-    if (k == 0) left_out = out->notes;
-    for (auto& r : out->results) all.push_back(std::move(r));
-  }
+  const std::string label = o.protocol == sizing::Protocol::kChrono ? std::string("simulate chrono")
+                            : a.seeds == 1 ? fmt::format("simulate seed {}", a.seed)
+                                           : fmt::format("simulate seeds {}-{}", a.seed, a.seed + a.seeds - 1);
+  o.progress = [&](size_t done, size_t total) { progress(label, done, total); };
+  auto simulated = sizing::simulate(tasks, o);
+  if (!simulated) return fail(simulated.status().with_context(a.trace));
+  std::vector<sizing::PolicyResult> all = std::move(simulated->results);
+  const std::vector<std::string>& left_out = simulated->notes;
   for (const auto& n : left_out) say("left out of Sizey's protocol: " + n, "");
   const bool seeded = o.protocol == sizing::Protocol::kSizey;
   const auto summary = sizing::summarize_seeds(all);
@@ -270,6 +271,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--protocol", a->protocol, "sizey (default) or chrono");
   cmd->add_option("--seed", a->seed, "First seed of the sizey protocol's random order (default 1996)");
   cmd->add_option("--seeds", a->seeds, "Sizey protocol: run seeds SEED .. SEED+N-1 (default 1)");
+  cmd->add_option("--threads", a->threads,
+                  "Replays (one per seed and policy) run at once on N threads (default 0: all cores); "
+                  "each replay is independent, so the figures are the same for any N");
   cmd->add_option("--config", a->config,
                   "Recommendation-rule settings (JSON, docs/sizing.md) for the peakcast policies, "
                   "as peakcastd --sizing-config reads them: a setting the file leaves out takes the "

@@ -2,10 +2,14 @@
 #include "peakcast/sizing/simulate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <optional>
+#include <thread>
 
 namespace peakcast::sizing {
 namespace {
@@ -15,6 +19,23 @@ constexpr double kMinRetryBytes = 1024.0 * 1024.0;
 
 using PolicyPtr = std::unique_ptr<SizingPolicy>;
 
+// Task steps done over every replay of a run, reported every 500, in order, from whichever
+// replay's thread makes the step.
+class StepCount {
+ public:
+  StepCount(const std::function<void(size_t, size_t)>& report, size_t total) : report_(report), total_(total) {}
+  void step() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (++done_ % 500 == 0 && report_) report_(done_, total_);
+  }
+
+ private:
+  const std::function<void(size_t, size_t)>& report_;
+  const size_t total_;
+  size_t done_ = 0;
+  std::mutex mu_;
+};
+
 Result<PolicyPtr> fresh(const std::string& name, const SimulateOptions& o) {
   return make_policy(name, o.policy);
 }
@@ -22,7 +43,7 @@ Result<PolicyPtr> fresh(const std::string& name, const SimulateOptions& o) {
 // Sizey's protocol for one policy: per task type, a fresh policy warmed on ~30% of the tasks
 // (the split's history, in its order), then the rest online in the permutation's order.
 Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::string& name,
-                               SimulateOptions o, size_t& done, size_t total) {
+                               SimulateOptions o, StepCount& steps) {
   if (o.policy.failure_price <= 0) {
     std::vector<SimTask> known;
     for (const TaskType& tt : types) {
@@ -61,7 +82,7 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
     for (size_t i : split.online) {
       run_task(**policy, tt.tasks[i], tally);
       (*policy)->observe(tt.tasks[i]);
-      if (o.progress && ++done % 500 == 0) o.progress(done, total);
+      steps.step();
     }
     r.total.add(tally);
     r.per_workload.push_back(std::move(tally));
@@ -74,7 +95,7 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
 // scored task, every task that completed before its submission has been observed by its
 // type's policy (a type first seen gets a fresh policy).
 Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::string& name,
-                                SimulateOptions o, size_t& done, size_t total) {
+                                SimulateOptions o, StepCount& steps) {
   std::vector<size_t> by_submit(tasks.size()), by_end(tasks.size());
   std::iota(by_submit.begin(), by_submit.end(), 0);
   std::iota(by_end.begin(), by_end.end(), 0);
@@ -114,7 +135,7 @@ Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::st
     Tally& tally = tallies[t.info.workload];
     tally.workload = t.info.workload;
     run_task(**p, t, tally);
-    if (o.progress && ++done % 500 == 0) o.progress(done, total);
+    steps.step();
   }
   PolicyResult r;
   r.policy = name;
@@ -184,28 +205,48 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
   for (const auto& n : names) {
     if (auto p = make_policy(n, o.policy); !p) return p.status();
   }
-  size_t done = 0;
-  if (o.protocol == Protocol::kSizey) {
-    const std::vector<TaskType> types = sizey_task_types(tasks, o.sizey_min_tasks, &out.notes);
-    size_t online = 0;
-    for (const auto& tt : types) online += static_cast<size_t>(std::ceil(0.7 * static_cast<double>(tt.tasks.size())));
+  if (o.seeds == 0) return Status::invalid("--seeds: must be at least 1");
+  const bool sizey = o.protocol == Protocol::kSizey;
+  if (!sizey && o.seeds > 1) {
+    return Status::invalid("--seeds: the chrono protocol replays in event time, with no random order: "
+                           "every seed gives the same run (use --protocol sizey)");
+  }
+  std::vector<TaskType> types;
+  size_t steps_per_replay = 0;
+  if (sizey) {
+    types = sizey_task_types(tasks, o.sizey_min_tasks, &out.notes);
+    for (const auto& tt : types) steps_per_replay += static_cast<size_t>(std::ceil(0.7 * static_cast<double>(tt.tasks.size())));
     if (types.empty()) return Status::invalid("no task type has the " + std::to_string(o.sizey_min_tasks) +
                                               " tasks with rss > 0 and realtime > 0 that Sizey's protocol (the default, for "
                                               "Nextflow traces) needs; --protocol chrono replays any trace "
                                               "with submit times in event order");
-    for (const auto& n : names) {
-      auto r = run_sizey(types, n, o, done, online * names.size());
-      if (!r) return r.status();
-      out.results.push_back(std::move(*r));
-    }
   } else {
     if (tasks.empty()) return Status::invalid("no task has a recorded peak memory to replay");
-    const size_t scored = tasks.size() - static_cast<size_t>(std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
-    for (const auto& n : names) {
-      auto r = run_chrono(tasks, n, o, done, scored * names.size());
-      if (!r) return r.status();
-      out.results.push_back(std::move(*r));
+    steps_per_replay = tasks.size() - static_cast<size_t>(std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
+  }
+  // One replay per (seed, policy), seed by seed, each policy in the order asked. Each replay has
+  // its own policies and reads only `tasks`, so they run at once on o.threads threads and the
+  // results do not depend on how many.
+  const size_t replays = static_cast<size_t>(o.seeds) * names.size();
+  StepCount steps(o.progress, steps_per_replay * replays);
+  std::vector<std::optional<Result<PolicyResult>>> results(replays);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < replays;) {
+      SimulateOptions one = o;
+      one.seed = o.seed + static_cast<uint32_t>(k / names.size());
+      const std::string& name = names[k % names.size()];
+      results[k] = sizey ? run_sizey(types, name, one, steps) : run_chrono(tasks, name, one, steps);
     }
+  };
+  const size_t workers = std::min(replays, static_cast<size_t>(std::max(o.threads, 1)));
+  std::vector<std::thread> pool;
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (auto& r : results) {
+    if (!*r) return r->status();
+    out.results.push_back(std::move(**r));
   }
   return out;
 }

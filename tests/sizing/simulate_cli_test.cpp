@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -318,6 +319,22 @@ TEST_F(SimulateCli, SameSeedSameNumbers) {
   auto b = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
   ASSERT_EQ(a.exit_code, 0) << a.out;
   EXPECT_EQ(a.out, b.out);
+  // The replays of several seeds on one thread or several: the same JSON, byte for byte (stderr's
+  // progress lines carry times).
+  const std::string one_json = (dir_ / "threads1.json").string(), three_json = (dir_ / "threads3.json").string();
+  const std::string args = " --policies peakcast,vpa,max_so_far --seed 3 --seeds 3 --json ";
+  auto one = run("simulate " + trace_ + args + one_json + " --threads 1");
+  auto three = run("simulate " + trace_ + args + three_json + " --threads 3");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(three.exit_code, 0) << three.out;
+  EXPECT_NE(one.out.find("mean over 3 seeds"), std::string::npos) << one.out;
+  const auto slurp = [](const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string json = slurp(one_json);
+  EXPECT_EQ(nlohmann::json::parse(json)["results"].size(), 9u);
+  EXPECT_EQ(json, slurp(three_json));
 }
 
 TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
@@ -342,6 +359,7 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   }
   expect_usage_error(sacct + " --protocol chrono", "no submit times");
   expect_usage_error(trace_ + " --protocol chrono --seeds 3", "--seeds: the chrono protocol");
+  expect_usage_error(trace_ + " --threads -2", "--threads: must be 0 (all cores) or more, got -2");
   r = run("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);
   r = run("simulate --help");

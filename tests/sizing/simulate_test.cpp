@@ -1,5 +1,6 @@
 // The simulator's accounting on a hand-computed toy trace, the numpy-compatible split, each
 // baseline's rule on a small hand case, determinism.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -129,6 +130,55 @@ std::vector<SimTask> synthetic(unsigned seed) {
     out.push_back(t);
   }
   return out;
+}
+
+// --seeds and --threads: one replay per (seed, policy), seed by seed; each is independent, so
+// the results are those of each seed replayed alone, on any number of threads, and the progress
+// counts every replay's steps.
+TEST(Simulate, SeedsOnThreadsAnswerAsEachSeedAlone) {
+  const auto tasks = synthetic(3);
+  SimulateOptions o;
+  o.seed = 7;
+  o.seeds = 3;
+  o.policies = {"max_so_far", "peakcast", "witt_lr_std"};
+  std::vector<size_t> calls;
+  size_t total = 0;
+  o.progress = [&](size_t done, size_t of) { calls.push_back(done), total = of; };
+  for (int threads : {1, 2, 5}) {
+    o.threads = threads;
+    calls.clear();
+    auto many = simulate(tasks, o);
+    ASSERT_TRUE(many.ok()) << many.status().message();
+    ASSERT_EQ(many->results.size(), 9u);
+    EXPECT_EQ(total, 9u * 280u);  // ceil(0.7 * 200) steps per type, two types, per replay
+    EXPECT_EQ(calls.size(), 9u * 280u / 500u);
+    EXPECT_TRUE(std::is_sorted(calls.begin(), calls.end()));
+    for (size_t k = 0; k < many->results.size(); ++k) {
+      SimulateOptions one = o;
+      one.seeds = 1;
+      one.threads = 1;
+      one.progress = nullptr;
+      one.seed = o.seed + static_cast<uint32_t>(k / 3);
+      one.policies = {o.policies[k % 3]};
+      auto alone = simulate(tasks, one);
+      ASSERT_TRUE(alone.ok());
+      const PolicyResult& a = many->results[k];
+      const PolicyResult& b = alone->results[0];
+      EXPECT_EQ(a.policy, b.policy);
+      EXPECT_EQ(a.seed, b.seed);
+      EXPECT_EQ(a.total.waste_gbh, b.total.waste_gbh) << a.policy << " seed " << a.seed << " threads " << threads;
+      EXPECT_EQ(a.total.failures, b.total.failures);
+      ASSERT_EQ(a.per_workload.size(), b.per_workload.size());
+      for (size_t w = 0; w < a.per_workload.size(); ++w) EXPECT_EQ(a.per_workload[w].waste_gbh, b.per_workload[w].waste_gbh);
+    }
+  }
+  o.protocol = Protocol::kChrono;
+  auto chrono = simulate(tasks, o);
+  ASSERT_FALSE(chrono.ok());
+  EXPECT_NE(chrono.status().message().find("no random order"), std::string::npos);
+  o.protocol = Protocol::kSizey;
+  o.seeds = 0;
+  EXPECT_FALSE(simulate(tasks, o).ok());
 }
 
 TEST(Simulate, DeterministicForASeedAndTheSeedMatters) {

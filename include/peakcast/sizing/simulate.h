@@ -48,16 +48,19 @@ void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally);
 struct SimulateOptions {
   Protocol protocol = Protocol::kSizey;
   uint32_t seed = 1996;
+  uint32_t seeds = 1;   // sizey: seeds seed .. seed + seeds - 1 (chrono has no random order: 1)
+  int threads = 1;      // replays (one per seed and policy) run at once; the results are the same for any count
   std::vector<std::string> policies;   // empty: default_policy_names()
   PolicyOptions policy;
   double chrono_test_fraction = 0.2;   // chrono: the last share of tasks by submit time
   size_t sizey_min_tasks = 34;
-  // Progress: (done, total) task steps; may be empty.
+  // Progress: (done, total) task steps over every replay; may be empty. Called from the replays'
+  // threads, one call at a time.
   std::function<void(size_t, size_t)> progress;
 };
 
 struct SimulateOutput {
-  std::vector<PolicyResult> results;   // one per policy, in the order asked
+  std::vector<PolicyResult> results;   // seed by seed, one per policy in the order asked
   std::vector<std::string> notes;      // task types left out and why, protocol facts
 };
 
