@@ -4,13 +4,13 @@
 #include <iostream>
 #include <sstream>
 #include <string_view>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "peakcast/core/units.h"
+#include "peakcast/eval/method.h"
 #include "peakcast/sizing/seed_summary.h"
 #include "peakcast/sizing/simulate.h"
 
@@ -122,12 +122,8 @@ int run_simulate(const SimulateArgs& a) {
   if (!protocol) return fail(protocol.status());
   auto policies = parse_policies(a.policies);
   if (!policies) return fail(policies.status());
-  if (a.seeds == 0) return fail(Status::invalid("--seeds: must be at least 1"));
+  if (Status s = sizing::check_seeds(*protocol, a.seeds); !s) return fail(s);
   if (a.threads < 0) return fail(Status::invalid(fmt::format("--threads: must be 0 (all cores) or more, got {}", a.threads)));
-  if (*protocol == sizing::Protocol::kChrono && a.seeds > 1) {
-    return fail(Status::invalid("--seeds: the chrono protocol replays in event time, with no random "
-                                "order: every seed gives the same run (use --protocol sizey)"));
-  }
   // Bounded so that price x failures stays a finite cost (inf x 0 would be NaN).
   if (!(a.failure_price_gbh >= 0.0 && a.failure_price_gbh <= 1e9))
     return fail(Status::invalid(fmt::format("--failure-price: must be a number of GBh from 0 to 1e9, got {}",
@@ -188,7 +184,7 @@ int run_simulate(const SimulateArgs& a) {
   }
   o.seed = a.seed;
   o.seeds = a.seeds;
-  o.threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  o.threads = eval::resolve_threads(a.threads);
   auto progress = stderr_progress();
   const std::string label = o.protocol == sizing::Protocol::kChrono ? std::string("simulate chrono")
                             : a.seeds == 1 ? fmt::format("simulate seed {}", a.seed)

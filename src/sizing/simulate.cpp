@@ -156,6 +156,15 @@ Result<Protocol> parse_protocol(const std::string& name) {
   return Status::invalid("--protocol: '" + name + "' is not a protocol (sizey, chrono)");
 }
 
+Status check_seeds(Protocol protocol, uint32_t seeds) {
+  if (seeds == 0) return Status::invalid("--seeds: must be at least 1");
+  if (protocol == Protocol::kChrono && seeds > 1) {
+    return Status::invalid("--seeds: the chrono protocol replays in event time, with no random "
+                           "order: every seed gives the same run (use --protocol sizey)");
+  }
+  return Status::ok();
+}
+
 double mean_memory_time(const std::vector<SimTask>& tasks) {
   if (tasks.empty()) return 0.0;
   double sum = 0.0;
@@ -205,12 +214,8 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
   for (const auto& n : names) {
     if (auto p = make_policy(n, o.policy); !p) return p.status();
   }
-  if (o.seeds == 0) return Status::invalid("--seeds: must be at least 1");
+  if (Status s = check_seeds(o.protocol, o.seeds); !s) return s;
   const bool sizey = o.protocol == Protocol::kSizey;
-  if (!sizey && o.seeds > 1) {
-    return Status::invalid("--seeds: the chrono protocol replays in event time, with no random order: "
-                           "every seed gives the same run (use --protocol sizey)");
-  }
   std::vector<TaskType> types;
   size_t steps_per_replay = 0;
   if (sizey) {

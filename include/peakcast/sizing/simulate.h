@@ -22,6 +22,9 @@ namespace peakcast::sizing {
 
 enum class Protocol { kSizey, kChrono };
 Result<Protocol> parse_protocol(const std::string& name);  // "sizey" | "chrono"
+// --seeds for a protocol: at least 1, and 1 under chrono (event time has no random order).
+// simulate() checks it; a program may check it before reading a trace.
+Status check_seeds(Protocol protocol, uint32_t seeds);
 
 struct Tally {
   std::string workload;
