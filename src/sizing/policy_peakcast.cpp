@@ -235,7 +235,13 @@ class PeakcastPolicy final : public SizingPolicy {
   // Each candidate's charge for the allocation it issued before this outcome was known.
   void score_candidates(const SimTask& t) {
     const double y = t.peak_bytes;
-    if (!pending_) issue(t.info);
+    // Scored by what each candidate answered for this task. In a replay of Sizey's protocol the
+    // answers issued since the last completion were for this task (first, then its outcome); in
+    // event time a later submission of the type may have been answered since: issued again
+    // unless they were made from the same input and request (all an allocation reads of a task).
+    if (!pending_ || pending_input_ != t.info.input_bytes || pending_request_ != t.info.request_bytes) {
+      issue(t.info);
+    }
     for (size_t k = 0; k < candidates_.size(); ++k) {
       Candidate& c = candidates_[k];
       c.record.waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, c.record.failures);
@@ -409,6 +415,8 @@ class PeakcastPolicy final : public SizingPolicy {
       issued_[k] = allocation(candidates_[k], points_[k], t.request_bytes);
     }
     pending_ = true;
+    pending_input_ = t.input_bytes;
+    pending_request_ = t.request_bytes;
   }
 
   // Each regression's jackknife ratios: for each of the last kBoundWindow completed tasks, its
@@ -503,7 +511,8 @@ class PeakcastPolicy final : public SizingPolicy {
   std::vector<Candidate> candidates_;
   std::vector<double> points_, issued_;
   std::array<double, kNumPoints> raw_{}, max_ratio_{};
-  bool pending_ = false;
+  bool pending_ = false;  // issued_ holds the answers for a task of pending_input_, pending_request_
+  double pending_input_ = 0.0, pending_request_ = 0.0;
   std::vector<double> ys_, sorted_y_, sorted_t_;
   std::deque<double> recent_;
   std::vector<double> xs_, logx_;

@@ -2,7 +2,7 @@
 // price steering the choice among candidates, a plateau type held a few percent above its
 // largest peak, a peak that follows its input (along a line, or in steps, or with a normal
 // spread on a short history) answered close above it, the charge for a bound's promised misses
-// (by hand), and simulate's default price.
+// (by hand), a completion scored by its own answers in event time, and simulate's default price.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -291,6 +291,28 @@ TEST(PeakcastChoice, Deterministic) {
   const Tally ta = replay(*a, tasks), tb = replay(*b, tasks);
   EXPECT_EQ(ta.waste_gbh, tb.waste_gbh);
   EXPECT_EQ(ta.failures, tb.failures);
+}
+
+// In event time (chrono, and peakcastd) later submissions of a type are answered before an
+// earlier one completes. A completion is scored by what each candidate answered for it, not by
+// the answers to the last submission: answering other tasks in between changes nothing.
+TEST(PeakcastChoice, ACompletionIsScoredByItsOwnAnswersNotTheLastOnesIssued) {
+  const auto tasks = noisy_type(9);
+  auto asked = peakcast_priced(0.0), quiet = peakcast_priced(0.0);
+  size_t compared = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const SimTask& later = tasks[(i + 5) % tasks.size()];  // submitted after, with its own input
+    TaskInfo asked_for = later.info;
+    asked_for.request_bytes *= 2.0;                         // and its own request
+    (void)asked->first(asked_for);
+    asked->observe(tasks[i]);
+    quiet->observe(tasks[i]);
+    const TaskInfo& next = tasks[(i + 1) % tasks.size()].info;
+    if (i + 1 < 10) continue;  // the request until 10 have completed
+    EXPECT_EQ(asked->first(next), quiet->first(next)) << "after " << i + 1 << " completions";
+    ++compared;
+  }
+  EXPECT_GT(compared, 250u);
 }
 
 TEST(SiteFailurePrice, MeanMemoryTimeAndSimulatesDefault) {
