@@ -2,7 +2,8 @@
 // peakcast's policy beside max_so_far (the cheapest baseline) and witt_p95; and the cost of one
 // online bound (sizing::OnlineBound::upper, what peakcastd asks under its sizing lock per request)
 // with a full window, at the exact level (500 job scores) beside the user level clustered by
-// script (500 script scores), and the resident memory of full script windows. Reads
+// script (500 script scores), the resident memory of full script windows, and peakcastd's
+// per-workload sizing policies (one answer, one rebuild, their memory). Reads
 // ../shared/data/nextflow/trace_mag.csv (5,761 eligible tasks) when present, else a synthetic
 // trace of the same size.
 #include <deque>
@@ -18,6 +19,7 @@
 #include "peakcast/serve/sizing_state.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/simulate.h"
+#include "peakcast/sizing/workload_sizer.h"
 
 namespace {
 
@@ -152,7 +154,71 @@ void answers_on_record_memory(benchmark::State& state) {
   state.SetLabel("100,000 answers, mem and vram");
 }
 
+// peakcastd's per-workload sizing policies (sizing::WorkloadSizer): one workload of mag's
+// BUSCO-sized history. `answer`: one first() at max_history completed runs, what the daemon does
+// under its sizing lock for a script with its own policy, beside the online bound's upper()
+// above. `learn`: one completion, where two policies learn it (past max_history runs) beside
+// where one does. `memory`: resident
+// memory of `workloads` workloads each at 2 x max_history - 1 runs (the most it holds).
+std::vector<sizing::SimTask> workload_runs(const std::string& name, size_t n) {
+  std::vector<sizing::SimTask> out;
+  for (size_t i = 0; i < n; ++i) {
+    sizing::SimTask t = tasks()[i % tasks().size()];
+    t.info.workload = name;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+void workload_answer(benchmark::State& state) {
+  sizing::WorkloadSizer sizer;
+  const auto runs = workload_runs("w", sizer.options().max_history);
+  for (const auto& t : runs) sizer.observe(t);
+  double sum = 0.0;
+  for (auto _ : state) {
+    sum += static_cast<double>(sizer.first(runs.back().info)->bytes);
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetLabel("one answer at 1000 runs (baseline: bound_upper above)");
+}
+void workload_learn(benchmark::State& state) {
+  sizing::WorkloadSizer sizer;
+  const size_t h = sizer.options().max_history;
+  const bool both = state.range(0) != 0;  // past max_history runs two policies learn each run
+  const auto runs = workload_runs("w", 2 * h - 1);
+  const size_t warm = both ? h : h / 2;
+  for (size_t i = 0; i < warm; ++i) sizer.observe(runs[i]);
+  size_t i = warm;
+  for (auto _ : state) {
+    if (i == (both ? 2 * h - 1 : h)) {  // start the span over
+      state.PauseTiming();
+      sizer = sizing::WorkloadSizer();
+      for (i = 0; i < warm; ++i) sizer.observe(runs[i]);
+      state.ResumeTiming();
+    }
+    sizer.observe(runs[i++]);
+  }
+  state.SetLabel(both ? "a completion at 1000-1998 runs (two policies learn it)"
+                      : "baseline: a completion at 500-999 runs (one policy)");
+}
+void workload_memory(benchmark::State& state) {
+  const auto workloads = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    const long before = rss_kib();
+    auto sizer = std::make_unique<sizing::WorkloadSizer>();
+    const size_t n = 2 * sizer->options().max_history - 1;
+    for (size_t w = 0; w < workloads; ++w) {
+      for (const auto& t : workload_runs("script" + std::to_string(w), n)) sizer->observe(t);
+    }
+    state.counters["rss_MiB"] = static_cast<double>(rss_kib() - before) / 1024.0;
+    state.counters["MiB_per_workload"] = static_cast<double>(rss_kib() - before) / 1024.0 / static_cast<double>(workloads);
+  }
+  state.SetLabel("workloads x 1999 runs (the most one holds)");
+}
+
 BENCHMARK(bound_script_windows_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(workload_answer)->Unit(benchmark::kMicrosecond);
+BENCHMARK(workload_learn)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(workload_memory)->Arg(4)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(answers_on_record_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bound_upper, exact_level, history::Level::kExactScript);
 BENCHMARK_CAPTURE(bound_upper, user_level_clustered, history::Level::kUser);

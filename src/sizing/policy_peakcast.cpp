@@ -55,6 +55,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "peakcast/core/stats.h"
@@ -81,9 +82,8 @@ constexpr int kDoublingFrom = 3;
 // Retry of a type that has completed nothing: no peak says how far off the failed allocation was,
 // so double it, as Nextflow's `memory * task.attempt` and presets, witt_* and max_so_far do.
 constexpr double kBlindRetry = 2.0;
-// Fewer completed tasks than this: the request. In event time the first tasks of a type to
-// complete are the quick ones, which tend to be the small ones: a bound from them fails.
-constexpr size_t kMinHistory = 10;
+// Fewer completed tasks than this: the request (policy.h).
+constexpr size_t kMinHistory = kPeakcastMinHistory;
 
 // Student's t quantile at kCoverages[level] with df degrees of freedom, from a table built once
 // (df up to the jackknife's window); computed directly beyond it.
@@ -158,6 +158,34 @@ OnlineBound ratio_bound(double coverage) {
   return OnlineBound(bo);
 }
 
+// A candidate in words, for the answer's rationale.
+std::string describe(const Candidate& c) {
+  static constexpr std::array<const char*, kNumPoints> kPointNames = {
+      "the median peak", "the median of the last 5 peaks", "the peak's linear fit on the input",
+      "the peak's log-log fit on the input", "the median peak of the 5 nearest inputs",
+      "the median peak of the sqrt(n) nearest inputs", "the request",
+      "the upper quartile of the sqrt(n) nearest inputs' peaks", "the largest peak of the sqrt(n) nearest inputs"};
+  const std::string point = kPointNames[c.point];
+  const auto pct = [](double f) {
+    std::string s = std::to_string(f * 100.0);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  switch (c.kind) {
+    case Kind::kBound: return point + " x its online " + pct(c.bound.options().coverage) + " % bound, at most the largest peak";
+    case Kind::kMaxRatioCapped: return point + " x the largest ratio of a peak to it, at most the largest peak";
+    case Kind::kMaxRatio: return point + " x the largest ratio of a peak to it";
+    case Kind::kJackknife: return point + " x its jackknife " + pct(c.record.coverage) + " % bound";
+    case Kind::kJackknifeNormal: return point + " x its normal-theory " + pct(c.record.coverage) + " % bound";
+    case Kind::kLargest: return "the largest peak";
+    case Kind::kLargestMargin: return "the largest peak + " + pct(c.margin) + " %";
+    case Kind::kTwiceLargest: return "twice the largest peak";
+    case Kind::kAsRequested: return "the request";
+  }
+  return "";
+}
+
 class PeakcastPolicy final : public SizingPolicy {
  public:
   PeakcastPolicy(const PolicyOptions& o, bool choose)
@@ -191,19 +219,29 @@ class PeakcastPolicy final : public SizingPolicy {
   }
 
   double first(const TaskInfo& t) override {
+    explained_ = {};
     if (ys_.size() < kMinHistory && t.request_bytes > 0) return t.request_bytes;
     if (ys_.empty()) return t.request_bytes;
     issue(t);
+    const size_t chosen = choose();
     RecommendInput in;
-    in.upper_bytes = issued_[choose()];
+    in.upper_bytes = issued_[chosen];
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
-    return static_cast<double>(rule_(in).bytes);
+    in.partition = t.partition;
+    in.failed_request_bytes = t.failed_request_bytes;
+    Recommendation rec = rule_(in);
+    explained_ = {std::move(rec.rule), describe(candidates_[chosen])};
+    return static_cast<double>(rec.bytes);
   }
+
+  Explanation explain() const override { return explained_; }
+  void set_failure_price(double byte_ms) override { price_ = byte_ms; }
 
   double retry(const TaskInfo& t, double failed, int attempt) override {
     RecommendInput in;
     in.upper_bytes = retry_upper(failed, t.request_bytes, attempt);
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
+    in.partition = t.partition;
     in.failed_request_bytes = static_cast<uint64_t>(std::max(failed, 0.0));
     return static_cast<double>(rule_(in).bytes);
   }
@@ -506,6 +544,7 @@ class PeakcastPolicy final : public SizingPolicy {
   }
 
   RecommendRule rule_;
+  Explanation explained_;
   double price_ = 0.0;
   bool keep_neighbourhoods_ = true;
   std::vector<Candidate> candidates_;

@@ -7,32 +7,53 @@
 
 namespace peakcast::sizing {
 
+std::string workload_of(const Job& job) {
+  if (job.workload) return *job.workload;
+  return !job.job_name.empty() ? job.job_name : job.script_key;
+}
+
+std::string script_workload_of(const Job& job) {
+  return !job.script_key.empty() ? job.script_key : workload_of(job);
+}
+
+TaskInfo task_info(const Job& j, bool sizey) {
+  TaskInfo info;
+  info.workload = workload_of(j);
+  info.partition = j.partition;
+  // Sizey's protocol takes rchar (bytes read, measured by the run) as the input size; the
+  // event-time protocol only what was known at submission.
+  if (sizey && j.read_bytes) info.input_bytes = static_cast<double>(*j.read_bytes);
+  else if (j.input_bytes) info.input_bytes = static_cast<double>(*j.input_bytes);
+  if (j.req_mem_bytes) info.request_bytes = static_cast<double>(*j.req_mem_bytes);
+  info.submit_ms = j.submit_ms;
+  return info;
+}
+
+std::optional<SimTask> sim_task(const Job& j, bool sizey) {
+  SimTask t;
+  t.info = task_info(j, sizey);
+  t.end_ms = j.end_ms;
+  if (sizey) {
+    if (!j.rss_bytes || *j.rss_bytes == 0 || !j.realtime_ms) return std::nullopt;
+    t.peak_bytes = static_cast<double>(*j.rss_bytes);
+    t.runtime_ms = static_cast<double>(*j.realtime_ms);
+  } else {
+    if (!j.peak_mem_bytes || *j.peak_mem_bytes == 0) return std::nullopt;
+    t.peak_bytes = static_cast<double>(*j.peak_mem_bytes);
+    if (j.realtime_ms) t.runtime_ms = static_cast<double>(*j.realtime_ms);
+    else t.runtime_ms = static_cast<double>(j.end_ms - (j.start_ms ? *j.start_ms : j.submit_ms));
+  }
+  return t;
+}
+
 std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey) {
   std::vector<SimTask> out;
   out.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const Job& j = jobs[i];
-    SimTask t;
-    t.row = i;
-    t.info.workload = j.workload ? *j.workload : (!j.job_name.empty() ? j.job_name : j.script_key);
-    // Sizey's protocol takes rchar (bytes read, measured by the run) as the input size; the
-    // event-time protocol only what was known at submission.
-    if (sizey && j.read_bytes) t.info.input_bytes = static_cast<double>(*j.read_bytes);
-    else if (j.input_bytes) t.info.input_bytes = static_cast<double>(*j.input_bytes);
-    if (j.req_mem_bytes) t.info.request_bytes = static_cast<double>(*j.req_mem_bytes);
-    t.info.submit_ms = j.submit_ms;
-    t.end_ms = j.end_ms;
-    if (sizey) {
-      if (!j.rss_bytes || *j.rss_bytes == 0 || !j.realtime_ms) continue;
-      t.peak_bytes = static_cast<double>(*j.rss_bytes);
-      t.runtime_ms = static_cast<double>(*j.realtime_ms);
-    } else {
-      if (!j.peak_mem_bytes || *j.peak_mem_bytes == 0) continue;
-      t.peak_bytes = static_cast<double>(*j.peak_mem_bytes);
-      if (j.realtime_ms) t.runtime_ms = static_cast<double>(*j.realtime_ms);
-      else t.runtime_ms = static_cast<double>(j.end_ms - (j.start_ms ? *j.start_ms : j.submit_ms));
-    }
-    out.push_back(std::move(t));
+    std::optional<SimTask> t = sim_task(jobs[i], sizey);
+    if (!t) continue;
+    t->row = i;
+    out.push_back(std::move(*t));
   }
   return out;
 }

@@ -308,11 +308,38 @@ TEST(PeakcastChoice, ACompletionIsScoredByItsOwnAnswersNotTheLastOnesIssued) {
     asked->observe(tasks[i]);
     quiet->observe(tasks[i]);
     const TaskInfo& next = tasks[(i + 1) % tasks.size()].info;
-    if (i + 1 < 10) continue;  // the request until 10 have completed
+    if (i + 1 < kPeakcastMinHistory) continue;
     EXPECT_EQ(asked->first(next), quiet->first(next)) << "after " << i + 1 << " completions";
+    EXPECT_EQ(asked->explain().basis, quiet->explain().basis) << "after " << i + 1 << " completions";
     ++compared;
   }
   EXPECT_GT(compared, 250u);
+}
+
+// The answer goes through the rule's settings for the task's partition (peakcastd's
+// --sizing-config, simulate's --config), says which rule set it and what the choice started
+// from, and after the workload's OOM (peakcastd's resubmission) is above the failed request.
+TEST(PeakcastChoice, ThePartitionsSettingsTheRuleAndTheBasisAreTheAnswers) {
+  PolicyOptions o;
+  auto cfg = parse_recommend_config(
+      R"({"default": {"margin_fraction": 0, "granularity_bytes": "1M", "floor_bytes": 0},
+          "partitions": {"big": {"granularity_bytes": "4G"}}})", "test.json");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  o.recommend = *cfg;
+  auto p = make_peakcast(o, true);
+  for (int i = 0; i < 30; ++i) p->observe(task(kGiB * (1.0 + 0.01 * (i % 7)), kHourMs, 0, 64 * kGiB));
+  TaskInfo t = task(0, 0, 0, 64 * kGiB).info;
+  const double plain = p->first(t);
+  EXPECT_LT(plain, 2 * kGiB);
+  EXPECT_EQ(p->explain().rule, "default: upper+margin");
+  EXPECT_FALSE(p->explain().basis.empty());
+  t.partition = "big";
+  EXPECT_EQ(p->first(t), 4 * kGiB);  // rounded up to the partition's 4 GiB
+  EXPECT_EQ(p->explain().rule, "partition big: upper+margin");
+  t.partition.clear();
+  t.failed_request_bytes = static_cast<uint64_t>(3 * kGiB);  // the last run was killed at 3 GiB
+  EXPECT_GT(p->first(t), 3 * kGiB);
+  EXPECT_EQ(p->explain().rule, "default: oom: above failed request");
 }
 
 TEST(SiteFailurePrice, MeanMemoryTimeAndSimulatesDefault) {

@@ -62,6 +62,57 @@ TEST(TasksFromJobs, EventTimeUsesPeakRssAndNoRunMeasuredInput) {
   EXPECT_EQ(tasks[1].runtime_ms, 0.0);
 }
 
+// simulate sizes a trace's workload (a Nextflow process, an SWF executable, a sacct job without a
+// stored script: its name), else its job name; peakcastd sizes a job with a script by that
+// script, never with another user's job of the same name.
+TEST(WorkloadIdentity, SimulateByWorkloadThenNameAndTheDaemonByScript) {
+  Job nf;
+  nf.workload = "WF:ALIGN";
+  nf.job_name = "nf-ALIGN_(1)";
+  nf.script_key = "key-of-workload";
+  EXPECT_EQ(workload_of(nf), "WF:ALIGN");
+  EXPECT_EQ(script_workload_of(nf), "key-of-workload");  // the same groups: one key per workload
+  Job batch;
+  batch.job_name = "run.sh";
+  batch.script_key = "key-of-script";
+  EXPECT_EQ(workload_of(batch), "run.sh");
+  EXPECT_EQ(script_workload_of(batch), "key-of-script");
+  Job bare;
+  bare.job_name = "run.sh";
+  EXPECT_EQ(workload_of(bare), "run.sh");
+  EXPECT_EQ(script_workload_of(bare), "run.sh");
+}
+
+TEST(TasksFromJobs, OneJobAsATaskAndWhatItsSubmissionShows) {
+  Job j;
+  j.workload = "W";
+  j.partition = "gpu";
+  j.submit_ms = 1000;
+  j.start_ms = 4000;
+  j.end_ms = 64000;
+  j.req_mem_bytes = 8ull << 30;
+  j.input_bytes = 5000;
+  j.read_bytes = 7000;  // measured by the run: Sizey's input only
+  j.peak_mem_bytes = 3ull << 30;
+  const TaskInfo at_submit = task_info(j, false);
+  EXPECT_EQ(at_submit.workload, "W");
+  EXPECT_EQ(at_submit.partition, "gpu");
+  EXPECT_EQ(at_submit.input_bytes, 5000.0);
+  EXPECT_EQ(at_submit.request_bytes, static_cast<double>(8ull << 30));
+  EXPECT_FALSE(at_submit.failed_request_bytes);
+  EXPECT_EQ(task_info(j, true).input_bytes, 7000.0);
+  const std::optional<SimTask> t = sim_task(j, false);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->peak_bytes, static_cast<double>(3ull << 30));
+  EXPECT_EQ(t->runtime_ms, 60000.0);  // end - start
+  const std::vector<SimTask> all = tasks_from_jobs({j}, false);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].info.partition, "gpu");
+  EXPECT_EQ(all[0].peak_bytes, t->peak_bytes);
+  j.peak_mem_bytes.reset();
+  EXPECT_FALSE(sim_task(j, false));  // no peak: nothing to learn
+}
+
 TEST(DefaultRequest, OnlyTasksWithoutARequestGetTheSlurmDefault) {
   // Rows 0 and 2 without a request; row 0 asked for 3 CPUs, row 2 says nothing of CPUs.
   std::vector<Job> jobs(3);

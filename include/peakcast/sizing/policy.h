@@ -27,7 +27,24 @@ class SizingPolicy {
   virtual double retry(const TaskInfo& task, double failed_bytes, int attempt) = 0;
   // The task completed (the simulator calls it for warm-start tasks too).
   virtual void observe(const SimTask& task) = 0;
+
+  // What set the last first() answer, for the rationale peakcastd gives with it: the rule
+  // (recommend_request's, e.g. "default: capped at request") and the allocation it started from
+  // (e.g. "largest peak + 3 %"). Empty where a policy does not say.
+  struct Explanation {
+    std::string rule;
+    std::string basis;
+  };
+  virtual Explanation explain() const { return {}; }
+  // The price of one failed attempt (byte x ms) from now on, for a policy that weighs one
+  // against waste (peakcast); the others ignore it. peakcastd passes the site's mean task as
+  // its completions move it.
+  virtual void set_failure_price(double /*byte_ms*/) {}
 };
+
+// peakcast answers a type's request until this many of its tasks have completed (in event time
+// the first to complete are the quick ones, which tend to be the small ones).
+inline constexpr size_t kPeakcastMinHistory = 10;
 
 struct PolicyOptions {
   RecommendConfig recommend = simulate_recommend_config();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,7 +19,22 @@ struct TaskInfo {
   double input_bytes = 0.0;    // Sizey's input_size; 0 when unknown
   double request_bytes = 0.0;  // the user's / workflow's preset request; 0 when unknown
   int64_t submit_ms = 0;
+  std::string partition;       // the recommendation rule's per-partition settings ("" = default)
+  // The largest request among the workload's runs that had most recently ended OUT_OF_MEMORY
+  // before this submission (sizing::trailing_oom_request): the daemon's resubmission after an
+  // OOM. A replay never sets it (a task's own failed attempts go through retry()).
+  std::optional<uint64_t> failed_request_bytes;
 };
+
+// The identity a sizing policy sizes in `peakcast simulate` (its task type): the trace's
+// workload (a Nextflow process, an SWF executable, a sacct job without a stored script: its
+// name), else the job name, else the script's key.
+std::string workload_of(const Job& job);
+// peakcastd's: the script's key (the SHA-256 of its redacted text, or of the workload where the
+// job has no script), else workload_of. The same groups as workload_of wherever a job has a
+// workload; a job with a script is sized with the runs of that script only, never with another
+// user's job of the same name.
+std::string script_workload_of(const Job& job);
 
 // A task as replayed: what a policy sees, and the outcome it learns after completion.
 struct SimTask {
@@ -28,6 +44,12 @@ struct SimTask {
   int64_t end_ms = 0;        // when the outcome became known (chrono protocol)
   size_t row = 0;            // index in the trace's job list
 };
+
+// What a policy sees of `job` at its submission (workload_of, its request and partition; the
+// input size: Sizey's rchar when `sizey`, else only a submission-time input_bytes).
+TaskInfo task_info(const Job& job, bool sizey);
+// `job` as a completed task (row 0), or nullopt when it has no peak (below).
+std::optional<SimTask> sim_task(const Job& job, bool sizey);
 
 // The trace's jobs as tasks. Sizey's protocol (`sizey = true`): y = rss, runtime = realtime;
 // jobs without them, or with rss <= 0, are left out (Sizey drops rss <= 0 / NaN). Otherwise y

@@ -1,0 +1,73 @@
+// peakcast's sizing policy kept per workload, as peakcastd runs it: one policy (the `peakcast`
+// that `peakcast simulate` replays) for each workload identity (sizing::workload_of), learning
+// from each completed run of it and answering a submission with a recommended request once
+// kPeakcastMinHistory runs have completed.
+//
+// Bounded: at most `max_workloads` workloads (the least recently used go first, and start over
+// when they come back), each answering from at most its 2 x `max_history` - 1 most recent runs:
+// past max_history runs a second policy learns each new run as well, and at 2 x max_history it
+// takes over, with the max_history most recent (the answers of a policy rebuilt from them, with
+// no pause to replay them). The price of a failed
+// attempt is the site's mean run (peak x run time) over every completion learned, as simulate's
+// is over the runs known before its replay, unless PolicyOptions::failure_price sets one.
+//
+// Not thread-safe: the caller (serve::SizingState) holds its lock.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "peakcast/sizing/policy.h"
+
+namespace peakcast::sizing {
+
+struct WorkloadSizerOptions {
+  // recommend: the site's settings (peakcastd's --sizing-config); failure_price 0 = the site's
+  // mean run as it stands.
+  PolicyOptions policy;
+  size_t max_workloads = 256;
+  size_t max_history = 1000;
+};
+
+class WorkloadSizer {
+ public:
+  explicit WorkloadSizer(WorkloadSizerOptions options = {});
+
+  struct Answer {
+    uint64_t bytes = 0;
+    std::string rule;   // recommend_request's rule, e.g. "default: capped at request"
+    std::string basis;  // the allocation the policy chose, e.g. "the largest peak + 3 %"
+    size_t runs = 0;    // completed runs of the workload it learned from
+  };
+  // The recommendation for `task` (workload = task.workload), or nullopt when the task has no
+  // request or its workload has fewer than kPeakcastMinHistory completed runs here.
+  std::optional<Answer> first(const TaskInfo& task);
+  // A completed run (its peak, run time and request); task.info.workload is its identity.
+  void observe(const SimTask& task);
+
+  size_t workloads() const { return by_name_.size(); }
+  size_t runs(const std::string& workload) const;  // completed runs its policy learned from now
+  double site_price() const;                        // byte x ms: what a failed attempt is priced at
+  const WorkloadSizerOptions& options() const { return options_; }
+
+ private:
+  struct Workload {
+    std::string name;
+    std::unique_ptr<SizingPolicy> policy;  // answers; learned from the last `runs` runs
+    std::unique_ptr<SizingPolicy> next;    // past max_history runs: the runs since, to take over at 2x
+    size_t runs = 0;
+  };
+  Workload& touch(const std::string& name);  // found or made, now the most recently used
+
+  WorkloadSizerOptions options_;
+  std::list<Workload> lru_;  // most recently used first
+  std::unordered_map<std::string, std::list<Workload>::iterator> by_name_;
+  double usage_ = 0.0;  // sum of peak x run time over every completion learned
+  double runs_ = 0.0;
+};
+
+}  // namespace peakcast::sizing

@@ -1,0 +1,74 @@
+// peakcast's sizing policy per workload, bounded (peakcast/sizing/workload_sizer.h).
+#include "peakcast/sizing/workload_sizer.h"
+
+#include <algorithm>
+
+namespace peakcast::sizing {
+
+WorkloadSizer::WorkloadSizer(WorkloadSizerOptions options) : options_(std::move(options)) {
+  options_.max_workloads = std::max<size_t>(options_.max_workloads, 1);
+  options_.max_history = std::max(options_.max_history, kPeakcastMinHistory);
+}
+
+double WorkloadSizer::site_price() const {
+  if (options_.policy.failure_price > 0) return options_.policy.failure_price;
+  return runs_ > 0 ? usage_ / runs_ : 0.0;
+}
+
+size_t WorkloadSizer::runs(const std::string& workload) const {
+  auto it = by_name_.find(workload);
+  return it == by_name_.end() ? 0 : it->second->runs;
+}
+
+WorkloadSizer::Workload& WorkloadSizer::touch(const std::string& name) {
+  if (auto it = by_name_.find(name); it != by_name_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return lru_.front();
+  }
+  if (lru_.size() >= options_.max_workloads) {
+    by_name_.erase(lru_.back().name);
+    lru_.pop_back();
+  }
+  lru_.push_front({name, make_peakcast(options_.policy, true), nullptr, 0});
+  by_name_.emplace(name, lru_.begin());
+  return lru_.front();
+}
+
+std::optional<WorkloadSizer::Answer> WorkloadSizer::first(const TaskInfo& task) {
+  if (task.request_bytes <= 0) return std::nullopt;
+  auto it = by_name_.find(task.workload);
+  if (it == by_name_.end() || it->second->runs < kPeakcastMinHistory) return std::nullopt;
+  Workload& w = touch(task.workload);
+  w.policy->set_failure_price(site_price());
+  Answer a;
+  a.bytes = static_cast<uint64_t>(w.policy->first(task));
+  SizingPolicy::Explanation why = w.policy->explain();
+  a.rule = std::move(why.rule);
+  a.basis = std::move(why.basis);
+  a.runs = w.runs;
+  return a;
+}
+
+void WorkloadSizer::observe(const SimTask& task) {
+  if (!(task.peak_bytes > 0) || !(task.runtime_ms >= 0)) return;
+  usage_ += task.peak_bytes * task.runtime_ms;
+  runs_ += 1;
+  Workload& w = touch(task.info.workload);
+  const double price = site_price();
+  w.policy->set_failure_price(price);
+  w.policy->observe(task);
+  ++w.runs;
+  // Past max_history runs a second policy learns the new ones too; at twice that it holds the
+  // most recent max_history and takes over: the answers of a policy rebuilt from them, without
+  // stopping to replay them, and memory and answer time bounded on a workload that runs for years.
+  const size_t h = options_.max_history;
+  if (w.runs <= h) return;
+  if (!w.next) w.next = make_peakcast(options_.policy, true);
+  w.next->set_failure_price(price);
+  w.next->observe(task);
+  if (w.runs < 2 * h) return;
+  w.policy = std::move(w.next);
+  w.runs = h;
+}
+
+}  // namespace peakcast::sizing

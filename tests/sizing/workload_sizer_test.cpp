@@ -1,0 +1,224 @@
+// peakcast's sizing policy per workload as peakcastd keeps it (workload_sizer.h): each workload
+// answers as its own `peakcast` policy fed the same runs would (what `peakcast simulate`
+// replays), only from kPeakcastMinHistory runs on and with a request; the least recently used
+// workload goes first; a long history is rebuilt from its most recent runs; a failure is priced
+// at the site's mean run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "peakcast/sizing/policy.h"
+#include "peakcast/sizing/workload_sizer.h"
+
+namespace peakcast::sizing {
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+SimTask run(const std::string& workload, double peak_gib, double input_gib, double request_gib,
+            double minutes, int64_t at_ms) {
+  SimTask t;
+  t.info.workload = workload;
+  t.info.input_bytes = input_gib * kGiB;
+  t.info.request_bytes = request_gib * kGiB;
+  t.info.submit_ms = at_ms;
+  t.peak_bytes = peak_gib * kGiB;
+  t.runtime_ms = minutes * 60'000.0;
+  t.end_ms = at_ms + static_cast<int64_t>(t.runtime_ms);
+  return t;
+}
+
+// Runs of three workloads, interleaved: one whose peak follows its input, one steady, one
+// spread wide.
+std::vector<SimTask> stream(unsigned seed, int n) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> pick(0, 2);
+  std::uniform_real_distribution<double> input(1.0, 40.0), u(0.0, 1.0);
+  std::vector<SimTask> out;
+  for (int i = 0; i < n; ++i) {
+    const int k = pick(rng);
+    const double x = input(rng);
+    const double peak = k == 0 ? 0.5 + 0.2 * x * (0.9 + 0.2 * u(rng))
+                        : k == 1 ? 3.0 * (0.98 + 0.02 * u(rng))
+                                 : 1.0 + 6.0 * u(rng) * u(rng);
+    out.push_back(run("wf" + std::to_string(k), peak, x, 16.0, 5.0 + 50.0 * u(rng), i * 60'000));
+  }
+  return out;
+}
+
+WorkloadSizerOptions fixed_price(double gbh) {
+  WorkloadSizerOptions o;
+  o.policy.failure_price = gbh * 1e9 * 3.6e6;  // byte x ms
+  return o;
+}
+
+TEST(WorkloadSizer, AnswersAsEachWorkloadsOwnPolicyFedTheSameRuns) {
+  for (unsigned seed : {1u, 2u}) {
+    const WorkloadSizerOptions o = fixed_price(0.5);
+    WorkloadSizer sizer(o);
+    std::map<std::string, std::unique_ptr<SizingPolicy>> own;
+    std::map<std::string, size_t> completed;
+    size_t answered = 0;
+    for (const SimTask& t : stream(seed, 300)) {
+      auto& policy = own[t.info.workload];
+      if (!policy) policy = make_peakcast(o.policy, true);
+      const std::optional<WorkloadSizer::Answer> a = sizer.first(t.info);
+      if (completed[t.info.workload] < kPeakcastMinHistory) {
+        EXPECT_FALSE(a) << "seed " << seed << ": an answer after " << completed[t.info.workload] << " runs";
+      } else {
+        ASSERT_TRUE(a) << "seed " << seed;
+        EXPECT_EQ(static_cast<double>(a->bytes), policy->first(t.info)) << "seed " << seed;
+        EXPECT_EQ(a->rule, policy->explain().rule);
+        EXPECT_EQ(a->basis, policy->explain().basis);
+        EXPECT_FALSE(a->basis.empty());
+        EXPECT_EQ(a->runs, completed[t.info.workload]);
+        ++answered;
+      }
+      sizer.observe(t);
+      policy->observe(t);
+      ++completed[t.info.workload];
+    }
+    EXPECT_GT(answered, 250u) << "seed " << seed;  // not a comparison of empty answers
+    EXPECT_EQ(sizer.workloads(), 3u);
+  }
+}
+
+// peakcastd answers submissions between completions, for other runs than the next to complete:
+// what a completion teaches does not depend on what was answered before it.
+TEST(WorkloadSizer, AnAnswerToAnotherSubmissionDoesNotChangeWhatACompletionTeaches) {
+  WorkloadSizer asked(fixed_price(0.5)), quiet(fixed_price(0.5));
+  const std::vector<SimTask> runs = stream(7, 300);
+  size_t compared = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    TaskInfo other = runs[(i * 7 + 3) % runs.size()].info;  // another run's input and request
+    other.workload = runs[i].info.workload;
+    other.request_bytes *= 1.5;
+    (void)asked.first(other);
+    asked.observe(runs[i]);
+    quiet.observe(runs[i]);
+    const TaskInfo next = runs[(i + 1) % runs.size()].info;
+    const std::optional<WorkloadSizer::Answer> a = asked.first(next), b = quiet.first(next);
+    ASSERT_EQ(a.has_value(), b.has_value()) << i;
+    if (!a) continue;
+    EXPECT_EQ(a->bytes, b->bytes) << "after " << i + 1 << " runs";
+    EXPECT_EQ(a->basis, b->basis) << "after " << i + 1 << " runs";
+    ++compared;
+  }
+  EXPECT_GT(compared, 250u);
+}
+
+TEST(WorkloadSizer, NoAnswerWithoutARequest) {
+  WorkloadSizer sizer(fixed_price(0.5));
+  for (int i = 0; i < 20; ++i) sizer.observe(run("a", 2.0, 1.0, 8.0, 10.0, i * 60'000));
+  TaskInfo t;
+  t.workload = "a";
+  EXPECT_FALSE(sizer.first(t));  // no request: no capacity to cap it at, as the daemon's bound
+  t.request_bytes = 8.0 * kGiB;
+  ASSERT_TRUE(sizer.first(t));
+  EXPECT_LE(sizer.first(t)->bytes, static_cast<uint64_t>(8.0 * kGiB));  // never above the request
+}
+
+TEST(WorkloadSizer, TheLeastRecentlyUsedWorkloadGoesFirst) {
+  WorkloadSizerOptions o = fixed_price(0.5);
+  o.max_workloads = 2;
+  WorkloadSizer sizer(o);
+  for (int i = 0; i < 12; ++i) sizer.observe(run("a", 2.0, 1.0, 8.0, 10.0, i));
+  for (int i = 0; i < 12; ++i) sizer.observe(run("b", 3.0, 1.0, 8.0, 10.0, i));
+  TaskInfo a;
+  a.workload = "a";
+  a.request_bytes = 8.0 * kGiB;
+  ASSERT_TRUE(sizer.first(a));  // "a" is now the most recently used
+  sizer.observe(run("c", 1.0, 1.0, 8.0, 10.0, 99));
+  EXPECT_EQ(sizer.workloads(), 2u);
+  EXPECT_EQ(sizer.runs("a"), 12u);
+  EXPECT_EQ(sizer.runs("b"), 0u);  // forgotten: it starts over if it comes back
+  EXPECT_EQ(sizer.runs("c"), 1u);
+  TaskInfo b = a;
+  b.workload = "b";
+  EXPECT_FALSE(sizer.first(b));
+}
+
+// Each answer is that of a policy fed only the workload's most recent runs: all of them below
+// 2 x max_history, and from there the last max_history to 2 x max_history - 1 (at 40 runs the
+// last 20, at 59 the last 39, at 60 the last 20 again).
+TEST(WorkloadSizer, ALongHistoryIsRebuiltFromItsMostRecentRuns) {
+  WorkloadSizerOptions o = fixed_price(0.5);
+  o.max_history = 20;
+  WorkloadSizer sizer(o);
+  std::vector<SimTask> runs;
+  for (const SimTask& t : stream(3, 400)) {
+    if (t.info.workload == "wf2") runs.push_back(t);
+  }
+  ASSERT_GE(runs.size(), 70u);
+  runs.resize(70);
+  const std::map<size_t, size_t> kept = {{10, 10}, {39, 39}, {40, 20}, {41, 21}, {59, 39}, {60, 20}, {70, 30}};
+  for (size_t n = 1; n <= runs.size(); ++n) {
+    sizer.observe(runs[n - 1]);
+    const auto want = kept.find(n);
+    if (want == kept.end()) continue;
+    EXPECT_EQ(sizer.runs("wf2"), want->second) << n;
+    const std::unique_ptr<SizingPolicy> fresh = make_peakcast(o.policy, true);
+    for (size_t i = n - want->second; i < n; ++i) fresh->observe(runs[i]);
+    const TaskInfo next = runs[n % runs.size()].info;
+    const std::optional<WorkloadSizer::Answer> a = sizer.first(next);
+    ASSERT_TRUE(a) << n;
+    EXPECT_EQ(static_cast<double>(a->bytes), fresh->first(next)) << "after " << n << " runs";
+    EXPECT_EQ(a->basis, fresh->explain().basis) << "after " << n << " runs";
+    EXPECT_EQ(a->runs, want->second);
+  }
+}
+
+TEST(WorkloadSizer, AFailureIsPricedAtTheSitesMeanRun) {
+  WorkloadSizer sizer;  // no price set
+  EXPECT_EQ(sizer.site_price(), 0.0);
+  sizer.observe(run("a", 2.0, 1.0, 8.0, 10.0, 0));  // 2 GiB x 10 min
+  sizer.observe(run("b", 4.0, 1.0, 8.0, 30.0, 1));  // 4 GiB x 30 min
+  EXPECT_DOUBLE_EQ(sizer.site_price(), (2.0 * kGiB * 600'000.0 + 4.0 * kGiB * 1'800'000.0) / 2.0);
+  sizer.observe(run("a", 0.0, 1.0, 8.0, 10.0, 2));  // no peak: not a run it learns from
+  EXPECT_EQ(sizer.runs("a"), 1u);
+  EXPECT_DOUBLE_EQ(sizer.site_price(), (2.0 * kGiB * 600'000.0 + 4.0 * kGiB * 1'800'000.0) / 2.0);
+  EXPECT_DOUBLE_EQ(WorkloadSizer(fixed_price(0.5)).site_price(), 0.5 * 1e9 * 3.6e6);
+}
+
+// The site's price as it stands is the price the policy weighs: a workload sized by the sizer
+// answers as its own policy would with that price set before each of its steps, and not as one
+// left to price a failure at its own mean run (here the site's runs are far dearer).
+TEST(WorkloadSizer, ThePriceFollowsTheSiteAsItsRunsComplete) {
+  WorkloadSizer sizer;
+  const std::unique_ptr<SizingPolicy> own = make_peakcast(PolicyOptions{}, true);
+  const std::unique_ptr<SizingPolicy> unpriced = make_peakcast(PolicyOptions{}, true);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  double usage = 0.0, n = 0.0;
+  size_t answered = 0, differ = 0;
+  for (int i = 0; i < 400; ++i) {
+    const bool mine = i % 3 != 0;
+    const SimTask t = mine ? run("small", 1.0 + 6.0 * u(rng) * u(rng), 1.0, 16.0, 5.0 + 20.0 * u(rng), i)
+                           : run("big", 100.0 + 20.0 * u(rng), 1.0, 128.0, 600.0, i);
+    if (mine) {
+      if (const std::optional<WorkloadSizer::Answer> a = sizer.first(t.info)) {
+        own->set_failure_price(usage / n);
+        EXPECT_EQ(static_cast<double>(a->bytes), own->first(t.info)) << "run " << i;
+        differ += static_cast<double>(a->bytes) != unpriced->first(t.info) ? 1 : 0;
+        ++answered;
+      }
+    }
+    sizer.observe(t);
+    usage += t.peak_bytes * t.runtime_ms;
+    n += 1;
+    if (mine) {
+      own->set_failure_price(usage / n);
+      own->observe(t);
+      unpriced->observe(t);
+    }
+  }
+  EXPECT_GT(answered, 200u);
+  EXPECT_GT(differ, 0u);  // the price changes answers here: the comparison above can fail
+}
+
+}  // namespace
+}  // namespace peakcast::sizing
