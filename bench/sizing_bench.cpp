@@ -159,7 +159,7 @@ void answers_on_record_memory(benchmark::State& state) {
 // under its sizing lock for a script with its own policy, beside the online bound's upper()
 // above. `learn`: one completion, where two policies learn it (past max_history runs) beside
 // where one does. `memory`: resident
-// memory of `workloads` workloads each at 2 x max_history - 1 runs (the most it holds).
+// memory of `workloads` workloads each at `runs` runs (2 x max_history - 1: the most it holds).
 std::vector<sizing::SimTask> workload_runs(const std::string& name, size_t n) {
   std::vector<sizing::SimTask> out;
   for (size_t i = 0; i < n; ++i) {
@@ -202,23 +202,24 @@ void workload_learn(benchmark::State& state) {
 }
 void workload_memory(benchmark::State& state) {
   const auto workloads = static_cast<size_t>(state.range(0));
+  const auto n = static_cast<size_t>(state.range(1));
+  (void)tasks();  // read before the measure
   for (auto _ : state) {
     const long before = rss_kib();
     auto sizer = std::make_unique<sizing::WorkloadSizer>();
-    const size_t n = 2 * sizer->options().max_history - 1;
     for (size_t w = 0; w < workloads; ++w) {
       for (const auto& t : workload_runs("script" + std::to_string(w), n)) sizer->observe(t);
     }
     state.counters["rss_MiB"] = static_cast<double>(rss_kib() - before) / 1024.0;
     state.counters["MiB_per_workload"] = static_cast<double>(rss_kib() - before) / 1024.0 / static_cast<double>(workloads);
   }
-  state.SetLabel("workloads x 1999 runs (the most one holds)");
+  state.SetLabel(n == 1999 ? "workloads x 1999 runs (the most one holds)" : "workloads x runs");
 }
 
 BENCHMARK(bound_script_windows_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(workload_answer)->Unit(benchmark::kMicrosecond);
 BENCHMARK(workload_learn)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK(workload_memory)->Arg(4)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(workload_memory)->Args({4, 1999})->Args({32, 100})->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(answers_on_record_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bound_upper, exact_level, history::Level::kExactScript);
 BENCHMARK_CAPTURE(bound_upper, user_level_clustered, history::Level::kUser);

@@ -55,6 +55,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,7 +132,7 @@ struct Regression {
 struct Candidate {
   Kind kind;
   Point point;
-  OnlineBound bound;        // kBound only
+  std::optional<OnlineBound> bound;  // kBound only (4 KB each even empty: the others hold none)
   CandidateRecord record{}; // prequential simulated waste (byte x ms) and failed attempts
   double margin = 0.0;      // kLargestMargin only
   size_t level = 0;         // kJackknifeNormal only: record.coverage is kCoverages[level]
@@ -173,7 +174,7 @@ std::string describe(const Candidate& c) {
     return s;
   };
   switch (c.kind) {
-    case Kind::kBound: return point + " x its online " + pct(c.bound.options().coverage) + " % bound, at most the largest peak";
+    case Kind::kBound: return point + " x its online " + pct(c.bound->options().coverage) + " % bound, at most the largest peak";
     case Kind::kMaxRatioCapped: return point + " x the largest ratio of a peak to it, at most the largest peak";
     case Kind::kMaxRatio: return point + " x the largest ratio of a peak to it";
     case Kind::kJackknife: return point + " x its jackknife " + pct(c.record.coverage) + " % bound";
@@ -199,22 +200,22 @@ class PeakcastPolicy final : public SizingPolicy {
       for (double c : kCoverages) {
         candidates_.push_back({Kind::kBound, pt, ratio_bound(c), {.coverage = c}});
       }
-      candidates_.push_back({Kind::kMaxRatioCapped, pt, ratio_bound(0.9)});
-      candidates_.push_back({Kind::kMaxRatio, pt, ratio_bound(0.9)});
+      candidates_.push_back({Kind::kMaxRatioCapped, pt, std::nullopt});
+      candidates_.push_back({Kind::kMaxRatio, pt, std::nullopt});
     }
     for (Point pt : {kLinear, kLogLinear, kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) {
       for (Kind k : {Kind::kJackknife, Kind::kJackknifeNormal}) {
         for (size_t i = 0; i < kCoverages.size(); ++i) {
-          candidates_.push_back({k, pt, ratio_bound(0.9), {.coverage = kCoverages[i]}, 0.0, i});
+          candidates_.push_back({k, pt, std::nullopt, {.coverage = kCoverages[i]}, 0.0, i});
         }
       }
     }
-    candidates_.push_back({Kind::kLargest, kMedianAll, ratio_bound(0.9)});
+    candidates_.push_back({Kind::kLargest, kMedianAll, std::nullopt});
     for (double m : kLargestMargins) {
-      candidates_.push_back({Kind::kLargestMargin, kMedianAll, ratio_bound(0.9), {}, m});
+      candidates_.push_back({Kind::kLargestMargin, kMedianAll, std::nullopt, {}, m});
     }
     for (Kind k : {Kind::kTwiceLargest, Kind::kAsRequested}) {
-      candidates_.push_back({k, kMedianAll, ratio_bound(0.9)});
+      candidates_.push_back({k, kMedianAll, std::nullopt});
     }
   }
 
@@ -284,7 +285,7 @@ class PeakcastPolicy final : public SizingPolicy {
       Candidate& c = candidates_[k];
       c.record.waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, c.record.failures);
       if (c.kind == Kind::kBound) {
-        c.bound.observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
+        c.bound->observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
       }
     }
     for (int p = 0; p < kNumPoints; ++p) {
@@ -411,7 +412,7 @@ class PeakcastPolicy final : public SizingPolicy {
     const double ratio = max_ratio_[c.point] > 0 ? pt * max_ratio_[c.point] : max_y_;
     switch (c.kind) {
       case Kind::kBound:  // never above the largest peak the type has shown
-        return std::min(c.bound.upper(history::Level::kExactScript, pt), max_y_);
+        return std::min(c.bound->upper(history::Level::kExactScript, pt), max_y_);
       case Kind::kMaxRatioCapped: return std::min(ratio, max_y_);
       case Kind::kMaxRatio: return ratio;
       case Kind::kJackknife: {

@@ -29,7 +29,7 @@ struct WorkloadSizerOptions {
   // recommend: the site's settings (peakcastd's --sizing-config); failure_price 0 = the site's
   // mean run as it stands.
   PolicyOptions policy;
-  size_t max_workloads = 256;
+  size_t max_workloads = 64;
   size_t max_history = 1000;
 };
 
