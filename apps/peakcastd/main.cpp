@@ -89,8 +89,19 @@ void add_sizing_options(CLI::App& app, DaemonArgs& a) {
                  "Nominal coverage of the online upper bound the recommendation starts from")
       ->capture_default_str()->check(CLI::Range(0.5, 0.999));
   app.add_option("--bound-rebuild-jobs", a.sizing.rebuild_jobs,
-                 "At start, replay this many most recent stored completions into the online bound")
+                 "At start, replay this many most recent stored completions into the online bound "
+                 "and the workloads' sizing policies")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
+  app.add_option("--sizing-workloads", a.sizing.workloads.max_workloads,
+                 "Workloads (scripts) kept with their own sizing policy, the one `peakcast simulate` "
+                 "replays as peakcast: once 10 of a script's runs have completed it sets the "
+                 "recommendation; the least recently used go first (each holds up to about 2 MiB); "
+                 "0 = every recommendation from the online bound")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{100000}));
+  app.add_option("--sizing-history", a.sizing.workloads.max_history,
+                 "Completed runs a workload's policy learns from: at twice this many it is rebuilt "
+                 "from the most recent ones")
+      ->capture_default_str()->check(CLI::Range(size_t{10}, size_t{100000}));
 }
 
 // Reads --sizing-config into the recommendation settings.

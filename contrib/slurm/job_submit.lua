@@ -556,8 +556,12 @@ local function lower_mem(d, ans, req_mem, form, cpus, part_list)
   if limit and mb > limit then mb = limit end
   if mb >= d[key] then return nil end  -- never raised
   local rule = field(ans, "predictions", "mem", "recommendation_rule")
+  local why = type(rule) == "string" and rule or "recommended_bytes"
+  -- The script's own sizing policy names the allocation it chose.
+  local basis = field(ans, "predictions", "mem", "recommendation_basis")
+  if type(basis) == "string" and basis ~= "" then why = why .. "; " .. basis end
   log_info(string.format("lowered %s %dM -> %dM (%s)", form == "node" and "--mem" or "--mem-per-cpu",
-                         d[key], mb, type(rule) == "string" and rule or "recommended_bytes"))
+                         d[key], mb, why))
   d[key] = mb
   return mb
 end

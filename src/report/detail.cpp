@@ -150,13 +150,16 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   }
   const size_t with_rec = static_cast<size_t>(std::count_if(
       answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.recommended_bytes; }));
+  const size_t own_rec = static_cast<size_t>(std::count_if(
+      answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.source == "workload"; }));
   d.notes.push_back(fmt::format(
       "upper bounds and recommended requests: what peakcastd would have answered (its online {:.0f}% "
       "bound, warmed up on the completions of {} earlier jobs, then updated with each completion); "
-      "{}; {} memory recommendations (none for a new script before the bound has evidence, nor "
-      "without a memory request)",
+      "{}; {} memory recommendations, {} of them by their workload's own sizing policy (once {} of "
+      "its runs had completed), the others from the bound (none for a new script before the bound "
+      "has evidence, nor without a memory request)",
       100 * o.bound_coverage, warm.size(), bounds.empty() ? "no test job had a label" : bounds,
-      with_rec));
+      with_rec, own_rec, sizing::kPeakcastMinHistory));
   return d;
 }
 

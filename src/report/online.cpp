@@ -6,6 +6,7 @@
 
 #include "peakcast/eval/coverage.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/sim_task.h"
 #include "report_internal.h"
 
 namespace peakcast::report {
@@ -73,9 +74,45 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
       out[ti].upper[idx(r)] = issued[k].bound;
     }
   }
-  // Memory: the recommended request from the online bound only, as peakcastd answers.
+  // Memory, as peakcastd answers: the workload's own policy once it has enough completed runs
+  // (serve::SizingState: the warm-up's and then each test job's completion, learned in the order
+  // they ended, each before the submissions after it), else the online bound.
   const TrailingOom trailing_oom(all);
+  sizing::WorkloadSizerOptions wo = o.workloads;
+  wo.policy.recommend = o.recommend;
+  sizing::WorkloadSizer sizer(wo);
+  std::vector<const Job*> ended;
+  for (const PredictedRun& run : warm) ended.push_back(run.job);
+  for (const PredictedRun& run : test) ended.push_back(run.job);
+  std::stable_sort(ended.begin(), ended.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+  std::vector<size_t> by_submit(test.size());
+  for (size_t i = 0; i < by_submit.size(); ++i) by_submit[i] = i;
+  std::stable_sort(by_submit.begin(), by_submit.end(),
+                   [&](size_t a, size_t b) { return test[a].job->submit_ms < test[b].job->submit_ms; });
+  size_t next_end = 0;
+  for (size_t i : by_submit) {
+    const Job& job = *test[i].job;
+    while (next_end < ended.size() && ended[next_end]->end_ms < job.submit_ms) {
+      const Job& done = *ended[next_end++];
+      if (wo.max_workloads == 0 || !done.is_valid(Resource::kMem) || censored_for(done, Resource::kMem)) continue;
+      if (std::optional<sizing::SimTask> t = sizing::sim_task(done, /*sizey=*/false)) {
+        t->info.workload = sizing::script_workload_of(done);
+        sizer.observe(*t);
+      }
+    }
+    const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
+    if (!cap || wo.max_workloads == 0) continue;
+    sizing::TaskInfo t = sizing::task_info(job, /*sizey=*/false);
+    t.workload = sizing::script_workload_of(job);
+    t.failed_request_bytes = trailing_oom(job);
+    if (std::optional<sizing::WorkloadSizer::Answer> own = sizer.first(t)) {
+      out[i].recommended_bytes = own->bytes;
+      out[i].rule = std::move(own->rule);
+      out[i].source = "workload";
+    }
+  }
   for (size_t i = 0; i < test.size(); ++i) {
+    if (!out[i].source.empty()) continue;  // the workload's own
     const Job& job = *test[i].job;
     const std::optional<double> upper = out[i].upper[idx(Resource::kMem)];
     const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
@@ -88,6 +125,7 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
     const sizing::Recommendation rec = sizing::recommend_request(in, o.recommend);
     out[i].recommended_bytes = rec.bytes;
     out[i].rule = rec.rule;
+    out[i].source = "bound";
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include "peakcast/report/report.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/workload_sizer.h"
 
 #ifndef PEAKCAST_HAVE_REPORT_JS
 #define PEAKCAST_HAVE_REPORT_JS 0
@@ -73,12 +74,14 @@ struct PredictedRun {
 struct DaemonAnswer {
   std::array<std::optional<double>, kNumResources> upper;  // utilization; nullopt: no evidence
   std::optional<uint64_t> recommended_bytes;
-  std::string rule;  // recommend_request's rule
+  std::string rule;    // recommend_request's rule
+  std::string source;  // "workload" (its own policy), "bound" or "" (none): serve::SizingState's
 };
 struct ReplayOptions {
   double util_cap = 1.0;
   sizing::OnlineBoundOptions bound;
   sizing::RecommendConfig recommend;
+  sizing::WorkloadSizerOptions workloads;  // the daemon's defaults; policy.recommend = recommend
 };
 // `all`: every job (for the script's trailing OOM runs, each known from its end time on).
 std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,

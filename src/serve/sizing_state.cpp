@@ -9,13 +9,27 @@
 #include "peakcast/sizing/bound_walk.h"
 
 namespace peakcast::serve {
+namespace {
+
+// The workloads' policies answer through the site's recommendation settings.
+sizing::WorkloadSizerOptions workload_options(const SizingOptions& o) {
+  sizing::WorkloadSizerOptions w = o.workloads;
+  w.policy.recommend = o.recommend;
+  return w;
+}
+
+}  // namespace
+
 // Members built in place: delegating with a SizingOptions{} temporary brings GCC 12's false
 // maybe-uninitialized warning here.
-SizingState::SizingState() : bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
+SizingState::SizingState()
+    : bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)},
+      workloads_(workload_options(options_)) {}
 
 SizingState::SizingState(SizingOptions options)
     : options_(std::move(options)),
-      bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)} {}
+      bounds_{sizing::OnlineBound(options_.bound), sizing::OnlineBound(options_.bound)},
+      workloads_(workload_options(options_)) {}
 
 namespace {
 
@@ -84,8 +98,21 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
   return out;
 }
 
+void SizingState::learn_run(const Job& job) {
+  // A run killed for memory used more than it held, how much more is not known: it teaches the
+  // workload's policy nothing (its resubmission is answered above the failed request instead).
+  if (options_.workloads.max_workloads == 0 || !job.is_valid(Resource::kMem) || censored_for(job, Resource::kMem)) {
+    return;
+  }
+  if (std::optional<sizing::SimTask> t = sizing::sim_task(job, /*sizey=*/false)) {
+    t->info.workload = sizing::script_workload_of(job);
+    workloads_.observe(*t);
+  }
+}
+
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   std::lock_guard lock(mu_);
+  learn_run(job);
   const std::optional<Issued> issued = take_issued(job, p);
   if (issued) ++learned_.by_answer;
   else ++learned_.as_it_stands;
@@ -116,6 +143,10 @@ void SizingState::rebuild(std::vector<Completed> recent) {
     }
     sizing::walk_bounds(bounds_[idx(r)], steps, options_.util_cap, /*observe_all=*/true);
   }
+  // The workloads' policies learn the runs in the order they ended, as the daemon would have.
+  std::stable_sort(recent.begin(), recent.end(),
+                   [](const Completed& a, const Completed& b) { return a.job->end_ms < b.job->end_ms; });
+  for (const Completed& c : recent) learn_run(*c.job);
 }
 
 void SizingState::apply_bound(Resource r, const std::string& script_key,
@@ -137,6 +168,8 @@ void SizingState::apply_bound(Resource r, const std::string& script_key,
 SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> failed_request,
                                         cascade::JobPrediction& p) {
   Applied a;
+  const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
+  std::optional<sizing::WorkloadSizer::Answer> own;
   {
     std::lock_guard lock(mu_);
     Issued issued;
@@ -145,14 +178,27 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
       if (cascade::ResourcePrediction* rp = p.of(r)) apply_bound(r, job.script_key, *rp, a, issued);
     }
     remember(job, std::move(issued));
+    // A workload with enough completed runs: its own policy (what `peakcast simulate` replays).
+    if (cap && options_.workloads.max_workloads > 0) {
+      sizing::TaskInfo t = sizing::task_info(job, /*sizey=*/false);
+      t.workload = sizing::script_workload_of(job);
+      t.failed_request_bytes = failed_request;
+      own = workloads_.first(t);
+    }
   }
-  // Memory: the recommended request, from the online bound only. Without a known request there
-  // is no capacity to scale the bound by, and nothing to cap the answer at: no recommendation.
+  if (own) {
+    p.mem.recommended_bytes = own->bytes;
+    a.rule = std::move(own->rule);
+    a.source = "workload";
+    a.basis = std::move(own->basis) + " (over its last " + std::to_string(own->runs) + " runs)";
+    return a;
+  }
+  // Else the recommended request from the online bound. Without a known request there is no
+  // capacity to scale the bound by, and nothing to cap the answer at: no recommendation.
   // Nor without online evidence (a new script before 9 scripts have completed at the user level):
   // the model's own bound, fitted once at training, is shown but not acted on -- it is not
   // calibrated under drift, and `evaluate` measures the online bound with the request itself
   // (no lowering) in its place.
-  const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
   if (!cap || !p.mem.upper_util || a.upper_source[idx(Resource::kMem)] != "online") {
     p.mem.recommended_bytes.reset();
     return a;
@@ -165,6 +211,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   const sizing::Recommendation rec = sizing::recommend_request(in, options_.recommend);
   p.mem.recommended_bytes = rec.bytes;
   a.rule = rec.rule;
+  a.source = "bound";
   return a;
 }
 
@@ -177,7 +224,10 @@ void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
     rp["upper_source"] = src.empty() ? nlohmann::json(nullptr) : nlohmann::json(src);
   }
   if (preds["mem"].is_object()) {
-    preds["mem"]["recommendation_rule"] = a.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.rule);
+    const auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    preds["mem"]["recommendation_rule"] = or_null(a.rule);
+    preds["mem"]["recommendation_source"] = or_null(a.source);
+    preds["mem"]["recommendation_basis"] = or_null(a.basis);
   }
 }
 
@@ -193,7 +243,12 @@ nlohmann::json SizingState::to_json() const {
                         // completions judged by the bound answered at their submission / by the
                         // bound as it stood (no answer on record), and answers still waiting
                         {"learned_from", {{"issued", learned_.by_answer}, {"current", learned_.as_it_stands},
-                                          {"answers_pending", learned_.answers_pending}}}};
+                                          {"answers_pending", learned_.answers_pending}}},
+                              // the workloads sized by their own policy
+                              {"workloads", {{"kept", workloads_.workloads()},
+                                             {"max", options_.workloads.max_workloads},
+                                             {"max_history", options_.workloads.max_history},
+                                             {"failure_price_gbh", workloads_.site_price() / 1e9 / 3.6e6}}}};
   for (Resource r : kResources) {
     nlohmann::json levels = nlohmann::json::object();
     for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {

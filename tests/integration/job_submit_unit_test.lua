@@ -95,7 +95,9 @@ T.set_lower_mem(true)
 d = desc({ min_mem_per_node = 1000 })
 slurm_job_submit(d, {}, 1000)
 check("lower: --mem lowered", d.min_mem_per_node == 750, d.min_mem_per_node)
-check("lower: logged with the rule", logs[#logs]:find("lowered --mem 1000M -> 750M (default: upper+margin)", 1, true), logs[#logs])
+check("lower: logged with the rule and the basis",
+      logs[#logs]:find("lowered --mem 1000M -> 750M (default: upper+margin; the largest peak + 3 % (over its last 12 runs))", 1, true),
+      logs[#logs])
 check("lower: user told", user_msgs[#user_msgs]:find("lowered to --mem=750M", 1, true), user_msgs[#user_msgs])
 d = desc({ min_mem_per_node = 300 })
 slurm_job_submit(d, {}, 1000)

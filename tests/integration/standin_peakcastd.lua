@@ -50,7 +50,8 @@ end
 local function predict_answer(req, mode)
   local mem = req.req_mem_bytes
   local p = { __keys = { "util", "bytes", "route", "expert", "history_n", "history_level", "upper_util",
-                         "upper_coverage", "recommended_bytes", "recommendation_rule", "rationale" },
+                         "upper_coverage", "recommended_bytes", "recommendation_rule",
+                         "recommendation_source", "recommendation_basis", "rationale" },
               util = 0.5, route = "no_history", expert = "", history_n = 0, history_level = "none",
               upper_util = 0.75, upper_coverage = 0.9, rationale = "stand-in: half of the request" }
   if type(mem) == "number" then
@@ -58,6 +59,9 @@ local function predict_answer(req, mode)
     -- "raise": a rule that allows more than the request (allow_above_request)
     p.recommended_bytes = math.floor(mem * (mode == "raise" and 1.5 or 0.75))
     p.recommendation_rule = "default: upper+margin"
+    -- "raise" also stands for an answer from the bound, which names no basis
+    p.recommendation_source = mode == "raise" and "bound" or "workload"
+    p.recommendation_basis = mode ~= "raise" and "the largest peak + 3 % (over its last 12 runs)" or json.null
   end
   local vram = json.null
   if type(req.req_gpus) == "number" and req.req_gpus > 0 then

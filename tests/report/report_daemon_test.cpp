@@ -101,7 +101,7 @@ TEST(ReportDaemon, AnswersAsTheDaemonsSizingStateDoes) {
     const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, daemon_options());
     ASSERT_EQ(report.size(), s.jobs.size());
     serve::SizingState daemon;  // peakcastd's defaults
-    size_t with_bound = 0, oom_steps = 0;
+    size_t with_bound = 0, oom_steps = 0, own = 0;
     for (size_t i = 0; i < s.jobs.size(); ++i) {
       cascade::JobPrediction answered = s.preds[i];
       const serve::SizingState::Applied a = daemon.apply(s.jobs[i], trailing_oom(s.jobs, i), answered);
@@ -113,11 +113,15 @@ TEST(ReportDaemon, AnswersAsTheDaemonsSizingStateDoes) {
       }
       EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
       EXPECT_EQ(report[i].rule, a.rule) << "job " << i;
+      EXPECT_EQ(report[i].source, a.source) << "job " << i;
       if (a.rule.find("oom") != std::string::npos) ++oom_steps;
+      own += a.source == "workload" ? 1 : 0;
       daemon.observe(s.jobs[i], s.preds[i]);
     }
     EXPECT_GT(with_bound, 300u) << "seed " << seed;  // not a comparison of empty answers
     EXPECT_GT(oom_steps, 0u) << "seed " << seed;
+    EXPECT_GT(own, 200u) << "seed " << seed;  // scripts with 10 runs: their own policy answers
+    EXPECT_LT(own, 400u) << "seed " << seed;  // and before that the bound
   }
 }
 
@@ -162,7 +166,7 @@ TEST(ReportDaemon, AnswersAsTheDaemonDoesWhenBurstsCompleteLate) {
     for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = i;
     std::stable_sort(by_end.begin(), by_end.end(),
                      [&](size_t a, size_t b) { return s.jobs[a].end_ms < s.jobs[b].end_ms; });
-    size_t next_done = 0, with_bound = 0, misses = 0;
+    size_t next_done = 0, with_bound = 0, misses = 0, own = 0;
     for (size_t i = 0; i < s.jobs.size(); ++i) {
       while (next_done < by_end.size() && s.jobs[by_end[next_done]].end_ms < s.jobs[i].submit_ms) {
         const size_t k = by_end[next_done++];
@@ -172,6 +176,9 @@ TEST(ReportDaemon, AnswersAsTheDaemonDoesWhenBurstsCompleteLate) {
       const serve::SizingState::Applied a = daemon.apply(s.jobs[i], std::nullopt, answered);
       const bool online = a.upper_source[idx(Resource::kMem)] == "online";
       ASSERT_EQ(report[i].upper[idx(Resource::kMem)].has_value(), online) << "seed " << seed << " job " << i;
+      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
+      EXPECT_EQ(report[i].source, a.source) << "job " << i;
+      own += a.source == "workload" ? 1 : 0;
       if (!online) continue;
       ++with_bound;
       EXPECT_DOUBLE_EQ(*report[i].upper[idx(Resource::kMem)], *answered.mem.upper_util) << "job " << i;
@@ -179,6 +186,7 @@ TEST(ReportDaemon, AnswersAsTheDaemonDoesWhenBurstsCompleteLate) {
     }
     EXPECT_GT(with_bound, 200u) << "seed " << seed;
     EXPECT_GT(misses, 15u) << "seed " << seed;  // whole bursts missed: feedback that comes late
+    EXPECT_GT(own, 100u) << "seed " << seed;     // answered by the script's own policy, learned late too
     // Every completion was judged by the answer given at its submission.
     const nlohmann::json learned = daemon.to_json()["learned_from"];
     EXPECT_EQ(learned["issued"].get<size_t>(), next_done);

@@ -53,6 +53,27 @@ int64_t now_s() {
              std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The per-workload sizing policies' bounds are the daemon's flags, shown in /healthz; a value
+// out of range stops it at start with the flag named.
+TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
+  if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  {
+    Daemon d;
+    ASSERT_TRUE(d.start({"--sizing-workloads", "3", "--sizing-history", "50"})) << d.log_text();
+    httplib::Client c(d.sock);
+    c.set_address_family(AF_UNIX);
+    auto r = c.Get("/healthz");
+    ASSERT_TRUE(r && r->status == 200);
+    const json w = json::parse(r->body)["sizing"]["workloads"];
+    EXPECT_EQ(w["max"], 3);
+    EXPECT_EQ(w["max_history"], 50);
+    EXPECT_EQ(w["kept"], 0);
+  }
+  Daemon bad;
+  EXPECT_FALSE(bad.start({"--sizing-history", "5"}));
+  EXPECT_NE(bad.log_text().find("--sizing-history"), std::string::npos) << bad.log_text();
+}
+
 TEST(DaemonHardening, ManyValueBodiesDoNotBlowUpMemory) {
   if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   Daemon d;

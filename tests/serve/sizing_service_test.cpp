@@ -10,6 +10,7 @@
 #include "peakcast/serve/sizing_state.h"
 #include "peakcast/sizing/bound_walk.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/workload_sizer.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -184,6 +185,59 @@ TEST(ServiceSizing, AModelsOwnBoundIsShownButNeverLowersTheRequest) {
   EXPECT_FALSE(warm.rule.empty());
 }
 
+// Once a script has kPeakcastMinHistory runs completed, its own sizing policy (the `peakcast`
+// that `peakcast simulate` replays, sizing::WorkloadSizer) sets the recommendation, through the
+// site's settings, with the allocation it chose; before that, the online bound does.
+TEST(ServiceSizing, AScriptWithTenRunsIsSizedByItsOwnPolicy) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  const std::vector<double> shares = {0.25, 0.31, 0.28, 0.36, 0.22, 0.30, 0.27, 0.33, 0.29, 0.26, 0.34, 0.24};
+  sizing::WorkloadSizerOptions ro;
+  ro.policy.recommend = sizing::RecommendConfig{};  // peakcastd's built-in settings, not simulate's
+  sizing::WorkloadSizer reference(ro);
+  sizing::SimTask task;
+  task.info.workload = "the script";
+  task.info.request_bytes = 8.0 * kGiB;
+  task.runtime_ms = 1'800'000.0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    const int64_t submit = kNow - 100 * 3600 + static_cast<int64_t>(i) * 3600;
+    const auto peak = static_cast<uint64_t>(shares[i] * 8 * kGiB);
+    const json c = completion_json("run" + std::to_string(i), "alice", kScript, submit, submit + 1800, 8 * kGiB, peak);
+    ASSERT_EQ(s->complete(c.dump()).status, 200);
+    task.peak_bytes = static_cast<double>(peak);
+    reference.observe(task);
+    const json p = predict_mem(*s, 8 * kGiB);
+    if (i + 1 < sizing::kPeakcastMinHistory) {
+      EXPECT_NE(p["recommendation_source"], "workload") << i << ": " << p.dump();
+      EXPECT_TRUE(p["recommendation_basis"].is_null()) << p.dump();
+      continue;
+    }
+    EXPECT_EQ(p["recommendation_source"], "workload") << p.dump();
+    const std::optional<sizing::WorkloadSizer::Answer> own = reference.first(task.info);
+    ASSERT_TRUE(own);
+    EXPECT_EQ(p["recommended_bytes"].get<uint64_t>(), own->bytes) << i;
+    EXPECT_EQ(p["recommendation_rule"], own->rule);
+    EXPECT_EQ(p["recommendation_basis"], own->basis + " (over its last " + std::to_string(i + 1) + " runs)");
+    EXPECT_LE(own->bytes, 8 * kGiB);
+    EXPECT_EQ(own->bytes % (256ull << 20), 0u);  // the site's granularity, not simulate's
+  }
+  const json h = json::parse(s->healthz().body)["sizing"]["workloads"];
+  EXPECT_EQ(h["kept"], 1);
+  EXPECT_GT(h["failure_price_gbh"].get<double>(), 0.0);
+}
+
+TEST(ServiceSizing, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {
+  TempDir dir;
+  ServiceOptions o = options();
+  o.sizing.workloads.max_workloads = 0;  // peakcastd --sizing-workloads 0
+  auto s = open_service(dir, o);
+  complete_runs(*s, 40, {0.25, 0.30, 0.35});
+  const json p = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(p["recommendation_source"], "bound") << p.dump();
+  EXPECT_EQ(p["recommendation_rule"], "default: upper+margin");
+  EXPECT_EQ(json::parse(s->healthz().body)["sizing"]["workloads"]["kept"], 0);
+}
+
 TEST(ServiceSizing, NeverAboveTheUsersRequestUnlessThePartitionAllowsIt) {
   TempDir dir;
   auto s = open_service(dir, options(R"({"partitions": {"big": {"allow_above_request": true}}})"));
@@ -228,6 +282,8 @@ TEST(ServiceSizing, TheBoundIsRebuiltFromTheStoreAtStart) {
   auto s = open_service(dir, options());
   const json after = predict_mem(*s, 8 * kGiB);
   EXPECT_EQ(after["upper_source"], "online");
+  EXPECT_EQ(after["recommendation_source"], "workload");  // its policy, rebuilt from the store too
+  EXPECT_EQ(after["recommendation_basis"], before["recommendation_basis"]);
   EXPECT_DOUBLE_EQ(after["upper_util"].get<double>(), before["upper_util"].get<double>());
   EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
 }
@@ -286,6 +342,8 @@ TEST(ServiceSizing, ABurstIsJudgedByTheBoundsItWasAnsweredAndARestartAnswersTheS
   auto s = open_service(dir, options());
   const json after = predict_mem(*s, 8 * kGiB);
   EXPECT_EQ(after["upper_source"], "online");
+  EXPECT_EQ(after["recommendation_source"], "workload");  // its policy, rebuilt from the store too
+  EXPECT_EQ(after["recommendation_basis"], before["recommendation_basis"]);
   EXPECT_DOUBLE_EQ(after["upper_util"].get<double>(), before["upper_util"].get<double>());
   EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
   EXPECT_DOUBLE_EQ(json::parse(s->healthz().body)["sizing"]["mem"]["exact_script"]["alpha_t"].get<double>(), alpha);

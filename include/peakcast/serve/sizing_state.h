@@ -16,7 +16,11 @@
 // Before a level (or the pooled window) has any score the model's own upper bound, if it has
 // one, is kept and the answer says so (upper_source "model"; else "online").
 //
-// Recommended request (memory only). sizing::recommend_request from the upper bound in bytes
+// Recommended request (memory only). Once a workload (sizing::script_workload_of: the script) has
+// kPeakcastMinHistory completed runs that did not run out of memory, its own sizing policy
+// answers: sizing::WorkloadSizer, the `peakcast` policy that `peakcast simulate` replays, fed
+// every completion the daemon learns (and at start the rebuild's). Before that,
+// sizing::recommend_request from the upper bound in bytes
 // (upper_util x the request), the user's request, the job's partition and -- while the script's
 // most recent runs ended OUT_OF_MEMORY -- the largest of their requests; per-partition settings
 // from `peakcastd --sizing-config FILE` (sizing/recommend.h). The answer carries the rule that
@@ -42,6 +46,7 @@
 #include "peakcast/history/history.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/workload_sizer.h"
 
 namespace peakcast::serve {
 
@@ -54,6 +59,9 @@ struct SizingOptions {
   sizing::RecommendConfig recommend;  // defaults unless --sizing-config
   std::string config_source = "built-in defaults";  // the file, for /healthz and logs
   size_t rebuild_jobs = 5000;         // completions replayed into the bound at start
+  // The workloads' own policies (max_workloads, max_history; policy.recommend is set from
+  // `recommend`). max_workloads 0: none, every recommendation from the bound.
+  sizing::WorkloadSizerOptions workloads;
   double util_cap = 1.0;              // labels' cap: bounds are clipped to it (the Service sets it)
 };
 
@@ -85,12 +93,17 @@ class SizingState {
   struct Applied {
     std::array<std::string, kNumResources> upper_source;  // "online", "model" or "" (none)
     std::string rule;                                     // recommend_request's rule; "" = none
+    // What the recommendation came from: "workload" (its own policy), "bound" (the online
+    // bound x the request) or "" (none), and for "workload" the allocation the policy chose.
+    std::string source;
+    std::string basis;
   };
   // The bounds it sets are kept (the most recent kMaxIssued) for observe() to judge the job by.
   Applied apply(const Job& job, std::optional<uint64_t> failed_request,
                 cascade::JobPrediction& p);
 
-  // Adds "upper_source" to each resource's prediction and "recommendation_rule" to memory's.
+  // Adds "upper_source" to each resource's prediction and "recommendation_rule",
+  // "recommendation_source" and "recommendation_basis" to memory's.
   static void annotate(const Applied& a, nlohmann::json& answer);
 
   // Completions judged by the answer given at their submission / by the bound as it stood, and
@@ -115,10 +128,12 @@ class SizingState {
                    Applied& a, Issued& issued) const;
   void remember(const Job& job, Issued issued);  // mu_ held
   std::optional<Issued> take_issued(const Job& job, const cascade::JobPrediction& p);  // mu_ held
+  void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy
 
   SizingOptions options_;
   mutable std::mutex mu_;
   std::array<sizing::OnlineBound, kNumResources> bounds_;
+  sizing::WorkloadSizer workloads_;
   std::unordered_map<std::string, std::vector<Issued>> issued_;  // by user + script key, oldest first
   std::deque<std::pair<std::string, uint64_t>> issued_order_;     // (key, seq), oldest first
   uint64_t issued_seq_ = 0;
