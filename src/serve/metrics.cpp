@@ -159,6 +159,15 @@ std::string Metrics::render(const Gauges& g) const {
       {"peakcast_bound_answers_pending", "gauge",
        "Answers kept to judge their job's completion by (bounded; the oldest go first).",
        g.bound_answers_pending},
+      {"peakcast_recommendations_by_workload_total", "counter",
+       "Memory recommendations answered by the script's own sizing policy (10 or more runs).",
+       g.recommended_by_workload},
+      {"peakcast_recommendations_by_bound_total", "counter",
+       "Memory recommendations answered by the online bound times the request.",
+       g.recommended_by_bound},
+      {"peakcast_sizing_workloads", "gauge",
+       "Scripts kept with a sizing policy of their own (at most --sizing-workloads).",
+       g.sizing_workloads},
   };
   for (const Scalar& s : scalars) {
     family(out, s.name, s.type, s.help);

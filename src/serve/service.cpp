@@ -380,6 +380,9 @@ Reply Service::metrics_text() {
   g.bound_judged_by_answer = learned.by_answer;
   g.bound_judged_as_it_stands = learned.as_it_stands;
   g.bound_answers_pending = learned.answers_pending;
+  g.recommended_by_workload = learned.recommended_by_workload;
+  g.recommended_by_bound = learned.recommended_by_bound;
+  g.sizing_workloads = learned.workloads;
   {
     std::lock_guard lock(storage_mu_);
     g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();

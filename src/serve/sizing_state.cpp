@@ -184,6 +184,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
       t.workload = sizing::script_workload_of(job);
       t.failed_request_bytes = failed_request;
       own = workloads_.first(t);
+      if (own) ++learned_.recommended_by_workload;
     }
   }
   if (own) {
@@ -212,6 +213,8 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   p.mem.recommended_bytes = rec.bytes;
   a.rule = rec.rule;
   a.source = "bound";
+  std::lock_guard lock(mu_);
+  ++learned_.recommended_by_bound;
   return a;
 }
 
@@ -233,7 +236,9 @@ void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
 
 SizingState::Learned SizingState::learned() const {
   std::lock_guard lock(mu_);
-  return learned_;
+  Learned out = learned_;
+  out.workloads = workloads_.workloads();
+  return out;
 }
 
 nlohmann::json SizingState::to_json() const {

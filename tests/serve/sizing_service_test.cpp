@@ -195,6 +195,7 @@ TEST(ServiceSizing, AScriptWithTenRunsIsSizedByItsOwnPolicy) {
   sizing::WorkloadSizerOptions ro;
   ro.policy.recommend = sizing::RecommendConfig{};  // peakcastd's built-in settings, not simulate's
   sizing::WorkloadSizer reference(ro);
+  int by_bound = 0;
   sizing::SimTask task;
   task.info.workload = "the script";
   task.info.request_bytes = 8.0 * kGiB;
@@ -210,6 +211,8 @@ TEST(ServiceSizing, AScriptWithTenRunsIsSizedByItsOwnPolicy) {
     if (i + 1 < sizing::kPeakcastMinHistory) {
       EXPECT_NE(p["recommendation_source"], "workload") << i << ": " << p.dump();
       EXPECT_TRUE(p["recommendation_basis"].is_null()) << p.dump();
+      EXPECT_EQ(p["recommendation_source"] == "bound", p["recommended_bytes"].is_number()) << p.dump();
+      by_bound += p["recommendation_source"] == "bound" ? 1 : 0;
       continue;
     }
     EXPECT_EQ(p["recommendation_source"], "workload") << p.dump();
@@ -224,6 +227,11 @@ TEST(ServiceSizing, AScriptWithTenRunsIsSizedByItsOwnPolicy) {
   const json h = json::parse(s->healthz().body)["sizing"]["workloads"];
   EXPECT_EQ(h["kept"], 1);
   EXPECT_GT(h["failure_price_gbh"].get<double>(), 0.0);
+  EXPECT_GT(by_bound, 0);  // the bound answered before the script's policy had 10 runs
+  const std::string m = s->metrics_text().body;
+  EXPECT_NE(m.find("\npeakcast_recommendations_by_workload_total 3\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\npeakcast_recommendations_by_bound_total " + std::to_string(by_bound) + "\n"), std::string::npos);
+  EXPECT_NE(m.find("\npeakcast_sizing_workloads 1\n"), std::string::npos);
 }
 
 TEST(ServiceSizing, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {

@@ -110,6 +110,9 @@ class SizingState {
   // the answers still waiting for their completion (/healthz sizing.learned_from, /metrics).
   struct Learned {
     uint64_t by_answer = 0, as_it_stands = 0, answers_pending = 0;
+    // Memory recommendations answered by a script's own policy / by the bound, and the scripts
+    // kept with a policy of their own now.
+    uint64_t recommended_by_workload = 0, recommended_by_bound = 0, workloads = 0;
   };
   Learned learned() const;
 
