@@ -12,7 +12,7 @@ WorkloadSizer::WorkloadSizer(WorkloadSizerOptions options) : options_(std::move(
 
 double WorkloadSizer::site_price() const {
   if (options_.policy.failure_price > 0) return options_.policy.failure_price;
-  return runs_ > 0 ? usage_ / runs_ : 0.0;
+  return site_runs_ > 0 ? site_usage_ / site_runs_ : 0.0;
 }
 
 size_t WorkloadSizer::runs(const std::string& workload) const {
@@ -51,8 +51,8 @@ std::optional<WorkloadSizer::Answer> WorkloadSizer::first(const TaskInfo& task) 
 
 void WorkloadSizer::observe(const SimTask& task) {
   if (!(task.peak_bytes > 0) || !(task.runtime_ms >= 0)) return;
-  usage_ += task.peak_bytes * task.runtime_ms;
-  runs_ += 1;
+  site_usage_ += task.peak_bytes * task.runtime_ms;
+  site_runs_ += 1;
   Workload& w = touch(task.info.workload);
   const double price = site_price();
   w.policy->set_failure_price(price);

@@ -1,7 +1,7 @@
 // peakcast's sizing policy kept per workload, as peakcastd runs it: one policy (the `peakcast`
-// that `peakcast simulate` replays) for each workload identity (sizing::workload_of), learning
-// from each completed run of it and answering a submission with a recommended request once
-// kPeakcastMinHistory runs have completed.
+// that `peakcast simulate` replays) for each workload (TaskInfo::workload; peakcastd keys it by
+// sizing::script_workload_of), learning from each completed run of it and answering a
+// submission with a recommended request once kPeakcastMinHistory runs have completed.
 //
 // Bounded: at most `max_workloads` workloads (the least recently used go first, and start over
 // when they come back), each answering from at most its 2 x `max_history` - 1 most recent runs:
@@ -66,8 +66,8 @@ class WorkloadSizer {
   WorkloadSizerOptions options_;
   std::list<Workload> lru_;  // most recently used first
   std::unordered_map<std::string, std::list<Workload>::iterator> by_name_;
-  double usage_ = 0.0;  // sum of peak x run time over every completion learned
-  double runs_ = 0.0;
+  double site_usage_ = 0.0;  // sum of peak x run time over every completion learned
+  double site_runs_ = 0.0;
 };
 
 }  // namespace peakcast::sizing
