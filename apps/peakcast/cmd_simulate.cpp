@@ -31,6 +31,7 @@ struct SimulateArgs {
   std::string def_mem_per_node;
   std::string def_mem_per_cpu;
   bool per_workload = false;
+  std::string type_by = "workload";
 };
 
 // slurm.conf's notation: "4G", "4000M", "4096" (a bare number is MB, as there).
@@ -156,6 +157,9 @@ int run_simulate(const SimulateArgs& a) {
         trace->format == ingest::Format::kNextflow ? "" : " on a Nextflow trace")));
   }
   auto tasks = sizing::tasks_from_jobs(trace->jobs, o.protocol == sizing::Protocol::kSizey);
+  if (a.type_by == "script") {  // as peakcastd sizes a script with its own runs
+    for (sizing::SimTask& t : tasks) t.info.workload = sizing::script_workload_of(trace->jobs[t.row]);
+  }
   // Lines for stderr (after "peakcast simulate: ") and for the JSON's notes, which
   // `peakcast report --sim` shows at the top of the page: each must read on its own.
   std::vector<std::string> notes;
@@ -290,6 +294,12 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
                   "Same, per CPU, as DefMemPerCPU: SIZE x the task's CPUs (1 when the trace does not say)")
       ->type_name("SIZE")
       ->excludes(per_node);
+  cmd->add_option("--type-by", a->type_by,
+                  "What makes a task type, sized by one policy instance: workload (default: the "
+                  "trace's workload -- a Nextflow process, an SWF executable, a sacct job without a "
+                  "stored script -- else the job name) or script (each job script alone, as peakcastd "
+                  "sizes a script with its own runs; the same types where the trace has a workload)")
+      ->check(CLI::IsMember({"workload", "script"}));
   cmd->add_flag("--per-workload", a->per_workload, "Also print each task type's line");
   cmd->add_option("--json", a->json, "Also write the results as JSON to FILE ('-' = stdout)");
   cmd->callback([a, &exit_code] { exit_code = run_simulate(*a); });

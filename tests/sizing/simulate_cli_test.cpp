@@ -337,6 +337,36 @@ TEST_F(SimulateCli, SameSeedSameNumbers) {
   EXPECT_EQ(json, slurp(three_json));
 }
 
+// --type-by script sizes each job script with its own runs, as peakcastd does; by default a trace
+// without a workload groups its jobs by name. Two scripts under one job name: one type or two.
+TEST_F(SimulateCli, TasksAreTypedByScriptAsTheDaemonSizesThem) {
+  const std::string jsonl = (dir_ / "scripts.jsonl").string();
+  {
+    std::ofstream f(jsonl);
+    for (int i = 0; i < 60; ++i) {
+      const bool big = i % 2 == 0;
+      const long long submit = 1700000000LL + 600LL * i;
+      f << nlohmann::json{{"job_id", std::to_string(i)}, {"user", "alice"}, {"job_name", "run.sh"},
+                          {"script", big ? "#!/bin/bash\n./sim --size big\n" : "#!/bin/bash\n./sim --size small\n"},
+                          {"submit_time", submit}, {"start_time", submit}, {"end_time", submit + 300},
+                          {"req_mem_bytes", 16000000000LL},
+                          {"peak_mem_bytes", big ? 8000000000LL + 1000000LL * i : 1000000000LL + 1000000LL * i}}
+                .dump()
+        << "\n";
+    }
+  }
+  const std::string args = jsonl + " --protocol chrono --policies max_so_far,peakcast --per-workload";
+  const auto [by_name, j_name] = run_with_json(args);
+  const auto [by_script, j_script] = run_with_json(args + " --type-by script");
+  ASSERT_FALSE(j_name.is_null());
+  ASSERT_FALSE(j_script.is_null());
+  EXPECT_EQ(j_name["results"][0]["per_workload"].size(), 1u) << by_name.out;
+  EXPECT_EQ(j_script["results"][0]["per_workload"].size(), 2u) << by_script.out;
+  // Each script alone is steady: sized by script, peakcast holds the small runs far closer.
+  EXPECT_LT(j_script["results"][1]["waste_gbh"].get<double>(), j_name["results"][1]["waste_gbh"].get<double>());
+  expect_usage_error(trace_ + " --type-by user", "--type-by");
+}
+
 TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   auto r = run("simulate " + trace_ + " --policies oracle");
   EXPECT_EQ(r.exit_code, 2);
