@@ -12,6 +12,7 @@
 #include "peakcast/eval/report.h"
 #include "peakcast/report/report.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/workload_sizer.h"
 #include "peakcast/tools/learned_methods.h"
 
 namespace peakcast::app {
@@ -32,6 +33,8 @@ struct ReportArgs {
   std::string sizing_config;  // peakcastd's --sizing-config
   double bound_coverage = 0.9;
   size_t bound_rebuild_jobs = 5000;
+  size_t sizing_workloads = sizing::WorkloadSizerOptions{}.max_workloads;  // peakcastd's
+  size_t sizing_history = sizing::WorkloadSizerOptions{}.max_history;
   int threads = 0;
   std::vector<std::string> code_options;
 };
@@ -62,6 +65,8 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.bound_coverage = a.bound_coverage;
   d.bound_warm_jobs = a.bound_rebuild_jobs;
   d.recommend = recommend;
+  d.workloads.max_workloads = a.sizing_workloads;
+  d.workloads.max_history = a.sizing_history;
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();
@@ -205,6 +210,14 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "Completions before the test block replayed into the online bound first, as "
                   "peakcastd does at start (its --bound-rebuild-jobs)")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
+  cmd->add_option("--sizing-workloads", a->sizing_workloads,
+                  "Scripts kept with their own sizing policy, which recommends once 10 of a script's "
+                  "runs have completed (peakcastd's --sizing-workloads; 0 = every recommendation from "
+                  "the bound)")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{100000}));
+  cmd->add_option("--sizing-history", a->sizing_history,
+                  "Completed runs a script's policy learns from (peakcastd's --sizing-history)")
+      ->capture_default_str()->check(CLI::Range(size_t{10}, size_t{100000}));
   add_learning_options(*cmd, a->threads, a->code_options);
   cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
 }

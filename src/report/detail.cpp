@@ -105,6 +105,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   ro.util_cap = o.util_cap;
   ro.bound = eval::coverage_bound_options(o.bound_coverage);
   ro.recommend = o.recommend;
+  ro.workloads = o.workloads;
   const std::vector<DaemonAnswer> answers =
       replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro);
   Detail d;

@@ -194,6 +194,29 @@ TEST(ReportDaemon, AnswersAsTheDaemonDoesWhenBurstsCompleteLate) {
   }
 }
 
+// `peakcast report --sizing-workloads 0`, as peakcastd's: every recommendation from the bound,
+// and the same ones a daemon with no scripts' policies gives.
+TEST(ReportDaemon, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {
+  const Stream s = make_stream(4);
+  ReplayOptions o = daemon_options();
+  o.workloads.max_workloads = 0;
+  const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, o);
+  serve::SizingOptions so;
+  so.workloads.max_workloads = 0;
+  serve::SizingState daemon(so);
+  size_t recommended = 0;
+  for (size_t i = 0; i < s.jobs.size(); ++i) {
+    cascade::JobPrediction answered = s.preds[i];
+    const serve::SizingState::Applied a = daemon.apply(s.jobs[i], trailing_oom(s.jobs, i), answered);
+    EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
+    EXPECT_NE(report[i].source, "workload");
+    EXPECT_EQ(report[i].source, a.source);
+    recommended += report[i].recommended_bytes ? 1 : 0;
+    daemon.observe(s.jobs[i], s.preds[i]);
+  }
+  EXPECT_GT(recommended, 300u);
+}
+
 TEST(ReportDaemon, ANewScriptWithoutEvidenceGetsNoBoundAndNoRecommendation) {
   std::vector<Job> jobs = {make_job(0, "a", 0.3, 8 * kGiB), make_job(1, "b", 0.3, 8 * kGiB)};
   std::vector<cascade::JobPrediction> preds = {predict(jobs[0], 0.3, history::Level::kUser),

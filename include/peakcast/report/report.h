@@ -24,6 +24,7 @@
 #include "peakcast/core/status.h"
 #include "peakcast/sizing/recommend.h"
 #include "peakcast/sizing/seed_summary.h"
+#include "peakcast/sizing/workload_sizer.h"
 
 namespace peakcast::report {
 
@@ -84,10 +85,13 @@ struct DetailOptions {
   size_t max_usage_points = 20000;  // newest jobs kept for the usage plots
   // Upper bounds and recommended requests are peakcastd's, with its settings: the online bound's
   // coverage (`--bound-coverage`), the completions it is rebuilt from at start
-  // (`--bound-rebuild-jobs`) and the recommendation settings (`--sizing-config`).
+  // (`--bound-rebuild-jobs`), the recommendation settings (`--sizing-config`) and the scripts'
+  // own sizing policies (`--sizing-workloads`, `--sizing-history`; policy.recommend unused: the
+  // replay sets it from `recommend`).
   double bound_coverage = 0.9;
   size_t bound_warm_jobs = 5000;
   sizing::RecommendConfig recommend;
+  sizing::WorkloadSizerOptions workloads;
 };
 struct Detail {
   std::vector<PredictedJob> predictions;
