@@ -72,6 +72,7 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   if (!detail) return detail.status();
   in.predictions = std::move(detail->predictions);
   in.usage = std::move(detail->usage);
+  in.recommendations = std::move(detail->recommendations);
   for (std::string& n : detail->notes) in.notes.push_back(std::move(n));
   return Status::ok();
 }
@@ -173,7 +174,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "Writes one self-contained HTML file (plots by Vega-Lite, inlined: it opens without a "
       "network): predicted vs actual utilization per resource, error by method and by history "
       "subgroup, the coverage of the upper bound peakcastd would have served against nominal, routing shares and latency per route, "
-      "requested vs used memory over time per user, account and partition, and with a SIM.json "
+      "requested vs used memory over time per user, account and partition, what the requests "
+      "peakcastd would have recommended would have wasted (GB·h) and cost (out-of-memory attempts) "
+      "against the users' own, and with a SIM.json "
       "what each sizing policy would have wasted (GB·h) and cost (failures). Tables sort by "
       "clicking a header; plots have tooltips.\n"
       "  peakcast report TRACE -o report.html        evaluates TRACE (--methods) and trains the "

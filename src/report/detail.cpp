@@ -109,6 +109,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   const std::vector<DaemonAnswer> answers =
       replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro);
   Detail d;
+  d.recommendations = recommendation_outcome(test, answers);
   for (size_t i = 0; i < test.size() && i < preds.size(); ++i) {
     add_predictions(test[i], preds[i], answers[i], o.bound_coverage, d.predictions);
   }

@@ -92,6 +92,14 @@ constexpr Section kSections[] = {
      "partition (the 8 largest by request; the rest as other); with the request peakcastd would "
      "have recommended for test jobs. Click a legend entry to pick one group. The table lists the "
      "20 largest groups of each by requested memory, largest first, and the rest as one row."},
+    {"recommendations", "What peakcastd's requests would have saved and cost",
+     "Each test job run once at its user's request and once at the request peakcastd would have "
+     "recommended (its own request where it had none), accounted as `peakcast simulate` accounts "
+     "a policy: memory reserved but unused (GB·h) by the attempt that held, plus the whole "
+     "allocation of each attempt that ran out of memory; after one, the job runs again at its "
+     "user's request (doubled where that fails too). A job that used more than its own request "
+     "fails in both rows. Jobs without a memory request or a recorded peak (an OUT_OF_MEMORY run's) "
+     "are left out."},
     {"sizing", "What sizing would save and cost",
      "The sizing simulator's outcome per policy: memory reserved but unused (GB·h) and "
      "out-of-memory failures; a run over several seeds shows each policy's means over them, "
@@ -111,6 +119,7 @@ std::string section_tables(const std::string& id, const ReportInput& in) {
   if (id == "methods" && in.eval) return methods_table(*in.eval) + subgroups_table(*in.eval);
   if (id == "coverage" && !in.predictions.empty()) return coverage_table(in.predictions);
   if (id == "usage" && !in.usage.empty()) return usage_table(in.usage);
+  if (id == "recommendations" && in.recommendations) return sim_table(*in.recommendations);
   if (id == "sizing" && in.sim) return sim_table(*in.sim);
   return {};
 }
@@ -119,6 +128,9 @@ std::string header(const ReportInput& in, const std::vector<Plot>& plots) {
   std::string h = "<header><h1>" + html_escape(in.title) + "</h1><p class=\"meta\">" +
                   html_escape(in.source) + " · made " + now_utc() + " by peakcast report</p>";
   std::vector<std::string> notes = in.notes;
+  if (in.recommendations) {
+    for (const std::string& n : in.recommendations->notes) notes.push_back("recommendations: " + n);
+  }
   if (in.sim) {
     for (const std::string& n : in.sim->notes) notes.push_back("SIM: " + n);
   }

@@ -77,6 +77,10 @@ struct DaemonAnswer {
   std::string rule;    // recommend_request's rule
   std::string source;  // "workload" (its own policy), "bound" or "" (none): serve::SizingState's
 };
+// The test jobs at their users' requests and at the recommendations (src/report/savings.cpp).
+std::optional<SimResults> recommendation_outcome(const std::vector<Job>& test,
+                                                 const std::vector<DaemonAnswer>& answers);
+
 struct ReplayOptions {
   double util_cap = 1.0;
   sizing::OnlineBoundOptions bound;

@@ -75,7 +75,7 @@ Result<SimResults> parse_sim(const json& j, const std::string& source) {
   return sim;
 }
 
-std::vector<Plot> sim_plots(const SimResults& sim) {
+std::vector<Plot> sim_plots(const SimResults& sim, const std::string& section) {
   json rows = json::array();
   for (const sizing::SeedSummary& p : sim.results) {
     rows.push_back({{"policy", p.policy}, {"waste_gbh", p.waste_gbh.mean}, {"failures", p.failures.mean},
@@ -101,8 +101,8 @@ std::vector<Plot> sim_plots(const SimResults& sim) {
                   {"tooltip", tooltip}}},
                 {"config", {{"view", {{"stroke", nullptr}}}, {"font", "system-ui, sans-serif"}}}};
   };
-  return {{"sizing-waste", "sizing", "Waste per policy", bar("waste_gbh", "memory reserved but unused (GB·h)", "#4c78a8")},
-          {"sizing-failures", "sizing", "Failures per policy", bar("failures", "out-of-memory failures", "#e45756")}};
+  return {{section + "-waste", section, "Waste per policy", bar("waste_gbh", "memory reserved but unused (GB·h)", "#4c78a8")},
+          {section + "-failures", section, "Failures per policy", bar("failures", "out-of-memory failures", "#e45756")}};
 }
 
 std::string sim_table(const SimResults& sim) {

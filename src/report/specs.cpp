@@ -226,7 +226,8 @@ std::vector<Plot> routing_plots(const json& eval) {
 }  // namespace
 
 std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage);  // usage.cpp
-std::vector<Plot> sim_plots(const SimResults& sim);                  // sim.cpp
+// Waste and failures per policy; plot ids SECTION-waste and SECTION-failures.
+std::vector<Plot> sim_plots(const SimResults& sim, const std::string& section);  // sim.cpp
 
 std::vector<Plot> make_plots(const ReportInput& in) {
   std::vector<Plot> out;
@@ -241,7 +242,8 @@ std::vector<Plot> make_plots(const ReportInput& in) {
   append(coverage_plots(in.predictions));
   if (in.eval) append(routing_plots(*in.eval));
   append(usage_plots(in.usage));
-  if (in.sim) append(sim_plots(*in.sim));
+  if (in.recommendations) append(sim_plots(*in.recommendations, "recommendations"));
+  if (in.sim) append(sim_plots(*in.sim, "sizing"));
   return out;
 }
 

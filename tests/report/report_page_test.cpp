@@ -168,7 +168,7 @@ TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string html = slurp(page);
   for (const char* section : {"id=\"accuracy\"", "id=\"methods\"", "id=\"coverage\"", "id=\"routing\"",
-                              "id=\"usage\"", "id=\"sizing\""}) {
+                              "id=\"usage\"", "id=\"recommendations\"", "id=\"sizing\""}) {
     EXPECT_NE(html.find(section), std::string::npos) << section;
   }
   // The page says what the daemon would have answered, per measured resource.
@@ -178,6 +178,9 @@ TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
   EXPECT_LE(std::stoi(m[1]), std::stoi(m[2]));
   EXPECT_TRUE(std::regex_search(html, std::regex("vram: \\d+ of \\d+ test jobs had a bound")));
   EXPECT_TRUE(std::regex_search(html, std::regex("; [1-9]\\d* memory recommendations")));
+  // And what its recommendations would have saved against the users' own requests.
+  EXPECT_TRUE(std::regex_search(html, std::regex("peakcastd&#39;s requests would have wasted [0-9.]+ GB·h \\([0-9.]+ reserved unused")))
+      << html.substr(0, 3000);
   check_page(chromium_, page, work_);
   // The screenshot the README shows: kept in the build folder.
   const fs::path shot = fs::path(PEAKCAST_BINARY_DIR) / "report-screenshot.png";

@@ -161,6 +161,11 @@ TEST(ReportPlots, EachSectionOnlyWithItsData) {
   in.sim = *parse_sim(sample_sim(), "SIM.json");
   EXPECT_TRUE(plot_ids(in).count("sizing-waste"));
   EXPECT_TRUE(plot_ids(in).count("sizing-failures"));
+  EXPECT_FALSE(plot_ids(in).count("recommendations-waste"));
+  in.recommendations = *parse_sim(sample_sim(), "the test block");
+  EXPECT_TRUE(plot_ids(in).count("recommendations-waste"));
+  EXPECT_TRUE(plot_ids(in).count("recommendations-failures"));
+  EXPECT_TRUE(plot_ids(in).count("sizing-waste")) << "both sections, each with its own plots";
   in.predictions.push_back({"1", Resource::kVram, 0.5, 0.4, "bypass", "exact_script", 0.7, 0.9, false, ""});
   in.usage.push_back({"ana", "ml", "gpu", 1'700'000'000, 8.0, 2.0, std::nullopt});
   const auto ids = plot_ids(in);

@@ -68,6 +68,8 @@ struct ReportInput {
   std::optional<nlohmann::json> eval;       // `peakcast evaluate --json` output
   std::vector<PredictedJob> predictions;    // empty: no accuracy/coverage sections
   std::vector<UsagePoint> usage;            // empty: no usage section
+  // peakcastd's recommended requests against its users' own on the test block (build_detail).
+  std::optional<SimResults> recommendations;
   std::optional<SimResults> sim;
   std::vector<std::string> notes;           // shown at the top (what is missing and why)
 };
@@ -96,6 +98,10 @@ struct DetailOptions {
 struct Detail {
   std::vector<PredictedJob> predictions;
   std::vector<UsagePoint> usage;
+  // The test jobs at their users' requests ("users' requests") and at peakcastd's
+  // recommendations ("peakcastd's"), accounted as `peakcast simulate` does; nullopt when no test
+  // job has a memory request, a peak and a run time.
+  std::optional<SimResults> recommendations;
   std::vector<std::string> notes;
 };
 Result<Detail> build_detail(const std::vector<Job>& jobs, const DetailOptions& options,

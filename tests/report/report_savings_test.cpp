@@ -1,0 +1,83 @@
+// The report's "what peakcastd's requests would have saved and cost" (report_internal.h,
+// recommendation_outcome), checked on a toy block computed by hand.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/report_internal.h"
+
+namespace peakcast::report {
+namespace {
+
+constexpr uint64_t kGB = 1'000'000'000;
+constexpr int64_t kHourMs = 3'600'000;
+
+Job job(int i, std::optional<uint64_t> request_gb, std::optional<uint64_t> peak_gb, int64_t hours) {
+  Job j;
+  j.job_id = std::to_string(i);
+  j.submit_ms = 1'700'000'000'000 + i * kHourMs;
+  j.start_ms = j.submit_ms;
+  j.end_ms = j.submit_ms + hours * kHourMs;
+  if (request_gb) j.req_mem_bytes = *request_gb * kGB;
+  if (peak_gb) j.peak_mem_bytes = *peak_gb * kGB;
+  return j;
+}
+
+DaemonAnswer recommend(std::optional<uint64_t> gb) {
+  DaemonAnswer a;
+  if (gb) a.recommended_bytes = *gb * kGB;
+  return a;
+}
+
+const sizing::SeedSummary& row(const SimResults& r, const std::string& policy) {
+  for (const sizing::SeedSummary& s : r.results) {
+    if (s.policy == policy) return s;
+  }
+  throw std::runtime_error("no row " + policy);
+}
+
+TEST(ReportSavings, EachJobAtItsRequestAndAtTheRecommendationAccountedAsSimulateDoes) {
+  const std::vector<Job> test = {
+      job(0, 8, 1, 2),              // held at 4: 3 x 2 h unused (7 x 2 h at its request)
+      job(1, 8, 5, 1),              // 4 fails (4), then its request 8 holds (3): 7; at its request 3
+      job(2, 8, 6, 2),              // no recommendation: its request, 2 x 2 h unused in both
+      job(3, 4, 6, 1),              // above its request (the recommendation is it): 4 fails, 8 holds (2) in both
+      job(4, std::nullopt, 3, 1),   // no request: left out
+      job(5, 8, std::nullopt, 1),   // no peak (an OOM run): left out
+  };
+  const std::vector<DaemonAnswer> answers = {recommend(4), recommend(4), recommend(std::nullopt),
+                                             recommend(4), recommend(2), recommend(4)};
+  const std::optional<SimResults> r = recommendation_outcome(test, answers);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->results.size(), 2u);
+  EXPECT_EQ(r->results.front().policy, "users' requests");  // the table's "saved vs" column is against it
+  const sizing::SeedSummary& asked = row(*r, "users' requests");
+  const sizing::SeedSummary& answered = row(*r, "peakcastd's");
+  EXPECT_NEAR(asked.waste_gbh.mean, 14 + 3 + 4 + (4 + 2), 1e-9);
+  EXPECT_EQ(asked.failures.mean, 1);
+  EXPECT_EQ(asked.failed_jobs.mean, 1);
+  EXPECT_EQ(asked.jobs.mean, 4);
+  EXPECT_NEAR(answered.waste_gbh.mean, 6 + (4 + 3) + 4 + (4 + 2), 1e-9);
+  EXPECT_EQ(answered.failures.mean, 2);
+  EXPECT_EQ(answered.retries.mean, 2);
+  EXPECT_EQ(answered.failed_jobs.mean, 2);
+  EXPECT_EQ(answered.jobs.mean, 4);
+  ASSERT_EQ(r->notes.size(), 2u);
+  EXPECT_NE(r->notes[0].find("wasted 23.0 GB·h (15.0 reserved unused, 8.0 in 2 out-of-memory attempts "
+                             "of 2 jobs) against 27.0 GB·h and 1 failed attempts"),
+            std::string::npos)
+      << r->notes[0];
+  EXPECT_NE(r->notes[1].find("4 test jobs"), std::string::npos) << r->notes[1];
+  EXPECT_NE(r->notes[1].find("3 of them had a recommendation (2 below the request)"), std::string::npos)
+      << r->notes[1];
+}
+
+TEST(ReportSavings, NoJobWithARequestAndAPeakGivesNoSection) {
+  const std::vector<Job> test = {job(0, std::nullopt, 3, 1), job(1, 8, std::nullopt, 1)};
+  EXPECT_FALSE(recommendation_outcome(test, {recommend(4), recommend(4)}).has_value());
+}
+
+}  // namespace
+}  // namespace peakcast::report
