@@ -119,7 +119,9 @@ std::string section_tables(const std::string& id, const ReportInput& in) {
   if (id == "methods" && in.eval) return methods_table(*in.eval) + subgroups_table(*in.eval);
   if (id == "coverage" && !in.predictions.empty()) return coverage_table(in.predictions);
   if (id == "usage" && !in.usage.empty()) return usage_table(in.usage);
-  if (id == "recommendations" && in.recommendations) return sim_table(*in.recommendations);
+  if (id == "recommendations" && in.recommendations) {
+    return sim_table(in.recommendations->totals) + partition_table(in.recommendations->partitions);
+  }
   if (id == "sizing" && in.sim) return sim_table(*in.sim);
   return {};
 }
@@ -129,7 +131,7 @@ std::string header(const ReportInput& in, const std::vector<Plot>& plots) {
                   html_escape(in.source) + " · made " + now_utc() + " by peakcast report</p>";
   std::vector<std::string> notes = in.notes;
   if (in.recommendations) {
-    for (const std::string& n : in.recommendations->notes) notes.push_back("recommendations: " + n);
+    for (const std::string& n : in.recommendations->totals.notes) notes.push_back("recommendations: " + n);
   }
   if (in.sim) {
     for (const std::string& n : in.sim->notes) notes.push_back("SIM: " + n);

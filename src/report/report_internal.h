@@ -44,6 +44,7 @@ std::string subgroups_table(const nlohmann::json& eval);
 std::string coverage_table(const std::vector<PredictedJob>& predictions);
 std::string usage_table(const std::vector<UsagePoint>& usage);
 std::string sim_table(const SimResults& sim);
+std::string partition_table(const std::vector<RecommendationOutcome::Partition>& partitions);
 
 // Observed coverage of the upper bound per resource and route ("all" included), with a 95%
 // bootstrap interval over the jobs' scripts (eval::coverage_interval, kCoverageResamples draws,
@@ -78,8 +79,8 @@ struct DaemonAnswer {
   std::string source;  // "workload" (its own policy), "bound" or "" (none): serve::SizingState's
 };
 // The test jobs at their users' requests and at the recommendations (src/report/savings.cpp).
-std::optional<SimResults> recommendation_outcome(const std::vector<Job>& test,
-                                                 const std::vector<DaemonAnswer>& answers);
+std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Job>& test,
+                                                           const std::vector<DaemonAnswer>& answers);
 
 struct ReplayOptions {
   double util_cap = 1.0;

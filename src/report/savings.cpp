@@ -1,7 +1,9 @@
 // What peakcastd's recommended requests would have saved and cost on the report's test block,
 // accounted as `peakcast simulate` accounts a policy (sizing::run_task): over-allocation x run
 // time of the attempt that held, the whole allocation x run time of each that ran out of memory.
+#include <algorithm>
 #include <cstddef>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -26,38 +28,78 @@ class Recorded final : public sizing::SizingPolicy {
 
 }  // namespace
 
-std::optional<SimResults> recommendation_outcome(const std::vector<Job>& test,
-                                                 const std::vector<DaemonAnswer>& answers) {
+std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Job>& test,
+                                                           const std::vector<DaemonAnswer>& answers) {
   Result<std::unique_ptr<sizing::SizingPolicy>> presets = sizing::make_policy("presets", {});
   if (!presets) return std::nullopt;
   Recorded daemon;
   sizing::Tally asked, answered;
+  std::map<std::string, RecommendationOutcome::Partition> by_partition;
   size_t recommended = 0, lower = 0;
   for (size_t i = 0; i < test.size() && i < answers.size(); ++i) {
     const std::optional<sizing::SimTask> task = sizing::sim_task(test[i], false);
     if (!task || task->info.request_bytes <= 0.0 || task->runtime_ms <= 0.0) continue;
-    sizing::run_task(**presets, *task, asked);
+    RecommendationOutcome::Partition& p = by_partition[task->info.partition];
+    sizing::run_task(**presets, *task, p.asked);
     const std::optional<uint64_t>& r = answers[i].recommended_bytes;
     daemon.allocation = r ? static_cast<double>(*r) : task->info.request_bytes;
     recommended += r ? 1 : 0;
     lower += r && static_cast<double>(*r) < task->info.request_bytes ? 1 : 0;
-    sizing::run_task(daemon, *task, answered);
+    sizing::run_task(daemon, *task, p.answered);
+  }
+  RecommendationOutcome out;
+  for (auto& [name, p] : by_partition) {
+    p.name = name;
+    asked.add(p.asked);
+    answered.add(p.answered);
+    out.partitions.push_back(std::move(p));
+  }
+  std::stable_sort(out.partitions.begin(), out.partitions.end(), [](const auto& a, const auto& b) {
+    return a.asked.waste_gbh > b.asked.waste_gbh;
+  });
+  if (out.partitions.size() > kPartitionRows) {
+    RecommendationOutcome::Partition other;
+    other.name = fmt::format("other ({} partitions)", out.partitions.size() - (kPartitionRows - 1));
+    for (size_t i = kPartitionRows - 1; i < out.partitions.size(); ++i) {
+      other.asked.add(out.partitions[i].asked);
+      other.answered.add(out.partitions[i].answered);
+    }
+    out.partitions.resize(kPartitionRows - 1);
+    out.partitions.push_back(std::move(other));
   }
   if (asked.jobs == 0) return std::nullopt;
-  SimResults out;
-  out.source = "the test block";
-  out.results = sizing::summarize_seeds({{"users' requests", asked}, {"peakcastd's", answered}});
-  out.notes.push_back(fmt::format(
+  out.totals.source = "the test block";
+  out.totals.results = sizing::summarize_seeds({{"users' requests", asked}, {"peakcastd's", answered}});
+  out.totals.notes.push_back(fmt::format(
       "peakcastd's requests would have wasted {:.1f} GB·h ({:.1f} reserved unused, {:.1f} in {} "
       "out-of-memory attempts of {} jobs) against {:.1f} GB·h and {} failed attempts at the users' "
       "own requests",
       answered.waste_gbh, answered.over_gbh, answered.failed_gbh, answered.failures,
       answered.failed_jobs, asked.waste_gbh, asked.failures));
-  out.notes.push_back(fmt::format(
+  out.totals.notes.push_back(fmt::format(
       "{} test jobs with a memory request, a peak and a run time; {} of them had a recommendation "
       "({} below the request), the others run at their request",
       asked.jobs, recommended, lower));
   return out;
+}
+
+std::string partition_table(const std::vector<RecommendationOutcome::Partition>& partitions) {
+  if (partitions.size() < 2) return {};
+  std::string t =
+      "<p class=\"explain\">By partition (the recommendation rule's settings are per partition: "
+      "peakcastd --sizing-config, docs/sizing.md), largest waste at the users' requests first.</p>\n"
+      "<table class=\"sortable\"><thead><tr><th>partition</th><th>jobs</th>"
+      "<th>waste at users' requests (GB·h)</th><th>waste at peakcastd's (GB·h)</th><th>saved (GB·h)</th>"
+      "<th>failed attempts at users' / peakcastd's</th><th>jobs that failed at users' / peakcastd's</th>"
+      "</tr></thead><tbody>\n";
+  for (const RecommendationOutcome::Partition& p : partitions) {
+    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>"
+                     "<td>{} / {}</td><td>{} / {}</td></tr>\n",
+                     p.name.empty() ? "(none)" : html_escape(p.name), p.asked.jobs, p.asked.waste_gbh,
+                     p.answered.waste_gbh, p.asked.waste_gbh - p.answered.waste_gbh, p.asked.failures,
+                     p.answered.failures, p.asked.failed_jobs, p.answered.failed_jobs);
+  }
+  return t + "</tbody></table>\n";
 }
 
 }  // namespace peakcast::report

@@ -242,7 +242,7 @@ std::vector<Plot> make_plots(const ReportInput& in) {
   append(coverage_plots(in.predictions));
   if (in.eval) append(routing_plots(*in.eval));
   append(usage_plots(in.usage));
-  if (in.recommendations) append(sim_plots(*in.recommendations, "recommendations"));
+  if (in.recommendations) append(sim_plots(in.recommendations->totals, "recommendations"));
   if (in.sim) append(sim_plots(*in.sim, "sizing"));
   return out;
 }

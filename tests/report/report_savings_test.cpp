@@ -14,8 +14,10 @@ namespace {
 constexpr uint64_t kGB = 1'000'000'000;
 constexpr int64_t kHourMs = 3'600'000;
 
-Job job(int i, std::optional<uint64_t> request_gb, std::optional<uint64_t> peak_gb, int64_t hours) {
+Job job(int i, std::optional<uint64_t> request_gb, std::optional<uint64_t> peak_gb, int64_t hours,
+        const std::string& partition = "cpu") {
   Job j;
+  j.partition = partition;
   j.job_id = std::to_string(i);
   j.submit_ms = 1'700'000'000'000 + i * kHourMs;
   j.start_ms = j.submit_ms;
@@ -42,15 +44,16 @@ TEST(ReportSavings, EachJobAtItsRequestAndAtTheRecommendationAccountedAsSimulate
   const std::vector<Job> test = {
       job(0, 8, 1, 2),              // held at 4: 3 x 2 h unused (7 x 2 h at its request)
       job(1, 8, 5, 1),              // 4 fails (4), then its request 8 holds (3): 7; at its request 3
-      job(2, 8, 6, 2),              // no recommendation: its request, 2 x 2 h unused in both
+      job(2, 8, 6, 2, "gpu"),       // no recommendation: its request, 2 x 2 h unused in both
       job(3, 4, 6, 1),              // above its request (the recommendation is it): 4 fails, 8 holds (2) in both
       job(4, std::nullopt, 3, 1),   // no request: left out
       job(5, 8, std::nullopt, 1),   // no peak (an OOM run): left out
   };
   const std::vector<DaemonAnswer> answers = {recommend(4), recommend(4), recommend(std::nullopt),
                                              recommend(4), recommend(2), recommend(4)};
-  const std::optional<SimResults> r = recommendation_outcome(test, answers);
-  ASSERT_TRUE(r.has_value());
+  const std::optional<RecommendationOutcome> outcome = recommendation_outcome(test, answers);
+  ASSERT_TRUE(outcome.has_value());
+  const SimResults* r = &outcome->totals;
   ASSERT_EQ(r->results.size(), 2u);
   EXPECT_EQ(r->results.front().policy, "users' requests");  // the table's "saved vs" column is against it
   const sizing::SeedSummary& asked = row(*r, "users' requests");
@@ -72,6 +75,50 @@ TEST(ReportSavings, EachJobAtItsRequestAndAtTheRecommendationAccountedAsSimulate
   EXPECT_NE(r->notes[1].find("4 test jobs"), std::string::npos) << r->notes[1];
   EXPECT_NE(r->notes[1].find("3 of them had a recommendation (2 below the request)"), std::string::npos)
       << r->notes[1];
+  // By partition: cpu's three jobs, then gpu's one; they add up to the totals.
+  ASSERT_EQ(outcome->partitions.size(), 2u);
+  const RecommendationOutcome::Partition& cpu = outcome->partitions[0];
+  const RecommendationOutcome::Partition& gpu = outcome->partitions[1];
+  EXPECT_EQ(cpu.name, "cpu");
+  EXPECT_EQ(cpu.asked.jobs, 3u);
+  EXPECT_NEAR(cpu.asked.waste_gbh, 14 + 3 + 6, 1e-9);
+  EXPECT_NEAR(cpu.answered.waste_gbh, 6 + 7 + 6, 1e-9);
+  EXPECT_EQ(cpu.answered.failures, 2u);
+  EXPECT_EQ(gpu.name, "gpu");
+  EXPECT_EQ(gpu.asked.jobs, 1u);
+  EXPECT_NEAR(gpu.asked.waste_gbh, 4, 1e-9);
+  EXPECT_NEAR(gpu.answered.waste_gbh, 4, 1e-9);
+  const std::string table = partition_table(outcome->partitions);
+  EXPECT_NE(table.find("<td>cpu</td><td>3</td><td>23.0</td><td>19.0</td><td>4.0</td><td>1 / 2</td><td>1 / 2</td>"),
+            std::string::npos)
+      << table;
+}
+
+TEST(ReportSavings, PastTwentyPartitionsTheRestIsOneRow) {
+  std::vector<Job> test;
+  std::vector<DaemonAnswer> answers;
+  for (int i = 0; i < 25; ++i) {  // partition pI wastes 8 - 1 = 7 x (i + 1) h at its request
+    test.push_back(job(i, 8, 1, i + 1, "p" + std::to_string(i)));
+    answers.push_back(recommend(4));
+  }
+  const std::optional<RecommendationOutcome> outcome = recommendation_outcome(test, answers);
+  ASSERT_TRUE(outcome.has_value());
+  ASSERT_EQ(outcome->partitions.size(), kPartitionRows);
+  EXPECT_EQ(outcome->partitions.front().name, "p24") << "largest waste first";
+  EXPECT_EQ(outcome->partitions[kPartitionRows - 2].name, "p6");
+  const RecommendationOutcome::Partition& other = outcome->partitions.back();
+  EXPECT_EQ(other.name, "other (6 partitions)");
+  EXPECT_EQ(other.asked.jobs, 6u);
+  EXPECT_NEAR(other.asked.waste_gbh, 7.0 * (1 + 2 + 3 + 4 + 5 + 6), 1e-9);
+  EXPECT_NEAR(other.answered.waste_gbh, 3.0 * (1 + 2 + 3 + 4 + 5 + 6), 1e-9);
+}
+
+TEST(ReportSavings, OnePartitionNeedsNoPartitionTable) {
+  const std::optional<RecommendationOutcome> outcome =
+      recommendation_outcome({job(0, 8, 1, 1), job(1, 8, 2, 1)}, {recommend(4), recommend(4)});
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_EQ(outcome->partitions.size(), 1u);
+  EXPECT_TRUE(partition_table(outcome->partitions).empty());
 }
 
 TEST(ReportSavings, NoJobWithARequestAndAPeakGivesNoSection) {

@@ -162,7 +162,7 @@ TEST(ReportPlots, EachSectionOnlyWithItsData) {
   EXPECT_TRUE(plot_ids(in).count("sizing-waste"));
   EXPECT_TRUE(plot_ids(in).count("sizing-failures"));
   EXPECT_FALSE(plot_ids(in).count("recommendations-waste"));
-  in.recommendations = *parse_sim(sample_sim(), "the test block");
+  in.recommendations = RecommendationOutcome{*parse_sim(sample_sim(), "the test block"), {}};
   EXPECT_TRUE(plot_ids(in).count("recommendations-waste"));
   EXPECT_TRUE(plot_ids(in).count("recommendations-failures"));
   EXPECT_TRUE(plot_ids(in).count("sizing-waste")) << "both sections, each with its own plots";

@@ -62,6 +62,18 @@ struct SimResults {
   std::optional<sizing::BaselineComparison> comparison;
 };
 
+// peakcastd's recommended requests against its users' own on the report's test block, each job
+// run at both through `peakcast simulate`'s accounting (sizing::run_task).
+struct RecommendationOutcome {
+  SimResults totals;  // rows "users' requests" and "peakcastd's", and the page's notes
+  struct Partition {
+    std::string name;  // "" = no partition; past kPartitionRows the rest as one "other (N)" row
+    sizing::Tally asked, answered;
+  };
+  std::vector<Partition> partitions;  // largest waste at the users' requests first
+};
+inline constexpr size_t kPartitionRows = 20;
+
 struct ReportInput {
   std::string title = "peakcast report";
   std::string source;                       // trace / database / JSON path, for the header
@@ -69,7 +81,7 @@ struct ReportInput {
   std::vector<PredictedJob> predictions;    // empty: no accuracy/coverage sections
   std::vector<UsagePoint> usage;            // empty: no usage section
   // peakcastd's recommended requests against its users' own on the test block (build_detail).
-  std::optional<SimResults> recommendations;
+  std::optional<RecommendationOutcome> recommendations;
   std::optional<SimResults> sim;
   std::vector<std::string> notes;           // shown at the top (what is missing and why)
 };
@@ -98,10 +110,8 @@ struct DetailOptions {
 struct Detail {
   std::vector<PredictedJob> predictions;
   std::vector<UsagePoint> usage;
-  // The test jobs at their users' requests ("users' requests") and at peakcastd's
-  // recommendations ("peakcastd's"), accounted as `peakcast simulate` does; nullopt when no test
-  // job has a memory request, a peak and a run time.
-  std::optional<SimResults> recommendations;
+  // nullopt when no test job has a memory request, a peak and a run time.
+  std::optional<RecommendationOutcome> recommendations;
   std::vector<std::string> notes;
 };
 Result<Detail> build_detail(const std::vector<Job>& jobs, const DetailOptions& options,
