@@ -162,6 +162,10 @@ int run_report(const ReportArgs& a) {
   if (Status s = write_output(a.out, *page); !s) return fail(s);
   std::cerr << fmt::format("wrote {} ({} plots, {:.1f} MB)\n", a.out, report::make_plots(in).size(),
                            static_cast<double>(page->size()) / 1e6);
+  // The figure the page leads with, for whoever ran it from a shell.
+  if (in.recommendations && !in.recommendations->totals.notes.empty()) {
+    std::cerr << "report: " << in.recommendations->totals.notes.front() << "\n";
+  }
   return kExitOk;
 }
 

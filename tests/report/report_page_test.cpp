@@ -181,6 +181,7 @@ TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
   // And what its recommendations would have saved against the users' own requests.
   EXPECT_TRUE(std::regex_search(html, std::regex("peakcastd&#39;s requests would have wasted [0-9.]+ GB·h \\([0-9.]+ reserved unused")))
       << html.substr(0, 3000);
+  EXPECT_NE(r.out.find("report: peakcastd's requests would have wasted"), std::string::npos) << r.out;
   check_page(chromium_, page, work_);
   // The screenshot the README shows: kept in the build folder.
   const fs::path shot = fs::path(PEAKCAST_BINARY_DIR) / "report-screenshot.png";
