@@ -1,38 +1,20 @@
 // What peakcastd's recommended requests would have saved and cost on the report's test block,
-// accounted as `peakcast simulate` accounts a policy (sizing::run_task): over-allocation x run
-// time of the attempt that held, the whole allocation x run time of each that ran out of memory.
+// accounted as `peakcast simulate` accounts a policy (sizing::run_at): over-allocation x run
+// time of the attempt that held, the whole allocation x run time of each that ran out of memory;
+// after one, the user's own request.
 #include <algorithm>
 #include <cstddef>
 #include <map>
-#include <memory>
 
 #include <fmt/format.h>
 
-#include "peakcast/sizing/policy.h"
 #include "peakcast/sizing/simulate.h"
 #include "report_internal.h"
 
 namespace peakcast::report {
-namespace {
-
-// Allocates what was recorded for the task at hand; after an out-of-memory attempt, the user's
-// own request (the daemon answers a resubmission above the failed request and never above the
-// user's; run_task doubles a retry that is not above the failed attempt).
-class Recorded final : public sizing::SizingPolicy {
- public:
-  double allocation = 0.0;
-  double first(const sizing::TaskInfo&) override { return allocation; }
-  double retry(const sizing::TaskInfo& task, double, int) override { return task.request_bytes; }
-  void observe(const sizing::SimTask&) override {}
-};
-
-}  // namespace
 
 std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Job>& test,
                                                            const std::vector<DaemonAnswer>& answers) {
-  Result<std::unique_ptr<sizing::SizingPolicy>> presets = sizing::make_policy("presets", {});
-  if (!presets) return std::nullopt;
-  Recorded daemon;
   sizing::Tally asked, answered;
   std::map<std::string, RecommendationOutcome::Partition> by_partition;
   size_t recommended = 0, lower = 0;
@@ -40,12 +22,11 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
     const std::optional<sizing::SimTask> task = sizing::sim_task(test[i], false);
     if (!task || task->info.request_bytes <= 0.0 || task->runtime_ms <= 0.0) continue;
     RecommendationOutcome::Partition& p = by_partition[task->info.partition];
-    sizing::run_task(**presets, *task, p.asked);
+    sizing::run_at(task->info.request_bytes, *task, p.asked);  // `presets`
     const std::optional<uint64_t>& r = answers[i].recommended_bytes;
-    daemon.allocation = r ? static_cast<double>(*r) : task->info.request_bytes;
     recommended += r ? 1 : 0;
     lower += r && static_cast<double>(*r) < task->info.request_bytes ? 1 : 0;
-    sizing::run_task(daemon, *task, p.answered);
+    sizing::run_at(r ? static_cast<double>(*r) : task->info.request_bytes, *task, p.answered);
   }
   RecommendationOutcome out;
   for (auto& [name, p] : by_partition) {

@@ -208,6 +208,26 @@ void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
   }
 }
 
+namespace {
+
+class FixedThenRequest final : public SizingPolicy {
+ public:
+  explicit FixedThenRequest(double allocation) : allocation_(allocation) {}
+  double first(const TaskInfo&) override { return allocation_; }
+  double retry(const TaskInfo& task, double, int) override { return task.request_bytes; }
+  void observe(const SimTask&) override {}
+
+ private:
+  double allocation_;
+};
+
+}  // namespace
+
+void run_at(double allocation, const SimTask& task, Tally& tally) {
+  FixedThenRequest policy(allocation);
+  run_task(policy, task, tally);
+}
+
 Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const SimulateOptions& o) {
   SimulateOutput out;
   const std::vector<std::string>& names = o.policies.empty() ? default_policy_names() : o.policies;

@@ -47,6 +47,33 @@ TEST(RunTask, ToyTraceAccountingByHand) {
   EXPECT_EQ(t.failed_jobs, 2u);
 }
 
+// A recommendation, and after an out-of-memory attempt the user's own request.
+TEST(RunAt, AFixedAllocationThenTheUsersRequest) {
+  Tally t;
+  run_at(4e9, task("a", 1e9, kHourMs, 0, 8e9), t);   // holds: over 3
+  run_at(4e9, task("a", 6e9, kHourMs, 0, 8e9), t);   // fails (4), then 8 holds: over 2
+  run_at(4e9, task("a", 9e9, kHourMs, 0, 8e9), t);   // fails (4), 8 fails (8), then 16: over 7
+  run_at(4e9, task("a", 5e9, kHourMs, 0, 4e9), t);   // the request is no higher: 4 fails, 8 holds (3)
+  EXPECT_NEAR(t.waste_gbh, 3 + (4 + 2) + (4 + 8 + 7) + (4 + 3), 1e-9);
+  EXPECT_EQ(t.failures, 4u);
+  EXPECT_EQ(t.failed_jobs, 3u);
+  EXPECT_EQ(t.jobs, 4u);
+}
+
+// At the request itself it is `presets`, task for task.
+TEST(RunAt, AtTheRequestItIsPresets) {
+  Result<std::unique_ptr<SizingPolicy>> presets = make_policy("presets", {});
+  ASSERT_TRUE(presets);
+  for (const SimTask& x : {task("a", 1e9, kHourMs, 0, 8e9), task("a", 9e9, kHourMs, 0, 8e9),
+                           task("a", 40e9, 2 * kHourMs, 0, 3e9), task("a", 3e9, kHourMs, 0, 3e9)}) {
+    Tally at, by;
+    run_at(x.info.request_bytes, x, at);
+    run_task(**presets, x, by);
+    EXPECT_DOUBLE_EQ(at.waste_gbh, by.waste_gbh) << x.peak_bytes;
+    EXPECT_EQ(at.failures, by.failures) << x.peak_bytes;
+  }
+}
+
 TEST(NumpyPermutation, MatchesNumpyCheckValues) {
   EXPECT_EQ(numpy_permutation(0, 10), (std::vector<size_t>{2, 8, 4, 9, 1, 6, 7, 3, 0, 5}));
   EXPECT_EQ(numpy_permutation(42, 10), (std::vector<size_t>{8, 1, 5, 0, 7, 2, 9, 4, 3, 6}));

@@ -48,6 +48,12 @@ struct PolicyResult {
 inline constexpr int kMaxAttempts = 64;
 void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally);
 
+// One task at a fixed first allocation, retried at its own request (task.info.request_bytes;
+// doubled, as run_task does, where that is not above the failed attempt): a job sized by
+// peakcastd's recommendation and resubmitted as its user asked after running out of memory.
+// At the request itself it is `presets` (a job above its request fails and doubles).
+void run_at(double allocation, const SimTask& task, Tally& tally);
+
 struct SimulateOptions {
   Protocol protocol = Protocol::kSizey;
   uint32_t seed = 1996;
