@@ -108,6 +108,32 @@ void Metrics::render_routes(std::string& out) const {
   }
 }
 
+// What lowering --mem to the recommendations saves: each completed job with a recommendation
+// on record run at the request it was submitted with and at the recommendation (sizing::run_at).
+void Metrics::render_advice(std::string& out, const Gauges& g) const {
+  family(out, "peakcast_advice_jobs_total", "counter",
+         "Completed jobs with a memory recommendation on record and a peak, accounted below.");
+  add(out, "peakcast_advice_jobs_total %" PRIu64 "\n", static_cast<uint64_t>(g.advice_at_request.jobs));
+  family(out, "peakcast_advice_oom_jobs_total", "counter",
+         "Completed jobs with a recommendation on record that ran out of memory (no peak: not accounted).");
+  add(out, "peakcast_advice_oom_jobs_total %" PRIu64 "\n", g.advice_oom_jobs);
+  const std::pair<const char*, const sizing::Tally*> at[] = {{"request", &g.advice_at_request},
+                                                             {"recommendation", &g.advice_at_recommendation}};
+  family(out, "peakcast_advice_waste_byte_seconds_total", "counter",
+         "Memory reserved but unused by the attempt that held, plus the whole allocation of each "
+         "out-of-memory attempt (byte x s; / 3.6e12 = GB x h), at the jobs' requests and at the "
+         "recommendations (an OOM attempt at the recommendation is followed by the request).");
+  for (const auto& [name, t] : at) {
+    add(out, "peakcast_advice_waste_byte_seconds_total{at=\"%s\"} %.17g\n", name, t->waste_gbh * 3.6e12);
+  }
+  family(out, "peakcast_advice_failed_attempts_total", "counter",
+         "Out-of-memory attempts those jobs would have had, at their requests and at the recommendations.");
+  for (const auto& [name, t] : at) {
+    add(out, "peakcast_advice_failed_attempts_total{at=\"%s\"} %" PRIu64 "\n", name,
+        static_cast<uint64_t>(t->failures));
+  }
+}
+
 std::string Metrics::render(const Gauges& g) const {
   std::string out;
   render_requests(out);
@@ -173,6 +199,7 @@ std::string Metrics::render(const Gauges& g) const {
     family(out, s.name, s.type, s.help);
     add(out, "%s %" PRIu64 "\n", s.name, s.value);
   }
+  render_advice(out, g);
   return out;
 }
 

@@ -383,6 +383,9 @@ Reply Service::metrics_text() {
   g.recommended_by_workload = learned.recommended_by_workload;
   g.recommended_by_bound = learned.recommended_by_bound;
   g.sizing_workloads = learned.workloads;
+  g.advice_at_request = learned.advice_at_request;
+  g.advice_at_recommendation = learned.advice_at_recommendation;
+  g.advice_oom_jobs = learned.advice_oom_jobs;
   {
     std::lock_guard lock(storage_mu_);
     g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();

@@ -114,8 +114,12 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   std::lock_guard lock(mu_);
   learn_run(job);
   const std::optional<Issued> issued = take_issued(job, p);
-  if (issued) ++learned_.by_answer;
-  else ++learned_.as_it_stands;
+  if (issued) {
+    ++learned_.by_answer;
+    advise(job, *issued);
+  } else {
+    ++learned_.as_it_stands;
+  }
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
     const cascade::ResourcePrediction* rp = p.of(r);
@@ -127,6 +131,21 @@ void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
         pb ? pb->second : sizing::issue_bound(b, level, rp->util, job.script_key, options_.util_cap).bound;
     b.observe_issued(level, rp->util, job.label(r), censored_for(job, r), bound, job.script_key);
   }
+}
+
+void SizingState::advise(const Job& job, const Issued& issued) {
+  if (!issued.request_bytes || !issued.recommended_bytes || !job.is_valid(Resource::kMem)) return;
+  if (censored_for(job, Resource::kMem)) {
+    ++learned_.advice_oom_jobs;
+    return;
+  }
+  std::optional<sizing::SimTask> t = sizing::sim_task(job, /*sizey=*/false);
+  if (!t || t->runtime_ms <= 0.0) return;
+  // The request it was submitted with: where the hook lowered --mem, the job ran at the
+  // recommendation and its record holds that, not what its user asked for.
+  t->info.request_bytes = static_cast<double>(*issued.request_bytes);
+  sizing::run_at(t->info.request_bytes, *t, learned_.advice_at_request);
+  sizing::run_at(static_cast<double>(*issued.recommended_bytes), *t, learned_.advice_at_recommendation);
 }
 
 void SizingState::rebuild(std::vector<Completed> recent) {
@@ -170,14 +189,14 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   Applied a;
   const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
   std::optional<sizing::WorkloadSizer::Answer> own;
+  Issued issued;
   {
     std::lock_guard lock(mu_);
-    Issued issued;
     issued.submit_ms = job.submit_ms;
+    issued.request_bytes = job.req_mem_bytes;
     for (Resource r : kResources) {
       if (cascade::ResourcePrediction* rp = p.of(r)) apply_bound(r, job.script_key, *rp, a, issued);
     }
-    remember(job, std::move(issued));
     // A workload with enough completed runs: its own policy (what `peakcast simulate` replays).
     if (cap && options_.workloads.max_workloads > 0) {
       sizing::TaskInfo t = sizing::task_info(job, /*sizey=*/false);
@@ -192,6 +211,9 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
     a.rule = std::move(own->rule);
     a.source = "workload";
     a.basis = std::move(own->basis) + " (over its last " + std::to_string(own->runs) + " runs)";
+    issued.recommended_bytes = own->bytes;
+    std::lock_guard lock(mu_);
+    remember(job, std::move(issued));
     return a;
   }
   // Else the recommended request from the online bound. Without a known request there is no
@@ -202,6 +224,8 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   // (no lowering) in its place.
   if (!cap || !p.mem.upper_util || a.upper_source[idx(Resource::kMem)] != "online") {
     p.mem.recommended_bytes.reset();
+    std::lock_guard lock(mu_);
+    remember(job, std::move(issued));
     return a;
   }
   sizing::RecommendInput in;
@@ -213,8 +237,10 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   p.mem.recommended_bytes = rec.bytes;
   a.rule = rec.rule;
   a.source = "bound";
+  issued.recommended_bytes = rec.bytes;
   std::lock_guard lock(mu_);
   ++learned_.recommended_by_bound;
+  remember(job, std::move(issued));
   return a;
 }
 
@@ -254,6 +280,15 @@ nlohmann::json SizingState::to_json() const {
                                              {"max", options_.workloads.max_workloads},
                                              {"max_history", options_.workloads.max_history},
                                              {"failure_price_gbh", workloads_.site_price() / 1e9 / 3.6e6}}}};
+  // What lowering --mem to the recommendations saves (Learned's advice tallies).
+  const auto tally = [](const sizing::Tally& t) {
+    return nlohmann::json{{"waste_gbh", t.waste_gbh}, {"unused_gbh", t.over_gbh}, {"failed_gbh", t.failed_gbh},
+                          {"failed_attempts", t.failures}, {"failed_jobs", t.failed_jobs}};
+  };
+  out["advice"] = {{"jobs", learned_.advice_at_request.jobs},
+                   {"oom_jobs", learned_.advice_oom_jobs},
+                   {"at_request", tally(learned_.advice_at_request)},
+                   {"at_recommendation", tally(learned_.advice_at_recommendation)}};
   for (Resource r : kResources) {
     nlohmann::json levels = nlohmann::json::object();
     for (history::Level l : {history::Level::kExactScript, history::Level::kUser, history::Level::kNone}) {

@@ -279,6 +279,55 @@ TEST(ServiceSizing, AnOomRunNeverLowersTheNextRecommendationBelowTheFailedReques
   EXPECT_EQ(predict_mem(*s, 4 * kGiB)["recommendation_rule"], "default: oom: above failed request");
 }
 
+// Each completed job with a recommendation on record is run at its request and at the
+// recommendation (sizing::run_at); /healthz and /metrics show the sums.
+TEST(ServiceSizing, CompletedJobsCountWhatTheirRecommendationWouldHaveSavedAndCost) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  complete_runs(*s, 40, {0.25, 0.30, 0.35});
+  const json first = predict_mem(*s, 8 * kGiB);  // submitted at kNow
+  ASSERT_TRUE(first["recommended_bytes"].is_number()) << first.dump();
+  const double rec = first["recommended_bytes"].get<double>(), req = 8.0 * kGiB;
+  ASSERT_LT(rec, 0.5 * req);
+  // It held: used a quarter of its request for two hours.
+  const uint64_t held = static_cast<uint64_t>(0.25 * req);
+  ASSERT_EQ(s->complete(completion_json("a1", "alice", kScript, kNow, kNow + 7200, 8 * kGiB, held).dump()).status, 200);
+  // Answered the same; it needed more than the recommendation (not more than its request): one
+  // failed attempt at the recommendation, then its request.
+  ASSERT_EQ(predict_mem(*s, 8 * kGiB)["recommended_bytes"].get<double>(), rec);
+  const uint64_t over = static_cast<uint64_t>(0.75 * req);
+  ASSERT_EQ(s->complete(completion_json("a2", "alice", kScript, kNow, kNow + 3600, 8 * kGiB, over).dump()).status, 200);
+  // Answered; killed for memory: no peak, counted apart.
+  predict_mem(*s, 8 * kGiB);
+  json oom = completion_json("a3", "alice", kScript, kNow, kNow + 600, 8 * kGiB, 8 * kGiB);
+  oom["state"] = "OUT_OF_MEMORY";
+  ASSERT_EQ(s->complete(oom.dump()).status, 200);
+  // Never answered (its submission is a day earlier): not counted.
+  ASSERT_EQ(s->complete(completion_json("a4", "alice", kScript, kNow - 86400, kNow - 80000, 8 * kGiB, held).dump()).status, 200);
+
+  const double gbh = 1e9 * 3.6e6;
+  const double at_request = ((req - held) * 2 + (req - over) * 1) * 3.6e6 / gbh;
+  const double at_rec = ((rec - held) * 2 + rec * 1 + (req - over) * 1) * 3.6e6 / gbh;
+  const json a = json::parse(s->healthz().body)["sizing"]["advice"];
+  EXPECT_EQ(a["jobs"], 2) << a.dump();
+  EXPECT_EQ(a["oom_jobs"], 1);
+  EXPECT_NEAR(a["at_request"]["waste_gbh"].get<double>(), at_request, 1e-6);
+  EXPECT_EQ(a["at_request"]["failed_attempts"], 0);
+  EXPECT_NEAR(a["at_recommendation"]["waste_gbh"].get<double>(), at_rec, 1e-6);
+  EXPECT_NEAR(a["at_recommendation"]["failed_gbh"].get<double>(), rec * 3.6e6 / gbh, 1e-6);
+  EXPECT_EQ(a["at_recommendation"]["failed_attempts"], 1);
+  EXPECT_EQ(a["at_recommendation"]["failed_jobs"], 1);
+  const std::string m = s->metrics_text().body;
+  EXPECT_NE(m.find("\npeakcast_advice_jobs_total 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\npeakcast_advice_oom_jobs_total 1\n"), std::string::npos);
+  EXPECT_NE(m.find("\npeakcast_advice_failed_attempts_total{at=\"recommendation\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.find("\npeakcast_advice_failed_attempts_total{at=\"request\"} 0\n"), std::string::npos);
+  const std::string waste = "\npeakcast_advice_waste_byte_seconds_total{at=\"recommendation\"} ";
+  const size_t at = m.find(waste);
+  ASSERT_NE(at, std::string::npos) << m;
+  EXPECT_NEAR(std::stod(m.substr(at + waste.size())), at_rec * 3.6e12, 1.0);
+}
+
 TEST(ServiceSizing, TheBoundIsRebuiltFromTheStoreAtStart) {
   TempDir dir;
   json before;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "peakcast/cascade/prediction.h"
+#include "peakcast/sizing/simulate.h"
 
 namespace peakcast::serve {
 
@@ -39,6 +40,10 @@ struct Gauges {  // read by the service when /metrics is asked
   uint64_t recommended_by_workload = 0;
   uint64_t recommended_by_bound = 0;
   uint64_t sizing_workloads = 0;
+  // Completed jobs with a recommendation on record, at their request and at the recommendation
+  // (SizingState::Learned), and those left out for running out of memory.
+  sizing::Tally advice_at_request, advice_at_recommendation;
+  uint64_t advice_oom_jobs = 0;
 };
 
 class Metrics {
@@ -61,6 +66,7 @@ class Metrics {
   void render_requests(std::string& out) const;
   void render_latency(std::string& out) const;
   void render_routes(std::string& out) const;
+  void render_advice(std::string& out, const Gauges& g) const;
 
   std::array<Histogram, kNumEndpoints> latency_;
   std::array<std::array<std::atomic<uint64_t>, 4>, kNumResources> routes_{};

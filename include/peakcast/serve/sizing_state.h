@@ -46,6 +46,7 @@
 #include "peakcast/history/history.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/simulate.h"
 #include "peakcast/sizing/workload_sizer.h"
 
 namespace peakcast::serve {
@@ -68,7 +69,7 @@ struct SizingOptions {
 class SizingState {
  public:
   static constexpr int64_t kIssuedMatchMs = 60'000;  // answer vs completion submit time
-  static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (39 MiB, sizing_bench)
+  static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (42 MiB, sizing_bench)
   static constexpr size_t kMaxIssuedPerScript = 4096;  // of one user and script (a burst)
 
   // peakcastd's defaults. Not a defaulted argument: GCC 12 warns, falsely, of a maybe-uninitialized
@@ -98,7 +99,8 @@ class SizingState {
     std::string source;
     std::string basis;
   };
-  // The bounds it sets are kept (the most recent kMaxIssued) for observe() to judge the job by.
+  // The bounds it sets are kept (the most recent kMaxIssued) for observe() to judge the job by,
+  // with the job's request and the recommendation for the advice tallies (Learned).
   Applied apply(const Job& job, std::optional<uint64_t> failed_request,
                 cascade::JobPrediction& p);
 
@@ -113,6 +115,13 @@ class SizingState {
     // Memory recommendations answered by a script's own policy / by the bound, and the scripts
     // kept with a policy of their own now.
     uint64_t recommended_by_workload = 0, recommended_by_bound = 0, workloads = 0;
+    // Advice: completed jobs that had a memory recommendation in the answer given at their
+    // submission, each run through sizing::run_at at the request it was submitted with and at
+    // the recommendation -- what lowering --mem to the recommendations (the hook's
+    // LOWER_MEM_TO_RECOMMENDATION) saves or would have saved. A job that ran out of memory has no
+    // peak: counted in advice_oom_jobs, not in the tallies.
+    sizing::Tally advice_at_request, advice_at_recommendation;
+    uint64_t advice_oom_jobs = 0;
   };
   Learned learned() const;
 
@@ -126,7 +135,10 @@ class SizingState {
     int64_t submit_ms = 0;
     uint64_t seq = 0;
     std::array<std::optional<std::pair<double, double>>, kNumResources> point_bound;
+    // The memory request the job was submitted with and the recommendation answered (bytes).
+    std::optional<uint64_t> request_bytes, recommended_bytes;
   };
+  void advise(const Job& job, const Issued& issued);  // mu_ held
   void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
                    Applied& a, Issued& issued) const;
   void remember(const Job& job, Issued issued);  // mu_ held
