@@ -122,6 +122,26 @@ TEST(ReportDaemon, AnswersAsTheDaemonsSizingStateDoes) {
     EXPECT_GT(oom_steps, 0u) << "seed " << seed;
     EXPECT_GT(own, 200u) << "seed " << seed;  // scripts with 10 runs: their own policy answers
     EXPECT_LT(own, 400u) << "seed " << seed;  // and before that the bound
+    // The daemon's live advice tallies are the report's "saved and cost" over the same jobs (those
+    // answered with a recommendation).
+    std::vector<Job> advised;
+    std::vector<DaemonAnswer> advice;
+    for (size_t i = 0; i < s.jobs.size(); ++i) {
+      if (!report[i].recommended_bytes) continue;
+      advised.push_back(s.jobs[i]);
+      advice.push_back(report[i]);
+    }
+    const std::optional<RecommendationOutcome> outcome = recommendation_outcome(advised, advice);
+    ASSERT_TRUE(outcome.has_value());
+    const serve::SizingState::Learned live = daemon.learned();
+    const std::vector<sizing::SeedSummary>& rows = outcome->totals.results;
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(live.advice_at_request.jobs, static_cast<size_t>(rows[0].jobs.mean)) << "seed " << seed;
+    EXPECT_GT(live.advice_at_request.jobs, 300u);
+    EXPECT_GT(live.advice_oom_jobs, 0u);
+    EXPECT_NEAR(live.advice_at_request.waste_gbh, rows[0].waste_gbh.mean, 1e-9 * rows[0].waste_gbh.mean);
+    EXPECT_NEAR(live.advice_at_recommendation.waste_gbh, rows[1].waste_gbh.mean, 1e-9 * rows[1].waste_gbh.mean);
+    EXPECT_EQ(live.advice_at_recommendation.failures, static_cast<size_t>(rows[1].failures.mean));
   }
 }
 
