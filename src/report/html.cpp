@@ -94,7 +94,7 @@ constexpr Section kSections[] = {
      "20 largest groups of each by requested memory, largest first, and the rest as one row."},
     {"recommendations", "What peakcastd's requests would have saved and cost",
      "Each test job run once at its user's request and once at the request peakcastd would have "
-     "recommended (its own request where it had none), accounted as `peakcast simulate` accounts "
+     "recommended (its own request where it had none), accounted as peakcast simulate accounts "
      "a policy: memory reserved but unused (GB·h) by the attempt that held, plus the whole "
      "allocation of each attempt that ran out of memory; after one, the job runs again at its "
      "user's request (doubled where that fails too). A job that used more than its own request "
