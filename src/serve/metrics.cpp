@@ -117,6 +117,17 @@ void Metrics::render_advice(std::string& out, const Gauges& g) const {
   family(out, "peakcast_advice_oom_jobs_total", "counter",
          "Completed jobs with a recommendation on record that ran out of memory (no peak: not accounted).");
   add(out, "peakcast_advice_oom_jobs_total %" PRIu64 "\n", g.advice_oom_jobs);
+  family(out, "peakcast_lowered_jobs_total", "counter",
+         "Completed jobs that ran below the memory request they were submitted with (the hook "
+         "lowered --mem), learned at that request.");
+  add(out, "peakcast_lowered_jobs_total %" PRIu64 "\n", g.lowered_jobs);
+  family(out, "peakcast_lowered_oom_jobs_total", "counter",
+         "Jobs killed for memory at a limit below the request they were submitted with: what "
+         "lowering --mem cost in failed runs.");
+  add(out, "peakcast_lowered_oom_jobs_total %" PRIu64 "\n", g.advice_lowered_oom_jobs);
+  family(out, "peakcast_lowered_oom_byte_seconds_total", "counter",
+         "Those jobs' memory limit x run time until killed (byte x s; / 3.6e12 = GB x h).");
+  add(out, "peakcast_lowered_oom_byte_seconds_total %.17g\n", g.advice_lowered_oom_gbh * 3.6e12);
   const std::pair<const char*, const sizing::Tally*> at[] = {{"request", &g.advice_at_request},
                                                              {"recommendation", &g.advice_at_recommendation}};
   family(out, "peakcast_advice_waste_byte_seconds_total", "counter",

@@ -50,6 +50,7 @@ json row_json(const Job& j) {
           {"end_time", seconds_from_ms(j.end_ms)},
           {"state", j.state},
           {"req_mem_bytes", opt_json(j.req_mem_bytes)},
+          {"ran_mem_bytes", opt_json(j.ran_mem_bytes)},
           {"req_gpus", opt_json(j.req_gpus)},
           {"peak_mem_bytes", opt_json(j.peak_mem_bytes)},
           {"peak_vram_bytes", opt_json(j.peak_vram_bytes)},
@@ -72,7 +73,10 @@ std::vector<std::string> differing_fields(const Job& a, const Job& b) {
   cmp("end_time", a.end_ms, b.end_ms);
   cmp("state", a.state, b.state);
   cmp("req_cpus", a.req_cpus, b.req_cpus);
-  cmp("req_mem_bytes", a.req_mem_bytes, b.req_mem_bytes);
+  // The memory limit as the completion reported it: where the daemon learned a lowered job at its
+  // user's request (Job::ran_mem_bytes), the limit it ran under.
+  const auto reported_mem = [](const Job& j) { return j.ran_mem_bytes ? j.ran_mem_bytes : j.req_mem_bytes; };
+  cmp("req_mem_bytes", reported_mem(a), reported_mem(b));
   cmp("req_gpus", a.req_gpus, b.req_gpus);
   cmp("req_time_s", a.req_time_s, b.req_time_s);
   cmp("gpu_mem_bytes", a.gpu_mem_bytes, b.gpu_mem_bytes);
@@ -216,8 +220,10 @@ Reply Service::predict(std::string_view body) {
   }
 }
 
-Result<bool> Service::add_completion(const Job& job) {
+Result<bool> Service::add_completion(const Job& reported) {
   std::lock_guard order(complete_mu_);
+  Job job = reported;
+  sizing_->restore_request(job);  // a job the hook lowered is learned at its user's request
   Result<bool> stored = store_->insert(job);
   note_storage(stored.status());
   if (!stored) return stored;
@@ -386,6 +392,9 @@ Reply Service::metrics_text() {
   g.advice_at_request = learned.advice_at_request;
   g.advice_at_recommendation = learned.advice_at_recommendation;
   g.advice_oom_jobs = learned.advice_oom_jobs;
+  g.lowered_jobs = learned.lowered_jobs;
+  g.advice_lowered_oom_jobs = learned.advice_lowered_oom_jobs;
+  g.advice_lowered_oom_gbh = learned.advice_lowered_oom_gbh;
   {
     std::lock_guard lock(storage_mu_);
     g.storage_ok = storage_error_.empty() && h.checkpoint_error.empty();

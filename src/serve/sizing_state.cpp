@@ -98,6 +98,32 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
   return out;
 }
 
+bool SizingState::restore_request(Job& job) {
+  if (!job.req_mem_bytes || job.ran_mem_bytes || job.state == "OUT_OF_MEMORY") return false;
+  std::lock_guard lock(mu_);
+  auto it = issued_.find(issued_key(job));
+  if (it == issued_.end()) return false;
+  // The answer observe() would match by time (its point is not known yet); among equals, the one
+  // whose recommendation is nearest the limit the job ran under.
+  const Issued* best = nullptr;
+  const auto off = [&](const Issued& x) {
+    const double r = x.recommended_bytes ? static_cast<double>(*x.recommended_bytes) : 0.0;
+    return std::abs(r - static_cast<double>(*job.req_mem_bytes));
+  };
+  for (const Issued& x : it->second) {
+    const int64_t dt = gap_ms(x.submit_ms, job.submit_ms);
+    if (dt > kIssuedMatchMs) continue;
+    const int64_t best_dt = best ? gap_ms(best->submit_ms, job.submit_ms) : kIssuedMatchMs + 1;
+    if (dt < best_dt || (dt == best_dt && off(x) < off(*best))) best = &x;
+  }
+  if (!best || !best->request_bytes || *best->request_bytes <= *job.req_mem_bytes) return false;
+  job.ran_mem_bytes = job.req_mem_bytes;
+  job.req_mem_bytes = best->request_bytes;
+  compute_labels(job, options_.util_cap);
+  ++learned_.lowered_jobs;
+  return true;
+}
+
 void SizingState::learn_run(const Job& job) {
   // A run killed for memory used more than it held, how much more is not known: it teaches the
   // workload's policy nothing (its resubmission is answered above the failed request instead).
@@ -137,6 +163,12 @@ void SizingState::advise(const Job& job, const Issued& issued) {
   if (!issued.request_bytes || !issued.recommended_bytes || !job.is_valid(Resource::kMem)) return;
   if (censored_for(job, Resource::kMem)) {
     ++learned_.advice_oom_jobs;
+    if (job.req_mem_bytes && *job.req_mem_bytes < *issued.request_bytes) {
+      ++learned_.advice_lowered_oom_jobs;
+      const int64_t ran_ms = job.realtime_ms ? *job.realtime_ms : job.end_ms - job.start_ms.value_or(job.submit_ms);
+      learned_.advice_lowered_oom_gbh +=
+          static_cast<double>(*job.req_mem_bytes) * 1e-9 * static_cast<double>(std::max<int64_t>(ran_ms, 0)) / 3.6e6;
+    }
     return;
   }
   std::optional<sizing::SimTask> t = sizing::sim_task(job, /*sizey=*/false);
@@ -287,6 +319,9 @@ nlohmann::json SizingState::to_json() const {
   };
   out["advice"] = {{"jobs", learned_.advice_at_request.jobs},
                    {"oom_jobs", learned_.advice_oom_jobs},
+                   {"lowered_jobs", learned_.lowered_jobs},
+                   {"lowered_oom_jobs", learned_.advice_lowered_oom_jobs},
+                   {"lowered_oom_gbh", learned_.advice_lowered_oom_gbh},
                    {"at_request", tally(learned_.advice_at_request)},
                    {"at_recommendation", tally(learned_.advice_at_recommendation)}};
   for (Resource r : kResources) {

@@ -78,7 +78,8 @@ CREATE TABLE IF NOT EXISTS completions (
   account TEXT NOT NULL,
   workload TEXT,
   script TEXT,
-  stored_at INTEGER NOT NULL DEFAULT (strftime('%s','now'))
+  stored_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),
+  ran_mem_bytes INTEGER
 );
 CREATE INDEX IF NOT EXISTS completions_user ON completions(user, end_time);
 CREATE INDEX IF NOT EXISTS completions_script ON completions(script_key, end_time);
@@ -88,7 +89,13 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT N
 constexpr const char* kColumns =
     "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, "
     "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
-    "valid_mask, clipped_mask, censored, job_name, partition, account, workload";
+    "valid_mask, clipped_mask, censored, job_name, partition, account, workload, ran_mem_bytes";
+// Version 1 had no ran_mem_bytes: a reader that may not migrate (query_only) selects NULL for it.
+constexpr const char* kColumnsV1 =
+    "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, "
+    "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
+    "valid_mask, clipped_mask, censored, job_name, partition, account, workload, NULL";
+constexpr int kScriptColumn = 24;  // after kColumns, where a scan selects it
 
 // Bytes are uint64 in the Job and int64 in SQLite: stored bit for bit.
 template <typename T>
@@ -152,6 +159,7 @@ Job job_from_row(sqlite3_stmt* s) {
   j.partition = col_text(s, 20);
   j.account = col_text(s, 21);
   if (sqlite3_column_type(s, 22) != SQLITE_NULL) j.workload = col_text(s, 22);
+  j.ran_mem_bytes = col_opt<uint64_t>(s, 23);
   return j;
 }
 
@@ -174,6 +182,7 @@ class SqliteStore final : public CompletionStore {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
     if (Status w = wal_within_limit(); !w) return w;
+    if (!insert_) return Status::io("database: " + path_ + " is open read-only (schema version 1, not migrated)");
     StmtUse u(insert_.get());
     sqlite3_stmt* s = u.get();
     bind_text(s, 1, j.job_id);
@@ -204,6 +213,7 @@ class SqliteStore final : public CompletionStore {
     if (j.workload) bind_text(s, 23, ingest::redact_script(*j.workload)); else sqlite3_bind_null(s, 23);
     if (options_.store_scripts && j.script) bind_text(s, 24, ingest::redact_script(*j.script));
     else sqlite3_bind_null(s, 24);
+    bind_opt_int(s, 25, j.ran_mem_bytes);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "storing job " + j.job_id);
     return sqlite3_changes(db_.get()) > 0;
@@ -243,14 +253,16 @@ class SqliteStore final : public CompletionStore {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
     StmtPtr stmt;
-    if (Status s = prepare(std::string("SELECT ") + kColumns + (scripts ? ", script" : "") +
+    if (Status s = prepare(std::string("SELECT ") + columns_ + (scripts ? ", script" : "") +
                                " FROM completions ORDER BY end_time, job_id", stmt); !s) {
       return s;
     }
     int rc;
     while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
       Job j = job_from_row(stmt.get());
-      if (scripts && sqlite3_column_type(stmt.get(), 23) != SQLITE_NULL) j.script = col_text(stmt.get(), 23);
+      if (scripts && sqlite3_column_type(stmt.get(), kScriptColumn) != SQLITE_NULL) {
+        j.script = col_text(stmt.get(), kScriptColumn);
+      }
       visit(std::move(j));
     }
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "reading completions");
@@ -410,23 +422,39 @@ class SqliteStore final : public CompletionStore {
                                  " is newer than this build reads (" +
                                  std::to_string(kSchemaVersion) + "); upgrade peakcast");
     }
-    if (*v < kSchemaVersion) {
-      // Version 0: a new file. (Later versions add migrations here, one step at a time.)
+    if (*v == 0) {  // a new file
       if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + "PRAGMA user_version=" +
                           std::to_string(kSchemaVersion) + ";COMMIT;");
           !s) {
         exec("ROLLBACK");
         return s.with_context(path);
       }
+    } else if (*v == 1 && options_.query_only) {
+      columns_ = kColumnsV1;  // read as it is: a reader does not migrate the daemon's file
+    } else if (*v == 1) {
+      // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem).
+      if (Status s = exec("BEGIN IMMEDIATE;ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;"
+                          "PRAGMA user_version=2;COMMIT;");
+          !s) {
+        exec("ROLLBACK");
+        return s.with_context(path + ": migrating the database from schema version 1 to 2");
+      }
     }
-    Status s = prepare(std::string("INSERT OR IGNORE INTO completions (") + kColumns +
-                           ", script) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
-                           "?16,?17,?18,?19,?20,?21,?22,?23,?24)", insert_);
+    // The insert names ran_mem_bytes last (?25), so its order differs from kColumns'. A version 1
+    // file opened query_only never inserts, and the statement is not prepared there.
+    Status s = options_.query_only && *v == 1
+                   ? Status::ok()
+                   : prepare("INSERT OR IGNORE INTO completions (job_id, user, script_key, submit_time, "
+                             "start_time, end_time, state, req_cpus, req_mem_bytes, req_gpus, req_time_s, "
+                             "gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
+                             "valid_mask, clipped_mask, censored, job_name, partition, account, workload, "
+                             "script, ran_mem_bytes) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+                             "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)", insert_);
     if (s) s = prepare("SELECT 1 FROM completions WHERE job_id = ?1", contains_);
-    if (s) s = prepare(std::string("SELECT ") + kColumns + " FROM completions WHERE job_id = ?1", find_);
-    if (s) s = prepare(std::string("SELECT ") + kColumns +
+    if (s) s = prepare(std::string("SELECT ") + columns_ + " FROM completions WHERE job_id = ?1", find_);
+    if (s) s = prepare(std::string("SELECT ") + columns_ +
                        " FROM completions WHERE user = ?1 ORDER BY end_time DESC LIMIT ?2", recent_user_);
-    if (s) s = prepare(std::string("SELECT ") + kColumns +
+    if (s) s = prepare(std::string("SELECT ") + columns_ +
                        " FROM completions WHERE script_key = ?1 ORDER BY end_time DESC LIMIT ?2",
                        recent_script_);
     if (s) s = prepare("SELECT count(*) FROM completions", count_);
@@ -444,6 +472,7 @@ class SqliteStore final : public CompletionStore {
   DbPtr db_;
   SqliteOptions options_;
   std::string path_;
+  const char* columns_ = kColumns;  // what a SELECT reads (kColumnsV1 from a version 1 file, query_only)
   std::string checkpoint_error_;  // guarded by mu_ (the WAL hook runs inside insert)
   uint64_t checkpoint_failures_ = 0;
   // Declared after db_: finalized before the connection closes.

@@ -304,14 +304,15 @@ done
 if [ "$real" = 1 ]; then
   in_range() { [ -n "$1" ] && [ "$1" -gt 0 ] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
   if start_daemon; then ok "daemon restarts on its database"; else bad "daemon restarts (see $TEST_DIR/daemon.log)"; fi
-  history_peak() {  # job id -> peak_mem_bytes the daemon's history holds for it (empty if none)
+  history_field() {  # job id, field -> the field of the daemon's history record of it (empty if none)
     local body i id
     body="$(tool http "$PEAKCAST_SOCKET" GET "/v1/history?user=$(id -un)" | tail -n +2)"
     for i in $(seq 1 50); do
       id=$(printf '%s' "$body" | tool jget "jobs.$i.job_id") || break
-      if [ "$id" = "$1" ]; then printf '%s' "$body" | tool jget "jobs.$i.peak_mem_bytes"; return; fi
+      if [ "$id" = "$1" ]; then printf '%s' "$body" | tool jget "jobs.$i.$2" 2>/dev/null; return; fi
     done
   }
+  history_peak() { history_field "$1" peak_mem_bytes; }  # job id -> its peak in the history
   for n in alloc200 alloc400; do
     id="${jid[$n]:-}"; [ -n "$id" ] || continue
     got=""
@@ -349,6 +350,16 @@ if [ "$real" = 1 ]; then
   done
   check "slurm-sync's completions are judged by the hook's answers (sizing.learned_from.issued $judged)" \
     [ "${judged:-0}" -ge 3 ]
+  # The job run at its lowered --mem is learned at its user's request (1000M), with the limit it
+  # ran under beside it: its utilization is a share of what its user asks for.
+  id="${jid[lower_mem]:-}"
+  if [ -n "$id" ] && [ -n "${lower_mem_want:-}" ]; then
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    ran="$(history_field "$id" ran_mem_bytes)"
+    check "lower_mem: the daemon learned it at the request it answered ($got B = 1000M), ran at ${ran} B = ${lower_mem_want}M" \
+      [ "$got" = $(( 1000 * 1048576 )) -a "$ran" = $(( lower_mem_want * 1048576 )) ]
+  fi
   stop_daemon
 fi
 echo "elapsed $(( $(date +%s) - t0 )) s"

@@ -448,5 +448,115 @@ TEST(ServiceSizing, AnswersKeptForJudgingAreBoundedAndTheOldestGoFirst) {
   EXPECT_EQ(state.learned().by_answer, 2u);
 }
 
+// With the hook's LOWER_MEM_TO_RECOMMENDATION the job runs, and Slurm records it, at the
+// recommendation. Learned at that request its peak would look like a larger share of what its
+// user asks for (here 0.80 of the request after one lowered run, for 0.30), and answers from the
+// bound would climb back toward the request. The daemon learns it at the request it answered:
+// each run of a script that keeps its peak gets the same prediction and recommendation, lowered
+// or not, and the record keeps the limit it ran under.
+TEST(ServiceSizing, AJobRunAtItsLoweredRequestTeachesWhatItsUsersRequestWould) {
+  struct Outcome {
+    std::vector<std::pair<double, double>> answers;  // (util, recommended_bytes) of each submission
+    json after_restart, lowered_row, healthz;
+  };
+  const auto run = [](bool lowered) {
+    Outcome out;
+    TempDir dir;
+    {
+      auto s = open_service(dir, options());
+      complete_runs(*s, 40, {0.25, 0.30, 0.35});
+      for (int i = 0; i < 6; ++i) {
+        const int64_t submit = kNow - 50 * 3600 + i * 3600;
+        const Reply reply = s->predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
+        EXPECT_EQ(reply.status, 200) << reply.body;
+        const json p = json::parse(reply.body)["predictions"]["mem"];
+        EXPECT_TRUE(p["recommended_bytes"].is_number()) << p.dump();
+        const double rec = p["recommended_bytes"].get<double>();
+        EXPECT_LT(rec, 0.5 * 8 * kGiB);
+        out.answers.emplace_back(p["util"].get<double>(), rec);
+        const uint64_t ran = lowered ? static_cast<uint64_t>(rec) : 8 * kGiB;
+        json c = completion_json("low" + std::to_string(i), "alice", kScript, submit, submit + 1800, ran,
+                                 static_cast<uint64_t>(0.30 * 8 * kGiB));
+        EXPECT_EQ(s->complete(c.dump()).status, 200);
+        // Sent again (slurm-sync reads the same record again): the same completion, not a conflict.
+        const Reply again = s->complete(c.dump());
+        EXPECT_EQ(again.status, 200) << again.body;
+        EXPECT_EQ(json::parse(again.body)["duplicate"], true);
+      }
+      const json rows = json::parse(s->history({{"user", "alice"}}).body)["jobs"];
+      for (const json& r : rows) {
+        if (r["job_id"] == "low5") out.lowered_row = r;
+      }
+      out.healthz = json::parse(s->healthz().body)["sizing"]["advice"];
+    }
+    // Restarted: the store holds what was learned, and the next answer is the same.
+    auto s = open_service(dir, options());
+    out.after_restart = predict_mem(*s, 8 * kGiB);
+    return out;
+  };
+  const Outcome asked = run(false), lowered = run(true);
+  ASSERT_EQ(asked.answers.size(), lowered.answers.size());
+  for (size_t i = 0; i < asked.answers.size(); ++i) {
+    EXPECT_NEAR(lowered.answers[i].first, asked.answers[i].first, 1e-9) << "submission " << i;
+    EXPECT_EQ(lowered.answers[i].second, asked.answers[i].second) << "submission " << i;
+  }
+  EXPECT_NEAR(lowered.after_restart["util"].get<double>(), asked.after_restart["util"].get<double>(), 1e-9);
+  EXPECT_EQ(lowered.after_restart["recommended_bytes"], asked.after_restart["recommended_bytes"]);
+  EXPECT_DOUBLE_EQ(lowered.after_restart["upper_util"].get<double>(), asked.after_restart["upper_util"].get<double>());
+  // The record: its user's request, the limit it ran under, its utilization of the request.
+  ASSERT_TRUE(lowered.lowered_row.is_object());
+  EXPECT_EQ(lowered.lowered_row["req_mem_bytes"], 8 * kGiB);
+  EXPECT_EQ(lowered.lowered_row["ran_mem_bytes"], static_cast<uint64_t>(lowered.answers[5].second));
+  EXPECT_NEAR(lowered.lowered_row["mem_util"].get<double>(), 0.30, 1e-9);
+  EXPECT_TRUE(asked.lowered_row["ran_mem_bytes"].is_null());
+  EXPECT_EQ(lowered.healthz["lowered_jobs"], 6);
+  EXPECT_EQ(asked.healthz["lowered_jobs"], 0);
+  // The advice tallies count the same jobs at the same requests either way.
+  EXPECT_EQ(lowered.healthz["at_request"], asked.healthz["at_request"]);
+  EXPECT_EQ(lowered.healthz["at_recommendation"], asked.healthz["at_recommendation"]);
+}
+
+// A job killed for memory at a lowered limit is learned at that limit (it used at least that
+// much; no more is known) and counted as what lowering cost; one that asked for more than it was
+// answered about, or was never answered, is left as it came.
+TEST(ServiceSizing, AJobKilledAtItsLoweredLimitIsWhatLoweringCost) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  complete_runs(*s, 40, {0.25, 0.30, 0.35});
+  const int64_t submit = kNow - 3600;
+  const Reply reply = s->predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
+  ASSERT_EQ(reply.status, 200);
+  const uint64_t rec = json::parse(reply.body)["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
+  ASSERT_LT(rec, 4 * kGiB);
+  json oom = completion_json("k1", "alice", kScript, submit, submit + 900, rec, rec);
+  oom["state"] = "OUT_OF_MEMORY";
+  ASSERT_EQ(s->complete(oom.dump()).status, 200);
+  // Its resubmission is answered above the limit it failed at.
+  const json next = predict_mem(*s, 8 * kGiB);  // submitted at kNow
+  EXPECT_GT(next["recommended_bytes"].get<uint64_t>(), rec) << next.dump();
+  // Submitted with more than it was answered about (a later `scontrol update`): as it came.
+  ASSERT_EQ(s->complete(completion_json("k2", "alice", kScript, kNow, kNow + 600, 16 * kGiB, 2 * kGiB).dump()).status, 200);
+  EXPECT_EQ(json::parse(s->healthz().body)["sizing"]["learned_from"]["issued"], 2);  // k1 and k2 matched answers
+  // Never answered (a day earlier) and below its script's usual request: as it came.
+  ASSERT_EQ(s->complete(completion_json("k3", "alice", kScript, kNow - 86400, kNow - 86000, 2 * kGiB, kGiB).dump()).status, 200);
+  const json a = json::parse(s->healthz().body)["sizing"]["advice"];
+  EXPECT_EQ(a["oom_jobs"], 1) << a.dump();
+  EXPECT_EQ(a["lowered_oom_jobs"], 1);
+  EXPECT_NEAR(a["lowered_oom_gbh"].get<double>(), static_cast<double>(rec) * 1e-9 * 900.0 / 3600.0, 1e-9);
+  EXPECT_EQ(a["lowered_jobs"], 0);
+  const json rows = json::parse(s->history({{"user", "alice"}}).body)["jobs"];
+  size_t seen = 0;
+  for (const json& r : rows) {
+    if (r["job_id"] == "k1") { EXPECT_EQ(r["req_mem_bytes"], rec); EXPECT_TRUE(r["censored"].get<bool>()); ++seen; }
+    if (r["job_id"] == "k2") { EXPECT_EQ(r["req_mem_bytes"], 16 * kGiB); ++seen; }
+    if (r["job_id"] == "k3") { EXPECT_EQ(r["req_mem_bytes"], 2 * kGiB); ++seen; }
+    EXPECT_TRUE(r["ran_mem_bytes"].is_null()) << r.dump();
+  }
+  EXPECT_EQ(seen, 3u);
+  const std::string m = s->metrics_text().body;
+  EXPECT_NE(m.find("\npeakcast_lowered_oom_jobs_total 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\npeakcast_lowered_jobs_total 0\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace peakcast::serve

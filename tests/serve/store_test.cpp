@@ -91,5 +91,92 @@ TEST(SqliteStore, QueryOnlyRefusesWritesWithAnIoError) {
   EXPECT_EQ(r.status().kind(), ErrorKind::kIo);
 }
 
+int user_version(const std::string& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const int v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+// A job the hook lowered keeps the limit it ran under beside its user's request.
+TEST(SqliteStore, KeepsTheLimitALoweredJobRanUnder) {
+  TempDir dir;
+  Job j = sample_job("1");
+  j.req_mem_bytes = 8ull << 30;
+  j.ran_mem_bytes = 3ull << 30;
+  j.peak_mem_bytes = 2ull << 30;
+  compute_labels(j);
+  {
+    auto s = open_sqlite_store(dir.file("r.db"), SqliteOptions{.store_scripts = true});
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(*(*s)->insert(j));
+    ASSERT_TRUE(*(*s)->insert(sample_job("2")));
+  }
+  auto s = open_sqlite_store(dir.file("r.db"));
+  auto found = (*s)->find("1");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->req_mem_bytes, 8ull << 30);
+  EXPECT_EQ((*found)->ran_mem_bytes, 3ull << 30);
+  EXPECT_DOUBLE_EQ((*found)->util[0], 0.25);
+  EXPECT_FALSE((**(*s)->find("2")).ran_mem_bytes.has_value());
+  std::vector<Job> all;
+  ASSERT_TRUE((*s)->for_each_with_scripts([&](Job&& x) { all.push_back(std::move(x)); }).is_ok());
+  ASSERT_EQ(all.size(), 2u);
+  for (const Job& x : all) {
+    EXPECT_TRUE(x.script.has_value()) << x.job_id;  // kept where a scan asks for scripts
+    EXPECT_EQ(x.ran_mem_bytes.has_value(), x.job_id == "1");
+  }
+}
+
+// A database of schema version 1 (before ran_mem_bytes): the daemon migrates it and keeps its
+// completions; a reader (query_only, `peakcast report --db` while the daemon runs) reads it as
+// it is and changes nothing.
+TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  {
+    auto s = open_sqlite_store(path, SqliteOptions{.store_scripts = true});
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(*(*s)->insert(sample_job("old")));
+  }
+  {  // back to version 1's table (SQLite >= 3.35 drops a column)
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN ran_mem_bytes; PRAGMA user_version=1",
+                           nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(user_version(path), 1);
+  {
+    auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    std::vector<Job> all;
+    ASSERT_TRUE((*r)->for_each_with_scripts([&](Job&& x) { all.push_back(std::move(x)); }).is_ok());
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].job_id, "old");
+    EXPECT_FALSE(all[0].ran_mem_bytes.has_value());
+    EXPECT_TRUE(all[0].script.has_value());
+    EXPECT_TRUE((**(*r)->find("old")).req_mem_bytes.has_value());
+    auto w = (*r)->insert(sample_job("new"));
+    ASSERT_FALSE(w.ok());
+    EXPECT_EQ(w.status().kind(), ErrorKind::kIo);
+  }
+  EXPECT_EQ(user_version(path), 1);
+  auto s = open_sqlite_store(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(user_version(path), kSchemaVersion);
+  Job lowered = sample_job("new");
+  lowered.ran_mem_bytes = 5;
+  ASSERT_TRUE(*(*s)->insert(lowered));
+  EXPECT_EQ((**(*s)->find("new")).ran_mem_bytes, std::optional<uint64_t>(5));
+  EXPECT_EQ(*(*s)->count(), 2u);
+}
+
 }  // namespace
 }  // namespace peakcast::serve

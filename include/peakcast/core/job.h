@@ -44,6 +44,12 @@ struct Job {
   std::optional<uint64_t> req_mem_bytes;   // whole-job host memory
   std::optional<int> req_gpus;
   std::optional<int64_t> req_time_s;       // walltime limit
+  // The memory limit the job ran under, where it was lower than the request its user submitted
+  // (peakcastd's Slurm hook lowered --mem to the recommendation; Slurm then records the lowered
+  // value). req_mem_bytes then holds the user's request: utilization is a share of what the user
+  // asks for, and a job learned at its lowered limit would teach the next answer that its user's
+  // jobs use more of their request than they do. Set by peakcastd only (serve/sizing_state.h).
+  std::optional<uint64_t> ran_mem_bytes;
   std::optional<uint64_t> gpu_mem_bytes;   // capacity of ONE allocated GPU
 
   // What identifies "the same script".

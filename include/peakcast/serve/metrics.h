@@ -44,6 +44,11 @@ struct Gauges {  // read by the service when /metrics is asked
   // (SizingState::Learned), and those left out for running out of memory.
   sizing::Tally advice_at_request, advice_at_recommendation;
   uint64_t advice_oom_jobs = 0;
+  // Jobs that ran below the request they were submitted with (the hook lowered --mem), learned
+  // at that request; of the OOM ones, those killed at such a limit and their limit x run time.
+  uint64_t lowered_jobs = 0;
+  uint64_t advice_lowered_oom_jobs = 0;
+  double advice_lowered_oom_gbh = 0.0;
 };
 
 class Metrics {

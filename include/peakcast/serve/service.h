@@ -70,6 +70,8 @@ class Service {
 
   // A finished job already parsed and finalized (labels, script_key): the completion path
   // without the HTTP body (slurm-sync inside the daemon). true: stored now; false: known.
+  // A job whose memory request is below the one answered at its submission is stored and
+  // learned at the answered request (SizingState::restore_request).
   Result<bool> add_completion(const Job& job);
 
   Metrics& metrics() { return metrics_; }

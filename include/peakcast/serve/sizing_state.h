@@ -80,6 +80,16 @@ class SizingState {
   // A completed job: `p` is the served model's prediction for it at its submission.
   void observe(const Job& job, const cascade::JobPrediction& p);
 
+  // A completion whose memory request is below the one the daemon answered at its submission
+  // (the Slurm hook lowered --mem to the recommendation, or an administrator lowered it before
+  // it started): its request becomes the answered one, the limit it ran under goes to
+  // Job::ran_mem_bytes, and its labels are computed again (options().util_cap), so it teaches
+  // the history, the bound and its script's policy what a run at its user's request would have.
+  // Not for a job killed for memory: its label is at least the limit it ran under, no more is
+  // known, and learned at that limit it keeps the next answers at or above it. Matched to the
+  // answer as observe() matches (left for observe() to take). Returns whether it changed `job`.
+  bool restore_request(Job& job);
+
   // Start: `recent` completions (any order) with the served model's prediction for each at its
   // submission, walked as `peakcast evaluate` walks (sizing::walk_bounds); every one is learned.
   struct Completed {
@@ -122,6 +132,13 @@ class SizingState {
     // peak: counted in advice_oom_jobs, not in the tallies.
     sizing::Tally advice_at_request, advice_at_recommendation;
     uint64_t advice_oom_jobs = 0;
+    // Of those, jobs killed for memory at a limit below the request they were submitted with
+    // (the hook lowered it), and their limit x run time: what lowering cost in failed runs.
+    uint64_t advice_lowered_oom_jobs = 0;
+    double advice_lowered_oom_gbh = 0.0;
+    // Completions that ran below the request they were submitted with, learned at that request
+    // (restore_request).
+    uint64_t lowered_jobs = 0;
   };
   Learned learned() const;
 

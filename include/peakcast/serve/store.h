@@ -67,10 +67,12 @@ struct SqliteOptions {
   std::string vfs = {};         // SQLite VFS name; empty: the default (tests count syncs)
 };
 
-inline constexpr int kSchemaVersion = 1;  // PRAGMA user_version
+// PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes).
+inline constexpr int kSchemaVersion = 2;
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
-// the schema. A database with a newer user_version is refused.
+// the schema. A database with a newer user_version is refused; one of version 1 is migrated
+// (a column added), except with query_only, where it is read as it is (ran_mem_bytes absent).
 //
 // Files that cannot be written (read-only, immutable) make operations fail with kIo before
 // SQLite touches them: the WAL index (-shm) is memory-mapped, and writing into the mapping of a
