@@ -120,7 +120,6 @@ bool SizingState::restore_request(Job& job) {
   job.ran_mem_bytes = job.req_mem_bytes;
   job.req_mem_bytes = best->request_bytes;
   compute_labels(job, options_.util_cap);
-  ++learned_.lowered_jobs;
   return true;
 }
 
@@ -138,6 +137,7 @@ void SizingState::learn_run(const Job& job) {
 
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   std::lock_guard lock(mu_);
+  if (job.ran_mem_bytes) ++learned_.lowered_jobs;  // counted once it is stored (a retry restores again)
   learn_run(job);
   const std::optional<Issued> issued = take_issued(job, p);
   if (issued) {
