@@ -22,7 +22,8 @@ explicit memory request (both fields nil: the partition's default applies later)
 the new value is never below LOWER_MEM_MIN_MB and never above the partition's MaxMemPerNode /
 MaxMemPerCPU (the partitions the job names, else the default one; a limit of the other form is
 converted with the job's CPUs per node; UNLIMITED clamps nothing). Each change is logged and told
-to the user.
+to the user. LOWER_MEM_PARTITIONS and LOWER_MEM_ACCOUNTS limit it to some partitions or accounts
+(a staged roll-out: the others are advised only).
 
 The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
 short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
@@ -47,6 +48,12 @@ local TELL_USER = true               -- slurm.log_user shows the recommendation 
 -- below the request -- never raised, never below LOWER_MEM_MIN_MB, never above the partition's limit.
 local LOWER_MEM_TO_RECOMMENDATION = false
 local LOWER_MEM_MIN_MB = 256
+-- Where it lowers, for a staged roll-out: nil = every job; else a set of names, e.g.
+-- { cpu = true, short = true }. A job is lowered only when every partition it may run in is
+-- listed (the partitions it names, else the default one) and its account (else its user's
+-- default account) is listed. The others are advised only.
+local LOWER_MEM_PARTITIONS = nil
+local LOWER_MEM_ACCOUNTS = nil
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 
@@ -542,10 +549,36 @@ local function partition_limit_mb(d, part_list, form, cpus)
   return limit
 end
 
+-- Whether the job is where the site lowers requests (LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS).
+local function lowering_in_scope(d, part_list)
+  if LOWER_MEM_PARTITIONS then
+    local names = {}
+    local want = nonempty(d.partition)
+    if want then
+      for name in want:gmatch("[^,%s]+") do names[#names + 1] = name end
+    else
+      for _, p in ipairs(job_partitions(d, part_list)) do
+        local ok, n = pcall(function() return p.name end)
+        if ok and nonempty(n) then names[#names + 1] = n end
+      end
+    end
+    if #names == 0 then return false end  -- no partition known: not one that is listed
+    for _, n in ipairs(names) do
+      if not LOWER_MEM_PARTITIONS[n] then return false end
+    end
+  end
+  if LOWER_MEM_ACCOUNTS then
+    local account = nonempty(d.account) or nonempty(d.default_account)
+    if not account or not LOWER_MEM_ACCOUNTS[account] then return false end
+  end
+  return true
+end
+
 -- Lowers the request to the recommendation (LOWER_MEM_TO_RECOMMENDATION). Returns the new value
 -- in MB, or nil when nothing changed.
 local function lower_mem(d, ans, req_mem, form, cpus, part_list)
   if not LOWER_MEM_TO_RECOMMENDATION or not req_mem then return nil end
+  if not lowering_in_scope(d, part_list) then return nil end
   local rec = field(ans, "predictions", "mem", "recommended_bytes")
   if type(rec) ~= "number" or rec <= 0 or rec >= req_mem then return nil end
   local key = form == "node" and "min_mem_per_node" or (form == "cpu" and "min_mem_per_cpu")
@@ -662,6 +695,9 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.set_lower_mem = function(on, min_mb)
     LOWER_MEM_TO_RECOMMENDATION = on
     if min_mb then LOWER_MEM_MIN_MB = min_mb end
+  end
+  PEAKCAST_TEST.set_lower_mem_scope = function(partitions, accounts)
+    LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts
   end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
   PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end

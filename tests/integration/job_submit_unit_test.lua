@@ -156,6 +156,30 @@ check("part_list: MaxMemPerNode / CPUs caps --mem-per-cpu (2000 / 4)",
       lowered({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4, partition = "pernode" }) == 500)
 check("part_list: a partition the user cannot use (absent) sets no limit",
       lowered({ min_mem_per_node = 1000, partition = "hidden" }) == 750)
+-- A staged roll-out: lowered only in the listed partitions and accounts.
+T.set_lower_mem_scope({ small = true, big = true }, nil)
+check("scope: a listed partition is lowered", lowered({ min_mem_per_node = 1000, partition = "small" }) == 600)
+check("scope: every partition it may run in listed", lowered({ min_mem_per_node = 1000, partition = "small,big" }) == 600)
+check("scope: one of its partitions not listed: advised only",
+      lowered({ min_mem_per_node = 1000, partition = "small,debug" }) == 1000)
+check("scope: no partition named -> the default one (debug), not listed",
+      lowered({ min_mem_per_node = 1000 }) == 1000)
+T.set_lower_mem_scope({ debug = true }, nil)
+check("scope: no partition named -> the default one (debug), listed",
+      lowered({ min_mem_per_node = 1000 }) == 750)
+check("scope: no part_list and no partition named: nothing known, advised only",
+      lowered({ min_mem_per_node = 1000 }, {}) == 1000)
+T.set_lower_mem_scope(nil, { physics = true })
+check("scope: a listed account is lowered", lowered({ min_mem_per_node = 1000, account = "physics" }) == 750)
+check("scope: another account: advised only", lowered({ min_mem_per_node = 1000, account = "chem" }) == 1000)
+check("scope: no account -> the user's default account",
+      lowered({ min_mem_per_node = 1000, default_account = "physics" }) == 750)
+check("scope: no account at all: advised only", lowered({ min_mem_per_node = 1000 }) == 1000)
+T.set_lower_mem_scope({ debug = true }, { physics = true })
+check("scope: both listed", lowered({ min_mem_per_node = 1000, account = "physics" }) == 750)
+check("scope: partition listed, account not", lowered({ min_mem_per_node = 1000, account = "chem" }) == 1000)
+T.set_lower_mem_scope(nil, nil)
+check("scope: none set -> every job", lowered({ min_mem_per_node = 1000, partition = "small,debug", account = "chem" }) == 600)
 -- A recommendation at or above the request (the daemon's rule allowed it): never raised.
 set_mode("raise")
 d = desc({ min_mem_per_node = 1000 })

@@ -103,6 +103,27 @@ for part in debug unlimited; do
   fi
 done
 
+# A staged roll-out: with LOWER_MEM_PARTITIONS = { lowcap = true } a job in the default partition
+# is advised only and one in lowcap is lowered (partition names as part_list gives them).
+scoped_hook="$TEST_DIR/job_submit.scoped.lua"
+sed 's/^local LOWER_MEM_PARTITIONS = nil$/local LOWER_MEM_PARTITIONS = { lowcap = true }/' "$lowering_hook" > "$scoped_hook"
+if grep -qx 'local LOWER_MEM_PARTITIONS = { lowcap = true }' "$scoped_hook"; then
+  ok "scope: the test's hook copy sets LOWER_MEM_PARTITIONS = { lowcap = true }"
+else
+  bad "scope: no 'local LOWER_MEM_PARTITIONS = nil' line in the hook to set"
+fi
+mtime=$(( $(stat -c %Y "$hook_file") > $(date +%s) ? $(stat -c %Y "$hook_file") : $(date +%s) ))
+cp "$scoped_hook" "$hook_file"
+touch -d "@$(( mtime + 2 ))" "$hook_file"
+if lower_case scope_out alloc200 --mem=1000M -t 5 -H; then
+  check "scope_out: the default partition is not listed: MinMemoryNode $(job_field "$lid" MinMemoryNode) = 1000M, advised only" \
+    [ "$(job_field "$lid" MinMemoryNode)" = 1000M ]
+fi
+if lower_case scope_in alloc200 -p lowcap --mem=1000M -t 5 -H; then
+  check "scope_in: lowcap is listed: MinMemoryNode $(job_field "$lid" MinMemoryNode) = its MaxMemPerNode ${LOWCAP_MB}M" \
+    [ "$(job_field "$lid" MinMemoryNode)" = "${LOWCAP_MB}M" ]
+fi
+
 # The two that run: they end COMPLETED and accounting keeps the lowered request (wait_accounted:
 # sacct's State and ReqMem are both set).
 for name in lower_mem lower_lowcap; do
@@ -116,4 +137,4 @@ for name in lower_mem lower_lowcap; do
   check "$name: sacct ReqMem $reqmem = ${want}M" [ "$reqmem" = "${want}M" ]
 done
 scancel "${jid[lower_keep]:-0}" "${jid[lower_cpucap]:-0}" "${jid[lower_cpu_debug]:-0}" \
-  "${jid[lower_cpu_unlimited]:-0}" 2>/dev/null
+  "${jid[lower_cpu_unlimited]:-0}" "${jid[scope_out]:-0}" "${jid[scope_in]:-0}" 2>/dev/null
