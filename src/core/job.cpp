@@ -46,6 +46,9 @@ bool censored_for(const Job& job, Resource r) {
 }
 
 bool label_exact(const Job& job, Resource r, double util_cap) {
+  // Killed at a limit below its request (Job::ran_mem_bytes): the label is that limit's share of
+  // the request, below the cap, and only a lower bound.
+  if (censored_for(job, r) && r == Resource::kMem && job.ran_mem_bytes) return false;
   return !censored_for(job, r) || util_cap <= 1.0;
 }
 
@@ -59,14 +62,17 @@ void compute_labels(Job& job, double util_cap) {
     const bool censored_here = censored_for(job, r);
     std::optional<double> u = raw_util(job, r);
     // An OOM-killed job hit its memory limit: its label is at least the request. Use the cap as
-    // the (censored) label even when no peak was recorded, as long as the request is known.
-    if (censored_here && !u && r == Resource::kMem && job.req_mem_bytes &&
-        *job.req_mem_bytes > 0) {
-      u = util_cap;
+    // the (censored) label even when no peak was recorded, as long as the request is known. One
+    // killed at a limit below its request (Job::ran_mem_bytes) is at least that limit's share.
+    std::optional<double> floor;
+    if (censored_here && r == Resource::kMem && job.req_mem_bytes && *job.req_mem_bytes > 0) {
+      floor = job.ran_mem_bytes ? static_cast<double>(*job.ran_mem_bytes) / static_cast<double>(*job.req_mem_bytes)
+                                : util_cap;
+      if (!u) u = floor;
     }
     if (!u || !(*u >= 0.0)) continue;  // rejects NaN too
     double v = *u;
-    if (censored_here) v = std::max(v, util_cap);
+    if (censored_here) v = std::max(v, floor.value_or(util_cap));
     if (v > util_cap) {
       job.clipped[i] = true;
       v = util_cap;

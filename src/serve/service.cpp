@@ -175,15 +175,15 @@ void Service::observe_bound(const cascade::Predictor& model, const Job& job) {
   sizing_->observe(job, model.predict(job, history_));
 }
 
-std::optional<uint64_t> Service::trailing_oom_request(const Job& job) {
-  if (job.script_key.empty()) return std::nullopt;
+Service::TrailingOom Service::trailing_oom(const Job& job) {
+  if (job.script_key.empty()) return {};
   auto rows = store_->recent(HistoryFilter{"", job.script_key}, history::kWindow);
-  if (!rows) return std::nullopt;  // a prediction does not fail for it; the bound still holds
+  if (!rows) return {};  // a prediction does not fail for it; the bound still holds
   std::vector<const Job*> known;  // newest first
   for (const Job& j : *rows) {
     if (j.end_ms < job.submit_ms) known.push_back(&j);  // else not known at this submission
   }
-  return sizing::trailing_oom_request(known);
+  return {sizing::trailing_oom_request(known), sizing::trailing_oom_lowered(known)};
 }
 
 size_t Service::history_size() const {
@@ -209,8 +209,8 @@ Reply Service::predict(std::string_view body) {
     }
     metrics_.count_route(Resource::kMem, p.mem.route);
     if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
-    const SizingState::Applied applied =
-        sizing_->apply(job, oom_recent ? trailing_oom_request(job) : std::nullopt, p);
+    const TrailingOom failed = oom_recent ? trailing_oom(job) : TrailingOom{};
+    const SizingState::Applied applied = sizing_->apply(job, failed.limit, p, failed.lowered);
     json answer = cascade::to_json(p);
     SizingState::annotate(applied, answer);
     return json_reply(200, answer);

@@ -99,7 +99,7 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
 }
 
 bool SizingState::restore_request(Job& job) {
-  if (!job.req_mem_bytes || job.ran_mem_bytes || job.state == "OUT_OF_MEMORY") return false;
+  if (!job.req_mem_bytes || job.ran_mem_bytes) return false;
   std::lock_guard lock(mu_);
   auto it = issued_.find(issued_key(job));
   if (it == issued_.end()) return false;
@@ -163,11 +163,12 @@ void SizingState::advise(const Job& job, const Issued& issued) {
   if (!issued.request_bytes || !issued.recommended_bytes || !job.is_valid(Resource::kMem)) return;
   if (censored_for(job, Resource::kMem)) {
     ++learned_.advice_oom_jobs;
-    if (job.req_mem_bytes && *job.req_mem_bytes < *issued.request_bytes) {
+    const std::optional<uint64_t> limit = job.ran_mem_bytes ? job.ran_mem_bytes : job.req_mem_bytes;
+    if (limit && *limit < *issued.request_bytes) {
       ++learned_.advice_lowered_oom_jobs;
       const int64_t ran_ms = job.realtime_ms ? *job.realtime_ms : job.end_ms - job.start_ms.value_or(job.submit_ms);
       learned_.advice_lowered_oom_gbh +=
-          static_cast<double>(*job.req_mem_bytes) * 1e-9 * static_cast<double>(std::max<int64_t>(ran_ms, 0)) / 3.6e6;
+          static_cast<double>(*limit) * 1e-9 * static_cast<double>(std::max<int64_t>(ran_ms, 0)) / 3.6e6;
     }
     return;
   }
@@ -217,7 +218,7 @@ void SizingState::apply_bound(Resource r, const std::string& script_key,
 }
 
 SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> failed_request,
-                                        cascade::JobPrediction& p) {
+                                        cascade::JobPrediction& p, bool failed_lowered) {
   Applied a;
   const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
   std::optional<sizing::WorkloadSizer::Answer> own;
@@ -234,6 +235,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
       sizing::TaskInfo t = sizing::task_info(job, /*sizey=*/false);
       t.workload = sizing::script_workload_of(job);
       t.failed_request_bytes = failed_request;
+      t.failed_at_lowered_limit = failed_lowered;
       own = workloads_.first(t);
       if (own) ++learned_.recommended_by_workload;
     }
@@ -265,6 +267,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   in.request_bytes = job.req_mem_bytes;
   in.partition = job.partition;
   in.failed_request_bytes = failed_request;
+  in.failed_at_lowered_limit = failed_lowered;
   const sizing::Recommendation rec = sizing::recommend_request(in, options_.recommend);
   p.mem.recommended_bytes = rec.bytes;
   a.rule = rec.rule;

@@ -230,6 +230,7 @@ class PeakcastPolicy final : public SizingPolicy {
     if (t.request_bytes > 0) in.request_bytes = static_cast<uint64_t>(t.request_bytes);
     in.partition = t.partition;
     in.failed_request_bytes = t.failed_request_bytes;
+    in.failed_at_lowered_limit = t.failed_at_lowered_limit;
     Recommendation rec = rule_(in);
     explained_ = {std::move(rec.rule), describe(candidates_[chosen])};
     return static_cast<double>(rec.bytes);

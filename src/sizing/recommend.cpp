@@ -164,6 +164,13 @@ Recommendation recommend_request(const RecommendInput& in, const RecommendConfig
       r.rule = "oom: above failed request";
     }
   }
+  // Lowering killed the script's last run: back to what its user asks for until a run completes.
+  // (At the lowered limit plus the OOM step, the run after it would fail again wherever the
+  // lowering had cut more than that step.)
+  if (in.failed_at_lowered_limit && in.request_bytes && r.bytes < *in.request_bytes) {
+    r.bytes = *in.request_bytes;
+    r.rule = "oom at a lowered limit: the request";
+  }
   if (s.limit_bytes && r.bytes > *s.limit_bytes) {
     r.bytes = *s.limit_bytes;
     r.rule = "capped at partition limit";
@@ -176,9 +183,18 @@ std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_
   std::optional<uint64_t> out;
   for (const Job* j : newest_first) {
     if (!censored_for(*j, Resource::kMem)) break;
-    if (j->req_mem_bytes) out = std::max(out.value_or(0), *j->req_mem_bytes);
+    if (j->ran_mem_bytes) out = std::max(out.value_or(0), *j->ran_mem_bytes);
+    else if (j->req_mem_bytes) out = std::max(out.value_or(0), *j->req_mem_bytes);
   }
   return out;
+}
+
+bool trailing_oom_lowered(std::span<const Job* const> newest_first) {
+  for (const Job* j : newest_first) {
+    if (!censored_for(*j, Resource::kMem)) break;
+    if (j->ran_mem_bytes) return true;
+  }
+  return false;
 }
 
 }  // namespace peakcast::sizing

@@ -90,6 +90,29 @@ TEST(Labels, CensoredLabelIsExactOnlyUnderACapOfOne) {
   EXPECT_TRUE(label_exact(ok, Resource::kMem, 2.0));
 }
 
+// Killed at a limit below its request (peakcastd's hook lowered --mem; Job::ran_mem_bytes): it
+// used at least that limit's share of the request, a lower bound under any cap.
+TEST(Labels, KilledAtALoweredLimitIsCensoredAtThatLimitsShare) {
+  Job j;
+  j.state = "OUT_OF_MEMORY";
+  j.req_mem_bytes = 1000;
+  j.ran_mem_bytes = 400;
+  compute_labels(j, 1.0);
+  EXPECT_TRUE(censored_for(j, Resource::kMem));
+  EXPECT_TRUE(j.is_valid(Resource::kMem));
+  EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 0.4);
+  EXPECT_FALSE(label_exact(j, Resource::kMem, 1.0));
+  j.peak_mem_bytes = 380;  // the last sample before the kill, below the limit: the limit holds
+  compute_labels(j, 1.0);
+  EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 0.4);
+  Job done = j;  // completed at the lowered limit: an exact share of the request
+  done.state = "COMPLETED";
+  compute_labels(done, 1.0);
+  EXPECT_FALSE(done.censored);
+  EXPECT_DOUBLE_EQ(done.label(Resource::kMem), 0.38);
+  EXPECT_TRUE(label_exact(done, Resource::kMem, 1.0));
+}
+
 TEST(State, Normalize) {
   EXPECT_EQ(normalize_state("CANCELLED by 0"), "CANCELLED");
   EXPECT_EQ(normalize_state("completed"), "COMPLETED");

@@ -117,6 +117,31 @@ TEST(Recommend, OnceTheRequestItselfRanOutOfMemoryTheBoundIsNotCappedAtIt) {
   EXPECT_EQ(recommend_request(in, plain()).bytes, 4 * kGiB);
 }
 
+// The hook lowered --mem and the run was killed there: the next answer is the user's request
+// (not the lowered limit plus the OOM step, which fails again wherever the cut was deeper), never
+// above it, and a partition limit still holds.
+TEST(Recommend, AfterAKillAtALoweredLimitTheRequestItself) {
+  RecommendInput in;
+  in.request_bytes = 8 * kGiB;
+  in.upper_bytes = 2.0 * kGiB;
+  in.failed_request_bytes = 3 * kGiB;  // the lowered limit it was killed at
+  auto r = recommend_request(in, plain());
+  EXPECT_LT(r.bytes, 8 * kGiB);  // without the flag: above the failed limit, below the request
+  EXPECT_GT(r.bytes, 3 * kGiB);
+  in.failed_at_lowered_limit = true;
+  r = recommend_request(in, plain());
+  EXPECT_EQ(r.bytes, 8 * kGiB);
+  EXPECT_EQ(r.rule, "default: oom at a lowered limit: the request");
+  in.upper_bytes = 20.0 * kGiB;  // a bound above the request: capped at it, as ever
+  EXPECT_EQ(recommend_request(in, plain()).bytes, 8 * kGiB);
+  RecommendConfig c = plain();
+  c.defaults.limit_bytes = 6 * kGiB;
+  in.upper_bytes = 2.0 * kGiB;
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 6 * kGiB);
+  EXPECT_EQ(r.rule, "default: capped at partition limit");
+}
+
 TEST(Recommend, NeverAboveThePartitionLimitEvenAfterAnOom) {
   RecommendConfig c = plain();
   c.defaults.allow_above_request = true;
@@ -196,6 +221,16 @@ TEST(Recommend, TrailingOomRequestIsTheLargestOfTheLeadingOomRuns) {
   const std::vector<const Job*> completed_last = {&done, &oom6};
   EXPECT_FALSE(trailing_oom_request(completed_last));
   EXPECT_FALSE(trailing_oom_request({}));
+  EXPECT_FALSE(trailing_oom_lowered(after_ooms));
+  // Killed at a lowered limit: that limit, not the user's request, and it was lowered.
+  Job lowered = run(16 * kGiB, true);
+  lowered.ran_mem_bytes = 5 * kGiB;
+  compute_labels(lowered);
+  const std::vector<const Job*> after_lowered = {&lowered, &oom4, &done};
+  EXPECT_EQ(trailing_oom_request(after_lowered), 5 * kGiB);
+  EXPECT_TRUE(trailing_oom_lowered(after_lowered));
+  const std::vector<const Job*> lowered_before_done = {&oom4, &done, &lowered};
+  EXPECT_FALSE(trailing_oom_lowered(lowered_before_done));
 }
 
 }  // namespace

@@ -92,8 +92,13 @@ class Service {
   // The served model's prediction for `job` at its submission, into the online bound. Needs the
   // history lock (shared) held; skipped for a job submitted before the watermark.
   void observe_bound(const cascade::Predictor& model, const Job& job);
-  // The largest request among the script's most recent runs while they ended OUT_OF_MEMORY.
-  std::optional<uint64_t> trailing_oom_request(const Job& job);
+  // The largest limit among the script's most recent runs while they ended OUT_OF_MEMORY, and
+  // whether one of them ran at a limit the hook had lowered (sizing::trailing_oom_lowered).
+  struct TrailingOom {
+    std::optional<uint64_t> limit;
+    bool lowered = false;
+  };
+  TrailingOom trailing_oom(const Job& job);
 
   std::shared_ptr<ModelSlot> model_;
   SyncMetrics sync_metrics_;

@@ -22,7 +22,8 @@
 // every completion the daemon learns (and at start the rebuild's). Before that,
 // sizing::recommend_request from the upper bound in bytes
 // (upper_util x the request), the user's request, the job's partition and -- while the script's
-// most recent runs ended OUT_OF_MEMORY -- the largest of their requests; per-partition settings
+// most recent runs ended OUT_OF_MEMORY -- the largest limit they were killed at (the request
+// itself when one of those limits had been lowered by the hook); per-partition settings
 // from `peakcastd --sizing-config FILE` (sizing/recommend.h). The answer carries the rule that
 // set the value. By default the recommendation never exceeds the user's request.
 //
@@ -85,9 +86,9 @@ class SizingState {
   // it started): its request becomes the answered one, the limit it ran under goes to
   // Job::ran_mem_bytes, and its labels are computed again (options().util_cap), so it teaches
   // the history, the bound and its script's policy what a run at its user's request would have.
-  // Not for a job killed for memory: its label is at least the limit it ran under, no more is
-  // known, and learned at that limit it keeps the next answers at or above it. Matched to the
-  // answer as observe() matches (left for observe() to take). Returns whether it changed `job`.
+  // A job killed for memory is censored at the limit's share of the request (compute_labels), and
+  // its script's next answer is the request (sizing::trailing_oom_lowered). Matched to the answer
+  // as observe() matches (left for observe() to take). Returns whether it changed `job`.
   bool restore_request(Job& job);
 
   // Start: `recent` completions (any order) with the served model's prediction for each at its
@@ -111,8 +112,10 @@ class SizingState {
   };
   // The bounds it sets are kept (the most recent kMaxIssued) for observe() to judge the job by,
   // with the job's request and the recommendation for the advice tallies (Learned).
+  // `failed_lowered`: one of those runs was killed at a limit the hook had lowered
+  // (sizing::trailing_oom_lowered): the recommendation is then the request itself.
   Applied apply(const Job& job, std::optional<uint64_t> failed_request,
-                cascade::JobPrediction& p);
+                cascade::JobPrediction& p, bool failed_lowered = false);
 
   // Adds "upper_source" to each resource's prediction and "recommendation_rule",
   // "recommendation_source" and "recommendation_basis" to memory's.

@@ -61,6 +61,9 @@ struct RecommendInput {
   std::optional<uint64_t> request_bytes;         // the user's own request
   std::string partition;
   std::optional<uint64_t> failed_request_bytes;  // largest request that ended OUT_OF_MEMORY
+  // Those runs were killed at a limit below their user's request (the Slurm hook had lowered
+  // --mem; Job::ran_mem_bytes): the answer is the user's request itself, until a run completes.
+  bool failed_at_lowered_limit = false;
 };
 
 struct Recommendation {
@@ -71,9 +74,14 @@ struct Recommendation {
 Recommendation recommend_request(const RecommendInput& in, const RecommendConfig& config);
 
 // RecommendInput::failed_request_bytes for a job: from its script's runs that had ended before its
-// submission, newest first, the largest memory request among the leading ones that ended
-// OUT_OF_MEMORY (nullopt when the newest did not). peakcastd and `peakcast report` both use it.
+// submission, newest first, the largest memory limit among the leading ones that ended
+// OUT_OF_MEMORY (the limit a run was killed at: Job::ran_mem_bytes where the hook had lowered its
+// request, else its request; nullopt when the newest did not). peakcastd and `peakcast report`
+// both use it.
 std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_first);
+// RecommendInput::failed_at_lowered_limit: whether one of those leading runs was killed at a
+// lowered limit.
+bool trailing_oom_lowered(std::span<const Job* const> newest_first);
 
 // The same rule as an object, for callers that keep one config.
 class RecommendRule {

@@ -24,6 +24,7 @@ struct TaskInfo {
   // before this submission (sizing::trailing_oom_request): the daemon's resubmission after an
   // OOM. A replay never sets it (a task's own failed attempts go through retry()).
   std::optional<uint64_t> failed_request_bytes;
+  bool failed_at_lowered_limit = false;  // RecommendInput's: the daemon's, after the hook lowered --mem
 };
 
 // The identity a sizing policy sizes in `peakcast simulate` (its task type): the trace's
