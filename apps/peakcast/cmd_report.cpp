@@ -118,7 +118,21 @@ Status gather(const ReportArgs& a, const sizing::RecommendConfig& recommend, rep
     if (!jobs) return jobs.status();
     Result<eval::EvalReport> r = run_eval(a, *jobs, nullptr);
     if (!r) return r.status();
-    return measure(a, recommend, *jobs, &*r, in);
+    if (Status s = measure(a, recommend, *jobs, &*r, in); !s) return s;
+    // Jobs the hook ran at a lowered --mem: stored at their user's request (docs/bounds.md).
+    size_t lowered = 0, killed = 0;
+    for (const Job& j : *jobs) {
+      lowered += j.ran_mem_bytes ? 1 : 0;
+      killed += j.ran_mem_bytes && j.censored ? 1 : 0;
+    }
+    if (lowered > 0) {
+      in.notes.push_back(fmt::format(
+          "{} of the {} stored completions ran at a memory limit below their user's request (the "
+          "hook's LOWER_MEM_TO_RECOMMENDATION), {} of them killed for memory there; their "
+          "utilization is a share of the user's request, as peakcastd learned them",
+          lowered, jobs->size(), killed));
+    }
+    return Status::ok();
   }
   in.source = a.trace;
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);

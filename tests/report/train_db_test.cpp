@@ -41,15 +41,27 @@ class TrainDb : public ::testing::Test {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
-  // A daemon database holding every job of the trace.
-  std::string make_db(bool store_scripts) {
+  // A daemon database holding every job of the trace; with `lowered`, the first completed jobs
+  // that used under half their request, and the first killed for memory, ran at half their
+  // request (as peakcastd stores a job the hook lowered: Job::ran_mem_bytes).
+  std::string make_db(bool store_scripts, int lowered = 0) {
     const std::string db = (dir_ / (store_scripts ? "with.db" : "without.db")).string();
     peakcast::serve::SqliteOptions o;
     o.store_scripts = store_scripts;
     auto store = peakcast::serve::open_sqlite_store(db, o);
     EXPECT_TRUE(store.ok()) << store.status().message();
     if (!store) return db;
-    for (const peakcast::Job& j : jobs_) {
+    int completed = 0, killed = 0;
+    for (peakcast::Job j : jobs_) {
+      if (j.req_mem_bytes && j.censored && killed < 1 && lowered > 0) {
+        j.ran_mem_bytes = *j.req_mem_bytes / 2;
+        ++killed;
+      } else if (j.req_mem_bytes && j.peak_mem_bytes && !j.censored && *j.peak_mem_bytes < *j.req_mem_bytes / 2 &&
+                 completed < lowered) {
+        j.ran_mem_bytes = *j.req_mem_bytes / 2;
+        ++completed;
+      }
+      peakcast::compute_labels(j);
       auto ins = (*store)->insert(j);
       EXPECT_TRUE(ins.ok() && *ins) << j.job_id;
     }
@@ -85,7 +97,7 @@ TEST_F(TrainDb, WithoutStoredScriptsTheCodeModelReadsIdentityText) {
 }
 
 TEST_F(TrainDb, ReportFromTheDatabase) {
-  const std::string db = make_db(false);
+  const std::string db = make_db(false, 3);
   const std::string page = (dir_ / "db.html").string();
   const auto r = run(kPeakcast + " report --db " + db + " -o " + page +
                      " --methods hier_last1,history_policy --bootstrap 20 --latency-jobs 10" + kSmallModel);
@@ -95,6 +107,10 @@ TEST_F(TrainDb, ReportFromTheDatabase) {
     EXPECT_NE(html.find(id), std::string::npos) << id;
   }
   EXPECT_NE(html.find("peakcastd database"), std::string::npos);
+  const std::string note = "4 of the " + std::to_string(jobs_.size()) +
+                           " stored completions ran at a memory limit below their user";  // ' is escaped
+  EXPECT_NE(html.find(note), std::string::npos) << note;
+  EXPECT_NE(html.find("1 of them killed for memory there"), std::string::npos);
 }
 
 TEST(TrainDbCli, InputErrors) {
