@@ -95,28 +95,52 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
   v.erase(best);
   --learned_.answers_pending;
   if (v.empty()) issued_.erase(it);
+  keep_taken(issued_key(job), out);
   return out;
+}
+
+void SizingState::keep_taken(const std::string& key, const Issued& issued) {
+  taken_[key].push_back(issued);
+  taken_order_.push_back(key);
+  while (taken_order_.size() > kMaxTaken) {
+    auto it = taken_.find(taken_order_.front());
+    taken_order_.pop_front();
+    if (it == taken_.end()) continue;
+    it->second.pop_front();  // a key's oldest is its first pushed
+    if (it->second.empty()) taken_.erase(it);
+  }
 }
 
 bool SizingState::restore_request(Job& job) {
   if (!job.req_mem_bytes || job.ran_mem_bytes) return false;
   std::lock_guard lock(mu_);
-  auto it = issued_.find(issued_key(job));
-  if (it == issued_.end()) return false;
-  // The answer observe() would match by time (its point is not known yet); among equals, the one
-  // whose recommendation is nearest the limit the job ran under.
-  const Issued* best = nullptr;
+  const std::string key = issued_key(job);
+  // The answer observe() would match by time (its point is not known yet), or one already
+  // matched (a job array's tasks share one answer); among equals, the one whose recommendation
+  // is nearest the limit the job ran under.
+  std::optional<Issued> best;
+  bool from_taken = false;
   const auto off = [&](const Issued& x) {
     const double r = x.recommended_bytes ? static_cast<double>(*x.recommended_bytes) : 0.0;
     return std::abs(r - static_cast<double>(*job.req_mem_bytes));
   };
-  for (const Issued& x : it->second) {
+  const auto consider = [&](const Issued& x, bool taken) {
     const int64_t dt = gap_ms(x.submit_ms, job.submit_ms);
-    if (dt > kIssuedMatchMs) continue;
+    if (dt > kIssuedMatchMs) return;
     const int64_t best_dt = best ? gap_ms(best->submit_ms, job.submit_ms) : kIssuedMatchMs + 1;
-    if (dt < best_dt || (dt == best_dt && off(x) < off(*best))) best = &x;
+    if (dt < best_dt || (dt == best_dt && off(x) < off(*best))) {
+      best = x;
+      from_taken = taken;
+    }
+  };
+  if (auto it = issued_.find(key); it != issued_.end()) {
+    for (const Issued& x : it->second) consider(x, false);
+  }
+  if (auto it = taken_.find(key); it != taken_.end()) {
+    for (const Issued& x : it->second) consider(x, true);
   }
   if (!best || !best->request_bytes || *best->request_bytes <= *job.req_mem_bytes) return false;
+  if (from_taken) keep_taken(key, *best);  // kept while the array's tasks complete
   job.ran_mem_bytes = job.req_mem_bytes;
   job.req_mem_bytes = best->request_bytes;
   compute_labels(job, options_.util_cap);

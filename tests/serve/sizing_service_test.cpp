@@ -571,5 +571,38 @@ TEST(ServiceSizing, AJobKilledAtItsLoweredLimitIsWhatLoweringCost) {
   EXPECT_NE(m.find("\npeakcast_lowered_jobs_total 1\n"), std::string::npos);
 }
 
+// A job array is one submission: the hook asks once and lowers every task, which complete with
+// the array's submit time. The first to complete takes the answer (and judges the bound); each
+// of the others is learned at the same user's request too.
+TEST(ServiceSizing, EveryTaskOfALoweredArrayIsLearnedAtItsUsersRequest) {
+  TempDir dir;
+  auto s = open_service(dir, options());
+  complete_runs(*s, 40, {0.25, 0.30, 0.35});
+  const int64_t submit = kNow - 7200;
+  const Reply reply = s->predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
+  ASSERT_EQ(reply.status, 200);
+  const uint64_t rec = json::parse(reply.body)["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
+  ASSERT_LT(rec, 4 * kGiB);
+  for (int t = 1; t <= 5; ++t) {
+    json c = completion_json("900_" + std::to_string(t), "alice", kScript, submit, submit + 600 * t, rec,
+                             static_cast<uint64_t>(0.28 * 8 * kGiB));
+    ASSERT_EQ(s->complete(c.dump()).status, 200);
+  }
+  const json h = json::parse(s->healthz().body)["sizing"];
+  EXPECT_EQ(h["advice"]["lowered_jobs"], 5) << h.dump();
+  EXPECT_EQ(h["learned_from"]["issued"], 1);   // the bound judges the first task by the answer
+  EXPECT_EQ(h["learned_from"]["current"], 40 + 4);  // the others as it stands, as before
+  size_t seen = 0;
+  const json rows = json::parse(s->history({{"user", "alice"}}).body)["jobs"];
+  for (const json& r : rows) {
+    if (r["job_id"].get<std::string>().rfind("900_", 0) != 0) continue;
+    EXPECT_EQ(r["req_mem_bytes"], 8 * kGiB) << r.dump();
+    EXPECT_EQ(r["ran_mem_bytes"], rec);
+    EXPECT_NEAR(r["mem_util"].get<double>(), 0.28, 1e-9);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 5u);
+}
+
 }  // namespace
 }  // namespace peakcast::serve

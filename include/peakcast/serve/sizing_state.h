@@ -72,6 +72,9 @@ class SizingState {
   static constexpr int64_t kIssuedMatchMs = 60'000;  // answer vs completion submit time
   static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (42 MiB, sizing_bench)
   static constexpr size_t kMaxIssuedPerScript = 4096;  // of one user and script (a burst)
+  // Answers already matched, kept for restore_request: the tasks of a job array share the one
+  // answer the hook got for the array (and its submit time); the first to complete takes it.
+  static constexpr size_t kMaxTaken = 4096;
 
   // peakcastd's defaults. Not a defaulted argument: GCC 12 warns, falsely, of a maybe-uninitialized
   // std::map wherever a SizingOptions{} temporary is built and destroyed.
@@ -163,6 +166,7 @@ class SizingState {
                    Applied& a, Issued& issued) const;
   void remember(const Job& job, Issued issued);  // mu_ held
   std::optional<Issued> take_issued(const Job& job, const cascade::JobPrediction& p);  // mu_ held
+  void keep_taken(const std::string& key, const Issued& issued);  // mu_ held
   void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy
 
   SizingOptions options_;
@@ -171,6 +175,8 @@ class SizingState {
   sizing::WorkloadSizer workloads_;
   std::unordered_map<std::string, std::vector<Issued>> issued_;  // by user + script key, oldest first
   std::deque<std::pair<std::string, uint64_t>> issued_order_;     // (key, seq), oldest first
+  std::unordered_map<std::string, std::deque<Issued>> taken_;     // matched answers, by key, oldest first
+  std::deque<std::string> taken_order_;                           // their keys, oldest first (kMaxTaken)
   uint64_t issued_seq_ = 0;
   Learned learned_;  // completions judged by each bound; answers_pending: those in issued_
 };
