@@ -7,17 +7,23 @@
 # The test's own copy of the installed hook, with the flag set. slurmctld reloads job_submit.lua
 # when its mtime passes the one it last loaded (st_mtime, which earlier steps set ahead): so a
 # newer mtime than both that and now.
+# install_hook NAME FROM TO SRC OUT: OUT = SRC with its line FROM replaced by TO (checked), then
+# installed as the hook slurmctld loads.
+install_hook() {
+  local name="$1" from="$2" to="$3" src="$4" out="$5" mtime
+  sed "s/^$from\$/$to/" "$src" > "$out"
+  if grep -qxF "$to" "$out"; then
+    ok "$name: the test's hook copy sets '$to'"
+  else
+    bad "$name: no '$from' line in the hook to replace"
+  fi
+  mtime=$(( $(stat -c %Y "$hook_file") > $(date +%s) ? $(stat -c %Y "$hook_file") : $(date +%s) ))
+  cp "$out" "$hook_file"
+  touch -d "@$(( mtime + 2 ))" "$hook_file"
+}
 lowering_hook="$TEST_DIR/job_submit.lowering.lua"
-sed 's/^local LOWER_MEM_TO_RECOMMENDATION = false$/local LOWER_MEM_TO_RECOMMENDATION = true/' \
-  "$TEST_DIR/job_submit.lua.orig" > "$lowering_hook"
-if grep -qx 'local LOWER_MEM_TO_RECOMMENDATION = true' "$lowering_hook"; then
-  ok "lowering: the test's hook copy sets LOWER_MEM_TO_RECOMMENDATION = true"
-else
-  bad "lowering: no 'local LOWER_MEM_TO_RECOMMENDATION = false' line in the hook to switch on"
-fi
-mtime=$(( $(stat -c %Y "$hook_file") > $(date +%s) ? $(stat -c %Y "$hook_file") : $(date +%s) ))
-cp "$lowering_hook" "$hook_file"
-touch -d "@$(( mtime + 2 ))" "$hook_file"
+install_hook lowering 'local LOWER_MEM_TO_RECOMMENDATION = false' 'local LOWER_MEM_TO_RECOMMENDATION = true' \
+  "$TEST_DIR/job_submit.lua.orig" "$lowering_hook"
 
 MIB=1048576
 job_field() {  # job id, key -> the value scontrol shows (e.g. MinMemoryNode -> 384M)
@@ -105,16 +111,8 @@ done
 
 # A staged roll-out: with LOWER_MEM_PARTITIONS = { lowcap = true } a job in the default partition
 # is advised only and one in lowcap is lowered (partition names as part_list gives them).
-scoped_hook="$TEST_DIR/job_submit.scoped.lua"
-sed 's/^local LOWER_MEM_PARTITIONS = nil$/local LOWER_MEM_PARTITIONS = { lowcap = true }/' "$lowering_hook" > "$scoped_hook"
-if grep -qx 'local LOWER_MEM_PARTITIONS = { lowcap = true }' "$scoped_hook"; then
-  ok "scope: the test's hook copy sets LOWER_MEM_PARTITIONS = { lowcap = true }"
-else
-  bad "scope: no 'local LOWER_MEM_PARTITIONS = nil' line in the hook to set"
-fi
-mtime=$(( $(stat -c %Y "$hook_file") > $(date +%s) ? $(stat -c %Y "$hook_file") : $(date +%s) ))
-cp "$scoped_hook" "$hook_file"
-touch -d "@$(( mtime + 2 ))" "$hook_file"
+install_hook scope 'local LOWER_MEM_PARTITIONS = nil' 'local LOWER_MEM_PARTITIONS = { lowcap = true }' \
+  "$lowering_hook" "$TEST_DIR/job_submit.scoped.lua"
 if lower_case scope_out alloc200 --mem=1000M -t 5 -H; then
   check "scope_out: the default partition is not listed: MinMemoryNode $(job_field "$lid" MinMemoryNode) = 1000M, advised only" \
     [ "$(job_field "$lid" MinMemoryNode)" = 1000M ]

@@ -518,6 +518,17 @@ TEST(ServiceSizing, AJobRunAtItsLoweredRequestTeachesWhatItsUsersRequestWould) {
   EXPECT_EQ(lowered.healthz["at_recommendation"], asked.healthz["at_recommendation"]);
 }
 
+// A service that has learned 40 runs of kScript, and the recommendation it answers for an 8 GiB
+// submission of it at `submit` (below 4 GiB).
+uint64_t recommendation_after_40_runs(Service& s, int64_t submit) {
+  complete_runs(s, 40, {0.25, 0.30, 0.35});
+  const Reply reply = s.predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  const uint64_t rec = json::parse(reply.body)["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
+  EXPECT_LT(rec, 4 * kGiB);
+  return rec;
+}
+
 // A job killed for memory at a lowered limit is learned at its user's request too, as a share of
 // it that it used at least (censored); the next answer for its script is the request itself
 // until a run completes; it is counted as what lowering cost. One that asked for more than it was
@@ -525,12 +536,8 @@ TEST(ServiceSizing, AJobRunAtItsLoweredRequestTeachesWhatItsUsersRequestWould) {
 TEST(ServiceSizing, AJobKilledAtItsLoweredLimitIsWhatLoweringCost) {
   TempDir dir;
   auto s = open_service(dir, options());
-  complete_runs(*s, 40, {0.25, 0.30, 0.35});
   const int64_t submit = kNow - 3600;
-  const Reply reply = s->predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
-  ASSERT_EQ(reply.status, 200);
-  const uint64_t rec = json::parse(reply.body)["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
-  ASSERT_LT(rec, 4 * kGiB);
+  const uint64_t rec = recommendation_after_40_runs(*s, submit);
   json oom = completion_json("k1", "alice", kScript, submit, submit + 900, rec, rec);
   oom["state"] = "OUT_OF_MEMORY";
   ASSERT_EQ(s->complete(oom.dump()).status, 200);
@@ -577,12 +584,8 @@ TEST(ServiceSizing, AJobKilledAtItsLoweredLimitIsWhatLoweringCost) {
 TEST(ServiceSizing, EveryTaskOfALoweredArrayIsLearnedAtItsUsersRequest) {
   TempDir dir;
   auto s = open_service(dir, options());
-  complete_runs(*s, 40, {0.25, 0.30, 0.35});
   const int64_t submit = kNow - 7200;
-  const Reply reply = s->predict(request_json("alice", kScript, submit, 8 * kGiB).dump());
-  ASSERT_EQ(reply.status, 200);
-  const uint64_t rec = json::parse(reply.body)["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
-  ASSERT_LT(rec, 4 * kGiB);
+  const uint64_t rec = recommendation_after_40_runs(*s, submit);
   for (int t = 1; t <= 5; ++t) {
     json c = completion_json("900_" + std::to_string(t), "alice", kScript, submit, submit + 600 * t, rec,
                              static_cast<uint64_t>(0.28 * 8 * kGiB));
