@@ -5,6 +5,7 @@
 #include <vector>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/log.h"
@@ -144,11 +145,53 @@ void Service::note_storage(const Status& s) {
   }
 }
 
+namespace {
+// The earliest submit time of a completion that can match one of `answers` (none: the latest).
+int64_t earliest_match_ms(const std::vector<AnswerRecord>& answers) {
+  constexpr int64_t kEarliest = std::numeric_limits<int64_t>::min();
+  int64_t out = std::numeric_limits<int64_t>::max();
+  for (const AnswerRecord& r : answers) {
+    const int64_t t = r.answer.submit_ms;
+    out = std::min(out, t > kEarliest + SizingState::kIssuedMatchMs ? t - SizingState::kIssuedMatchMs : kEarliest);
+  }
+  return out;
+}
+}  // namespace
+
+void Service::note_answer_storage(const Status& s) {
+  std::lock_guard lock(storage_mu_);
+  if (s.is_ok()) {
+    if (!answer_error_.empty()) log(LogLevel::kInfo, "storage: answers are kept again");
+    answer_error_.clear();
+    return;
+  }
+  metrics_.count_answer_not_kept();
+  if (answer_error_ != s.message()) {
+    log(LogLevel::kWarn, "storage: answers not kept (still answered; a job the hook lowers is learned at its "
+                         "lowered request if the daemon restarts before it completes): " + s.message());
+  }
+  answer_error_ = s.message();
+}
+
 Status Service::rebuild() {
   std::unique_lock lock(history_mu_);
+  // The answers on record first: the completions submitted since the oldest of them say which
+  // were matched before the restart.
+  std::vector<AnswerRecord> answers;
+  if (Status a = store_->for_each_answer([&answers](AnswerRecord&& r) { answers.push_back(std::move(r)); }); !a) {
+    return a;
+  }
+  const int64_t answered_since = earliest_match_ms(answers);
+  std::vector<Job> matched;  // user, script_key and submit time of those completions
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
-  Status s = store_->for_each([this, &recent](Job&& j) {
+  Status s = store_->for_each([this, &recent, &matched, answered_since](Job&& j) {
+    if (j.submit_ms >= answered_since) {
+      Job& m = matched.emplace_back();
+      m.user = j.user;
+      m.script_key = j.script_key;
+      m.submit_ms = j.submit_ms;
+    }
     history_.add_completion(j);
     if (options_.sizing.rebuild_jobs == 0) return;
     recent.push_back(std::move(j));
@@ -165,6 +208,12 @@ Status Service::rebuild() {
     walked.push_back({&j, model->predict(j, history_)});
   }
   sizing_->rebuild(std::move(walked));
+  if (!answers.empty()) {
+    const size_t on_record = answers.size();
+    const size_t waiting = sizing_->load_answers(std::move(answers), matched);
+    log(LogLevel::kInfo, "answers on record: " + std::to_string(on_record) + " read, " + std::to_string(waiting) +
+                             " still waiting for their job's completion");
+  }
   history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
   return Status::ok();
 }
@@ -211,6 +260,8 @@ Reply Service::predict(std::string_view body) {
     if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
     const TrailingOom failed = oom_recent ? trailing_oom(job) : TrailingOom{};
     const SizingState::Applied applied = sizing_->apply(job, failed.limit, p, failed.lowered);
+    // On record for a completion that arrives after a restart; answered even when not kept.
+    note_answer_storage(store_->record_answer({job.user, job.script_key, applied.answered}));
     json answer = cascade::to_json(p);
     SizingState::annotate(applied, answer);
     return json_reply(200, answer);
@@ -363,6 +414,7 @@ Reply Service::healthz() {
   json storage = {{"ok", storage_error_.empty() && h.checkpoint_error.empty()},
                   {"wal_bytes", h.wal_bytes}};
   if (!storage_error_.empty()) storage["error"] = storage_error_;
+  if (!answer_error_.empty()) storage["answers_error"] = answer_error_;  // still answered
   if (!h.checkpoint_error.empty()) storage["checkpoint_error"] = h.checkpoint_error;
   if (!h.synchronous.empty()) storage["synchronous"] = h.synchronous;
   out["storage"] = storage;

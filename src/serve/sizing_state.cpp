@@ -33,15 +33,17 @@ SizingState::SizingState(SizingOptions options)
 
 namespace {
 
-std::string issued_key(const Job& job) { return job.user + '\x1f' + job.script_key; }
+std::string issued_key(const std::string& user, const std::string& script_key) {
+  return user + '\x1f' + script_key;
+}
+std::string issued_key(const Job& job) { return issued_key(job.user, job.script_key); }
 
 int64_t gap_ms(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
 
 }  // namespace
 
-void SizingState::remember(const Job& job, Issued issued) {
+void SizingState::remember(std::string key, Issued issued) {
   issued.seq = ++issued_seq_;
-  std::string key = issued_key(job);
   issued_order_.emplace_back(key, issued.seq);
   std::vector<Issued>& mine = issued_[std::move(key)];
   if (mine.size() >= kMaxIssuedPerScript) {  // its oldest answer goes (its order entry is skipped)
@@ -225,6 +227,18 @@ void SizingState::rebuild(std::vector<Completed> recent) {
   for (const Completed& c : recent) learn_run(*c.job);
 }
 
+size_t SizingState::load_answers(std::vector<AnswerRecord> answers, const std::vector<Job>& completed) {
+  std::lock_guard lock(mu_);
+  for (AnswerRecord& a : answers) {
+    Issued issued;
+    static_cast<IssuedAnswer&>(issued) = a.answer;
+    remember(issued_key(a.user, a.script_key), std::move(issued));
+  }
+  const cascade::JobPrediction any;  // no point to prefer: the nearest in time is taken
+  for (const Job& j : completed) take_issued(j, any);
+  return learned_.answers_pending;
+}
+
 void SizingState::apply_bound(Resource r, const std::string& script_key,
                               cascade::ResourcePrediction& rp, Applied& a, Issued& issued) const {
   const history::Level level = history::level_from_name(rp.history_level);
@@ -271,7 +285,8 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
     a.basis = std::move(own->basis) + " (over its last " + std::to_string(own->runs) + " runs)";
     issued.recommended_bytes = own->bytes;
     std::lock_guard lock(mu_);
-    remember(job, std::move(issued));
+    a.answered = issued;
+    remember(issued_key(job), std::move(issued));
     return a;
   }
   // Else the recommended request from the online bound. Without a known request there is no
@@ -283,7 +298,8 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   if (!cap || !p.mem.upper_util || a.upper_source[idx(Resource::kMem)] != "online") {
     p.mem.recommended_bytes.reset();
     std::lock_guard lock(mu_);
-    remember(job, std::move(issued));
+    a.answered = issued;
+    remember(issued_key(job), std::move(issued));
     return a;
   }
   sizing::RecommendInput in;
@@ -299,7 +315,8 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   issued.recommended_bytes = rec.bytes;
   std::lock_guard lock(mu_);
   ++learned_.recommended_by_bound;
-  remember(job, std::move(issued));
+  a.answered = issued;
+  remember(issued_key(job), std::move(issued));
   return a;
 }
 

@@ -1,12 +1,15 @@
-// SQLite implementation of CompletionStore. One connection behind a mutex, prepared statements
-// kept for the life of the store, RAII for every handle.
+// SQLite implementation of CompletionStore (completions and the answers on record). One
+// connection behind a mutex, prepared statements kept for the life of the store, RAII for every
+// handle.
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "peakcast/ingest/redact.h"
 #include "peakcast/serve/store.h"
@@ -86,15 +89,31 @@ CREATE INDEX IF NOT EXISTS completions_script ON completions(script_key, end_tim
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 )sql";
 
-constexpr const char* kColumns =
-    "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, "
-    "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
-    "valid_mask, clipped_mask, censored, job_name, partition, account, workload, ran_mem_bytes";
+// Version 3: the answers on record (AnswerRecord), in the order they were given (seq).
+constexpr const char* kAnswersSchema = R"sql(
+CREATE TABLE IF NOT EXISTS answers (
+  seq INTEGER PRIMARY KEY,
+  user TEXT NOT NULL,
+  script_key TEXT NOT NULL,
+  submit_time INTEGER NOT NULL,
+  req_mem_bytes INTEGER,
+  recommended_mem_bytes INTEGER,
+  mem_util REAL,
+  mem_upper REAL,
+  vram_util REAL,
+  vram_upper REAL,
+  answered_at INTEGER NOT NULL DEFAULT (strftime('%s','now'))
+);
+)sql";
+
+#define PEAKCAST_COLUMNS_V1                                                                       \
+  "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, " \
+  "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "   \
+  "valid_mask, clipped_mask, censored, job_name, partition, account, workload, "
+constexpr const char* kColumns = PEAKCAST_COLUMNS_V1 "ran_mem_bytes";
 // Version 1 had no ran_mem_bytes: a reader that may not migrate (query_only) selects NULL for it.
-constexpr const char* kColumnsV1 =
-    "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, "
-    "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
-    "valid_mask, clipped_mask, censored, job_name, partition, account, workload, NULL";
+constexpr const char* kColumnsV1 = PEAKCAST_COLUMNS_V1 "NULL";
+#undef PEAKCAST_COLUMNS_V1
 constexpr int kScriptColumn = 24;  // after kColumns, where a scan selects it
 
 // Bytes are uint64 in the Job and int64 in SQLite: stored bit for bit.
@@ -161,6 +180,26 @@ Job job_from_row(sqlite3_stmt* s) {
   if (sqlite3_column_type(s, 22) != SQLITE_NULL) j.workload = col_text(s, 22);
   j.ran_mem_bytes = col_opt<uint64_t>(s, 23);
   return j;
+}
+
+void bind_opt_double(sqlite3_stmt* s, int i, std::optional<double> v) {
+  if (v) sqlite3_bind_double(s, i, *v);
+  else sqlite3_bind_null(s, i);
+}
+
+AnswerRecord answer_from_row(sqlite3_stmt* s) {
+  AnswerRecord a;
+  a.user = col_text(s, 0);
+  a.script_key = col_text(s, 1);
+  a.answer.submit_ms = col_epoch_ms(s, 2);
+  a.answer.request_bytes = col_opt<uint64_t>(s, 3);
+  a.answer.recommended_bytes = col_opt<uint64_t>(s, 4);
+  for (Resource r : kResources) {
+    const int c = 5 + 2 * static_cast<int>(idx(r));
+    if (sqlite3_column_type(s, c) == SQLITE_NULL || sqlite3_column_type(s, c + 1) == SQLITE_NULL) continue;
+    a.answer.point_bound[idx(r)] = std::make_pair(sqlite3_column_double(s, c), sqlite3_column_double(s, c + 1));
+  }
+  return a;
 }
 
 class SqliteStore final : public CompletionStore {
@@ -314,6 +353,50 @@ class SqliteStore final : public CompletionStore {
     return Status::ok();
   }
 
+  // Group commit: the hook waits on the answer, under slurmctld's job lock, and predictions run
+  // concurrently. The caller that finds no write in progress writes every answer queued until
+  // the queue is empty, one transaction per batch; the others return at once (their answer is in
+  // that writer's next batch). The commits do not wait for the disk (synchronous=NORMAL for them
+  // alone): in the WAL before the writer returns, an answer survives the daemon's crash, and the
+  // next completion's commit (synchronous=FULL) syncs it with its own.
+  Status record_answer(const AnswerRecord& a) override {
+    {
+      std::lock_guard q(queue_mu_);
+      if (answer_queue_.size() >= kMaxQueuedAnswers) {
+        return Status::io("database: " + std::to_string(answer_queue_.size()) +
+                          " answers wait to be written (the database is slow or stuck): this one is not kept");
+      }
+      answer_queue_.push_back(a);
+      if (writing_answers_) return Status::ok();
+      writing_answers_ = true;
+    }
+    Status out = Status::ok();
+    for (;;) {
+      std::vector<AnswerRecord> batch;
+      {
+        std::lock_guard q(queue_mu_);
+        if (answer_queue_.empty()) {
+          writing_answers_ = false;
+          return out;
+        }
+        batch.swap(answer_queue_);
+      }
+      if (Status s = write_answers(batch); !s) out = s;
+    }
+  }
+
+  Status for_each_answer(const std::function<void(AnswerRecord&&)>& visit) override {
+    std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
+    if (!select_answers_) return Status::ok();  // a reader of a file from before version 3
+    StmtUse u(select_answers_.get());
+    sqlite3_bind_int64(u.get(), 1, static_cast<sqlite3_int64>(options_.max_answers));
+    int rc;
+    while ((rc = sqlite3_step(u.get())) == SQLITE_ROW) visit(answer_from_row(u.get()));
+    if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "reading the answers on record");
+    return Status::ok();
+  }
+
   StoreHealth health() override {
     std::lock_guard lock(mu_);
     StoreHealth h;
@@ -391,6 +474,62 @@ class SqliteStore final : public CompletionStore {
     return Status::ok();
   }
 
+  Status write_answers(const std::vector<AnswerRecord>& batch) {
+    std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
+    if (Status w = wal_within_limit(); !w) return w;
+    if (!insert_answer_) {
+      return Status::io("database: " + path_ + " is open read-only (schema version before 3, not migrated)");
+    }
+    if (Status st = step_pragma(sync_normal_.get()); !st) return st;
+    Status out = exec("BEGIN IMMEDIATE");
+    for (size_t i = 0; out && i < batch.size(); ++i) out = insert_answer(batch[i]);
+    if (out) out = exec("COMMIT");
+    if (!out) exec("ROLLBACK");
+    const Status back = step_pragma(sync_full_.get());  // completions' commits wait for the disk
+    if (!out) return out;
+    if (!back) return back;
+    // The oldest go once max_answers are kept (seq only grows: the newest row is never deleted),
+    // checked each time the numbering passes a multiple of `every`.
+    const sqlite3_int64 last = sqlite3_last_insert_rowid(db_.get());
+    const auto every = static_cast<sqlite3_int64>(std::clamp<size_t>(options_.max_answers, 1, 1024));
+    const sqlite3_int64 first = last - static_cast<sqlite3_int64>(batch.size()) + 1;
+    if ((first - 1) / every != last / every) {
+      StmtUse u(prune_answers_.get());
+      sqlite3_bind_int64(u.get(), 1, last - static_cast<sqlite3_int64>(options_.max_answers));
+      if (const int rc = sqlite3_step(u.get()); rc != SQLITE_DONE) {
+        return db_error(db_.get(), rc, "deleting the oldest answers");
+      }
+    }
+    return Status::ok();
+  }
+
+  Status insert_answer(const AnswerRecord& a) {
+    StmtUse u(insert_answer_.get());
+    sqlite3_stmt* s = u.get();
+    bind_text(s, 1, a.user);
+    bind_text(s, 2, a.script_key);
+    bind_epoch(s, 3, a.answer.submit_ms);
+    bind_opt_int(s, 4, a.answer.request_bytes);
+    bind_opt_int(s, 5, a.answer.recommended_bytes);
+    for (Resource r : kResources) {
+      const auto& pb = a.answer.point_bound[idx(r)];
+      const int c = 6 + 2 * static_cast<int>(idx(r));
+      bind_opt_double(s, c, pb ? std::optional<double>(pb->first) : std::nullopt);
+      bind_opt_double(s, c + 1, pb ? std::optional<double>(pb->second) : std::nullopt);
+    }
+    const int rc = sqlite3_step(s);
+    if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "keeping an answer");
+    return Status::ok();
+  }
+
+  Status step_pragma(sqlite3_stmt* stmt) {
+    StmtUse u(stmt);
+    const int rc = sqlite3_step(stmt);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return db_error(db_.get(), rc, "setting synchronous");
+    return Status::ok();
+  }
+
   Status prepare(const std::string& sql, StmtPtr& out) {
     sqlite3_stmt* s = nullptr;
     const int rc = sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &s, nullptr);
@@ -422,22 +561,27 @@ class SqliteStore final : public CompletionStore {
                                  " is newer than this build reads (" +
                                  std::to_string(kSchemaVersion) + "); upgrade peakcast");
     }
+    const bool as_it_is = options_.query_only && *v < kSchemaVersion;  // a reader does not migrate
     if (*v == 0) {  // a new file
-      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + "PRAGMA user_version=" +
+      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + kAnswersSchema + "PRAGMA user_version=" +
                           std::to_string(kSchemaVersion) + ";COMMIT;");
           !s) {
         exec("ROLLBACK");
         return s.with_context(path);
       }
-    } else if (*v == 1 && options_.query_only) {
-      columns_ = kColumnsV1;  // read as it is: a reader does not migrate the daemon's file
-    } else if (*v == 1) {
-      // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem).
-      if (Status s = exec("BEGIN IMMEDIATE;ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;"
-                          "PRAGMA user_version=2;COMMIT;");
-          !s) {
+    } else if (as_it_is) {
+      if (*v == 1) columns_ = kColumnsV1;  // no ran_mem_bytes
+    } else if (*v < kSchemaVersion) {
+      // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem),
+      // version 3 the answers on record.
+      const std::string sql = std::string("BEGIN IMMEDIATE;") +
+                              (*v == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
+                              kAnswersSchema + "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
+                              ";COMMIT;";
+      if (Status s = exec(sql); !s) {
         exec("ROLLBACK");
-        return s.with_context(path + ": migrating the database from schema version 1 to 2");
+        return s.with_context(path + ": migrating the database from schema version " + std::to_string(*v) +
+                              " to " + std::to_string(kSchemaVersion));
       }
     }
     // The insert names ran_mem_bytes last (?25), so its order differs from kColumns'. A version 1
@@ -461,6 +605,18 @@ class SqliteStore final : public CompletionStore {
     if (s) s = prepare("SELECT value FROM meta WHERE key = ?1", get_meta_);
     if (s) s = prepare("INSERT INTO meta (key, value) VALUES (?1, ?2) "
                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value", set_meta_);
+    if (s && !as_it_is) {
+      s = prepare("INSERT INTO answers (user, script_key, submit_time, req_mem_bytes, recommended_mem_bytes, "
+                  "mem_util, mem_upper, vram_util, vram_upper) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                  insert_answer_);
+      if (s) s = prepare("DELETE FROM answers WHERE seq <= ?1", prune_answers_);
+      if (s) s = prepare("SELECT user, script_key, submit_time, req_mem_bytes, recommended_mem_bytes, "
+                         "mem_util, mem_upper, vram_util, vram_upper FROM answers "
+                         "WHERE seq > (SELECT coalesce(max(seq), 0) FROM answers) - ?1 ORDER BY seq",
+                         select_answers_);
+      if (s) s = prepare("PRAGMA synchronous=NORMAL", sync_normal_);
+      if (s) s = prepare("PRAGMA synchronous=FULL", sync_full_);
+    }
     if (!s) return s.with_context(path);
     if (options_.query_only) {
       if (Status q = exec("PRAGMA query_only=ON"); !q) return q.with_context(path);
@@ -477,6 +633,13 @@ class SqliteStore final : public CompletionStore {
   uint64_t checkpoint_failures_ = 0;
   // Declared after db_: finalized before the connection closes.
   StmtPtr insert_, contains_, find_, recent_user_, recent_script_, count_, get_meta_, set_meta_;
+  // The answers on record: absent where a reader opened a file from before version 3.
+  StmtPtr insert_answer_, prune_answers_, select_answers_, sync_normal_, sync_full_;
+  // Answers waiting for the writer (record_answer), bounded.
+  static constexpr size_t kMaxQueuedAnswers = 65'536;
+  std::mutex queue_mu_;
+  std::vector<AnswerRecord> answer_queue_;
+  bool writing_answers_ = false;
 };
 
 }  // namespace

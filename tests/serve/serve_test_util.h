@@ -50,7 +50,7 @@ inline nlohmann::json completion_json(const std::string& id, const std::string& 
   return j;
 }
 
-// Wraps a store; while `fail_writes` is set, inserts fail like a full disk.
+// Wraps a store; while `fail_writes` is set, writes fail like a full disk.
 class FaultyStore final : public CompletionStore {
  public:
   explicit FaultyStore(std::unique_ptr<CompletionStore> inner) : inner_(std::move(inner)) {}
@@ -70,6 +70,11 @@ class FaultyStore final : public CompletionStore {
     if (fail_writes) return Status::io("database: disk is full");
     return inner_->set_meta(k, v);
   }
+  Status record_answer(const AnswerRecord& a) override {
+    if (fail_writes) return Status::io("database: keeping an answer: database or disk is full");
+    return inner_->record_answer(a);
+  }
+  Status for_each_answer(const std::function<void(AnswerRecord&&)>& v) override { return inner_->for_each_answer(v); }
 
  private:
   std::unique_ptr<CompletionStore> inner_;

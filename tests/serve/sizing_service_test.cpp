@@ -607,5 +607,73 @@ TEST(ServiceSizing, EveryTaskOfALoweredArrayIsLearnedAtItsUsersRequest) {
   EXPECT_EQ(seen, 5u);
 }
 
+// The answers are kept on record: after a restart a completion is matched to the answer its
+// submission got as it would have been without one. A lowered job completing after the restart
+// is learned at its user's request and judged by its answer; a job array whose first task
+// completed before the restart has its answer taken already, and its later tasks are learned at
+// the user's request too.
+TEST(ServiceSizing, AnswersOnRecordOutliveARestart) {
+  TempDir dir;
+  const int64_t job_submit = kNow - 3 * 3600, array_submit = kNow - 7200;
+  const auto lowered = [](const std::string& id, int64_t submit, uint64_t ran) {
+    return completion_json(id, "alice", kScript, submit, submit + 1800, ran, static_cast<uint64_t>(0.28 * 8 * kGiB))
+        .dump();
+  };
+  uint64_t job_rec = 0, array_rec = 0;
+  {
+    auto s = open_service(dir, options());
+    job_rec = recommendation_after_40_runs(*s, job_submit);
+    array_rec = json::parse(s->predict(request_json("alice", kScript, array_submit, 8 * kGiB).dump()).body)
+                    ["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
+    ASSERT_LT(array_rec, 4 * kGiB);
+    ASSERT_EQ(s->complete(lowered("700_1", array_submit, array_rec)).status, 200);
+    EXPECT_EQ(json::parse(s->healthz().body)["sizing"]["learned_from"]["answers_pending"], 1);
+  }
+  auto s = open_service(dir, options());
+  json h = json::parse(s->healthz().body)["sizing"];
+  EXPECT_EQ(h["learned_from"]["answers_pending"], 1) << h.dump();  // the job's; the array's was taken
+  ASSERT_EQ(s->complete(lowered("600", job_submit, job_rec)).status, 200);
+  for (const char* id : {"700_2", "700_3"}) ASSERT_EQ(s->complete(lowered(id, array_submit, array_rec)).status, 200);
+  h = json::parse(s->healthz().body)["sizing"];
+  EXPECT_EQ(h["advice"]["lowered_jobs"], 3) << h.dump();
+  EXPECT_EQ(h["learned_from"]["issued"], 1);  // the job, by its answer
+  EXPECT_EQ(h["learned_from"]["current"], 2);  // the array's later tasks, as before a restart
+  EXPECT_EQ(h["learned_from"]["answers_pending"], 0);
+  EXPECT_EQ(h["advice"]["jobs"], 1);  // the job's advice counted from the answer on record
+  size_t seen = 0;
+  const json rows = json::parse(s->history({{"user", "alice"}}).body)["jobs"];
+  for (const json& r : rows) {
+    const std::string id = r["job_id"];
+    if (id != "600" && id.rfind("700_", 0) != 0) continue;
+    EXPECT_EQ(r["req_mem_bytes"], 8 * kGiB) << r.dump();
+    EXPECT_EQ(r["ran_mem_bytes"], id == "600" ? job_rec : array_rec);
+    EXPECT_NEAR(r["mem_util"].get<double>(), 0.28, 1e-9);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 4u);
+}
+
+// A store that cannot keep the answer: the submission is answered all the same, and the failure
+// is counted and shown.
+TEST(ServiceSizing, AnAnswerNotKeptIsStillAnswered) {
+  TempDir dir;
+  auto inner = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(inner.ok());
+  auto faulty = std::make_unique<testing::FaultyStore>(std::move(*inner));
+  testing::FaultyStore* store = faulty.get();
+  Service s(testing::history_model(), std::move(faulty), options());
+  ASSERT_TRUE(s.rebuild().is_ok());
+  store->fail_writes = true;
+  const Reply reply = s.predict(request_json("alice", kScript, kNow, 8 * kGiB).dump());
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_TRUE(json::parse(reply.body)["predictions"]["mem"]["util"].is_number());
+  const json storage = json::parse(s.healthz().body)["storage"];
+  EXPECT_NE(storage["answers_error"].get<std::string>().find("disk is full"), std::string::npos) << storage.dump();
+  EXPECT_NE(s.metrics_text().body.find("\npeakcast_answers_not_kept_total 1\n"), std::string::npos);
+  store->fail_writes = false;
+  EXPECT_EQ(s.predict(request_json("alice", kScript, kNow, 8 * kGiB).dump()).status, 200);
+  EXPECT_TRUE(json::parse(s.healthz().body)["storage"]["answers_error"].is_null());
+}
+
 }  // namespace
 }  // namespace peakcast::serve

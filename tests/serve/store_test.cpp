@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
 #include "peakcast/serve/store.h"
 #include "serve_test_util.h"
 
@@ -166,6 +171,10 @@ TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
     auto w = (*r)->insert(sample_job("new"));
     ASSERT_FALSE(w.ok());
     EXPECT_EQ(w.status().kind(), ErrorKind::kIo);
+    size_t answers = 0;  // no answers table before version 3: none, and none kept
+    ASSERT_TRUE((*r)->for_each_answer([&](AnswerRecord&&) { ++answers; }).is_ok());
+    EXPECT_EQ(answers, 0u);
+    EXPECT_EQ((*r)->record_answer({"u", "k", {}}).kind(), ErrorKind::kIo);
   }
   EXPECT_EQ(user_version(path), 1);
   auto s = open_sqlite_store(path);
@@ -176,6 +185,85 @@ TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
   ASSERT_TRUE(*(*s)->insert(lowered));
   EXPECT_EQ((**(*s)->find("new")).ran_mem_bytes, std::optional<uint64_t>(5));
   EXPECT_EQ(*(*s)->count(), 2u);
+  AnswerRecord a{"u", "k", {}};
+  a.answer.submit_ms = 10;
+  ASSERT_TRUE((*s)->record_answer(a).is_ok());  // the answers table too
+}
+
+// The answers on record come back, oldest first, with every field; only the newest max_answers
+// are read, and the table stays bounded. Keeping one leaves completions' commits synchronous.
+TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
+  TempDir dir;
+  const std::string path = dir.file("a.db");
+  const auto answer = [](int i) {
+    AnswerRecord a{"u" + std::to_string(i % 3), "k" + std::to_string(i), {}};
+    a.answer.submit_ms = 1'700'000'000'000 + i * 1500;  // milliseconds kept
+    a.answer.point_bound[0] = std::make_pair(0.25 + i * 0.01, 0.5 + i * 0.01);
+    if (i % 2 == 0) a.answer.point_bound[1] = std::make_pair(0.125, 0.75);
+    a.answer.request_bytes = uint64_t{8} << 30;
+    if (i % 5 != 0) a.answer.recommended_bytes = (uint64_t{3} << 30) + static_cast<uint64_t>(i);
+    return a;
+  };
+  const auto rows = [&] {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM answers", -1, &st, nullptr);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+    const int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  };
+  {
+    auto s = open_sqlite_store(path, SqliteOptions{.max_answers = 4});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    for (int i = 1; i <= 30; ++i) {
+      ASSERT_TRUE((*s)->record_answer(answer(i)).is_ok());
+      EXPECT_LE(rows(), 8) << "after answer " << i;
+    }
+    EXPECT_EQ((*s)->health().synchronous, "full");
+  }
+  auto s = open_sqlite_store(path, SqliteOptions{.max_answers = 4});
+  ASSERT_TRUE(s.ok());
+  std::vector<AnswerRecord> back;
+  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { back.push_back(std::move(a)); }).is_ok());
+  ASSERT_EQ(back.size(), 4u);
+  for (size_t n = 0; n < back.size(); ++n) {
+    const AnswerRecord want = answer(27 + static_cast<int>(n));
+    const AnswerRecord& got = back[n];
+    EXPECT_EQ(got.user, want.user);
+    EXPECT_EQ(got.script_key, want.script_key);
+    EXPECT_EQ(got.answer.submit_ms, want.answer.submit_ms);
+    EXPECT_EQ(got.answer.point_bound, want.answer.point_bound);
+    EXPECT_EQ(got.answer.request_bytes, want.answer.request_bytes);
+    EXPECT_EQ(got.answer.recommended_bytes, want.answer.recommended_bytes);
+  }
+}
+
+// Answers come from concurrent predictions; one caller writes the queued ones in batches while
+// the others return at once. Every answer is on record once the calls have returned.
+TEST(SqliteStore, AnswersRecordedConcurrentlyAreAllKept) {
+  TempDir dir;
+  auto s = open_sqlite_store(dir.file("c.db"));
+  ASSERT_TRUE(s.ok());
+  constexpr int kThreads = 8, kEach = 400;
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        AnswerRecord a{"u" + std::to_string(t), "k" + std::to_string(i), {}};
+        a.answer.submit_ms = i;
+        if (!(*s)->record_answer(a).is_ok()) ++failed;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  std::set<std::pair<std::string, std::string>> kept;
+  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { kept.emplace(a.user, a.script_key); }).is_ok());
+  EXPECT_EQ(kept.size(), static_cast<size_t>(kThreads * kEach));
 }
 
 }  // namespace

@@ -56,8 +56,9 @@ class Service {
   Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionStore> store,
           ServiceOptions options);
 
-  // Reads every stored completion into the in-memory history and replays the most recent ones
-  // into the online upper bound (sizing_state.h) (call once, before serving).
+  // Reads every stored completion into the in-memory history, replays the most recent ones
+  // into the online upper bound and gives it the answers on record (sizing_state.h) (call
+  // once, before serving).
   Status rebuild();
 
   Reply predict(std::string_view body);
@@ -86,6 +87,7 @@ class Service {
  private:
   int64_t now() const;
   void note_storage(const Status& s);
+  void note_answer_storage(const Status& s);  // an answer's record_answer()
   // A completion whose job_id is stored already: 409 when the stored content differs.
   std::optional<ApiError> conflict(const Job& job);
   std::optional<ApiError> implausible_times(const Job& job) const;
@@ -113,6 +115,7 @@ class Service {
   std::mutex complete_mu_;        // one completion at a time: store then history, in order
   mutable std::mutex storage_mu_;
   std::string storage_error_;     // last storage failure, empty when the last write succeeded
+  std::string answer_error_;      // the same for answers kept on record (record_answer)
 };
 
 }  // namespace peakcast::serve

@@ -8,8 +8,11 @@
 // its submission (sizing/bound_walk.h: ACI judges a job by the bound it got). A completion is
 // matched to that answer by user, script key and submit time (the answer nearest in time within
 // kIssuedMatchMs, preferring one with the same point); the most recent kMaxIssued answers are
-// kept, at most kMaxIssuedPerScript of one user's script. A completion with no answer on record
-// (submitted before a restart, or never asked about) is judged by the bound as it stands.
+// kept, at most kMaxIssuedPerScript of one user's script. The Service keeps each answer in its
+// store too (CompletionStore::record_answer), and at start gives them back (load_answers), so a
+// completion arriving after a restart is matched as it would have been without one. A completion
+// with no answer on record (never asked about, or the answer not kept) is judged by the bound as
+// it stands.
 // Durability: the bound is not stored; at start the daemon rebuilds it from the completion store
 // by walking the `rebuild_jobs` most recent completions through the same model as `peakcast
 // evaluate` walks its jobs (sizing::walk_bounds). So it is as durable as the store.
@@ -45,6 +48,7 @@
 #include "peakcast/cascade/prediction.h"
 #include "peakcast/core/job.h"
 #include "peakcast/history/history.h"
+#include "peakcast/serve/store.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/recommend.h"
 #include "peakcast/sizing/simulate.h"
@@ -102,6 +106,14 @@ class SizingState {
   };
   void rebuild(std::vector<Completed> recent);
 
+  // Start: the answers on record (CompletionStore::for_each_answer, oldest first) and the stored
+  // completions submitted since the oldest of them less kIssuedMatchMs (user, script_key and
+  // submit time are read). Each completion takes the answer observe() would have matched it to
+  // (it was learned before the restart); that answer is kept for restore_request alone (a job
+  // array's later tasks), the others wait for their completions as if just given. Returns the
+  // answers still waiting.
+  size_t load_answers(std::vector<AnswerRecord> answers, const std::vector<Job>& completed);
+
   // Replaces the upper bound of `p` by the online one (where it has evidence) and sets the
   // memory recommendation. `failed_request` is the largest request among the script's trailing
   // OUT_OF_MEMORY runs (nullopt when the most recent run did not end so).
@@ -112,6 +124,7 @@ class SizingState {
     // bound x the request) or "" (none), and for "workload" the allocation the policy chose.
     std::string source;
     std::string basis;
+    IssuedAnswer answered;  // what was kept to match the job's completion to (record it)
   };
   // The bounds it sets are kept (the most recent kMaxIssued) for observe() to judge the job by,
   // with the job's request and the recommendation for the advice tallies (Learned).
@@ -152,19 +165,15 @@ class SizingState {
   nlohmann::json to_json() const;  // for /healthz: coverage, updates per level, config source
 
  private:
-  // What the daemon answered for one submission: per resource the point and the issued bound
-  // (the cap where the level had no evidence), nullopt where the answer had no such resource.
-  struct Issued {
-    int64_t submit_ms = 0;
+  // What the daemon answered for one submission (the issued bound is the cap where the level had
+  // no evidence), numbered in the order given.
+  struct Issued : IssuedAnswer {
     uint64_t seq = 0;
-    std::array<std::optional<std::pair<double, double>>, kNumResources> point_bound;
-    // The memory request the job was submitted with and the recommendation answered (bytes).
-    std::optional<uint64_t> request_bytes, recommended_bytes;
   };
   void advise(const Job& job, const Issued& issued);  // mu_ held
   void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
                    Applied& a, Issued& issued) const;
-  void remember(const Job& job, Issued issued);  // mu_ held
+  void remember(std::string key, Issued issued);  // mu_ held; key: issued_key
   std::optional<Issued> take_issued(const Job& job, const cascade::JobPrediction& p);  // mu_ held
   void keep_taken(const std::string& key, const Issued& issued);  // mu_ held
   void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy

@@ -1,15 +1,18 @@
-// Durable completions: the storage interface the service writes through, and its SQLite
-// implementation. Tests wrap the interface to inject faults (disk full, read-only).
+// Durable completions and answers: the storage interface the service writes through, and its
+// SQLite implementation. Tests wrap the interface to inject faults (disk full, read-only).
 //
 // Contract: insert() returns only after the row is committed (SQLite: WAL, synchronous=FULL), so
 // a 2xx sent after it survives a crash. Inserting a job_id that is already stored changes
 // nothing and returns false. Implementations are internally synchronized (any thread may call).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "peakcast/core/job.h"
@@ -28,6 +31,23 @@ struct StoreHealth {
 struct HistoryFilter {
   std::string user;        // one of the two is set
   std::string script_key;
+};
+
+// What the daemon answered for one submission (POST /v1/predict), as serve::SizingState keeps
+// it: per resource the point and the bound issued (nullopt where the answer had no such
+// resource), the memory request the job was submitted with and the recommendation (bytes).
+struct IssuedAnswer {
+  int64_t submit_ms = 0;
+  std::array<std::optional<std::pair<double, double>>, kNumResources> point_bound;
+  std::optional<uint64_t> request_bytes, recommended_bytes;
+};
+
+// An answer on record: whose submission it was. Kept so that a completion arriving after a
+// daemon restart is still matched to the answer its submission got (a job the Slurm hook
+// lowered is learned at its user's request; the bound judges it by the bound it was given).
+struct AnswerRecord {
+  std::string user, script_key;
+  IssuedAnswer answer;
 };
 
 class CompletionStore {
@@ -54,6 +74,12 @@ class CompletionStore {
   virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
   virtual Status set_meta(const std::string& key, const std::string& value) = 0;
   virtual StoreHealth health() { return {}; }
+  // Answers on record. record_answer() keeps one (committed before it returns; SQLite: without
+  // waiting for the disk, so it survives the daemon's crash, not the machine's); only the most
+  // recent SqliteOptions::max_answers are kept. for_each_answer() visits those kept, oldest
+  // first. Default: none kept.
+  virtual Status record_answer(const AnswerRecord&) { return Status::ok(); }
+  virtual Status for_each_answer(const std::function<void(AnswerRecord&&)>&) { return Status::ok(); }
 };
 
 struct SqliteOptions {
@@ -65,14 +91,18 @@ struct SqliteOptions {
   uint64_t max_wal_bytes = uint64_t{64} << 20;
   int checkpoint_pages = 1000;  // checkpoint after a commit once the WAL holds this many pages
   std::string vfs = {};         // SQLite VFS name; empty: the default (tests count syncs)
+  // Answers kept on record (record_answer); older ones are deleted as new ones come. The daemon
+  // keeps as many in memory (serve::SizingState::kMaxIssued).
+  size_t max_answers = 100'000;
 };
 
-// PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes).
-inline constexpr int kSchemaVersion = 2;
+// PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes), 3 the answers table.
+inline constexpr int kSchemaVersion = 3;
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
-// the schema. A database with a newer user_version is refused; one of version 1 is migrated
-// (a column added), except with query_only, where it is read as it is (ran_mem_bytes absent).
+// the schema. A database with a newer user_version is refused; an older one is migrated (a
+// column and a table added), except with query_only, where it is read as it is (ran_mem_bytes
+// absent from version 1, no answers before version 3).
 //
 // Files that cannot be written (read-only, immutable) make operations fail with kIo before
 // SQLite touches them: the WAL index (-shm) is memory-mapped, and writing into the mapping of a
