@@ -14,7 +14,8 @@
 #    of the hook with the flag set) slurmctld's job records show --mem / --mem-per-cpu lowered to
 #    recommended_bytes, a request below it unchanged, and the partition's MaxMemPerNode,
 #    MaxMemPerCPU and UNLIMITED read as job_submit/lua 22.05 gives them (extra partitions lowcap,
-#    cpucap and unlimited in slurm.conf).
+#    cpucap and unlimited in slurm.conf); a job lowered before the daemon is killed (kill -9) and
+#    completed after its restart is learned at its user's request.
 #
 # Usage: tests/integration/slurm_hook_test.sh
 # Environment:
@@ -359,6 +360,22 @@ if [ "$real" = 1 ]; then
     ran="$(history_field "$id" ran_mem_bytes)"
     check "lower_mem: the daemon learned it at the request it answered ($got B = 1000M), ran at ${ran} B = ${lower_mem_want}M" \
       [ "$got" = $(( 1000 * 1048576 )) -a "$ran" = $(( lower_mem_want * 1048576 )) ]
+  fi
+  # A job the hook lowered before the daemon was killed, run and completed after its restart: still
+  # learned at its user's request (the daemon keeps its answers in the database). The hook is the
+  # staged one now (lowcap listed).
+  if lower_case restart_low alloc200 -p lowcap --mem=1000M -t 5 -H; then
+    check "restart_low: setup: recommendation $(mib_up "$lrec") MiB is below the 1000M request: MinMemoryNode $(job_field "$lid" MinMemoryNode) = ${LOWCAP_MB}M" \
+      [ "$lrec" -lt $(( 1000 * MIB )) -a "$(job_field "$lid" MinMemoryNode)" = "${LOWCAP_MB}M" ]
+    kill -9 "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=""
+    if start_daemon; then ok "restart_low: the daemon starts again after kill -9"; else bad "restart_low: no restart (see $TEST_DIR/daemon.log)"; fi
+    scontrol release "$lid"
+    wait_accounted "$lid" 60 || true
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$lid" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    ran="$(history_field "$lid" ran_mem_bytes)"
+    check "restart_low: lowered to ${LOWCAP_MB}M before the daemon was killed, learned after its restart at 1000M ($got B, ran at $ran B)" \
+      [ "$got" = $(( 1000 * 1048576 )) -a "$ran" = $(( LOWCAP_MB * 1048576 )) ]
   fi
   stop_daemon
 fi
