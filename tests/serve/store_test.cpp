@@ -96,17 +96,19 @@ TEST(SqliteStore, QueryOnlyRefusesWritesWithAnIoError) {
   EXPECT_EQ(r.status().kind(), ErrorKind::kIo);
 }
 
-int user_version(const std::string& path) {
+// The integer a one-row query gives, read on a connection of its own.
+int query_int(const std::string& path, const char* sql) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
-  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+  sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_ROW) << sql;
   const int v = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   sqlite3_close(db);
   return v;
 }
+int user_version(const std::string& path) { return query_int(path, "PRAGMA user_version"); }
 
 // A job the hook lowered keeps the limit it ran under beside its user's request.
 TEST(SqliteStore, KeepsTheLimitALoweredJobRanUnder) {
@@ -204,17 +206,7 @@ TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
     if (i % 5 != 0) a.answer.recommended_bytes = (uint64_t{3} << 30) + static_cast<uint64_t>(i);
     return a;
   };
-  const auto rows = [&] {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db, "SELECT count(*) FROM answers", -1, &st, nullptr);
-    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
-    const int n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
-  };
+  const auto rows = [&] { return query_int(path, "SELECT count(*) FROM answers"); };
   {
     auto s = open_sqlite_store(path, SqliteOptions{.max_answers = 4});
     ASSERT_TRUE(s.ok()) << s.status().message();
