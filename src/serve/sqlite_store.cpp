@@ -371,17 +371,23 @@ class SqliteStore final : public CompletionStore {
       writing_answers_ = true;
     }
     Status out = Status::ok();
-    for (;;) {
-      std::vector<AnswerRecord> batch;
-      {
-        std::lock_guard q(queue_mu_);
-        if (answer_queue_.empty()) {
-          writing_answers_ = false;
-          return out;
+    try {
+      for (;;) {
+        std::vector<AnswerRecord> batch;
+        {
+          std::lock_guard q(queue_mu_);
+          if (answer_queue_.empty()) {
+            writing_answers_ = false;
+            return out;
+          }
+          batch.swap(answer_queue_);
         }
-        batch.swap(answer_queue_);
+        if (Status s = write_answers(batch); !s) out = s;
       }
-      if (Status s = write_answers(batch); !s) out = s;
+    } catch (...) {  // out of memory: the next caller writes what is queued
+      std::lock_guard q(queue_mu_);
+      writing_answers_ = false;
+      throw;
     }
   }
 
