@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/sizing/bound_walk.h"
+#include "peakcast/sizing/sim_task.h"
 
 namespace peakcast::serve {
 namespace {
@@ -39,6 +40,27 @@ std::string issued_key(const std::string& user, const std::string& script_key) {
 std::string issued_key(const Job& job) { return issued_key(job.user, job.script_key); }
 
 int64_t gap_ms(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
+
+// How a completion finds its answer: among the answers offered, the one nearest its submit time
+// within SizingState::kIssuedMatchMs; among equals, the first with the lowest score. `tag` says
+// where the chosen one came from.
+template <typename Answer, typename Tag, typename Score>
+struct NearestAnswer {
+  int64_t submit_ms;
+  Score score;
+  const Answer* best = nullptr;
+  Tag tag{};
+  void offer(const Answer& x, Tag where) {
+    const int64_t dt = gap_ms(x.submit_ms, submit_ms);
+    if (dt > SizingState::kIssuedMatchMs) return;
+    if (best) {
+      const int64_t best_dt = gap_ms(best->submit_ms, submit_ms);
+      if (dt > best_dt || (dt == best_dt && !(score(x) < score(*best)))) return;
+    }
+    best = &x;
+    tag = where;
+  }
+};
 
 }  // namespace
 
@@ -85,16 +107,11 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
     }
     return n;
   };
-  auto best = v.end();
-  for (auto x = v.begin(); x != v.end(); ++x) {
-    const int64_t dt = gap_ms(x->submit_ms, job.submit_ms);
-    if (dt > kIssuedMatchMs) continue;
-    const int64_t best_dt = best == v.end() ? kIssuedMatchMs + 1 : gap_ms(best->submit_ms, job.submit_ms);
-    if (dt < best_dt || (dt == best_dt && mismatch(*x) < mismatch(*best))) best = x;
-  }
-  if (best == v.end()) return std::nullopt;
-  Issued out = *best;
-  v.erase(best);
+  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, mismatch};
+  for (size_t i = 0; i < v.size(); ++i) n.offer(v[i], i);
+  if (!n.best) return std::nullopt;
+  Issued out = *n.best;
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(n.tag));
   --learned_.answers_pending;
   if (v.empty()) issued_.erase(it);
   keep_taken(issued_key(job), out);
@@ -120,31 +137,22 @@ bool SizingState::restore_request(Job& job) {
   // The answer observe() would match by time (its point is not known yet), or one already
   // matched (a job array's tasks share one answer); among equals, the one whose recommendation
   // is nearest the limit the job ran under.
-  std::optional<Issued> best;
-  bool from_taken = false;
   const auto off = [&](const Issued& x) {
     const double r = x.recommended_bytes ? static_cast<double>(*x.recommended_bytes) : 0.0;
     return std::abs(r - static_cast<double>(*job.req_mem_bytes));
   };
-  const auto consider = [&](const Issued& x, bool taken) {
-    const int64_t dt = gap_ms(x.submit_ms, job.submit_ms);
-    if (dt > kIssuedMatchMs) return;
-    const int64_t best_dt = best ? gap_ms(best->submit_ms, job.submit_ms) : kIssuedMatchMs + 1;
-    if (dt < best_dt || (dt == best_dt && off(x) < off(*best))) {
-      best = x;
-      from_taken = taken;
-    }
-  };
+  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, off};  // tag: already taken
   if (auto it = issued_.find(key); it != issued_.end()) {
-    for (const Issued& x : it->second) consider(x, false);
+    for (const Issued& x : it->second) n.offer(x, false);
   }
   if (auto it = taken_.find(key); it != taken_.end()) {
-    for (const Issued& x : it->second) consider(x, true);
+    for (const Issued& x : it->second) n.offer(x, true);
   }
-  if (!best || !best->request_bytes || *best->request_bytes <= *job.req_mem_bytes) return false;
-  if (from_taken) keep_taken(key, *best);  // kept while the array's tasks complete
+  if (!n.best || !n.best->request_bytes || *n.best->request_bytes <= *job.req_mem_bytes) return false;
+  const Issued best = *n.best;  // a copy: keep_taken may drop the taken one it points at
+  if (n.tag) keep_taken(key, best);  // kept while the array's tasks complete
   job.ran_mem_bytes = job.req_mem_bytes;
-  job.req_mem_bytes = best->request_bytes;
+  job.req_mem_bytes = best.request_bytes;
   compute_labels(job, options_.util_cap);
   return true;
 }
@@ -192,7 +200,7 @@ void SizingState::advise(const Job& job, const Issued& issued) {
     const std::optional<uint64_t> limit = job.ran_mem_bytes ? job.ran_mem_bytes : job.req_mem_bytes;
     if (limit && *limit < *issued.request_bytes) {
       ++learned_.advice_lowered_oom_jobs;
-      const int64_t ran_ms = job.realtime_ms ? *job.realtime_ms : job.end_ms - job.start_ms.value_or(job.submit_ms);
+      const int64_t ran_ms = sizing::run_time_ms(job);
       learned_.advice_lowered_oom_gbh +=
           static_cast<double>(*limit) * 1e-9 * static_cast<double>(std::max<int64_t>(ran_ms, 0)) / 3.6e6;
     }

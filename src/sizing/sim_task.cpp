@@ -40,10 +40,13 @@ std::optional<SimTask> sim_task(const Job& j, bool sizey) {
   } else {
     if (!j.peak_mem_bytes || *j.peak_mem_bytes == 0) return std::nullopt;
     t.peak_bytes = static_cast<double>(*j.peak_mem_bytes);
-    if (j.realtime_ms) t.runtime_ms = static_cast<double>(*j.realtime_ms);
-    else t.runtime_ms = static_cast<double>(j.end_ms - (j.start_ms ? *j.start_ms : j.submit_ms));
+    t.runtime_ms = static_cast<double>(run_time_ms(j));
   }
   return t;
+}
+
+int64_t run_time_ms(const Job& j) {
+  return j.realtime_ms ? *j.realtime_ms : j.end_ms - j.start_ms.value_or(j.submit_ms);
 }
 
 std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey) {

@@ -51,6 +51,9 @@ struct SimTask {
 TaskInfo task_info(const Job& job, bool sizey);
 // `job` as a completed task (row 0), or nullopt when it has no peak (below).
 std::optional<SimTask> sim_task(const Job& job, bool sizey);
+// A finished job's run time outside Sizey's protocol: realtime, else end - start, else end -
+// submit (ms).
+int64_t run_time_ms(const Job& job);
 
 // The trace's jobs as tasks. Sizey's protocol (`sizey = true`): y = rss, runtime = realtime;
 // jobs without them, or with rss <= 0, are left out (Sizey drops rss <= 0 / NaN). Otherwise y
