@@ -183,7 +183,7 @@ std::string Metrics::render(const Gauges& g) const {
       {"peakcast_answers_not_kept_total", "counter",
        "Answers given but not kept on record because the database failed (a job lowered by the hook "
        "is learned at its lowered request if the daemon restarts before it completes).",
-       answers_not_kept_.load(std::memory_order_relaxed)},
+       g.answers_not_kept},
       {"peakcast_storage_wal_bytes", "gauge", "Size of the database's write-ahead log.",
        g.wal_bytes},
       {"peakcast_storage_checkpoint_failures_total", "counter", "WAL checkpoints that failed.",

@@ -165,7 +165,6 @@ void Service::note_answer_storage(const Status& s) {
     answer_error_.clear();
     return;
   }
-  metrics_.count_answer_not_kept();
   if (answer_error_ != s.message()) {
     log(LogLevel::kWarn, "storage: answers not kept (still answered; a job the hook lowers is learned at its "
                          "lowered request if the daemon restarts before it completes): " + s.message());
@@ -434,6 +433,7 @@ Reply Service::metrics_text() {
   const StoreHealth h = store_->health();
   g.wal_bytes = h.wal_bytes;
   g.checkpoint_failures = h.checkpoint_failures;
+  g.answers_not_kept = h.answers_not_kept;
   const SizingState::Learned learned = sizing_->learned();
   g.bound_judged_by_answer = learned.by_answer;
   g.bound_judged_as_it_stands = learned.as_it_stands;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -363,6 +364,7 @@ class SqliteStore final : public CompletionStore {
     {
       std::lock_guard q(queue_mu_);
       if (answer_queue_.size() >= kMaxQueuedAnswers) {
+        answers_not_kept_.fetch_add(1, std::memory_order_relaxed);
         return Status::io("database: " + std::to_string(answer_queue_.size()) +
                           " answers wait to be written (the database is slow or stuck): this one is not kept");
       }
@@ -382,7 +384,10 @@ class SqliteStore final : public CompletionStore {
           }
           batch.swap(answer_queue_);
         }
-        if (Status s = write_answers(batch); !s) out = s;
+        if (Status s = write_answers(batch); !s) {  // every answer in it, whoever queued it
+          answers_not_kept_.fetch_add(batch.size(), std::memory_order_relaxed);
+          out = s;
+        }
       }
     } catch (...) {  // out of memory: the next caller writes what is queued
       std::lock_guard q(queue_mu_);
@@ -409,6 +414,7 @@ class SqliteStore final : public CompletionStore {
     h.wal_bytes = file_size(path_ + "-wal");
     h.checkpoint_error = checkpoint_error_;
     h.checkpoint_failures = checkpoint_failures_;
+    h.answers_not_kept = answers_not_kept_.load(std::memory_order_relaxed);
     StmtPtr st;
     if (prepare("PRAGMA synchronous", st) && sqlite3_step(st.get()) == SQLITE_ROW) {
       static constexpr const char* kNames[] = {"off", "normal", "full", "extra"};
@@ -646,6 +652,7 @@ class SqliteStore final : public CompletionStore {
   std::mutex queue_mu_;
   std::vector<AnswerRecord> answer_queue_;
   bool writing_answers_ = false;
+  std::atomic<uint64_t> answers_not_kept_{0};
 };
 
 }  // namespace

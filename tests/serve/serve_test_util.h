@@ -61,7 +61,11 @@ class FaultyStore final : public CompletionStore {
   }
   Result<bool> contains(const std::string& id) override { return inner_->contains(id); }
   Result<std::optional<Job>> find(const std::string& id) override { return inner_->find(id); }
-  StoreHealth health() override { return inner_->health(); }
+  StoreHealth health() override {
+    StoreHealth h = inner_->health();
+    h.answers_not_kept += answers_refused_.load();
+    return h;
+  }
   Status for_each(const std::function<void(Job&&)>& v) override { return inner_->for_each(v); }
   Result<std::vector<Job>> recent(const HistoryFilter& f, size_t n) override { return inner_->recent(f, n); }
   Result<size_t> count() override { return inner_->count(); }
@@ -71,13 +75,17 @@ class FaultyStore final : public CompletionStore {
     return inner_->set_meta(k, v);
   }
   Status record_answer(const AnswerRecord& a) override {
-    if (fail_writes) return Status::io("database: keeping an answer: database or disk is full");
+    if (fail_writes) {
+      ++answers_refused_;
+      return Status::io("database: keeping an answer: database or disk is full");
+    }
     return inner_->record_answer(a);
   }
   Status for_each_answer(const std::function<void(AnswerRecord&&)>& v) override { return inner_->for_each_answer(v); }
 
  private:
   std::unique_ptr<CompletionStore> inner_;
+  std::atomic<uint64_t> answers_refused_{0};
 };
 
 }  // namespace peakcast::serve::testing

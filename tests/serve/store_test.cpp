@@ -94,6 +94,9 @@ TEST(SqliteStore, QueryOnlyRefusesWritesWithAnIoError) {
   auto r = (*s)->insert(sample_job("1"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().kind(), ErrorKind::kIo);
+  // Answers too, each counted as not kept.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((*s)->record_answer({"u", "k", {}}).kind(), ErrorKind::kIo);
+  EXPECT_EQ((*s)->health().answers_not_kept, 3u);
 }
 
 // The integer a one-row query gives, read on a connection of its own.

@@ -31,6 +31,7 @@ struct Gauges {  // read by the service when /metrics is asked
   bool storage_ok = true;
   uint64_t wal_bytes = 0;
   uint64_t checkpoint_failures = 0;
+  uint64_t answers_not_kept = 0;
   // The online bound's completions, judged by the answer given at submission / by the bound as
   // it stood (no answer on record), and the answers waiting for their completion.
   uint64_t bound_judged_by_answer = 0;
@@ -56,7 +57,6 @@ class Metrics {
   void observe(Endpoint e, int status, double seconds);
   void count_route(Resource r, cascade::Route route);
   void count_storage_error() { storage_errors_.fetch_add(1, std::memory_order_relaxed); }
-  void count_answer_not_kept() { answers_not_kept_.fetch_add(1, std::memory_order_relaxed); }
   void count_conflict() { conflicts_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t requests(Endpoint e, int status) const;
   uint64_t route_count(Resource r, cascade::Route route) const;
@@ -77,7 +77,6 @@ class Metrics {
   std::array<Histogram, kNumEndpoints> latency_;
   std::array<std::array<std::atomic<uint64_t>, 4>, kNumResources> routes_{};
   std::atomic<uint64_t> storage_errors_{0};
-  std::atomic<uint64_t> answers_not_kept_{0};
   std::atomic<uint64_t> conflicts_{0};
   mutable std::mutex mu_;
   std::map<std::pair<int, int>, uint64_t> requests_;  // (endpoint, status) -> count

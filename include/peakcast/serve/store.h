@@ -26,6 +26,7 @@ struct StoreHealth {
   std::string checkpoint_error;   // the last checkpoint's failure; empty when it succeeded
   uint64_t checkpoint_failures = 0;
   std::string synchronous;        // PRAGMA synchronous as the store's own connection has it
+  uint64_t answers_not_kept = 0;  // answers record_answer() did not write (each of a failed batch)
 };
 
 struct HistoryFilter {
