@@ -129,20 +129,25 @@ std::string storage_cause(const std::string& message) {
   if (colon == std::string::npos) return message;
   return message.substr(0, at + kJob.size() - 1) + message.substr(colon);
 }
+
+// Keeps in `last` the failure a kind of write reported (empty once one succeeds): logs `failing`
+// with the message when the cause changes, and `recovered` when writes succeed again.
+void note_write(const Status& s, std::string& last, LogLevel level, const std::string& failing,
+                const std::string& recovered) {
+  if (s.is_ok()) {
+    if (!last.empty()) log(LogLevel::kInfo, recovered);
+    last.clear();
+    return;
+  }
+  if (storage_cause(last) != storage_cause(s.message())) log(level, failing + s.message());
+  last = s.message();
+}
 }  // namespace
 
 void Service::note_storage(const Status& s) {
   std::lock_guard lock(storage_mu_);
-  if (s.is_ok()) {
-    if (!storage_error_.empty()) log(LogLevel::kInfo, "storage: writes succeed again");
-    storage_error_.clear();
-  } else {
-    metrics_.count_storage_error();
-    if (storage_cause(storage_error_) != storage_cause(s.message())) {
-      log(LogLevel::kError, "storage: completions refused: " + s.message());
-    }
-    storage_error_ = s.message();
-  }
+  if (!s.is_ok()) metrics_.count_storage_error();
+  note_write(s, storage_error_, LogLevel::kError, "storage: completions refused: ", "storage: writes succeed again");
 }
 
 namespace {
@@ -160,16 +165,10 @@ int64_t earliest_match_ms(const std::vector<AnswerRecord>& answers) {
 
 void Service::note_answer_storage(const Status& s) {
   std::lock_guard lock(storage_mu_);
-  if (s.is_ok()) {
-    if (!answer_error_.empty()) log(LogLevel::kInfo, "storage: answers are kept again");
-    answer_error_.clear();
-    return;
-  }
-  if (answer_error_ != s.message()) {
-    log(LogLevel::kWarn, "storage: answers not kept (still answered; a job the hook lowers is learned at its "
-                         "lowered request if the daemon restarts before it completes): " + s.message());
-  }
-  answer_error_ = s.message();
+  note_write(s, answer_error_, LogLevel::kWarn,
+             "storage: answers not kept (still answered; a job the hook lowers is learned at its lowered request "
+             "if the daemon restarts before it completes): ",
+             "storage: answers are kept again");
 }
 
 Status Service::rebuild() {
