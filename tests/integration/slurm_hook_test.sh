@@ -364,9 +364,15 @@ if [ "$real" = 1 ]; then
   # A job the hook lowered before the daemon was killed, run and completed after its restart: still
   # learned at its user's request (the daemon keeps its answers in the database). The hook is the
   # staged one now (lowcap listed).
-  if lower_case restart_low alloc200 -p lowcap --mem=1000M -t 5 -H; then
-    check "restart_low: setup: recommendation $(mib_up "$lrec") MiB is below the 1000M request: MinMemoryNode $(job_field "$lid" MinMemoryNode) = ${LOWCAP_MB}M" \
-      [ "$lrec" -lt $(( 1000 * MIB )) -a "$(job_field "$lid" MinMemoryNode)" = "${LOWCAP_MB}M" ]
+  # The hook lowers only below the request; the bound may stand above it here (timing: which of
+  # the earlier jobs slurm-sync has learned by then), and then the job is not lowered and cannot
+  # run in lowcap: the case is skipped, said so, and the job cancelled.
+  if lower_case restart_low alloc200 -p lowcap --mem=1000M -t 5 -H && [ "$lrec" -ge $(( 1000 * MIB )) ]; then
+    echo "SKIP restart_low: recommendation $(mib_up "$lrec") MiB is not below the 1000M request: not lowered"
+    scancel "$lid" 2>/dev/null
+  elif [ -n "$lrec" ]; then
+    check "restart_low: setup: MinMemoryNode $(job_field "$lid" MinMemoryNode) = ${LOWCAP_MB}M" \
+      [ "$(job_field "$lid" MinMemoryNode)" = "${LOWCAP_MB}M" ]
     kill -9 "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=""
     if start_daemon; then ok "restart_low: the daemon starts again after kill -9"; else bad "restart_low: no restart (see $TEST_DIR/daemon.log)"; fi
     scontrol release "$lid"
