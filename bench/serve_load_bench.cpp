@@ -62,7 +62,8 @@ json request(int i, const Args& a, int64_t now) {
   const int s = (i * 7919) % a.scripts;
   return {{"job_id", "pending"}, {"user", "user" + std::to_string(s % a.users)},
           {"submit_time", now}, {"req_cpus", 4}, {"req_mem_bytes", (4ull + s % 60) << 30},
-          {"req_time_s", 3600}, {"script", script_text(s)}};
+          {"req_time_s", 3600}, {"script", script_text(s)},
+          {"job_name", "train_exp" + std::to_string(s) + "_sweep"}};  // the hook sends Slurm's name
 }
 
 json completion(const std::string& id, int i, const Args& a, int64_t now) {

@@ -130,7 +130,8 @@ void bound_script_windows_memory(benchmark::State& state) {
 }
 
 // Resident memory of the answers peakcastd keeps to judge completions by the bound it answered
-// (serve::SizingState::kMaxIssued of them; each keyed by user and a 64-hex script key), beside
+// (serve::SizingState::kMaxIssued of them; each keyed by user and a 64-hex script key, with a
+// 26-character job name), beside
 // one full bound with script windows (above).
 void answers_on_record_memory(benchmark::State& state) {
   for (auto _ : state) {
@@ -142,6 +143,7 @@ void answers_on_record_memory(benchmark::State& state) {
       job.user = "user" + std::to_string(i % 997);
       job.script_key = std::string(56, 'a') + std::to_string(10'000'000 + i);  // 64 characters
       job.submit_ms = static_cast<int64_t>(i) * 1000;
+      job.job_name = "nf-NFCORE_CHIPSEQ_MACS2_" + std::to_string(i % 50);  // kept, past short-string size
       cascade::JobPrediction p;
       p.mem.util = 0.4;
       p.mem.history_level = "exact_script";

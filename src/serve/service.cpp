@@ -180,7 +180,7 @@ Status Service::rebuild() {
     return a;
   }
   const int64_t answered_since = earliest_match_ms(answers);
-  std::vector<Job> matched;  // user, script_key and submit time of those completions
+  std::vector<Job> matched;  // user, script_key, job_name and submit time of those completions
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
   Status s = store_->for_each([this, &recent, &matched, answered_since](Job&& j) {
@@ -189,6 +189,7 @@ Status Service::rebuild() {
       m.user = j.user;
       m.script_key = j.script_key;
       m.submit_ms = j.submit_ms;
+      m.job_name = j.job_name;  // as stored: redacted
     }
     history_.add_completion(j);
     if (options_.sizing.rebuild_jobs == 0) return;

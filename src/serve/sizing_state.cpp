@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peakcast/ingest/redact.h"
 #include "peakcast/sizing/bound_walk.h"
 #include "peakcast/sizing/sim_task.h"
 
@@ -42,15 +43,19 @@ std::string issued_key(const Job& job) { return issued_key(job.user, job.script_
 int64_t gap_ms(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
 
 // How a completion finds its answer: among the answers offered, the one nearest its submit time
-// within SizingState::kIssuedMatchMs; among equals, the first with the lowest score. `tag` says
-// where the chosen one came from.
+// within SizingState::kIssuedMatchMs; among equals, the first with the lowest score. An answer
+// for a job of another name is not its answer (both names known: the hook sends the name Slurm
+// records; sacct's Submit has whole seconds, and one script's jobs submitted within a second are
+// told apart only so). `tag` says where the chosen one came from.
 template <typename Answer, typename Tag, typename Score>
 struct NearestAnswer {
   int64_t submit_ms;
+  const std::string& job_name;  // redacted, as answers keep it; "" = unknown
   Score score;
   const Answer* best = nullptr;
   Tag tag{};
   void offer(const Answer& x, Tag where) {
+    if (!job_name.empty() && !x.job_name.empty() && x.job_name != job_name) return;
     const int64_t dt = gap_ms(x.submit_ms, submit_ms);
     if (dt > SizingState::kIssuedMatchMs) return;
     if (best) {
@@ -91,7 +96,7 @@ void SizingState::remember(std::string key, Issued issued) {
   }
 }
 
-std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
+std::optional<SizingState::Issued> SizingState::take_issued(const Job& job, const std::string& name,
                                                             const cascade::JobPrediction& p) {
   auto it = issued_.find(issued_key(job));
   if (it == issued_.end()) return std::nullopt;
@@ -107,7 +112,7 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job,
     }
     return n;
   };
-  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, mismatch};
+  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, name, mismatch};
   for (size_t i = 0; i < v.size(); ++i) n.offer(v[i], i);
   if (!n.best) return std::nullopt;
   Issued out = *n.best;
@@ -132,6 +137,7 @@ void SizingState::keep_taken(const std::string& key, const Issued& issued) {
 
 bool SizingState::restore_request(Job& job) {
   if (!job.req_mem_bytes || job.ran_mem_bytes) return false;
+  const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
   const std::string key = issued_key(job);
   // The answer observe() would match by time (its point is not known yet), or one already
@@ -141,7 +147,7 @@ bool SizingState::restore_request(Job& job) {
     const double r = x.recommended_bytes ? static_cast<double>(*x.recommended_bytes) : 0.0;
     return std::abs(r - static_cast<double>(*job.req_mem_bytes));
   };
-  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, off};  // tag: already taken
+  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, name, off};  // tag: already taken
   if (auto it = issued_.find(key); it != issued_.end()) {
     for (const Issued& x : it->second) n.offer(x, false);
   }
@@ -170,10 +176,11 @@ void SizingState::learn_run(const Job& job) {
 }
 
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
+  const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
   if (job.ran_mem_bytes) ++learned_.lowered_jobs;  // counted once it is stored (a retry restores again)
   learn_run(job);
-  const std::optional<Issued> issued = take_issued(job, p);
+  const std::optional<Issued> issued = take_issued(job, name, p);
   if (issued) {
     ++learned_.by_answer;
     advise(job, *issued);
@@ -243,7 +250,7 @@ size_t SizingState::load_answers(std::vector<AnswerRecord> answers, const std::v
     remember(issued_key(a.user, a.script_key), std::move(issued));
   }
   const cascade::JobPrediction any;  // no point to prefer: the nearest in time is taken
-  for (const Job& j : completed) take_issued(j, any);
+  for (const Job& j : completed) take_issued(j, j.job_name, any);  // stored names are redacted
   return learned_.answers_pending;
 }
 
@@ -269,6 +276,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
   std::optional<sizing::WorkloadSizer::Answer> own;
   Issued issued;
+  issued.job_name = ingest::redact_script(job.job_name);
   {
     std::lock_guard lock(mu_);
     issued.submit_ms = job.submit_ms;

@@ -90,7 +90,8 @@ CREATE INDEX IF NOT EXISTS completions_script ON completions(script_key, end_tim
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 )sql";
 
-// Version 3: the answers on record (AnswerRecord), in the order they were given (seq).
+// Version 3: the answers on record (AnswerRecord), in the order they were given (seq); version 4
+// adds job_name (redacted, as the completions' is).
 constexpr const char* kAnswersSchema = R"sql(
 CREATE TABLE IF NOT EXISTS answers (
   seq INTEGER PRIMARY KEY,
@@ -103,7 +104,8 @@ CREATE TABLE IF NOT EXISTS answers (
   mem_upper REAL,
   vram_util REAL,
   vram_upper REAL,
-  answered_at INTEGER NOT NULL DEFAULT (strftime('%s','now'))
+  answered_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),
+  job_name TEXT
 );
 )sql";
 
@@ -200,6 +202,7 @@ AnswerRecord answer_from_row(sqlite3_stmt* s) {
     if (sqlite3_column_type(s, c) == SQLITE_NULL || sqlite3_column_type(s, c + 1) == SQLITE_NULL) continue;
     a.answer.point_bound[idx(r)] = std::make_pair(sqlite3_column_double(s, c), sqlite3_column_double(s, c + 1));
   }
+  a.answer.job_name = col_text(s, 9);  // NULL (a version 3 row) reads as ""
   return a;
 }
 
@@ -399,7 +402,7 @@ class SqliteStore final : public CompletionStore {
   Status for_each_answer(const std::function<void(AnswerRecord&&)>& visit) override {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
-    if (!select_answers_) return Status::ok();  // a reader of a file from before version 3
+    if (!select_answers_) return Status::ok();  // a reader of a file from before version 4
     StmtUse u(select_answers_.get());
     sqlite3_bind_int64(u.get(), 1, static_cast<sqlite3_int64>(options_.max_answers));
     int rc;
@@ -491,7 +494,7 @@ class SqliteStore final : public CompletionStore {
     if (Status w = writable(); !w) return w;
     if (Status w = wal_within_limit(); !w) return w;
     if (!insert_answer_) {
-      return Status::io("database: " + path_ + " is open read-only (schema version before 3, not migrated)");
+      return Status::io("database: " + path_ + " is open read-only (schema version before 4, not migrated)");
     }
     if (Status st = step_pragma(sync_normal_.get()); !st) return st;
     Status out = exec("BEGIN IMMEDIATE");
@@ -530,6 +533,7 @@ class SqliteStore final : public CompletionStore {
       bind_opt_double(s, c, pb ? std::optional<double>(pb->first) : std::nullopt);
       bind_opt_double(s, c + 1, pb ? std::optional<double>(pb->second) : std::nullopt);
     }
+    bind_text(s, 10, ingest::redact_script(a.answer.job_name));  // already redacted: idempotent
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "keeping an answer");
     return Status::ok();
@@ -585,11 +589,11 @@ class SqliteStore final : public CompletionStore {
       if (*v == 1) columns_ = kColumnsV1;  // no ran_mem_bytes
     } else if (*v < kSchemaVersion) {
       // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem),
-      // version 3 the answers on record.
+      // version 3 the answers on record, version 4 their job_name.
       const std::string sql = std::string("BEGIN IMMEDIATE;") +
                               (*v == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
-                              kAnswersSchema + "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
-                              ";COMMIT;";
+                              (*v == 3 ? "ALTER TABLE answers ADD COLUMN job_name TEXT;" : kAnswersSchema) +
+                              "PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";COMMIT;";
       if (Status s = exec(sql); !s) {
         exec("ROLLBACK");
         return s.with_context(path + ": migrating the database from schema version " + std::to_string(*v) +
@@ -619,11 +623,11 @@ class SqliteStore final : public CompletionStore {
                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value", set_meta_);
     if (s && !as_it_is) {
       s = prepare("INSERT INTO answers (user, script_key, submit_time, req_mem_bytes, recommended_mem_bytes, "
-                  "mem_util, mem_upper, vram_util, vram_upper) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                  "mem_util, mem_upper, vram_util, vram_upper, job_name) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
                   insert_answer_);
       if (s) s = prepare("DELETE FROM answers WHERE seq <= ?1", prune_answers_);
       if (s) s = prepare("SELECT user, script_key, submit_time, req_mem_bytes, recommended_mem_bytes, "
-                         "mem_util, mem_upper, vram_util, vram_upper FROM answers "
+                         "mem_util, mem_upper, vram_util, vram_upper, job_name FROM answers "
                          "WHERE seq > (SELECT coalesce(max(seq), 0) FROM answers) - ?1 ORDER BY seq",
                          select_answers_);
       if (s) s = prepare("PRAGMA synchronous=NORMAL", sync_normal_);
@@ -645,7 +649,7 @@ class SqliteStore final : public CompletionStore {
   uint64_t checkpoint_failures_ = 0;
   // Declared after db_: finalized before the connection closes.
   StmtPtr insert_, contains_, find_, recent_user_, recent_script_, count_, get_meta_, set_meta_;
-  // The answers on record: absent where a reader opened a file from before version 3.
+  // The answers on record: absent where a reader opened a file from before version 4.
   StmtPtr insert_answer_, prune_answers_, select_answers_, sync_normal_, sync_full_;
   // Answers waiting for the writer (record_answer), bounded.
   static constexpr size_t kMaxQueuedAnswers = 65'536;

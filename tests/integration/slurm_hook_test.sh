@@ -361,14 +361,27 @@ if [ "$real" = 1 ]; then
     check "lower_mem: the daemon learned it at the request it answered ($got B = 1000M), ran at ${ran} B = ${lower_mem_want}M" \
       [ "$got" = $(( 1000 * 1048576 )) -a "$ran" = $(( lower_mem_want * 1048576 )) ]
   fi
+  # lower_lowcap ran at lowcap's limit, below its recommendation; lower_keep, of the same script
+  # and user, was submitted in the same second (sacct's Submit has whole seconds) and asked for
+  # that limit itself. The answers are told apart by the job's name: lower_lowcap is learned at
+  # its user's 1000M. (Matched by time and recommendation alone it took lower_keep's answer, was
+  # learned at 300M, and the script's next recommendation rose above 1000M.)
+  id="${jid[lower_lowcap]:-}"
+  if [ -n "$id" ]; then
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    ran="$(history_field "$id" ran_mem_bytes)"
+    check "lower_lowcap: learned at its user's request ($got B = 1000M), ran at ${ran} B = ${LOWCAP_MB}M" \
+      [ "$got" = $(( 1000 * 1048576 )) -a "$ran" = $(( LOWCAP_MB * 1048576 )) ]
+  fi
   # A job the hook lowered before the daemon was killed, run and completed after its restart: still
   # learned at its user's request (the daemon keeps its answers in the database). The hook is the
   # staged one now (lowcap listed).
-  # The hook lowers only below the request; the bound may stand above it here (timing: which of
-  # the earlier jobs slurm-sync has learned by then), and then the job is not lowered and cannot
-  # run in lowcap: the case is skipped, said so, and the job cancelled.
+  # Its script's runs so far (lower_mem and lower_lowcap learned above, at 1000M) put the
+  # recommendation below the request. Were it not, the hook would not lower it and it could not run
+  # in lowcap: a failure, and the job is cancelled.
   if lower_case restart_low alloc200 -p lowcap --mem=1000M -t 5 -H && [ "$lrec" -ge $(( 1000 * MIB )) ]; then
-    echo "SKIP restart_low: recommendation $(mib_up "$lrec") MiB is not below the 1000M request: not lowered"
+    bad "restart_low: setup: recommendation $(mib_up "$lrec") MiB is not below the 1000M request: not lowered"
     scancel "$lid" 2>/dev/null
   elif [ -n "$lrec" ]; then
     check "restart_low: setup: MinMemoryNode $(job_field "$lid" MinMemoryNode) = ${LOWCAP_MB}M" \

@@ -653,6 +653,60 @@ TEST(ServiceSizing, AnswersOnRecordOutliveARestart) {
   EXPECT_EQ(seen, 4u);
 }
 
+// One user's jobs of one script submitted in the same second (the hook sends whole seconds, as
+// sacct's Submit has them) are told apart by their names: "small" asks for 1 GiB and runs at it;
+// "capped" asks for 8 GiB and the hook lowers it to a partition limit of 1 GiB, below its
+// recommendation. By time and recommendation alone "capped" would take "small"'s answer (its
+// recommendation is nearer 1 GiB) and be learned at 1 GiB. A job of a third name, never answered,
+// is learned as it came. The same after a restart between the answers and the completions.
+TEST(ServiceSizing, OneScriptsJobsSubmittedInTheSameSecondAreToldApartByName) {
+  for (const bool restart : {false, true}) {
+    SCOPED_TRACE(restart ? "restart before the completions" : "no restart");
+    TempDir dir;
+    const int64_t submit = kNow - 3600;
+    auto s = open_service(dir, options());
+    complete_runs(*s, 40, {0.25, 0.30, 0.35});
+    const auto ask = [&](const std::string& name, uint64_t request) {
+      json r = request_json("alice", kScript, submit, request);
+      r["job_name"] = name;
+      const Reply reply = s->predict(r.dump());
+      EXPECT_EQ(reply.status, 200) << reply.body;
+      return json::parse(reply.body)["predictions"]["mem"]["recommended_bytes"].get<uint64_t>();
+    };
+    const uint64_t small_rec = ask("small", kGiB), capped_rec = ask("capped", 8 * kGiB);
+    ASSERT_LE(small_rec, kGiB);       // nearer the 1 GiB both ran at than
+    ASSERT_GT(capped_rec, 2 * kGiB);  // this, above the partition's 1 GiB: lowered to that
+    if (restart) s = open_service(dir, options());
+    const auto done = [&](const std::string& id, const std::string& name, int64_t end, uint64_t peak) {
+      json c = completion_json(id, "alice", kScript, submit, end, kGiB, peak);
+      c["job_name"] = name;
+      ASSERT_EQ(s->complete(c.dump()).status, 200);
+    };
+    done("capped1", "capped", submit + 600, 900u << 20);
+    done("small1", "small", submit + 700, 300u << 20);
+    done("other1", "other", submit + 800, 500u << 20);
+    const json h = json::parse(s->healthz().body)["sizing"];
+    EXPECT_EQ(h["learned_from"]["issued"], 2) << h.dump();  // capped1 and small1, each by its own answer
+    EXPECT_EQ(h["learned_from"]["answers_pending"], 0);
+    EXPECT_EQ(h["advice"]["lowered_jobs"], 1);
+    size_t seen = 0;
+    const json rows = json::parse(s->history({{"user", "alice"}}).body)["jobs"];
+    for (const json& r : rows) {
+      const std::string id = r["job_id"];
+      if (id == "capped1") {
+        EXPECT_EQ(r["req_mem_bytes"], 8 * kGiB) << r.dump();
+        EXPECT_EQ(r["ran_mem_bytes"], kGiB);
+        ++seen;
+      } else if (id == "small1" || id == "other1") {
+        EXPECT_EQ(r["req_mem_bytes"], kGiB) << r.dump();
+        EXPECT_TRUE(r["ran_mem_bytes"].is_null());
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, 3u);
+  }
+}
+
 // A store that cannot keep the answer: the submission is answered all the same, and the failure
 // is counted and shown.
 TEST(ServiceSizing, AnAnswerNotKeptIsStillAnswered) {

@@ -207,6 +207,7 @@ TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
     if (i % 2 == 0) a.answer.point_bound[1] = std::make_pair(0.125, 0.75);
     a.answer.request_bytes = uint64_t{8} << 30;
     if (i % 5 != 0) a.answer.recommended_bytes = (uint64_t{3} << 30) + static_cast<uint64_t>(i);
+    if (i % 2 == 1) a.answer.job_name = "sweep_" + std::to_string(i);
     return a;
   };
   const auto rows = [&] { return query_int(path, "SELECT count(*) FROM answers"); };
@@ -233,7 +234,57 @@ TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
     EXPECT_EQ(got.answer.point_bound, want.answer.point_bound);
     EXPECT_EQ(got.answer.request_bytes, want.answer.request_bytes);
     EXPECT_EQ(got.answer.recommended_bytes, want.answer.recommended_bytes);
+    EXPECT_EQ(got.answer.job_name, want.answer.job_name);
   }
+}
+
+// Version 3 kept answers without the job's name: opened by the daemon it migrates to version 4,
+// its answers read back with no name, and new ones keep theirs, redacted as a completion's is.
+TEST(SqliteStore, MigratesVersion3AnswersAndKeepsTheirNamesRedacted) {
+  TempDir dir;
+  const std::string path = dir.file("v3.db");
+  {
+    auto s = open_sqlite_store(path);
+    ASSERT_TRUE(s.ok());
+    AnswerRecord a{"u", "k", {}};
+    a.answer.submit_ms = 1'700'000'000'000;
+    a.answer.job_name = "kept before";
+    ASSERT_TRUE((*s)->record_answer(a).is_ok());
+  }
+  {  // back to version 3's table
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE answers DROP COLUMN job_name; PRAGMA user_version=3", nullptr, nullptr,
+                           &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_close(db);
+  }
+  {  // a reader does not migrate: no answers from it
+    auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    size_t answers = 0;
+    ASSERT_TRUE((*r)->for_each_answer([&](AnswerRecord&&) { ++answers; }).is_ok());
+    EXPECT_EQ(answers, 0u);
+  }
+  EXPECT_EQ(user_version(path), 3);
+  {
+    auto s = open_sqlite_store(path);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(user_version(path), kSchemaVersion);
+    AnswerRecord a{"u", "k", {}};
+    a.answer.submit_ms = 1'700'000'000'500;
+    a.answer.job_name = "deploy DB_PASSWORD=NameSecret77";
+    ASSERT_TRUE((*s)->record_answer(a).is_ok());
+  }
+  auto s = open_sqlite_store(path);
+  ASSERT_TRUE(s.ok());
+  std::vector<AnswerRecord> back;
+  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { back.push_back(std::move(a)); }).is_ok());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].answer.submit_ms, 1'700'000'000'000);
+  EXPECT_EQ(back[0].answer.job_name, "");
+  EXPECT_EQ(back[1].answer.job_name, "deploy DB_PASSWORD=<SECRET>");
+  EXPECT_EQ(query_int(path, "SELECT count(*) FROM answers WHERE job_name LIKE '%NameSecret77%'"), 0);
 }
 
 // Answers come from concurrent predictions; one caller writes the queued ones in batches while

@@ -6,8 +6,9 @@
 // at its own submission (the history then held only jobs that had ended before it), its label,
 // whether it was censored (OOM), and the bound the daemon issued for the job when it answered
 // its submission (sizing/bound_walk.h: ACI judges a job by the bound it got). A completion is
-// matched to that answer by user, script key and submit time (the answer nearest in time within
-// kIssuedMatchMs, preferring one with the same point); the most recent kMaxIssued answers are
+// matched to that answer by user, script key, job name and submit time (the answer nearest in
+// time within kIssuedMatchMs, preferring one with the same point; an answer for a job of another
+// name is never taken where both names are known); the most recent kMaxIssued answers are
 // kept, at most kMaxIssuedPerScript of one user's script. The Service keeps each answer in its
 // store too (CompletionStore::record_answer), and at start gives them back (load_answers), so a
 // completion arriving after a restart is matched as it would have been without one. A completion
@@ -107,11 +108,11 @@ class SizingState {
   void rebuild(std::vector<Completed> recent);
 
   // Start: the answers on record (CompletionStore::for_each_answer, oldest first) and the stored
-  // completions submitted since the oldest of them less kIssuedMatchMs (user, script_key and
-  // submit time are read). Each completion takes the answer observe() would have matched it to
-  // (it was learned before the restart); that answer is kept for restore_request alone (a job
-  // array's later tasks), the others wait for their completions as if just given. Returns the
-  // answers still waiting.
+  // completions submitted since the oldest of them less kIssuedMatchMs (user, script_key, submit
+  // time and job_name, redacted as the store keeps it, are read). Each completion takes the
+  // answer observe() would have matched it to (it was learned before the restart); that answer
+  // is kept for restore_request alone (a job array's later tasks), the others wait for their
+  // completions as if just given. Returns the answers still waiting.
   size_t load_answers(std::vector<AnswerRecord> answers, const std::vector<Job>& completed);
 
   // Replaces the upper bound of `p` by the online one (where it has evidence) and sets the
@@ -174,7 +175,8 @@ class SizingState {
   void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
                    Applied& a, Issued& issued) const;
   void remember(std::string key, Issued issued);  // mu_ held; key: issued_key
-  std::optional<Issued> take_issued(const Job& job, const cascade::JobPrediction& p);  // mu_ held
+  // mu_ held; `name`: the job's name redacted (answers keep it so)
+  std::optional<Issued> take_issued(const Job& job, const std::string& name, const cascade::JobPrediction& p);
   void keep_taken(const std::string& key, const Issued& issued);  // mu_ held
   void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy
 

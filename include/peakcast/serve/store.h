@@ -36,11 +36,14 @@ struct HistoryFilter {
 
 // What the daemon answered for one submission (POST /v1/predict), as serve::SizingState keeps
 // it: per resource the point and the bound issued (nullopt where the answer had no such
-// resource), the memory request the job was submitted with and the recommendation (bytes).
+// resource), the memory request the job was submitted with and the recommendation (bytes), and
+// the job's name, redacted (ingest::redact_script; "" when the submission named none): jobs of one
+// script submitted within a second are told apart by it (SizingState matches by name too).
 struct IssuedAnswer {
   int64_t submit_ms = 0;
   std::array<std::optional<std::pair<double, double>>, kNumResources> point_bound;
   std::optional<uint64_t> request_bytes, recommended_bytes;
+  std::string job_name;
 };
 
 // An answer on record: whose submission it was. Kept so that a completion arriving after a
@@ -97,13 +100,14 @@ struct SqliteOptions {
   size_t max_answers = 100'000;
 };
 
-// PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes), 3 the answers table.
-inline constexpr int kSchemaVersion = 3;
+// PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes), 3 the answers table, 4 the
+// answers' job_name.
+inline constexpr int kSchemaVersion = 4;
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
 // the schema. A database with a newer user_version is refused; an older one is migrated (a
 // column and a table added), except with query_only, where it is read as it is (ran_mem_bytes
-// absent from version 1, no answers before version 3).
+// absent from version 1, no answers before version 4).
 //
 // Files that cannot be written (read-only, immutable) make operations fail with kIo before
 // SQLite touches them: the WAL index (-shm) is memory-mapped, and writing into the mapping of a
