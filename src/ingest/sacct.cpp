@@ -75,6 +75,7 @@ struct Layout {
   std::array<int, kNumCols> at{};
   int free_col = -1;         // absorbs extra '|' in a row; -1: none can
   bool trailing_pipe = false;  // `sacct -p`
+  char delimiter = '|';        // the header's: '|', or sacct::kUnitSeparator (`--delimiter`)
   bool has(Col c) const { return at[c] >= 0; }
 };
 
@@ -162,7 +163,7 @@ std::string fit_row(Row& row, const Layout& l, bool& repaired) {
     const size_t extra = f.size() - l.ncols;
     row.merged.assign(f[m]);
     for (size_t k = 1; k <= extra; ++k) {
-      row.merged.push_back('|');
+      row.merged.push_back(l.delimiter);
       row.merged.append(f[m + k]);
     }
     f.erase(f.begin() + static_cast<std::ptrdiff_t>(m + 1),
@@ -631,8 +632,14 @@ class SacctReader {
 
   Status read_line(std::string_view text, size_t lineno) {
     if (trim(text).empty()) return Status::ok();
-    std::vector<std::string_view> fields = split(text, '|');
-    if (looks_like_header(fields)) return read_header(fields, lineno);
+    // A header says how its rows are delimited: sacct's '|', or the unit separator slurm-sync
+    // asks for (no name or comment holds it, so a '|' in a job's name needs no repair there).
+    for (const char d : {'|', sacct::kUnitSeparator}) {
+      if (d == '|' || text.find(d) != std::string_view::npos) {
+        if (std::vector<std::string_view> h = split(text, d); looks_like_header(h)) return read_header(h, lineno, d);
+      }
+    }
+    std::vector<std::string_view> fields = split(text, layout_ ? layout_->delimiter : '|');
     if (!layout_) {
       return Status::invalid(where(name_, lineno) +
                              ": header: the first line is not a sacct header (no JobID column)" +
@@ -682,12 +689,13 @@ class SacctReader {
   }
 
  private:
-  Status read_header(const std::vector<std::string_view>& fields, size_t lineno) {
+  Status read_header(const std::vector<std::string_view>& fields, size_t lineno, char delimiter) {
     bool trailing = false;
     std::vector<std::string> names = header_names(fields, trailing);
     if (Status s = check_columns(names, lineno); !s) return s;
     auto l = make_layout(names, trailing, where(name_, lineno), hint_);
     if (!l) return l.status();
+    l->delimiter = delimiter;
     layout_ = *l;
     if (!first_layout_) first_layout_ = layout_;
     submit_everywhere_ = submit_everywhere_ && layout_->has(kSubmit);

@@ -154,9 +154,11 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
       return Status::invalid(std::string(kSyncCursorKey) + ": not a number in the database: " + **cursor);
     }
   }
-  auto listing = run_program({o.sacct, "-a", "-P", "--noconvert", "-S", sacct_time(report.since),
-                              "-E", "now", "-s", "CD,F,TO,OOM,CA,NF,PR",
-                              std::string("--format=") + kSacctColumns},
+  // Fields delimited by the unit separator: with sacct's '|', a job named "a|b" (and an
+  // AdminComment holding '|') could not be told from its neighbours and was skipped, not learned.
+  auto listing = run_program({o.sacct, "-a", "-P", std::string("--delimiter=") + ingest::sacct::kUnitSeparator,
+                              "--noconvert", "-S", sacct_time(report.since), "-E", "now", "-s",
+                              "CD,F,TO,OOM,CA,NF,PR", std::string("--format=") + kSacctColumns},
                              o.max_output_bytes);
   if (!listing) return listing.status();
 

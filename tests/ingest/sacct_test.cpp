@@ -342,6 +342,44 @@ TEST(SacctRows, ExtraPipeOnlyWhereAFreeTextColumnCanTakeIt) {
   EXPECT_EQ(one.jobs[0].req_mem_bytes, 2 * kG);
 }
 
+// slurm-sync asks sacct for the unit separator as delimiter: '|' in a job's name or comment is
+// then text, in any column, and a header of either kind sets its rows' delimiter.
+TEST(SacctRows, AUnitSeparatorHeaderDelimitsItsRows) {
+  const auto us = [](std::string line) {
+    for (char& c : line) {
+      if (c == '^') c = sacct::kUnitSeparator;
+    }
+    return line;
+  };
+  const std::string text = us("JobID^JobName^Comment^ReqMem^MaxRSS^AdminComment\n"
+                              "1^sweep|lr=0.1^a|b^1G^^x|y\n"
+                              "1.batch^batch^^^5M^\n") +
+                           "JobID|JobName|ReqMem|MaxRSS\n"
+                           "2|plain|2G|\n"
+                           "2.batch|batch||7M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "us", sacct_options(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << (t.stats.reasons.empty() ? "" : t.stats.reasons[0]);
+  ASSERT_EQ(t.jobs.size(), 2u);
+  const Job* one = find_job(t, "1");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->job_name, "sweep|lr=0.1");
+  EXPECT_EQ(one->req_mem_bytes, kG);
+  EXPECT_EQ(one->peak_mem_bytes, 5 * kM);
+  const Job* two = find_job(t, "2");
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->job_name, "plain");
+  EXPECT_EQ(two->peak_mem_bytes, 7 * kM);
+  EXPECT_FALSE(has_note(t, "had '|' inside a free-text field"));  // nothing needed repair
+
+  // The same row under a '|' header: two free-text columns hold '|', and it cannot be read.
+  Trace pipes;
+  ASSERT_TRUE(parse_sacct("JobID|JobName|Comment|ReqMem|MaxRSS|AdminComment\n1|sweep|lr=0.1|a|b|1G||x|y\n",
+                          "pipes", sacct_options(), pipes));
+  EXPECT_EQ(pipes.jobs.size(), 0u);
+  EXPECT_EQ(pipes.stats.skipped, 1u);
+}
+
 TEST(SacctRows, ConcatenatedOutputsSwitchHeaders) {
   const std::string text =
       "JobID|ReqMem|MaxRSS\n"

@@ -237,6 +237,11 @@ else bad "sbatch alloc200: $sbatch_err"; fi
 if submit alloc400 --mem-per-cpu=400M -n 2 --gpus=2; then
   jid[alloc400]=$job_id; ok "sbatch alloc400 (job $job_id)"
 else bad "sbatch alloc400: $sbatch_err"; fi
+# A job named with '|', sacct -P's default delimiter: slurm-sync asks sacct for the unit
+# separator and learns it like any other (its row could not be read before, and it was skipped).
+if out=$(sbatch --parsable --chdir="$work" -o "$work/pipe_name.out" -J 'pipe|name' --mem=100M -t 5 "$work/tiny.sh" 2>"$work/pipe_name.sbatch.err"); then
+  jid[tiny_pipe]="${out%%;*}"
+else bad "sbatch -J 'pipe|name': $(cat "$work/pipe_name.sbatch.err")"; fi
 for n in alloc200 alloc400; do
   [ -n "${jid[$n]:-}" ] || continue
   c="$(comment_of "${jid[$n]}")"
@@ -323,6 +328,12 @@ if [ "$real" = 1 ]; then
       in_range "$got" $(( want * 9 / 10 )) $(( want + 64 * 1048576 ))
     eval "peak_$n=\${got:-0}"
   done
+  id="${jid[tiny_pipe]:-}"
+  if [ -n "$id" ]; then
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    check "a job named 'pipe|name' is learned by slurm-sync (req_mem_bytes $got = 100M)" [ "$got" = $(( 100 * 1048576 )) ]
+  fi
   cp "$work/alloc200.sh" "$work/alloc200_again.sh"
   if submit alloc200_again --mem=600M -t 5; then
     c="$(comment_of "$job_id")"

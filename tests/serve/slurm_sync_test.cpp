@@ -8,6 +8,7 @@
 #include "peakcast/serve/service.h"
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
+#include "peakcast/ingest/sacct.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -79,6 +80,49 @@ TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
   for (auto line : split_lines(*calls)) script_fetches += line.starts_with("-B") ? 1 : 0;
   EXPECT_EQ(script_fetches, 2u);  // jobs 12 and 13 on the first poll only
   EXPECT_NE(calls->find("-S " + sacct_time(1'714'600'000 - o.overlap_s)), std::string::npos);
+}
+
+// A job named with '|' (sbatch -J 'sweep|lr=0.1') and an AdminComment holding '|': sacct -P
+// with its default delimiter gives a row that cannot be read (two free-text columns), and the job
+// was skipped, never learned. slurm-sync asks for the unit separator; this stand-in delimits by
+// what --delimiter says, as sacct does.
+TEST(SlurmSync, AJobNamedWithAPipeIsLearned) {
+  TempDir dir;
+  const std::string path = dir.file("sacct");
+  {
+    std::ofstream f(path);
+    f << "#!/bin/bash\n"
+         "echo \"$*\" >> '" << dir.file("calls.log") << "'\n"
+         "[ \"$1\" = -B ] && { echo NONE; exit 0; }\n"
+         "d='|'\n"
+         "for a in \"$@\"; do case \"$a\" in --delimiter=*) d=\"${a#--delimiter=}\";; esac; done\n"
+         "row() { local IFS=\"$d\"; echo \"$*\"; }\n"
+         "row JobID JobIDRaw JobName User Account Partition State Submit Start End Elapsed Timelimit NCPUS "
+         "ReqCPUS NNodes ReqMem ReqTRES AllocTRES MaxRSS TRESUsageInTot TRESUsageInMax AdminComment\n"
+         "row 21 21 'sweep|lr=0.1' alice acct debug COMPLETED 2024-05-01T10:00:00 2024-05-01T10:00:01 "
+         "2024-05-01T10:00:10 00:00:09 00:05:00 1 1 1 600M cpu=1,mem=600M cpu=1,mem=600M '' '' '' 'site|note'\n"
+         "row 21.batch 21 batch '' acct '' COMPLETED 2024-05-01T10:00:01 2024-05-01T10:00:01 "
+         "2024-05-01T10:00:10 00:00:09 '' 1 '' 1 '' '' '' 217915392 '' '' ''\n";
+  }
+  ::chmod(path.c_str(), 0755);
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = path;
+  o.fetch_scripts = false;
+  o.clock = [] { return int64_t{1'714'600'000}; };
+  std::vector<Job> got;
+  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j); return true; }, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->skipped, 0u);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].job_id, "21");
+  EXPECT_EQ(got[0].job_name, "sweep|lr=0.1");
+  EXPECT_EQ(got[0].user, "alice");
+  EXPECT_EQ(got[0].peak_mem_bytes, 217915392u);
+  auto calls = read_file(dir.file("calls.log"));
+  ASSERT_TRUE(calls.ok());
+  EXPECT_NE(calls->find(std::string("--delimiter=") + ingest::sacct::kUnitSeparator), std::string::npos);
 }
 
 TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {

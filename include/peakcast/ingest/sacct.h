@@ -7,7 +7,9 @@
 //   columns is repaired when the extra `|` can be attributed to one free-text column (the last
 //   column when it is free text, else the only free-text column: JobName, Comment, AdminComment,
 //   SubmitLine, WorkDir, Constraints); otherwise the row is skipped. A repeated header line (two
-//   sacct outputs concatenated) switches to the new header.
+//   sacct outputs concatenated) switches to the new header. A header delimited by the ASCII unit
+//   separator (`sacct -P --delimiter=$'\x1f'`, as slurm-sync asks) delimits its rows so: a '|' in
+//   a job's name or comment is then text.
 // - Job rows (`123`, `123_4`, `123+0`) are joined with their step rows (`123_4.batch`,
 //   `.extern`, `.0`, ...). Each hetjob component is its own job. A job row seen twice (sacct -D
 //   after a requeue) keeps the last record, steps going to the record they follow.
@@ -66,6 +68,10 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
                    const SacctOptions& so, Trace& out);
 
 namespace sacct {
+
+// The field delimiter slurm-sync asks sacct for (`-P --delimiter=`): the ASCII unit separator,
+// which no job name or comment holds. The reader takes a header's delimiter, '|' or this one.
+inline constexpr char kUnitSeparator = '\x1f';
 
 // "123_4.batch" -> {"123_4", "batch"}; "123+0" -> {"123+0", ""}; "5.0" -> {"5", "0"}.
 struct JobIdParts {

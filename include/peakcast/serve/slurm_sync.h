@@ -1,5 +1,6 @@
 // slurm-sync: finished Slurm jobs -> completions. Polls
-//   sacct -a -P --noconvert -S <cursor> -E now -s CD,F,TO,OOM,CA,NF,PR --format=<kSacctColumns>
+//   sacct -a -P --delimiter=$'\x1f' --noconvert -S <cursor> -E now -s CD,F,TO,OOM,CA,NF,PR
+//         --format=<kSacctColumns>
 // (with TZ=UTC, so times read as UTC are right), parses it with the sacct reader (job peak over
 // steps, ReqMem, GPUs, state), fetches each new job's script with `sacct -B -j ID` (present when
 // slurm.conf has AccountingStoreFlags=job_script), and hands every finished job to a sink (the
