@@ -50,6 +50,20 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
     o.fetch_scripts = !args->no_scripts;
     o.util_cap = args->util_cap;
     if (args->gpu_mem_bytes > 0) o.default_gpu_mem_bytes = args->gpu_mem_bytes;
+    // Progress when the poll takes several sacct windows (a first poll over a week, a catch-up):
+    // a line per window on stderr; nothing more for a poll of one window (cron).
+    std::string first_window;
+    o.on_window = [&first_window](const serve::SyncReport& r, int64_t from, int64_t to) {
+      const std::string line = "slurm-sync: window " + std::to_string(r.windows) + ", " + serve::sacct_time(from) +
+                                " .. " + serve::sacct_time(to) + ": " + std::to_string(r.finished) +
+                                " finished job(s) so far, " + std::to_string(r.added) + " new";
+      if (r.windows == 1) {
+        first_window = line;
+        return;
+      }
+      if (r.windows == 2) std::cerr << first_window << "\n";
+      std::cerr << line << std::endl;
+    };
     serve::CompletionStore& s = **store;
     auto report = serve::sync_once(s, [&s](const Job& j) { return s.insert(j); }, o);
     if (!report) {

@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <csignal>
 #include <ctime>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -66,7 +69,8 @@ std::string gpu_mem_option_transform(std::string& text) {
   return {};
 }
 
-Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes) {
+Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes, bool* too_big_out) {
+  if (too_big_out) *too_big_out = false;
   if (argv.empty()) return Status::invalid("run_program: empty command");
   // Everything the child needs is built before fork(): only async-signal-safe calls after it.
   std::vector<char*> args;
@@ -120,7 +124,12 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
         continue;
       }
       std::string& dst = i == 0 ? out : err;
-      if (i == 0 && out.size() + static_cast<size_t>(n) > max_output_bytes) too_big = true;
+      if (i == 0 && !too_big && out.size() + static_cast<size_t>(n) > max_output_bytes) {
+        too_big = true;  // no use reading the rest: stopped, and its pipes drained until they close
+        ::kill(pid, SIGKILL);
+        out.clear();
+        out.shrink_to_fit();
+      }
       if (i == 1 && err.size() > 4096) continue;
       if (!too_big || i == 1) dst.append(buf, static_cast<size_t>(n));
     }
@@ -129,6 +138,7 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const std::string what = argv[0];
+  if (too_big_out) *too_big_out = too_big;
   if (too_big) return Status::io(what + ": output over " + std::to_string(max_output_bytes) + " bytes");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string first = err.substr(0, err.find('\n'));
@@ -140,26 +150,46 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
   return out;
 }
 
-Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
-                             const SyncOptions& o) {
-  const int64_t started = o.clock ? o.clock() : system_now();
-  SyncReport report;
-  auto cursor = store.get_meta(kSyncCursorKey);
-  if (!cursor) return cursor.status();
-  report.since = started - o.initial_lookback_s;
-  if (*cursor) {
-    try {
-      report.since = std::stoll(**cursor);
-    } catch (const std::exception&) {
-      return Status::invalid(std::string(kSyncCursorKey) + ": not a number in the database: " + **cursor);
-    }
+namespace {
+
+// The scripts of `ids` from `sacct -B -j ID,ID,...` (sacct prints each as "Batch Script for ID",
+// a dash rule and the script, or NONE), by job id. A batch whose output is over the limit is
+// asked again in halves; one that fails otherwise is noted, and its jobs have no script.
+void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, size_t first, size_t n,
+                   std::unordered_map<std::string, std::string>& scripts, std::vector<std::string>& notes) {
+  if (n == 0) return;
+  std::string list;
+  for (size_t i = first; i < first + n; ++i) list += (list.empty() ? "" : ",") + ids[i];
+  bool too_big = false;
+  // At most max_output_bytes for a batch, but room for one script of max_script_bytes.
+  const size_t cap = std::max(o.max_script_bytes, std::min(o.max_script_bytes * n, o.max_output_bytes));
+  auto dump = run_program({o.sacct, "-B", "-j", list}, cap, &too_big);
+  if (!dump && too_big && n > 1) {
+    fetch_scripts(o, ids, first, n / 2, scripts, notes);
+    fetch_scripts(o, ids, first + n / 2, n - n / 2, scripts, notes);
+    return;
   }
+  if (!dump) {
+    notes.push_back((n == 1 ? "job " + ids[first] : "jobs " + ids[first] + " .. " + ids[first + n - 1]) +
+                    ": no script (" + dump.status().message() + ")");
+    return;
+  }
+  for (auto& [id, text] : ingest::sacct::parse_batch_script_dump(*dump)) scripts[id] = std::move(text);
+}
+
+// One window of the poll: sacct's finished jobs in [from, to] (`to` empty: now) into the sink.
+// `too_big`: sacct's listing was over max_output_bytes (nothing was read).
+// `seen`: the job ids of the window before, which sacct lists again when they ended on the
+// boundary (left out); replaced by this window's.
+Status sync_window(CompletionStore& store, const CompletionSink& sink, const SyncOptions& o,
+                   int64_t from, const std::string& to, SyncReport& report, bool& too_big,
+                   std::unordered_set<std::string>& seen) {
   // Fields delimited by the unit separator: with sacct's '|', a job named "a|b" (and an
   // AdminComment holding '|') could not be told from its neighbours and was skipped, not learned.
   auto listing = run_program({o.sacct, "-a", "-P", std::string("--delimiter=") + ingest::sacct::kUnitSeparator,
-                              "--noconvert", "-S", sacct_time(report.since), "-E", "now", "-s",
+                              "--noconvert", "-S", sacct_time(from), "-E", to.empty() ? "now" : to, "-s",
                               "CD,F,TO,OOM,CA,NF,PR", std::string("--format=") + kSacctColumns},
-                             o.max_output_bytes);
+                             o.max_output_bytes, &too_big);
   if (!listing) return listing.status();
 
   ingest::Trace trace;
@@ -172,26 +202,35 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
     return Status::invalid(fmt::format("'{}' printed something that is not `sacct -P --format={}` output ({}); "
                                        "check --sacct", o.sacct, kSacctColumns, s.message()));
   }
-  report.skipped = trace.stats.skipped;
-  report.notes = trace.notes;
+  listing->clear();
+  listing->shrink_to_fit();
+  std::unordered_set<std::string> now_seen;
+  std::erase_if(trace.jobs, [&](const Job& j) {
+    now_seen.insert(j.job_id);
+    return seen.count(j.job_id) > 0;
+  });
+  seen = std::move(now_seen);
+  report.skipped += trace.stats.skipped;
+  report.notes.insert(report.notes.end(), trace.notes.begin(), trace.notes.end());
   for (const std::string& r : trace.stats.reasons) report.notes.push_back(r);
-  report.finished = trace.jobs.size();
+  report.finished += trace.jobs.size();
 
-  // Scripts only for jobs not stored yet.
+  // Scripts only for jobs not stored yet, a batch of them per sacct call.
   std::vector<bool> known(trace.jobs.size(), false);
+  std::vector<std::string> want;
   for (size_t i = 0; i < trace.jobs.size(); ++i) {
     Job& job = trace.jobs[i];
     auto has = store.contains(job.job_id);
     if (!has) return has.status();
     known[i] = *has;
-    if (known[i] || !o.fetch_scripts || (job.script && !job.script->empty())) continue;
-    auto dump = run_program({o.sacct, "-B", "-j", job.job_id}, 16u << 20);
-    if (!dump) {
-      report.notes.push_back("job " + job.job_id + ": no script (" + dump.status().message() + ")");
-      continue;
-    }
-    auto scripts = ingest::sacct::parse_batch_script_dump(*dump);
-    if (!scripts.empty()) job.script = std::move(scripts.begin()->second);
+    if (!known[i] && o.fetch_scripts && (!job.script || job.script->empty())) want.push_back(job.job_id);
+  }
+  std::unordered_map<std::string, std::string> scripts;
+  for (size_t at = 0; at < want.size(); at += o.scripts_per_call) {
+    fetch_scripts(o, want, at, std::min(o.scripts_per_call, want.size() - at), scripts, report.notes);
+  }
+  for (Job& job : trace.jobs) {
+    if (auto it = scripts.find(job.job_id); it != scripts.end()) job.script = std::move(it->second);
   }
   ingest::finalize_trace(trace, o.util_cap);
   for (size_t i = 0; i < trace.jobs.size(); ++i) {
@@ -209,7 +248,54 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
       ++report.known;
     }
   }
-  if (Status s = store.set_meta(kSyncCursorKey, std::to_string(started - o.overlap_s)); !s) return s;
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
+                             const SyncOptions& o) {
+  const int64_t started = o.clock ? o.clock() : system_now();
+  SyncReport report;
+  auto cursor = store.get_meta(kSyncCursorKey);
+  if (!cursor) return cursor.status();
+  report.since = started - o.initial_lookback_s;
+  if (*cursor) {
+    try {
+      report.since = std::stoll(**cursor);
+    } catch (const std::exception&) {
+      return Status::invalid(std::string(kSyncCursorKey) + ": not a number in the database: " + **cursor);
+    }
+  }
+  // In windows of at most max_window_s, the last one up to now; a window whose listing is over
+  // max_output_bytes is asked again at half its span (down to min_window_s). The cursor moves
+  // after each window: an interrupted catch-up goes on from there.
+  const int64_t end = started;
+  const int64_t max_span = std::max<int64_t>(o.max_window_s, 1);
+  int64_t from = report.since, span = max_span;
+  std::unordered_set<std::string> seen;  // the last window's job ids
+  while (true) {
+    if (o.stop_requested && o.stop_requested()) return report;
+    const bool last = from + span >= end;
+    const int64_t to = last ? end : from + span;
+    bool too_big = false;  // then nothing of the window was read
+    Status s = sync_window(store, sink, o, from, last ? std::string() : sacct_time(to), report, too_big, seen);
+    if (!s && too_big && span > o.min_window_s) {
+      span = std::max<int64_t>(span / 2, o.min_window_s);
+      continue;
+    }
+    if (!s) {
+      if (too_big) return s.with_context(fmt::format("sacct's listing of the {} s from {}", span, sacct_time(from)));
+      return s;
+    }
+    ++report.windows;
+    const int64_t next_cursor = last ? started - o.overlap_s : std::min(to, started - o.overlap_s);
+    if (Status c = store.set_meta(kSyncCursorKey, std::to_string(next_cursor)); !c) return c;
+    if (o.on_window) o.on_window(report, from, to);
+    if (last) break;
+    from = to;
+    span = std::min(span * 2, max_span);  // back up after a dense stretch
+  }
   return report;
 }
 
@@ -217,7 +303,7 @@ std::string describe(const SyncReport& r) {
   return std::to_string(r.finished) + " finished job(s) since " + sacct_time(r.since) + ": " +
          std::to_string(r.added) + " new (" + std::to_string(r.with_script) + " with script), " +
          std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
-         " malformed row(s) skipped";
+         " malformed row(s) skipped" + (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "");
 }
 
 }  // namespace peakcast::serve

@@ -13,7 +13,14 @@ Result<SyncReport> sync_service(Service& service, const SyncOptions& options) {
 }
 
 SyncLoop::SyncLoop(Service& service, SyncOptions options, double interval_s)
-    : service_(service), options_(std::move(options)), interval_(interval_s) {}
+    : service_(service), options_(std::move(options)), interval_(interval_s) {
+  // A catch-up of many windows ends at the next one when the daemon stops (the cursor keeps
+  // what was done).
+  options_.stop_requested = [this] {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  };
+}
 
 SyncLoop::~SyncLoop() { stop(); }
 
@@ -46,12 +53,7 @@ void SyncLoop::poll_once() {
     log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
     return;
   }
-  if (report->added > 0 || report->skipped > 0) {
-    log(LogLevel::kInfo, "slurm-sync: " + std::to_string(report->finished) + " finished job(s) since " +
-                             sacct_time(report->since) + ", " + std::to_string(report->added) +
-                             " new (" + std::to_string(report->with_script) + " with script), " +
-                             std::to_string(report->skipped) + " malformed row(s) skipped");
-  }
+  if (report->added > 0 || report->skipped > 0) log(LogLevel::kInfo, "slurm-sync: " + describe(*report));
   for (const std::string& n : report->notes) log(LogLevel::kDebug, "slurm-sync: " + n);
 }
 

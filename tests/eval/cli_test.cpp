@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 
 #include "peakcast/sizing/online_bound.h"
 #include "support/command.h"
+#include "support/fake_sacct.h"
 
 namespace {
 
@@ -220,29 +222,39 @@ TEST(CliSlurmSync, StoresFinishedJobsOnceWithAPersistedCursor) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
   const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_sync_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const fs::path sacct = dir / "sacct";
-  {
-    std::ofstream f(sacct);
-    f << "#!/bin/bash\n"
-         "if [ \"$1\" = -B ]; then echo NONE; exit 0; fi\n"
-         "cat <<'EOF'\n"
-         "JobID|JobName|User|Account|Partition|State|Submit|Start|End|NCPUS|NNodes|ReqMem|AllocTRES|MaxRSS\n"
-         "12|alloc|alice|acct|debug|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:10|1|1|600M|cpu=1,mem=600M,node=1|\n"
-         "12.batch|batch||acct||COMPLETED|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:10|1|1|||217915392\n"
-         "13|other|bob|acct|debug|OUT_OF_MEMORY|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:20|1|1|100M|cpu=1,mem=100M,node=1|\n"
-         "EOF\n";
-  }
-  fs::permissions(sacct, fs::perms::owner_all);
+  // Two jobs that ended five minutes ago (within the next poll's overlap), in a stand-in that
+  // lists by -S/-E as sacct does.
+  const auto iso = [](std::time_t t) {
+    char buf[32];
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    return std::string(buf);
+  };
+  const std::time_t now = std::time(nullptr);
+  const std::string t0 = iso(now - 310), t1 = iso(now - 300), t2 = iso(now - 290);
+  peakcast::test_support::FakeSacct fake;
+  fake.listing = "JobID|JobName|User|Account|Partition|State|Submit|Start|End|NCPUS|NNodes|ReqMem|AllocTRES|MaxRSS\n"
+                 "12|alloc|alice|acct|debug|COMPLETED|" + t0 + "|" + t0 + "|" + t1 + "|1|1|600M|cpu=1,mem=600M,node=1|\n"
+                 "12.batch|batch||acct||COMPLETED|" + t0 + "|" + t0 + "|" + t1 + "|1|1|||217915392\n"
+                 "13|other|bob|acct|debug|OUT_OF_MEMORY|" + t0 + "|" + t0 + "|" + t2 + "|1|1|100M|cpu=1,mem=100M,node=1|\n";
+  fake.now_iso = iso(now + 3600);  // `-E now`: whenever the command runs
+  const fs::path sacct = peakcast::test_support::write_fake_sacct(dir.string(), fake);
   const std::string args =
       "slurm-sync --db " + (dir / "h.db").string() + " --sacct " + sacct.string();
-  CmdResult first = run(args);
+  // The first poll reads the default week a day at a time, with a line of progress per window.
+  CmdResult first = peakcast::test_support::run_shell(kBinary + " " + args + " 2>&1");
   EXPECT_EQ(first.exit_code, 0) << first.out;
   EXPECT_NE(first.out.find("2 finished job(s)"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find(": 2 new"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("(7 sacct windows)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("slurm-sync: window 1, "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("slurm-sync: window 7, "), std::string::npos) << first.out;
   CmdResult second = run(args);
   EXPECT_EQ(second.exit_code, 0) << second.out;
   EXPECT_NE(second.out.find(": 0 new"), std::string::npos) << second.out;
   EXPECT_NE(second.out.find("2 already known"), std::string::npos) << second.out;
+  EXPECT_EQ(second.out.find("sacct windows"), std::string::npos) << second.out;  // one window
   // A missing --db is a usage error.
   EXPECT_EQ(run("slurm-sync --sacct " + sacct.string()).exit_code, 2);
   std::error_code ec;

@@ -9,45 +9,43 @@
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
+#include "support/fake_sacct.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
 namespace {
 
+using test_support::FakeSacct;
 using testing::TempDir;
+using test_support::write_fake_sacct;
 
-// A stand-in sacct: the listing for `-S ...`, a script for `-B -j N`; logs its arguments.
-void write_fake_sacct(const TempDir& dir) {
-  const std::string path = dir.file("sacct");
-  std::ofstream f(path);
-  f << "#!/bin/bash\n"
-       "echo \"$*\" >> '" << dir.file("calls.log") << "'\n"
-       "if [ \"$1\" = -B ]; then\n"
-       "  [ \"$3\" = 12 ] || { echo NONE; exit 0; }\n"
-       "  printf 'Batch Script for 12\\n%s\\n#!/bin/bash\\nperl alloc.pl 200\\n' '-----------'\n"
-       "  exit 0\nfi\n"
-       "cat <<'EOF'\n"
-       "JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqCPUS|NNodes|ReqMem|ReqTRES|AllocTRES|MaxRSS|TRESUsageInTot|TRESUsageInMax\n"
-       "12|12|alloc|alice|acct|debug|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:10|00:00:09|00:05:00|1|1|1|600M|cpu=1,mem=600M,node=1|cpu=1,mem=600M,node=1|||\n"
-       "12.batch|12|batch||acct||COMPLETED|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:10|00:00:09||1||1||||217915392||\n"
-       "13|13|other|bob|acct|debug|OUT_OF_MEMORY|2024-05-01T10:00:00|2024-05-01T10:00:01|2024-05-01T10:00:20|00:00:19|00:05:00|1|1|1|100M|cpu=1,mem=100M,node=1|cpu=1,mem=100M,node=1|||\n"
-       "EOF\n";
-  f.close();
-  ::chmod(path.c_str(), 0755);
+constexpr int64_t kClock = 1'714'600'000;  // 2024-05-01T21:46:40 UTC
+
+// Two jobs that ended a few minutes before kClock (within a poll's overlap); a script for 12.
+FakeSacct two_jobs() {
+  FakeSacct f;
+  f.listing =
+      "JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqCPUS|NNodes|ReqMem|ReqTRES|AllocTRES|MaxRSS|TRESUsageInTot|TRESUsageInMax\n"
+      "12|12|alloc|alice|acct|debug|COMPLETED|2024-05-01T21:39:00|2024-05-01T21:39:01|2024-05-01T21:40:00|00:00:59|00:05:00|1|1|1|600M|cpu=1,mem=600M,node=1|cpu=1,mem=600M,node=1|||\n"
+      "12.batch|12|batch||acct||COMPLETED|2024-05-01T21:39:01|2024-05-01T21:39:01|2024-05-01T21:40:00|00:00:59||1||1||||217915392||\n"
+      "13|13|other|bob|acct|debug|OUT_OF_MEMORY|2024-05-01T21:39:00|2024-05-01T21:39:01|2024-05-01T21:40:10|00:01:09|00:05:00|1|1|1|100M|cpu=1,mem=100M,node=1|cpu=1,mem=100M,node=1|||\n";
+  f.scripts["12"] = "#!/bin/bash\nperl alloc.pl 200\n";
+  f.now_iso = sacct_time(kClock);
+  return f;
 }
 
 TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
   TempDir dir;
-  write_fake_sacct(dir);
+  const std::string fake = write_fake_sacct(dir.path(), two_jobs());
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
   ServiceOptions so;
-  so.clock = [] { return int64_t{1'714'600'000}; };
+  so.clock = [] { return kClock; };
   Service service(testing::history_model(), std::move(*store), so);
   ASSERT_TRUE(service.rebuild().is_ok());
   SyncOptions o;
-  o.sacct = dir.file("sacct");
-  o.clock = [] { return int64_t{1'714'600'000}; };
+  o.sacct = fake;
+  o.clock = [] { return kClock; };
   auto sink = [&](const Job& j) { return service.add_completion(j); };
 
   auto first = sync_once(service.store(), sink, o);
@@ -55,7 +53,8 @@ TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
   EXPECT_EQ(first->finished, 2u);
   EXPECT_EQ(first->added, 2u);
   EXPECT_EQ(first->with_script, 1u);
-  EXPECT_EQ(first->since, 1'714'600'000 - o.initial_lookback_s);
+  EXPECT_EQ(first->since, kClock - o.initial_lookback_s);
+  EXPECT_EQ(first->windows, 7u);  // a week in windows of a day
 
   auto rows = service.store().recent(HistoryFilter{"alice", ""}, 10);
   ASSERT_TRUE(rows.ok());
@@ -72,14 +71,15 @@ TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->added, 0u);
   EXPECT_EQ(second->known, 2u);
-  EXPECT_EQ(second->since, 1'714'600'000 - o.overlap_s);
+  EXPECT_EQ(second->since, kClock - o.overlap_s);
   EXPECT_EQ(service.history_size(), 2u);
   auto calls = read_file(dir.file("calls.log"));
   ASSERT_TRUE(calls.ok());
   size_t script_fetches = 0;
   for (auto line : split_lines(*calls)) script_fetches += line.starts_with("-B") ? 1 : 0;
-  EXPECT_EQ(script_fetches, 2u);  // jobs 12 and 13 on the first poll only
-  EXPECT_NE(calls->find("-S " + sacct_time(1'714'600'000 - o.overlap_s)), std::string::npos);
+  EXPECT_EQ(script_fetches, 1u);  // jobs 12 and 13 in one call, on the first poll only
+  EXPECT_NE(calls->find("-B -j 12,13"), std::string::npos) << *calls;
+  EXPECT_NE(calls->find("-S " + sacct_time(kClock - o.overlap_s)), std::string::npos);
 }
 
 // A job named with '|' (sbatch -J 'sweep|lr=0.1') and an AdminComment holding '|': sacct -P
@@ -110,7 +110,8 @@ TEST(SlurmSync, AJobNamedWithAPipeIsLearned) {
   SyncOptions o;
   o.sacct = path;
   o.fetch_scripts = false;
-  o.clock = [] { return int64_t{1'714'600'000}; };
+  o.clock = [] { return kClock; };
+  o.max_window_s = o.initial_lookback_s;  // this stand-in lists its job whatever the window
   std::vector<Job> got;
   auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j); return true; }, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -123,6 +124,155 @@ TEST(SlurmSync, AJobNamedWithAPipeIsLearned) {
   auto calls = read_file(dir.file("calls.log"));
   ASSERT_TRUE(calls.ok());
   EXPECT_NE(calls->find(std::string("--delimiter=") + ingest::sacct::kUnitSeparator), std::string::npos);
+}
+
+// Four jobs over three days before kClock: a first poll of that span.
+FakeSacct three_days() {
+  FakeSacct f;
+  f.listing = "JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS\n";
+  const int64_t ends[] = {kClock - 60 * 3600, kClock - 36 * 3600, kClock - 12 * 3600, kClock - 300};
+  for (int i = 0; i < 4; ++i) {
+    const std::string id = std::to_string(40 + i), t = sacct_time(ends[i] - 60), e = sacct_time(ends[i]);
+    f.listing += id + "|j" + id + "|alice|COMPLETED|" + t + "|" + t + "|" + e + "|1G|\n";
+    f.listing += id + ".batch|batch||COMPLETED|" + t + "|" + t + "|" + e + "||300M\n";
+  }
+  f.now_iso = sacct_time(kClock);
+  return f;
+}
+
+std::vector<std::string> listing_calls(const TempDir& dir) {
+  std::vector<std::string> out;
+  auto calls = read_file(dir.file("calls.log"));
+  if (!calls) return out;
+  for (auto line : split_lines(*calls)) {
+    if (line.starts_with("-a ")) out.emplace_back(line);
+  }
+  return out;
+}
+
+// A first poll over three days asks sacct a day at a time (bounded memory), learns every job
+// once, and leaves the cursor where a single poll would.
+TEST(SlurmSync, AFirstPollOverDaysAsksADayAtATime) {
+  TempDir dir;
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = write_fake_sacct(dir.path(), three_days());
+  o.clock = [] { return kClock; };
+  o.initial_lookback_s = 3 * 86400;
+  o.fetch_scripts = false;
+  std::vector<std::pair<int64_t, int64_t>> progress;
+  o.on_window = [&](const SyncReport&, int64_t from, int64_t to) { progress.emplace_back(from, to); };
+  std::vector<std::string> got;
+  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; }, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
+  EXPECT_EQ(r->windows, 3u);
+  EXPECT_EQ(r->finished, 4u);
+  const std::vector<std::pair<int64_t, int64_t>> want = {
+      {kClock - 3 * 86400, kClock - 2 * 86400}, {kClock - 2 * 86400, kClock - 86400}, {kClock - 86400, kClock}};
+  EXPECT_EQ(progress, want);
+  const auto calls = listing_calls(dir);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_NE(calls[0].find("-S " + sacct_time(kClock - 3 * 86400) + " -E " + sacct_time(kClock - 2 * 86400)),
+            std::string::npos) << calls[0];
+  EXPECT_NE(calls[2].find("-E now"), std::string::npos) << calls[2];
+  EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - o.overlap_s));
+  EXPECT_NE(describe(*r).find("(3 sacct windows)"), std::string::npos) << describe(*r);
+}
+
+// A window whose listing is over max_output_bytes is asked again at half its span (the stand-in
+// prints too much for any window over 6 hours): every job is learned. Where even the smallest
+// window is too much, the poll fails, saying which window, and the cursor stays.
+TEST(SlurmSync, AListingTooLargeIsAskedAgainInSmallerWindows) {
+  TempDir dir;
+  FakeSacct f = three_days();
+  f.too_big_over_s = 6 * 3600;
+  f.too_big_bytes = 8192;
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = write_fake_sacct(dir.path(), f);
+  o.clock = [] { return kClock; };
+  o.initial_lookback_s = 3 * 86400;
+  o.fetch_scripts = false;
+  o.max_output_bytes = 4096;
+  std::vector<std::string> got;
+  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; }, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Once each, though three end on a boundary between two windows (sacct lists them in both).
+  EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
+  EXPECT_EQ(r->finished, 4u);
+  EXPECT_EQ(r->windows, 12u);  // three days in windows of 6 hours
+  EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - o.overlap_s));
+
+  TempDir dir2;
+  f.too_big_over_s = 30;  // below min_window_s
+  auto store2 = open_sqlite_store(dir2.file("h.db"));
+  ASSERT_TRUE(store2.ok());
+  o.sacct = write_fake_sacct(dir2.path(), f);
+  auto bad = sync_once(**store2, [&](const Job&) -> Result<bool> { return true; }, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sacct's listing of the 60 s from " + sacct_time(kClock - 3 * 86400)),
+            std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("output over 4096 bytes"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE((*(*store2)->get_meta(kSyncCursorKey)).has_value());
+}
+
+// A poll stopped between windows (the daemon shutting down) keeps what it did: the cursor is at
+// the end of the last window done, and the next poll goes on from there.
+TEST(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
+  TempDir dir;
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = write_fake_sacct(dir.path(), three_days());
+  o.clock = [] { return kClock; };
+  o.initial_lookback_s = 3 * 86400;
+  o.fetch_scripts = false;
+  int windows_left = 1;
+  o.stop_requested = [&] { return windows_left-- <= 0; };
+  std::vector<std::string> got;
+  const auto sink = [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; };
+  auto first = sync_once(**store, sink, o);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->windows, 1u);
+  EXPECT_EQ(got, std::vector<std::string>{"40"});
+  EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - 2 * 86400));
+  o.stop_requested = nullptr;
+  auto second = sync_once(**store, sink, o);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->since, kClock - 2 * 86400);
+  EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
+}
+
+// New jobs' scripts come from one `sacct -B -j` call per batch, each job given its own.
+TEST(SlurmSync, ScriptsAreFetchedInBatches) {
+  TempDir dir;
+  FakeSacct f = three_days();
+  for (int i = 0; i < 4; ++i) f.scripts[std::to_string(40 + i)] = "#!/bin/bash\necho " + std::to_string(i) + "\n";
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = write_fake_sacct(dir.path(), f);
+  o.clock = [] { return kClock; };
+  o.initial_lookback_s = 3 * 86400;
+  o.max_window_s = 4 * 86400;  // one window
+  o.scripts_per_call = 3;
+  std::map<std::string, std::string> scripts;
+  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> {
+    scripts[j.job_id] = j.script.value_or("");
+    return true;
+  }, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->with_script, 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(scripts[std::to_string(40 + i)], "#!/bin/bash\necho " + std::to_string(i) + "\n");
+  }
+  auto calls = read_file(dir.file("calls.log"));
+  ASSERT_TRUE(calls.ok());
+  EXPECT_NE(calls->find("-B -j 40,41,42\n"), std::string::npos) << *calls;
+  EXPECT_NE(calls->find("-B -j 43\n"), std::string::npos) << *calls;
 }
 
 TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {

@@ -1,13 +1,15 @@
 // slurm-sync: finished Slurm jobs -> completions. Polls
-//   sacct -a -P --delimiter=$'\x1f' --noconvert -S <cursor> -E now -s CD,F,TO,OOM,CA,NF,PR
+//   sacct -a -P --delimiter=$'\x1f' --noconvert -S <from> -E <to> -s CD,F,TO,OOM,CA,NF,PR
 //         --format=<kSacctColumns>
-// (with TZ=UTC, so times read as UTC are right), parses it with the sacct reader (job peak over
-// steps, ReqMem, GPUs, state), fetches each new job's script with `sacct -B -j ID` (present when
-// slurm.conf has AccountingStoreFlags=job_script), and hands every finished job to a sink (the
-// daemon's completion path). The cursor is persisted in the store's meta table and moves only
-// after every job of a poll was accepted; each poll overlaps the previous one by `overlap_s`
-// (slurmdbd receives end records late), and completions are idempotent by job id, so running a
-// poll twice, or two polls over the same window, adds nothing twice.
+// (with TZ=UTC, so times read as UTC are right) from the cursor to now, in windows of at most
+// SyncOptions::max_window_s (halved where a listing is over max_output_bytes), parses each with
+// the sacct reader (job peak over steps, ReqMem, GPUs, state), fetches the new jobs' scripts with
+// `sacct -B -j ID,ID,...` (present when slurm.conf has AccountingStoreFlags=job_script), and hands
+// every finished job to a sink (the daemon's completion path). The cursor is persisted in the
+// store's meta table and moves only after every job of a window was accepted; each poll overlaps
+// the previous one by `overlap_s` (slurmdbd receives end records late), and completions are
+// idempotent by job id, so running a poll twice, or two polls over the same window, adds nothing
+// twice.
 #pragma once
 
 #include <functional>
@@ -27,15 +29,31 @@ inline constexpr const char* kSacctColumns =
     "AdminComment";  // last: free text, and where jobstats keeps its summary (jobstats.h)
 inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
 
+struct SyncReport;
+
 struct SyncOptions {
   std::string sacct = "sacct";        // program (PATH lookup) or path
   int64_t overlap_s = 600;            // each poll starts this long before the last one did
   int64_t initial_lookback_s = 7 * 24 * 3600;  // first poll: from now minus this
-  bool fetch_scripts = true;          // sacct -B for each new job
+  bool fetch_scripts = true;          // sacct -B for the new jobs
   double util_cap = 1.0;
   std::optional<uint64_t> default_gpu_mem_bytes;  // capacity of an untyped GPU (VRAM labels)
-  size_t max_output_bytes = 512u << 20;
+  // Bounded memory: a poll asks sacct for at most max_window_s at a time (a first poll over a
+  // week, or a catch-up after downtime, is several calls); a listing over max_output_bytes is
+  // asked again at half the span, down to min_window_s (then the poll fails, saying so).
+  int64_t max_window_s = 24 * 3600;
+  int64_t min_window_s = 60;
+  size_t max_output_bytes = 128u << 20;
+  // Scripts: `sacct -B -j ID,ID,...` for up to scripts_per_call new jobs at once (one call per
+  // job took a process per job: hours for a first poll of a large cluster); one script may be up
+  // to max_script_bytes.
+  size_t scripts_per_call = 64;
+  size_t max_script_bytes = 16u << 20;
   std::function<int64_t()> clock;     // epoch seconds; default: the system clock
+  // Checked before each window: true ends the poll there (the windows done are kept).
+  std::function<bool()> stop_requested;
+  // After each window: the totals so far and the window's span (progress on long catch-ups).
+  std::function<void(const SyncReport&, int64_t from, int64_t to)> on_window;
 };
 
 struct SyncReport {
@@ -45,19 +63,22 @@ struct SyncReport {
   size_t known = 0;         // already stored (earlier poll)
   size_t with_script = 0;   // new completions whose script was found
   size_t skipped = 0;       // malformed sacct rows
+  size_t windows = 0;       // sacct listings read (SyncOptions::max_window_s)
   std::vector<std::string> notes;
 };
 
 // One line for people: "N finished job(s) since T: A new (S with script), K already known, M
-// malformed row(s) skipped".
+// malformed row(s) skipped", and " (W sacct windows)" when there were several.
 std::string describe(const SyncReport& report);
 
 // true: stored now; false: already known.
 using CompletionSink = std::function<Result<bool>(const Job&)>;
 
 // Runs `argv` (no shell) with TZ=UTC and returns its standard output; a non-zero exit is an
-// error carrying the first line of its standard error.
-Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes);
+// error carrying the first line of its standard error. Output over max_output_bytes stops the
+// program (SIGKILL) and is an error; `too_big` (when given) says that was the cause.
+Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes,
+                                bool* too_big = nullptr);
 
 // "2024-05-01T12:00:00" (UTC), the form sacct -S takes.
 std::string sacct_time(int64_t epoch_s);
@@ -69,7 +90,8 @@ Result<uint64_t> parse_gpu_mem_option(const std::string& text);
 // returns the reason.
 std::string gpu_mem_option_transform(std::string& text);
 
-// One poll. `store` holds the cursor and says which jobs are known (to skip their script fetch).
+// One poll, in windows (SyncOptions::max_window_s); the cursor moves after each. `store` holds
+// the cursor and says which jobs are known (to skip their script fetch).
 Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
                              const SyncOptions& options);
 
