@@ -10,6 +10,7 @@
 #include <cstring>
 #include <csignal>
 #include <ctime>
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -69,8 +70,8 @@ std::string gpu_mem_option_transform(std::string& text) {
   return {};
 }
 
-Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes, bool* too_big_out) {
-  if (too_big_out) *too_big_out = false;
+Result<std::string> run_program(const std::vector<std::string>& argv, const RunLimits& limits, RunStop* stopped_out) {
+  if (stopped_out) *stopped_out = RunStop::kNone;
   if (argv.empty()) return Status::invalid("run_program: empty command");
   // Everything the child needs is built before fork(): only async-signal-safe calls after it.
   std::vector<char*> args;
@@ -93,6 +94,7 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
   const pid_t pid = ::fork();
   if (pid < 0) return Status::io(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    ::setpgid(0, 0);  // its own process group: stopping it stops what it started too
     ::dup2(out_w.fd, 1);
     ::dup2(err_w.fd, 2);
     const int devnull = ::open("/dev/null", O_RDONLY);
@@ -102,18 +104,39 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
     (void)!::write(2, msg, sizeof msg - 1);
     ::_exit(127);
   }
+  ::setpgid(pid, pid);  // as the child does: whichever runs first
   out_w.reset();
   err_w.reset();
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(limits.timeout_ms);
   std::string out, err;
-  bool too_big = false;
+  RunStop stopped = RunStop::kNone;
+  const auto stop = [&](RunStop why) {  // the rest is not read: its pipes drained until they close
+    if (stopped != RunStop::kNone) return;
+    stopped = why;
+    ::kill(-pid, SIGKILL);
+    out.clear();
+    out.shrink_to_fit();
+  };
   pollfd fds[2] = {{out_r.fd, POLLIN, 0}, {err_r.fd, POLLIN, 0}};
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    int wait_ms = 1000;  // the stop check and the deadline, at least once a second
+    if (limits.timeout_ms > 0 && stopped == RunStop::kNone) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 1000));
+    }
+    const int ready = ::poll(fds, 2, wait_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    if (stopped == RunStop::kNone) {
+      if (limits.stop_requested && limits.stop_requested()) stop(RunStop::kRequested);
+      else if (limits.timeout_ms > 0 && Clock::now() >= deadline) stop(RunStop::kTimeout);
+    }
+    if (ready == 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
@@ -123,23 +146,28 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
         --open_fds;
         continue;
       }
-      std::string& dst = i == 0 ? out : err;
-      if (i == 0 && !too_big && out.size() + static_cast<size_t>(n) > max_output_bytes) {
-        too_big = true;  // no use reading the rest: stopped, and its pipes drained until they close
-        ::kill(pid, SIGKILL);
-        out.clear();
-        out.shrink_to_fit();
+      if (i == 0 && stopped == RunStop::kNone && out.size() + static_cast<size_t>(n) > limits.max_output_bytes) {
+        stop(RunStop::kOutput);
       }
       if (i == 1 && err.size() > 4096) continue;
-      if (!too_big || i == 1) dst.append(buf, static_cast<size_t>(n));
+      if (stopped == RunStop::kNone || i == 1) (i == 0 ? out : err).append(buf, static_cast<size_t>(n));
     }
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const std::string what = argv[0];
-  if (too_big_out) *too_big_out = too_big;
-  if (too_big) return Status::io(what + ": output over " + std::to_string(max_output_bytes) + " bytes");
+  if (stopped_out) *stopped_out = stopped;
+  switch (stopped) {
+    case RunStop::kOutput:
+      return Status::io(what + ": output over " + std::to_string(limits.max_output_bytes) + " bytes (stopped)");
+    case RunStop::kTimeout:
+      return Status::io(what + ": no answer within " + std::to_string(limits.timeout_ms / 1000) + " s (stopped)");
+    case RunStop::kRequested:
+      return Status::io(what + ": stopped (shutting down)");
+    case RunStop::kNone:
+      break;
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string first = err.substr(0, err.find('\n'));
     return Status::io(what + ": exited with " +
@@ -152,6 +180,14 @@ Result<std::string> run_program(const std::vector<std::string>& argv, size_t max
 
 namespace {
 
+RunLimits sacct_limits(const SyncOptions& o) {
+  RunLimits l;
+  l.max_output_bytes = o.max_output_bytes;
+  l.timeout_ms = o.sacct_timeout_s * 1000;
+  l.stop_requested = o.stop_requested;
+  return l;
+}
+
 // The scripts of `ids` from `sacct -B -j ID,ID,...` (sacct prints each as "Batch Script for ID",
 // a dash rule and the script, or NONE), by job id. A batch whose output is over the limit is
 // asked again in halves; one that fails otherwise is noted, and its jobs have no script.
@@ -160,11 +196,13 @@ void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, si
   if (n == 0) return;
   std::string list;
   for (size_t i = first; i < first + n; ++i) list += (list.empty() ? "" : ",") + ids[i];
-  bool too_big = false;
   // At most max_output_bytes for a batch, but room for one script of max_script_bytes.
-  const size_t cap = std::max(o.max_script_bytes, std::min(o.max_script_bytes * n, o.max_output_bytes));
-  auto dump = run_program({o.sacct, "-B", "-j", list}, cap, &too_big);
-  if (!dump && too_big && n > 1) {
+  RunLimits limits = sacct_limits(o);
+  limits.max_output_bytes = std::max(o.max_script_bytes, std::min(o.max_script_bytes * n, o.max_output_bytes));
+  RunStop stopped = RunStop::kNone;
+  auto dump = run_program({o.sacct, "-B", "-j", list}, limits, &stopped);
+  if (stopped == RunStop::kRequested) return;
+  if (!dump && stopped == RunStop::kOutput && n > 1) {
     fetch_scripts(o, ids, first, n / 2, scripts, notes);
     fetch_scripts(o, ids, first + n / 2, n - n / 2, scripts, notes);
     return;
@@ -178,18 +216,18 @@ void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, si
 }
 
 // One window of the poll: sacct's finished jobs in [from, to] (`to` empty: now) into the sink.
-// `too_big`: sacct's listing was over max_output_bytes (nothing was read).
+// `stopped`: why sacct's listing was cut short (nothing of the window was read then).
 // `seen`: the job ids of the window before, which sacct lists again when they ended on the
 // boundary (left out); replaced by this window's.
 Status sync_window(CompletionStore& store, const CompletionSink& sink, const SyncOptions& o,
-                   int64_t from, const std::string& to, SyncReport& report, bool& too_big,
+                   int64_t from, const std::string& to, SyncReport& report, RunStop& stopped,
                    std::unordered_set<std::string>& seen) {
   // Fields delimited by the unit separator: with sacct's '|', a job named "a|b" (and an
   // AdminComment holding '|') could not be told from its neighbours and was skipped, not learned.
   auto listing = run_program({o.sacct, "-a", "-P", std::string("--delimiter=") + ingest::sacct::kUnitSeparator,
                               "--noconvert", "-S", sacct_time(from), "-E", to.empty() ? "now" : to, "-s",
                               "CD,F,TO,OOM,CA,NF,PR", std::string("--format=") + kSacctColumns},
-                             o.max_output_bytes, &too_big);
+                             sacct_limits(o), &stopped);
   if (!listing) return listing.status();
 
   ingest::Trace trace;
@@ -278,14 +316,17 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
     if (o.stop_requested && o.stop_requested()) return report;
     const bool last = from + span >= end;
     const int64_t to = last ? end : from + span;
-    bool too_big = false;  // then nothing of the window was read
-    Status s = sync_window(store, sink, o, from, last ? std::string() : sacct_time(to), report, too_big, seen);
-    if (!s && too_big && span > o.min_window_s) {
+    RunStop stopped = RunStop::kNone;  // where set, nothing of the window was read
+    Status s = sync_window(store, sink, o, from, last ? std::string() : sacct_time(to), report, stopped, seen);
+    if (stopped == RunStop::kRequested) return report;
+    if (!s && stopped == RunStop::kOutput && span > o.min_window_s) {
       span = std::max<int64_t>(span / 2, o.min_window_s);
       continue;
     }
     if (!s) {
-      if (too_big) return s.with_context(fmt::format("sacct's listing of the {} s from {}", span, sacct_time(from)));
+      if (stopped != RunStop::kNone) {
+        return s.with_context(fmt::format("sacct's listing of the {} s from {}", to - from, sacct_time(from)));
+      }
       return s;
     }
     ++report.windows;

@@ -230,8 +230,9 @@ TEST(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   o.clock = [] { return kClock; };
   o.initial_lookback_s = 3 * 86400;
   o.fetch_scripts = false;
-  int windows_left = 1;
-  o.stop_requested = [&] { return windows_left-- <= 0; };
+  bool stop = false;  // asked for once the first window is done
+  o.on_window = [&](const SyncReport&, int64_t, int64_t) { stop = true; };
+  o.stop_requested = [&] { return stop; };
   std::vector<std::string> got;
   const auto sink = [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; };
   auto first = sync_once(**store, sink, o);
@@ -240,6 +241,7 @@ TEST(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   EXPECT_EQ(got, std::vector<std::string>{"40"});
   EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - 2 * 86400));
   o.stop_requested = nullptr;
+  o.on_window = nullptr;
   auto second = sync_once(**store, sink, o);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->since, kClock - 2 * 86400);
@@ -273,6 +275,69 @@ TEST(SlurmSync, ScriptsAreFetchedInBatches) {
   ASSERT_TRUE(calls.ok());
   EXPECT_NE(calls->find("-B -j 40,41,42\n"), std::string::npos) << *calls;
   EXPECT_NE(calls->find("-B -j 43\n"), std::string::npos) << *calls;
+}
+
+// A program that does not answer is stopped at its deadline, and what it started with it (its
+// process group); one running when a stop is asked for is stopped too.
+TEST(RunProgram, StopsAtItsDeadlineOrWhenAskedWithWhatItStarted) {
+  TempDir dir;
+  const std::string pidfile = dir.file("sleep.pid");
+  // The child's own child holds no pipe: only the process group's kill stops it.
+  const std::vector<std::string> hang = {"bash", "-c",
+                                         "sleep 30 >/dev/null 2>&1 & echo $! > '" + pidfile + "'; wait"};
+  RunStop why = RunStop::kNone;
+  RunLimits limits;
+  limits.timeout_ms = 1000;
+  auto r = run_program(hang, limits, &why);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(why, RunStop::kTimeout);
+  EXPECT_EQ(r.status().message(), "bash: no answer within 1 s (stopped)");
+  auto pid = read_file(pidfile);
+  ASSERT_TRUE(pid.ok());
+  const std::string stat = "/proc/" + std::string(trim(*pid)) + "/stat";
+  auto state = read_file(stat);  // gone, or a zombie until init reaps it
+  if (state.ok()) {
+    EXPECT_NE(state->find(") Z "), std::string::npos) << *state;
+  }
+
+  RunLimits asked;
+  int polls = 0;
+  asked.stop_requested = [&] { return ++polls > 1; };
+  auto s = run_program(hang, asked, &why);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(why, RunStop::kRequested);
+  EXPECT_EQ(s.status().message(), "bash: stopped (shutting down)");
+
+  RunLimits fine;
+  fine.timeout_ms = 60'000;
+  auto ok = run_program({"bash", "-c", "echo hello"}, fine, &why);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok, "hello\n");
+  EXPECT_EQ(why, RunStop::kNone);
+}
+
+// A sacct that hangs (slurmdbd not answering) fails the poll at sacct_timeout_s, saying which
+// window; the cursor stays for the next poll.
+TEST(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {
+  TempDir dir;
+  const std::string path = dir.file("sacct");
+  {
+    std::ofstream f(path);
+    f << "#!/bin/bash\nsleep 30\n";
+  }
+  ::chmod(path.c_str(), 0755);
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  SyncOptions o;
+  o.sacct = path;
+  o.clock = [] { return kClock; };
+  o.initial_lookback_s = 3600;
+  o.sacct_timeout_s = 1;
+  auto r = sync_once(**store, [](const Job&) -> Result<bool> { return true; }, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "sacct's listing of the 3600 s from " + sacct_time(kClock - 3600) + ": " + path +
+                                      ": no answer within 1 s (stopped)");
+  EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
 }
 
 TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {

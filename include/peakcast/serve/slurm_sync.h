@@ -42,6 +42,7 @@ struct SyncOptions {
   // week, or a catch-up after downtime, is several calls); a listing over max_output_bytes is
   // asked again at half the span, down to min_window_s (then the poll fails, saying so).
   int64_t max_window_s = 24 * 3600;
+  int64_t sacct_timeout_s = 600;  // each sacct call (a hung slurmdbd): the poll fails, and the next one retries
   int64_t min_window_s = 60;
   size_t max_output_bytes = 128u << 20;
   // Scripts: `sacct -B -j ID,ID,...` for up to scripts_per_call new jobs at once (one call per
@@ -50,7 +51,8 @@ struct SyncOptions {
   size_t scripts_per_call = 64;
   size_t max_script_bytes = 16u << 20;
   std::function<int64_t()> clock;     // epoch seconds; default: the system clock
-  // Checked before each window: true ends the poll there (the windows done are kept).
+  // Checked before each window and while sacct runs (it is stopped): true ends the poll there,
+  // without an error (the windows done are kept).
   std::function<bool()> stop_requested;
   // After each window: the totals so far and the window's span (progress on long catch-ups).
   std::function<void(const SyncReport&, int64_t from, int64_t to)> on_window;
@@ -74,11 +76,21 @@ std::string describe(const SyncReport& report);
 // true: stored now; false: already known.
 using CompletionSink = std::function<Result<bool>(const Job&)>;
 
-// Runs `argv` (no shell) with TZ=UTC and returns its standard output; a non-zero exit is an
-// error carrying the first line of its standard error. Output over max_output_bytes stops the
-// program (SIGKILL) and is an error; `too_big` (when given) says that was the cause.
-Result<std::string> run_program(const std::vector<std::string>& argv, size_t max_output_bytes,
-                                bool* too_big = nullptr);
+// What run_program allows a program.
+struct RunLimits {
+  size_t max_output_bytes = 128u << 20;
+  int64_t timeout_ms = 0;                // 0: no deadline
+  std::function<bool()> stop_requested;  // asked at least once a second
+};
+// Why run_program stopped the program itself (SIGKILL to its process group).
+enum class RunStop { kNone, kOutput, kTimeout, kRequested };
+
+// Runs `argv` (no shell, in a process group of its own) with TZ=UTC and returns its standard
+// output; a non-zero exit is an error carrying the first line of its standard error. Output over
+// max_output_bytes, the deadline, or stop_requested stop the program and are errors saying so;
+// `stopped` (when given) says which.
+Result<std::string> run_program(const std::vector<std::string>& argv, const RunLimits& limits,
+                                RunStop* stopped = nullptr);
 
 // "2024-05-01T12:00:00" (UTC), the form sacct -S takes.
 std::string sacct_time(int64_t epoch_s);
