@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "peakcast/serve/service.h"
+#include "peakcast/serve/sync_loop.h"
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
@@ -338,6 +341,33 @@ TEST(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {
   EXPECT_EQ(r.status().message(), "sacct's listing of the 3600 s from " + sacct_time(kClock - 3600) + ": " + path +
                                       ": no answer within 1 s (stopped)");
   EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+}
+
+// The daemon stopping while its sacct hangs: stop() ends the poll (the stand-in would sleep an
+// hour; without the stop the test would hang until ctest's timeout).
+TEST(SyncLoop, StopsAPollWhoseSacctHangs) {
+  TempDir dir;
+  const std::string path = dir.file("sacct");
+  {
+    std::ofstream f(path);
+    f << "#!/bin/bash\necho \"$*\" >> '" << dir.file("calls.log") << "'\nsleep 3600\n";
+  }
+  ::chmod(path.c_str(), 0755);
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  const ServiceOptions so;  // named: a temporary brings GCC 12's false maybe-uninitialized warning
+  Service service(testing::history_model(), std::move(*store), so);
+  ASSERT_TRUE(service.rebuild().is_ok());
+  SyncOptions o;
+  o.sacct = path;
+  SyncLoop loop(service, o, 3600.0);
+  loop.start();
+  for (int i = 0; i < 200 && !read_file(dir.file("calls.log")).ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(read_file(dir.file("calls.log")).ok()) << "sacct was never started";
+  loop.stop();
+  EXPECT_FALSE((*service.store().get_meta(kSyncCursorKey)).has_value());  // nothing was done
 }
 
 TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {

@@ -25,7 +25,9 @@ class SyncLoop {
   SyncLoop& operator=(const SyncLoop&) = delete;
 
   void start();
-  void stop();  // waits for a poll in progress; idempotent
+  // Ends a poll in progress at its next window, stopping a sacct still running (within a
+  // second), and waits for it; idempotent.
+  void stop();
 
  private:
   void run();
