@@ -183,7 +183,7 @@ Status Service::rebuild() {
   std::vector<Job> matched;  // user, script_key, job_name and submit time of those completions
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
-  Status s = store_->for_each([this, &recent, &matched, answered_since](Job&& j) {
+  const auto visit = [this, &recent, &matched, answered_since](Job&& j) {
     if (j.submit_ms >= answered_since) {
       Job& m = matched.emplace_back();
       m.user = j.user;
@@ -195,7 +195,10 @@ Status Service::rebuild() {
     if (options_.sizing.rebuild_jobs == 0) return;
     recent.push_back(std::move(j));
     if (recent.size() > options_.sizing.rebuild_jobs) recent.pop_front();
-  });
+  };
+  Status s = options_.history_days > 0
+                 ? store_->for_each_ended_since((now() - options_.history_days * 86400) * kMsPerSecond, visit)
+                 : store_->for_each(visit);
   if (!s) return s;
   // Before the watermark moves, every past submission can still be queried exactly. The bound
   // is rebuilt as `evaluate` walks: each job judged by the bound it would have been issued.

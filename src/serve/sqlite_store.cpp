@@ -285,21 +285,29 @@ class SqliteStore final : public CompletionStore {
   }
 
   Status for_each(const std::function<void(Job&&)>& visit) override {
-    return scan(visit, false);
+    return scan(visit, false, std::nullopt);
   }
 
   Status for_each_with_scripts(const std::function<void(Job&&)>& visit) override {
-    return scan(visit, true);
+    return scan(visit, true, std::nullopt);
   }
 
-  Status scan(const std::function<void(Job&&)>& visit, bool scripts) {
+  Status for_each_ended_since(int64_t since_ms, const std::function<void(Job&&)>& visit) override {
+    return scan(visit, false, since_ms);
+  }
+
+  Status scan(const std::function<void(Job&&)>& visit, bool scripts, std::optional<int64_t> since_ms) {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
     StmtPtr stmt;
-    if (Status s = prepare(std::string("SELECT ") + columns_ + (scripts ? ", script" : "") +
-                               " FROM completions ORDER BY end_time, job_id", stmt); !s) {
+    if (Status s = prepare(std::string("SELECT ") + columns_ + (scripts ? ", script" : "") + " FROM completions" +
+                               (since_ms ? " WHERE end_time >= ?1" : "") + " ORDER BY end_time, job_id",
+                           stmt);
+        !s) {
       return s;
     }
+    // Stored as seconds (a fraction where the ms are not whole): compared as such.
+    if (since_ms) sqlite3_bind_double(stmt.get(), 1, static_cast<double>(*since_ms) / kMsPerSecond);
     int rc;
     while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
       Job j = job_from_row(stmt.get());

@@ -328,6 +328,42 @@ TEST(Service, RebuildsHistoryFromTheDatabase) {
   EXPECT_DOUBLE_EQ(p["util"].get<double>(), 5.0 / 8.0);  // last1 = the latest end time
 }
 
+// --history-days: at start only the completions that ended in the last N days are learned; the
+// database keeps them all, and with 0 they are all learned again.
+TEST(Service, RebuildLearnsOnlyTheLastDaysWhenAsked) {
+  TempDir dir;
+  const std::string script = "#!/bin/sh\nwork\n";
+  {
+    auto store = open_sqlite_store(dir.file("h.db"));
+    ASSERT_TRUE(store.ok());
+    Service s(testing::history_model(), std::move(*store), fixed_clock());
+    ASSERT_TRUE(s.rebuild().is_ok());
+    const int64_t days_ago[] = {400, 45, 29, 2};
+    for (int i = 0; i < 4; ++i) {
+      const int64_t end = kNow - days_ago[i] * 86400;
+      ASSERT_EQ(s.complete(completion_json(std::to_string(i), "u", script, end - 600, end, kGiB,
+                                           kGiB / 8 * (i + 1)).dump()).status, 200);
+    }
+  }
+  const auto restart = [&](int64_t days) {
+    auto store = open_sqlite_store(dir.file("h.db"));
+    EXPECT_TRUE(store.ok());
+    ServiceOptions o = fixed_clock();
+    o.history_days = days;
+    auto s = std::make_unique<Service>(testing::history_model(), std::move(*store), o);
+    EXPECT_TRUE(s->rebuild().is_ok());
+    return s;
+  };
+  auto recent = restart(30);
+  EXPECT_EQ(recent->history_size(), 2u);
+  EXPECT_EQ(*recent->store().count(), 4u);
+  json p = body_of(recent->predict(request_json("u", script, kNow, kGiB).dump()))["predictions"]["mem"];
+  EXPECT_EQ(p["history_n"], 2);
+  recent.reset();
+  auto all = restart(0);
+  EXPECT_EQ(all->history_size(), 4u);
+}
+
 TEST(Service, HistoryEndpointListsJobsAndRejectsBadQueries) {
   Fixture f;
   ASSERT_EQ(f.service->complete(completion_json("9", "carol", "#!/bin/sh\n", kNow - 9, kNow - 1, kGiB, kGiB / 2).dump()).status, 200);

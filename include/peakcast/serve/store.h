@@ -71,6 +71,12 @@ class CompletionStore {
   virtual Status for_each_with_scripts(const std::function<void(Job&&)>& visit) {
     return for_each(visit);
   }
+  // for_each() of the completions that ended at or after `since_ms` (epoch ms).
+  virtual Status for_each_ended_since(int64_t since_ms, const std::function<void(Job&&)>& visit) {
+    return for_each([&](Job&& j) {
+      if (j.end_ms >= since_ms) visit(std::move(j));
+    });
+  }
   // The `limit` most recent completions matching the filter, newest first.
   virtual Result<std::vector<Job>> recent(const HistoryFilter& filter, size_t limit) = 0;
   virtual Result<size_t> count() = 0;
