@@ -24,6 +24,17 @@ using test_support::write_fake_sacct;
 
 constexpr int64_t kClock = 1'714'600'000;  // 2024-05-01T21:46:40 UTC
 
+// A program for a test to run: `text` written to dir/name, made executable; its path.
+std::string write_program(const TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir.file(name);
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
 // Two jobs that ended a few minutes before kClock (within a poll's overlap); a script for 12.
 FakeSacct two_jobs() {
   FakeSacct f;
@@ -91,23 +102,19 @@ TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
 // what --delimiter says, as sacct does.
 TEST(SlurmSync, AJobNamedWithAPipeIsLearned) {
   TempDir dir;
-  const std::string path = dir.file("sacct");
-  {
-    std::ofstream f(path);
-    f << "#!/bin/bash\n"
-         "echo \"$*\" >> '" << dir.file("calls.log") << "'\n"
-         "[ \"$1\" = -B ] && { echo NONE; exit 0; }\n"
-         "d='|'\n"
-         "for a in \"$@\"; do case \"$a\" in --delimiter=*) d=\"${a#--delimiter=}\";; esac; done\n"
-         "row() { local IFS=\"$d\"; echo \"$*\"; }\n"
-         "row JobID JobIDRaw JobName User Account Partition State Submit Start End Elapsed Timelimit NCPUS "
-         "ReqCPUS NNodes ReqMem ReqTRES AllocTRES MaxRSS TRESUsageInTot TRESUsageInMax AdminComment\n"
-         "row 21 21 'sweep|lr=0.1' alice acct debug COMPLETED 2024-05-01T10:00:00 2024-05-01T10:00:01 "
-         "2024-05-01T10:00:10 00:00:09 00:05:00 1 1 1 600M cpu=1,mem=600M cpu=1,mem=600M '' '' '' 'site|note'\n"
-         "row 21.batch 21 batch '' acct '' COMPLETED 2024-05-01T10:00:01 2024-05-01T10:00:01 "
-         "2024-05-01T10:00:10 00:00:09 '' 1 '' 1 '' '' '' 217915392 '' '' ''\n";
-  }
-  ::chmod(path.c_str(), 0755);
+  const std::string path = write_program(dir, "sacct", std::string() +
+      "#!/bin/bash\n"
+       "echo \"$*\" >> '" + dir.file("calls.log") + "'\n"
+       "[ \"$1\" = -B ] && { echo NONE; exit 0; }\n"
+       "d='|'\n"
+       "for a in \"$@\"; do case \"$a\" in --delimiter=*) d=\"${a#--delimiter=}\";; esac; done\n"
+       "row() { local IFS=\"$d\"; echo \"$*\"; }\n"
+       "row JobID JobIDRaw JobName User Account Partition State Submit Start End Elapsed Timelimit NCPUS "
+       "ReqCPUS NNodes ReqMem ReqTRES AllocTRES MaxRSS TRESUsageInTot TRESUsageInMax AdminComment\n"
+       "row 21 21 'sweep|lr=0.1' alice acct debug COMPLETED 2024-05-01T10:00:00 2024-05-01T10:00:01 "
+       "2024-05-01T10:00:10 00:00:09 00:05:00 1 1 1 600M cpu=1,mem=600M cpu=1,mem=600M '' '' '' 'site|note'\n"
+       "row 21.batch 21 batch '' acct '' COMPLETED 2024-05-01T10:00:01 2024-05-01T10:00:01 "
+       "2024-05-01T10:00:10 00:00:09 '' 1 '' 1 '' '' '' 217915392 '' '' ''\n");
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
   SyncOptions o;
@@ -297,11 +304,15 @@ TEST(RunProgram, StopsAtItsDeadlineOrWhenAskedWithWhatItStarted) {
   EXPECT_EQ(r.status().message(), "bash: no answer within 1 s (stopped)");
   auto pid = read_file(pidfile);
   ASSERT_TRUE(pid.ok());
+  // Killed with the group: gone, or a zombie until init reaps it, once the kill is delivered (a
+  // loaded machine may take a moment; without the group's kill it sleeps its 30 s).
   const std::string stat = "/proc/" + std::string(trim(*pid)) + "/stat";
-  auto state = read_file(stat);  // gone, or a zombie until init reaps it
-  if (state.ok()) {
-    EXPECT_NE(state->find(") Z "), std::string::npos) << *state;
-  }
+  const auto dead = [&] {
+    auto state = read_file(stat);
+    return !state.ok() || state->find(") Z ") != std::string::npos || state->find(") X ") != std::string::npos;
+  };
+  for (int i = 0; i < 1000 && !dead(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(dead()) << stat;
 
   RunLimits asked;
   int polls = 0;
@@ -323,12 +334,8 @@ TEST(RunProgram, StopsAtItsDeadlineOrWhenAskedWithWhatItStarted) {
 // window; the cursor stays for the next poll.
 TEST(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {
   TempDir dir;
-  const std::string path = dir.file("sacct");
-  {
-    std::ofstream f(path);
-    f << "#!/bin/bash\nsleep 30\n";
-  }
-  ::chmod(path.c_str(), 0755);
+  const std::string path = write_program(dir, "sacct", std::string() +
+      "#!/bin/bash\nsleep 30\n");
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
   SyncOptions o;
@@ -347,12 +354,8 @@ TEST(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {
 // hour; without the stop the test would hang until ctest's timeout).
 TEST(SyncLoop, StopsAPollWhoseSacctHangs) {
   TempDir dir;
-  const std::string path = dir.file("sacct");
-  {
-    std::ofstream f(path);
-    f << "#!/bin/bash\necho \"$*\" >> '" << dir.file("calls.log") << "'\nsleep 3600\n";
-  }
-  ::chmod(path.c_str(), 0755);
+  const std::string path = write_program(dir, "sacct", std::string() +
+      "#!/bin/bash\necho \"$*\" >> '" + dir.file("calls.log") + "'\nsleep 3600\n");
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
   const ServiceOptions so;  // named: a temporary brings GCC 12's false maybe-uninitialized warning
@@ -386,12 +389,8 @@ TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {
 // reader's --columns hint (slurm-sync has no such option: it chose the columns itself).
 TEST(SlurmSync, ASacctThatPrintsSomethingElseIsNamed) {
   TempDir dir;
-  const std::string fake = dir.file("garbage");
-  {
-    std::ofstream f(fake);
-    f << "#!/bin/sh\necho 'hello world'\n";
-  }
-  ::chmod(fake.c_str(), 0755);
+  const std::string fake = write_program(dir, "garbage", std::string() +
+      "#!/bin/sh\necho 'hello world'\n");
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
   SyncOptions o;
