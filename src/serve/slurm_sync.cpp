@@ -189,8 +189,9 @@ RunLimits sacct_limits(const SyncOptions& o) {
 }
 
 // The scripts of `ids` from `sacct -B -j ID,ID,...` (sacct prints each as "Batch Script for ID",
-// a dash rule and the script, or NONE), by job id. A batch whose output is over the limit is
-// asked again in halves; one that fails otherwise is noted, and its jobs have no script.
+// a dash rule and the script, or NONE), by job id. A batch whose output is over the limit, or
+// that fails (one id sacct refuses must not cost the others their scripts), is asked again in
+// halves; a single job that fails, or a batch past its deadline, is noted, and has no script.
 void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, size_t first, size_t n,
                    std::unordered_map<std::string, std::string>& scripts, std::vector<std::string>& notes) {
   if (n == 0) return;
@@ -202,7 +203,7 @@ void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, si
   RunStop stopped = RunStop::kNone;
   auto dump = run_program({o.sacct, "-B", "-j", list}, limits, &stopped);
   if (stopped == RunStop::kRequested) return;
-  if (!dump && stopped == RunStop::kOutput && n > 1) {
+  if (!dump && n > 1 && stopped != RunStop::kTimeout) {
     fetch_scripts(o, ids, first, n / 2, scripts, notes);
     fetch_scripts(o, ids, first + n / 2, n - n / 2, scripts, notes);
     return;

@@ -285,6 +285,27 @@ TEST(SlurmSync, ScriptsAreFetchedInBatches) {
   ASSERT_TRUE(calls.ok());
   EXPECT_NE(calls->find("-B -j 40,41,42\n"), std::string::npos) << *calls;
   EXPECT_NE(calls->find("-B -j 43\n"), std::string::npos) << *calls;
+
+  // A batch sacct refuses for one of its ids is asked again in halves: the others keep theirs.
+  TempDir dir2;
+  f.refuse_script_of = "41";
+  auto store2 = open_sqlite_store(dir2.file("h.db"));
+  ASSERT_TRUE(store2.ok());
+  o.sacct = write_fake_sacct(dir2.path(), f);
+  scripts.clear();
+  auto r2 = sync_once(**store2, [&](const Job& j) -> Result<bool> {
+    scripts[j.job_id] = j.script.value_or("");
+    return true;
+  }, o);
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_EQ(r2->with_script, 3u);
+  EXPECT_EQ(scripts["41"], "");
+  EXPECT_EQ(scripts["40"], "#!/bin/bash\necho 0\n");
+  EXPECT_EQ(scripts["42"], "#!/bin/bash\necho 2\n");
+  EXPECT_EQ(scripts["43"], "#!/bin/bash\necho 3\n");
+  bool noted = false;
+  for (const std::string& n : r2->notes) noted = noted || n.starts_with("job 41: no script (");
+  EXPECT_TRUE(noted);
 }
 
 // A program that does not answer is stopped at its deadline, and what it started with it (its

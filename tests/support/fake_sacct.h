@@ -1,7 +1,8 @@
 // A stand-in for sacct 22.05 as slurm-sync runs it, for the serve and CLI tests: a bash script
 // that logs its arguments, and
 // - for `-B -j ID,ID,...` prints, for each id, "Batch Script for ID", a dash rule and the script
-//   kept for it (NONE where there is none), as sacct does;
+//   kept for it (NONE where there is none), as sacct does, or fails when the list names
+//   `refuse_script_of`;
 // - else prints a listing: the header and the rows whose End lies in [-S, -E] (ISO times compared
 //   as text; `-E now` is `now_iso`), delimited as --delimiter says ('|' by default);
 // - where the window is wider than `too_big_over_s` (> 0), prints `too_big_bytes` of filler
@@ -22,6 +23,7 @@ struct FakeSacct {
   std::string now_iso;                         // what `-E now` means
   long too_big_over_s = 0;
   long too_big_bytes = 0;
+  std::string refuse_script_of;  // `-B -j` naming this id fails (exit 1), as for an id sacct refuses
 };
 
 // Writes the stand-in as `dir`/sacct (its call log `dir`/calls.log) and returns its path.
@@ -53,6 +55,10 @@ inline std::string write_fake_sacct(const std::string& dir, const FakeSacct& f) 
        "done\n"
        "if [ $B = 1 ]; then\n"
        "  IFS=, read -ra ids <<< \"$J\"\n"
+       "  for id in \"${ids[@]}\"; do\n"
+       "    [ -n '" << f.refuse_script_of << "' ] && [ \"$id\" = '" << f.refuse_script_of << "' ] && "
+       "{ echo \"sacct: error: Invalid job id: $id\" >&2; exit 1; }\n"
+       "  done\n"
        "  for id in \"${ids[@]}\"; do\n"
        "    printf 'Batch Script for %s\\n%s\\n' \"$id\" '--------------------------------'\n"
        "    if [ -f '" << scripts << "'/\"$id\" ]; then cat '" << scripts << "'/\"$id\"; else echo NONE; fi\n"
