@@ -191,10 +191,13 @@ RunLimits sacct_limits(const SyncOptions& o) {
 // The scripts of `ids` from `sacct -B -j ID,ID,...` (sacct prints each as "Batch Script for ID",
 // a dash rule and the script, or NONE), by job id. A batch whose output is over the limit, or
 // that fails (one id sacct refuses must not cost the others their scripts), is asked again in
-// halves; a single job that fails, or a batch past its deadline, is noted, and has no script.
-void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, size_t first, size_t n,
-                   std::unordered_map<std::string, std::string>& scripts, std::vector<std::string>& notes) {
-  if (n == 0) return;
+// halves; a single job that fails is noted, and has no script. A call past its deadline or
+// stopped for a shutdown ends the fetch (returned; then the window's jobs are not stored without
+// their scripts, but read again at the next poll).
+Result<bool> fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, size_t first, size_t n,
+                           std::unordered_map<std::string, std::string>& scripts,
+                           std::vector<std::string>& notes, RunStop& stopped_out) {
+  if (n == 0) return true;
   std::string list;
   for (size_t i = first; i < first + n; ++i) list += (list.empty() ? "" : ",") + ids[i];
   // At most max_output_bytes for a batch, but room for one script of max_script_bytes.
@@ -202,22 +205,25 @@ void fetch_scripts(const SyncOptions& o, const std::vector<std::string>& ids, si
   limits.max_output_bytes = std::max(o.max_script_bytes, std::min(o.max_script_bytes * n, o.max_output_bytes));
   RunStop stopped = RunStop::kNone;
   auto dump = run_program({o.sacct, "-B", "-j", list}, limits, &stopped);
-  if (stopped == RunStop::kRequested) return;
-  if (!dump && n > 1 && stopped != RunStop::kTimeout) {
-    fetch_scripts(o, ids, first, n / 2, scripts, notes);
-    fetch_scripts(o, ids, first + n / 2, n - n / 2, scripts, notes);
-    return;
+  if (stopped == RunStop::kRequested || stopped == RunStop::kTimeout) {
+    stopped_out = stopped;
+    return dump.status();
+  }
+  if (!dump && n > 1) {
+    auto a = fetch_scripts(o, ids, first, n / 2, scripts, notes, stopped_out);
+    if (!a) return a;
+    return fetch_scripts(o, ids, first + n / 2, n - n / 2, scripts, notes, stopped_out);
   }
   if (!dump) {
-    notes.push_back((n == 1 ? "job " + ids[first] : "jobs " + ids[first] + " .. " + ids[first + n - 1]) +
-                    ": no script (" + dump.status().message() + ")");
-    return;
+    notes.push_back("job " + ids[first] + ": no script (" + dump.status().message() + ")");
+    return true;
   }
   for (auto& [id, text] : ingest::sacct::parse_batch_script_dump(*dump)) scripts[id] = std::move(text);
+  return true;
 }
 
 // One window of the poll: sacct's finished jobs in [from, to] (`to` empty: now) into the sink.
-// `stopped`: why sacct's listing was cut short (nothing of the window was read then).
+// `stopped`: why a sacct call was cut short (nothing of the window was stored then).
 // `seen`: the job ids of the window before, which sacct lists again when they ended on the
 // boundary (left out); replaced by this window's.
 Status sync_window(CompletionStore& store, const CompletionSink& sink, const SyncOptions& o,
@@ -266,7 +272,10 @@ Status sync_window(CompletionStore& store, const CompletionSink& sink, const Syn
   }
   std::unordered_map<std::string, std::string> scripts;
   for (size_t at = 0; at < want.size(); at += o.scripts_per_call) {
-    fetch_scripts(o, want, at, std::min(o.scripts_per_call, want.size() - at), scripts, report.notes);
+    auto f = fetch_scripts(o, want, at, std::min(o.scripts_per_call, want.size() - at), scripts, report.notes,
+                           stopped);
+    if (stopped == RunStop::kRequested) return Status::ok();  // nothing of the window stored
+    if (!f) return f.status().with_context("the new jobs' scripts");
   }
   for (Job& job : trace.jobs) {
     if (auto it = scripts.find(job.job_id); it != scripts.end()) job.script = std::move(it->second);
@@ -317,7 +326,7 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
     if (o.stop_requested && o.stop_requested()) return report;
     const bool last = from + span >= end;
     const int64_t to = last ? end : from + span;
-    RunStop stopped = RunStop::kNone;  // where set, nothing of the window was read
+    RunStop stopped = RunStop::kNone;  // where set, nothing of the window was stored
     Status s = sync_window(store, sink, o, from, last ? std::string() : sacct_time(to), report, stopped, seen);
     if (stopped == RunStop::kRequested) return report;
     if (!s && stopped == RunStop::kOutput && span > o.min_window_s) {

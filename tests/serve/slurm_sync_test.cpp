@@ -351,6 +351,44 @@ TEST(RunProgram, StopsAtItsDeadlineOrWhenAskedWithWhatItStarted) {
   EXPECT_EQ(why, RunStop::kNone);
 }
 
+// Scripts that do not come (sacct -B hangs past its deadline, or the daemon stops meanwhile):
+// the window's jobs are not stored without them (a job stored is never fetched again) but read
+// again at the next poll; the cursor stays.
+TEST(SlurmSync, JobsAreNotStoredWithoutTheScriptsThatDidNotCome) {
+  for (const bool stop : {false, true}) {
+    SCOPED_TRACE(stop ? "stopped" : "deadline");
+    TempDir dir;
+    FakeSacct f = three_days();
+    f.scripts_hang = true;
+    auto store = open_sqlite_store(dir.file("h.db"));
+    ASSERT_TRUE(store.ok());
+    SyncOptions o;
+    o.sacct = write_fake_sacct(dir.path(), f);
+    o.clock = [] { return kClock; };
+    o.initial_lookback_s = 3 * 86400;
+    o.max_window_s = 4 * 86400;  // one window
+    o.sacct_timeout_s = stop ? 600 : 1;
+    if (stop) {  // asked for once sacct -B has started
+      o.stop_requested = [&] {
+        auto calls = read_file(dir.file("calls.log"));
+        return calls.ok() && calls->find("-B") != std::string::npos;
+      };
+    }
+    size_t stored = 0;
+    auto r = sync_once(**store, [&](const Job&) -> Result<bool> { ++stored; return true; }, o);
+    EXPECT_EQ(stored, 0u);
+    EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+    if (stop) {
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      EXPECT_EQ(r->windows, 0u);
+    } else {
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("the new jobs' scripts: " + o.sacct + ": no answer within 1 s"),
+                std::string::npos) << r.status().message();
+    }
+  }
+}
+
 // A sacct that hangs (slurmdbd not answering) fails the poll at sacct_timeout_s, saying which
 // window; the cursor stays for the next poll.
 TEST(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {

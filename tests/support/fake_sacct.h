@@ -24,6 +24,7 @@ struct FakeSacct {
   long too_big_over_s = 0;
   long too_big_bytes = 0;
   std::string refuse_script_of;  // `-B -j` naming this id fails (exit 1), as for an id sacct refuses
+  bool scripts_hang = false;     // `-B` never answers (a slurmdbd that stopped answering)
 };
 
 // Writes the stand-in as `dir`/sacct (its call log `dir`/calls.log) and returns its path.
@@ -54,6 +55,7 @@ inline std::string write_fake_sacct(const std::string& dir, const FakeSacct& f) 
        "  shift\n"
        "done\n"
        "if [ $B = 1 ]; then\n"
+       "  " << (f.scripts_hang ? "sleep 3600" : ":") << "\n"
        "  IFS=, read -ra ids <<< \"$J\"\n"
        "  for id in \"${ids[@]}\"; do\n"
        "    [ -n '" << f.refuse_script_of << "' ] && [ \"$id\" = '" << f.refuse_script_of << "' ] && "
