@@ -150,6 +150,15 @@ FakeSacct three_days() {
   return f;
 }
 
+// Options for a poll of the three days before kClock through a stand-in listing `f`.
+SyncOptions over_three_days(const TempDir& dir, const FakeSacct& f) {
+  SyncOptions o;
+  o.sacct = write_fake_sacct(dir.path(), f);
+  o.clock = [] { return kClock; };
+  o.initial_lookback_s = 3 * 86400;
+  return o;
+}
+
 std::vector<std::string> listing_calls(const TempDir& dir) {
   std::vector<std::string> out;
   auto calls = read_file(dir.file("calls.log"));
@@ -166,10 +175,7 @@ TEST(SlurmSync, AFirstPollOverDaysAsksADayAtATime) {
   TempDir dir;
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
-  SyncOptions o;
-  o.sacct = write_fake_sacct(dir.path(), three_days());
-  o.clock = [] { return kClock; };
-  o.initial_lookback_s = 3 * 86400;
+  SyncOptions o = over_three_days(dir, three_days());
   o.fetch_scripts = false;
   std::vector<std::pair<int64_t, int64_t>> progress;
   o.on_window = [&](const SyncReport&, int64_t from, int64_t to) { progress.emplace_back(from, to); };
@@ -201,10 +207,7 @@ TEST(SlurmSync, AListingTooLargeIsAskedAgainInSmallerWindows) {
   f.too_big_bytes = 8192;
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
-  SyncOptions o;
-  o.sacct = write_fake_sacct(dir.path(), f);
-  o.clock = [] { return kClock; };
-  o.initial_lookback_s = 3 * 86400;
+  SyncOptions o = over_three_days(dir, f);
   o.fetch_scripts = false;
   o.max_output_bytes = 4096;
   std::vector<std::string> got;
@@ -235,10 +238,7 @@ TEST(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   TempDir dir;
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
-  SyncOptions o;
-  o.sacct = write_fake_sacct(dir.path(), three_days());
-  o.clock = [] { return kClock; };
-  o.initial_lookback_s = 3 * 86400;
+  SyncOptions o = over_three_days(dir, three_days());
   o.fetch_scripts = false;
   bool stop = false;  // asked for once the first window is done
   o.on_window = [&](const SyncReport&, int64_t, int64_t) { stop = true; };
@@ -265,10 +265,7 @@ TEST(SlurmSync, ScriptsAreFetchedInBatches) {
   for (int i = 0; i < 4; ++i) f.scripts[std::to_string(40 + i)] = "#!/bin/bash\necho " + std::to_string(i) + "\n";
   auto store = open_sqlite_store(dir.file("h.db"));
   ASSERT_TRUE(store.ok());
-  SyncOptions o;
-  o.sacct = write_fake_sacct(dir.path(), f);
-  o.clock = [] { return kClock; };
-  o.initial_lookback_s = 3 * 86400;
+  SyncOptions o = over_three_days(dir, f);
   o.max_window_s = 4 * 86400;  // one window
   o.scripts_per_call = 3;
   std::map<std::string, std::string> scripts;
