@@ -54,9 +54,7 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
     // a line per window on stderr; nothing more for a poll of one window (cron).
     std::string first_window;
     o.on_window = [&first_window](const serve::SyncReport& r, int64_t from, int64_t to) {
-      const std::string line = "slurm-sync: window " + std::to_string(r.windows) + ", " + serve::sacct_time(from) +
-                                " .. " + serve::sacct_time(to) + ": " + std::to_string(r.finished) +
-                                " finished job(s) so far, " + std::to_string(r.added) + " new";
+      const std::string line = "slurm-sync: " + serve::describe_window(r, from, to);
       if (r.windows == 1) {
         first_window = line;
         return;

@@ -634,12 +634,15 @@ class SacctReader {
     if (trim(text).empty()) return Status::ok();
     // A header says how its rows are delimited: sacct's '|', or the unit separator slurm-sync
     // asks for (no name or comment holds it, so a '|' in a job's name needs no repair there).
-    for (const char d : {'|', sacct::kUnitSeparator}) {
-      if (d == '|' || text.find(d) != std::string_view::npos) {
-        if (std::vector<std::string_view> h = split(text, d); looks_like_header(h)) return read_header(h, lineno, d);
+    // Split once by the current delimiter; the other is tried only on a line that holds it.
+    const char cur = layout_ ? layout_->delimiter : '|';
+    std::vector<std::string_view> fields = split(text, cur);
+    if (looks_like_header(fields)) return read_header(fields, lineno, cur);
+    if (const char other = cur == '|' ? sacct::kUnitSeparator : '|'; text.find(other) != std::string_view::npos) {
+      if (std::vector<std::string_view> h = split(text, other); looks_like_header(h)) {
+        return read_header(h, lineno, other);
       }
     }
-    std::vector<std::string_view> fields = split(text, layout_ ? layout_->delimiter : '|');
     if (!layout_) {
       return Status::invalid(where(name_, lineno) +
                              ": header: the first line is not a sacct header (no JobID column)" +

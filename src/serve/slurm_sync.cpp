@@ -350,6 +350,11 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
   return report;
 }
 
+std::string describe_window(const SyncReport& r, int64_t from, int64_t to) {
+  return "window " + std::to_string(r.windows) + ", " + sacct_time(from) + " .. " + sacct_time(to) + ": " +
+         std::to_string(r.finished) + " finished job(s) so far, " + std::to_string(r.added) + " new";
+}
+
 std::string describe(const SyncReport& r) {
   return std::to_string(r.finished) + " finished job(s) since " + sacct_time(r.since) + ": " +
          std::to_string(r.added) + " new (" + std::to_string(r.with_script) + " with script), " +

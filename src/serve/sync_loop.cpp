@@ -24,9 +24,7 @@ SyncLoop::SyncLoop(Service& service, SyncOptions options, double interval_s)
   if (!options_.on_window) {
     options_.on_window = [full = options_.max_window_s](const SyncReport& r, int64_t from, int64_t to) {
       if (r.windows < 2 && to - from < full) return;  // a poll of one short window: its line at the end
-      log(LogLevel::kInfo, "slurm-sync: window " + std::to_string(r.windows) + " done (" + sacct_time(from) +
-                               " .. " + sacct_time(to) + "): " + std::to_string(r.finished) +
-                               " finished job(s) so far, " + std::to_string(r.added) + " new");
+      log(LogLevel::kInfo, "slurm-sync: " + describe_window(r, from, to));
     };
   }
 }

@@ -72,6 +72,9 @@ struct SyncReport {
 // One line for people: "N finished job(s) since T: A new (S with script), K already known, M
 // malformed row(s) skipped", and " (W sacct windows)" when there were several.
 std::string describe(const SyncReport& report);
+// One line of a catch-up's progress after a window: "window N, FROM .. TO: F finished job(s) so
+// far, A new" (peakcast slurm-sync and peakcastd say it so).
+std::string describe_window(const SyncReport& report, int64_t from, int64_t to);
 
 // true: stored now; false: already known.
 using CompletionSink = std::function<Result<bool>(const Job&)>;
