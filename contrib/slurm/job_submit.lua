@@ -6,7 +6,8 @@ Install: copy this file next to slurm.conf as job_submit.lua, set JobSubmitPlugi
 
 At each submission the hook sends the job request as one canonical record (no outcome fields) to
 peakcastd's POST /v1/predict over a UNIX socket and writes the answer, as compact JSON, into the
-job's comment. It fails open: if the daemon is down, slow (TOTAL_TIMEOUT_S for the whole
+job's comment (slurm.conf AccountingStoreFlags=job_comment keeps it in accounting: slurm-sync
+reads its answer_id back, so the daemon learns the job against this very answer). It fails open: if the daemon is down, slow (TOTAL_TIMEOUT_S for the whole
 exchange, enforced on every read) or answers garbage, the job is accepted unchanged and one line
 is logged to slurmctld.log. It never changes the request unless LOWER_MEM_TO_RECOMMENDATION is
 set (off by default; see below).
@@ -462,8 +463,10 @@ end
 -- A short object when the whole answer does not fit in MAX_COMMENT_BYTES.
 local function summarize(ans)
   local keep = { "util", "bytes", "upper_util", "recommended_bytes", "route" }
-  local out = { __keys = { "job_id", "predictions" }, job_id = field(ans, "job_id"),
-                predictions = { __keys = { "mem", "vram" } } }
+  -- answer_id: slurm-sync reads it back from the comment, so the daemon learns the job's
+  -- completion against this answer and no other.
+  local out = { __keys = { "answer_id", "job_id", "predictions" }, answer_id = field(ans, "answer_id"),
+                job_id = field(ans, "job_id"), predictions = { __keys = { "mem", "vram" } } }
   for _, r in ipairs({ "mem", "vram" }) do
     local p = field(ans, "predictions", r)
     if type(p) == "table" then
@@ -691,6 +694,7 @@ end
 -- For tests run outside slurmctld (lua5.1 with a stub `slurm` table and PEAKCAST_TEST set).
 if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.json, PEAKCAST_TEST.build_record, PEAKCAST_TEST.gpus_in = json, build_record, gpus_in
+  PEAKCAST_TEST.max_comment_bytes = MAX_COMMENT_BYTES
   PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
   PEAKCAST_TEST.set_lower_mem = function(on, min_mb)
     LOWER_MEM_TO_RECOMMENDATION = on

@@ -99,7 +99,7 @@ Result<std::string> string_field(std::string_view field, const json& v) {
 enum class Key {
   kJobId, kUser, kSubmitTime, kStartTime, kEndTime, kState, kReqCpus, kReqMemBytes, kReqGpus,
   kReqTimeS, kGpuMemBytes, kScript, kWorkload, kJobName, kPartition, kAccount, kInputBytes,
-  kPeakMemBytes, kPeakVramBytes,
+  kPeakMemBytes, kPeakVramBytes, kAnswerId,
 };
 constexpr std::pair<std::string_view, Key> kKeys[] = {
     {"job_id", Key::kJobId},           {"user", Key::kUser},
@@ -111,7 +111,7 @@ constexpr std::pair<std::string_view, Key> kKeys[] = {
     {"workload", Key::kWorkload},      {"job_name", Key::kJobName},
     {"partition", Key::kPartition},    {"account", Key::kAccount},
     {"input_bytes", Key::kInputBytes}, {"peak_mem_bytes", Key::kPeakMemBytes},
-    {"peak_vram_bytes", Key::kPeakVramBytes},
+    {"peak_vram_bytes", Key::kPeakVramBytes}, {"answer_id", Key::kAnswerId},
 };
 
 std::string valid_keys() {
@@ -180,6 +180,7 @@ Status set_field(Job& job, Key key, std::string_view field, const json& v, bool&
     case Key::kJobName: return store(string_field(field, v), job.job_name);
     case Key::kPartition: return store(string_field(field, v), job.partition);
     case Key::kAccount: return store(string_field(field, v), job.account);
+    case Key::kAnswerId: return store(string_field(field, v), job.answer_id);
   }
   return Status::internal("set_field: unhandled key");
 }
@@ -216,6 +217,7 @@ void fill(J& out, const Job& job) {
   if (job.workload) out["workload"] = *job.workload;
   if (job.script) out["script"] = *job.script;
   if (job.input_bytes) out["input_bytes"] = *job.input_bytes;
+  if (!job.answer_id.empty()) out["answer_id"] = job.answer_id;
   if (job.peak_mem_bytes) {
     out["peak_mem_bytes"] = *job.peak_mem_bytes;
   } else {

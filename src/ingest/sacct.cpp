@@ -27,7 +27,7 @@ constexpr uint64_t kMiB = 1024ull * 1024ull;
 enum Col : int {
   kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
   kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
-  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kAdminComment, kExitCode, kNumCols
+  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kComment, kAdminComment, kExitCode, kNumCols
 };
 
 // Header names as sacct prints them; matched case-insensitively.
@@ -40,13 +40,14 @@ constexpr std::pair<std::string_view, Col> kColumnNames[] = {
     {"alloccpus", kNcpus},     {"reqcpus", kReqCpus},         {"nnodes", kNNodes},
     {"allocnodes", kNNodes},   {"reqmem", kReqMem},           {"reqtres", kReqTres},
     {"alloctres", kAllocTres}, {"maxrss", kMaxRss},           {"tresusageintot", kTresTot},
-    {"tresusageinmax", kTresMax},  {"admincomment", kAdminComment}, {"exitcode", kExitCode}};
+    {"tresusageinmax", kTresMax},  {"comment", kComment},         {"admincomment", kAdminComment},
+    {"exitcode", kExitCode}};
 
 constexpr std::string_view kDisplayNames[kNumCols] = {
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "State", "Submit", "Start",
     "End", "Elapsed", "ElapsedRaw", "Timelimit", "TimelimitRaw", "NCPUS", "ReqCPUS", "NNodes",
     "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax",
-    "AdminComment", "ExitCode"};
+    "Comment", "AdminComment", "ExitCode"};
 
 // Columns whose text is free and may contain '|'.
 constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",
@@ -368,6 +369,9 @@ std::optional<FieldError> check_end(const Row& row, const Record& r) {
 std::optional<FieldError> read_job_row(const Row& row, Record& r) {
   Job& j = r.job;
   j.job_name = std::string(row.get(kJobName));
+  // The daemon's answer, where the hook wrote it into the comment (its COMMENT_FIELD: either).
+  j.answer_id = sacct::answer_id_in_comment(row.get(kComment));
+  if (j.answer_id.empty()) j.answer_id = sacct::answer_id_in_comment(row.get(kAdminComment));
   j.user = std::string(row.get(kUser));
   j.account = std::string(row.get(kAccount));
   j.partition = std::string(row.get(kPartition));

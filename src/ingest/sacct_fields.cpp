@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/sacct.h"
@@ -26,6 +28,24 @@ std::optional<uint64_t> times(uint64_t a, double b) {
 }
 
 }  // namespace
+
+std::string answer_id_in_comment(std::string_view comment) {
+  constexpr size_t kMaxComment = 64 * 1024;  // the hook writes at most 4 KiB
+  comment = trim(comment);
+  if (comment.empty() || comment.front() != '{' || comment.size() > kMaxComment ||
+      comment.find("\"answer_id\"") == std::string_view::npos) {
+    return {};
+  }
+  const nlohmann::json j = nlohmann::json::parse(comment, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return {};
+  const auto it = j.find("answer_id");
+  if (it == j.end() || !it->is_string()) return {};
+  const std::string& id = it->get_ref<const std::string&>();
+  const bool well_formed = !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+  return well_formed ? id : std::string();
+}
 
 JobIdParts split_job_id(std::string_view job_id) {
   job_id = trim(job_id);

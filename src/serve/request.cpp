@@ -57,7 +57,7 @@ std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits
   }
   const std::pair<const char*, const std::string*> ids[] = {
       {"job_id", &job.job_id}, {"user", &job.user}, {"partition", &job.partition},
-      {"account", &job.account}, {"state", &job.state}};
+      {"account", &job.account}, {"state", &job.state}, {"answer_id", &job.answer_id}};
   for (const auto& [name, value] : ids) {
     if (value->size() > limits.max_id_bytes) {
       return error(ApiErrorKind::kInvalidField, name,

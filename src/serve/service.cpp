@@ -57,11 +57,14 @@ json row_json(const Job& j) {
           {"peak_vram_bytes", opt_json(j.peak_vram_bytes)},
           {"mem_util", j.valid[0] ? json(j.util[0]) : json(nullptr)},
           {"vram_util", j.valid[1] ? json(j.util[1]) : json(nullptr)},
-          {"censored", j.censored}};
+          {"censored", j.censored},
+          // the answer it was matched to by id (the hook's comment), where it carried one
+          {"answer_id", j.answer_id.empty() ? json(nullptr) : json(j.answer_id)}};
 }
 
 // The fields of a stored completion that differ from a new one with the same job_id (the script
-// is compared through its key; x_ keys are not stored).
+// is compared through its key; x_ keys are not stored; answer_id is how it was matched, not what
+// the job was, and is not compared).
 std::vector<std::string> differing_fields(const Job& a, const Job& b) {
   std::vector<std::string> out;
   auto cmp = [&out](const char* name, const auto& x, const auto& y) {
@@ -180,7 +183,7 @@ Status Service::rebuild() {
     return a;
   }
   const int64_t answered_since = earliest_match_ms(answers);
-  std::vector<Job> matched;  // user, script_key, job_name and submit time of those completions
+  std::vector<Job> matched;  // user, script_key, job_name, answer_id and submit time of those completions
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
   const auto visit = [this, &recent, &matched, answered_since](Job&& j) {
@@ -190,6 +193,7 @@ Status Service::rebuild() {
       m.script_key = j.script_key;
       m.submit_ms = j.submit_ms;
       m.job_name = j.job_name;  // as stored: redacted
+      m.answer_id = j.answer_id;
     }
     history_.add_completion(j);
     if (options_.sizing.rebuild_jobs == 0) return;

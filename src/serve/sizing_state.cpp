@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -42,19 +45,31 @@ std::string issued_key(const Job& job) { return issued_key(job.user, job.script_
 
 int64_t gap_ms(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
 
-// How a completion finds its answer: among the answers offered, the one nearest its submit time
-// within SizingState::kIssuedMatchMs; among equals, the first with the lowest score. An answer
-// for a job of another name is not its answer (both names known: the hook sends the name Slurm
+// How a completion finds its answer. Where both carry an answer id, the answer with the job's id
+// and no other (the hook wrote the answer into the job's comment; slurm-sync read it back).
+// Otherwise, among the answers offered, the one nearest its submit time within
+// SizingState::kIssuedMatchMs; among equals, the first with the lowest score. An answer for a
+// job of another name is not its answer (both names known: the hook sends the name Slurm
 // records; sacct's Submit has whole seconds, and one script's jobs submitted within a second are
-// told apart only so). `tag` says where the chosen one came from.
+// told apart so where the comment had no id). `tag` says where the chosen one came from.
 template <typename Answer, typename Tag, typename Score>
 struct NearestAnswer {
   int64_t submit_ms;
-  const std::string& job_name;  // redacted, as answers keep it; "" = unknown
+  const std::string& job_name;   // redacted, as answers keep it; "" = unknown
+  const std::string& answer_id;  // "" = unknown
   Score score;
   const Answer* best = nullptr;
   Tag tag{};
+  bool by_id = false;  // best is the answer with the job's id
   void offer(const Answer& x, Tag where) {
+    if (by_id) return;
+    if (!answer_id.empty() && !x.answer_id.empty()) {
+      if (x.answer_id != answer_id) return;  // another job's answer
+      best = &x;
+      tag = where;
+      by_id = true;
+      return;
+    }
     if (!job_name.empty() && !x.job_name.empty() && x.job_name != job_name) return;
     const int64_t dt = gap_ms(x.submit_ms, submit_ms);
     if (dt > SizingState::kIssuedMatchMs) return;
@@ -68,6 +83,26 @@ struct NearestAnswer {
 };
 
 }  // namespace
+
+namespace {
+// splitmix64's finalizer: a bijection of 64-bit words, so distinct counts give distinct ids.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+uint64_t random_salt() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+}  // namespace
+
+std::string SizingState::next_answer_id() {
+  // Distinct within a run (a bijection of salt + count); across runs, two ids are equal with
+  // probability 2^-64 per pair (a new salt at each start).
+  if (!answer_salt_) answer_salt_ = random_salt() | 1;
+  return fmt::format("{:016x}", mix64(answer_salt_ + ++answers_given_));
+}
 
 void SizingState::remember(std::string key, Issued issued) {
   issued.seq = ++issued_seq_;
@@ -112,7 +147,7 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job, cons
     }
     return n;
   };
-  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, name, mismatch};
+  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, name, job.answer_id, mismatch};
   for (size_t i = 0; i < v.size(); ++i) n.offer(v[i], i);
   if (!n.best) return std::nullopt;
   Issued out = *n.best;
@@ -147,7 +182,7 @@ bool SizingState::restore_request(Job& job) {
     const double r = x.recommended_bytes ? static_cast<double>(*x.recommended_bytes) : 0.0;
     return std::abs(r - static_cast<double>(*job.req_mem_bytes));
   };
-  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, name, off};  // tag: already taken
+  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, name, job.answer_id, off};  // tag: already taken
   if (auto it = issued_.find(key); it != issued_.end()) {
     for (const Issued& x : it->second) n.offer(x, false);
   }
@@ -279,6 +314,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   issued.job_name = ingest::redact_script(job.job_name);
   {
     std::lock_guard lock(mu_);
+    issued.answer_id = next_answer_id();
     issued.submit_ms = job.submit_ms;
     issued.request_bytes = job.req_mem_bytes;
     for (Resource r : kResources) {
@@ -337,6 +373,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
 }
 
 void SizingState::annotate(const Applied& a, nlohmann::json& answer) {
+  answer["answer_id"] = a.answered.answer_id;
   nlohmann::json& preds = answer["predictions"];
   for (Resource r : kResources) {
     nlohmann::json& rp = preds[std::string(resource_name(r))];

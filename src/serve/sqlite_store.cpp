@@ -90,8 +90,17 @@ CREATE INDEX IF NOT EXISTS completions_script ON completions(script_key, end_tim
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 )sql";
 
+// Version 5: the answer id a completion carried (Job::answer_id). (No index on end_time for the
+// start's scan in end-time order: measured on 1,000,000 completions, the daemon read them in
+// 5.0-5.3 s with one and 5.7-5.8 s without where rows were stored in end-time order, as
+// slurm-sync stores them, and 7.2-7.4 s against 6.0-6.1 s where they were not: not worth an
+// index to update on every insert.)
+constexpr const char* kV5Completions = R"sql(
+ALTER TABLE completions ADD COLUMN answer_id TEXT;
+)sql";
+
 // Version 3: the answers on record (AnswerRecord), in the order they were given (seq); version 4
-// adds job_name (redacted, as the completions' is).
+// adds job_name (redacted, as the completions' is), version 5 answer_id.
 constexpr const char* kAnswersSchema = R"sql(
 CREATE TABLE IF NOT EXISTS answers (
   seq INTEGER PRIMARY KEY,
@@ -105,7 +114,8 @@ CREATE TABLE IF NOT EXISTS answers (
   vram_util REAL,
   vram_upper REAL,
   answered_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),
-  job_name TEXT
+  job_name TEXT,
+  answer_id TEXT
 );
 )sql";
 
@@ -113,11 +123,13 @@ CREATE TABLE IF NOT EXISTS answers (
   "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, " \
   "req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "   \
   "valid_mask, clipped_mask, censored, job_name, partition, account, workload, "
-constexpr const char* kColumns = PEAKCAST_COLUMNS_V1 "ran_mem_bytes";
-// Version 1 had no ran_mem_bytes: a reader that may not migrate (query_only) selects NULL for it.
-constexpr const char* kColumnsV1 = PEAKCAST_COLUMNS_V1 "NULL";
+constexpr const char* kColumns = PEAKCAST_COLUMNS_V1 "ran_mem_bytes, answer_id";
+// Version 1 had no ran_mem_bytes, versions before 5 no answer_id: a reader that may not migrate
+// (query_only) selects NULL for them.
+constexpr const char* kColumnsV1 = PEAKCAST_COLUMNS_V1 "NULL, NULL";
+constexpr const char* kColumnsV2 = PEAKCAST_COLUMNS_V1 "ran_mem_bytes, NULL";
 #undef PEAKCAST_COLUMNS_V1
-constexpr int kScriptColumn = 24;  // after kColumns, where a scan selects it
+constexpr int kScriptColumn = 25;  // after kColumns, where a scan selects it
 
 // Bytes are uint64 in the Job and int64 in SQLite: stored bit for bit.
 template <typename T>
@@ -182,6 +194,7 @@ Job job_from_row(sqlite3_stmt* s) {
   j.account = col_text(s, 21);
   if (sqlite3_column_type(s, 22) != SQLITE_NULL) j.workload = col_text(s, 22);
   j.ran_mem_bytes = col_opt<uint64_t>(s, 23);
+  j.answer_id = col_text(s, 24);  // NULL (before version 5) reads as ""
   return j;
 }
 
@@ -203,6 +216,7 @@ AnswerRecord answer_from_row(sqlite3_stmt* s) {
     a.answer.point_bound[idx(r)] = std::make_pair(sqlite3_column_double(s, c), sqlite3_column_double(s, c + 1));
   }
   a.answer.job_name = col_text(s, 9);  // NULL (a version 3 row) reads as ""
+  a.answer.answer_id = col_text(s, 10);  // NULL (before version 5) reads as ""
   return a;
 }
 
@@ -225,7 +239,7 @@ class SqliteStore final : public CompletionStore {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
     if (Status w = wal_within_limit(); !w) return w;
-    if (!insert_) return Status::io("database: " + path_ + " is open read-only (schema version 1, not migrated)");
+    if (!insert_) return Status::io("database: " + path_ + " is open read-only (an older schema version, not migrated)");
     StmtUse u(insert_.get());
     sqlite3_stmt* s = u.get();
     bind_text(s, 1, j.job_id);
@@ -257,6 +271,7 @@ class SqliteStore final : public CompletionStore {
     if (options_.store_scripts && j.script) bind_text(s, 24, ingest::redact_script(*j.script));
     else sqlite3_bind_null(s, 24);
     bind_opt_int(s, 25, j.ran_mem_bytes);
+    if (j.answer_id.empty()) sqlite3_bind_null(s, 26); else bind_text(s, 26, j.answer_id);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "storing job " + j.job_id);
     return sqlite3_changes(db_.get()) > 0;
@@ -542,6 +557,7 @@ class SqliteStore final : public CompletionStore {
       bind_opt_double(s, c + 1, pb ? std::optional<double>(pb->second) : std::nullopt);
     }
     bind_text(s, 10, ingest::redact_script(a.answer.job_name));  // already redacted: idempotent
+    if (a.answer.answer_id.empty()) sqlite3_bind_null(s, 11); else bind_text(s, 11, a.answer.answer_id);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "keeping an answer");
     return Status::ok();
@@ -587,37 +603,41 @@ class SqliteStore final : public CompletionStore {
     }
     const bool as_it_is = options_.query_only && *v < kSchemaVersion;  // a reader does not migrate
     if (*v == 0) {  // a new file
-      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + kAnswersSchema + "PRAGMA user_version=" +
+      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + kV5Completions + kAnswersSchema + "PRAGMA user_version=" +
                           std::to_string(kSchemaVersion) + ";COMMIT;");
           !s) {
         exec("ROLLBACK");
         return s.with_context(path);
       }
     } else if (as_it_is) {
-      if (*v == 1) columns_ = kColumnsV1;  // no ran_mem_bytes
+      columns_ = *v == 1 ? kColumnsV1 : kColumnsV2;  // no ran_mem_bytes (1), no answer_id (< 5)
     } else if (*v < kSchemaVersion) {
       // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem),
-      // version 3 the answers on record, version 4 their job_name.
+      // version 3 the answers on record, version 4 their job_name, version 5 answer ids.
+      std::string answers = kAnswersSchema;  // versions 1 and 2 have none: created whole
+      if (*v == 3) answers = "ALTER TABLE answers ADD COLUMN job_name TEXT;ALTER TABLE answers ADD COLUMN answer_id TEXT;";
+      if (*v == 4) answers = "ALTER TABLE answers ADD COLUMN answer_id TEXT;";
       const std::string sql = std::string("BEGIN IMMEDIATE;") +
                               (*v == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
-                              (*v == 3 ? "ALTER TABLE answers ADD COLUMN job_name TEXT;" : kAnswersSchema) +
-                              "PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";COMMIT;";
+                              kV5Completions + answers + "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
+                              ";COMMIT;";
       if (Status s = exec(sql); !s) {
         exec("ROLLBACK");
         return s.with_context(path + ": migrating the database from schema version " + std::to_string(*v) +
                               " to " + std::to_string(kSchemaVersion));
       }
     }
-    // The insert names ran_mem_bytes last (?25), so its order differs from kColumns'. A version 1
-    // file opened query_only never inserts, and the statement is not prepared there.
-    Status s = options_.query_only && *v == 1
+    // The insert names script (?24) before ran_mem_bytes and answer_id (?25, ?26), so its order
+    // differs from kColumns'. An older file opened query_only never inserts, and the statement
+    // (which names columns it may lack) is not prepared there.
+    Status s = as_it_is
                    ? Status::ok()
                    : prepare("INSERT OR IGNORE INTO completions (job_id, user, script_key, submit_time, "
                              "start_time, end_time, state, req_cpus, req_mem_bytes, req_gpus, req_time_s, "
                              "gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
                              "valid_mask, clipped_mask, censored, job_name, partition, account, workload, "
-                             "script, ran_mem_bytes) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-                             "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25)", insert_);
+                             "script, ran_mem_bytes, answer_id) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
+                             "?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)", insert_);
     if (s) s = prepare("SELECT 1 FROM completions WHERE job_id = ?1", contains_);
     if (s) s = prepare(std::string("SELECT ") + columns_ + " FROM completions WHERE job_id = ?1", find_);
     if (s) s = prepare(std::string("SELECT ") + columns_ +
@@ -631,11 +651,12 @@ class SqliteStore final : public CompletionStore {
                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value", set_meta_);
     if (s && !as_it_is) {
       s = prepare("INSERT INTO answers (user, script_key, submit_time, req_mem_bytes, recommended_mem_bytes, "
-                  "mem_util, mem_upper, vram_util, vram_upper, job_name) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+                  "mem_util, mem_upper, vram_util, vram_upper, job_name, answer_id) "
+                  "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
                   insert_answer_);
       if (s) s = prepare("DELETE FROM answers WHERE seq <= ?1", prune_answers_);
       if (s) s = prepare("SELECT user, script_key, submit_time, req_mem_bytes, recommended_mem_bytes, "
-                         "mem_util, mem_upper, vram_util, vram_upper, job_name FROM answers "
+                         "mem_util, mem_upper, vram_util, vram_upper, job_name, answer_id FROM answers "
                          "WHERE seq > (SELECT coalesce(max(seq), 0) FROM answers) - ?1 ORDER BY seq",
                          select_answers_);
       if (s) s = prepare("PRAGMA synchronous=NORMAL", sync_normal_);
@@ -652,7 +673,7 @@ class SqliteStore final : public CompletionStore {
   DbPtr db_;
   SqliteOptions options_;
   std::string path_;
-  const char* columns_ = kColumns;  // what a SELECT reads (kColumnsV1 from a version 1 file, query_only)
+  const char* columns_ = kColumns;  // what a SELECT reads (kColumnsV1/V2 from an older file, query_only)
   std::string checkpoint_error_;  // guarded by mu_ (the WAL hook runs inside insert)
   uint64_t checkpoint_failures_ = 0;
   // Declared after db_: finalized before the connection closes.

@@ -177,7 +177,8 @@ bool valid_utf8(const std::string& s) {
 }
 
 RC_GTEST_PROP(JsonlProperty, JobRoundTripsThroughCanonicalJson, ()) {
-  const Job j = *arbitrary_job();
+  Job j = *arbitrary_job();
+  j.answer_id = *rc::gen::element<std::string>("", "0123456789abcdef", "standin00000001");
   auto back = job_from_json(job_to_json(j));
   RC_ASSERT(back.ok());
   RC_ASSERT(back->job_id == j.job_id);
@@ -194,6 +195,7 @@ RC_GTEST_PROP(JsonlProperty, JobRoundTripsThroughCanonicalJson, ()) {
   RC_ASSERT(back->script == j.script);
   RC_ASSERT(back->workload == j.workload);
   RC_ASSERT(back->job_name == j.job_name);
+  RC_ASSERT(back->answer_id == j.answer_id);
   RC_ASSERT(back->peak_mem_bytes == j.peak_mem_bytes);
   RC_ASSERT(back->peak_vram_bytes == j.peak_vram_bytes);
   // Through the text form too, when the strings are valid UTF-8 (JSON text must be).

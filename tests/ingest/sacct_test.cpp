@@ -380,6 +380,37 @@ TEST(SacctRows, AUnitSeparatorHeaderDelimitsItsRows) {
   EXPECT_EQ(pipes.stats.skipped, 1u);
 }
 
+// peakcast's Slurm hook writes the daemon's answer into the job's comment (Comment, or
+// AdminComment where the site chose it): its id becomes Job::answer_id. Other comments, and ids
+// that are not text of the expected form, give none.
+TEST(SacctRows, TheHooksAnswerInTheCommentGivesItsId) {
+  EXPECT_EQ(sacct::answer_id_in_comment(R"( {"answer_id":"0a1b2c3d4e5f6071","job_id":"pending"} )"),
+            "0a1b2c3d4e5f6071");
+  for (const char* other : {"", "my note", R"({"answer_id":5})", R"({"answer_id":"bad id!"})",
+                            R"({"answer_id":"abc")", R"(["answer_id"])", R"({"job_id":"1"})",
+                            R"({"answer_id":""})"}) {
+    EXPECT_EQ(sacct::answer_id_in_comment(other), "") << other;
+  }
+  EXPECT_EQ(sacct::answer_id_in_comment(R"({"answer_id":")" + std::string(65, 'a') + "\"}"), "");
+  const auto us = [](std::string line) {
+    for (char& c : line) {
+      if (c == '^') c = sacct::kUnitSeparator;
+    }
+    return line;
+  };
+  const std::string text =
+      us("JobID^JobName^Comment^ReqMem^MaxRSS^AdminComment\n"
+         R"(1^a^{"answer_id":"00000000000000a1","predictions":{"mem":{"rationale":"x|y"}}}^1G^5M^)" "\n"
+         R"(2^b^mine^1G^5M^{"answer_id":"00000000000000b2"})" "\n"
+         R"(3^c^{"answer_id":"bad id!"}^1G^5M^JS1:None)" "\n");
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "ids", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 3u) << (t.stats.reasons.empty() ? "" : t.stats.reasons[0]);
+  EXPECT_EQ(find_job(t, "1")->answer_id, "00000000000000a1");
+  EXPECT_EQ(find_job(t, "2")->answer_id, "00000000000000b2");
+  EXPECT_EQ(find_job(t, "3")->answer_id, "");
+}
+
 TEST(SacctRows, ConcatenatedOutputsSwitchHeaders) {
   const std::string text =
       "JobID|ReqMem|MaxRSS\n"

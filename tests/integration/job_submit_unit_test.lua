@@ -85,6 +85,20 @@ local ans = d.comment and json.decode(d.comment)
 check("comment is the answer", ans and ans.predictions and ans.predictions.mem.bytes == 500 * 1048576, d.comment)
 check("request unchanged (advise)", d.min_mem_per_node == 1000)
 check("log_user told", #user_msgs == 1 and user_msgs[1]:find("recommended --mem=750M", 1, true), user_msgs[1])
+check("comment keeps the answer's id", ans and type(ans.answer_id) == "string" and ans.answer_id:find("^standin") ~= nil,
+      d.comment)
+-- An answer over MAX_COMMENT_BYTES: its summary, which keeps the id (slurm-sync matches the
+-- completion to the answer by it) and the recommendation.
+set_mode("long")
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+local short = d.comment and json.decode(d.comment)
+check("long answer: a summary within the limit", d.comment and #d.comment <= T.max_comment_bytes and
+      short and short.predictions.mem.rationale == nil, d.comment and #d.comment)
+check("long answer: the summary keeps the id and the recommendation",
+      short and type(short.answer_id) == "string" and short.answer_id ~= ans.answer_id and
+      short.predictions.mem.recommended_bytes == 750 * 1048576, d.comment)
+set_mode("ok")
 
 d = desc({ min_mem_per_node = 1000, comment = "mine" })
 slurm_job_submit(d, {}, 1000)

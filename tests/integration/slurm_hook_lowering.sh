@@ -122,6 +122,22 @@ if lower_case scope_in alloc200 -p lowcap --mem=1000M -t 5 -H; then
     [ "$(job_field "$lid" MinMemoryNode)" = "${LOWCAP_MB}M" ]
 fi
 
+# A sweep: one script, one name (-J sweep overrides lower_case's), two requests, each lowered by
+# the hook (to the recommendation, or lowcap's limit below it). Name, user, script and submit
+# second cannot tell their answers apart; the answer id the hook wrote into each job's Comment
+# does (checked in slurm_hook_test.sh once slurm-sync has learned them). Submitted last: their
+# runs, learned, move the script's later recommendations.
+declare -A sweep_ran=()
+for m in 1000 800; do
+  if lower_case "sweep_$m" alloc200 -p lowcap --mem=${m}M -J sweep -t 5; then
+    sweep_ran[$m]="$(job_field "$lid" MinMemoryNode)"; sweep_ran[$m]="${sweep_ran[$m]%M}"
+    check "sweep_$m: setup: lowered below the ${m}M request (MinMemoryNode ${sweep_ran[$m]}M)" \
+      [ "${sweep_ran[$m]:-$m}" -lt "$m" ]
+    check "sweep_$m: JobName $(job_field "$lid" JobName) = sweep" [ "$(job_field "$lid" JobName)" = sweep ]
+    check "sweep_$m: Comment carries an answer_id" [ -n "$(comment_of "$lid" | tool jget answer_id 2>/dev/null)" ]
+  fi
+done
+
 # The two that run: they end COMPLETED and accounting keeps the lowered request (wait_accounted:
 # sacct's State and ReqMem are both set).
 for name in lower_mem lower_lowcap; do

@@ -385,6 +385,20 @@ if [ "$real" = 1 ]; then
     check "lower_lowcap: learned at its user's request ($got B = 1000M), ran at ${ran} B = ${LOWCAP_MB}M" \
       [ "$got" = $(( 1000 * 1048576 )) -a "$ran" = $(( LOWCAP_MB * 1048576 )) ]
   fi
+  # The sweep (slurm_hook_lowering.sh): each job learned at its own request, matched to its own
+  # answer by the id in its Comment (sacct's Comment column, read by slurm-sync).
+  for m in 1000 800; do
+    id="${jid[sweep_$m]:-}"; [ -n "$id" ] || continue
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    ran="$(history_field "$id" ran_mem_bytes)"
+    check "sweep_$m: learned at its user's request ($got B = ${m}M), ran at ${ran} B = ${sweep_ran[$m]:-?}M" \
+      [ "$got" = $(( m * 1048576 )) -a "$ran" = $(( ${sweep_ran[$m]:-0} * 1048576 )) ]
+    aid="$(comment_of "$id" | tool jget answer_id 2>/dev/null)"
+    [ -n "$aid" ] || aid="$(sacct -n -P -X -j "$id" --format=Comment 2>/dev/null | tool jget answer_id 2>/dev/null)"
+    got="$(history_field "$id" answer_id)"
+    check "sweep_$m: stored with its Comment's answer_id ($got = $aid)" [ -n "$aid" -a "$got" = "$aid" ]
+  done
   # A job the hook lowered before the daemon was killed, run and completed after its restart: still
   # learned at its user's request (the daemon keeps its answers in the database). The hook is the
   # staged one now (lowcap listed).

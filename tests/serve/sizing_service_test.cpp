@@ -707,6 +707,61 @@ TEST(ServiceSizing, OneScriptsJobsSubmittedInTheSameSecondAreToldApartByName) {
   }
 }
 
+// A sweep: one name, one script, one second, two requests (`for m in 1G 8G; do sbatch -J sweep
+// --mem=$m ...`). Name and time cannot tell the answers apart; the ids the hook wrote into the
+// jobs' comments do, before a restart, after it, and across one between the completions (the
+// completion stored before it holds its id, so the answer it took is not offered to the other).
+TEST(ServiceSizing, ASweepUnderOneNameIsToldApartByAnswerIds) {
+  enum class Restart { kNone, kBefore, kBetween };
+  for (const Restart restart : {Restart::kNone, Restart::kBefore, Restart::kBetween}) {
+    SCOPED_TRACE(restart == Restart::kNone ? "no restart" : restart == Restart::kBefore ? "restart before" : "restart between");
+    TempDir dir;
+    const int64_t submit = kNow - 3600;
+    auto s = open_service(dir, options());
+    complete_runs(*s, 40, {0.25, 0.30, 0.35});
+    const auto ask = [&](uint64_t request) {
+      json r = request_json("alice", kScript, submit, request);
+      r["job_name"] = "sweep";
+      const Reply reply = s->predict(r.dump());
+      EXPECT_EQ(reply.status, 200) << reply.body;
+      return json::parse(reply.body);
+    };
+    const json small = ask(kGiB), capped = ask(8 * kGiB);
+    const std::string small_id = small["answer_id"], capped_id = capped["answer_id"];
+    EXPECT_EQ(small_id.size(), 16u);
+    EXPECT_NE(small_id, capped_id);
+    ASSERT_LE(small["predictions"]["mem"]["recommended_bytes"].get<uint64_t>(), kGiB);
+    ASSERT_GT(capped["predictions"]["mem"]["recommended_bytes"].get<uint64_t>(), 2 * kGiB);
+    if (restart == Restart::kBefore) s = open_service(dir, options());
+    const auto done = [&](const std::string& id, const std::string& answer_id, int64_t end, uint64_t peak) {
+      json c = completion_json(id, "alice", kScript, submit, end, kGiB, peak);  // both ran at 1 GiB
+      c["job_name"] = "sweep";
+      c["answer_id"] = answer_id;
+      ASSERT_EQ(s->complete(c.dump()).status, 200);
+    };
+    done("capped1", capped_id, submit + 600, 900u << 20);  // lowered by the hook to the partition's 1 GiB
+    if (restart == Restart::kBetween) s = open_service(dir, options());
+    done("small1", small_id, submit + 700, 300u << 20);
+    const json h = json::parse(s->healthz().body)["sizing"];
+    EXPECT_EQ(h["learned_from"]["issued"], restart == Restart::kBetween ? 1 : 2) << h.dump();
+    EXPECT_EQ(h["learned_from"]["answers_pending"], 0);
+    size_t seen = 0;
+    const json rows = json::parse(s->history({{"user", "alice"}}).body)["jobs"];
+    for (const json& r : rows) {
+      if (r["job_id"] == "capped1") {
+        EXPECT_EQ(r["req_mem_bytes"], 8 * kGiB) << r.dump();  // its user's request
+        EXPECT_EQ(r["ran_mem_bytes"], kGiB);
+        ++seen;
+      } else if (r["job_id"] == "small1") {
+        EXPECT_EQ(r["req_mem_bytes"], kGiB) << r.dump();
+        EXPECT_TRUE(r["ran_mem_bytes"].is_null());
+        ++seen;
+      }
+    }
+    EXPECT_EQ(seen, 2u);
+  }
+}
+
 // A store that cannot keep the answer: the submission is answered all the same, and the failure
 // is counted and shown.
 TEST(ServiceSizing, AnAnswerNotKeptIsStillAnswered) {

@@ -113,6 +113,7 @@ int query_int(const std::string& path, const char* sql) {
 }
 int user_version(const std::string& path) { return query_int(path, "PRAGMA user_version"); }
 
+
 // A job the hook lowered keeps the limit it ran under beside its user's request.
 TEST(SqliteStore, KeepsTheLimitALoweredJobRanUnder) {
   TempDir dir;
@@ -158,7 +159,8 @@ TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN ran_mem_bytes; PRAGMA user_version=1",
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN answer_id; "
+                           "ALTER TABLE completions DROP COLUMN ran_mem_bytes; PRAGMA user_version=1",
                            nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
     sqlite3_close(db);
   }
@@ -208,6 +210,7 @@ TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
     a.answer.request_bytes = uint64_t{8} << 30;
     if (i % 5 != 0) a.answer.recommended_bytes = (uint64_t{3} << 30) + static_cast<uint64_t>(i);
     if (i % 2 == 1) a.answer.job_name = "sweep_" + std::to_string(i);
+    if (i % 3 != 0) a.answer.answer_id = "a" + std::to_string(1000 + i);
     return a;
   };
   const auto rows = [&] { return query_int(path, "SELECT count(*) FROM answers"); };
@@ -235,7 +238,63 @@ TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
     EXPECT_EQ(got.answer.request_bytes, want.answer.request_bytes);
     EXPECT_EQ(got.answer.recommended_bytes, want.answer.recommended_bytes);
     EXPECT_EQ(got.answer.job_name, want.answer.job_name);
+    EXPECT_EQ(got.answer.answer_id, want.answer.answer_id);
   }
+}
+
+// Version 4 had no answer ids (answers or completions): a reader reads its completions as they
+// are; the daemon migrates it, its old rows read back with no id, and new ones keep theirs.
+TEST(SqliteStore, MigratesVersion4AndKeepsAnswerIds) {
+  TempDir dir;
+  const std::string path = dir.file("v4.db");
+  {
+    auto s = open_sqlite_store(path);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(*(*s)->insert(sample_job("old")));
+    AnswerRecord a{"u", "k", {}};
+    a.answer.submit_ms = 1'700'000'000'000;
+    ASSERT_TRUE((*s)->record_answer(a).is_ok());
+  }
+  {  // back to version 4's tables
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN answer_id; "
+                           "ALTER TABLE answers DROP COLUMN answer_id; PRAGMA user_version=4",
+                           nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_close(db);
+  }
+  {
+    auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    std::vector<Job> all;
+    ASSERT_TRUE((*r)->for_each([&](Job&& x) { all.push_back(std::move(x)); }).is_ok());
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].answer_id, "");
+    EXPECT_EQ((*r)->insert(sample_job("new")).status().kind(), ErrorKind::kIo);  // it does not migrate
+  }
+  EXPECT_EQ(user_version(path), 4);
+  {
+    auto s = open_sqlite_store(path);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(user_version(path), kSchemaVersion);
+    Job j = sample_job("new");
+    j.answer_id = "0123456789abcdef";
+    ASSERT_TRUE(*(*s)->insert(j));
+    AnswerRecord a{"u", "k", {}};
+    a.answer.submit_ms = 1'700'000'000'500;
+    a.answer.answer_id = "0123456789abcdef";
+    ASSERT_TRUE((*s)->record_answer(a).is_ok());
+  }
+  auto s = open_sqlite_store(path);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((**(*s)->find("old")).answer_id, "");
+  EXPECT_EQ((**(*s)->find("new")).answer_id, "0123456789abcdef");
+  std::vector<AnswerRecord> back;
+  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { back.push_back(std::move(a)); }).is_ok());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].answer.answer_id, "");
+  EXPECT_EQ(back[1].answer.answer_id, "0123456789abcdef");
 }
 
 // Version 3 kept answers without the job's name: opened by the daemon it migrates to version 4,
@@ -255,8 +314,9 @@ TEST(SqliteStore, MigratesVersion3AnswersAndKeepsTheirNamesRedacted) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE answers DROP COLUMN job_name; PRAGMA user_version=3", nullptr, nullptr,
-                           &err), SQLITE_OK) << (err ? err : "");
+    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN answer_id; "
+                           "ALTER TABLE answers DROP COLUMN answer_id; ALTER TABLE answers DROP COLUMN job_name; "
+                           "PRAGMA user_version=3", nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
     sqlite3_close(db);
   }
   {  // a reader does not migrate: no answers from it

@@ -56,6 +56,10 @@ struct Job {
   std::optional<std::string> script;       // full text, when the trace has it
   std::optional<std::string> workload;     // identity when there is no script (SWF exe, NF process)
   std::string job_name;
+  // The id of the answer peakcastd gave at this job's submission (/v1/predict's "answer_id"; the
+  // Slurm hook writes the answer into the job's comment, slurm-sync reads it back): the daemon
+  // matches the completion to that answer by it. "" = unknown. Not a feature of the job.
+  std::string answer_id;
   std::string partition;
   std::string account;
   std::optional<uint64_t> input_bytes;

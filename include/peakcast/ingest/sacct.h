@@ -30,6 +30,8 @@
 // - State: normalize_state() of the job row; any step that ended OUT_OF_MEMORY makes the job
 //   OUT_OF_MEMORY (its label is censored). No State column: jobs are COMPLETED (with a note).
 // - Identity: JobName is job_name, and becomes `workload` for jobs with no script attached.
+// - Comment, else AdminComment: where peakcast's Slurm hook wrote the daemon's answer (a JSON
+//   object with "answer_id"), the id becomes Job::answer_id; any other comment is left alone.
 // - AdminComment: a jobstats summary (`JS1:` + base64(gzip(JSON)), jobstats.h) gives VRAM
 //   labels (busiest GPU) and host memory where sacct has none; a malformed one is counted in a
 //   note and left out, never fatal.
@@ -83,6 +85,11 @@ JobIdParts split_job_id(std::string_view job_id);
 // Where a job's script may be found, most specific first: the JobID ("123_4"), the JobIDRaw
 // ("130"), then the array or hetjob parent ("123"), without duplicates.
 std::vector<std::string> script_keys(std::string_view job_id, std::string_view job_id_raw);
+
+// The "answer_id" of peakcastd's answer that the Slurm hook wrote into a job's comment
+// (contrib/slurm/job_submit.lua: the answer as compact JSON, or its summary); "" for any other
+// comment, a malformed one, or an id that is not 1-64 characters of [0-9A-Za-z_-].
+std::string answer_id_in_comment(std::string_view comment);
 
 // ReqMem as printed by sacct. Bare numbers are MB.
 struct ReqMem {

@@ -5,8 +5,11 @@
 // /v1/complete or slurm-sync): the point prediction the served model gives for the completed job
 // at its own submission (the history then held only jobs that had ended before it), its label,
 // whether it was censored (OOM), and the bound the daemon issued for the job when it answered
-// its submission (sizing/bound_walk.h: ACI judges a job by the bound it got). A completion is
-// matched to that answer by user, script key, job name and submit time (the answer nearest in
+// its submission (sizing/bound_walk.h: ACI judges a job by the bound it got). Each answer has an
+// id ("answer_id" in the reply); a completion that carries it (Job::answer_id: the Slurm hook
+// writes the answer into the job's comment, slurm-sync reads it back) takes that answer and no
+// other. Otherwise a completion is
+// matched to its answer by user, script key, job name and submit time (the answer nearest in
 // time within kIssuedMatchMs, preferring one with the same point; an answer for a job of another
 // name is never taken where both names are known); the most recent kMaxIssued answers are
 // kept, at most kMaxIssuedPerScript of one user's script. The Service keeps each answer in its
@@ -179,6 +182,7 @@ class SizingState {
   std::optional<Issued> take_issued(const Job& job, const std::string& name, const cascade::JobPrediction& p);
   void keep_taken(const std::string& key, const Issued& issued);  // mu_ held
   void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy
+  std::string next_answer_id();    // mu_ held: 16 hex digits, new for each answer
 
   SizingOptions options_;
   mutable std::mutex mu_;
@@ -189,6 +193,7 @@ class SizingState {
   std::unordered_map<std::string, std::deque<Issued>> taken_;     // matched answers, by key, oldest first
   std::deque<std::string> taken_order_;                           // their keys, oldest first (kMaxTaken)
   uint64_t issued_seq_ = 0;
+  uint64_t answer_salt_ = 0, answers_given_ = 0;  // answer ids (next_answer_id)
   Learned learned_;  // completions judged by each bound; answers_pending: those in issued_
 };
 

@@ -26,7 +26,7 @@ namespace peakcast::serve {
 inline constexpr const char* kSacctColumns =
     "JobID,JobIDRaw,JobName,User,Account,Partition,State,Submit,Start,End,Elapsed,Timelimit,"
     "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax,"
-    "AdminComment";  // last: free text, and where jobstats keeps its summary (jobstats.h)
+    "Comment,AdminComment";  // free text: the hook's answer (its id), jobstats's summary (jobstats.h)
 inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
 
 struct SyncReport;

@@ -38,12 +38,16 @@ struct HistoryFilter {
 // it: per resource the point and the bound issued (nullopt where the answer had no such
 // resource), the memory request the job was submitted with and the recommendation (bytes), and
 // the job's name, redacted (ingest::redact_script; "" when the submission named none): jobs of one
-// script submitted within a second are told apart by it (SizingState matches by name too).
+// script submitted within a second are told apart by it (SizingState matches by name too), and
+// the answer's id (the answer's "answer_id"; "" for an answer kept before schema version 5): a
+// completion that carries it (Job::answer_id, from the comment the hook wrote) takes this answer
+// and no other.
 struct IssuedAnswer {
   int64_t submit_ms = 0;
   std::array<std::optional<std::pair<double, double>>, kNumResources> point_bound;
   std::optional<uint64_t> request_bytes, recommended_bytes;
   std::string job_name;
+  std::string answer_id;
 };
 
 // An answer on record: whose submission it was. Kept so that a completion arriving after a
@@ -107,8 +111,8 @@ struct SqliteOptions {
 };
 
 // PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes), 3 the answers table, 4 the
-// answers' job_name.
-inline constexpr int kSchemaVersion = 4;
+// answers' job_name, 5 the answers' and the completions' answer_id.
+inline constexpr int kSchemaVersion = 5;
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
 // the schema. A database with a newer user_version is refused; an older one is migrated (a
