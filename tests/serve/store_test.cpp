@@ -113,6 +113,26 @@ int query_int(const std::string& path, const char* sql) {
 }
 int user_version(const std::string& path) { return query_int(path, "PRAGMA user_version"); }
 
+// The answers a store has on record, oldest first (an empty list, and a failed test, on error).
+std::vector<AnswerRecord> answers_on_record(CompletionStore& s) {
+  std::vector<AnswerRecord> out;
+  const Status st = s.for_each_answer([&](AnswerRecord&& a) { out.push_back(std::move(a)); });
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  return st.is_ok() ? out : std::vector<AnswerRecord>{};
+}
+
+// Runs `sql` on a connection of its own (an older schema made from a new file: SQLite >= 3.35
+// drops a column). Fails the test where it does not run.
+void exec_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
 
 // A job the hook lowered keeps the limit it ran under beside its user's request.
 TEST(SqliteStore, KeepsTheLimitALoweredJobRanUnder) {
@@ -155,15 +175,10 @@ TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
     ASSERT_TRUE(s.ok());
     ASSERT_TRUE(*(*s)->insert(sample_job("old")));
   }
-  {  // back to version 1's table (SQLite >= 3.35 drops a column)
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN answer_id; "
-                           "ALTER TABLE completions DROP COLUMN ran_mem_bytes; PRAGMA user_version=1",
-                           nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-    sqlite3_close(db);
-  }
+  // Back to version 1's table
+  exec_sql(path, "ALTER TABLE completions DROP COLUMN answer_id; "
+                 "ALTER TABLE completions DROP COLUMN ran_mem_bytes; PRAGMA user_version=1");
+  ASSERT_FALSE(HasFailure());
   ASSERT_EQ(user_version(path), 1);
   {
     auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
@@ -225,8 +240,7 @@ TEST(SqliteStore, KeepsTheNewestAnswersOnRecord) {
   }
   auto s = open_sqlite_store(path, SqliteOptions{.max_answers = 4});
   ASSERT_TRUE(s.ok());
-  std::vector<AnswerRecord> back;
-  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { back.push_back(std::move(a)); }).is_ok());
+  const std::vector<AnswerRecord> back = answers_on_record(**s);
   ASSERT_EQ(back.size(), 4u);
   for (size_t n = 0; n < back.size(); ++n) {
     const AnswerRecord want = answer(27 + static_cast<int>(n));
@@ -255,15 +269,10 @@ TEST(SqliteStore, MigratesVersion4AndKeepsAnswerIds) {
     a.answer.submit_ms = 1'700'000'000'000;
     ASSERT_TRUE((*s)->record_answer(a).is_ok());
   }
-  {  // back to version 4's tables
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN answer_id; "
-                           "ALTER TABLE answers DROP COLUMN answer_id; PRAGMA user_version=4",
-                           nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-    sqlite3_close(db);
-  }
+  // Back to version 4's tables
+  exec_sql(path, "ALTER TABLE completions DROP COLUMN answer_id; "
+                 "ALTER TABLE answers DROP COLUMN answer_id; PRAGMA user_version=4");
+  ASSERT_FALSE(HasFailure());
   {
     auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
     ASSERT_TRUE(r.ok()) << r.status().message();
@@ -290,8 +299,7 @@ TEST(SqliteStore, MigratesVersion4AndKeepsAnswerIds) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ((**(*s)->find("old")).answer_id, "");
   EXPECT_EQ((**(*s)->find("new")).answer_id, "0123456789abcdef");
-  std::vector<AnswerRecord> back;
-  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { back.push_back(std::move(a)); }).is_ok());
+  const std::vector<AnswerRecord> back = answers_on_record(**s);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].answer.answer_id, "");
   EXPECT_EQ(back[1].answer.answer_id, "0123456789abcdef");
@@ -310,15 +318,11 @@ TEST(SqliteStore, MigratesVersion3AnswersAndKeepsTheirNamesRedacted) {
     a.answer.job_name = "kept before";
     ASSERT_TRUE((*s)->record_answer(a).is_ok());
   }
-  {  // back to version 3's table
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE completions DROP COLUMN answer_id; "
-                           "ALTER TABLE answers DROP COLUMN answer_id; ALTER TABLE answers DROP COLUMN job_name; "
-                           "PRAGMA user_version=3", nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-    sqlite3_close(db);
-  }
+  // Back to version 3's table
+  exec_sql(path, "ALTER TABLE completions DROP COLUMN answer_id; "
+                 "ALTER TABLE answers DROP COLUMN answer_id; ALTER TABLE answers DROP COLUMN job_name; "
+                 "PRAGMA user_version=3");
+  ASSERT_FALSE(HasFailure());
   {  // a reader does not migrate: no answers from it
     auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
     ASSERT_TRUE(r.ok()) << r.status().message();
@@ -338,8 +342,7 @@ TEST(SqliteStore, MigratesVersion3AnswersAndKeepsTheirNamesRedacted) {
   }
   auto s = open_sqlite_store(path);
   ASSERT_TRUE(s.ok());
-  std::vector<AnswerRecord> back;
-  ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { back.push_back(std::move(a)); }).is_ok());
+  const std::vector<AnswerRecord> back = answers_on_record(**s);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].answer.submit_ms, 1'700'000'000'000);
   EXPECT_EQ(back[0].answer.job_name, "");
