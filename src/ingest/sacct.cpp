@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -634,6 +635,37 @@ class SacctReader {
     return Status::ok();
   }
 
+  // The last of the lines from `i` on that make one row. sacct prints a job's name and comment
+  // as they are, so one holding a newline splits its row over lines. Under the unit separator,
+  // which no text holds, the row is rejoined: lines are added while it has fewer fields than the
+  // header (never past that count), and a line with no separator after a full row continues the
+  // last column where that is free text (no row can be one field). Under '|' a row is never
+  // rejoined: a '|' in the text makes the count ambiguous. `i` itself: not a split row.
+  size_t row_end(const std::vector<std::string_view>& lines, size_t i) const {
+    static constexpr char kUs = sacct::kUnitSeparator;
+    if (!layout_ || layout_->delimiter != kUs || layout_->trailing_pipe) return i;
+    const auto header = [](std::string_view l) {  // under either delimiter: concatenated outputs
+      return looks_like_header(split(l, kUs)) || looks_like_header(split(l, '|'));
+    };
+    const auto separators = [](std::string_view l) { return static_cast<size_t>(std::count(l.begin(), l.end(), kUs)); };
+    const size_t want = layout_->ncols;
+    if (trim(lines[i]).empty() || header(lines[i])) return i;
+    size_t n = separators(lines[i]) + 1, end = i;
+    while (n < want && end + 1 < lines.size() && !header(lines[end + 1])) {
+      const size_t more = separators(lines[end + 1]);
+      if (n + more > want) break;
+      n += more;
+      ++end;
+    }
+    if (n != want) return i;
+    const bool free_last = layout_->free_col == static_cast<int>(want) - 1;
+    while (free_last && end + 1 < lines.size() && !trim(lines[end + 1]).empty() &&
+           lines[end + 1].find(kUs) == std::string_view::npos && !header(lines[end + 1])) {
+      ++end;
+    }
+    return end;
+  }
+
   Status read_line(std::string_view text, size_t lineno) {
     if (trim(text).empty()) return Status::ok();
     // A header says how its rows are delimited: sacct's '|', or the unit separator slurm-sync
@@ -798,8 +830,17 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   }
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark
   const std::vector<std::string_view> lines = split_lines(text);
+  std::deque<std::string> rejoined;  // rows a newline split (SacctReader::row_end), kept whole
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (Status s = reader.read_line(lines[i], i + 1); !s) return s;
+    std::string_view row = lines[i];
+    const size_t last = reader.row_end(lines, i);
+    if (last > i) {
+      std::string& r = rejoined.emplace_back(lines[i]);
+      for (size_t k = i + 1; k <= last; ++k) (r += '\n') += lines[k];
+      row = r;
+    }
+    if (Status s = reader.read_line(row, i + 1); !s) return s;
+    i = last;
   }
   return reader.finish(so, *scripts);
 }

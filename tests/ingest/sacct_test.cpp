@@ -411,6 +411,46 @@ TEST(SacctRows, TheHooksAnswerInTheCommentGivesItsId) {
   EXPECT_EQ(find_job(t, "3")->answer_id, "");
 }
 
+// sacct prints a job's name and comment as they are: one holding a newline splits its row over
+// lines (seen on slurmctld 22.05: `sbatch -J $'nl\nname' --comment $'c1\nc2'`). Under the unit
+// separator the row is rejoined; a row cut short is not joined with the next one.
+TEST(SacctRows, ARowANewlineSplitIsRejoinedUnderTheUnitSeparator) {
+  const auto us = [](std::string line) {
+    for (char& c : line) {
+      if (c == '^') c = sacct::kUnitSeparator;
+    }
+    return line;
+  };
+  const std::string text = us(
+      "JobID^JobName^State^Comment^ReqMem^MaxRSS^AdminComment\n"
+      "1^nl\nname^COMPLETED^c1\nc2^1G^^\n"  // newlines in two middle columns
+      "1.batch^batch^COMPLETED^^^5M^\n"
+      "2^x^COMPLETED^^2G^6M^a\nb\n"  // and in the last, free-text column
+      "2.batch^batch^COMPLETED^^^6M^\n"
+      "3^cut\n"  // line 9, cut short: not joined with the row after it
+      "4^z^COMPLETED^^4G^7M^\n");
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "nl", sacct_options(), t));
+  ASSERT_NE(find_job(t, "1"), nullptr);
+  EXPECT_EQ(find_job(t, "1")->job_name, "nl\nname");
+  EXPECT_EQ(find_job(t, "1")->peak_mem_bytes, 5 * kM);  // its step row still joins it
+  ASSERT_NE(find_job(t, "2"), nullptr);
+  EXPECT_EQ(find_job(t, "2")->req_mem_bytes, 2 * kG);
+  EXPECT_EQ(find_job(t, "3"), nullptr);
+  ASSERT_NE(find_job(t, "4"), nullptr);
+  EXPECT_EQ(find_job(t, "4")->req_mem_bytes, 4 * kG);
+  EXPECT_EQ(t.stats.skipped, 1u);  // row 3
+  ASSERT_FALSE(t.stats.reasons.empty());
+  EXPECT_NE(t.stats.reasons[0].find("nl:9:"), std::string::npos) << t.stats.reasons[0];
+
+  // Under '|' (sacct's default) the same row is not rejoined: its pieces are skipped.
+  Trace pipes;
+  ASSERT_TRUE(parse_sacct("JobID|JobName|State|ReqMem|MaxRSS\n1|nl\nname|COMPLETED|1G|5M\n", "pipes",
+                          sacct_options(), pipes));
+  EXPECT_EQ(pipes.jobs.size(), 0u);
+  EXPECT_EQ(pipes.stats.skipped, 2u);
+}
+
 TEST(SacctRows, ConcatenatedOutputsSwitchHeaders) {
   const std::string text =
       "JobID|ReqMem|MaxRSS\n"

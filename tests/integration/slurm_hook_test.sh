@@ -242,6 +242,11 @@ else bad "sbatch alloc400: $sbatch_err"; fi
 if out=$(sbatch --parsable --chdir="$work" -o "$work/pipe_name.out" -J 'pipe|name' --mem=100M -t 5 "$work/tiny.sh" 2>"$work/pipe_name.sbatch.err"); then
   jid[tiny_pipe]="${out%%;*}"
 else bad "sbatch -J 'pipe|name': $(cat "$work/pipe_name.sbatch.err")"; fi
+# A job name holding a newline: sacct prints it as it is, splitting the job's row over two lines;
+# the reader rejoins it (before, both pieces were skipped and the job never learned).
+if out=$(sbatch --parsable --chdir="$work" -o "$work/nl_name.out" -J $'nl\nname' --mem=110M -t 5 "$work/tiny.sh" 2>"$work/nl_name.sbatch.err"); then
+  jid[tiny_nl]="${out%%;*}"
+else bad "sbatch -J \$'nl\\nname': $(cat "$work/nl_name.sbatch.err")"; fi
 for n in alloc200 alloc400; do
   [ -n "${jid[$n]:-}" ] || continue
   c="$(comment_of "${jid[$n]}")"
@@ -333,6 +338,12 @@ if [ "$real" = 1 ]; then
     got=""
     for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
     check "a job named 'pipe|name' is learned by slurm-sync (req_mem_bytes $got = 100M)" [ "$got" = $(( 100 * 1048576 )) ]
+  fi
+  id="${jid[tiny_nl]:-}"
+  if [ -n "$id" ]; then
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    check "a job named with a newline is learned by slurm-sync (req_mem_bytes $got = 110M)" [ "$got" = $(( 110 * 1048576 )) ]
   fi
   cp "$work/alloc200.sh" "$work/alloc200_again.sh"
   if submit alloc200_again --mem=600M -t 5; then

@@ -9,7 +9,8 @@
 //   SubmitLine, WorkDir, Constraints); otherwise the row is skipped. A repeated header line (two
 //   sacct outputs concatenated) switches to the new header. A header delimited by the ASCII unit
 //   separator (`sacct -P --delimiter=$'\x1f'`, as slurm-sync asks) delimits its rows so: a '|' in
-//   a job's name or comment is then text.
+//   a job's name or comment is then text, and a row that a newline in a name or comment split
+//   over lines (sacct prints them as they are) is rejoined (SacctReader::row_end).
 // - Job rows (`123`, `123_4`, `123+0`) are joined with their step rows (`123_4.batch`,
 //   `.extern`, `.0`, ...). Each hetjob component is its own job. A job row seen twice (sacct -D
 //   after a requeue) keeps the last record, steps going to the record they follow.
