@@ -643,24 +643,33 @@ class SacctReader {
   // rejoined: a '|' in the text makes the count ambiguous. `i` itself: not a split row.
   size_t row_end(const std::vector<std::string_view>& lines, size_t i) const {
     static constexpr char kUs = sacct::kUnitSeparator;
+    // A row is never rejoined from more lines than this: lines of text with no separator would
+    // otherwise be scanned again from each of them (quadratic in a hostile file).
+    static constexpr size_t kMaxRowLines = 64;
     if (!layout_ || layout_->delimiter != kUs || layout_->trailing_pipe) return i;
     const auto header = [](std::string_view l) {  // under either delimiter: concatenated outputs
       return looks_like_header(split(l, kUs)) || looks_like_header(split(l, '|'));
     };
     const auto separators = [](std::string_view l) { return static_cast<size_t>(std::count(l.begin(), l.end(), kUs)); };
     const size_t want = layout_->ncols;
-    if (trim(lines[i]).empty() || header(lines[i])) return i;
     size_t n = separators(lines[i]) + 1, end = i;
-    while (n < want && end + 1 < lines.size() && !header(lines[end + 1])) {
-      const size_t more = separators(lines[end + 1]);
-      if (n + more > want) break;
-      n += more;
-      ++end;
+    if (n > want) return i;
+    if (n < want) {  // a split row (or one cut short, or another header)
+      if (trim(lines[i]).empty() || header(lines[i])) return i;
+      while (n < want && end + 1 < lines.size() && end - i < kMaxRowLines && !header(lines[end + 1])) {
+        const size_t more = separators(lines[end + 1]);
+        if (n + more > want) break;
+        n += more;
+        ++end;
+      }
+      if (n != want) return i;
     }
-    if (n != want) return i;
+    // A full row: the lines after it with no separator (never a row of their own) continue its
+    // last column, where that is free text. The usual next line, a row, has one at once.
     const bool free_last = layout_->free_col == static_cast<int>(want) - 1;
-    while (free_last && end + 1 < lines.size() && !trim(lines[end + 1]).empty() &&
-           lines[end + 1].find(kUs) == std::string_view::npos && !header(lines[end + 1])) {
+    while (free_last && end + 1 < lines.size() && end - i < kMaxRowLines &&
+           lines[end + 1].find(kUs) == std::string_view::npos && !trim(lines[end + 1]).empty() &&
+           !header(lines[end + 1])) {
       ++end;
     }
     return end;
