@@ -102,6 +102,37 @@ void BM_ReplayStore(benchmark::State& state) {
   state.counters["labels_held"] = static_cast<double>(held);
 }
 
+// The daemon's live history over the year: completions added as they end, the watermark a week
+// behind (peakcastd's --late-tolerance default), as Service::add_completion does. Arg 0: nothing
+// forgotten, with the id set (peakcastd before 2026-12-05); arg N > 0: no id set, and every day the
+// scripts and users with no completion in the last N days forgotten (peakcastd --history-days N).
+// store_MB and keys at the end of the year: what a daemon running that long holds.
+void BM_LiveDaemonHistory(benchmark::State& state) {
+  const int64_t days = state.range(0);
+  std::vector<const Job*> by_end = prefix(kTraceJobs);
+  std::stable_sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+  constexpr int64_t kDayMs = 86'400'000;
+  size_t bytes = 0, keys = 0;
+  for (auto _ : state) {
+    HistoryStore store(/*track_ids=*/days == 0);
+    int64_t next_sweep = by_end.front()->end_ms + kDayMs;
+    for (const Job* j : by_end) {
+      store.add_completion(*j);
+      store.advance_watermark(j->end_ms - 7 * kDayMs);
+      if (days > 0 && j->end_ms >= next_sweep) {
+        store.forget_keys_idle_before(j->end_ms - days * kDayMs);
+        next_sweep = j->end_ms + kDayMs;
+      }
+    }
+    bytes = store.memory_bytes();
+    keys = store.key_count();
+  }
+  state.counters["jobs_per_s"] =
+      benchmark::Counter(static_cast<double>(by_end.size()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["store_MB"] = static_cast<double>(bytes) / 1e6;
+  state.counters["keys"] = static_cast<double>(keys);
+}
+
 // The definition rescanned: every completed job is looked at for every query.
 KeyStats naive_stats(const std::vector<const Job*>& done, bool by_script, const std::string& key,
                      int64_t t, Resource r) {
@@ -164,6 +195,7 @@ void BM_ReplayNaive(benchmark::State& state) {
 
 BENCHMARK(BM_ReplayStore)->Arg(20'000)->Arg(kTraceJobs)->Unit(benchmark::kMillisecond)
     ->UseRealTime()->Iterations(1);
+BENCHMARK(BM_LiveDaemonHistory)->Arg(0)->Arg(90)->Arg(30)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_ReplayNaive)->Arg(20'000)->Unit(benchmark::kMillisecond)->UseRealTime()
     ->Iterations(1);
 

@@ -1,5 +1,6 @@
 #include "peakcast/history/history.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string_view>
@@ -44,18 +45,22 @@ size_t map_bytes(const KeyMap& map) {
 struct HistoryStore::Impl {
   KeyMap scripts;
   KeyMap users;
+  bool track_ids = true;
   detail::IdSet ids;
+  size_t added = 0;
   int64_t watermark = std::numeric_limits<int64_t>::min();
 };
 
 HistoryStore::HistoryStore() : impl_(std::make_unique<Impl>()) {}
+HistoryStore::HistoryStore(bool track_ids) : impl_(std::make_unique<Impl>()) { impl_->track_ids = track_ids; }
 HistoryStore::~HistoryStore() = default;
 HistoryStore::HistoryStore(HistoryStore&&) noexcept = default;
 HistoryStore& HistoryStore::operator=(HistoryStore&&) noexcept = default;
 
 bool HistoryStore::add_completion(const Job& job) {
   if (!job.any_valid()) return false;
-  if (!impl_->ids.insert(fnv1a64(job.job_id))) return false;
+  if (impl_->track_ids && !impl_->ids.insert(fnv1a64(job.job_id))) return false;
+  ++impl_->added;
   const uint64_t tag = detail::order_tag(job);
   PerResource* by_script = nullptr;
   PerResource* by_user = nullptr;
@@ -109,7 +114,19 @@ HistoryView HistoryStore::query(const std::string& script_key, const std::string
   return v;
 }
 
-size_t HistoryStore::size() const { return impl_->ids.size(); }
+size_t HistoryStore::forget_keys_idle_before(int64_t t) {
+  size_t n = 0;
+  for (KeyMap* map : {&impl_->scripts, &impl_->users}) {
+    n += std::erase_if(*map, [t](const auto& kv) {
+      int64_t newest = std::numeric_limits<int64_t>::min();
+      for (const detail::Series& s : kv.second) newest = std::max(newest, s.newest_end());
+      return newest < t;
+    });
+  }
+  return n;
+}
+
+size_t HistoryStore::size() const { return impl_->added; }
 
 size_t HistoryStore::key_count() const { return impl_->scripts.size() + impl_->users.size(); }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "peakcast/history/history.h"
@@ -44,6 +45,8 @@ class Series {
   KeyStats stats(int64_t t, bool floor_censored = false) const;
 
   size_t retained() const { return log_.size(); }
+  // End time of the most recent label (its entries are in end-time order); INT64_MIN when none.
+  int64_t newest_end() const { return log_.empty() ? std::numeric_limits<int64_t>::min() : log_.back().end; }
   int64_t count() const { return static_cast<int64_t>(log_.size()) + folded_; }
   size_t heap_bytes() const { return log_.capacity() * sizeof(Entry); }
 

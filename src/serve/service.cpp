@@ -176,6 +176,7 @@ void Service::note_answer_storage(const Status& s) {
 
 Status Service::rebuild() {
   std::unique_lock lock(history_mu_);
+  history_ = history::HistoryStore(/*track_ids=*/false);  // each stored completion once, even on a second call
   // The answers on record first: the completions submitted since the oldest of them say which
   // were matched before the restart.
   std::vector<AnswerRecord> answers;
@@ -221,7 +222,22 @@ Status Service::rebuild() {
                              " still waiting for their job's completion");
   }
   history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
+  last_sweep_s_ = now();  // it learned only the recent days already
   return Status::ok();
+}
+
+void Service::forget_idle_keys() {
+  if (options_.history_days <= 0) return;
+  const int64_t t = now();
+  if (t - last_sweep_s_ < options_.history_sweep_s) return;
+  last_sweep_s_ = t;
+  const size_t keys = history_.key_count();
+  const size_t n = history_.forget_keys_idle_before((t - options_.history_days * 86400) * kMsPerSecond);
+  if (n > 0) {
+    log(LogLevel::kInfo, "history: forgot " + std::to_string(n) + " of " + std::to_string(keys) +
+                             " script and user key(s) with no completion in the last " +
+                             std::to_string(options_.history_days) + " day(s) (--history-days)");
+  }
 }
 
 void Service::observe_bound(const cascade::Predictor& model, const Job& job) {
@@ -292,6 +308,7 @@ Result<bool> Service::add_completion(const Job& reported) {
     std::unique_lock lock(history_mu_);
     history_.add_completion(job);
     history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
+    forget_idle_keys();
   }
   return stored;
 }
@@ -414,6 +431,7 @@ Reply Service::healthz() {
   {
     std::shared_lock lock(history_mu_);
     out["history_jobs"] = history_.size();
+    out["history_keys"] = history_.key_count();  // scripts and users with a history
   }
   const StoreHealth h = store_->health();
   std::lock_guard lock(storage_mu_);

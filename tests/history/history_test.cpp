@@ -92,6 +92,43 @@ TEST(HistoryStore, StrictEndTimeVisibility) {
   EXPECT_DOUBLE_EQ(v.exact.last_end_time, 0.1);     // epoch seconds
 }
 
+// peakcastd --history-days while it runs: a key with no completion since t goes whole; a key
+// with one keeps everything it had (its experts are those of a store never swept).
+TEST(HistoryStore, ForgetsTheKeysIdleBeforeATime) {
+  const Job jobs[] = {make_job("1", "old_user", "a", 0, 10 * kHour, 0.2),
+                      make_job("2", "u", "a", 0, 30 * kHour, 0.4), make_job("3", "u", "b", 0, 5 * kHour, 0.6)};
+  HistoryStore store, never_swept;
+  for (const Job& j : jobs) {
+    store.add_completion(j);
+    never_swept.add_completion(j);
+  }
+  EXPECT_EQ(store.key_count(), 4u);
+  EXPECT_EQ(store.forget_keys_idle_before(20 * kHour), 2u);  // script b, user old_user
+  EXPECT_EQ(store.key_count(), 2u);
+  const int64_t t = 40 * kHour;
+  const HistoryView a = store.query("a", "u", t, Resource::kMem);
+  const HistoryView a_all = never_swept.query("a", "u", t, Resource::kMem);
+  EXPECT_EQ(a.exact.count, 2);  // old_user's run of script a stays: the script ran since
+  EXPECT_EQ(a.exact.expert, a_all.exact.expert);
+  EXPECT_EQ(a.user.count, 2);   // user u: both runs (script b's too), u ran since
+  EXPECT_EQ(store.query("b", "old_user", t, Resource::kMem).level, Level::kNone);
+  EXPECT_EQ(store.size(), 3u);  // completions added, not lowered
+  EXPECT_EQ(store.forget_keys_idle_before(20 * kHour), 0u);
+}
+
+// Without the id set (the caller sends each job once) a job sent twice counts twice.
+TEST(HistoryStore, WithoutIdsTheCallerDeduplicates) {
+  HistoryStore tracked, untracked(/*track_ids=*/false);
+  for (HistoryStore* s : {&tracked, &untracked}) {
+    s->add_completion(make_job("1", "u", "a", 0, kHour, 0.2));
+    s->add_completion(make_job("1", "u", "a", 0, kHour, 0.2));
+  }
+  EXPECT_EQ(tracked.size(), 1u);
+  EXPECT_EQ(untracked.size(), 2u);
+  EXPECT_EQ(untracked.query("a", "u", 2 * kHour, Resource::kMem).exact.count, 2);
+  EXPECT_LT(untracked.memory_bytes(), tracked.memory_bytes());
+}
+
 TEST(HistoryStore, ExpertsOnASmallSeries) {
   HistoryStore store;
   // Added out of order; end-time order is 0.1, 0.9, 0.3, 0.7, 0.5, 0.2 (one hour apart).

@@ -364,6 +364,44 @@ TEST(Service, RebuildLearnsOnlyTheLastDaysWhenAsked) {
   EXPECT_EQ(all->history_size(), 4u);
 }
 
+// --history-days while the daemon runs: a script and a user with no completion in that many days
+// are forgotten at the next sweep, and the daemon then answers as one restarted would.
+TEST(Service, ForgetsScriptsAndUsersIdleLongerThanTheHistoryDays) {
+  TempDir dir;
+  auto now = std::make_shared<int64_t>(kNow);
+  const auto open = [&] {
+    auto store = open_sqlite_store(dir.file("h.db"));
+    EXPECT_TRUE(store.ok());
+    ServiceOptions o = fixed_clock();
+    o.clock = [now] { return *now; };
+    o.history_days = 10;
+    auto s = std::make_unique<Service>(testing::history_model(), std::move(*store), o);
+    EXPECT_TRUE(s->rebuild().is_ok());
+    return s;
+  };
+  const std::string idle = "#!/bin/sh\nonce\n", busy = "#!/bin/sh\nagain\n";
+  auto s = open();
+  const auto done = [&](const std::string& id, const std::string& user, const std::string& script) {
+    ASSERT_EQ(s->complete(completion_json(id, user, script, *now - 7200, *now - 3600, kGiB, kGiB / 4).dump()).status, 200);
+  };
+  done("1", "alice", idle);
+  done("2", "bob", busy);
+  EXPECT_EQ(body_of(s->healthz())["history_keys"], 4);
+  *now += 11 * 86400;
+  done("3", "bob", busy);  // the sweep: alice and her script ran last 11 days ago
+  EXPECT_EQ(body_of(s->healthz())["history_keys"], 2);
+  EXPECT_EQ(s->history_size(), 3u);
+  const auto level = [&](Service& svc, const std::string& user, const std::string& script) {
+    return body_of(svc.predict(request_json(user, script, *now, kGiB).dump()))["predictions"]["mem"]["history_level"];
+  };
+  EXPECT_EQ(level(*s, "alice", idle), "none");
+  EXPECT_EQ(level(*s, "bob", busy), "exact_script");
+  s.reset();
+  auto restarted = open();  // learns the completions of the last 10 days: the same keys
+  EXPECT_EQ(body_of(restarted->healthz())["history_keys"], 2);
+  EXPECT_EQ(level(*restarted, "alice", idle), "none");
+}
+
 TEST(Service, HistoryEndpointListsJobsAndRejectsBadQueries) {
   Fixture f;
   ASSERT_EQ(f.service->complete(completion_json("9", "carol", "#!/bin/sh\n", kNow - 9, kNow - 1, kGiB, kGiB / 2).dump()).status, 200);

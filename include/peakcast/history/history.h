@@ -175,6 +175,10 @@ class ExpertPriorAccumulator {
 class HistoryStore {
  public:
   HistoryStore();
+  // track_ids false: add_completion does not check job ids (the caller guarantees each job comes
+  // once, as peakcastd's database does), and the ~16 bytes a completion costs in the id set, the
+  // one part of the store that grows with every completion whatever the watermark, are not spent.
+  explicit HistoryStore(bool track_ids);
   ~HistoryStore();
   HistoryStore(HistoryStore&&) noexcept;
   HistoryStore& operator=(HistoryStore&&) noexcept;
@@ -182,7 +186,8 @@ class HistoryStore {
   HistoryStore& operator=(const HistoryStore&) = delete;
 
   // Adds a finished job (its labels, valid flags and script_key must be filled). Jobs with no
-  // valid resource are ignored. Adding the same job_id twice is a no-op (returns false).
+  // valid resource are ignored. Adding the same job_id twice is a no-op (returns false), unless
+  // the store was made with track_ids false.
   // An empty script_key or user means "no such key": that level is not recorded.
   bool add_completion(const Job& job);
 
@@ -200,7 +205,13 @@ class HistoryStore {
   HistoryView query(const std::string& script_key, const std::string& user, int64_t t,
                     Resource r) const;
 
-  size_t size() const;            // completions held
+  // Forgets every key (script or user) whose most recent completion ended before t, as a store
+  // filled only with the completions that ended at or after t would not have it (peakcastd
+  // --history-days while it runs). A key with a completion since keeps all its history. Returns
+  // the keys forgotten. O(key_count).
+  size_t forget_keys_idle_before(int64_t t);
+
+  size_t size() const;            // completions added (not lowered by forget_keys_idle_before)
   size_t key_count() const;       // distinct keys (script + user)
   size_t memory_bytes() const;    // approximate heap use (walks the keys: O(key_count))
   size_t retained_entries() const;  // labels held individually, all series (O(key_count))
