@@ -330,29 +330,31 @@ TEST(Service, RebuildsHistoryFromTheDatabase) {
 
 // --history-days: at start only the completions that ended in the last N days are learned; the
 // database keeps them all, and with 0 they are all learned again.
+// A service on the database h.db in `dir`, rebuilt from it (what peakcastd does at start).
+std::unique_ptr<Service> open_rebuilt(TempDir& dir, ServiceOptions o) {
+  auto store = open_sqlite_store(dir.file("h.db"));
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  auto s = std::make_unique<Service>(testing::history_model(), std::move(*store), std::move(o));
+  EXPECT_TRUE(s->rebuild().is_ok());
+  return s;
+}
+
 TEST(Service, RebuildLearnsOnlyTheLastDaysWhenAsked) {
   TempDir dir;
   const std::string script = "#!/bin/sh\nwork\n";
   {
-    auto store = open_sqlite_store(dir.file("h.db"));
-    ASSERT_TRUE(store.ok());
-    Service s(testing::history_model(), std::move(*store), fixed_clock());
-    ASSERT_TRUE(s.rebuild().is_ok());
+    auto s = open_rebuilt(dir, fixed_clock());
     const int64_t days_ago[] = {400, 45, 29, 2};
     for (int i = 0; i < 4; ++i) {
       const int64_t end = kNow - days_ago[i] * 86400;
-      ASSERT_EQ(s.complete(completion_json(std::to_string(i), "u", script, end - 600, end, kGiB,
-                                           kGiB / 8 * (i + 1)).dump()).status, 200);
+      ASSERT_EQ(s->complete(completion_json(std::to_string(i), "u", script, end - 600, end, kGiB,
+                                            kGiB / 8 * (i + 1)).dump()).status, 200);
     }
   }
   const auto restart = [&](int64_t days) {
-    auto store = open_sqlite_store(dir.file("h.db"));
-    EXPECT_TRUE(store.ok());
     ServiceOptions o = fixed_clock();
     o.history_days = days;
-    auto s = std::make_unique<Service>(testing::history_model(), std::move(*store), o);
-    EXPECT_TRUE(s->rebuild().is_ok());
-    return s;
+    return open_rebuilt(dir, o);
   };
   auto recent = restart(30);
   EXPECT_EQ(recent->history_size(), 2u);
@@ -370,14 +372,10 @@ TEST(Service, ForgetsScriptsAndUsersIdleLongerThanTheHistoryDays) {
   TempDir dir;
   auto now = std::make_shared<int64_t>(kNow);
   const auto open = [&] {
-    auto store = open_sqlite_store(dir.file("h.db"));
-    EXPECT_TRUE(store.ok());
     ServiceOptions o = fixed_clock();
     o.clock = [now] { return *now; };
     o.history_days = 10;
-    auto s = std::make_unique<Service>(testing::history_model(), std::move(*store), o);
-    EXPECT_TRUE(s->rebuild().is_ok());
-    return s;
+    return open_rebuilt(dir, o);
   };
   const std::string idle = "#!/bin/sh\nonce\n", busy = "#!/bin/sh\nagain\n";
   auto s = open();
