@@ -58,6 +58,18 @@ TEST(Sacct, Golden2205) {
   EXPECT_EQ(trace->stats.ignored, 1u);
 }
 
+// What slurm-sync reads (serve::kSacctColumns, the unit separator), recorded on slurmctld 22.05
+// (tests/integration/slurm_cluster.sh): a comment holding the hook's answer (its id read back), a
+// job named with '|', and one named with a newline whose comment holds one too (its row spans
+// three lines).
+TEST(Sacct, GoldenUnitSeparator) {
+  auto trace = read_trace(golden("sacct_unitsep.txt"), sacct_options());
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  expect_jobs_match(*trace, golden("sacct_unitsep.txt.expected.jsonl"));
+  EXPECT_EQ(trace->stats.lines, 8u);  // rows, not lines: four jobs and their batch steps
+  EXPECT_EQ(trace->stats.skipped, 0u) << (trace->stats.reasons.empty() ? "" : trace->stats.reasons[0]);
+}
+
 TEST(Sacct, Golden2205Labels) {
   auto trace = read_trace(golden("sacct_2205.txt"), sacct_options());
   ASSERT_TRUE(trace.ok());
