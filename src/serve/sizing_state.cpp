@@ -82,9 +82,6 @@ struct NearestAnswer {
   }
 };
 
-}  // namespace
-
-namespace {
 // splitmix64's finalizer: a bijection of 64-bit words, so distinct counts give distinct ids.
 uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
