@@ -1,3 +1,9 @@
+// GCC 12 warns, falsely, that assigning a std::optional<std::string> member of a default-made
+// Job may read the string uninitialized (-Wmaybe-uninitialized, inlined at -O2). Set before the
+// includes: the warning is located in libstdc++'s headers.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <zlib.h>
 
 #include "golden_util.h"

@@ -56,10 +56,6 @@ struct Job {
   std::optional<std::string> script;       // full text, when the trace has it
   std::optional<std::string> workload;     // identity when there is no script (SWF exe, NF process)
   std::string job_name;
-  // The id of the answer peakcastd gave at this job's submission (/v1/predict's "answer_id"; the
-  // Slurm hook writes the answer into the job's comment, slurm-sync reads it back): the daemon
-  // matches the completion to that answer by it. "" = unknown. Not a feature of the job.
-  std::string answer_id;
   std::string partition;
   std::string account;
   std::optional<uint64_t> input_bytes;
@@ -73,6 +69,11 @@ struct Job {
   std::optional<uint64_t> rss_bytes;
   std::optional<uint64_t> read_bytes;
   std::optional<int64_t> realtime_ms;
+
+  // The id of the answer peakcastd gave at this job's submission (/v1/predict's "answer_id"; the
+  // Slurm hook writes the answer into the job's comment, slurm-sync reads it back): the daemon
+  // matches the completion to that answer by it. "" = unknown. Not a feature of the job.
+  std::string answer_id;
 
   // ---- derived by ingest (compute_labels / script_key) ----
   // SHA-256 hex of the redacted script, else of "workload:" + workload; empty when neither exists.
