@@ -40,6 +40,12 @@ local TOTAL_TIMEOUT_S = 0.2          -- connect + send + receive, all together
 local COMMENT_FIELD = "comment"      -- "comment" or "admin_comment" (jobstats users keep the latter)
 local OVERWRITE_USER_COMMENT = false -- false: a comment the user set is kept and no answer is written
 local MAX_COMMENT_BYTES = 4096       -- a longer answer is written as a summary (see summarize())
+-- COMMENT_SUMMARY: false (default) writes the whole answer (500-700 bytes, with each resource's
+-- rationale); true writes its summary only (the answer_id slurm-sync reads back, and per resource
+-- util, bytes, upper_util, recommended_bytes, route: 200-270 bytes; measured on the answers of
+-- slurm_integration). slurm-sync reads every job's comment from sacct: on a busy cluster the
+-- summary cuts what each poll reads by about a third.
+local COMMENT_SUMMARY = false
 local MAX_SCRIPT_BYTES = 1048576     -- a longer script is not sent (the rest of the request is)
 local PENDING_JOB_ID = "pending"     -- job_id sent before Slurm has assigned one
 local PREDICT_WITHOUT_SCRIPT = false -- salloc/srun allocations have no script: skip them by default
@@ -460,7 +466,7 @@ local function human(bytes)
   return string.format("%dM", math.ceil(bytes / MIB))
 end
 
--- A short object when the whole answer does not fit in MAX_COMMENT_BYTES.
+-- A short object when the whole answer does not fit in MAX_COMMENT_BYTES, or COMMENT_SUMMARY is set.
 local function summarize(ans)
   local keep = { "util", "bytes", "upper_util", "recommended_bytes", "route" }
   -- answer_id: slurm-sync reads it back from the comment, so the daemon learns the job's
@@ -667,7 +673,7 @@ local function predict(d, submit_uid, part_list)
     log_info("no prediction (bad answer: " .. why .. "); job accepted unchanged")
     return
   end
-  if #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
+  if COMMENT_SUMMARY or #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
   d[COMMENT_FIELD] = compact
   if TELL_USER then tell_user(ans, rec.req_mem_bytes) end
   local _, form = mem_of(d, rec.req_cpus)
@@ -695,6 +701,7 @@ end
 if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.json, PEAKCAST_TEST.build_record, PEAKCAST_TEST.gpus_in = json, build_record, gpus_in
   PEAKCAST_TEST.max_comment_bytes = MAX_COMMENT_BYTES
+  PEAKCAST_TEST.set_comment_summary = function(on) COMMENT_SUMMARY = on end
   PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
   PEAKCAST_TEST.set_lower_mem = function(on, min_mb)
     LOWER_MEM_TO_RECOMMENDATION = on

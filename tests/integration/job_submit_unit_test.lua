@@ -98,7 +98,16 @@ check("long answer: a summary within the limit", d.comment and #d.comment <= T.m
 check("long answer: the summary keeps the id and the recommendation",
       short and type(short.answer_id) == "string" and short.answer_id ~= ans.answer_id and
       short.predictions.mem.recommended_bytes == 750 * 1048576, d.comment)
+-- COMMENT_SUMMARY: the summary for every answer, whatever its size.
 set_mode("ok")
+T.set_comment_summary(true)
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+local summary = d.comment and json.decode(d.comment)
+check("COMMENT_SUMMARY: the summary, shorter than the answer", summary and #d.comment < 400 and
+      summary.predictions.mem.rationale == nil and type(summary.answer_id) == "string" and
+      summary.predictions.mem.recommended_bytes == 750 * 1048576, d.comment and #d.comment)
+T.set_comment_summary(false)
 
 d = desc({ min_mem_per_node = 1000, comment = "mine" })
 slurm_job_submit(d, {}, 1000)
