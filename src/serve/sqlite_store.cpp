@@ -140,6 +140,11 @@ void bind_opt_int(sqlite3_stmt* s, int i, const std::optional<T>& v) {
 void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
   sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
 }
+// An empty string as NULL (an answer id that was not known).
+void bind_text_or_null(sqlite3_stmt* s, int i, const std::string& v) {
+  if (v.empty()) sqlite3_bind_null(s, i);
+  else bind_text(s, i, v);
+}
 std::string col_text(sqlite3_stmt* s, int i) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
@@ -271,7 +276,7 @@ class SqliteStore final : public CompletionStore {
     if (options_.store_scripts && j.script) bind_text(s, 24, ingest::redact_script(*j.script));
     else sqlite3_bind_null(s, 24);
     bind_opt_int(s, 25, j.ran_mem_bytes);
-    if (j.answer_id.empty()) sqlite3_bind_null(s, 26); else bind_text(s, 26, j.answer_id);
+    bind_text_or_null(s, 26, j.answer_id);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "storing job " + j.job_id);
     return sqlite3_changes(db_.get()) > 0;
@@ -557,7 +562,7 @@ class SqliteStore final : public CompletionStore {
       bind_opt_double(s, c + 1, pb ? std::optional<double>(pb->second) : std::nullopt);
     }
     bind_text(s, 10, ingest::redact_script(a.answer.job_name));  // already redacted: idempotent
-    if (a.answer.answer_id.empty()) sqlite3_bind_null(s, 11); else bind_text(s, 11, a.answer.answer_id);
+    bind_text_or_null(s, 11, a.answer.answer_id);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "keeping an answer");
     return Status::ok();
