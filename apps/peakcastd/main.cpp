@@ -142,9 +142,9 @@ void add_service_options(CLI::App& app, DaemonArgs& a) {
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{10} * 365 * 86400));
   app.add_option("--history-days", a.history_days,
                  "Learn only the completions that ended in the last DAYS days (0: all): at start, and "
-                 "while running, each hour, forget the scripts and users with no completion in DAYS "
-                 "days. The database keeps them all. Start time and memory grow with the history: "
-                 "1,000,000 completions took 5-6 s and 400 MiB here")
+                 "while running, each hour, forget the runs that ended more than DAYS days ago, as a "
+                 "restart would. The database keeps them all. Start time and memory grow with the "
+                 "history: 1,000,000 completions took 5-6 s and 400 MiB here")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{100} * 365));
 }
 

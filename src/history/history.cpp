@@ -114,16 +114,24 @@ HistoryView HistoryStore::query(const std::string& script_key, const std::string
   return v;
 }
 
-size_t HistoryStore::forget_keys_idle_before(int64_t t) {
-  size_t n = 0;
+HistoryStore::Forgotten HistoryStore::forget_before(int64_t t) {
+  Forgotten out;
   for (KeyMap* map : {&impl_->scripts, &impl_->users}) {
-    n += std::erase_if(*map, [t](const auto& kv) {
-      int64_t newest = std::numeric_limits<int64_t>::min();
-      for (const detail::Series& s : kv.second) newest = std::max(newest, s.newest_end());
-      return newest < t;
-    });
+    for (auto it = map->begin(); it != map->end();) {
+      int64_t left = 0;
+      for (detail::Series& s : it->second) {
+        out.labels += static_cast<size_t>(s.forget_before(t));
+        left += s.count();
+      }
+      if (left > 0) {
+        ++it;
+      } else {
+        it = map->erase(it);
+        ++out.keys;
+      }
+    }
   }
-  return n;
+  return out;
 }
 
 size_t HistoryStore::size() const { return impl_->added; }

@@ -88,7 +88,30 @@ void Series::fold_before_front(const Entry& e) {
     k.xs += w * e.x;
     k.ws += w;
   }
-  ++folded_;
+  // Counted in the oldest batch whose newest label is not older, so that a batch is forgotten
+  // only when every label in it is older than the horizon.
+  ++folded_->total;  // folded_ is set: a label was folded before this one
+  std::vector<FoldedBatch>& batches = folded_->batches;
+  const auto b = std::find_if(batches.begin(), batches.end(),
+                              [&](const FoldedBatch& f) { return f.newest_end >= e.end; });
+  if (b != batches.end()) {
+    ++b->n;
+  } else {
+    ++batches.back().n;
+    batches.back().newest_end = e.end;
+  }
+}
+
+void Series::add_folded(int64_t newest_end, int64_t n) {
+  if (!folded_) folded_ = std::make_unique<Folded>();
+  folded_->total += n;
+  std::vector<FoldedBatch>& batches = folded_->batches;
+  if (!batches.empty() && batches.back().newest_end / kBatchSpanMs == newest_end / kBatchSpanMs) {
+    batches.back().n += n;
+    batches.back().newest_end = std::max(batches.back().newest_end, newest_end);
+  } else {
+    batches.push_back({newest_end, n});
+  }
 }
 
 // Every query from now on is at t >= watermark, so it sees at least the entries with
@@ -103,14 +126,36 @@ void Series::maybe_fold(int64_t watermark) {
   if (visible <= static_cast<size_t>(kWindow)) return;
   const size_t foldable = visible - static_cast<size_t>(kWindow);
   if (2 * foldable < log_.size()) return;
+  add_folded(log_[foldable - 1].end, static_cast<int64_t>(foldable));
   log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(foldable));
-  folded_ += static_cast<int64_t>(foldable);
+}
+
+int64_t Series::forget_before(int64_t t) {
+  int64_t forgotten = 0;
+  if (folded_) {
+    std::vector<FoldedBatch>& batches = folded_->batches;
+    size_t gone = 0;
+    while (gone < batches.size() && batches[gone].newest_end < t) forgotten += batches[gone++].n;
+    batches.erase(batches.begin(), batches.begin() + static_cast<std::ptrdiff_t>(gone));
+    folded_->total -= forgotten;
+    if (folded_->total == 0) folded_.reset();
+  }
+  const auto first_kept = std::lower_bound(log_.begin(), log_.end(), t,
+                                           [](const Entry& e, int64_t tt) { return e.end < tt; });
+  const auto dropped = static_cast<size_t>(first_kept - log_.begin());
+  // Every folded label ended before the first entry: dropping one entry leaves none folded.
+  log_.erase(log_.begin(), first_kept);
+  // With nothing folded left, the kept entries' errors and accumulators are recomputed from
+  // them alone, as a series that never had the forgotten labels holds them; while a batch
+  // straddles t they stay as they were (the batch is only in the accumulators).
+  if ((dropped > 0 || forgotten > 0) && !folded_ && !log_.empty()) recompute_from(0);
+  return forgotten + static_cast<int64_t>(dropped);
 }
 
 void Series::add(const Entry& e, int64_t watermark) {
   const auto it = std::upper_bound(log_.begin(), log_.end(), e, entry_before);
   const auto pos = static_cast<size_t>(it - log_.begin());
-  if (pos == 0 && folded_ > 0) {
+  if (pos == 0 && folded_) {
     fold_before_front(e);
     return;
   }
@@ -128,12 +173,12 @@ KeyStats Series::stats(int64_t t, bool floor_censored) const {
                          [](const Entry& e, int64_t tt) { return e.end < tt; }) -
         log_.begin());
   }
-  if (folded_ > 0 && v < static_cast<size_t>(kWindow)) {
+  if (folded_ && v < static_cast<size_t>(kWindow)) {
     throw std::logic_error("history: series queried before a watermark it was folded at");
   }
   if (v == 0) return s;
 
-  s.count = static_cast<int>(folded_ + static_cast<int64_t>(v));
+  s.count = static_cast<int>(folded() + static_cast<int64_t>(v));
   const Entry& last = log_[v - 1];
   s.last_end_time = seconds_from_ms(last.end);
   s.age_last_s = static_cast<double>(t - last.end) / static_cast<double>(kMsPerSecond);

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "peakcast/history/history.h"
@@ -44,19 +45,47 @@ class Series {
   // killed them (history.h, "Censored labels").
   KeyStats stats(int64_t t, bool floor_censored = false) const;
 
+  // Forgets the labels that ended before t, as a series filled only with the labels that
+  // ended at or after t would not have them. Folded labels are forgotten by the batch they were
+  // folded in, once the newest of the batch ended before t. When no folded label is left, the
+  // kept entries' errors and accumulators are recomputed from them alone, and the series is
+  // that one's; while a batch straddles t, count() exceeds it by fewer than that batch, and the
+  // accumulators keep the forgotten batches' weight (each at most 2^-(age / half-life)).
+  // Returns the labels forgotten.
+  int64_t forget_before(int64_t t);
+
   size_t retained() const { return log_.size(); }
   // End time of the most recent label (its entries are in end-time order); INT64_MIN when none.
   int64_t newest_end() const { return log_.empty() ? std::numeric_limits<int64_t>::min() : log_.back().end; }
-  int64_t count() const { return static_cast<int64_t>(log_.size()) + folded_; }
-  size_t heap_bytes() const { return log_.capacity() * sizeof(Entry); }
+  int64_t count() const { return static_cast<int64_t>(log_.size()) + folded(); }
+  size_t heap_bytes() const {
+    return log_.capacity() * sizeof(Entry) +
+           (folded_ ? sizeof(Folded) + folded_->batches.capacity() * sizeof(FoldedBatch) : 0);
+  }
 
  private:
   void recompute_from(size_t pos);
   void fold_before_front(const Entry& e);
   void maybe_fold(int64_t watermark);
 
-  std::vector<Entry> log_;  // sorted by entry_before
-  int64_t folded_ = 0;      // labels before log_.front(), present only in its accumulator
+  // Labels folded together, oldest batch first: how many, and the end of the newest of them.
+  // Folds whose newest labels ended within one kBatchSpanMs bucket share a batch, so a series
+  // holds at most one batch per hour of the history it has folded.
+  struct FoldedBatch {
+    int64_t newest_end = 0;
+    int64_t n = 0;
+  };
+  struct Folded {
+    int64_t total = 0;  // the sum of the batches' n
+    std::vector<FoldedBatch> batches;
+  };
+  static constexpr int64_t kBatchSpanMs = 3'600'000;
+
+  int64_t folded() const { return folded_ ? folded_->total : 0; }
+  void add_folded(int64_t newest_end, int64_t n);
+
+  std::vector<Entry> log_;          // sorted by entry_before
+  std::unique_ptr<Folded> folded_;  // labels before log_.front(), only in its accumulator; null: none
 };
 
 }  // namespace peakcast::history::detail

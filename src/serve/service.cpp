@@ -226,17 +226,23 @@ Status Service::rebuild() {
   return Status::ok();
 }
 
-void Service::forget_idle_keys() {
+int64_t Service::history_horizon_ms() const {
+  if (options_.history_days <= 0) return std::numeric_limits<int64_t>::min();
+  return (now() - options_.history_days * 86400) * kMsPerSecond;
+}
+
+void Service::forget_old_history() {
   if (options_.history_days <= 0) return;
   const int64_t t = now();
   if (t - last_sweep_s_ < options_.history_sweep_s) return;
   last_sweep_s_ = t;
   const size_t keys = history_.key_count();
-  const size_t n = history_.forget_keys_idle_before((t - options_.history_days * 86400) * kMsPerSecond);
-  if (n > 0) {
-    log(LogLevel::kInfo, "history: forgot " + std::to_string(n) + " of " + std::to_string(keys) +
-                             " script and user key(s) with no completion in the last " +
-                             std::to_string(options_.history_days) + " day(s) (--history-days)");
+  const history::HistoryStore::Forgotten f = history_.forget_before(history_horizon_ms());
+  if (f.labels > 0) {
+    log(LogLevel::kInfo, "history: forgot " + std::to_string(f.labels) + " label(s) of runs that ended more than " +
+                             std::to_string(options_.history_days) + " day(s) ago (--history-days), and " +
+                             std::to_string(f.keys) + " of " + std::to_string(keys) +
+                             " script and user key(s) left with none");
   }
 }
 
@@ -306,9 +312,11 @@ Result<bool> Service::add_completion(const Job& reported) {
       observe_bound(*model_->get(), job);  // before the history holds it (it is not visible anyway)
     }
     std::unique_lock lock(history_mu_);
-    history_.add_completion(job);
+    // A run that ended before the --history-days horizon is stored but not learned, as a
+    // restart would not load it.
+    if (job.end_ms >= history_horizon_ms()) history_.add_completion(job);
     history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
-    forget_idle_keys();
+    forget_old_history();
   }
   return stored;
 }

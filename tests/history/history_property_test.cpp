@@ -2,6 +2,7 @@
 // every job for every query (docs/method.md §2-3 written out literally).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -267,6 +268,89 @@ RC_GTEST_PROP(HistoryProperty, LateCompletionsWithWatermarkMatchNaive, ()) {
     }
   }
   RC_ASSERT(store.size() <= jobs.size());
+}
+
+// peakcastd --history-days while it runs: completions arrive late as above; one that ended
+// before the horizon (now - `keep`) is not added, and every so often forget_before(horizon)
+// drops what ended before it. The store must answer as the naive view of the arrivals kept
+// (not skipped, ended at or after the last sweep's horizon). Where the horizon is at or after
+// the watermark nothing folded can straddle it and the answers are exact; otherwise a batch of
+// folded labels that straddles it stays counted (and in the decay mean), and the windowed
+// experts are still exact.
+RC_GTEST_PROP(HistoryProperty, ForgettingBeforeAHorizonAnswersAsTheRecentRunsAlone, ()) {
+  const int n = *rc::gen::inRange(1, 600);
+  const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
+  const auto jobs = random_trace(n, seed);
+  // exact: the horizon, now - keep, is at or after the watermark, now - lag.
+  const bool exact = *rc::gen::arbitrary<bool>();
+  const int lag_steps = *rc::gen::inRange(1, 1500);  // long enough for keys to fold
+  const int64_t lag = kGrid * lag_steps;
+  const int64_t keep = exact ? kGrid * *rc::gen::inRange(1, lag_steps + 1) : lag + kGrid * *rc::gen::inRange(1, 600);
+  std::mt19937_64 rng(seed + 4);
+  struct Event {
+    int64_t time;
+    int kind;  // 0 = arrival, 1 = query at submission, 2 = sweep
+    const Job* job;
+  };
+  std::vector<Event> events;
+  for (const Job& j : jobs) {
+    const int64_t delay = std::uniform_int_distribution<int64_t>(0, lag)(rng);
+    events.push_back({j.end_ms + delay, 0, &j});
+    events.push_back({j.submit_ms + lag, 1, &j});
+    if (rng() % 32 == 0) events.push_back({j.submit_ms + lag, 2, nullptr});
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.time < b.time; });
+  HistoryStore store(/*track_ids=*/false);
+  std::vector<const Job*> kept;
+  int64_t swept_at = std::numeric_limits<int64_t>::min();  // the last sweep's horizon
+  size_t forgotten = 0;
+  for (const Event& e : events) {
+    const int64_t horizon = e.time - keep;
+    if (e.kind == 0) {
+      if (e.job->end_ms < horizon) continue;  // stored, not learned
+      store.add_completion(*e.job);
+      kept.push_back(e.job);
+      continue;
+    }
+    if (e.kind == 2) {
+      const HistoryStore::Forgotten f = store.forget_before(horizon);
+      swept_at = horizon;
+      const auto old = std::stable_partition(kept.begin(), kept.end(),
+                                             [&](const Job* j) { return j->end_ms >= horizon; });
+      for (auto it = old; it != kept.end(); ++it) {
+        for (Resource r : kResources) {
+          if (!(*it)->is_valid(r)) continue;
+          forgotten += (*it)->script_key.empty() ? 0 : 1;
+          forgotten += (*it)->user.empty() ? 0 : 1;
+        }
+      }
+      kept.erase(old, kept.end());
+      if (exact) RC_ASSERT(f.labels == forgotten);
+      RC_ASSERT(f.labels <= forgotten);
+      forgotten -= f.labels;  // what a straddling batch still holds, forgotten later
+      continue;
+    }
+    store.advance_watermark(e.job->submit_ms);
+    for (Resource r : kResources) {
+      const HistoryView got = store.query(*e.job, r);
+      const HistoryView want = naive_view(kept, e.job->script_key, e.job->user, e.job->submit_ms, r);
+      if (exact) {
+        assert_same(got, want, 1e-9);
+        continue;
+      }
+      RC_ASSERT(got.level == want.level);
+      for (auto [g, w] : {std::pair{&got.exact, &want.exact}, std::pair{&got.user, &want.user}}) {
+        RC_ASSERT(g->count >= w->count);
+        if (w->count == 0) continue;
+        for (int k = 0; k < 3; ++k) RC_ASSERT(g->expert[k] == w->expert[k]);
+        RC_ASSERT(g->mad == w->mad);
+        RC_ASSERT(g->censored_recent == w->censored_recent);
+        RC_ASSERT(g->last_end_time == w->last_end_time);
+      }
+    }
+  }
+  RC_ASSERT(swept_at == std::numeric_limits<int64_t>::min() || forgotten == 0 || !exact);
 }
 
 // (4): each completion added one to three times, in any order: the same answers as once, and

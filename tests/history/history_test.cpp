@@ -92,28 +92,65 @@ TEST(HistoryStore, StrictEndTimeVisibility) {
   EXPECT_DOUBLE_EQ(v.exact.last_end_time, 0.1);     // epoch seconds
 }
 
-// peakcastd --history-days while it runs: a key with no completion since t goes whole; a key
-// with one keeps everything it had (its experts are those of a store never swept).
-TEST(HistoryStore, ForgetsTheKeysIdleBeforeATime) {
+// peakcastd --history-days while it runs: the runs that ended before t go, and a key left with
+// none goes too; what is kept answers as a store that only ever had the runs since t.
+TEST(HistoryStore, ForgetsTheRunsThatEndedBeforeATime) {
   const Job jobs[] = {make_job("1", "old_user", "a", 0, 10 * kHour, 0.2),
-                      make_job("2", "u", "a", 0, 30 * kHour, 0.4), make_job("3", "u", "b", 0, 5 * kHour, 0.6)};
-  HistoryStore store, never_swept;
+                      make_job("2", "u", "a", 0, 30 * kHour, 0.4), make_job("3", "u", "b", 0, 5 * kHour, 0.6),
+                      make_job("4", "u", "a", 0, 25 * kHour, 0.8)};
+  HistoryStore store, recent_only;
   for (const Job& j : jobs) {
     store.add_completion(j);
-    never_swept.add_completion(j);
+    if (j.end_ms >= 20 * kHour) recent_only.add_completion(j);
   }
   EXPECT_EQ(store.key_count(), 4u);
-  EXPECT_EQ(store.forget_keys_idle_before(20 * kHour), 2u);  // script b, user old_user
+  const HistoryStore::Forgotten f = store.forget_before(20 * kHour);
+  EXPECT_EQ(f.keys, 2u);    // script b, user old_user
+  EXPECT_EQ(f.labels, 4u);  // job 1 under a and old_user, job 3 under b and u
   EXPECT_EQ(store.key_count(), 2u);
   const int64_t t = 40 * kHour;
   const HistoryView a = store.query("a", "u", t, Resource::kMem);
-  const HistoryView a_all = never_swept.query("a", "u", t, Resource::kMem);
-  EXPECT_EQ(a.exact.count, 2);  // old_user's run of script a stays: the script ran since
-  EXPECT_EQ(a.exact.expert, a_all.exact.expert);
-  EXPECT_EQ(a.user.count, 2);   // user u: both runs (script b's too), u ran since
+  const HistoryView a_recent = recent_only.query("a", "u", t, Resource::kMem);
+  EXPECT_EQ(a.exact.count, 2);  // jobs 4 and 2: old_user's run of script a is gone
+  EXPECT_EQ(a.exact.expert, a_recent.exact.expert);
+  EXPECT_DOUBLE_EQ(ex(a.exact, Expert::kMedian5), 0.6);  // {0.8, 0.4}, without job 1's 0.2
+  EXPECT_EQ(a.exact.recent_err, a_recent.exact.recent_err);
+  EXPECT_EQ(a.exact.err_n, a_recent.exact.err_n);
+  EXPECT_EQ(a.user.count, 2);   // user u: script b's run is gone
   EXPECT_EQ(store.query("b", "old_user", t, Resource::kMem).level, Level::kNone);
-  EXPECT_EQ(store.size(), 3u);  // completions added, not lowered
-  EXPECT_EQ(store.forget_keys_idle_before(20 * kHour), 0u);
+  EXPECT_EQ(store.size(), 4u);  // completions added, not lowered
+  const HistoryStore::Forgotten again = store.forget_before(20 * kHour);
+  EXPECT_EQ(again.keys + again.labels, 0u);
+}
+
+// Under a watermark old labels are folded into batches; a batch goes once all of it ended
+// before the horizon, and then the series is that of a store of the recent runs alone.
+TEST(HistoryStore, ForgetsFoldedLabelsByTheBatch) {
+  HistoryStore store, recent_only;
+  for (int i = 0; i < 100; ++i) {  // one run an hour, all visible at the watermark
+    const Job j = make_job(std::to_string(i), "u", "s", i * kHour, i * kHour + kHour / 2, 0.01 * i);
+    store.add_completion(j);
+    store.advance_watermark((i + 1) * kHour);
+    if (j.end_ms >= 90 * kHour) recent_only.add_completion(j);
+  }
+  ASSERT_LT(store.retained_entries(), 2u * 100u);  // folded: fewer held than added (two keys)
+  const int64_t t = 200 * kHour;
+  // Up to hour 90 every folded label is older than the horizon and the kept entries are not.
+  HistoryStore::Forgotten f = store.forget_before(90 * kHour);
+  EXPECT_EQ(f.keys, 0u);
+  EXPECT_EQ(f.labels, 2u * 90u);
+  for (Level l : {Level::kExactScript, Level::kUser}) {
+    const HistoryView got = store.query("s", "u", t, Resource::kMem), want = recent_only.query("s", "u", t, Resource::kMem);
+    const KeyStats& g = l == Level::kExactScript ? got.exact : got.user;
+    const KeyStats& w = l == Level::kExactScript ? want.exact : want.user;
+    EXPECT_EQ(g.count, 10);
+    EXPECT_EQ(g.expert, w.expert);  // the decay mean too: recomputed from the kept runs alone
+    EXPECT_EQ(g.recent_err, w.recent_err);
+  }
+  f = store.forget_before(1000 * kHour);
+  EXPECT_EQ(f.keys, 2u);
+  EXPECT_EQ(f.labels, 2u * 10u);
+  EXPECT_EQ(store.key_count(), 0u);
 }
 
 // Without the id set (the caller sends each job once) a job sent twice counts twice.

@@ -368,7 +368,7 @@ TEST(Service, RebuildLearnsOnlyTheLastDaysWhenAsked) {
 
 // --history-days while the daemon runs: a script and a user with no completion in that many days
 // are forgotten at the next sweep, and the daemon then answers as one restarted would.
-TEST(Service, ForgetsScriptsAndUsersIdleLongerThanTheHistoryDays) {
+TEST(Service, ForgetsRunsOlderThanTheHistoryDaysAsARestartWould) {
   TempDir dir;
   auto now = std::make_shared<int64_t>(kNow);
   const auto open = [&] {
@@ -379,25 +379,29 @@ TEST(Service, ForgetsScriptsAndUsersIdleLongerThanTheHistoryDays) {
   };
   const std::string idle = "#!/bin/sh\nonce\n", busy = "#!/bin/sh\nagain\n";
   auto s = open();
-  const auto done = [&](const std::string& id, const std::string& user, const std::string& script) {
-    ASSERT_EQ(s->complete(completion_json(id, user, script, *now - 7200, *now - 3600, kGiB, kGiB / 4).dump()).status, 200);
+  const auto done = [&](const std::string& id, const std::string& user, const std::string& script, int64_t end) {
+    ASSERT_EQ(s->complete(completion_json(id, user, script, end - 3600, end, kGiB, kGiB / 4).dump()).status, 200);
   };
-  done("1", "alice", idle);
-  done("2", "bob", busy);
+  done("1", "alice", idle, *now - 3600);
+  done("2", "bob", busy, *now - 3600);
   EXPECT_EQ(body_of(s->healthz())["history_keys"], 4);
   *now += 11 * 86400;
-  done("3", "bob", busy);  // the sweep: alice and her script ran last 11 days ago
+  done("3", "bob", busy, *now - 3600);  // the sweep: runs 1 and 2 ended 11 days ago
   EXPECT_EQ(body_of(s->healthz())["history_keys"], 2);
-  EXPECT_EQ(s->history_size(), 3u);
-  const auto level = [&](Service& svc, const std::string& user, const std::string& script) {
-    return body_of(svc.predict(request_json(user, script, *now, kGiB).dump()))["predictions"]["mem"]["history_level"];
+  done("4", "bob", busy, *now - 12 * 86400);  // reported late, ended before the horizon
+  EXPECT_EQ(s->history_size(), 3u);           // stored, not learned
+  const auto mem = [&](Service& svc, const std::string& user, const std::string& script) {
+    return body_of(svc.predict(request_json(user, script, *now, kGiB).dump()))["predictions"]["mem"];
   };
-  EXPECT_EQ(level(*s, "alice", idle), "none");
-  EXPECT_EQ(level(*s, "bob", busy), "exact_script");
+  EXPECT_EQ(mem(*s, "alice", idle)["history_level"], "none");
+  EXPECT_EQ(mem(*s, "bob", busy)["history_level"], "exact_script");
+  EXPECT_EQ(mem(*s, "bob", busy)["history_n"], 1);  // run 2 is forgotten though bob ran since
+  EXPECT_EQ(body_of(s->history({{"user", "bob"}}))["jobs"].size(), 3u);  // all three on record
   s.reset();
-  auto restarted = open();  // learns the completions of the last 10 days: the same keys
+  auto restarted = open();  // learns the completions of the last 10 days: the same history
   EXPECT_EQ(body_of(restarted->healthz())["history_keys"], 2);
-  EXPECT_EQ(level(*restarted, "alice", idle), "none");
+  EXPECT_EQ(mem(*restarted, "alice", idle)["history_level"], "none");
+  EXPECT_EQ(mem(*restarted, "bob", busy)["history_n"], 1);
 }
 
 TEST(Service, HistoryEndpointListsJobsAndRejectsBadQueries) {

@@ -205,13 +205,22 @@ class HistoryStore {
   HistoryView query(const std::string& script_key, const std::string& user, int64_t t,
                     Resource r) const;
 
-  // Forgets every key (script or user) whose most recent completion ended before t, as a store
-  // filled only with the completions that ended at or after t would not have it (peakcastd
-  // --history-days while it runs). A key with a completion since keeps all its history. Returns
-  // the keys forgotten. O(key_count).
-  size_t forget_keys_idle_before(int64_t t);
+  // Forgets the completions that ended before t, as a store filled only with the completions
+  // that ended at or after t would not have them (peakcastd --history-days while it runs): every
+  // series drops its labels that ended before t, and a key left with none goes. What the kept
+  // labels answer is then that store's, but for labels folded under a watermark (see the top of
+  // this file), forgotten by the batch they were folded in once all of the batch is older than t:
+  // a key's count may exceed that store's by the labels of one batch (about kWindow on a steady
+  // stream, where a fold takes the labels past the kWindow newest visible ones), and its decay
+  // mean keeps those older labels' weight, at most 2^-(age / half-life) each. O(key_count) plus
+  // the labels forgotten.
+  struct Forgotten {
+    size_t keys = 0;    // scripts and users with nothing left
+    size_t labels = 0;  // labels over every key and resource (a job counts under each key)
+  };
+  Forgotten forget_before(int64_t t);
 
-  size_t size() const;            // completions added (not lowered by forget_keys_idle_before)
+  size_t size() const;            // completions added (not lowered by forget_before)
   size_t key_count() const;       // distinct keys (script + user)
   size_t memory_bytes() const;    // approximate heap use (walks the keys: O(key_count))
   size_t retained_entries() const;  // labels held individually, all series (O(key_count))

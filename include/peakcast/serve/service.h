@@ -41,9 +41,10 @@ struct ServiceOptions {
   // At start, the history holds the completions that ended in the last history_days days (0:
   // every stored one; the store keeps them all either way). Bounds start time and memory on a
   // large site: 1,000,000 completions took 5-6 s and 400 MiB to load (peakcastd --history-days).
-  // While the daemon runs, every history_sweep_s a completion brings, the scripts and users
-  // with no completion in that many days are forgotten (HistoryStore::forget_keys_idle_before),
-  // so memory stays bounded by the recent workload, as after a restart.
+  // While the daemon runs, every history_sweep_s a completion brings, the runs that ended more
+  // than that many days ago are forgotten (HistoryStore::forget_before), and a completion that
+  // ended before then is stored but not learned: the history answers as a restarted daemon's
+  // would, and memory stays bounded by the recent workload.
   int64_t history_days = 0;
   int64_t history_sweep_s = 3600;
   std::function<int64_t()> clock;            // epoch seconds; default: the system clock
@@ -102,9 +103,11 @@ class Service {
   // The served model's prediction for `job` at its submission, into the online bound. Needs the
   // history lock (shared) held; skipped for a job submitted before the watermark.
   void observe_bound(const cascade::Predictor& model, const Job& job);
-  // history_days > 0: at most every history_sweep_s, forgets the keys idle that long (history_mu_
-  // held exclusively).
-  void forget_idle_keys();
+  // history_days > 0: at most every history_sweep_s, forgets the runs that ended that long ago
+  // (history_mu_ held exclusively).
+  void forget_old_history();
+  // The end time before which a run is not in the history: now - history_days, or INT64_MIN.
+  int64_t history_horizon_ms() const;
   // The largest limit among the script's most recent runs while they ended OUT_OF_MEMORY, and
   // whether one of them ran at a limit the hook had lowered (sizing::trailing_oom_lowered).
   struct TrailingOom {
@@ -123,7 +126,7 @@ class Service {
   mutable std::shared_mutex history_mu_;
   // Each completion comes once (the store's job_id key): no id set, which grew with every one.
   history::HistoryStore history_{/*track_ids=*/false};
-  int64_t last_sweep_s_ = 0;  // forget_idle_keys(); history_mu_
+  int64_t last_sweep_s_ = 0;  // forget_old_history(); history_mu_
 
   std::mutex complete_mu_;        // one completion at a time: store then history, in order
   mutable std::mutex storage_mu_;
