@@ -167,7 +167,9 @@ std::string Metrics::render(const Gauges& g) const {
        "Resource predictions that ran the code model.", encoder},
       {"peakcast_cache_hits_total", "counter",
        "Resource predictions served from the exact cache.", cache},
-      {"peakcast_history_jobs", "gauge", "Completions held in the in-memory history.",
+      {"peakcast_history_jobs", "gauge",
+       "Completions learned into the in-memory history since start, those loaded at start "
+       "included (runs forgotten under --history-days are not subtracted).",
        g.history_jobs},
       {"peakcast_history_keys", "gauge", "Distinct script and user keys in the history.",
        g.history_keys},
