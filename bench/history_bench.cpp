@@ -7,6 +7,7 @@
 // for both resources (what the evaluation asks). The naive side rescans every completed job per
 // query, so it runs on a prefix of the trace; compare the per-query times (ns_per_query).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -113,7 +114,8 @@ void BM_LiveDaemonHistory(benchmark::State& state) {
   std::vector<const Job*> by_end = prefix(kTraceJobs);
   std::stable_sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
   constexpr int64_t kDayMs = 86'400'000;
-  size_t bytes = 0, keys = 0;
+  size_t bytes = 0, keys = 0, sweeps = 0;
+  double sweep_s = 0.0, longest_sweep_s = 0.0;
   for (auto _ : state) {
     HistoryStore store(/*track_ids=*/days == 0);
     int64_t next_sweep = by_end.front()->end_ms + kDayMs;
@@ -121,12 +123,22 @@ void BM_LiveDaemonHistory(benchmark::State& state) {
       store.add_completion(*j);
       store.advance_watermark(j->end_ms - 7 * kDayMs);
       if (days > 0 && j->end_ms >= next_sweep) {
+        const auto t0 = std::chrono::steady_clock::now();
         store.forget_before(j->end_ms - days * kDayMs);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sweep_s += s;
+        longest_sweep_s = std::max(longest_sweep_s, s);
+        ++sweeps;
         next_sweep = j->end_ms + kDayMs;
       }
     }
     bytes = store.memory_bytes();
     keys = store.key_count();
+  }
+  // What a sweep holds the daemon's history lock for (one a day here, one an hour in peakcastd).
+  if (sweeps > 0) {
+    state.counters["sweep_ms_mean"] = 1e3 * sweep_s / static_cast<double>(sweeps);
+    state.counters["sweep_ms_max"] = 1e3 * longest_sweep_s;
   }
   state.counters["jobs_per_s"] =
       benchmark::Counter(static_cast<double>(by_end.size()), benchmark::Counter::kIsIterationInvariantRate);

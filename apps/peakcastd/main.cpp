@@ -71,6 +71,7 @@ struct DaemonArgs {
   double sync_interval = 0;
   int64_t late_tolerance_s = 7 * 24 * 3600;
   int64_t history_days = 0;
+  size_t sizing_memory_mib = sizing::WorkloadSizerOptions{}.max_bytes >> 20;
   serve::SyncOptions sync;
   uint64_t gpu_mem_bytes = 0;
   serve::HttpLimits http_limits;
@@ -96,9 +97,14 @@ void add_sizing_options(CLI::App& app, DaemonArgs& a) {
   app.add_option("--sizing-workloads", a.sizing.workloads.max_workloads,
                  "Workloads (scripts) kept with their own sizing policy, the one `peakcast simulate` "
                  "replays as peakcast: once 10 of a script's runs have completed it sets the "
-                 "recommendation; the least recently used go first (each holds up to about 2 MiB); "
-                 "0 = every recommendation from the online bound")
+                 "recommendation; the least recently used go first; 0 = every recommendation from "
+                 "the online bound")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{100000}));
+  app.add_option("--sizing-memory", a.sizing_memory_mib,
+                 "MiB the workloads' sizing policies may hold: past it the least recently used go "
+                 "first (a policy holds about 30 KiB at 10-30 runs, 60 KiB at 100, 600 KiB at "
+                 "1,999); 0 = no budget, only --sizing-workloads")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{1} << 20));
   app.add_option("--sizing-history", a.sizing.workloads.max_history,
                  "Completed runs a workload's policy learns from: at twice this many it is rebuilt "
                  "from the most recent ones")
@@ -287,6 +293,7 @@ int run(int argc, char** argv) {
 
   serve::ServiceOptions opts;
   opts.sizing = a.sizing;
+  opts.sizing.workloads.max_bytes = a.sizing_memory_mib << 20;
   opts.limits.max_script_bytes = a.max_script_bytes;
   opts.late_tolerance_s = a.late_tolerance_s;
   opts.history_days = a.history_days;

@@ -211,6 +211,9 @@ std::string Metrics::render(const Gauges& g) const {
       {"peakcast_sizing_workloads", "gauge",
        "Scripts kept with a sizing policy of their own (at most --sizing-workloads).",
        g.sizing_workloads},
+      {"peakcast_sizing_memory_bytes", "gauge",
+       "Approximate memory the scripts' sizing policies hold (at most --sizing-memory).",
+       g.sizing_memory_bytes},
   };
   for (const Scalar& s : scalars) {
     family(out, s.name, s.type, s.help);

@@ -390,6 +390,7 @@ SizingState::Learned SizingState::learned() const {
   std::lock_guard lock(mu_);
   Learned out = learned_;
   out.workloads = workloads_.workloads();
+  out.workloads_bytes = workloads_.memory_bytes();
   return out;
 }
 
@@ -404,6 +405,8 @@ nlohmann::json SizingState::to_json() const {
                               // the workloads sized by their own policy
                               {"workloads", {{"kept", workloads_.workloads()},
                                              {"max", options_.workloads.max_workloads},
+                                             {"memory_bytes", workloads_.memory_bytes()},
+                                             {"max_memory_bytes", options_.workloads.max_bytes},
                                              {"max_history", options_.workloads.max_history},
                                              {"failure_price_gbh", workloads_.site_price() / 1e9 / 3.6e6}}}};
   // What lowering --mem to the recommendations saves (Learned's advice tallies).

@@ -132,10 +132,28 @@ struct Regression {
 struct Candidate {
   Kind kind;
   Point point;
-  std::optional<OnlineBound> bound;  // kBound only (4 KB each even empty: the others hold none)
   CandidateRecord record{}; // prequential simulated waste (byte x ms) and failed attempts
   double margin = 0.0;      // kLargestMargin only
-  size_t level = 0;         // kJackknifeNormal only: record.coverage is kCoverages[level]
+  size_t level = 0;         // kBound, kJackknifeNormal: its coverage is kCoverages[level]
+};
+
+// The ratio-scale online bounds around one point, at every coverage (the kBound candidates):
+// OnlineBound's adaptive conformal rule (Scale::kRatio, one level, a window of kBoundWindow
+// scores), with the window of ratios peak / point kept once, since each coverage learns the
+// same scores; only alpha_t differs. What nine OnlineBounds gave, to the bit, in a ninth of
+// their memory (docs/sizing.md).
+struct RatioBounds {
+  std::deque<double> window;   // in the order learned (the oldest leaves first)
+  std::vector<double> sorted;  // the same, ascending: what the quantiles read
+  std::array<double, kCoverages.size()> alpha_t{};
+
+  void learn(double ratio) {
+    window.push_back(ratio);
+    sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), ratio), ratio);
+    if (window.size() <= kBoundWindow) return;
+    sorted.erase(std::lower_bound(sorted.begin(), sorted.end(), window.front()));
+    window.pop_front();
+  }
 };
 
 // The points read from a task's nearest log inputs, in Neighbourhood's order.
@@ -151,12 +169,22 @@ struct Neighbourhood {
   bool known = false;
 };
 
-OnlineBound ratio_bound(double coverage) {
-  OnlineBoundOptions bo;
-  bo.coverage = coverage;
-  bo.scale = Scale::kRatio;
-  bo.window = kBoundWindow;
-  return OnlineBound(bo);
+// What a container holds on the heap (allocator headers aside): a vector its capacity; a deque
+// (libstdc++) its 512-byte nodes and their map, one node even when empty.
+template <typename T>
+size_t vector_bytes(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+template <typename T>
+size_t deque_bytes(const std::deque<T>& d) {
+  constexpr size_t kNode = 512, per_node = std::max<size_t>(kNode / sizeof(T), 1);
+  const size_t nodes = d.size() / per_node + 1;
+  return nodes * kNode + std::max<size_t>(8, nodes + 2) * sizeof(void*);
+}
+
+// The index of coverage c in kCoverages.
+size_t coverage_level(double c) {
+  return static_cast<size_t>(std::find(kCoverages.begin(), kCoverages.end(), c) - kCoverages.begin());
 }
 
 // A candidate in words, for the answer's rationale.
@@ -174,7 +202,7 @@ std::string describe(const Candidate& c) {
     return s;
   };
   switch (c.kind) {
-    case Kind::kBound: return point + " x its online " + pct(c.bound->options().coverage) + " % bound, at most the largest peak";
+    case Kind::kBound: return point + " x its online " + pct(kCoverages[c.level]) + " % bound, at most the largest peak";
     case Kind::kMaxRatioCapped: return point + " x the largest ratio of a peak to it, at most the largest peak";
     case Kind::kMaxRatio: return point + " x the largest ratio of a peak to it";
     case Kind::kJackknife: return point + " x its jackknife " + pct(c.record.coverage) + " % bound";
@@ -191,31 +219,36 @@ class PeakcastPolicy final : public SizingPolicy {
  public:
   PeakcastPolicy(const PolicyOptions& o, bool choose)
       : rule_(o.recommend), price_(o.failure_price), keep_neighbourhoods_(o.keep_neighbourhoods) {
+    for (RatioBounds& b : ratio_bounds_) {
+      for (size_t i = 0; i < kCoverages.size(); ++i) b.alpha_t[i] = 1.0 - kCoverages[i];
+    }
     if (!choose) {  // peakcast_fixed90: the median expert's 0.90 bound
-      candidates_.push_back({Kind::kBound, kMedianAll, ratio_bound(0.9)});
+      candidates_.push_back({Kind::kBound, kMedianAll, {}, 0.0, coverage_level(0.9)});
+      bounded_[kMedianAll] = true;
       return;
     }
     for (int p = 0; p < kNumPoints; ++p) {
       const auto pt = static_cast<Point>(p);
-      for (double c : kCoverages) {
-        candidates_.push_back({Kind::kBound, pt, ratio_bound(c), {.coverage = c}});
+      for (size_t i = 0; i < kCoverages.size(); ++i) {
+        candidates_.push_back({Kind::kBound, pt, {.coverage = kCoverages[i]}, 0.0, i});
       }
-      candidates_.push_back({Kind::kMaxRatioCapped, pt, std::nullopt});
-      candidates_.push_back({Kind::kMaxRatio, pt, std::nullopt});
+      bounded_[p] = true;
+      candidates_.push_back({Kind::kMaxRatioCapped, pt});
+      candidates_.push_back({Kind::kMaxRatio, pt});
     }
     for (Point pt : {kLinear, kLogLinear, kNeighbours, kNeighboursWide, kNeighboursUpper, kNeighboursLargest}) {
       for (Kind k : {Kind::kJackknife, Kind::kJackknifeNormal}) {
         for (size_t i = 0; i < kCoverages.size(); ++i) {
-          candidates_.push_back({k, pt, std::nullopt, {.coverage = kCoverages[i]}, 0.0, i});
+          candidates_.push_back({k, pt, {.coverage = kCoverages[i]}, 0.0, i});
         }
       }
     }
-    candidates_.push_back({Kind::kLargest, kMedianAll, std::nullopt});
+    candidates_.push_back({Kind::kLargest, kMedianAll});
     for (double m : kLargestMargins) {
-      candidates_.push_back({Kind::kLargestMargin, kMedianAll, std::nullopt, {}, m});
+      candidates_.push_back({Kind::kLargestMargin, kMedianAll, {}, m});
     }
     for (Kind k : {Kind::kTwiceLargest, Kind::kAsRequested}) {
-      candidates_.push_back({k, kMedianAll, std::nullopt});
+      candidates_.push_back({k, kMedianAll});
     }
   }
 
@@ -237,6 +270,16 @@ class PeakcastPolicy final : public SizingPolicy {
   }
 
   Explanation explain() const override { return explained_; }
+
+  size_t memory_bytes() const override {
+    size_t n = sizeof(*this) + vector_bytes(candidates_) + vector_bytes(points_) + vector_bytes(issued_) +
+               vector_bytes(ys_) + vector_bytes(sorted_y_) + vector_bytes(sorted_t_) + deque_bytes(recent_) +
+               vector_bytes(xs_) + vector_bytes(logx_) + vector_bytes(by_input_) +
+               vector_bytes(neighbourhoods_) + vector_bytes(near_);
+    for (const auto& j : jackknife_) n += vector_bytes(j);
+    for (const RatioBounds& b : ratio_bounds_) n += deque_bytes(b.window) + vector_bytes(b.sorted);
+    return n + explained_.rule.capacity() + explained_.basis.capacity();
+  }
   void set_failure_price(double byte_ms) override { price_ = byte_ms; }
 
   double retry(const TaskInfo& t, double failed, int attempt) override {
@@ -285,13 +328,29 @@ class PeakcastPolicy final : public SizingPolicy {
     for (size_t k = 0; k < candidates_.size(); ++k) {
       Candidate& c = candidates_[k];
       c.record.waste += cost(issued_[k], y, t.runtime_ms, t.info.request_bytes, c.record.failures);
-      if (c.kind == Kind::kBound) {
-        c.bound->observe_issued(history::Level::kExactScript, points_[k], y, false, issued_[k]);
-      }
+      if (c.kind == Kind::kBound) adapt(c, points_[k], y, issued_[k]);
+    }
+    // Then each bounded point's window learns the ratio, once for its nine coverages.
+    for (int p = 0; p < kNumPoints; ++p) {
+      if (bounded_[p] && learns(raw_[p], y)) ratio_bounds_[p].learn(y / std::max(raw_[p], 1e-12));
     }
     for (int p = 0; p < kNumPoints; ++p) {
       if (raw_[p] > 0) max_ratio_[p] = std::max(max_ratio_[p], y / raw_[p]);
     }
+  }
+  // OnlineBound::observe_issued's rule for a ratio-scale bound, without a censored label (a
+  // task's peak is known here): only a finite positive point and a finite peak teach anything.
+  static bool learns(double pt, double y) { return std::isfinite(pt) && std::isfinite(y) && pt > 0.0; }
+  // ACI's step for candidate c, judged by the allocation it issued (a level with no score yet
+  // does not adapt; the window learns after, in score_candidates).
+  void adapt(const Candidate& c, double pt, double y, double issued) {
+    RatioBounds& b = ratio_bounds_[c.point];
+    if (!learns(pt, y) || b.window.empty()) return;
+    static const OnlineBoundOptions kAci;  // OnlineBound's step and floor
+    const double err = bound_covers(y, issued, false) ? 0.0 : 1.0;
+    const double alpha = 1.0 - kCoverages[c.level];
+    double& a = b.alpha_t[c.level];
+    a = std::clamp(a + kAci.gamma * (alpha - err), kAci.alpha_floor, 1.0);
   }
   // A mean completed task's memory x time: what one failed attempt costs, about.
   double mean_task() const { return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size()); }
@@ -412,8 +471,11 @@ class PeakcastPolicy final : public SizingPolicy {
   double allocation(const Candidate& c, double pt, double request) const {
     const double ratio = max_ratio_[c.point] > 0 ? pt * max_ratio_[c.point] : max_y_;
     switch (c.kind) {
-      case Kind::kBound:  // never above the largest peak the type has shown
-        return std::min(c.bound->upper(history::Level::kExactScript, pt), max_y_);
+      case Kind::kBound: {  // never above the largest peak the type has shown
+        const RatioBounds& b = ratio_bounds_[c.point];
+        const std::optional<double> q = sorted_conformal_quantile(b.sorted, std::min(b.alpha_t[c.level], 1.0));
+        return std::min(q ? std::max(pt, 0.0) * *q : pt, max_y_);
+      }
       case Kind::kMaxRatioCapped: return std::min(ratio, max_y_);
       case Kind::kMaxRatio: return ratio;
       case Kind::kJackknife: {
@@ -550,6 +612,8 @@ class PeakcastPolicy final : public SizingPolicy {
   double price_ = 0.0;
   bool keep_neighbourhoods_ = true;
   std::vector<Candidate> candidates_;
+  std::array<RatioBounds, kNumPoints> ratio_bounds_;  // read by the kBound candidates
+  std::array<bool, kNumPoints> bounded_{};           // the points some kBound candidate reads
   std::vector<double> points_, issued_;
   std::array<double, kNumPoints> raw_{}, max_ratio_{};
   bool pending_ = false;  // issued_ holds the answers for a task of pending_input_, pending_request_

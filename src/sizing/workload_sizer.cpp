@@ -25,13 +25,28 @@ WorkloadSizer::Workload& WorkloadSizer::touch(const std::string& name) {
     lru_.splice(lru_.begin(), lru_, it->second);
     return lru_.front();
   }
-  if (lru_.size() >= options_.max_workloads) {
-    by_name_.erase(lru_.back().name);
-    lru_.pop_back();
-  }
+  if (lru_.size() >= options_.max_workloads) evict_last();
   lru_.push_front({name, make_peakcast(options_.policy, true), nullptr, 0});
   by_name_.emplace(name, lru_.begin());
+  account(lru_.front());
   return lru_.front();
+}
+
+void WorkloadSizer::evict_last() {
+  bytes_ -= lru_.back().bytes;
+  by_name_.erase(lru_.back().name);
+  lru_.pop_back();
+}
+
+void WorkloadSizer::account(Workload& w) {
+  const size_t now = sizeof(Workload) + 2 * w.name.capacity() + w.policy->memory_bytes() +
+                     (w.next ? w.next->memory_bytes() : 0);
+  bytes_ = bytes_ - w.bytes + now;
+  w.bytes = now;
+  // The workload just used is at the front: it stays, even alone over the budget.
+  while (options_.max_bytes > 0 && bytes_ > options_.max_bytes && lru_.size() > 1 && &lru_.back() != &w) {
+    evict_last();
+  }
 }
 
 std::optional<WorkloadSizer::Answer> WorkloadSizer::first(const TaskInfo& task) {
@@ -62,13 +77,16 @@ void WorkloadSizer::observe(const SimTask& task) {
   // most recent max_history and takes over: the answers of a policy rebuilt from them, without
   // stopping to replay them, and memory and answer time bounded on a workload that runs for years.
   const size_t h = options_.max_history;
-  if (w.runs <= h) return;
-  if (!w.next) w.next = make_peakcast(options_.policy, true);
-  w.next->set_failure_price(price);
-  w.next->observe(task);
-  if (w.runs < 2 * h) return;
-  w.policy = std::move(w.next);
-  w.runs = h;
+  if (w.runs > h) {
+    if (!w.next) w.next = make_peakcast(options_.policy, true);
+    w.next->set_failure_price(price);
+    w.next->observe(task);
+    if (w.runs >= 2 * h) {
+      w.policy = std::move(w.next);
+      w.runs = h;
+    }
+  }
+  account(w);
 }
 
 }  // namespace peakcast::sizing

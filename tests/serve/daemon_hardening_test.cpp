@@ -59,7 +59,7 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
   if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   {
     Daemon d;
-    ASSERT_TRUE(d.start({"--sizing-workloads", "3", "--sizing-history", "50"})) << d.log_text();
+    ASSERT_TRUE(d.start({"--sizing-workloads", "3", "--sizing-history", "50", "--sizing-memory", "7"})) << d.log_text();
     httplib::Client c(d.sock);
     c.set_address_family(AF_UNIX);
     auto r = c.Get("/healthz");
@@ -67,7 +67,9 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
     const json w = json::parse(r->body)["sizing"]["workloads"];
     EXPECT_EQ(w["max"], 3);
     EXPECT_EQ(w["max_history"], 50);
+    EXPECT_EQ(w["max_memory_bytes"], 7 << 20);
     EXPECT_EQ(w["kept"], 0);
+    EXPECT_EQ(w["memory_bytes"], 0);
   }
   Daemon bad;
   EXPECT_FALSE(bad.start({"--sizing-history", "5"}));

@@ -226,12 +226,16 @@ TEST(ServiceSizing, AScriptWithTenRunsIsSizedByItsOwnPolicy) {
   }
   const json h = json::parse(s->healthz().body)["sizing"]["workloads"];
   EXPECT_EQ(h["kept"], 1);
+  EXPECT_GT(h["memory_bytes"].get<uint64_t>(), 0u);
+  EXPECT_LE(h["memory_bytes"].get<uint64_t>(), h["max_memory_bytes"].get<uint64_t>());
   EXPECT_GT(h["failure_price_gbh"].get<double>(), 0.0);
   EXPECT_GT(by_bound, 0);  // the bound answered before the script's policy had 10 runs
   const std::string m = s->metrics_text().body;
   EXPECT_NE(m.find("\npeakcast_recommendations_by_workload_total 3\n"), std::string::npos) << m;
   EXPECT_NE(m.find("\npeakcast_recommendations_by_bound_total " + std::to_string(by_bound) + "\n"), std::string::npos);
   EXPECT_NE(m.find("\npeakcast_sizing_workloads 1\n"), std::string::npos);
+  EXPECT_NE(m.find("\npeakcast_sizing_memory_bytes " + std::to_string(h["memory_bytes"].get<uint64_t>()) + "\n"),
+            std::string::npos);
 }
 
 TEST(ServiceSizing, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {

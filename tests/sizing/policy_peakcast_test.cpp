@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "peakcast/sizing/online_bound.h"
+#include "peakcast/sizing/recommend.h"
 #include "peakcast/sizing/simulate.h"
 
 namespace peakcast::sizing {
@@ -291,6 +293,44 @@ TEST(PeakcastChoice, Deterministic) {
   const Tally ta = replay(*a, tasks), tb = replay(*b, tasks);
   EXPECT_EQ(ta.waste_gbh, tb.waste_gbh);
   EXPECT_EQ(ta.failures, tb.failures);
+}
+
+// The ratio bounds of a point share one window (policy_peakcast.cpp, RatioBounds): what an
+// OnlineBound of its own gives, to the bit. peakcast_fixed90 is the median peak times its 0.9
+// bound, no choice; replayed beside an OnlineBound fed the same, past the window's 500 ratios,
+// with peaks on a coarse grid so that equal ratios enter and leave the window.
+TEST(PeakcastChoice, ARatioBoundIsTheOnlineBoundOfItsPoint) {
+  auto made = make_policy("peakcast_fixed90");
+  ASSERT_TRUE(made.ok());
+  SizingPolicy& fixed = **made;
+  OnlineBoundOptions bo;
+  bo.coverage = 0.9;
+  bo.scale = Scale::kRatio;
+  bo.window = 500;
+  OnlineBound reference(bo);
+  const RecommendRule rule(PolicyOptions::simulate_recommend_config());
+  std::mt19937 g(7);
+  std::uniform_int_distribution<int> tenths(5, 40);
+  std::vector<double> peaks;
+  for (int i = 0; i < 800; ++i) {
+    SimTask t = task(tenths(g) * 0.1 * kGiB * (i < 400 ? 1.0 : 1.5), 60e3);  // a shift halfway
+    const double answer = fixed.first(t.info);
+    if (!peaks.empty()) {
+      std::vector<double> sorted = peaks;
+      std::sort(sorted.begin(), sorted.end());
+      const size_t m = sorted.size() / 2;
+      const double median = sorted.size() % 2 ? sorted[m] : 0.5 * (sorted[m] + sorted[m - 1]);
+      const double issued = std::min(reference.upper(history::Level::kExactScript, median), sorted.back());
+      RecommendInput in;
+      in.upper_bytes = issued;
+      ASSERT_EQ(answer, static_cast<double>(rule(in).bytes)) << i;
+      reference.observe_issued(history::Level::kExactScript, median, t.peak_bytes, false, issued);
+    }
+    fixed.observe(t);
+    peaks.push_back(t.peak_bytes);
+  }
+  EXPECT_EQ(reference.scores(history::Level::kExactScript), 500u);
+  EXPECT_NE(reference.alpha_t(history::Level::kExactScript), 0.1);  // it adapted
 }
 
 // In event time (chrono, and peakcastd) later submissions of a type are answered before an

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <malloc.h>
 #include <map>
 #include <random>
 #include <string>
@@ -140,6 +141,65 @@ TEST(WorkloadSizer, TheLeastRecentlyUsedWorkloadGoesFirst) {
   TaskInfo b = a;
   b.workload = "b";
   EXPECT_FALSE(sizer.first(b));
+}
+
+// The memory budget: past it the least recently used workloads go, whatever their count; the
+// one just used stays.
+TEST(WorkloadSizer, PastTheMemoryBudgetTheLeastRecentlyUsedGo) {
+  WorkloadSizerOptions o = fixed_price(0.5);
+  WorkloadSizer probe(o);
+  for (int i = 0; i < 12; ++i) probe.observe(run("a", 2.0, 1.0 + i, 8.0, 10.0, i));
+  const size_t one = probe.memory_bytes();  // a workload of 12 runs
+  ASSERT_GT(one, 0u);
+  o.max_bytes = 3 * one + one / 2;  // room for three such workloads
+  WorkloadSizer sizer(o);
+  for (const char* w : {"a", "b", "c"}) {
+    for (int i = 0; i < 12; ++i) sizer.observe(run(w, 2.0, 1.0 + i, 8.0, 10.0, i));
+  }
+  EXPECT_EQ(sizer.workloads(), 3u);
+  TaskInfo a;
+  a.workload = "a";
+  a.request_bytes = 8.0 * kGiB;
+  ASSERT_TRUE(sizer.first(a));  // "a" is now the most recently used: "b" is the least
+  for (int i = 0; i < 12; ++i) sizer.observe(run("d", 2.0, 1.0 + i, 8.0, 10.0, i));
+  EXPECT_EQ(sizer.workloads(), 3u);
+  EXPECT_LE(sizer.memory_bytes(), o.max_bytes);
+  EXPECT_EQ(sizer.runs("b"), 0u);  // forgotten
+  EXPECT_EQ(sizer.runs("a"), 12u);
+  EXPECT_EQ(sizer.runs("c"), 12u);
+  EXPECT_EQ(sizer.runs("d"), 12u);
+  // A budget smaller than one workload keeps the one in use, alone.
+  o.max_bytes = one / 2;
+  WorkloadSizer tight(o);
+  for (const char* w : {"a", "b"}) {
+    for (int i = 0; i < 12; ++i) tight.observe(run(w, 2.0, 1.0 + i, 8.0, 10.0, i));
+  }
+  EXPECT_EQ(tight.workloads(), 1u);
+  EXPECT_EQ(tight.runs("b"), 12u);
+}
+
+// What the budget counts is what the workloads hold: the policies' estimate against the heap
+// glibc reports allocated (its chunk headers and rounding included) for 40 workloads of 10, 100
+// and 1,000 runs.
+TEST(WorkloadSizer, ItsMemoryEstimateIsTheHeapItHolds) {
+  for (int runs : {10, 100, 1000}) {
+    const int workloads = runs == 1000 ? 4 : 40;
+    std::vector<SimTask> tasks;
+    std::mt19937 rng(static_cast<unsigned>(runs));
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (int w = 0; w < workloads; ++w) {
+      for (int i = 0; i < runs; ++i) {
+        tasks.push_back(run("w" + std::to_string(w), 1.0 + u(rng), 1.0 + 9.0 * u(rng), 8.0, 10.0, i));
+      }
+    }
+    const size_t before = mallinfo2().uordblks;
+    auto sizer = std::make_unique<WorkloadSizer>(fixed_price(0.5));
+    for (const SimTask& t : tasks) sizer->observe(t);
+    const auto held = static_cast<double>(mallinfo2().uordblks - before);
+    const auto estimate = static_cast<double>(sizer->memory_bytes());
+    EXPECT_GT(estimate, 0.8 * held) << runs << " runs: estimate " << estimate << ", heap " << held;
+    EXPECT_LT(estimate, 1.25 * held) << runs << " runs: estimate " << estimate << ", heap " << held;
+  }
 }
 
 // Each answer is that of a policy fed only the workload's most recent runs: all of them below

@@ -69,7 +69,7 @@ struct SizingOptions {
   sizing::RecommendConfig recommend;  // defaults unless --sizing-config
   std::string config_source = "built-in defaults";  // the file, for /healthz and logs
   size_t rebuild_jobs = 5000;         // completions replayed into the bound at start
-  // The workloads' own policies (max_workloads, max_history; policy.recommend is set from
+  // The workloads' own policies (max_workloads, max_bytes, max_history; policy.recommend is set from
   // `recommend`). max_workloads 0: none, every recommendation from the bound.
   sizing::WorkloadSizerOptions workloads;
   double util_cap = 1.0;              // labels' cap: bounds are clipped to it (the Service sets it)
@@ -147,7 +147,7 @@ class SizingState {
     uint64_t by_answer = 0, as_it_stands = 0, answers_pending = 0;
     // Memory recommendations answered by a script's own policy / by the bound, and the scripts
     // kept with a policy of their own now.
-    uint64_t recommended_by_workload = 0, recommended_by_bound = 0, workloads = 0;
+    uint64_t recommended_by_workload = 0, recommended_by_bound = 0, workloads = 0, workloads_bytes = 0;
     // Advice: completed jobs that had a memory recommendation in the answer given at their
     // submission, each run through sizing::run_at at the request it was submitted with and at
     // the recommendation -- what lowering --mem to the recommendations (the hook's

@@ -40,6 +40,9 @@ class SizingPolicy {
   // against waste (peakcast); the others ignore it. peakcastd passes the site's mean task as
   // its completions move it.
   virtual void set_failure_price(double /*byte_ms*/) {}
+  // Approximate heap and object bytes the policy holds (peakcastd's --sizing-memory budget
+  // counts them); 0 where a policy does not say.
+  virtual size_t memory_bytes() const { return 0; }
 };
 
 // peakcast answers a type's request until this many of its tasks have completed (in event time

@@ -3,8 +3,10 @@
 // sizing::script_workload_of), learning from each completed run of it and answering a
 // submission with a recommended request once kPeakcastMinHistory runs have completed.
 //
-// Bounded: at most `max_workloads` workloads (the least recently used go first, and start over
-// when they come back), each answering from at most its 2 x `max_history` - 1 most recent runs:
+// Bounded: at most `max_workloads` workloads, and at most `max_bytes` of them in memory (the
+// policies' own estimate, SizingPolicy::memory_bytes): the least recently used go first, and
+// start over when they come back. Each answers from at most its 2 x `max_history` - 1 most
+// recent runs:
 // past max_history runs a second policy learns each new run as well, and at 2 x max_history it
 // takes over, with the max_history most recent (the answers of a policy rebuilt from them, with
 // no pause to replay them). The price of a failed
@@ -29,7 +31,11 @@ struct WorkloadSizerOptions {
   // recommend: the site's settings (peakcastd's --sizing-config); failure_price 0 = the site's
   // mean run as it stands.
   PolicyOptions policy;
-  size_t max_workloads = 64;
+  // A workload's policy holds about 30 KiB at 10-30 runs, 60 KiB at 100 and 600 KiB at 1,999
+  // (sizing_bench's workload_memory): by default the memory budget binds before the count, and
+  // holds about 4,000 scripts with few runs, or 200 at the longest history.
+  size_t max_workloads = 10000;
+  size_t max_bytes = size_t{128} << 20;  // 0: no budget
   size_t max_history = 1000;
 };
 
@@ -50,6 +56,7 @@ class WorkloadSizer {
   void observe(const SimTask& task);
 
   size_t workloads() const { return by_name_.size(); }
+  size_t memory_bytes() const { return bytes_; }  // the workloads' policies, as they estimate it
   size_t runs(const std::string& workload) const;  // completed runs its policy learned from now
   double site_price() const;                        // byte x ms: what a failed attempt is priced at
   const WorkloadSizerOptions& options() const { return options_; }
@@ -60,12 +67,17 @@ class WorkloadSizer {
     std::unique_ptr<SizingPolicy> policy;  // answers; learned from the last `runs` runs
     std::unique_ptr<SizingPolicy> next;    // past max_history runs: the runs since, to take over at 2x
     size_t runs = 0;
+    size_t bytes = 0;  // what it holds, counted in bytes_
   };
   Workload& touch(const std::string& name);  // found or made, now the most recently used
+  // Recounts w's bytes, then drops the least recently used others while over max_bytes.
+  void account(Workload& w);
+  void evict_last();
 
   WorkloadSizerOptions options_;
   std::list<Workload> lru_;  // most recently used first
   std::unordered_map<std::string, std::list<Workload>::iterator> by_name_;
+  size_t bytes_ = 0;          // the workloads' bytes
   double site_usage_ = 0.0;  // sum of peak x run time over every completion learned
   double site_runs_ = 0.0;
 };
