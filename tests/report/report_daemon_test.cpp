@@ -237,6 +237,35 @@ TEST(ReportDaemon, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {
   EXPECT_GT(recommended, 300u);
 }
 
+// `peakcast report --sizing-memory`, as peakcastd's: under a budget that holds only a few of the
+// 14 scripts' policies, scripts are forgotten and start over alike in both, and the answers are
+// the same; with room for all of them more answers come from a script's own policy.
+TEST(ReportDaemon, UnderATightSizingMemoryTheReportAnswersAsTheDaemon) {
+  const Stream s = make_stream(5);
+  const auto by_workload = [&](size_t max_bytes) {
+    ReplayOptions o = daemon_options();
+    o.workloads.max_bytes = max_bytes;
+    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, o);
+    serve::SizingOptions so;
+    so.workloads.max_bytes = max_bytes;
+    serve::SizingState daemon(so);
+    size_t n = 0;
+    for (size_t i = 0; i < s.jobs.size(); ++i) {
+      cascade::JobPrediction answered = s.preds[i];
+      const serve::SizingState::Applied a = daemon.apply(s.jobs[i], trailing_oom(s.jobs, i), answered);
+      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
+      EXPECT_EQ(report[i].source, a.source) << "job " << i;
+      n += report[i].source == "workload" ? 1 : 0;
+      daemon.observe(s.jobs[i], s.preds[i]);
+    }
+    EXPECT_LE(daemon.learned().workloads_bytes, max_bytes);
+    return n;
+  };
+  const size_t tight = by_workload(size_t{64} << 10);  // a few scripts of tens of runs
+  const size_t roomy = by_workload(size_t{128} << 20);
+  EXPECT_GT(roomy, tight);
+}
+
 TEST(ReportDaemon, ANewScriptWithoutEvidenceGetsNoBoundAndNoRecommendation) {
   std::vector<Job> jobs = {make_job(0, "a", 0.3, 8 * kGiB), make_job(1, "b", 0.3, 8 * kGiB)};
   std::vector<cascade::JobPrediction> preds = {predict(jobs[0], 0.3, history::Level::kUser),
