@@ -214,25 +214,41 @@ TEST(ReportDaemon, AnswersAsTheDaemonDoesWhenBurstsCompleteLate) {
   }
 }
 
-// `peakcast report --sizing-workloads 0`, as peakcastd's: every recommendation from the bound,
-// and the same ones a daemon with no scripts' policies gives.
-TEST(ReportDaemon, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {
-  const Stream s = make_stream(4);
+// The report's replay of the stream and a daemon fed the same, both with the scripts' policies
+// bounded by `w`: each job's recommendation and its source are the same. Returns the report's
+// answers and the daemon's state at the end.
+struct Replayed {
+  std::vector<DaemonAnswer> report;
+  serve::SizingState::Learned daemon;
+};
+Replayed replay_beside_the_daemon(const Stream& s, const sizing::WorkloadSizerOptions& w) {
   ReplayOptions o = daemon_options();
-  o.workloads.max_workloads = 0;
-  const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, o);
+  o.workloads = w;
+  Replayed out{replay_daemon({}, runs(s.jobs, s.preds), s.jobs, o), {}};
   serve::SizingOptions so;
-  so.workloads.max_workloads = 0;
+  so.workloads = w;
   serve::SizingState daemon(so);
-  size_t recommended = 0;
   for (size_t i = 0; i < s.jobs.size(); ++i) {
     cascade::JobPrediction answered = s.preds[i];
     const serve::SizingState::Applied a = daemon.apply(s.jobs[i], trailing_oom(s.jobs, i), answered);
-    EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
-    EXPECT_NE(report[i].source, "workload");
-    EXPECT_EQ(report[i].source, a.source);
-    recommended += report[i].recommended_bytes ? 1 : 0;
+    EXPECT_EQ(out.report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
+    EXPECT_EQ(out.report[i].source, a.source) << "job " << i;
     daemon.observe(s.jobs[i], s.preds[i]);
+  }
+  out.daemon = daemon.learned();
+  return out;
+}
+
+// `peakcast report --sizing-workloads 0`, as peakcastd's: every recommendation from the bound,
+// and the same ones a daemon with no scripts' policies gives.
+TEST(ReportDaemon, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {
+  sizing::WorkloadSizerOptions w;
+  w.max_workloads = 0;
+  const Replayed r = replay_beside_the_daemon(make_stream(4), w);
+  size_t recommended = 0;
+  for (const DaemonAnswer& a : r.report) {
+    EXPECT_NE(a.source, "workload");
+    recommended += a.recommended_bytes ? 1 : 0;
   }
   EXPECT_GT(recommended, 300u);
 }
@@ -243,26 +259,14 @@ TEST(ReportDaemon, WithNoWorkloadsKeptEveryRecommendationIsTheBounds) {
 TEST(ReportDaemon, UnderATightSizingMemoryTheReportAnswersAsTheDaemon) {
   const Stream s = make_stream(5);
   const auto by_workload = [&](size_t max_bytes) {
-    ReplayOptions o = daemon_options();
-    o.workloads.max_bytes = max_bytes;
-    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(s.jobs, s.preds), s.jobs, o);
-    serve::SizingOptions so;
-    so.workloads.max_bytes = max_bytes;
-    serve::SizingState daemon(so);
-    size_t n = 0;
-    for (size_t i = 0; i < s.jobs.size(); ++i) {
-      cascade::JobPrediction answered = s.preds[i];
-      const serve::SizingState::Applied a = daemon.apply(s.jobs[i], trailing_oom(s.jobs, i), answered);
-      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
-      EXPECT_EQ(report[i].source, a.source) << "job " << i;
-      n += report[i].source == "workload" ? 1 : 0;
-      daemon.observe(s.jobs[i], s.preds[i]);
-    }
-    EXPECT_LE(daemon.learned().workloads_bytes, max_bytes);
-    return n;
+    sizing::WorkloadSizerOptions w;
+    w.max_bytes = max_bytes;
+    const Replayed r = replay_beside_the_daemon(s, w);
+    EXPECT_LE(r.daemon.workloads_bytes, max_bytes);
+    return std::count_if(r.report.begin(), r.report.end(), [](const DaemonAnswer& a) { return a.source == "workload"; });
   };
-  const size_t tight = by_workload(size_t{64} << 10);  // a few scripts of tens of runs
-  const size_t roomy = by_workload(size_t{128} << 20);
+  const auto tight = by_workload(size_t{64} << 10);  // a few scripts of tens of runs
+  const auto roomy = by_workload(size_t{128} << 20);
   EXPECT_GT(roomy, tight);
 }
 
