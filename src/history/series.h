@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <array>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -55,8 +54,6 @@ class Series {
   int64_t forget_before(int64_t t);
 
   size_t retained() const { return log_.size(); }
-  // End time of the most recent label (its entries are in end-time order); INT64_MIN when none.
-  int64_t newest_end() const { return log_.empty() ? std::numeric_limits<int64_t>::min() : log_.back().end; }
   int64_t count() const { return static_cast<int64_t>(log_.size()) + folded(); }
   size_t heap_bytes() const {
     return log_.capacity() * sizeof(Entry) +

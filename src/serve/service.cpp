@@ -202,7 +202,7 @@ Status Service::rebuild() {
     if (recent.size() > options_.sizing.rebuild_jobs) recent.pop_front();
   };
   Status s = options_.history_days > 0
-                 ? store_->for_each_ended_since((now() - options_.history_days * 86400) * kMsPerSecond, visit)
+                 ? store_->for_each_ended_since(history_horizon_ms(now()), visit)
                  : store_->for_each(visit);
   if (!s) return s;
   // Before the watermark moves, every past submission can still be queried exactly. The bound
@@ -226,18 +226,17 @@ Status Service::rebuild() {
   return Status::ok();
 }
 
-int64_t Service::history_horizon_ms() const {
+int64_t Service::history_horizon_ms(int64_t now_s) const {
   if (options_.history_days <= 0) return std::numeric_limits<int64_t>::min();
-  return (now() - options_.history_days * 86400) * kMsPerSecond;
+  return (now_s - options_.history_days * 86400) * kMsPerSecond;
 }
 
-void Service::forget_old_history() {
+void Service::forget_old_history(int64_t now_s) {
   if (options_.history_days <= 0) return;
-  const int64_t t = now();
-  if (t - last_sweep_s_ < options_.history_sweep_s) return;
-  last_sweep_s_ = t;
+  if (now_s - last_sweep_s_ < options_.history_sweep_s) return;
+  last_sweep_s_ = now_s;
   const size_t keys = history_.key_count();
-  const history::HistoryStore::Forgotten f = history_.forget_before(history_horizon_ms());
+  const history::HistoryStore::Forgotten f = history_.forget_before(history_horizon_ms(now_s));
   if (f.labels > 0) {
     log(LogLevel::kInfo, "history: forgot " + std::to_string(f.labels) + " label(s) of runs that ended more than " +
                              std::to_string(options_.history_days) + " day(s) ago (--history-days), and " +
@@ -312,11 +311,12 @@ Result<bool> Service::add_completion(const Job& reported) {
       observe_bound(*model_->get(), job);  // before the history holds it (it is not visible anyway)
     }
     std::unique_lock lock(history_mu_);
+    const int64_t t = now();
     // A run that ended before the --history-days horizon is stored but not learned, as a
     // restart would not load it.
-    if (job.end_ms >= history_horizon_ms()) history_.add_completion(job);
-    history_.advance_watermark((now() - options_.late_tolerance_s) * kMsPerSecond);
-    forget_old_history();
+    if (job.end_ms >= history_horizon_ms(t)) history_.add_completion(job);
+    history_.advance_watermark((t - options_.late_tolerance_s) * kMsPerSecond);
+    forget_old_history(t);
   }
   return stored;
 }

@@ -210,10 +210,9 @@ class HistoryStore {
   // series drops its labels that ended before t, and a key left with none goes. What the kept
   // labels answer is then that store's, but for labels folded under a watermark (see the top of
   // this file), forgotten by the batch they were folded in once all of the batch is older than t:
-  // a key's count may exceed that store's by the labels of one batch (about kWindow on a steady
-  // stream, where a fold takes the labels past the kWindow newest visible ones), and its decay
-  // mean keeps those older labels' weight, at most 2^-(age / half-life) each. O(key_count) plus
-  // the labels forgotten.
+  // a key's count may exceed that store's by the labels of one batch (those folded with newest
+  // ends in one hour), and its decay mean keeps those older labels' weight, at most
+  // 2^-(age / half-life) each. O(key_count) plus the labels forgotten.
   struct Forgotten {
     size_t keys = 0;    // scripts and users with nothing left
     size_t labels = 0;  // labels over every key and resource (a job counts under each key)

@@ -103,11 +103,11 @@ class Service {
   // The served model's prediction for `job` at its submission, into the online bound. Needs the
   // history lock (shared) held; skipped for a job submitted before the watermark.
   void observe_bound(const cascade::Predictor& model, const Job& job);
-  // history_days > 0: at most every history_sweep_s, forgets the runs that ended that long ago
-  // (history_mu_ held exclusively).
-  void forget_old_history();
-  // The end time before which a run is not in the history: now - history_days, or INT64_MIN.
-  int64_t history_horizon_ms() const;
+  // history_days > 0: at most every history_sweep_s, forgets the runs that ended that long
+  // before now_s (history_mu_ held exclusively).
+  void forget_old_history(int64_t now_s);
+  // The end time before which a run is not in the history: now_s - history_days, or INT64_MIN.
+  int64_t history_horizon_ms(int64_t now_s) const;
   // The largest limit among the script's most recent runs while they ended OUT_OF_MEMORY, and
   // whether one of them ran at a limit the hook had lowered (sizing::trailing_oom_lowered).
   struct TrailingOom {
