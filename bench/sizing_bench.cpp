@@ -3,9 +3,10 @@
 // online bound (sizing::OnlineBound::upper, what peakcastd asks under its sizing lock per request)
 // with a full window, at the exact level (500 job scores) beside the user level clustered by
 // script (500 script scores), the resident memory of full script windows, and peakcastd's
-// per-workload sizing policies (one answer, one rebuild, their memory). Reads
+// per-workload sizing policies (one answer, one rebuild, their memory, their warm-up at start). Reads
 // ../shared/data/nextflow/trace_mag.csv (5,761 eligible tasks) when present, else a synthetic
 // trace of the same size.
+#include <chrono>
 #include <deque>
 #include <malloc.h>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "peakcast/serve/sizing_state.h"
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/simulate.h"
+#include "peakcast/sizing/warm_runs.h"
 #include "peakcast/sizing/workload_sizer.h"
 
 namespace {
@@ -225,10 +227,48 @@ void workload_memory(benchmark::State& state) {
   state.SetLabel(n == 1999 ? "workloads x 1999 runs (the most one holds)" : "workloads x runs");
 }
 
+// peakcastd's start: a store of `workloads` scripts x `runs` runs each (interleaved, in end
+// order) fed to sizing::WarmRuns with a budget of `budget` runs, then replayed into the policies
+// (SizingState::warm). The time is the daemon's added start-up; `kept_runs` what it learned. The
+// baseline is the budget of 5,000, the runs the daemon learned at start before (its
+// --bound-rebuild-jobs, the most recent completions whatever their script).
+void workload_warm(benchmark::State& state) {
+  const auto workloads = static_cast<size_t>(state.range(0));
+  const auto n = static_cast<size_t>(state.range(1));
+  const auto budget = static_cast<size_t>(state.range(2));
+  std::vector<sizing::SimTask> store;
+  store.reserve(workloads * n);
+  for (size_t i = 0; i < workloads * n; ++i) {
+    sizing::SimTask t = tasks()[i % tasks().size()];
+    t.info.workload = "script" + std::to_string(i % workloads);
+    t.end_ms = static_cast<int64_t>(i);
+    store.push_back(std::move(t));
+  }
+  size_t kept = 0, policies = 0;
+  double seconds = 0.0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sizing::WorkloadSizerOptions o;
+    o.rebuild_runs = budget;
+    sizing::WarmRuns warm(o.max_history, o.rebuild_runs);
+    for (const sizing::SimTask& t : store) warm.add(t);
+    sizing::WorkloadSizer sizer(o);
+    warm.replay(sizer);
+    kept = warm.runs();
+    policies = sizer.workloads();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  state.counters["kept_runs"] = static_cast<double>(kept);
+  state.counters["policies"] = static_cast<double>(policies);
+  state.counters["us_per_kept_run"] = kept ? seconds * 1e6 / static_cast<double>(state.iterations()) / static_cast<double>(kept) : 0.0;
+  state.SetLabel(budget == 5000 ? "baseline: 5,000 runs (the start's learning before)" : "workloads x runs, budget");
+}
+
 BENCHMARK(bound_script_windows_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(workload_answer)->Unit(benchmark::kMicrosecond);
 BENCHMARK(workload_learn)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(workload_memory)->Args({4, 1999})->Args({32, 100})->Args({256, 10})->Args({256, 30})->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(workload_warm)->Args({4000, 30, 5000})->Args({4000, 30, 100000})->Args({100, 1000, 100000})->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(answers_on_record_memory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bound_upper, exact_level, history::Level::kExactScript);
 BENCHMARK_CAPTURE(bound_upper, user_level_clustered, history::Level::kUser);

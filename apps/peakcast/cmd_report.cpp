@@ -35,6 +35,7 @@ struct ReportArgs {
   size_t bound_rebuild_jobs = 5000;
   size_t sizing_workloads = sizing::WorkloadSizerOptions{}.max_workloads;  // peakcastd's
   size_t sizing_history = sizing::WorkloadSizerOptions{}.max_history;
+  size_t sizing_rebuild_runs = sizing::WorkloadSizerOptions{}.rebuild_runs;
   size_t sizing_memory_mib = sizing::WorkloadSizerOptions{}.max_bytes >> 20;
   int threads = 0;
   std::vector<std::string> code_options;
@@ -68,6 +69,7 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.recommend = recommend;
   d.workloads.max_workloads = a.sizing_workloads;
   d.workloads.max_history = a.sizing_history;
+  d.workloads.rebuild_runs = a.sizing_rebuild_runs;
   d.workloads.max_bytes = a.sizing_memory_mib << 20;
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
@@ -245,6 +247,11 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "MiB the scripts' sizing policies may hold, the least recently used going first "
                   "(peakcastd's --sizing-memory; 0 = no budget)")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{1} << 20));
+  cmd->add_option("--sizing-rebuild-runs", a->sizing_rebuild_runs,
+                  "Runs that ended before the test block replayed into the scripts' sizing policies "
+                  "first, each script's --sizing-history most recent, as peakcastd does at start (its "
+                  "--sizing-rebuild-runs; 0 = the policies start with the test block)")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{100000000}));
   add_learning_options(*cmd, a->threads, a->code_options);
   cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
 }

@@ -91,8 +91,7 @@ void add_sizing_options(CLI::App& app, DaemonArgs& a) {
                  "Nominal coverage of the online upper bound the recommendation starts from")
       ->capture_default_str()->check(CLI::Range(0.5, 0.999));
   app.add_option("--bound-rebuild-jobs", a.sizing.rebuild_jobs,
-                 "At start, replay this many most recent stored completions into the online bound "
-                 "and the workloads' sizing policies")
+                 "At start, replay this many most recent stored completions into the online bound")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
   app.add_option("--sizing-workloads", a.sizing.workloads.max_workloads,
                  "Workloads (scripts) kept with their own sizing policy, the one `peakcast simulate` "
@@ -109,6 +108,11 @@ void add_sizing_options(CLI::App& app, DaemonArgs& a) {
                  "Completed runs a workload's policy learns from: at twice this many it is rebuilt "
                  "from the most recent ones")
       ->capture_default_str()->check(CLI::Range(size_t{10}, size_t{100000}));
+  app.add_option("--sizing-rebuild-runs", a.sizing.workloads.rebuild_runs,
+                 "At start, stored runs replayed into the scripts' sizing policies: each script's "
+                 "--sizing-history most recent, the most recently active scripts first (10-100 us "
+                 "a run); 0 = the policies start over")
+      ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{100000000}));
 }
 
 // Reads --sizing-config into the recommendation settings.

@@ -106,8 +106,12 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   ro.bound = eval::coverage_bound_options(o.bound_coverage);
   ro.recommend = o.recommend;
   ro.workloads = o.workloads;
+  std::vector<const Job*> stored;  // what the daemon's store held at the first test submission
+  for (const Job& j : fit) {
+    if (j.end_ms < first_test_submit) stored.push_back(&j);
+  }
   const std::vector<DaemonAnswer> answers =
-      replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro);
+      replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro, stored);
   Detail d;
   d.recommendations = recommendation_outcome(test, answers);
   for (size_t i = 0; i < test.size() && i < preds.size(); ++i) {
@@ -158,10 +162,11 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       "upper bounds and recommended requests: what peakcastd would have answered (its online {:.0f}% "
       "bound, warmed up on the completions of {} earlier jobs, then updated with each completion); "
       "{}; {} memory recommendations, {} of them by their workload's own sizing policy (once {} of "
-      "its runs had completed), the others from the bound (none for a new script before the bound "
-      "has evidence, nor without a memory request)",
+      "its runs had completed; the policies warmed up on each script's most recent runs among the "
+      "{} earlier completions, at most {} in all), the others from the bound (none for a new script "
+      "before the bound has evidence, nor without a memory request)",
       100 * o.bound_coverage, warm.size(), bounds.empty() ? "no test job had a label" : bounds,
-      with_rec, own_rec, sizing::kPeakcastMinHistory));
+      with_rec, own_rec, sizing::kPeakcastMinHistory, stored.size(), o.workloads.rebuild_runs));
   return d;
 }
 

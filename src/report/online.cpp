@@ -7,6 +7,7 @@
 #include "peakcast/eval/coverage.h"
 #include "peakcast/sizing/recommend.h"
 #include "peakcast/sizing/sim_task.h"
+#include "peakcast/sizing/warm_runs.h"
 #include "report_internal.h"
 
 namespace peakcast::report {
@@ -44,7 +45,8 @@ constexpr size_t kWarmUp = std::numeric_limits<size_t>::max();  // a walked job 
 
 std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
                                         std::span<const PredictedRun> test,
-                                        const std::vector<Job>& all, const ReplayOptions& o) {
+                                        const std::vector<Job>& all, const ReplayOptions& o,
+                                        std::span<const Job* const> stored) {
   std::vector<DaemonAnswer> out(test.size());
   for (Resource r : kResources) {
     // The walk: warm-up completions (never scored) and the test jobs, in submit order.
@@ -75,14 +77,27 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
     }
   }
   // Memory, as peakcastd answers: the workload's own policy once it has enough completed runs
-  // (serve::SizingState: the warm-up's and then each test job's completion, learned in the order
-  // they ended, each before the submissions after it), else the online bound.
+  // (serve::SizingState: warmed at start from the store, then each later completion, learned in
+  // the order they ended, each before the submissions after it), else the online bound.
   const TrailingOom trailing_oom(all);
   sizing::WorkloadSizerOptions wo = o.workloads;
   wo.policy.recommend = o.recommend;
   sizing::WorkloadSizer sizer(wo);
+  int64_t start = std::numeric_limits<int64_t>::max();
+  for (const PredictedRun& run : test) start = std::min(start, run.job->submit_ms);
+  if (wo.max_workloads > 0) {
+    std::vector<const Job*> by_end(stored.begin(), stored.end());
+    std::stable_sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+    sizing::WarmRuns warm_runs(wo.max_history, wo.rebuild_runs);
+    for (const Job* j : by_end) {
+      if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm_runs.add(*t);
+    }
+    warm_runs.replay(sizer);
+  }
   std::vector<const Job*> ended;
-  for (const PredictedRun& run : warm) ended.push_back(run.job);
+  for (const PredictedRun& run : warm) {
+    if (run.job->end_ms >= start) ended.push_back(run.job);  // still running at the start
+  }
   for (const PredictedRun& run : test) ended.push_back(run.job);
   std::stable_sort(ended.begin(), ended.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
   std::vector<size_t> by_submit(test.size());
@@ -94,11 +109,8 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
     const Job& job = *test[i].job;
     while (next_end < ended.size() && ended[next_end]->end_ms < job.submit_ms) {
       const Job& done = *ended[next_end++];
-      if (wo.max_workloads == 0 || !done.is_valid(Resource::kMem) || censored_for(done, Resource::kMem)) continue;
-      if (std::optional<sizing::SimTask> t = sizing::sim_task(done, /*sizey=*/false)) {
-        t->info.workload = sizing::script_workload_of(done);
-        sizer.observe(*t);
-      }
+      if (wo.max_workloads == 0) continue;
+      if (std::optional<sizing::SimTask> t = sizing::learned_run(done)) sizer.observe(*t);
     }
     const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
     if (!cap || wo.max_workloads == 0) continue;

@@ -61,13 +61,17 @@ struct CoverageRow {
 };
 std::vector<CoverageRow> coverage_rows(const std::vector<PredictedJob>& predictions);
 
-// What peakcastd would have answered for each test job (src/report/online.cpp). Its online bound
-// (eval::online_bounds, the protocol `evaluate` measures) is walked in submit order over the
-// warm-up completions -- the daemon rebuilds its bound at start from its most recent completions,
-// each with the served model's prediction at its submission -- and then the test jobs, each
-// completion observed before the next submission after it. A test job gets an upper bound where
-// its level had evidence, and a memory recommendation from that bound only (sizing::
-// recommend_request with the job's request, partition and the script's trailing OOM request).
+// What peakcastd would have answered for each test job (src/report/online.cpp), had it started
+// at the first test submission. Its online bound (eval::online_bounds, the protocol `evaluate`
+// measures) is walked in submit order over the warm-up completions `warm` -- the daemon rebuilds
+// its bound at start from its most recent completions, each with the served model's prediction at
+// its submission -- and then the test jobs, each completion observed before the next submission
+// after it. A test job gets an upper bound where its level had evidence. Its memory
+// recommendation is, as serve::SizingState gives it, its script's own policy's once the script has
+// enough runs (the policies warmed at start from `stored`, the completions the daemon's store
+// held then, as sizing::WarmRuns keeps them; then every completion of `warm` and `test` that ended
+// later, in the order they ended), else the bound's (sizing::recommend_request with the job's
+// request, partition and the script's trailing OOM request).
 struct PredictedRun {
   const Job* job = nullptr;
   const cascade::JobPrediction* prediction = nullptr;
@@ -89,8 +93,11 @@ struct ReplayOptions {
   sizing::WorkloadSizerOptions workloads;  // the daemon's defaults; policy.recommend = recommend
 };
 // `all`: every job (for the script's trailing OOM runs, each known from its end time on).
+// `stored`: the jobs that had ended by the first test submission (any order); a job of `warm` that
+// ended by then is learned by the policies only if it is in `stored`.
 std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
                                         std::span<const PredictedRun> test,
-                                        const std::vector<Job>& all, const ReplayOptions& options);
+                                        const std::vector<Job>& all, const ReplayOptions& options,
+                                        std::span<const Job* const> stored = {});
 
 }  // namespace peakcast::report

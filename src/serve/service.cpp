@@ -11,6 +11,8 @@
 #include "peakcast/core/log.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/sizing/recommend.h"
+#include "peakcast/sizing/sim_task.h"
+#include "peakcast/sizing/warm_runs.h"
 
 namespace peakcast::serve {
 namespace {
@@ -187,7 +189,10 @@ Status Service::rebuild() {
   std::vector<Job> matched;  // user, script_key, job_name, answer_id and submit time of those completions
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
-  const auto visit = [this, &recent, &matched, answered_since](Job&& j) {
+  // The scripts' sizing policies: each script's most recent runs, the most recently active first.
+  sizing::WarmRuns warm(options_.sizing.workloads.max_history, options_.sizing.workloads.rebuild_runs);
+  const bool warm_policies = options_.sizing.workloads.max_workloads > 0;
+  const auto visit = [this, &recent, &matched, &warm, warm_policies, answered_since](Job&& j) {
     if (j.submit_ms >= answered_since) {
       Job& m = matched.emplace_back();
       m.user = j.user;
@@ -197,6 +202,9 @@ Status Service::rebuild() {
       m.answer_id = j.answer_id;
     }
     history_.add_completion(j);
+    if (warm_policies) {
+      if (std::optional<sizing::SimTask> t = sizing::learned_run(j)) warm.add(*t);
+    }
     if (options_.sizing.rebuild_jobs == 0) return;
     recent.push_back(std::move(j));
     if (recent.size() > options_.sizing.rebuild_jobs) recent.pop_front();
@@ -215,6 +223,17 @@ Status Service::rebuild() {
     walked.push_back({&j, model->predict(j, history_)});
   }
   sizing_->rebuild(std::move(walked));
+  if (warm_policies) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t kept = sizing_->warm(warm);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+    log(LogLevel::kInfo, "sizing: " + std::to_string(kept) + " script(s) with a policy of their own, learned from " +
+                             std::to_string(warm.runs()) + " of " + std::to_string(warm.seen()) +
+                             " stored run(s) (--sizing-history " +
+                             std::to_string(options_.sizing.workloads.max_history) + " a script, --sizing-rebuild-runs " +
+                             std::to_string(options_.sizing.workloads.rebuild_runs) + " in all) in " +
+                             std::to_string(ms.count()) + " ms");
+  }
   if (!answers.empty()) {
     const size_t on_record = answers.size();
     const size_t waiting = sizing_->load_answers(std::move(answers), matched);

@@ -198,13 +198,15 @@ bool SizingState::restore_request(Job& job) {
 void SizingState::learn_run(const Job& job) {
   // A run killed for memory used more than it held, how much more is not known: it teaches the
   // workload's policy nothing (its resubmission is answered above the failed request instead).
-  if (options_.workloads.max_workloads == 0 || !job.is_valid(Resource::kMem) || censored_for(job, Resource::kMem)) {
-    return;
-  }
-  if (std::optional<sizing::SimTask> t = sizing::sim_task(job, /*sizey=*/false)) {
-    t->info.workload = sizing::script_workload_of(job);
-    workloads_.observe(*t);
-  }
+  if (options_.workloads.max_workloads == 0) return;
+  if (std::optional<sizing::SimTask> t = sizing::learned_run(job)) workloads_.observe(*t);
+}
+
+size_t SizingState::warm(const sizing::WarmRuns& runs) {
+  std::lock_guard lock(mu_);
+  if (options_.workloads.max_workloads == 0) return 0;
+  runs.replay(workloads_);
+  return workloads_.workloads();
 }
 
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
@@ -268,10 +270,6 @@ void SizingState::rebuild(std::vector<Completed> recent) {
     }
     sizing::walk_bounds(bounds_[idx(r)], steps, options_.util_cap, /*observe_all=*/true);
   }
-  // The workloads' policies learn the runs in the order they ended, as the daemon would have.
-  std::stable_sort(recent.begin(), recent.end(),
-                   [](const Completed& a, const Completed& b) { return a.job->end_ms < b.job->end_ms; });
-  for (const Completed& c : recent) learn_run(*c.job);
 }
 
 size_t SizingState::load_answers(std::vector<AnswerRecord> answers, const std::vector<Job>& completed) {

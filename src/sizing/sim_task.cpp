@@ -49,6 +49,13 @@ int64_t run_time_ms(const Job& j) {
   return j.realtime_ms ? *j.realtime_ms : j.end_ms - j.start_ms.value_or(j.submit_ms);
 }
 
+std::optional<SimTask> learned_run(const Job& job) {
+  if (!job.is_valid(Resource::kMem) || censored_for(job, Resource::kMem)) return std::nullopt;
+  std::optional<SimTask> t = sim_task(job, /*sizey=*/false);
+  if (t) t->info.workload = script_workload_of(job);
+  return t;
+}
+
 std::vector<SimTask> tasks_from_jobs(const std::vector<Job>& jobs, bool sizey) {
   std::vector<SimTask> out;
   out.reserve(jobs.size());

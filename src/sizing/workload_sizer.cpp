@@ -64,6 +64,12 @@ std::optional<WorkloadSizer::Answer> WorkloadSizer::first(const TaskInfo& task) 
   return a;
 }
 
+void WorkloadSizer::add_to_price(double usage, double runs) {
+  if (!(usage >= 0) || !(runs >= 0)) return;
+  site_usage_ += usage;
+  site_runs_ += runs;
+}
+
 void WorkloadSizer::observe(const SimTask& task) {
   if (!(task.peak_bytes > 0) || !(task.runtime_ms >= 0)) return;
   site_usage_ += task.peak_bytes * task.runtime_ms;

@@ -6,12 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "peakcast/eval/coverage.h"
 #include "peakcast/serve/sizing_state.h"
+#include "peakcast/sizing/warm_runs.h"
 #include "report/report_internal.h"
 
 namespace peakcast::report {
@@ -268,6 +270,43 @@ TEST(ReportDaemon, UnderATightSizingMemoryTheReportAnswersAsTheDaemon) {
   const auto tight = by_workload(size_t{64} << 10);  // a few scripts of tens of runs
   const auto roomy = by_workload(size_t{128} << 20);
   EXPECT_GT(roomy, tight);
+}
+
+// The report's daemon starts at the first test submission, its scripts' policies warmed from the
+// jobs that had ended by then as peakcastd's start warms them from its store (SizingState::warm
+// with sizing::WarmRuns): the answers are the daemon's under any --sizing-rebuild-runs, and with
+// none the policies start with the test block and fewer answers are a script's own.
+TEST(ReportDaemon, ThePoliciesAreWarmedFromTheStoredRunsAsAtTheDaemonsStart) {
+  const Stream s = make_stream(6);
+  const size_t cut = 300;  // every earlier job ended before the first test submission
+  std::vector<const Job*> stored;
+  for (size_t i = 0; i < cut; ++i) stored.push_back(&s.jobs[i]);
+  const std::vector<Job> test(s.jobs.begin() + cut, s.jobs.end());
+  const std::vector<cascade::JobPrediction> test_p(s.preds.begin() + cut, s.preds.end());
+  std::map<size_t, long> own;
+  for (size_t budget : {size_t{100000}, size_t{60}, size_t{0}}) {
+    ReplayOptions o = daemon_options();
+    o.workloads.rebuild_runs = budget;
+    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(test, test_p), s.jobs, o, stored);
+    serve::SizingOptions so;
+    so.workloads.rebuild_runs = budget;
+    serve::SizingState daemon(so);
+    sizing::WarmRuns warm(so.workloads.max_history, budget);
+    for (const Job* j : stored) {
+      if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm.add(*t);
+    }
+    daemon.warm(warm);
+    for (size_t i = 0; i < test.size(); ++i) {
+      cascade::JobPrediction answered = test_p[i];
+      const serve::SizingState::Applied a = daemon.apply(test[i], trailing_oom(s.jobs, cut + i), answered);
+      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << budget << ": job " << i;
+      EXPECT_EQ(report[i].source, a.source) << budget << ": job " << i;
+      daemon.observe(test[i], test_p[i]);
+    }
+    own[budget] = std::count_if(report.begin(), report.end(), [](const DaemonAnswer& a) { return a.source == "workload"; });
+  }
+  EXPECT_GT(own[100000], own[60]);
+  EXPECT_GT(own[60], own[0]);
 }
 
 TEST(ReportDaemon, ANewScriptWithoutEvidenceGetsNoBoundAndNoRecommendation) {

@@ -351,6 +351,41 @@ TEST(ServiceSizing, TheBoundIsRebuiltFromTheStoreAtStart) {
   EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
 }
 
+// At start every script's policy learns its own stored runs, not only those among the
+// --bound-rebuild-jobs most recent completions: a script that last ran before a busier one is
+// answered by its own policy after a restart as before it (--sizing-rebuild-runs 0: it starts over).
+TEST(ServiceSizing, ARestartRebuildsEachScriptsPolicyFromItsOwnStoredRuns) {
+  TempDir dir;
+  ServiceOptions o = options();
+  o.sizing.rebuild_jobs = 5;  // the bound's walk holds only the other script's runs
+  const std::string other = "#!/bin/bash\nsrun ./postprocess\n";
+  json before;
+  {
+    auto s = open_service(dir, o);
+    complete_runs(*s, 12, {0.25, 0.31, 0.28, 0.36, 0.22, 0.30});
+    for (int i = 0; i < 8; ++i) {
+      const int64_t submit = kNow - 50 * 3600 + i * 3600;
+      const json c = completion_json("post" + std::to_string(i), "alice", other, submit, submit + 600, 4 * kGiB,
+                                     static_cast<uint64_t>(0.5 * 4 * kGiB));
+      ASSERT_EQ(s->complete(c.dump()).status, 200);
+    }
+    before = predict_mem(*s, 8 * kGiB);
+    ASSERT_EQ(before["recommendation_source"], "workload") << before.dump();
+  }
+  auto s = open_service(dir, o);
+  const json after = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(after["recommendation_source"], "workload") << after.dump();
+  EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
+  EXPECT_EQ(after["recommendation_basis"], before["recommendation_basis"]);
+  const json h = json::parse(s->healthz().body)["sizing"]["workloads"];
+  EXPECT_EQ(h["kept"], 2);  // both scripts, each with its own runs
+  o.sizing.workloads.rebuild_runs = 0;
+  auto cold = open_service(dir, o);
+  const json started_over = predict_mem(*cold, 8 * kGiB);
+  EXPECT_NE(started_over["recommendation_source"], "workload") << started_over.dump();
+  EXPECT_EQ(json::parse(cold->healthz().body)["sizing"]["workloads"]["kept"], 0);
+}
+
 // A burst submitted before any of it completes is answered with one bound; its misses arrive
 // together, after the first of them has already widened the bound. The daemon judges each by
 // the bound it answered (as `evaluate` walks: sizing::walk_bounds), and a restart, which rebuilds

@@ -2,7 +2,7 @@
 // answers as its own `peakcast` policy fed the same runs would (what `peakcast simulate`
 // replays), only from kPeakcastMinHistory runs on and with a request; the least recently used
 // workload goes first; a long history is rebuilt from its most recent runs; a failure is priced
-// at the site's mean run.
+// at the site's mean run. And what a restarted daemon warms the policies with (warm_runs.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "peakcast/sizing/policy.h"
+#include "peakcast/sizing/warm_runs.h"
 #include "peakcast/sizing/workload_sizer.h"
 
 namespace peakcast::sizing {
@@ -278,6 +279,89 @@ TEST(WorkloadSizer, ThePriceFollowsTheSiteAsItsRunsComplete) {
   }
   EXPECT_GT(answered, 200u);
   EXPECT_GT(differ, 0u);  // the price changes answers here: the comparison above can fail
+}
+
+// A restart's warm-up: each workload's most recent runs, the most recently active workloads
+// within the budget (the least recently active go whole), replayed in the order they ended; every
+// run counts in the site's price, kept or not.
+TEST(WarmRuns, KeepsTheMostRecentRunsOfTheMostRecentlyActiveWorkloads) {
+  WarmRuns warm(/*per_workload=*/3, /*max_runs=*/5);
+  // a b a a a c c: a keeps its last three; at the seventh run six are kept, and b, whose one run
+  // ended before a's and c's last, goes.
+  const std::vector<SimTask> fed = {run("a", 1.0, 1.0, 8.0, 10.0, 0), run("b", 2.0, 1.0, 8.0, 20.0, 1),
+                                    run("a", 3.0, 1.0, 8.0, 30.0, 2), run("a", 4.0, 1.0, 8.0, 40.0, 3),
+                                    run("a", 5.0, 1.0, 8.0, 50.0, 4), run("c", 6.0, 1.0, 8.0, 60.0, 5),
+                                    run("c", 7.0, 1.0, 8.0, 70.0, 6)};
+  double usage = 0.0;
+  for (const SimTask& t : fed) {
+    warm.add(t);
+    usage += t.peak_bytes * t.runtime_ms;
+  }
+  EXPECT_EQ(warm.seen(), 7u);
+  EXPECT_EQ(warm.runs(), 5u);
+  EXPECT_EQ(warm.workloads(), 2u);
+  WorkloadSizer sizer;
+  warm.replay(sizer);
+  EXPECT_EQ(sizer.runs("a"), 3u);
+  EXPECT_EQ(sizer.runs("b"), 0u);
+  EXPECT_EQ(sizer.runs("c"), 2u);
+  EXPECT_NEAR(sizer.site_price(), usage / 7.0, 1e-12 * usage);
+
+  // One workload alone over the budget keeps its most recent runs; no budget keeps none.
+  WarmRuns one(/*per_workload=*/10, /*max_runs=*/2);
+  for (const SimTask& t : fed) {
+    SimTask same = t;
+    same.info.workload = "w";
+    one.add(same);
+  }
+  EXPECT_EQ(one.runs(), 2u);
+  WarmRuns none(10, 0);
+  for (const SimTask& t : fed) none.add(t);
+  EXPECT_EQ(none.runs(), 0u);
+  EXPECT_EQ(none.workloads(), 0u);
+  WorkloadSizer priced;
+  none.replay(priced);
+  EXPECT_EQ(priced.workloads(), 0u);
+  EXPECT_NEAR(priced.site_price(), usage / 7.0, 1e-12 * usage);
+}
+
+// Replayed, a workload whose runs were all kept answers as one that learned them one by one, and
+// one with more as the sizer's own handover leaves it (its max_history most recent runs): here
+// wf0 at 40 runs (2 x max_history, the handover just made) and wf1 at 15, interleaved.
+TEST(WarmRuns, AReplayedPolicyAnswersAsTheSizerThatLearnedTheRuns) {
+  WorkloadSizerOptions o = fixed_price(0.5);  // the price each run was learned at is the same
+  o.max_history = 20;
+  std::vector<SimTask> fed;
+  size_t n0 = 0, n1 = 0;
+  for (const SimTask& t : stream(11, 400)) {
+    size_t& n = t.info.workload == "wf0" ? n0 : n1;
+    if (t.info.workload == "wf2" || n == (t.info.workload == "wf0" ? 40u : 15u)) continue;
+    ++n;
+    fed.push_back(t);
+  }
+  ASSERT_EQ(n0, 40u);
+  ASSERT_EQ(n1, 15u);
+  WorkloadSizer learned(o);
+  WarmRuns warm(o.max_history, 1000);
+  for (const SimTask& t : fed) {
+    learned.observe(t);
+    warm.add(t);
+  }
+  EXPECT_EQ(warm.runs(), 35u);
+  WorkloadSizer warmed(o);
+  warm.replay(warmed);
+  for (const char* w : {"wf0", "wf1"}) {
+    EXPECT_EQ(warmed.runs(w), learned.runs(w)) << w;
+    for (const SimTask& t : stream(12, 30)) {
+      TaskInfo next = t.info;
+      next.workload = w;
+      const std::optional<WorkloadSizer::Answer> a = learned.first(next), b = warmed.first(next);
+      ASSERT_TRUE(a && b) << w;
+      EXPECT_EQ(b->bytes, a->bytes) << w;
+      EXPECT_EQ(b->basis, a->basis) << w;
+      EXPECT_EQ(b->runs, a->runs) << w;
+    }
+  }
 }
 
 }  // namespace

@@ -100,8 +100,9 @@ struct DetailOptions {
   // Upper bounds and recommended requests are peakcastd's, with its settings: the online bound's
   // coverage (`--bound-coverage`), the completions it is rebuilt from at start
   // (`--bound-rebuild-jobs`), the recommendation settings (`--sizing-config`) and the scripts'
-  // own sizing policies (`--sizing-workloads`, `--sizing-history`; policy.recommend unused: the
-  // replay sets it from `recommend`).
+  // own sizing policies (`--sizing-workloads`, `--sizing-history`, `--sizing-memory`, and the runs
+  // they are rebuilt from at start, `--sizing-rebuild-runs`; policy.recommend unused: the replay
+  // sets it from `recommend`).
   double bound_coverage = 0.9;
   size_t bound_warm_jobs = 5000;
   sizing::RecommendConfig recommend;

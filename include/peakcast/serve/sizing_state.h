@@ -26,7 +26,9 @@
 // Recommended request (memory only). Once a workload (sizing::script_workload_of: the script) has
 // kPeakcastMinHistory completed runs that did not run out of memory, its own sizing policy
 // answers: sizing::WorkloadSizer, the `peakcast` policy that `peakcast simulate` replays, fed
-// every completion the daemon learns (and at start the rebuild's). Before that,
+// every completion the daemon learns, and at start the stored ones (warm: each script's most recent
+// runs, the most recently active scripts first, up to WorkloadSizerOptions::rebuild_runs in all).
+// Before that,
 // sizing::recommend_request from the upper bound in bytes
 // (upper_util x the request), the user's request, the job's partition and -- while the script's
 // most recent runs ended OUT_OF_MEMORY -- the largest limit they were killed at (the request
@@ -56,6 +58,7 @@
 #include "peakcast/sizing/online_bound.h"
 #include "peakcast/sizing/recommend.h"
 #include "peakcast/sizing/simulate.h"
+#include "peakcast/sizing/warm_runs.h"
 #include "peakcast/sizing/workload_sizer.h"
 
 namespace peakcast::serve {
@@ -103,12 +106,18 @@ class SizingState {
   bool restore_request(Job& job);
 
   // Start: `recent` completions (any order) with the served model's prediction for each at its
-  // submission, walked as `peakcast evaluate` walks (sizing::walk_bounds); every one is learned.
+  // submission, walked into the bound as `peakcast evaluate` walks (sizing::walk_bounds); every
+  // one is learned by the bound (the workloads' policies learn from warm()).
   struct Completed {
     const Job* job = nullptr;
     cascade::JobPrediction prediction;
   };
   void rebuild(std::vector<Completed> recent);
+
+  // Start: the workloads' policies learn the stored runs `runs` kept (sizing::WarmRuns: fed every
+  // stored completion's sizing::learned_run in end order, with options().workloads' max_history
+  // and rebuild_runs). Returns the workloads kept with a policy.
+  size_t warm(const sizing::WarmRuns& runs);
 
   // Start: the answers on record (CompletionStore::for_each_answer, oldest first) and the stored
   // completions submitted since the oldest of them less kIssuedMatchMs (user, script_key, submit

@@ -46,6 +46,12 @@ struct SimTask {
   size_t row = 0;            // index in the trace's job list
 };
 
+// A completed job as peakcastd's workloads' policies learn it (serve::SizingState, and `peakcast
+// report`'s replay of the daemon): a run of its script's workload (script_workload_of), or
+// nullopt where it teaches them nothing: no memory label or peak, or killed for memory (it used
+// more than it held; how much more is not known).
+std::optional<SimTask> learned_run(const Job& job);
+
 // What a policy sees of `job` at its submission (workload_of, its request and partition; the
 // input size: Sizey's rchar when `sizey`, else only a submission-time input_bytes).
 TaskInfo task_info(const Job& job, bool sizey);

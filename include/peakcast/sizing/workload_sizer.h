@@ -37,6 +37,11 @@ struct WorkloadSizerOptions {
   size_t max_workloads = 10000;
   size_t max_bytes = size_t{128} << 20;  // 0: no budget
   size_t max_history = 1000;
+  // At start (peakcastd, and `peakcast report`'s replay of it): stored runs replayed into the
+  // policies, each workload's max_history most recent, the most recently active workloads first
+  // (sizing::WarmRuns). The default takes 1 s (scripts of 30 runs) to 10.5 s (of 1,000) here
+  // (sizing_bench's workload_warm).
+  size_t rebuild_runs = 100000;
 };
 
 class WorkloadSizer {
@@ -54,6 +59,9 @@ class WorkloadSizer {
   std::optional<Answer> first(const TaskInfo& task);
   // A completed run (its peak, run time and request); task.info.workload is its identity.
   void observe(const SimTask& task);
+  // Runs known but not learned (a restart's older completions: sizing::WarmRuns), counted in the
+  // site's failure price only: `usage` their summed peak x run time, `runs` how many.
+  void add_to_price(double usage, double runs);
 
   size_t workloads() const { return by_name_.size(); }
   size_t memory_bytes() const { return bytes_; }  // the workloads' policies, as they estimate it
