@@ -206,6 +206,7 @@ size_t SizingState::warm(const sizing::WarmRuns& runs) {
   std::lock_guard lock(mu_);
   if (options_.workloads.max_workloads == 0) return 0;
   runs.replay(workloads_);
+  warmed_runs_ = runs.runs();
   return workloads_.workloads();
 }
 
@@ -406,6 +407,9 @@ nlohmann::json SizingState::to_json() const {
                                              {"memory_bytes", workloads_.memory_bytes()},
                                              {"max_memory_bytes", options_.workloads.max_bytes},
                                              {"max_history", options_.workloads.max_history},
+                                             // at start: the budget, and the stored runs learned
+                                             {"rebuild_runs", options_.workloads.rebuild_runs},
+                                             {"rebuilt_from_runs", warmed_runs_},
                                              {"failure_price_gbh", workloads_.site_price() / 1e9 / 3.6e6}}}};
   // What lowering --mem to the recommendations saves (Learned's advice tallies).
   const auto tally = [](const sizing::Tally& t) {

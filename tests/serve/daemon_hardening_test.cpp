@@ -59,7 +59,9 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
   if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   {
     Daemon d;
-    ASSERT_TRUE(d.start({"--sizing-workloads", "3", "--sizing-history", "50", "--sizing-memory", "7"})) << d.log_text();
+    ASSERT_TRUE(d.start({"--sizing-workloads", "3", "--sizing-history", "50", "--sizing-memory", "7",
+                         "--sizing-rebuild-runs", "12"}))
+        << d.log_text();
     httplib::Client c(d.sock);
     c.set_address_family(AF_UNIX);
     auto r = c.Get("/healthz");
@@ -70,10 +72,15 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
     EXPECT_EQ(w["max_memory_bytes"], 7 << 20);
     EXPECT_EQ(w["kept"], 0);
     EXPECT_EQ(w["memory_bytes"], 0);
+    EXPECT_EQ(w["rebuild_runs"], 12);
+    EXPECT_EQ(w["rebuilt_from_runs"], 0);  // an empty store
   }
   Daemon bad;
   EXPECT_FALSE(bad.start({"--sizing-history", "5"}));
   EXPECT_NE(bad.log_text().find("--sizing-history"), std::string::npos) << bad.log_text();
+  Daemon negative;
+  EXPECT_FALSE(negative.start({"--sizing-rebuild-runs", "-1"}));
+  EXPECT_NE(negative.log_text().find("--sizing-rebuild-runs"), std::string::npos) << negative.log_text();
 }
 
 TEST(DaemonHardening, ManyValueBodiesDoNotBlowUpMemory) {

@@ -379,6 +379,7 @@ TEST(ServiceSizing, ARestartRebuildsEachScriptsPolicyFromItsOwnStoredRuns) {
   EXPECT_EQ(after["recommendation_basis"], before["recommendation_basis"]);
   const json h = json::parse(s->healthz().body)["sizing"]["workloads"];
   EXPECT_EQ(h["kept"], 2);  // both scripts, each with its own runs
+  EXPECT_EQ(h["rebuilt_from_runs"], 20);
   o.sizing.workloads.rebuild_runs = 0;
   auto cold = open_service(dir, o);
   const json started_over = predict_mem(*cold, 8 * kGiB);

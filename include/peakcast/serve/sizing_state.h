@@ -204,6 +204,7 @@ class SizingState {
   uint64_t issued_seq_ = 0;
   uint64_t answer_salt_ = 0, answers_given_ = 0;  // answer ids (next_answer_id)
   Learned learned_;  // completions judged by each bound; answers_pending: those in issued_
+  size_t warmed_runs_ = 0;  // stored runs the workloads' policies learned at start (warm)
 };
 
 }  // namespace peakcast::serve
