@@ -256,6 +256,11 @@ void Service::forget_old_history(int64_t now_s) {
   last_sweep_s_ = now_s;
   const size_t keys = history_.key_count();
   const history::HistoryStore::Forgotten f = history_.forget_before(history_horizon_ms(now_s));
+  if (const size_t policies = sizing_->forget_workloads_ended_before(history_horizon_ms(now_s)); policies > 0) {
+    log(LogLevel::kInfo, "sizing: forgot the policies of " + std::to_string(policies) +
+                             " script(s) whose last run ended more than " + std::to_string(options_.history_days) +
+                             " day(s) ago (--history-days)");
+  }
   if (f.labels > 0) {
     log(LogLevel::kInfo, "history: forgot " + std::to_string(f.labels) + " label(s) of runs that ended more than " +
                              std::to_string(options_.history_days) + " day(s) ago (--history-days), and " +

@@ -210,6 +210,11 @@ size_t SizingState::warm(const sizing::WarmRuns& runs) {
   return workloads_.workloads();
 }
 
+size_t SizingState::forget_workloads_ended_before(int64_t t_ms) {
+  std::lock_guard lock(mu_);
+  return workloads_.forget_ended_before(t_ms);
+}
+
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);

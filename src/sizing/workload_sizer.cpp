@@ -32,6 +32,21 @@ WorkloadSizer::Workload& WorkloadSizer::touch(const std::string& name) {
   return lru_.front();
 }
 
+size_t WorkloadSizer::forget_ended_before(int64_t t_ms) {
+  size_t gone = 0;
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->last_end_ms >= t_ms) {
+      ++it;
+      continue;
+    }
+    bytes_ -= it->bytes;
+    by_name_.erase(it->name);
+    it = lru_.erase(it);
+    ++gone;
+  }
+  return gone;
+}
+
 void WorkloadSizer::evict_last() {
   bytes_ -= lru_.back().bytes;
   by_name_.erase(lru_.back().name);
@@ -79,6 +94,7 @@ void WorkloadSizer::observe(const SimTask& task) {
   w.policy->set_failure_price(price);
   w.policy->observe(task);
   ++w.runs;
+  w.last_end_ms = std::max(w.last_end_ms, task.end_ms);
   // Past max_history runs a second policy learns the new ones too; at twice that it holds the
   // most recent max_history and takes over: the answers of a policy rebuilt from them, without
   // stopping to replay them, and memory and answer time bounded on a workload that runs for years.

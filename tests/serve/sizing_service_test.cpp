@@ -387,6 +387,30 @@ TEST(ServiceSizing, ARestartRebuildsEachScriptsPolicyFromItsOwnStoredRuns) {
   EXPECT_EQ(json::parse(cold->healthz().body)["sizing"]["workloads"]["kept"], 0);
 }
 
+// Under --history-days the hourly sweep forgets the policy of a script whose last run ended before
+// the horizon, as a restart (which learns only the runs since) would not have it.
+TEST(ServiceSizing, UnderHistoryDaysAnIdleScriptsPolicyIsForgottenAsARestartWould) {
+  TempDir dir;
+  auto now = std::make_shared<int64_t>(kNow);
+  ServiceOptions o = options();
+  o.clock = [now] { return *now; };
+  o.history_days = 10;
+  auto s = open_service(dir, o);
+  complete_runs(*s, 12, {0.25, 0.31, 0.28, 0.36});  // ended 89 to 100 hours ago
+  ASSERT_EQ(predict_mem(*s, 8 * kGiB)["recommendation_source"], "workload");
+  *now += 11 * 86400;
+  const std::string other = "#!/bin/bash\nsrun ./postprocess\n";
+  const json c = completion_json("post", "alice", other, *now - 7200, *now - 3600, 4 * kGiB, 2 * kGiB);
+  ASSERT_EQ(s->complete(c.dump()).status, 200);  // the sweep
+  const auto kept = [](Service& svc) { return json::parse(svc.healthz().body)["sizing"]["workloads"]["kept"]; };
+  EXPECT_EQ(kept(*s), 1);  // the other script's
+  EXPECT_NE(predict_mem(*s, 8 * kGiB)["recommendation_source"], "workload");
+  s.reset();
+  auto restarted = open_service(dir, o);
+  EXPECT_EQ(kept(*restarted), 1);
+  EXPECT_NE(predict_mem(*restarted, 8 * kGiB)["recommendation_source"], "workload");
+}
+
 // A burst submitted before any of it completes is answered with one bound; its misses arrive
 // together, after the first of them has already widened the bound. The daemon judges each by
 // the bound it answered (as `evaluate` walks: sizing::walk_bounds), and a restart, which rebuilds

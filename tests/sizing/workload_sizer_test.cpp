@@ -281,6 +281,31 @@ TEST(WorkloadSizer, ThePriceFollowsTheSiteAsItsRunsComplete) {
   EXPECT_GT(differ, 0u);  // the price changes answers here: the comparison above can fail
 }
 
+// peakcastd's --history-days sweep: a workload whose last run ended before the horizon goes, with
+// the memory it held; one that ran since stays.
+TEST(WorkloadSizer, ForgetsTheWorkloadsWhoseLastRunEndedBeforeATime) {
+  WorkloadSizer sizer;
+  for (int i = 0; i < 12; ++i) {
+    sizer.observe(run("old", 2.0, 1.0, 8.0, 10.0, i * 60'000));
+    sizer.observe(run("steady", 3.0, 1.0, 8.0, 10.0, i * 60'000));
+  }
+  sizer.observe(run("steady", 3.0, 1.0, 8.0, 10.0, 10'000'000));  // ends at 10,600,000 ms
+  const size_t both = sizer.memory_bytes();
+  EXPECT_EQ(sizer.forget_ended_before(0), 0u);  // every run ended after it
+  EXPECT_EQ(sizer.forget_ended_before(5'000'000), 1u);
+  EXPECT_EQ(sizer.workloads(), 1u);
+  EXPECT_EQ(sizer.runs("old"), 0u);
+  EXPECT_EQ(sizer.runs("steady"), 13u);
+  EXPECT_LT(sizer.memory_bytes(), both);
+  EXPECT_GT(sizer.memory_bytes(), 0u);
+  TaskInfo t = run("old", 2.0, 1.0, 8.0, 10.0, 0).info;
+  EXPECT_FALSE(sizer.first(t));  // it starts over
+  t.workload = "steady";
+  EXPECT_TRUE(sizer.first(t));
+  EXPECT_EQ(sizer.forget_ended_before(10'600'001), 1u);
+  EXPECT_EQ(sizer.memory_bytes(), 0u);
+}
+
 // A restart's warm-up: each workload's most recent runs, the most recently active workloads
 // within the budget (the least recently active go whole), replayed in the order they ended; every
 // run counts in the site's price, kept or not.

@@ -119,6 +119,11 @@ class SizingState {
   // and rebuild_runs). Returns the workloads kept with a policy.
   size_t warm(const sizing::WarmRuns& runs);
 
+  // peakcastd's --history-days sweep: the workloads' policies whose script's last run ended
+  // before `t_ms` go (sizing::WorkloadSizer::forget_ended_before), as after a restart. Returns
+  // how many.
+  size_t forget_workloads_ended_before(int64_t t_ms);
+
   // Start: the answers on record (CompletionStore::for_each_answer, oldest first) and the stored
   // completions submitted since the oldest of them less kIssuedMatchMs (user, script_key, submit
   // time and job_name, redacted as the store keeps it, are read). Each completion takes the

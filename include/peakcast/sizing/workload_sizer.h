@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <list>
 #include <memory>
 #include <optional>
@@ -62,6 +63,10 @@ class WorkloadSizer {
   // Runs known but not learned (a restart's older completions: sizing::WarmRuns), counted in the
   // site's failure price only: `usage` their summed peak x run time, `runs` how many.
   void add_to_price(double usage, double runs);
+  // Drops the workloads whose most recent run ended before `t_ms` (epoch ms; SimTask::end_ms): what
+  // peakcastd's --history-days sweep does, as a restart, which learns only the runs since, would
+  // not have them. Returns how many went.
+  size_t forget_ended_before(int64_t t_ms);
 
   size_t workloads() const { return by_name_.size(); }
   size_t memory_bytes() const { return bytes_; }  // the workloads' policies, as they estimate it
@@ -76,6 +81,7 @@ class WorkloadSizer {
     std::unique_ptr<SizingPolicy> next;    // past max_history runs: the runs since, to take over at 2x
     size_t runs = 0;
     size_t bytes = 0;  // what it holds, counted in bytes_
+    int64_t last_end_ms = std::numeric_limits<int64_t>::min();  // of the runs learned
   };
   Workload& touch(const std::string& name);  // found or made, now the most recently used
   // Recounts w's bytes, then drops the least recently used others while over max_bytes.
