@@ -24,32 +24,28 @@ void WarmRuns::add(const SimTask& t) {
   }
   auto it = by_name_.find(t.info.workload);
   if (it == by_name_.end()) {
-    lru_.push_back({t.info.workload, {}});
-    it = by_name_.emplace(t.info.workload, std::prev(lru_.end())).first;
+    lru_.push_back({t.info.workload, {}, 0});
+    it = by_name_.emplace(lru_.back().name, std::prev(lru_.end())).first;
   } else {
     lru_.splice(lru_.end(), lru_, it->second);  // now the most recently active
   }
-  std::deque<Run>& runs = it->second->runs;
-  runs.push_back(run);
-  ++kept_;
-  if (runs.size() > per_workload_) {
-    drop(runs.front());
-    runs.pop_front();
-    --kept_;
+  Workload& w = *it->second;
+  const size_t cap = std::min(per_workload_, max_runs_);  // the most one workload may keep
+  if (w.runs.size() < cap) {
+    w.runs.push_back(run);
+    ++kept_;
+  } else {  // full: the new run takes the oldest's place
+    drop(w.runs[w.oldest]);
+    w.runs[w.oldest] = run;
+    w.oldest = (w.oldest + 1) % w.runs.size();
   }
-  // Over the budget: the least recently active workloads go whole; the one just fed keeps its
-  // most recent runs if it alone is over.
+  // Over the budget: the least recently active workloads go whole (the one just fed is the most
+  // recent, and keeps at most the budget).
   while (kept_ > max_runs_) {
-    Workload& oldest = lru_.front();
-    if (&oldest == &*it->second) {
-      drop(runs.front());
-      runs.pop_front();
-      --kept_;
-      continue;
-    }
-    for (const Run& r : oldest.runs) drop(r);
-    kept_ -= oldest.runs.size();
-    by_name_.erase(oldest.name);
+    Workload& gone = lru_.front();
+    for (const Run& r : gone.runs) drop(r);
+    kept_ -= gone.runs.size();
+    by_name_.erase(std::string_view(gone.name));
     lru_.pop_front();
   }
 }

@@ -15,10 +15,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "peakcast/sizing/sim_task.h"
 #include "peakcast/sizing/workload_sizer.h"
@@ -49,13 +50,14 @@ class WarmRuns {
   };
   struct Workload {
     std::string name;
-    std::deque<Run> runs;  // oldest first
+    std::vector<Run> runs;  // a ring of at most per_workload_: the oldest at `oldest` once full
+    size_t oldest = 0;
   };
   void drop(const Run& r);  // counted in the price only
 
   size_t per_workload_, max_runs_;
   std::list<Workload> lru_;  // the workload whose last run ended first at the front
-  std::unordered_map<std::string, std::list<Workload>::iterator> by_name_;
+  std::unordered_map<std::string_view, std::list<Workload>::iterator> by_name_;  // views of the names in lru_
   size_t kept_ = 0, seen_ = 0;
   double dropped_usage_ = 0.0, dropped_runs_ = 0.0;  // peak x run time of the runs not kept
 };
