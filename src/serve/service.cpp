@@ -271,7 +271,12 @@ void Service::forget_old_history(int64_t now_s) {
 
 void Service::observe_bound(const cascade::Predictor& model, const Job& job) {
   if (!job.any_valid()) return;
-  if (job.submit_ms < history_.watermark()) return;  // its own history is folded: no exact view
+  if (job.submit_ms < history_.watermark()) {
+    // Its own history is folded: no exact prediction at its submission for the bound to judge.
+    // Its script's sizing policy needs none, and learns the run, as a restart would.
+    sizing_->observe_unjudged(job);
+    return;
+  }
   sizing_->observe(job, model.predict(job, history_));
 }
 

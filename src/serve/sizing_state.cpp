@@ -215,6 +215,16 @@ size_t SizingState::forget_workloads_ended_before(int64_t t_ms) {
   return workloads_.forget_ended_before(t_ms);
 }
 
+void SizingState::observe_unjudged(const Job& job) {
+  const std::string name = ingest::redact_script(job.job_name);
+  std::lock_guard lock(mu_);
+  if (job.ran_mem_bytes) ++learned_.lowered_jobs;
+  learn_run(job);
+  ++learned_.unjudged;
+  const cascade::JobPrediction any;  // no point to prefer: the nearest answer in time is taken
+  if (const std::optional<Issued> issued = take_issued(job, name, any)) advise(job, *issued);
+}
+
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
@@ -405,7 +415,9 @@ nlohmann::json SizingState::to_json() const {
                         // completions judged by the bound answered at their submission / by the
                         // bound as it stood (no answer on record), and answers still waiting
                         {"learned_from", {{"issued", learned_.by_answer}, {"current", learned_.as_it_stands},
-                                          {"answers_pending", learned_.answers_pending}}},
+                                          {"answers_pending", learned_.answers_pending},
+                                          // submitted before the watermark: the policies only
+                                          {"not_judged", learned_.unjudged}}},
                               // the workloads sized by their own policy
                               {"workloads", {{"kept", workloads_.workloads()},
                                              {"max", options_.workloads.max_workloads},

@@ -411,6 +411,35 @@ TEST(ServiceSizing, UnderHistoryDaysAnIdleScriptsPolicyIsForgottenAsARestartWoul
   EXPECT_NE(predict_mem(*restarted, 8 * kGiB)["recommendation_source"], "workload");
 }
 
+// A job that completes more than --late-tolerance after its submission (a long run, or a long
+// wait in the queue) has no exact prediction at its submission any more (the history before the
+// watermark is folded), so the bound does not learn it; its script's sizing policy, which needs
+// none, does, as a restart would have it learn the stored run.
+TEST(ServiceSizing, ARunLongerThanTheLateToleranceTeachesItsScriptsPolicy) {
+  TempDir dir;
+  ServiceOptions o = options();
+  o.late_tolerance_s = 86400;
+  auto s = open_service(dir, o);
+  const std::vector<double> shares = {0.25, 0.31, 0.28, 0.36};
+  for (int i = 0; i < 12; ++i) {  // each ran two days, the last ending an hour ago
+    const int64_t end = kNow - 3600 - (11 - i) * 60;
+    const json c = completion_json("long" + std::to_string(i), "alice", kScript, end - 2 * 86400, end, 8 * kGiB,
+                                   static_cast<uint64_t>(shares[i % shares.size()] * 8 * kGiB));
+    ASSERT_EQ(s->complete(c.dump()).status, 200);
+  }
+  const json p = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(p["recommendation_source"], "workload") << p.dump();
+  const json h = json::parse(s->healthz().body)["sizing"];
+  EXPECT_EQ(h["workloads"]["kept"], 1);
+  EXPECT_EQ(h["mem"]["exact_script"]["updates"], 0);  // the bound judged none of them
+  EXPECT_EQ(h["learned_from"]["not_judged"], 12);
+  s.reset();
+  auto restarted = open_service(dir, o);
+  const json after = predict_mem(*restarted, 8 * kGiB);
+  EXPECT_EQ(after["recommendation_source"], "workload") << after.dump();
+  EXPECT_EQ(after["recommended_bytes"], p["recommended_bytes"]);
+}
+
 // A burst submitted before any of it completes is answered with one bound; its misses arrive
 // together, after the first of them has already widened the bound. The daemon judges each by
 // the bound it answered (as `evaluate` walks: sizing::walk_bounds), and a restart, which rebuilds

@@ -101,7 +101,8 @@ class Service {
   std::optional<ApiError> conflict(const Job& job);
   std::optional<ApiError> implausible_times(const Job& job) const;
   // The served model's prediction for `job` at its submission, into the online bound. Needs the
-  // history lock (shared) held; skipped for a job submitted before the watermark.
+  // history lock (shared) held; for a job submitted before the watermark only its script's sizing
+  // policy learns (SizingState::observe_unjudged).
   void observe_bound(const cascade::Predictor& model, const Job& job);
   // history_days > 0: at most every history_sweep_s, forgets the runs that ended that long
   // before now_s (history_mu_ held exclusively).

@@ -95,6 +95,12 @@ class SizingState {
   // A completed job: `p` is the served model's prediction for it at its submission.
   void observe(const Job& job, const cascade::JobPrediction& p);
 
+  // A completed job with no prediction at its submission to judge the bound by (submitted before
+  // the history's watermark: a run, or a wait, longer than --late-tolerance): its workload's
+  // policy learns it and its answer is matched for the advice tallies, as observe() does; the
+  // bound learns nothing (counted in Learned::unjudged).
+  void observe_unjudged(const Job& job);
+
   // A completion whose memory request is below the one the daemon answered at its submission
   // (the Slurm hook lowered --mem to the recommendation, or an administrator lowered it before
   // it started): its request becomes the answered one, the limit it ran under goes to
@@ -159,6 +165,7 @@ class SizingState {
   // the answers still waiting for their completion (/healthz sizing.learned_from, /metrics).
   struct Learned {
     uint64_t by_answer = 0, as_it_stands = 0, answers_pending = 0;
+    uint64_t unjudged = 0;  // completions the bound did not learn (observe_unjudged)
     // Memory recommendations answered by a script's own policy / by the bound, and the scripts
     // kept with a policy of their own now.
     uint64_t recommended_by_workload = 0, recommended_by_bound = 0, workloads = 0, workloads_bytes = 0;
