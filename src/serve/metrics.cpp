@@ -199,6 +199,10 @@ std::string Metrics::render(const Gauges& g) const {
       {"peakcast_bound_judged_as_it_stands_total", "counter",
        "Completions the online bound judged by the bound as it stood (no answer on record).",
        g.bound_judged_as_it_stands},
+      {"peakcast_bound_not_judged_total", "counter",
+       "Completions submitted before the history's watermark (a run or wait longer than "
+       "--late-tolerance): the bound did not learn them, their script's sizing policy did.",
+       g.bound_not_judged},
       {"peakcast_bound_answers_pending", "gauge",
        "Answers kept to judge their job's completion by (bounded; the oldest go first).",
        g.bound_answers_pending},

@@ -499,6 +499,7 @@ Reply Service::metrics_text() {
   const SizingState::Learned learned = sizing_->learned();
   g.bound_judged_by_answer = learned.by_answer;
   g.bound_judged_as_it_stands = learned.as_it_stands;
+  g.bound_not_judged = learned.unjudged;
   g.bound_answers_pending = learned.answers_pending;
   g.recommended_by_workload = learned.recommended_by_workload;
   g.recommended_by_bound = learned.recommended_by_bound;

@@ -433,6 +433,8 @@ TEST(ServiceSizing, ARunLongerThanTheLateToleranceTeachesItsScriptsPolicy) {
   EXPECT_EQ(h["workloads"]["kept"], 1);
   EXPECT_EQ(h["mem"]["exact_script"]["updates"], 0);  // the bound judged none of them
   EXPECT_EQ(h["learned_from"]["not_judged"], 12);
+  const std::string m = s->metrics_text().body;
+  EXPECT_NE(m.find("\npeakcast_bound_not_judged_total 12\n"), std::string::npos) << m;
   s.reset();
   auto restarted = open_service(dir, o);
   const json after = predict_mem(*restarted, 8 * kGiB);

@@ -36,6 +36,7 @@ struct Gauges {  // read by the service when /metrics is asked
   // it stood (no answer on record), and the answers waiting for their completion.
   uint64_t bound_judged_by_answer = 0;
   uint64_t bound_judged_as_it_stands = 0;
+  uint64_t bound_not_judged = 0;
   uint64_t bound_answers_pending = 0;
   // Memory recommendations by a script's own sizing policy / by the bound; scripts with a policy.
   uint64_t recommended_by_workload = 0;
