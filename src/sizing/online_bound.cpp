@@ -170,11 +170,9 @@ void OnlineBound::observe_issued(history::Level level, double point, double labe
   // The part is the one the job's bound came from; a miss moves the script for later jobs.
   const bool had_scores = has_scores(level, cluster);
   if (miss && options_.split_missed_scripts && !cluster.empty()) missed_.emplace(cluster);
-  const double err = miss ? 1.0 : 0.0;
-  const double alpha = 1.0 - options_.coverage;
   // Only levels that issued bounds from evidence adapt; a cold-start bound says nothing.
   if (had_scores) {
-    st.alpha_t = std::clamp(st.alpha_t + options_.gamma * (alpha - err), options_.alpha_floor, 1.0);
+    st.alpha_t = aci_step(st.alpha_t, 1.0 - options_.coverage, miss, options_);
     ++st.updates;
   }
   const double s = score(point, label);

@@ -347,10 +347,8 @@ class PeakcastPolicy final : public SizingPolicy {
     RatioBounds& b = ratio_bounds_[c.point];
     if (!learns(pt, y) || b.window.empty()) return;
     static const OnlineBoundOptions kAci;  // OnlineBound's step and floor
-    const double err = bound_covers(y, issued, false) ? 0.0 : 1.0;
-    const double alpha = 1.0 - kCoverages[c.level];
     double& a = b.alpha_t[c.level];
-    a = std::clamp(a + kAci.gamma * (alpha - err), kAci.alpha_floor, 1.0);
+    a = aci_step(a, 1.0 - kCoverages[c.level], !bound_covers(y, issued, false), kAci);
   }
   // A mean completed task's memory x time: what one failed attempt costs, about.
   double mean_task() const { return ys_.empty() ? 0.0 : usage_ / static_cast<double>(ys_.size()); }

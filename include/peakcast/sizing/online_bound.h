@@ -62,6 +62,7 @@
 // Not thread-safe: the caller serialises observe() and upper().
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <deque>
@@ -117,6 +118,13 @@ inline OnlineBoundOptions served_bound_options(double coverage) {
 // report.
 inline bool bound_covers(double label, double bound, bool censored) {
   return censored ? bound > label + 1e-12 : label <= bound + 1e-12;
+}
+
+// ACI's update of the working miscoverage after a job judged by its bound: alpha_t moves by
+// gamma x (alpha - err), err = 1 for a miss, and stays in [alpha_floor, 1]. The one rule for
+// OnlineBound and the sizing policy's ratio bounds.
+inline double aci_step(double alpha_t, double alpha, bool miss, const OnlineBoundOptions& o) {
+  return std::clamp(alpha_t + o.gamma * (alpha - (miss ? 1.0 : 0.0)), o.alpha_floor, 1.0);
 }
 
 class OnlineBound {
