@@ -255,8 +255,9 @@ void Service::forget_old_history(int64_t now_s) {
   if (now_s - last_sweep_s_ < options_.history_sweep_s) return;
   last_sweep_s_ = now_s;
   const size_t keys = history_.key_count();
-  const history::HistoryStore::Forgotten f = history_.forget_before(history_horizon_ms(now_s));
-  if (const size_t policies = sizing_->forget_workloads_ended_before(history_horizon_ms(now_s)); policies > 0) {
+  const int64_t horizon = history_horizon_ms(now_s);
+  const history::HistoryStore::Forgotten f = history_.forget_before(horizon);
+  if (const size_t policies = sizing_->forget_workloads_ended_before(horizon); policies > 0) {
     log(LogLevel::kInfo, "sizing: forgot the policies of " + std::to_string(policies) +
                              " script(s) whose last run ended more than " + std::to_string(options_.history_days) +
                              " day(s) ago (--history-days)");

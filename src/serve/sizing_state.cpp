@@ -215,28 +215,28 @@ size_t SizingState::forget_workloads_ended_before(int64_t t_ms) {
   return workloads_.forget_ended_before(t_ms);
 }
 
+std::optional<SizingState::Issued> SizingState::learn_completion(const Job& job, const std::string& name,
+                                                                 const cascade::JobPrediction& p) {
+  if (job.ran_mem_bytes) ++learned_.lowered_jobs;  // counted once it is stored (a retry restores again)
+  learn_run(job);
+  std::optional<Issued> issued = take_issued(job, name, p);
+  if (issued) advise(job, *issued);
+  return issued;
+}
+
 void SizingState::observe_unjudged(const Job& job) {
   const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
-  if (job.ran_mem_bytes) ++learned_.lowered_jobs;
-  learn_run(job);
-  ++learned_.unjudged;
   const cascade::JobPrediction any;  // no point to prefer: the nearest answer in time is taken
-  if (const std::optional<Issued> issued = take_issued(job, name, any)) advise(job, *issued);
+  learn_completion(job, name, any);
+  ++learned_.unjudged;
 }
 
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
   const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
-  if (job.ran_mem_bytes) ++learned_.lowered_jobs;  // counted once it is stored (a retry restores again)
-  learn_run(job);
-  const std::optional<Issued> issued = take_issued(job, name, p);
-  if (issued) {
-    ++learned_.by_answer;
-    advise(job, *issued);
-  } else {
-    ++learned_.as_it_stands;
-  }
+  const std::optional<Issued> issued = learn_completion(job, name, p);
+  ++(issued ? learned_.by_answer : learned_.as_it_stands);
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
     const cascade::ResourcePrediction* rp = p.of(r);

@@ -11,7 +11,7 @@ WarmRuns::WarmRuns(size_t per_workload, size_t max_runs)
     : per_workload_(std::max<size_t>(per_workload, 1)), max_runs_(max_runs) {}
 
 void WarmRuns::drop(const Run& r) {
-  if (!(r.peak_bytes > 0) || !(r.runtime_ms >= 0)) return;  // WorkloadSizer::observe's rule
+  if (!WorkloadSizer::learnable(r.peak_bytes, r.runtime_ms)) return;
   dropped_usage_ += r.peak_bytes * r.runtime_ms;
   dropped_runs_ += 1;
 }

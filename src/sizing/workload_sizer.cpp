@@ -2,6 +2,7 @@
 #include "peakcast/sizing/workload_sizer.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace peakcast::sizing {
 
@@ -39,19 +40,19 @@ size_t WorkloadSizer::forget_ended_before(int64_t t_ms) {
       ++it;
       continue;
     }
-    bytes_ -= it->bytes;
-    by_name_.erase(it->name);
-    it = lru_.erase(it);
+    it = erase(it);
     ++gone;
   }
   return gone;
 }
 
-void WorkloadSizer::evict_last() {
-  bytes_ -= lru_.back().bytes;
-  by_name_.erase(lru_.back().name);
-  lru_.pop_back();
+std::list<WorkloadSizer::Workload>::iterator WorkloadSizer::erase(std::list<Workload>::iterator it) {
+  bytes_ -= it->bytes;
+  by_name_.erase(it->name);
+  return lru_.erase(it);
 }
+
+void WorkloadSizer::evict_last() { erase(std::prev(lru_.end())); }
 
 void WorkloadSizer::account(Workload& w) {
   const size_t now = sizeof(Workload) + 2 * w.name.capacity() + w.policy->memory_bytes() +
@@ -86,7 +87,7 @@ void WorkloadSizer::add_to_price(double usage, double runs) {
 }
 
 void WorkloadSizer::observe(const SimTask& task) {
-  if (!(task.peak_bytes > 0) || !(task.runtime_ms >= 0)) return;
+  if (!learnable(task.peak_bytes, task.runtime_ms)) return;
   site_usage_ += task.peak_bytes * task.runtime_ms;
   site_runs_ += 1;
   Workload& w = touch(task.info.workload);

@@ -203,6 +203,10 @@ class SizingState {
   std::optional<Issued> take_issued(const Job& job, const std::string& name, const cascade::JobPrediction& p);
   void keep_taken(const std::string& key, const Issued& issued);  // mu_ held
   void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy
+  // mu_ held: what every completion teaches besides the bound (observe, observe_unjudged): its
+  // workload's policy learns the run, and the answer given at its submission is matched (`name`:
+  // the job's name redacted; `p` prefers an answer of its points) and its advice counted.
+  std::optional<Issued> learn_completion(const Job& job, const std::string& name, const cascade::JobPrediction& p);
   std::string next_answer_id();    // mu_ held: 16 hex digits, new for each answer
 
   SizingOptions options_;

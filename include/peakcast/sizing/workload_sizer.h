@@ -58,8 +58,10 @@ class WorkloadSizer {
   // The recommendation for `task` (workload = task.workload), or nullopt when the task has no
   // request or its workload has fewer than kPeakcastMinHistory completed runs here.
   std::optional<Answer> first(const TaskInfo& task);
-  // A completed run (its peak, run time and request); task.info.workload is its identity.
+  // A completed run (its peak, run time and request); task.info.workload is its identity. Only a
+  // run with a positive peak and a run time (learnable) is learned and priced.
   void observe(const SimTask& task);
+  static bool learnable(double peak_bytes, double runtime_ms) { return peak_bytes > 0 && runtime_ms >= 0; }
   // Runs known but not learned (a restart's older completions: sizing::WarmRuns), counted in the
   // site's failure price only: `usage` their summed peak x run time, `runs` how many.
   void add_to_price(double usage, double runs);
@@ -87,6 +89,7 @@ class WorkloadSizer {
   // Recounts w's bytes, then drops the least recently used others while over max_bytes.
   void account(Workload& w);
   void evict_last();
+  std::list<Workload>::iterator erase(std::list<Workload>::iterator it);  // with its bytes; the next
 
   WorkloadSizerOptions options_;
   std::list<Workload> lru_;  // most recently used first
