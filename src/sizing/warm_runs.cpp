@@ -7,8 +7,8 @@
 
 namespace peakcast::sizing {
 
-WarmRuns::WarmRuns(size_t per_workload, size_t max_runs)
-    : per_workload_(std::max<size_t>(per_workload, 1)), max_runs_(max_runs) {}
+WarmRuns::WarmRuns(size_t per_workload, size_t max_runs, int64_t since_ms)
+    : per_workload_(std::max<size_t>(per_workload, 1)), max_runs_(max_runs), since_ms_(since_ms) {}
 
 void WarmRuns::drop(const Run& r) {
   if (!WorkloadSizer::learnable(r.peak_bytes, r.runtime_ms)) return;
@@ -18,7 +18,7 @@ void WarmRuns::drop(const Run& r) {
 
 void WarmRuns::add(const SimTask& t) {
   const Run run{t.info.input_bytes, t.info.request_bytes, t.peak_bytes, t.runtime_ms, t.end_ms, seen_++};
-  if (max_runs_ == 0) {
+  if (max_runs_ == 0 || t.end_ms < since_ms_) {
     drop(run);
     return;
   }

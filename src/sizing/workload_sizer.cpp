@@ -46,6 +46,32 @@ size_t WorkloadSizer::forget_ended_before(int64_t t_ms) {
   return gone;
 }
 
+WorkloadSizer::Aged WorkloadSizer::age(int64_t now_ms) {
+  Aged a;
+  if (options_.max_age_ms <= 0) return a;
+  a.forgotten = forget_ended_before(now_ms - options_.max_age_ms);
+  for (Workload& w : lru_) {
+    if (hand_over_if_due(w, now_ms)) {
+      ++a.handed_over;
+      recount(w);  // one policy where there were two: fewer bytes, nothing to evict
+    }
+  }
+  return a;
+}
+
+bool WorkloadSizer::hand_over_if_due(Workload& w, int64_t now_ms) {
+  if (!w.next) return false;
+  const bool full = w.next_runs >= options_.max_history;
+  const bool aged = options_.max_age_ms > 0 && w.next_first_end_ms <= now_ms - options_.max_age_ms;
+  if (!full && !aged) return false;
+  w.policy = std::move(w.next);
+  w.runs = w.next_runs;
+  w.first_end_ms = w.next_first_end_ms;
+  w.next_runs = 0;
+  w.next_first_end_ms = std::numeric_limits<int64_t>::max();
+  return true;
+}
+
 std::list<WorkloadSizer::Workload>::iterator WorkloadSizer::erase(std::list<Workload>::iterator it) {
   bytes_ -= it->bytes;
   by_name_.erase(it->name);
@@ -54,11 +80,15 @@ std::list<WorkloadSizer::Workload>::iterator WorkloadSizer::erase(std::list<Work
 
 void WorkloadSizer::evict_last() { erase(std::prev(lru_.end())); }
 
-void WorkloadSizer::account(Workload& w) {
+void WorkloadSizer::recount(Workload& w) {
   const size_t now = sizeof(Workload) + 2 * w.name.capacity() + w.policy->memory_bytes() +
                      (w.next ? w.next->memory_bytes() : 0);
   bytes_ = bytes_ - w.bytes + now;
   w.bytes = now;
+}
+
+void WorkloadSizer::account(Workload& w) {
+  recount(w);
   // The workload just used is at the front: it stays, even alone over the budget.
   while (options_.max_bytes > 0 && bytes_ > options_.max_bytes && lru_.size() > 1 && &lru_.back() != &w) {
     evict_last();
@@ -90,24 +120,29 @@ void WorkloadSizer::observe(const SimTask& task) {
   if (!learnable(task.peak_bytes, task.runtime_ms)) return;
   site_usage_ += task.peak_bytes * task.runtime_ms;
   site_runs_ += 1;
+  latest_end_ms_ = std::max(latest_end_ms_, task.end_ms);
+  const int64_t max_age = options_.max_age_ms;
+  // Older than the age limit: priced, not learned, as a restart reading the last max_age would.
+  if (max_age > 0 && task.end_ms < latest_end_ms_ - max_age) return;
   Workload& w = touch(task.info.workload);
   const double price = site_price();
   w.policy->set_failure_price(price);
   w.policy->observe(task);
   ++w.runs;
   w.last_end_ms = std::max(w.last_end_ms, task.end_ms);
-  // Past max_history runs a second policy learns the new ones too; at twice that it holds the
-  // most recent max_history and takes over: the answers of a policy rebuilt from them, without
-  // stopping to replay them, and memory and answer time bounded on a workload that runs for years.
-  const size_t h = options_.max_history;
-  if (w.runs > h) {
+  w.first_end_ms = std::min(w.first_end_ms, task.end_ms);
+  // Past max_history runs (or, with max_age, once the first run learned is that old) a second
+  // policy learns the new ones too; when it holds max_history runs (or its own first run is
+  // max_age old) it takes over: the answers of a policy rebuilt from its runs, without stopping to
+  // replay them, and memory and answer time bounded on a workload that runs for years.
+  const bool old = max_age > 0 && w.first_end_ms < w.last_end_ms - max_age;
+  if (w.next || w.runs > options_.max_history || old) {
     if (!w.next) w.next = make_peakcast(options_.policy, true);
     w.next->set_failure_price(price);
     w.next->observe(task);
-    if (w.runs >= 2 * h) {
-      w.policy = std::move(w.next);
-      w.runs = h;
-    }
+    ++w.next_runs;
+    w.next_first_end_ms = std::min(w.next_first_end_ms, task.end_ms);
+    hand_over_if_due(w, w.last_end_ms);
   }
   account(w);
 }

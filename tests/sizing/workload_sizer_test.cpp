@@ -306,6 +306,60 @@ TEST(WorkloadSizer, ForgetsTheWorkloadsWhoseLastRunEndedBeforeATime) {
   EXPECT_EQ(sizer.memory_bytes(), 0u);
 }
 
+// peakcastd's --sizing-days: once the first run a policy learned is max_age older than the
+// latest, a second policy learns from the next run on and takes over when its own first run is
+// max_age old, at a run or at age(). A script that ran once a day with max_age 10 days: after the
+// run of day 20 the policy holds days 0-20, after day 21 days 11-21 (the second policy, started at
+// day 11), after day 32 days 22-32. Each answer is that of a policy fed those runs alone (here a
+// script whose peaks fell from 8 GiB to 2 GiB at day 15).
+TEST(WorkloadSizer, UnderAnAgeLimitAPolicyAnswersFromItsRecentRunsOnly) {
+  constexpr int64_t kDay = 86'400'000;
+  WorkloadSizerOptions o = fixed_price(0.5);
+  o.max_age_ms = 10 * kDay;
+  WorkloadSizer sizer(o);
+  WorkloadSizer unlimited(fixed_price(0.5));
+  std::vector<SimTask> runs;
+  for (int day = 0; day <= 40; ++day) {
+    const double peak = (day < 15 ? 8.0 : 2.0) + 0.01 * (day % 7);
+    runs.push_back(run("wf", peak, 1.0, 16.0, 5.0, day * kDay));
+  }
+  // Day of the last run -> first day of the runs the answering policy learned.
+  const std::map<int, int> held = {{9, 0}, {20, 0}, {21, 11}, {31, 11}, {32, 22}, {40, 22}};
+  for (int day = 0; day <= 40; ++day) {
+    sizer.observe(runs[day]);
+    unlimited.observe(runs[day]);
+    const auto want = held.find(day);
+    if (want == held.end()) continue;
+    EXPECT_EQ(sizer.runs("wf"), static_cast<size_t>(day - want->second + 1)) << "after day " << day;
+    const std::unique_ptr<SizingPolicy> fresh = make_peakcast(o.policy, true);
+    for (int d = want->second; d <= day; ++d) fresh->observe(runs[d]);
+    const TaskInfo next = runs[day].info;
+    const std::optional<WorkloadSizer::Answer> a = sizer.first(next);
+    ASSERT_TRUE(a) << day;
+    EXPECT_EQ(static_cast<double>(a->bytes), fresh->first(next)) << "after day " << day;
+    EXPECT_EQ(a->basis, fresh->explain().basis) << "after day " << day;
+  }
+  // Days 22-40 peaked at 2-2.06 GiB: the policy that learned only them asks for little more.
+  EXPECT_LT(static_cast<double>(sizer.first(runs[40].info)->bytes), 2.5 * kGiB);
+  // A run older than max_age before the latest is priced, not learned (a restart would not read it).
+  sizer.observe(run("wf", 9.0, 1.0, 16.0, 5.0, 5 * kDay));
+  EXPECT_EQ(sizer.runs("wf"), 19u);
+  // Without a new run: the second policy (started at day 33) takes over at age() once its first
+  // run is max_age old; the workload goes once its last run is.
+  EXPECT_EQ(sizer.age(runs[40].end_ms).handed_over, 0u);
+  const WorkloadSizer::Aged handed = sizer.age(runs[33].end_ms + 10 * kDay);
+  EXPECT_EQ(handed.handed_over, 1u);
+  EXPECT_EQ(handed.forgotten, 0u);
+  EXPECT_EQ(sizer.runs("wf"), 8u);  // days 33-40
+  const WorkloadSizer::Aged gone = sizer.age(runs[40].end_ms + 10 * kDay + 1);
+  EXPECT_EQ(gone.forgotten, 1u);
+  EXPECT_EQ(sizer.workloads(), 0u);
+  EXPECT_EQ(sizer.memory_bytes(), 0u);
+  // No age limit, no ageing.
+  EXPECT_EQ(unlimited.age(runs[40].end_ms + 1000 * kDay).forgotten, 0u);
+  EXPECT_EQ(unlimited.runs("wf"), 41u);
+}
+
 // A restart's warm-up: each workload's most recent runs, the most recently active workloads
 // within the budget (the least recently active go whole), replayed in the order they ended; every
 // run counts in the site's price, kept or not.
@@ -348,6 +402,19 @@ TEST(WarmRuns, KeepsTheMostRecentRunsOfTheMostRecentlyActiveWorkloads) {
   none.replay(priced);
   EXPECT_EQ(priced.workloads(), 0u);
   EXPECT_NEAR(priced.site_price(), usage / 7.0, 1e-12 * usage);
+
+  // With an age limit (peakcastd's --sizing-days at start) a run that ended before it is priced,
+  // not kept: here the first three (ended by 1,800,002 ms).
+  WarmRuns recent(10, 100, /*since_ms=*/1'800'004);
+  for (const SimTask& t : fed) recent.add(t);
+  EXPECT_EQ(recent.seen(), 7u);
+  EXPECT_EQ(recent.runs(), 4u);
+  WorkloadSizer aged;
+  recent.replay(aged);
+  EXPECT_EQ(aged.runs("a"), 2u);
+  EXPECT_EQ(aged.runs("b"), 0u);
+  EXPECT_EQ(aged.runs("c"), 2u);
+  EXPECT_NEAR(aged.site_price(), usage / 7.0, 1e-12 * usage);
 }
 
 // Replayed, a workload whose runs were all kept answers as one that learned them one by one, and

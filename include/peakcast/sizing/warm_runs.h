@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <list>
 #include <string>
 #include <string_view>
@@ -28,7 +29,9 @@ namespace peakcast::sizing {
 
 class WarmRuns {
  public:
-  WarmRuns(size_t per_workload, size_t max_runs);
+  // A run that ended before `since_ms` is priced, not kept (a WorkloadSizer with max_age_ms
+  // learns only the runs of its last max_age: since = now - max_age).
+  WarmRuns(size_t per_workload, size_t max_runs, int64_t since_ms = std::numeric_limits<int64_t>::min());
 
   // A completed run, in the order the runs ended; run.info.workload names its workload. Only what
   // a policy learns of a run is kept: its input size, request, peak, run time and end time.
@@ -56,6 +59,7 @@ class WarmRuns {
   void drop(const Run& r);  // counted in the price only
 
   size_t per_workload_, max_runs_;
+  int64_t since_ms_;
   std::list<Workload> lru_;  // the workload whose last run ended first at the front
   std::unordered_map<std::string_view, std::list<Workload>::iterator> by_name_;  // views of the names in lru_
   size_t kept_ = 0, seen_ = 0;

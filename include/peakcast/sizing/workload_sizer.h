@@ -9,7 +9,12 @@
 // recent runs:
 // past max_history runs a second policy learns each new run as well, and at 2 x max_history it
 // takes over, with the max_history most recent (the answers of a policy rebuilt from them, with
-// no pause to replay them). The price of a failed
+// no pause to replay them). With `max_age_ms` a policy also hands over by age: once the first run
+// it learned ended more than max_age before the latest, a second policy starts with the next run,
+// and takes over when its own first run is max_age old (at a run or at age()): a workload is
+// answered from its runs of about the last max_age to 2 x max_age, and a run that ended more than
+// max_age before the latest run the sizer has seen is priced, not learned (what a restart that
+// reads only the last max_age would learn). The price of a failed
 // attempt is the site's mean run (peak x run time) over every completion learned, as simulate's
 // is over the runs known before its replay, unless PolicyOptions::failure_price sets one.
 //
@@ -43,6 +48,9 @@ struct WorkloadSizerOptions {
   // (sizing::WarmRuns). The default takes 1 s (scripts of 30 runs) to 10.5 s (of 1,000) here
   // (sizing_bench's workload_warm).
   size_t rebuild_runs = 100000;
+  // 0: no age limit. Else a workload's policy answers from its runs of about the last max_age_ms
+  // to twice that (above); peakcastd's --sizing-days, or --history-days.
+  int64_t max_age_ms = 0;
 };
 
 class WorkloadSizer {
@@ -69,6 +77,12 @@ class WorkloadSizer {
   // peakcastd's --history-days sweep does, as a restart, which learns only the runs since, would
   // not have them. Returns how many went.
   size_t forget_ended_before(int64_t t_ms);
+  // With max_age_ms, at `now_ms` (epoch ms): the workloads whose last run ended more than max_age
+  // before go (forget_ended_before), and a second policy whose first run is max_age old takes over.
+  struct Aged {
+    size_t forgotten = 0, handed_over = 0;
+  };
+  Aged age(int64_t now_ms);
 
   size_t workloads() const { return by_name_.size(); }
   size_t memory_bytes() const { return bytes_; }  // the workloads' policies, as they estimate it
@@ -80,12 +94,19 @@ class WorkloadSizer {
   struct Workload {
     std::string name;
     std::unique_ptr<SizingPolicy> policy;  // answers; learned from the last `runs` runs
-    std::unique_ptr<SizingPolicy> next;    // past max_history runs: the runs since, to take over at 2x
+    std::unique_ptr<SizingPolicy> next;    // past max_history runs, or max_age: the runs since, to take over
     size_t runs = 0;
+    size_t next_runs = 0;
     size_t bytes = 0;  // what it holds, counted in bytes_
     int64_t last_end_ms = std::numeric_limits<int64_t>::min();  // of the runs learned
+    int64_t first_end_ms = std::numeric_limits<int64_t>::max();  // the earliest `policy` learned
+    int64_t next_first_end_ms = std::numeric_limits<int64_t>::max();  // the earliest `next` learned
   };
+  // `next` takes over when it holds max_history runs, or (max_age_ms) its first run ended
+  // max_age before `now_ms`.
+  bool hand_over_if_due(Workload& w, int64_t now_ms);
   Workload& touch(const std::string& name);  // found or made, now the most recently used
+  void recount(Workload& w);  // w's bytes, in bytes_
   // Recounts w's bytes, then drops the least recently used others while over max_bytes.
   void account(Workload& w);
   void evict_last();
@@ -97,6 +118,7 @@ class WorkloadSizer {
   size_t bytes_ = 0;          // the workloads' bytes
   double site_usage_ = 0.0;  // sum of peak x run time over every completion learned
   double site_runs_ = 0.0;
+  int64_t latest_end_ms_ = std::numeric_limits<int64_t>::min();  // of every run observed
 };
 
 }  // namespace peakcast::sizing
