@@ -37,6 +37,7 @@ struct ReportArgs {
   size_t sizing_history = sizing::WorkloadSizerOptions{}.max_history;
   size_t sizing_rebuild_runs = sizing::WorkloadSizerOptions{}.rebuild_runs;
   size_t sizing_memory_mib = sizing::WorkloadSizerOptions{}.max_bytes >> 20;
+  int64_t sizing_days = 0;
   int threads = 0;
   std::vector<std::string> code_options;
 };
@@ -71,6 +72,7 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.workloads.max_history = a.sizing_history;
   d.workloads.rebuild_runs = a.sizing_rebuild_runs;
   d.workloads.max_bytes = a.sizing_memory_mib << 20;
+  d.workloads.max_age_ms = a.sizing_days * 86'400'000;
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();
@@ -252,6 +254,11 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "first, each script's --sizing-history most recent, as peakcastd does at start (its "
                   "--sizing-rebuild-runs; 0 = the policies start with the test block)")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{100000000}));
+  cmd->add_option("--sizing-days", a->sizing_days,
+                  "As peakcastd's --sizing-days: each script's sizing policy answers from its runs "
+                  "of about the last DAYS to 2 x DAYS days (0 = no limit): what the setting would "
+                  "have changed in the requests recommended and their waste and failures")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{100} * 365));
   add_learning_options(*cmd, a->threads, a->code_options);
   cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
 }

@@ -163,10 +163,17 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       "bound, warmed up on the completions of {} earlier jobs, then updated with each completion); "
       "{}; {} memory recommendations, {} of them by their workload's own sizing policy (once {} of "
       "its runs had completed; the policies warmed up on each script's most recent runs among the "
-      "{} earlier completions, at most {} in all), the others from the bound (none for a new script "
+      "{} earlier completions, at most {} in all{}), the others from the bound (none for a new script "
       "before the bound has evidence, nor without a memory request)",
       100 * o.bound_coverage, warm.size(), bounds.empty() ? "no test job had a label" : bounds,
-      with_rec, own_rec, sizing::kPeakcastMinHistory, stored.size(), o.workloads.rebuild_runs));
+      with_rec, own_rec, sizing::kPeakcastMinHistory, stored.size(), o.workloads.rebuild_runs,
+      o.workloads.max_age_ms > 0
+          ? fmt::format("; --sizing-days {:g}: each answers from its script's runs of about the last "
+                        "{:g} to {:g} days",
+                        static_cast<double>(o.workloads.max_age_ms) / 86400e3,
+                        static_cast<double>(o.workloads.max_age_ms) / 86400e3,
+                        2 * static_cast<double>(o.workloads.max_age_ms) / 86400e3)
+          : std::string()));
   return d;
 }
 

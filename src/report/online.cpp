@@ -40,6 +40,7 @@ class TrailingOom {
 };
 
 constexpr size_t kWarmUp = std::numeric_limits<size_t>::max();  // a walked job that is not a test job
+constexpr int64_t kSweepMs = 3'600'000;  // peakcastd's --history-days / --sizing-days sweep: hourly
 
 }  // namespace
 
@@ -88,7 +89,8 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
   if (wo.max_workloads > 0) {
     std::vector<const Job*> by_end(stored.begin(), stored.end());
     std::stable_sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
-    sizing::WarmRuns warm_runs(wo.max_history, wo.rebuild_runs);
+    sizing::WarmRuns warm_runs(wo.max_history, wo.rebuild_runs,
+                               wo.max_age_ms > 0 ? start - wo.max_age_ms : std::numeric_limits<int64_t>::min());
     for (const Job* j : by_end) {
       if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm_runs.add(*t);
     }
@@ -105,12 +107,18 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
   std::stable_sort(by_submit.begin(), by_submit.end(),
                    [&](size_t a, size_t b) { return test[a].job->submit_ms < test[b].job->submit_ms; });
   size_t next_end = 0;
+  int64_t last_sweep_ms = start;
   for (size_t i : by_submit) {
     const Job& job = *test[i].job;
     while (next_end < ended.size() && ended[next_end]->end_ms < job.submit_ms) {
       const Job& done = *ended[next_end++];
       if (wo.max_workloads == 0) continue;
       if (std::optional<sizing::SimTask> t = sizing::learned_run(done)) sizer.observe(*t);
+    }
+    // peakcastd's hourly sweep under --sizing-days (SizingState::age_workloads).
+    if (wo.max_age_ms > 0 && job.submit_ms - last_sweep_ms >= kSweepMs) {
+      last_sweep_ms = job.submit_ms;
+      sizer.age(job.submit_ms);
     }
     const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
     if (!cap || wo.max_workloads == 0) continue;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <limits>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/log.h"
@@ -113,6 +114,12 @@ Service::Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionSto
   // A reload keeps util_cap (ModelSlot refuses a model with another), so the limits hold.
   options_.limits.util_cap = model_->get()->util_cap();
   options_.sizing.util_cap = options_.limits.util_cap;
+  // Under --history-days a script's policy learns no older run either (--sizing-days may say less).
+  int64_t& max_age = options_.sizing.workloads.max_age_ms;
+  if (options_.history_days > 0) {
+    const int64_t history_ms = options_.history_days * 86400 * kMsPerSecond;
+    max_age = max_age > 0 ? std::min(max_age, history_ms) : history_ms;
+  }
   sizing_ = std::make_unique<SizingState>(options_.sizing);
 }
 
@@ -190,7 +197,9 @@ Status Service::rebuild() {
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
   // The scripts' sizing policies: each script's most recent runs, the most recently active first.
-  sizing::WarmRuns warm(options_.sizing.workloads.max_history, options_.sizing.workloads.rebuild_runs);
+  const int64_t max_age = options_.sizing.workloads.max_age_ms;
+  sizing::WarmRuns warm(options_.sizing.workloads.max_history, options_.sizing.workloads.rebuild_runs,
+                        max_age > 0 ? now() * kMsPerSecond - max_age : std::numeric_limits<int64_t>::min());
   const bool warm_policies = options_.sizing.workloads.max_workloads > 0;
   const auto visit = [this, &recent, &matched, &warm, warm_policies, answered_since](Job&& j) {
     if (j.submit_ms >= answered_since) {
@@ -251,17 +260,23 @@ int64_t Service::history_horizon_ms(int64_t now_s) const {
 }
 
 void Service::forget_old_history(int64_t now_s) {
-  if (options_.history_days <= 0) return;
+  const int64_t max_age = options_.sizing.workloads.max_age_ms;
+  if (options_.history_days <= 0 && max_age <= 0) return;
   if (now_s - last_sweep_s_ < options_.history_sweep_s) return;
   last_sweep_s_ = now_s;
+  if (max_age > 0) {
+    const sizing::WorkloadSizer::Aged a = sizing_->age_workloads(now_s * kMsPerSecond);
+    if (a.forgotten > 0 || a.handed_over > 0) {
+      log(LogLevel::kInfo, fmt::format("sizing: forgot the policies of {} script(s) whose last run ended more than "
+                                       "{:.4g} day(s) ago, and {} policy(ies) now answer from the runs since "
+                                       "(--sizing-days, --history-days)",
+                                       a.forgotten, static_cast<double>(max_age) / 86400e3, a.handed_over));
+    }
+  }
+  if (options_.history_days <= 0) return;
   const size_t keys = history_.key_count();
   const int64_t horizon = history_horizon_ms(now_s);
   const history::HistoryStore::Forgotten f = history_.forget_before(horizon);
-  if (const size_t policies = sizing_->forget_workloads_ended_before(horizon); policies > 0) {
-    log(LogLevel::kInfo, "sizing: forgot the policies of " + std::to_string(policies) +
-                             " script(s) whose last run ended more than " + std::to_string(options_.history_days) +
-                             " day(s) ago (--history-days)");
-  }
   if (f.labels > 0) {
     log(LogLevel::kInfo, "history: forgot " + std::to_string(f.labels) + " label(s) of runs that ended more than " +
                              std::to_string(options_.history_days) + " day(s) ago (--history-days), and " +

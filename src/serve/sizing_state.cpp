@@ -210,9 +210,9 @@ size_t SizingState::warm(const sizing::WarmRuns& runs) {
   return workloads_.workloads();
 }
 
-size_t SizingState::forget_workloads_ended_before(int64_t t_ms) {
+sizing::WorkloadSizer::Aged SizingState::age_workloads(int64_t now_ms) {
   std::lock_guard lock(mu_);
-  return workloads_.forget_ended_before(t_ms);
+  return workloads_.age(now_ms);
 }
 
 std::optional<SizingState::Issued> SizingState::learn_completion(const Job& job, const std::string& name,
@@ -424,6 +424,10 @@ nlohmann::json SizingState::to_json() const {
                                              {"memory_bytes", workloads_.memory_bytes()},
                                              {"max_memory_bytes", options_.workloads.max_bytes},
                                              {"max_history", options_.workloads.max_history},
+                                             // --sizing-days (or --history-days): null without
+                                             {"max_age_days", options_.workloads.max_age_ms > 0
+                                                                  ? nlohmann::json(static_cast<double>(options_.workloads.max_age_ms) / 86400e3)
+                                                                  : nlohmann::json(nullptr)},
                                              // at start: the budget, and the stored runs learned
                                              {"rebuild_runs", options_.workloads.rebuild_runs},
                                              {"rebuilt_from_runs", warmed_runs_},

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -307,6 +308,51 @@ TEST(ReportDaemon, ThePoliciesAreWarmedFromTheStoredRunsAsAtTheDaemonsStart) {
   }
   EXPECT_GT(own[100000], own[60]);
   EXPECT_GT(own[60], own[0]);
+}
+
+// With --sizing-days the report's daemon warms each script's policy with its runs of the last
+// DAYS only and sweeps hourly, as peakcastd's start and sweep do (SizingState::age_workloads): the
+// answers are the daemon's. Jobs here come hourly, 14 scripts in turn at random; with 3 days a
+// script has 5 or so runs at the start, and the policies that reach 10 hand over within the test
+// block, so fewer answers are a script's own than with no limit.
+TEST(ReportDaemon, UnderSizingDaysThePoliciesAgeAsTheDaemonsDo) {
+  const Stream s = make_stream(6);
+  const size_t cut = 300;
+  std::vector<const Job*> stored;
+  for (size_t i = 0; i < cut; ++i) stored.push_back(&s.jobs[i]);
+  const std::vector<Job> test(s.jobs.begin() + cut, s.jobs.end());
+  const std::vector<cascade::JobPrediction> test_p(s.preds.begin() + cut, s.preds.end());
+  std::map<int64_t, long> own;
+  for (int64_t max_age : {int64_t{0}, 72 * kHourMs, 120 * kHourMs}) {
+    ReplayOptions o = daemon_options();
+    o.workloads.max_age_ms = max_age;
+    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(test, test_p), s.jobs, o, stored);
+    serve::SizingOptions so;
+    so.workloads.max_age_ms = max_age;
+    serve::SizingState daemon(so);
+    const int64_t start = test.front().submit_ms;
+    sizing::WarmRuns warm(so.workloads.max_history, so.workloads.rebuild_runs,
+                          max_age > 0 ? start - max_age : std::numeric_limits<int64_t>::min());
+    for (const Job* j : stored) {
+      if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm.add(*t);
+    }
+    daemon.warm(warm);
+    size_t handed_over = 0;
+    for (size_t i = 0; i < test.size(); ++i) {
+      if (i > 0) handed_over += daemon.age_workloads(test[i].submit_ms).handed_over;  // hourly
+      cascade::JobPrediction answered = test_p[i];
+      const serve::SizingState::Applied a = daemon.apply(test[i], trailing_oom(s.jobs, cut + i), answered);
+      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << max_age << ": job " << i;
+      EXPECT_EQ(report[i].source, a.source) << max_age << ": job " << i;
+      daemon.observe(test[i], test_p[i]);
+    }
+    if (max_age == 72 * kHourMs) {
+      EXPECT_GT(handed_over, 0u);
+    }
+    own[max_age] = std::count_if(report.begin(), report.end(), [](const DaemonAnswer& a) { return a.source == "workload"; });
+  }
+  EXPECT_LT(own[72 * kHourMs], own[120 * kHourMs]);
+  EXPECT_LT(own[120 * kHourMs], own[0]);
 }
 
 TEST(ReportDaemon, ANewScriptWithoutEvidenceGetsNoBoundAndNoRecommendation) {

@@ -60,7 +60,7 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
   {
     Daemon d;
     ASSERT_TRUE(d.start({"--sizing-workloads", "3", "--sizing-history", "50", "--sizing-memory", "7",
-                         "--sizing-rebuild-runs", "12"}))
+                         "--sizing-rebuild-runs", "12", "--sizing-days", "30"}))
         << d.log_text();
     httplib::Client c(d.sock);
     c.set_address_family(AF_UNIX);
@@ -74,6 +74,7 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
     EXPECT_EQ(w["memory_bytes"], 0);
     EXPECT_EQ(w["rebuild_runs"], 12);
     EXPECT_EQ(w["rebuilt_from_runs"], 0);  // an empty store
+    EXPECT_EQ(w["max_age_days"], 30.0);
   }
   Daemon bad;
   EXPECT_FALSE(bad.start({"--sizing-history", "5"}));
@@ -81,6 +82,9 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
   Daemon negative;
   EXPECT_FALSE(negative.start({"--sizing-rebuild-runs", "-1"}));
   EXPECT_NE(negative.log_text().find("--sizing-rebuild-runs"), std::string::npos) << negative.log_text();
+  Daemon ageless;
+  EXPECT_FALSE(ageless.start({"--sizing-days", "-1"}));
+  EXPECT_NE(ageless.log_text().find("--sizing-days"), std::string::npos) << ageless.log_text();
 }
 
 TEST(DaemonHardening, ManyValueBodiesDoNotBlowUpMemory) {

@@ -4,7 +4,9 @@
 // is rebuilt from the store at start.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "peakcast/serve/service.h"
 #include "peakcast/serve/sizing_state.h"
@@ -409,6 +411,64 @@ TEST(ServiceSizing, UnderHistoryDaysAnIdleScriptsPolicyIsForgottenAsARestartWoul
   auto restarted = open_service(dir, o);
   EXPECT_EQ(kept(*restarted), 1);
   EXPECT_NE(predict_mem(*restarted, 8 * kGiB)["recommendation_source"], "workload");
+}
+
+// --sizing-days: a script's policy answers from its runs of about the last DAYS to 2 x DAYS days
+// (sizing::WorkloadSizer's max_age). A script run once a day, DAYS 10: after day 20 its policy
+// answers over 21 runs, after day 21 over 11 (days 11-21: the second policy, started at day 11,
+// took over), after day 24 over 14. The hourly sweep hands over without a run of the script: at
+// day 32 the second policy (days 22-24) takes over with 3 runs, too few to answer. A restart at
+// day 24 learns the last 10 days. Under --history-days the limit is at most that.
+TEST(ServiceSizing, UnderSizingDaysAScriptsPolicyAnswersFromItsRecentRuns) {
+  TempDir dir;
+  auto now = std::make_shared<int64_t>(kNow);
+  ServiceOptions o = options();
+  o.clock = [now] { return *now; };
+  o.sizing.workloads.max_age_ms = int64_t{10} * 86'400'000;
+  auto s = open_service(dir, o);
+  const auto ask = [&](Service& svc) {
+    const Reply r = svc.predict(request_json("alice", kScript, *now, 8 * kGiB).dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body)["predictions"]["mem"];
+  };
+  const auto over = [](const json& mem) {
+    const std::string basis = mem["recommendation_basis"].is_string() ? mem["recommendation_basis"].get<std::string>() : "";
+    const size_t at = basis.find("(over its last ");
+    return at == std::string::npos ? -1 : std::stoi(basis.substr(at + 15));
+  };
+  const std::map<int, int> runs = {{9, 10}, {20, 21}, {21, 11}, {24, 14}};
+  for (int day = 0; day <= 24; ++day) {
+    *now = kNow + day * 86400;
+    const double share = day < 15 ? 0.9 : 0.25 + 0.01 * (day % 5);
+    const json c = completion_json("day" + std::to_string(day), "alice", kScript, *now - 7200, *now - 3600, 8 * kGiB,
+                                   static_cast<uint64_t>(share * 8 * kGiB));
+    ASSERT_EQ(s->complete(c.dump()).status, 200);
+    if (const auto want = runs.find(day); want != runs.end()) {
+      const json mem = ask(*s);
+      EXPECT_EQ(mem["recommendation_source"], "workload") << day << ": " << mem.dump();
+      EXPECT_EQ(over(mem), want->second) << day << ": " << mem.dump();
+    }
+  }
+  EXPECT_EQ(json::parse(s->healthz().body)["sizing"]["workloads"]["max_age_days"], 10.0);
+  *now = kNow + 32 * 86400;  // another script's completion: the sweep
+  const json c = completion_json("post", "alice", "#!/bin/bash\nsrun ./post\n", *now - 7200, *now - 3600, 4 * kGiB, kGiB);
+  ASSERT_EQ(s->complete(c.dump()).status, 200);
+  EXPECT_NE(ask(*s)["recommendation_source"], "workload");
+  s.reset();
+  *now = kNow + 24 * 86400;  // a restart at day 24 learns days 15-24
+  auto restarted = open_service(dir, o);
+  EXPECT_EQ(over(ask(*restarted)), 10);
+  restarted.reset();
+  // --history-days bounds it too; --sizing-days may say less.
+  for (const auto& [sizing_days, history_days, limit] : {std::tuple{0, 7, 7.0}, {10, 7, 7.0}, {3, 7, 3.0}}) {
+    ServiceOptions h = o;
+    h.sizing.workloads.max_age_ms = int64_t{sizing_days} * 86'400'000;
+    h.history_days = history_days;
+    TempDir other;
+    EXPECT_EQ(json::parse(open_service(other, h)->healthz().body)["sizing"]["workloads"]["max_age_days"], limit)
+        << sizing_days << " " << history_days;
+  }
+  EXPECT_TRUE(json::parse(open_service(dir, options())->healthz().body)["sizing"]["workloads"]["max_age_days"].is_null());
 }
 
 // A job that completes more than --late-tolerance after its submission (a long run, or a long

@@ -40,7 +40,7 @@ struct ServiceOptions {
   size_t history_rows = 50;                  // jobs listed by GET /v1/history
   // At start, the history holds the completions that ended in the last history_days days (0:
   // every stored one; the store keeps them all either way). Bounds start time and memory on a
-  // large site: 1,000,000 completions took 5-6 s and 400 MiB to load (peakcastd --history-days).
+  // large site: 1,000,000 completions took 6 s and 520 MiB to load (peakcastd --history-days).
   // While the daemon runs, every history_sweep_s a completion brings, the runs that ended more
   // than that many days ago are forgotten (HistoryStore::forget_before), and a completion that
   // ended before then is stored but not learned: the history answers as a restarted daemon's

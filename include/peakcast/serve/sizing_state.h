@@ -125,10 +125,11 @@ class SizingState {
   // and rebuild_runs). Returns the workloads kept with a policy.
   size_t warm(const sizing::WarmRuns& runs);
 
-  // peakcastd's --history-days sweep: the workloads' policies whose script's last run ended
-  // before `t_ms` go (sizing::WorkloadSizer::forget_ended_before), as after a restart. Returns
-  // how many.
-  size_t forget_workloads_ended_before(int64_t t_ms);
+  // peakcastd's hourly sweep under --sizing-days or --history-days (options().workloads.max_age_ms):
+  // at `now_ms`, the workloads' policies whose script's last run ended more than that before go,
+  // as after a restart, and a second policy that has learned that long takes over
+  // (sizing::WorkloadSizer::age). Does nothing without max_age_ms.
+  sizing::WorkloadSizer::Aged age_workloads(int64_t now_ms);
 
   // Start: the answers on record (CompletionStore::for_each_answer, oldest first) and the stored
   // completions submitted since the oldest of them less kIssuedMatchMs (user, script_key, submit
