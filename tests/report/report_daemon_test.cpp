@@ -273,38 +273,54 @@ TEST(ReportDaemon, UnderATightSizingMemoryTheReportAnswersAsTheDaemon) {
   EXPECT_GT(roomy, tight);
 }
 
+// The report's replay against peakcastd's SizingState, both started at the first test submission
+// (job `cut`; every earlier job has ended) with the same workload settings `w`: the daemon's
+// policies learn the stored runs sizing::WarmRuns keeps (those before the age limit priced only),
+// then at each submission it is swept (under an age limit: hourly, and the jobs here come an hour
+// apart), asked and told the completion. Each answer must be the daemon's. Returns how many were a
+// script's own, and the hand-overs the sweeps made.
+std::pair<long, size_t> compare_with_daemon(const Stream& s, size_t cut, const sizing::WorkloadSizerOptions& w) {
+  std::vector<const Job*> stored;
+  for (size_t i = 0; i < cut; ++i) stored.push_back(&s.jobs[i]);
+  const std::vector<Job> test(s.jobs.begin() + static_cast<std::ptrdiff_t>(cut), s.jobs.end());
+  const std::vector<cascade::JobPrediction> test_p(s.preds.begin() + static_cast<std::ptrdiff_t>(cut), s.preds.end());
+  ReplayOptions o = daemon_options();
+  o.workloads = w;
+  const std::vector<DaemonAnswer> report = replay_daemon({}, runs(test, test_p), s.jobs, o, stored);
+  serve::SizingOptions so;
+  so.workloads = w;
+  serve::SizingState daemon(so);
+  sizing::WarmRuns warm(w.max_history, w.rebuild_runs,
+                        w.max_age_ms > 0 ? test.front().submit_ms - w.max_age_ms : std::numeric_limits<int64_t>::min());
+  for (const Job* j : stored) {
+    if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm.add(*t);
+  }
+  daemon.warm(warm);
+  size_t handed_over = 0;
+  for (size_t i = 0; i < test.size(); ++i) {
+    if (i > 0) handed_over += daemon.age_workloads(test[i].submit_ms).handed_over;
+    cascade::JobPrediction answered = test_p[i];
+    const serve::SizingState::Applied a = daemon.apply(test[i], trailing_oom(s.jobs, cut + i), answered);
+    EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << "job " << i;
+    EXPECT_EQ(report[i].source, a.source) << "job " << i;
+    daemon.observe(test[i], test_p[i]);
+  }
+  return {std::count_if(report.begin(), report.end(), [](const DaemonAnswer& a) { return a.source == "workload"; }),
+          handed_over};
+}
+
 // The report's daemon starts at the first test submission, its scripts' policies warmed from the
 // jobs that had ended by then as peakcastd's start warms them from its store (SizingState::warm
 // with sizing::WarmRuns): the answers are the daemon's under any --sizing-rebuild-runs, and with
 // none the policies start with the test block and fewer answers are a script's own.
 TEST(ReportDaemon, ThePoliciesAreWarmedFromTheStoredRunsAsAtTheDaemonsStart) {
   const Stream s = make_stream(6);
-  const size_t cut = 300;  // every earlier job ended before the first test submission
-  std::vector<const Job*> stored;
-  for (size_t i = 0; i < cut; ++i) stored.push_back(&s.jobs[i]);
-  const std::vector<Job> test(s.jobs.begin() + cut, s.jobs.end());
-  const std::vector<cascade::JobPrediction> test_p(s.preds.begin() + cut, s.preds.end());
   std::map<size_t, long> own;
   for (size_t budget : {size_t{100000}, size_t{60}, size_t{0}}) {
-    ReplayOptions o = daemon_options();
-    o.workloads.rebuild_runs = budget;
-    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(test, test_p), s.jobs, o, stored);
-    serve::SizingOptions so;
-    so.workloads.rebuild_runs = budget;
-    serve::SizingState daemon(so);
-    sizing::WarmRuns warm(so.workloads.max_history, budget);
-    for (const Job* j : stored) {
-      if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm.add(*t);
-    }
-    daemon.warm(warm);
-    for (size_t i = 0; i < test.size(); ++i) {
-      cascade::JobPrediction answered = test_p[i];
-      const serve::SizingState::Applied a = daemon.apply(test[i], trailing_oom(s.jobs, cut + i), answered);
-      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << budget << ": job " << i;
-      EXPECT_EQ(report[i].source, a.source) << budget << ": job " << i;
-      daemon.observe(test[i], test_p[i]);
-    }
-    own[budget] = std::count_if(report.begin(), report.end(), [](const DaemonAnswer& a) { return a.source == "workload"; });
+    sizing::WorkloadSizerOptions w;
+    w.rebuild_runs = budget;
+    SCOPED_TRACE(budget);
+    own[budget] = compare_with_daemon(s, 300, w).first;
   }
   EXPECT_GT(own[100000], own[60]);
   EXPECT_GT(own[60], own[0]);
@@ -317,42 +333,17 @@ TEST(ReportDaemon, ThePoliciesAreWarmedFromTheStoredRunsAsAtTheDaemonsStart) {
 // block, so fewer answers are a script's own than with no limit.
 TEST(ReportDaemon, UnderSizingDaysThePoliciesAgeAsTheDaemonsDo) {
   const Stream s = make_stream(6);
-  const size_t cut = 300;
-  std::vector<const Job*> stored;
-  for (size_t i = 0; i < cut; ++i) stored.push_back(&s.jobs[i]);
-  const std::vector<Job> test(s.jobs.begin() + cut, s.jobs.end());
-  const std::vector<cascade::JobPrediction> test_p(s.preds.begin() + cut, s.preds.end());
-  std::map<int64_t, long> own;
+  std::map<int64_t, std::pair<long, size_t>> got;
   for (int64_t max_age : {int64_t{0}, 72 * kHourMs, 120 * kHourMs}) {
-    ReplayOptions o = daemon_options();
-    o.workloads.max_age_ms = max_age;
-    const std::vector<DaemonAnswer> report = replay_daemon({}, runs(test, test_p), s.jobs, o, stored);
-    serve::SizingOptions so;
-    so.workloads.max_age_ms = max_age;
-    serve::SizingState daemon(so);
-    const int64_t start = test.front().submit_ms;
-    sizing::WarmRuns warm(so.workloads.max_history, so.workloads.rebuild_runs,
-                          max_age > 0 ? start - max_age : std::numeric_limits<int64_t>::min());
-    for (const Job* j : stored) {
-      if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm.add(*t);
-    }
-    daemon.warm(warm);
-    size_t handed_over = 0;
-    for (size_t i = 0; i < test.size(); ++i) {
-      if (i > 0) handed_over += daemon.age_workloads(test[i].submit_ms).handed_over;  // hourly
-      cascade::JobPrediction answered = test_p[i];
-      const serve::SizingState::Applied a = daemon.apply(test[i], trailing_oom(s.jobs, cut + i), answered);
-      EXPECT_EQ(report[i].recommended_bytes, answered.mem.recommended_bytes) << max_age << ": job " << i;
-      EXPECT_EQ(report[i].source, a.source) << max_age << ": job " << i;
-      daemon.observe(test[i], test_p[i]);
-    }
-    if (max_age == 72 * kHourMs) {
-      EXPECT_GT(handed_over, 0u);
-    }
-    own[max_age] = std::count_if(report.begin(), report.end(), [](const DaemonAnswer& a) { return a.source == "workload"; });
+    sizing::WorkloadSizerOptions w;
+    w.max_age_ms = max_age;
+    SCOPED_TRACE(max_age);
+    got[max_age] = compare_with_daemon(s, 300, w);
   }
-  EXPECT_LT(own[72 * kHourMs], own[120 * kHourMs]);
-  EXPECT_LT(own[120 * kHourMs], own[0]);
+  EXPECT_EQ(got[0].second, 0u);
+  EXPECT_GT(got[72 * kHourMs].second, 0u);
+  EXPECT_LT(got[72 * kHourMs].first, got[120 * kHourMs].first);
+  EXPECT_LT(got[120 * kHourMs].first, got[0].first);
 }
 
 TEST(ReportDaemon, ANewScriptWithoutEvidenceGetsNoBoundAndNoRecommendation) {

@@ -5,6 +5,7 @@
 // at the site's mean run. And what a restarted daemon warms the policies with (warm_runs.h).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <malloc.h>
 #include <map>
@@ -360,6 +361,13 @@ TEST(WorkloadSizer, UnderAnAgeLimitAPolicyAnswersFromItsRecentRunsOnly) {
   EXPECT_EQ(unlimited.runs("wf"), 41u);
 }
 
+// Replays `warm` into a fresh sizer: the runs workloads a, b and c learned, and the site's price.
+std::pair<std::array<size_t, 3>, double> replayed(const WarmRuns& warm) {
+  WorkloadSizer sizer;
+  warm.replay(sizer);
+  return {{sizer.runs("a"), sizer.runs("b"), sizer.runs("c")}, sizer.site_price()};
+}
+
 // A restart's warm-up: each workload's most recent runs, the most recently active workloads
 // within the budget (the least recently active go whole), replayed in the order they ended; every
 // run counts in the site's price, kept or not.
@@ -379,12 +387,9 @@ TEST(WarmRuns, KeepsTheMostRecentRunsOfTheMostRecentlyActiveWorkloads) {
   EXPECT_EQ(warm.seen(), 7u);
   EXPECT_EQ(warm.runs(), 5u);
   EXPECT_EQ(warm.workloads(), 2u);
-  WorkloadSizer sizer;
-  warm.replay(sizer);
-  EXPECT_EQ(sizer.runs("a"), 3u);
-  EXPECT_EQ(sizer.runs("b"), 0u);
-  EXPECT_EQ(sizer.runs("c"), 2u);
-  EXPECT_NEAR(sizer.site_price(), usage / 7.0, 1e-12 * usage);
+  const auto [kept, price] = replayed(warm);
+  EXPECT_EQ(kept, (std::array<size_t, 3>{3, 0, 2}));
+  EXPECT_NEAR(price, usage / 7.0, 1e-12 * usage);
 
   // One workload alone over the budget keeps its most recent runs; no budget keeps none.
   WarmRuns one(/*per_workload=*/10, /*max_runs=*/2);
@@ -398,10 +403,8 @@ TEST(WarmRuns, KeepsTheMostRecentRunsOfTheMostRecentlyActiveWorkloads) {
   for (const SimTask& t : fed) none.add(t);
   EXPECT_EQ(none.runs(), 0u);
   EXPECT_EQ(none.workloads(), 0u);
-  WorkloadSizer priced;
-  none.replay(priced);
-  EXPECT_EQ(priced.workloads(), 0u);
-  EXPECT_NEAR(priced.site_price(), usage / 7.0, 1e-12 * usage);
+  EXPECT_EQ(replayed(none).first, (std::array<size_t, 3>{0, 0, 0}));
+  EXPECT_NEAR(replayed(none).second, usage / 7.0, 1e-12 * usage);
 
   // With an age limit (peakcastd's --sizing-days at start) a run that ended before it is priced,
   // not kept: here the first three (ended by 1,800,002 ms).
@@ -409,12 +412,8 @@ TEST(WarmRuns, KeepsTheMostRecentRunsOfTheMostRecentlyActiveWorkloads) {
   for (const SimTask& t : fed) recent.add(t);
   EXPECT_EQ(recent.seen(), 7u);
   EXPECT_EQ(recent.runs(), 4u);
-  WorkloadSizer aged;
-  recent.replay(aged);
-  EXPECT_EQ(aged.runs("a"), 2u);
-  EXPECT_EQ(aged.runs("b"), 0u);
-  EXPECT_EQ(aged.runs("c"), 2u);
-  EXPECT_NEAR(aged.site_price(), usage / 7.0, 1e-12 * usage);
+  EXPECT_EQ(replayed(recent).first, (std::array<size_t, 3>{2, 0, 2}));
+  EXPECT_NEAR(replayed(recent).second, usage / 7.0, 1e-12 * usage);
 }
 
 // Replayed, a workload whose runs were all kept answers as one that learned them one by one, and
