@@ -236,12 +236,14 @@ Status Service::rebuild() {
     const auto t0 = std::chrono::steady_clock::now();
     const size_t kept = sizing_->warm(warm);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    log(LogLevel::kInfo, "sizing: " + std::to_string(kept) + " script(s) with a policy of their own, learned from " +
-                             std::to_string(warm.runs()) + " of " + std::to_string(warm.seen()) +
-                             " stored run(s) (--sizing-history " +
-                             std::to_string(options_.sizing.workloads.max_history) + " a script, --sizing-rebuild-runs " +
-                             std::to_string(options_.sizing.workloads.rebuild_runs) + " in all) in " +
-                             std::to_string(ms.count()) + " ms");
+    log(LogLevel::kInfo,
+        fmt::format("sizing: {} script(s) with a policy of their own, learned from {} of {} stored run(s) "
+                    "(--sizing-history {} a script, --sizing-rebuild-runs {} in all{}) in {} ms",
+                    kept, warm.runs(), warm.seen(), options_.sizing.workloads.max_history,
+                    options_.sizing.workloads.rebuild_runs,
+                    max_age > 0 ? fmt::format(", those of the last {:.4g} day(s)", static_cast<double>(max_age) / 86400e3)
+                                : std::string(),
+                    ms.count()));
   }
   if (!answers.empty()) {
     const size_t on_record = answers.size();

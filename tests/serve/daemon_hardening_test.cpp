@@ -75,6 +75,10 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
     EXPECT_EQ(w["rebuild_runs"], 12);
     EXPECT_EQ(w["rebuilt_from_runs"], 0);  // an empty store
     EXPECT_EQ(w["max_age_days"], 30.0);
+    EXPECT_NE(d.log_text().find("stored run(s) (--sizing-history 50 a script, --sizing-rebuild-runs 12 in all, "
+                                "those of the last 30 day(s))"),
+              std::string::npos)
+        << d.log_text();
   }
   Daemon bad;
   EXPECT_FALSE(bad.start({"--sizing-history", "5"}));
