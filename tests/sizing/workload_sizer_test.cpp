@@ -4,10 +4,12 @@
 // workload goes first; a long history is rebuilt from its most recent runs; a failure is priced
 // at the site's mean run. And what a restarted daemon warms the policies with (warm_runs.h).
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include <array>
 #include <cmath>
 #include <malloc.h>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -453,6 +455,88 @@ TEST(WarmRuns, AReplayedPolicyAnswersAsTheSizerThatLearnedTheRuns) {
       EXPECT_EQ(b->runs, a->runs) << w;
     }
   }
+}
+
+// The age limit's contract on random streams: a few scripts, runs whose ends arrive with random
+// gaps and now and then late (out of order), sweeps (age) at random times, random max_age and
+// max_history. A plain model of the rule keeps, per script, the runs of the answering policy and
+// of the second one; at every step each script's answer must be that of a fresh policy fed the
+// model's runs for it, in the order learned, and runs() their count.
+RC_GTEST_PROP(WorkloadSizerProperty, UnderAnAgeLimitEachAnswerIsThatOfAPolicyFedTheRunsTheRuleKeeps, ()) {
+  constexpr int64_t kDay = 86'400'000;
+  const auto seed = *rc::gen::arbitrary<uint64_t>();
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  WorkloadSizerOptions o = fixed_price(0.5);
+  o.max_bytes = 0;  // no eviction: the model has none
+  o.max_history = std::uniform_int_distribution<size_t>(10, 30)(rng);
+  o.max_age_ms = static_cast<int64_t>(uniform(2.0, 10.0) * kDay);
+  WorkloadSizer sizer(o);
+  struct Model {
+    std::vector<SimTask> policy, next;
+    int64_t last = std::numeric_limits<int64_t>::min();
+  };
+  std::map<std::string, Model> model;
+  int64_t latest = std::numeric_limits<int64_t>::min();
+  const auto first_end = [](const std::vector<SimTask>& v) {
+    int64_t t = std::numeric_limits<int64_t>::max();
+    for (const SimTask& r : v) t = std::min(t, r.end_ms);
+    return t;
+  };
+  const auto hand_over_if_due = [&](Model& m, int64_t now) {
+    if (m.next.empty()) return;
+    if (m.next.size() >= o.max_history || first_end(m.next) <= now - o.max_age_ms) {
+      m.policy = std::move(m.next);
+      m.next.clear();
+    }
+  };
+  const int scripts = std::uniform_int_distribution<int>(1, 3)(rng);
+  const int n = std::uniform_int_distribution<int>(20, 150)(rng);
+  int64_t clock = 1'700'000'000'000;
+  size_t answered = 0, handed_over = 0;
+  for (int i = 0; i < n; ++i) {
+    clock += static_cast<int64_t>(uniform(0.0, 0.5) * kDay);
+    const std::string w = "s" + std::to_string(std::uniform_int_distribution<int>(0, scripts - 1)(rng));
+    const int64_t late = uniform(0.0, 1.0) < 0.1 ? static_cast<int64_t>(uniform(0.0, 12.0) * kDay) : 0;
+    SimTask t = run(w, uniform(1.0, 9.0), uniform(1.0, 40.0), 16.0, uniform(1.0, 60.0), clock - late);
+    sizer.observe(t);
+    latest = std::max(latest, t.end_ms);
+    if (t.end_ms >= latest - o.max_age_ms) {  // else priced, not learned
+      Model& m = model[w];
+      m.policy.push_back(t);
+      m.last = std::max(m.last, t.end_ms);
+      if (!m.next.empty() || m.policy.size() > o.max_history || first_end(m.policy) < m.last - o.max_age_ms) {
+        m.next.push_back(t);
+        hand_over_if_due(m, m.last);
+      }
+    }
+    if (uniform(0.0, 1.0) < 0.2) {  // the hourly sweep, at some time after the latest end
+      const int64_t now = latest + static_cast<int64_t>(uniform(0.0, 3.0) * kDay);
+      handed_over += sizer.age(now).handed_over;
+      for (auto it = model.begin(); it != model.end();) {
+        if (it->second.last < now - o.max_age_ms) {
+          it = model.erase(it);
+          continue;
+        }
+        hand_over_if_due(it->second, now);
+        ++it;
+      }
+    }
+    RC_ASSERT(sizer.workloads() == model.size());
+    for (const auto& [name, m] : model) {
+      RC_ASSERT(sizer.runs(name) == m.policy.size());
+      const TaskInfo ask = run(name, 1.0, uniform(1.0, 40.0), 16.0, 1.0, clock).info;
+      const std::optional<WorkloadSizer::Answer> a = sizer.first(ask);
+      RC_ASSERT(a.has_value() == (m.policy.size() >= kPeakcastMinHistory));
+      if (!a) continue;
+      ++answered;
+      const std::unique_ptr<SizingPolicy> fresh = make_peakcast(o.policy, true);
+      for (const SimTask& r : m.policy) fresh->observe(r);
+      RC_ASSERT(static_cast<double>(a->bytes) == fresh->first(ask));
+    }
+  }
+  RC_CLASSIFY(answered > 0, "answered");
+  RC_CLASSIFY(handed_over > 0, "handed over at a sweep");
 }
 
 }  // namespace
