@@ -218,6 +218,14 @@ std::string Metrics::render(const Gauges& g) const {
       {"peakcast_sizing_memory_bytes", "gauge",
        "Approximate memory the scripts' sizing policies hold (at most --sizing-memory).",
        g.sizing_memory_bytes},
+      {"peakcast_sizing_policies_aged_out_total", "counter",
+       "Scripts' sizing policies dropped because the script's last run ended more than "
+       "--sizing-days (or --history-days) ago.",
+       g.sizing_aged_out},
+      {"peakcast_sizing_policies_handed_over_total", "counter",
+       "Scripts' sizing policies replaced by the one that learned only the runs of the last "
+       "--sizing-days (or --history-days).",
+       g.sizing_handed_over},
   };
   for (const Scalar& s : scalars) {
     family(out, s.name, s.type, s.help);

@@ -523,6 +523,8 @@ Reply Service::metrics_text() {
   g.recommended_by_bound = learned.recommended_by_bound;
   g.sizing_workloads = learned.workloads;
   g.sizing_memory_bytes = learned.workloads_bytes;
+  g.sizing_aged_out = learned.workloads_aged_out;
+  g.sizing_handed_over = learned.workloads_handed_over;
   g.advice_at_request = learned.advice_at_request;
   g.advice_at_recommendation = learned.advice_at_recommendation;
   g.advice_oom_jobs = learned.advice_oom_jobs;

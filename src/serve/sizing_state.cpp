@@ -405,6 +405,8 @@ SizingState::Learned SizingState::learned() const {
   Learned out = learned_;
   out.workloads = workloads_.workloads();
   out.workloads_bytes = workloads_.memory_bytes();
+  out.workloads_aged_out = workloads_.aged_total().forgotten;
+  out.workloads_handed_over = workloads_.aged_total().handed_over;
   return out;
 }
 

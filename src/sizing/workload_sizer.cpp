@@ -50,6 +50,7 @@ WorkloadSizer::Aged WorkloadSizer::age(int64_t now_ms) {
   Aged a;
   if (options_.max_age_ms <= 0) return a;
   a.forgotten = forget_ended_before(now_ms - options_.max_age_ms);
+  aged_total_.forgotten += a.forgotten;
   for (Workload& w : lru_) {
     if (hand_over_if_due(w, now_ms)) {
       ++a.handed_over;
@@ -64,6 +65,7 @@ bool WorkloadSizer::hand_over_if_due(Workload& w, int64_t now_ms) {
   const bool full = w.next_runs >= options_.max_history;
   const bool aged = options_.max_age_ms > 0 && w.next_first_end_ms <= now_ms - options_.max_age_ms;
   if (!full && !aged) return false;
+  if (!full) ++aged_total_.handed_over;
   w.policy = std::move(w.next);
   w.runs = w.next_runs;
   w.first_end_ms = w.next_first_end_ms;

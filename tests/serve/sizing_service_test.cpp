@@ -417,8 +417,9 @@ TEST(ServiceSizing, UnderHistoryDaysAnIdleScriptsPolicyIsForgottenAsARestartWoul
 // (sizing::WorkloadSizer's max_age). A script run once a day, DAYS 10: after day 20 its policy
 // answers over 21 runs, after day 21 over 11 (days 11-21: the second policy, started at day 11,
 // took over), after day 24 over 14. The hourly sweep hands over without a run of the script: at
-// day 32 the second policy (days 22-24) takes over with 3 runs, too few to answer. A restart at
-// day 24 learns the last 10 days. Under --history-days the limit is at most that.
+// day 32 the second policy (days 22-24) takes over with 3 runs, too few to answer; at day 40 the
+// script goes (/metrics counts both). A restart at day 24 learns the last 10 days. Under
+// --history-days the limit is at most that.
 TEST(ServiceSizing, UnderSizingDaysAScriptsPolicyAnswersFromItsRecentRuns) {
   TempDir dir;
   auto now = std::make_shared<int64_t>(kNow);
@@ -454,6 +455,17 @@ TEST(ServiceSizing, UnderSizingDaysAScriptsPolicyAnswersFromItsRecentRuns) {
   const json c = completion_json("post", "alice", "#!/bin/bash\nsrun ./post\n", *now - 7200, *now - 3600, 4 * kGiB, kGiB);
   ASSERT_EQ(s->complete(c.dump()).status, 200);
   EXPECT_NE(ask(*s)["recommendation_source"], "workload");
+  const auto counted = [](Service& svc, const std::string& line) {
+    const std::string m = svc.metrics_text().body;
+    return m.find("\n" + line + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(counted(*s, "peakcast_sizing_policies_handed_over_total 2"));  // days 21 and 32
+  EXPECT_TRUE(counted(*s, "peakcast_sizing_policies_aged_out_total 0"));
+  *now = kNow + 40 * 86400;  // the script's last run (day 24) is now older than 10 days
+  const json later = completion_json("post2", "alice", "#!/bin/bash\nsrun ./post\n", *now - 7200, *now - 3600, 4 * kGiB, kGiB);
+  ASSERT_EQ(s->complete(later.dump()).status, 200);
+  EXPECT_TRUE(counted(*s, "peakcast_sizing_policies_aged_out_total 1"));
+  EXPECT_EQ(json::parse(s->healthz().body)["sizing"]["workloads"]["kept"], 1);  // the other script's
   s.reset();
   *now = kNow + 24 * 86400;  // a restart at day 24 learns days 15-24
   auto restarted = open_service(dir, o);

@@ -43,6 +43,7 @@ struct Gauges {  // read by the service when /metrics is asked
   uint64_t recommended_by_bound = 0;
   uint64_t sizing_workloads = 0;
   uint64_t sizing_memory_bytes = 0;
+  uint64_t sizing_aged_out = 0, sizing_handed_over = 0;  // --sizing-days / --history-days
   // Completed jobs with a recommendation on record, at their request and at the recommendation
   // (SizingState::Learned), and those left out for running out of memory.
   sizing::Tally advice_at_request, advice_at_recommendation;

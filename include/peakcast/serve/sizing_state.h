@@ -170,6 +170,9 @@ class SizingState {
     // Memory recommendations answered by a script's own policy / by the bound, and the scripts
     // kept with a policy of their own now.
     uint64_t recommended_by_workload = 0, recommended_by_bound = 0, workloads = 0, workloads_bytes = 0;
+    // Under --sizing-days / --history-days: scripts' policies dropped for a last run older than
+    // the limit, and policies that took over by age (sizing::WorkloadSizer::aged_total).
+    uint64_t workloads_aged_out = 0, workloads_handed_over = 0;
     // Advice: completed jobs that had a memory recommendation in the answer given at their
     // submission, each run through sizing::run_at at the request it was submitted with and at
     // the recommendation -- what lowering --mem to the recommendations (the hook's

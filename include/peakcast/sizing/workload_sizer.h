@@ -83,6 +83,9 @@ class WorkloadSizer {
     size_t forgotten = 0, handed_over = 0;
   };
   Aged age(int64_t now_ms);
+  // Since the start: workloads dropped by age(), and policies that took over by age (at a run or
+  // at age(); not those that took over by count).
+  Aged aged_total() const { return aged_total_; }
 
   size_t workloads() const { return by_name_.size(); }
   size_t memory_bytes() const { return bytes_; }  // the workloads' policies, as they estimate it
@@ -119,6 +122,7 @@ class WorkloadSizer {
   double site_usage_ = 0.0;  // sum of peak x run time over every completion learned
   double site_runs_ = 0.0;
   int64_t latest_end_ms_ = std::numeric_limits<int64_t>::min();  // of every run observed
+  Aged aged_total_;
 };
 
 }  // namespace peakcast::sizing
