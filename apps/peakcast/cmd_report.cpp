@@ -72,7 +72,7 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.workloads.max_history = a.sizing_history;
   d.workloads.rebuild_runs = a.sizing_rebuild_runs;
   d.workloads.max_bytes = a.sizing_memory_mib << 20;
-  d.workloads.max_age_ms = a.sizing_days * 86'400'000;
+  d.workloads.max_age_ms = a.sizing_days * kMsPerDay;
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();

@@ -307,7 +307,7 @@ int run(int argc, char** argv) {
   serve::ServiceOptions opts;
   opts.sizing = a.sizing;
   opts.sizing.workloads.max_bytes = a.sizing_memory_mib << 20;
-  opts.sizing.workloads.max_age_ms = a.sizing_days * 86'400'000;
+  opts.sizing.workloads.max_age_ms = a.sizing_days * kMsPerDay;
   opts.limits.max_script_bytes = a.max_script_bytes;
   opts.late_tolerance_s = a.late_tolerance_s;
   opts.history_days = a.history_days;

@@ -170,9 +170,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       o.workloads.max_age_ms > 0
           ? fmt::format("; --sizing-days {:g}: each answers from its script's runs of about the last "
                         "{:g} to {:g} days",
-                        static_cast<double>(o.workloads.max_age_ms) / 86400e3,
-                        static_cast<double>(o.workloads.max_age_ms) / 86400e3,
-                        2 * static_cast<double>(o.workloads.max_age_ms) / 86400e3)
+                        o.workloads.max_age_days(), o.workloads.max_age_days(), 2 * o.workloads.max_age_days())
           : std::string()));
   return d;
 }

@@ -89,8 +89,7 @@ std::vector<DaemonAnswer> replay_daemon(std::span<const PredictedRun> warm,
   if (wo.max_workloads > 0) {
     std::vector<const Job*> by_end(stored.begin(), stored.end());
     std::stable_sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
-    sizing::WarmRuns warm_runs(wo.max_history, wo.rebuild_runs,
-                               wo.max_age_ms > 0 ? start - wo.max_age_ms : std::numeric_limits<int64_t>::min());
+    sizing::WarmRuns warm_runs(wo, start);
     for (const Job* j : by_end) {
       if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm_runs.add(*t);
     }

@@ -117,7 +117,7 @@ Service::Service(std::shared_ptr<ModelSlot> model, std::unique_ptr<CompletionSto
   // Under --history-days a script's policy learns no older run either (--sizing-days may say less).
   int64_t& max_age = options_.sizing.workloads.max_age_ms;
   if (options_.history_days > 0) {
-    const int64_t history_ms = options_.history_days * 86400 * kMsPerSecond;
+    const int64_t history_ms = options_.history_days * kMsPerDay;
     max_age = max_age > 0 ? std::min(max_age, history_ms) : history_ms;
   }
   sizing_ = std::make_unique<SizingState>(options_.sizing);
@@ -197,9 +197,7 @@ Status Service::rebuild() {
   // for_each visits in end-time order: the last rebuild_jobs visited are the most recent.
   std::deque<Job> recent;
   // The scripts' sizing policies: each script's most recent runs, the most recently active first.
-  const int64_t max_age = options_.sizing.workloads.max_age_ms;
-  sizing::WarmRuns warm(options_.sizing.workloads.max_history, options_.sizing.workloads.rebuild_runs,
-                        max_age > 0 ? now() * kMsPerSecond - max_age : std::numeric_limits<int64_t>::min());
+  sizing::WarmRuns warm(options_.sizing.workloads, now() * kMsPerSecond);
   const bool warm_policies = options_.sizing.workloads.max_workloads > 0;
   const auto visit = [this, &recent, &matched, &warm, warm_policies, answered_since](Job&& j) {
     if (j.submit_ms >= answered_since) {
@@ -241,8 +239,9 @@ Status Service::rebuild() {
                     "(--sizing-history {} a script, --sizing-rebuild-runs {} in all{}) in {} ms",
                     kept, warm.runs(), warm.seen(), options_.sizing.workloads.max_history,
                     options_.sizing.workloads.rebuild_runs,
-                    max_age > 0 ? fmt::format(", those of the last {:.4g} day(s)", static_cast<double>(max_age) / 86400e3)
-                                : std::string(),
+                    options_.sizing.workloads.max_age_ms > 0
+                        ? fmt::format(", those of the last {:.4g} day(s)", options_.sizing.workloads.max_age_days())
+                        : std::string(),
                     ms.count()));
   }
   if (!answers.empty()) {
@@ -272,7 +271,7 @@ void Service::forget_old_history(int64_t now_s) {
       log(LogLevel::kInfo, fmt::format("sizing: forgot the policies of {} script(s) whose last run ended more than "
                                        "{:.4g} day(s) ago, and {} policy(ies) now answer from the runs since "
                                        "(--sizing-days, --history-days)",
-                                       a.forgotten, static_cast<double>(max_age) / 86400e3, a.handed_over));
+                                       a.forgotten, options_.sizing.workloads.max_age_days(), a.handed_over));
     }
   }
   if (options_.history_days <= 0) return;

@@ -428,7 +428,7 @@ nlohmann::json SizingState::to_json() const {
                                              {"max_history", options_.workloads.max_history},
                                              // --sizing-days (or --history-days): null without
                                              {"max_age_days", options_.workloads.max_age_ms > 0
-                                                                  ? nlohmann::json(static_cast<double>(options_.workloads.max_age_ms) / 86400e3)
+                                                                  ? nlohmann::json(options_.workloads.max_age_days())
                                                                   : nlohmann::json(nullptr)},
                                              // at start: the budget, and the stored runs learned
                                              {"rebuild_runs", options_.workloads.rebuild_runs},

@@ -10,6 +10,10 @@ namespace peakcast::sizing {
 WarmRuns::WarmRuns(size_t per_workload, size_t max_runs, int64_t since_ms)
     : per_workload_(std::max<size_t>(per_workload, 1)), max_runs_(max_runs), since_ms_(since_ms) {}
 
+WarmRuns::WarmRuns(const WorkloadSizerOptions& o, int64_t start_ms)
+    : WarmRuns(o.max_history, o.rebuild_runs,
+               o.max_age_ms > 0 ? start_ms - o.max_age_ms : std::numeric_limits<int64_t>::min()) {}
+
 void WarmRuns::drop(const Run& r) {
   if (!WorkloadSizer::learnable(r.peak_bytes, r.runtime_ms)) return;
   dropped_usage_ += r.peak_bytes * r.runtime_ms;

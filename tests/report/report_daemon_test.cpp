@@ -290,8 +290,7 @@ std::pair<long, size_t> compare_with_daemon(const Stream& s, size_t cut, const s
   serve::SizingOptions so;
   so.workloads = w;
   serve::SizingState daemon(so);
-  sizing::WarmRuns warm(w.max_history, w.rebuild_runs,
-                        w.max_age_ms > 0 ? test.front().submit_ms - w.max_age_ms : std::numeric_limits<int64_t>::min());
+  sizing::WarmRuns warm(w, test.front().submit_ms);
   for (const Job* j : stored) {
     if (std::optional<sizing::SimTask> t = sizing::learned_run(*j)) warm.add(*t);
   }

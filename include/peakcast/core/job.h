@@ -22,6 +22,7 @@ inline constexpr size_t idx(Resource r) { return static_cast<size_t>(r); }
 
 // Event times are int64 epoch milliseconds throughout (Job, history, the service's store).
 inline constexpr int64_t kMsPerSecond = 1000;
+inline constexpr int64_t kMsPerDay = 86400 * kMsPerSecond;
 // Epoch seconds (possibly fractional, as in canonical JSONL) -> ms, rounded to the nearest ms.
 int64_t ms_from_seconds(double epoch_s);
 inline double seconds_from_ms(int64_t ms) { return static_cast<double>(ms) / 1000.0; }

@@ -32,6 +32,9 @@ class WarmRuns {
   // A run that ended before `since_ms` is priced, not kept (a WorkloadSizer with max_age_ms
   // learns only the runs of its last max_age: since = now - max_age).
   WarmRuns(size_t per_workload, size_t max_runs, int64_t since_ms = std::numeric_limits<int64_t>::min());
+  // What a start at `start_ms` (epoch ms) keeps for a WorkloadSizer with options `o`: each
+  // workload's max_history most recent runs, rebuild_runs in all, those of the last max_age_ms.
+  WarmRuns(const WorkloadSizerOptions& o, int64_t start_ms);
 
   // A completed run, in the order the runs ended; run.info.workload names its workload. Only what
   // a policy learns of a run is kept: its input size, request, peak, run time and end time.

@@ -29,6 +29,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "peakcast/core/job.h"
 #include "peakcast/sizing/policy.h"
 
 namespace peakcast::sizing {
@@ -51,6 +52,7 @@ struct WorkloadSizerOptions {
   // 0: no age limit. Else a workload's policy answers from its runs of about the last max_age_ms
   // to twice that (above); peakcastd's --sizing-days, or --history-days.
   int64_t max_age_ms = 0;
+  double max_age_days() const { return static_cast<double>(max_age_ms) / kMsPerDay; }
 };
 
 class WorkloadSizer {
