@@ -43,10 +43,10 @@ void add_predictions(const Job& job, const cascade::JobPrediction& p, const Daem
 // The jobs whose completions a daemon started at `start` replays into its bound: the `n` most
 // recent that had ended by then, and every later completion of an earlier submission (observed as
 // it arrives).
-std::vector<Job> warm_up_jobs(const std::vector<Job>& fit, int64_t start, size_t n) {
+std::vector<Job> warm_up_jobs(const std::vector<Job>& earlier, int64_t start, size_t n) {
   std::vector<const Job*> ended;
   std::vector<Job> out;
-  for (const Job& j : fit) {
+  for (const Job& j : earlier) {
     if (j.end_ms < start) {
       ended.push_back(&j);
     } else {
@@ -82,10 +82,31 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   }
   const size_t cut = static_cast<size_t>(static_cast<double>(jobs.size()) * (1.0 - o.test_share));
   const int64_t first_test_submit = jobs[cut].submit_ms;
-  std::vector<Job> fit, test;
-  for (const Job& j : jobs) (j.submit_ms < first_test_submit ? fit : test).push_back(j);
-  if (fit.empty() || test.empty()) {
+  // What a daemon started at the first test submission could have learned from: the jobs that had
+  // ended by then. One still running then is neither trained on nor tested (its label becomes
+  // history once it ends, as it would for the daemon), so no label of the future shapes the model.
+  std::vector<Job> earlier, fit, test;
+  size_t running = 0;
+  for (const Job& j : jobs) {
+    if (j.submit_ms >= first_test_submit) {
+      test.push_back(j);
+      continue;
+    }
+    earlier.push_back(j);
+    if (j.end_ms < first_test_submit) {
+      fit.push_back(j);
+    } else {
+      ++running;
+    }
+  }
+  if (test.empty()) {
     return Status::invalid("report: every job has the same submit time; no test block");
+  }
+  if (fit.empty()) {
+    return Status::invalid(fmt::format(
+        "report: none of the {} jobs submitted before the last {:.0f}% had ended by the first one "
+        "after; nothing to train on",
+        running, 100 * o.test_share));
   }
   eval::TrainOptions to;
   to.seed = o.seed;
@@ -98,8 +119,9 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   if (!model) return model.status().with_context("report: training the cascade on the earlier jobs");
   const std::vector<cascade::JobPrediction> preds = eval::predict_jobs(*model, test, &jobs);
   // The daemon's bound: the earlier jobs' most recent completions warm it up, each predicted at
-  // its submission as peakcastd replays them at start; the test jobs then walk it.
-  const std::vector<Job> warm = warm_up_jobs(fit, first_test_submit, o.bound_warm_jobs);
+  // its submission as peakcastd replays them at start (those still running then complete during
+  // the walk); the test jobs then walk it.
+  const std::vector<Job> warm = warm_up_jobs(earlier, first_test_submit, o.bound_warm_jobs);
   const std::vector<cascade::JobPrediction> warm_preds = eval::predict_jobs(*model, warm, &jobs);
   ReplayOptions ro;
   ro.util_cap = o.util_cap;
@@ -107,9 +129,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   ro.recommend = o.recommend;
   ro.workloads = o.workloads;
   std::vector<const Job*> stored;  // what the daemon's store held at the first test submission
-  for (const Job& j : fit) {
-    if (j.end_ms < first_test_submit) stored.push_back(&j);
-  }
+  for (const Job& j : fit) stored.push_back(&j);
   const std::vector<DaemonAnswer> answers =
       replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro, stored);
   Detail d;
@@ -138,9 +158,10 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     d.usage.erase(d.usage.begin(), d.usage.end() - static_cast<std::ptrdiff_t>(o.max_usage_points));
   }
   d.notes.push_back(fmt::format(
-      "per-job plots: the cascade trained on the {} jobs submitted before the last {:.0f}% and "
-      "predicted the {} after, each with the history that had ended before its submission",
-      fit.size(), 100 * o.test_share, test.size()));
+      "per-job plots: the cascade trained on the {} jobs that had ended by the first submission of "
+      "the last {:.0f}% ({} still running then left out) and predicted the {} after, each with the "
+      "history that had ended before its submission",
+      fit.size(), 100 * o.test_share, running, test.size()));
   // Per resource: the test jobs it was measured for, and how many of them had a bound.
   std::string bounds;
   for (Resource r : kResources) {

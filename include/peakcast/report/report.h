@@ -87,8 +87,9 @@ struct ReportInput {
 };
 
 // The per-job part of a report from jobs (a trace or the daemon's database): the cascade is
-// trained on the jobs submitted before the last `test_share`, then each later job is predicted
-// with the history of the jobs that had ended before its submission.
+// trained on the jobs that had ended by the first submission of the last `test_share` (one still
+// running then is left out: a daemon started then could not have learned it), then each later
+// job is predicted with the history of the jobs that had ended before its submission.
 struct DetailOptions {
   double test_share = 0.2;
   uint64_t seed = 42;

@@ -1,0 +1,79 @@
+// The report's per-job part (build_detail) against leakage: what it predicts for the test block
+// may use only the labels a daemon started at the first test submission could have known.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "peakcast/report/report.h"
+#include "peakcast/synth/synth.h"
+
+namespace peakcast::report {
+namespace {
+
+std::vector<Job> synth_jobs() {
+  synth::SynthOptions o;
+  o.jobs = 1000;
+  o.seed = 7;
+  o.users = 10;
+  o.days = 20.0;
+  auto j = synth::generate_trace(o);
+  if (!j) throw std::runtime_error(j.status().message());
+  std::stable_sort(j->begin(), j->end(),
+                   [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
+  return std::move(j).value();
+}
+
+DetailOptions small_model() {
+  DetailOptions o;
+  o.threads = 1;
+  o.code_options = {{"token_dim", "8"}, {"user_dim", "8"}, {"fused_dim", "32"}, {"max_epochs", "3"}};
+  return o;
+}
+
+// A job submitted before the test block that ends after its last submission is still running at
+// every test submission: no test job's history holds it, and a daemon started at the first test
+// submission could not have trained on it. Its peak must not move a single test prediction.
+TEST(ReportDetail, ALabelNotKnownAtTheFirstTestSubmissionChangesNoPrediction) {
+  std::vector<Job> low = synth_jobs();
+  const DetailOptions o = small_model();
+  const size_t cut = static_cast<size_t>(static_cast<double>(low.size()) * (1.0 - o.test_share));
+  const int64_t last_submit = low.back().submit_ms;
+  std::vector<Job> high = low;
+  size_t late = 0;
+  // The eight jobs submitted just before the test block with a memory request, made to end a day
+  // after the last test submission; one copy peaks at 2% of the request, the other at 98%.
+  for (size_t i = cut; i-- > 0 && late < 8;) {
+    if (!low[i].req_mem_bytes || !low[i].peak_mem_bytes) continue;
+    for (auto* v : {&low, &high}) {
+      Job& j = (*v)[i];
+      j.end_ms = last_submit + 86'400'000;
+      j.peak_mem_bytes = static_cast<uint64_t>(static_cast<double>(*j.req_mem_bytes) *
+                                               (v == &low ? 0.02 : 0.98));
+      compute_labels(j);
+    }
+    ++late;
+  }
+  ASSERT_EQ(late, 8u);
+  auto a = build_detail(low, o);
+  auto b = build_detail(high, o);
+  ASSERT_TRUE(a) << a.status().message();
+  ASSERT_TRUE(b) << b.status().message();
+  ASSERT_EQ(a->predictions.size(), b->predictions.size());
+  ASSERT_GT(a->predictions.size(), 100u);
+  size_t differ = 0;
+  for (size_t i = 0; i < a->predictions.size(); ++i) {
+    const PredictedJob& x = a->predictions[i];
+    const PredictedJob& y = b->predictions[i];
+    ASSERT_EQ(x.job_id, y.job_id);
+    differ += x.predicted != y.predicted || x.upper != y.upper;
+  }
+  EXPECT_EQ(differ, 0u) << "test predictions moved with labels no test submission could know";
+  // The note says how many were left out of the training.
+  const bool noted = std::any_of(a->notes.begin(), a->notes.end(), [](const std::string& n) {
+    return n.find("still running then left out") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace peakcast::report
