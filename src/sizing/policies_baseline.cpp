@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string>
+#include <tuple>
 
 #include "peakcast/sizing/policy.h"
 
@@ -18,6 +20,31 @@ constexpr double kMiB = 1024.0 * 1024.0;
 double max_of(const std::vector<double>& v) {
   return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
 }
+
+// What a policy keeps about a task between its answers and its completion. In Sizey's protocol a
+// task completes before the next is sized; in event time others are sized while it runs, so the
+// state is the task's own: its completion finds what was answered for it (not for the task sized
+// last), and nothing it taught is seen by a task submitted before it ended. A task is known by
+// what the policy sees of it; two tasks alike in all of it were sized alike.
+using TaskKey = std::tuple<int64_t, double, double, std::string>;
+TaskKey key_of(const TaskInfo& t) { return {t.submit_ms, t.input_bytes, t.request_bytes, t.partition}; }
+
+template <typename V>
+class PerTask {
+ public:
+  V& at(const TaskInfo& t) { return pending_[key_of(t)]; }
+  // The task's state, removed; nullopt when nothing was kept for it.
+  std::optional<V> take(const TaskInfo& t) {
+    auto it = pending_.find(key_of(t));
+    if (it == pending_.end()) return std::nullopt;
+    V v = std::move(it->second);
+    pending_.erase(it);
+    return v;
+  }
+
+ private:
+  std::map<TaskKey, V> pending_;
+};
 
 // The workflow's own request; doubles after a failure (none is expected: the presets hold the peak).
 class Presets final : public SizingPolicy {
@@ -59,15 +86,14 @@ class WittLr final : public SizingPolicy {
   double first(const TaskInfo& t) override {
     if (n_ == 0) return t.request_bytes;
     const double pred = predict(t.input_bytes);
-    pending_ = pred;
+    pending_.at(t) = pred;
     return pred + offset() * pred;
   }
   double retry(const TaskInfo&, double failed, int) override {
     return failed < 0 ? max_of(ys_) : 2.0 * failed;
   }
   void observe(const SimTask& t) override {
-    if (pending_) errors_.push_back((t.peak_bytes - *pending_) / t.peak_bytes);
-    pending_.reset();
+    if (auto pred = pending_.take(t.info)) errors_.push_back((t.peak_bytes - *pred) / t.peak_bytes);
     // Welford's updates: bytes reach 1e10, where sums of squares lose the variance.
     const double x = t.info.input_bytes, y = t.peak_bytes;
     n_ += 1;
@@ -100,7 +126,7 @@ class WittLr final : public SizingPolicy {
   }
 
   bool under_only_;
-  std::optional<double> pending_;
+  PerTask<double> pending_;  // the regression's prediction for each task sized and not yet completed
   std::vector<double> errors_, ys_;
   double n_ = 0, mx_ = 0, my_ = 0, cxx_ = 0, cxy_ = 0;
 };
@@ -163,7 +189,8 @@ class MaxSoFar final : public SizingPolicy {
 // sample's weight halves every kHalfLife later observations (VPA halves per 24 h of wall time;
 // Sizey's protocol has no wall clock, so the replay counts completions). An out-of-memory
 // attempt is retried at max(+100 MiB, x1.2) and that bumped value enters the histogram as a
-// sample, as VPA records OOM events.
+// sample, as VPA records OOM events: when the task's outcome is known (its completion), before
+// its peak, so a task sized while it still ran does not see them.
 class Vpa final : public SizingPolicy {
  public:
   double first(const TaskInfo& t) override {
@@ -175,12 +202,17 @@ class Vpa final : public SizingPolicy {
     }
     return upper_edge(weight_.size() - 1) * 1.15;
   }
-  double retry(const TaskInfo&, double failed, int) override {
+  double retry(const TaskInfo& t, double failed, int) override {
     const double bumped = std::max(failed + 100.0 * kMiB, failed * 1.2);
-    add(bumped);
+    oom_samples_.at(t).push_back(bumped);
     return bumped;
   }
-  void observe(const SimTask& t) override { add(t.peak_bytes); }
+  void observe(const SimTask& t) override {
+    if (auto bumps = oom_samples_.take(t.info)) {
+      for (double b : *bumps) add(b);
+    }
+    add(t.peak_bytes);
+  }
 
  private:
   static constexpr double kFirst = 1e7, kRatio = 1.05, kHalfLife = 200.0;
@@ -208,6 +240,7 @@ class Vpa final : public SizingPolicy {
   }
   std::vector<double> weight_;
   double total_ = 0.0, n_ = 0.0;
+  PerTask<std::vector<double>> oom_samples_;  // each running task's bumped retries
 };
 
 }  // namespace

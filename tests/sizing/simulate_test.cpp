@@ -316,5 +316,61 @@ TEST(Simulate, UnknownPolicyAndTooFewTasksAreInputErrors) {
   EXPECT_NE(r.status().message().find("34"), std::string::npos);
 }
 
+// In event time a task's attempts are played at its submission, but what they teach (an OOM,
+// its peak) is known only when it ends: tasks submitted while it runs are sized without it.
+// Every policy, after sizing and failing a task whose peak is 1 GB in one run and 4 GB in the
+// other, answers the next submission alike (VPA recorded its OOM bumps at the retry).
+TEST(ChronoPolicies, ATasksFailedAttemptsTeachNothingBeforeItEnds) {
+  for (const std::string& name : policy_names()) {
+    auto low = make_policy(name), high = make_policy(name);
+    ASSERT_TRUE(low && high) << name;
+    for (int i = 0; i < 12; ++i) {
+      const SimTask done = task("w", 1e9 + 1e7 * (i % 3), kHourMs, 1e8 * (i + 1), 8e9);
+      (*low)->observe(done);
+      (*high)->observe(done);
+    }
+    SimTask a = task("w", 1e9, kHourMs, 5e8, 8e9);
+    a.info.submit_ms = 2000;
+    Tally ta, tb;
+    run_task(**low, a, ta);
+    a.peak_bytes = 4e9;  // fails the first attempts of every policy but presets
+    run_task(**high, a, tb);
+    if (name != "presets") {
+      EXPECT_GT(tb.failures, 0u) << name;
+    }
+    TaskInfo b = task("w", 1e9, kHourMs, 3e8, 8e9).info;
+    b.submit_ms = 2001;
+    EXPECT_EQ((*low)->first(b), (*high)->first(b)) << name << ": a running task's failures leaked";
+  }
+}
+
+// A completion is paired with what was answered for it, not with the last task sized: sizing
+// another task in between changes no later answer (Witt-LR's error list paired a task's peak
+// with the prediction for whichever task was sized last).
+TEST(ChronoPolicies, ACompletionIsPairedWithItsOwnAnswer) {
+  for (const std::string& name : policy_names()) {
+    auto asked = make_policy(name), quiet = make_policy(name);
+    ASSERT_TRUE(asked && quiet) << name;
+    size_t compared = 0;
+    for (int i = 0; i < 40; ++i) {
+      const double input = 1e8 * (1 + (i * 7) % 13);
+      SimTask t = task("w", 5e8 + 2.0 * input + 3e7 * (i % 5), kHourMs, input, 16e9);
+      t.info.submit_ms = 1000 * i;
+      TaskInfo other = task("w", 0, 0, 9e8 - 0.5 * input, 12e9).info;  // sized while t runs
+      other.submit_ms = 1000 * i + 1;
+      (void)(*asked)->first(t.info);
+      (void)(*quiet)->first(t.info);
+      (void)(*asked)->first(other);
+      (*asked)->observe(t);
+      (*quiet)->observe(t);
+      TaskInfo next = task("w", 0, 0, 1e8 * (1 + (i * 5) % 11), 16e9).info;
+      next.submit_ms = 1000 * i + 500;
+      EXPECT_EQ((*asked)->first(next), (*quiet)->first(next)) << name << " after " << i + 1;
+      ++compared;
+    }
+    EXPECT_EQ(compared, 40u);
+  }
+}
+
 }  // namespace
 }  // namespace peakcast::sizing
