@@ -269,9 +269,13 @@ std::optional<FieldError> read_times(const TaskRow& row, Job& job) {
     }
     complete = *submit + static_cast<int64_t>(std::ceil(*ms));
   }
-  // Nextflow records submit to the millisecond but start and complete often to the second
-  // (".000"): a task done within the second of its submission can read as ending up to a
-  // second before it. Such an end is the submission itself, as far as the trace can tell.
+  // Nextflow records submit to the millisecond (its own clock) but start and complete often to
+  // the second (".000": the executor's timestamps, e.g. a Kubernetes pod's finishedAt, which are
+  // truncated): the task ended somewhere in that second. Its end is taken as the second's last
+  // millisecond, the latest it can have been, so that a task submitted within that second never
+  // counts it among the jobs that had ended before it (it may still have been running). A task
+  // done within the second of its submission then ends at its submission at the earliest.
+  if (*complete % kMsPerSecond == 0) *complete += kMsPerSecond - 1;
   if (*complete < *submit && *submit - *complete < kMsPerSecond) complete = *submit;
   if (*complete < *submit) return FieldError{"complete", "before submit"};
   job.submit_ms = *submit;

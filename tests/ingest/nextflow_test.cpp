@@ -132,7 +132,7 @@ TEST(Nextflow, UnterminatedQuoteIsSkippedWithAReason) {
 
 // Sub-second times are kept: a task that ended at .400 is history for one submitted at .900 of
 // the same second (whole seconds made them simultaneous, and "ended before" false). A complete
-// recorded to the second just before a millisecond submit is read as the submission itself.
+// recorded to the second just before a millisecond submit ends in that second, after it.
 TEST(Nextflow, MillisecondTimesAreKept) {
   Trace t;
   ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n"
@@ -144,7 +144,36 @@ TEST(Nextflow, MillisecondTimesAreKept) {
   EXPECT_EQ(t.jobs[0].end_ms, 1678701065400);
   EXPECT_EQ(t.jobs[1].submit_ms, 1678701065900);
   EXPECT_LT(t.jobs[0].end_ms, t.jobs[1].submit_ms);
-  EXPECT_EQ(t.jobs[2].end_ms, t.jobs[2].submit_ms);
+  // Whole seconds: the end is the second's last millisecond (below).
+  EXPECT_EQ(t.jobs[1].end_ms, 1678701070999);
+  EXPECT_EQ(t.jobs[2].end_ms, 1678701066999);
+}
+
+// Executors that time a task to the second (".000"; every start and complete of the nf-core
+// traces in ../shared/data, whose submits are to the millisecond) say only that it ended within
+// that second. A task submitted later in the same second must not count it as ended before its
+// submission (it may still have been running): its end is the second's last millisecond, and
+// one submitted in the next second sees it. The raw and the human form alike.
+TEST(Nextflow, AnEndRecordedToTheSecondIsKnownOnlyFromTheNextSecond) {
+  Trace raw;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete\n"
+                             "1,A,1678701000100,1678701065000\n"
+                             "2,A,1678701065300,1678701090000\n"
+                             "3,A,1678701066000,1678701091000\n",
+                             "t.csv", {}, raw));
+  ASSERT_EQ(raw.jobs.size(), 3u);
+  EXPECT_EQ(raw.jobs[0].end_ms, 1678701065999);
+  EXPECT_FALSE(raw.jobs[0].end_ms < raw.jobs[1].submit_ms);  // same second: not yet known
+  EXPECT_LT(raw.jobs[0].end_ms, raw.jobs[2].submit_ms);      // the next second: known
+  Trace human;
+  ASSERT_TRUE(parse_nextflow("task_id\tprocess\tsubmit\tcomplete\n"
+                             "1\tA\t2023-03-13 10:00:00.100\t2023-03-13 10:01:05.000\n"
+                             "2\tA\t2023-03-13 10:01:05.300\t2023-03-13 10:01:30.250\n",
+                             "t.tsv", {}, human));
+  ASSERT_EQ(human.jobs.size(), 2u);
+  EXPECT_EQ(human.jobs[0].end_ms % 1000, 999);
+  EXPECT_FALSE(human.jobs[0].end_ms < human.jobs[1].submit_ms);
+  EXPECT_EQ(human.jobs[1].end_ms % 1000, 250);  // a millisecond end is kept
 }
 
 TEST(Nextflow, RepeatedTaskIdsStayUnique) {
