@@ -44,19 +44,34 @@ TEST_P(RealTrace, HierLast1AgreesWithReadme) {
   }
   ASSERT_NE(row, nullptr);
   EXPECT_GT(row->metrics.n, 0u);
-  EXPECT_NEAR(row->metrics.mae, c.readme_mae, 0.001) << c.file;  // millisecond event times
 
+  // The published figures take each end as recorded. The Nextflow reader takes an end recorded
+  // to the second (every task of the nf-core traces) as that second's last millisecond, so that
+  // a task submitted later in that second does not see it (docs/formats.md); the harness is
+  // checked against the independent reference on the ends as read, and the reference on the
+  // ends as recorded against the published figure.
+  std::vector<Job> recorded = trace->jobs;
+  if (trace->format == ingest::Format::kNextflow) {
+    for (Job& j : recorded) {
+      if (j.end_ms % 1000 == 999) j.end_ms -= 999;
+    }
+  }
+  const double fallback = rep->fallback[idx(c.resource)];
+  auto [recorded_mae, recorded_n] = testing::plain_last1_mae(recorded, c.resource, 0.8, fallback);
+  EXPECT_EQ(recorded_n, row->metrics.n);
+  EXPECT_NEAR(recorded_mae, c.readme_mae, 0.001) << c.file;  // millisecond event times
   // Like for like: the plain protocol takes its fallback from the first 60% without purge; the
-  // harness from the purged train block. Both tested against the same independent reference.
-  const double plain_fb = testing::plain_fallback(trace->jobs, c.resource, 0.6);
-  auto [plain_mae, plain_n] = testing::plain_last1_mae(trace->jobs, c.resource, 0.8, plain_fb);
+  // harness from the purged train block.
+  const double plain_fb = testing::plain_fallback(recorded, c.resource, 0.6);
+  auto [plain_mae, plain_n] = testing::plain_last1_mae(recorded, c.resource, 0.8, plain_fb);
   EXPECT_EQ(plain_n, row->metrics.n);
   EXPECT_NEAR(plain_mae, c.readme_mae, 0.002) << c.file;
-  auto [ref_mae, ref_n] =
-      testing::plain_last1_mae(trace->jobs, c.resource, 0.8, rep->fallback[idx(c.resource)]);
+  auto [ref_mae, ref_n] = testing::plain_last1_mae(trace->jobs, c.resource, 0.8, fallback);
   // Not bit-identical: among jobs with equal end AND submit time the store orders by a job-id
   // hash and the reference by input order, so "the last one" can differ for a handful of jobs.
   EXPECT_NEAR(row->metrics.mae, ref_mae, 1e-5) << c.file << ": harness vs independent reference";
+  // What the later ends cost Last-1: a little history, never much (chipseq 0.1291 -> 0.1304).
+  EXPECT_NEAR(row->metrics.mae, c.readme_mae, 0.002) << c.file;
 }
 
 INSTANTIATE_TEST_SUITE_P(
