@@ -24,7 +24,9 @@ std::string_view trim(std::string_view s);
 // ASCII lower case (field names, units, file names; not locale-aware).
 std::string lower(std::string_view s);
 
-// Writes atomically: temp file in the same folder, fsync, rename.
+// Writes a regular file atomically: temp file in the same folder, fsync, rename. A symbolic link
+// is followed (its target written, the link kept); what is not a regular file (/dev/stdout,
+// /dev/null, a FIFO) is written to as it is, never replaced by a file. Errors name `path`.
 Status write_file_atomic(const std::string& path, std::string_view data);
 
 }  // namespace peakcast
