@@ -171,6 +171,25 @@ TEST(Gbdt, SaveLoadIsBitIdentical) {
   std::remove(path.c_str());
 }
 
+// A model file cut short (an interrupted copy, a full disk) is an error at load, at any length:
+// XGBoost's reader, given such bytes, crashed or allocated without bound.
+TEST(Gbdt, AModelCutShortIsStatusNotCrash) {
+  auto d = make_regression(800, 5, 8);
+  auto b = pm::Booster::train(small_params(), to_dmatrix(d));
+  for (auto fmt : {pm::ModelFormat::kUbj, pm::ModelFormat::kJson}) {
+    const std::string bytes = b.save_buffer(fmt);
+    ASSERT_GT(bytes.size(), 2000u);
+    size_t refused = 0, cuts = 0;
+    for (size_t n = 1; n < bytes.size(); n += 1 + n / 7, ++cuts) {
+      auto r = pm::Booster::load_buffer(std::string_view(bytes).substr(0, n));
+      EXPECT_FALSE(r.ok()) << "cut at " << n << " of " << bytes.size();
+      refused += !r.ok();
+    }
+    EXPECT_EQ(refused, cuts);
+    EXPECT_TRUE(pm::Booster::load_buffer(bytes).ok());
+  }
+}
+
 TEST(Gbdt, BadModelBytesAreStatusNotCrash) {
   auto r = pm::Booster::load_buffer("this is not a model");
   ASSERT_FALSE(r.ok());

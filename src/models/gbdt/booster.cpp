@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "models/gbdt/flat_forest.h"
 #include "models/gbdt/xgb_check.h"
@@ -109,8 +110,28 @@ void Booster::prepare() {
   }
 }
 
+namespace {
+
+// XGBoost's own readers trust the bytes: a UBJSON model cut short (a copy interrupted, a full
+// disk) crashed it or made it allocate without bound. The two formats saved here (UBJSON and
+// JSON) are parsed first, with bounded, checked parsers; only a complete document reaches it.
+bool complete_model_document(std::string_view bytes) {
+  const bool ubj = bytes.size() > 1 && bytes[0] == '{' && bytes[1] != '"' &&
+                   bytes[1] != ' ' && bytes[1] != '\n' && bytes[1] != '\r' && bytes[1] != '\t' &&
+                   bytes[1] != '}';
+  const auto j = ubj ? nlohmann::json::from_ubjson(bytes, true, false)
+                     : nlohmann::json::parse(bytes, nullptr, false);
+  return !j.is_discarded() && j.is_object();
+}
+
+}  // namespace
+
 Result<Booster> Booster::load_buffer(std::string_view bytes) {
   detail::install_xgb_log_sink();
+  if (!bytes.empty() && !complete_model_document(bytes)) {
+    return Status::invalid("gbdt model: not a complete XGBoost model (UBJSON or JSON): cut short "
+                           "or corrupt");
+  }
   BoosterHandle raw = nullptr;
   XGB_CHECK(XGBoosterCreate(nullptr, 0, &raw));
   Booster b(raw);
