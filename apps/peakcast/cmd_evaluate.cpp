@@ -1,6 +1,5 @@
 // peakcast evaluate TRACE: the history baselines (and later the cascade) under the event-time
 // protocol; a table on stdout, machine-readable results to files.
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <span>
@@ -65,6 +64,11 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   cfg.code_options = code->options;
   cfg.encoder = code->encoder;
 
+  if (Status s = check_outputs({{"--json", a.json}, {"--markdown", a.markdown}, {"--csv", a.csv},
+                                 {"--bound-walk", a.bound_walk}});
+      !s) {
+    return fail(s);
+  }
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
   eval::FoldsConfig fc;
@@ -74,25 +78,25 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   if (a.folds > 0) {
     if (Status s = eval::check_folds(trace->jobs.size(), fc); !s) return fail(s);
   }
-  std::ofstream walk_file;
+  // The walk is written once the run has succeeded (atomically, as the other outputs): a failed
+  // run leaves an earlier file of that name as it was.
+  std::string walk_text;
   size_t walk_lines = 0;
   if (!a.bound_walk.empty()) {
-    walk_file.open(a.bound_walk, std::ios::out | std::ios::trunc);
-    if (!walk_file) return fail(Status::invalid("--bound-walk: cannot write " + a.bound_walk));
     cfg.on_bound_walk = [&](const std::string& method, Resource r, std::span<const eval::WalkRecord> walk) {
-      for (const eval::WalkRecord& w : walk) walk_file << eval::walk_record_json(method, r, w).dump() << "\n";
+      for (const eval::WalkRecord& w : walk) walk_text += eval::walk_record_json(method, r, w).dump() + "\n";
       walk_lines += walk.size();
     };
   }
   Result<eval::EvalReport> report = eval::evaluate(*trace, registry, cfg, stderr_progress());
   if (!report) return fail(report.status());
-  if (walk_file.is_open()) {
-    walk_file.close();
-    if (!walk_file) return fail(Status::internal("--bound-walk: writing " + a.bound_walk + " failed"));
-    std::cerr << "wrote " << a.bound_walk << " (" << walk_lines << " walked jobs)\n";
+  if (!a.bound_walk.empty()) {
+    if (Status s = write_output(a.bound_walk, walk_text); !s) return fail(s.with_context("--bound-walk"));
+    std::string().swap(walk_text);
+    if (a.bound_walk != "-") std::cerr << "wrote " << a.bound_walk << " (" << walk_lines << " walked jobs)\n";
   }
 
-  std::ostream& out = human_output({a.json, a.markdown, a.csv});
+  std::ostream& out = human_output({a.json, a.markdown, a.csv, a.bound_walk});
   out << eval::render_table(*report);
   out.flush();
   std::optional<eval::FoldsReport> folds;

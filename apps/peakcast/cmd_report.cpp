@@ -154,6 +154,7 @@ int run_report(const ReportArgs& a) {
     return fail(Status::invalid("report: give one of TRACE, --db FILE or --from-json EVAL.json"));
   }
   if (a.from_json.size() > 2) return fail(Status::invalid("--from-json: EVAL.json [SIM.json]"));
+  if (Status s = check_outputs({{"--output", a.out}}); !s) return fail(s);
   if (!report::have_plotting_library()) {
     return fail(Status::internal("this peakcast was built without the plotting library (npm was "
                                  "missing at configure time; see docs/report.md)"));

@@ -121,6 +121,7 @@ nlohmann::json comparison_json(const std::optional<sizing::BaselineComparison>& 
 int run_simulate(const SimulateArgs& a) {
   auto protocol = sizing::parse_protocol(a.protocol);
   if (!protocol) return fail(protocol.status());
+  if (Status s = check_outputs({{"--json", a.json}}); !s) return fail(s);
   auto policies = parse_policies(a.policies);
   if (!policies) return fail(policies.status());
   if (Status s = sizing::check_seeds(*protocol, a.seeds); !s) return fail(s);

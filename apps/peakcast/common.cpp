@@ -1,7 +1,12 @@
 #include "common.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -130,6 +135,48 @@ Status write_output(const std::string& path, const std::string& text) {
     return std::cout ? Status::ok() : Status::io("writing standard output failed");
   }
   return write_file_atomic(path, text);
+}
+
+Status check_outputs(std::initializer_list<std::pair<std::string_view, std::string_view>> outputs) {
+  std::map<std::string, std::string_view> seen;  // path (as a file) -> option
+  std::string_view to_stdout;
+  for (const auto& [option, path] : outputs) {
+    if (path.empty()) continue;
+    const std::string opt(option);
+    if (path == "-") {
+      if (!to_stdout.empty()) {
+        return Status::invalid(fmt::format("{} and {} both write to standard output (-)", to_stdout, opt));
+      }
+      to_stdout = option;
+      continue;
+    }
+    std::error_code ec;
+    const std::filesystem::path file = std::filesystem::weakly_canonical(std::string(path), ec);
+    const std::string key = ec ? std::string(path) : file.string();
+    if (auto it = seen.find(key); it != seen.end()) {
+      return Status::invalid(fmt::format("{} and {} name the same file {}", it->second, opt, path));
+    }
+    seen.emplace(key, option);
+    const std::string p(path);
+    if (std::filesystem::is_directory(p, ec)) {
+      return Status::invalid(fmt::format("{}: {} is a directory (give a file name)", opt, p));
+    }
+    if (std::filesystem::exists(p, ec)) {
+      if (::access(p.c_str(), W_OK) != 0) {
+        return Status::invalid(fmt::format("{}: cannot write {}: {}", opt, p, std::strerror(errno)));
+      }
+      continue;
+    }
+    std::string dir = std::filesystem::path(p).parent_path().string();
+    if (dir.empty()) dir = ".";
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return Status::invalid(fmt::format("{}: cannot write {}: the folder {} does not exist", opt, p, dir));
+    }
+    if (::access(dir.c_str(), W_OK) != 0) {
+      return Status::invalid(fmt::format("{}: cannot write {}: folder {}: {}", opt, p, dir, std::strerror(errno)));
+    }
+  }
+  return Status::ok();
 }
 
 int fail(const Status& status) {

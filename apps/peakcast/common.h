@@ -47,6 +47,10 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& args
 
 // Writes text to FILE ("-" = standard output).
 Status write_output(const std::string& path, const std::string& text);
+// Before a long run: each output given (option name, path; empty = not given) can be written
+// where it points (its folder exists and is writable, it is no folder itself), no two name the
+// same file, and at most one goes to standard output. A typo then costs nothing.
+Status check_outputs(std::initializer_list<std::pair<std::string_view, std::string_view>> outputs);
 // Where a command's human-readable tables go: standard output, or standard error when one of
 // `outputs` is "-" (that output then has standard output to itself: `--json - | jq` works).
 std::ostream& human_output(std::initializer_list<std::string_view> outputs);

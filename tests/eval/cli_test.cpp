@@ -143,6 +143,46 @@ TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
             2);
 }
 
+// Outputs are checked before the run, so a typo costs no hours: a folder that does not exist, a
+// folder given as a file, two outputs naming one file, two on standard output. A run that fails
+// leaves an earlier --bound-walk file as it was (it was emptied at the start), and the trace is
+// never read when an output is wrong.
+TEST_F(Cli, OutputsAreCheckedBeforeTheRunAndAFailedRunKeepsEarlierFiles) {
+  const std::string missing_trace = (dir_ / "no_such_trace.jsonl").string();
+  const std::string ok = (dir_ / "a.json").string();
+  const auto err = [&](const std::string& args) {
+    return peakcast::test_support::run_shell(kBinary + " evaluate " + args + " 2>&1");
+  };
+  CmdResult r = err(missing_trace + " --json " + (dir_ / "no" / "x.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--json: cannot write"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no_such_trace"), std::string::npos) << r.out;  // checked before reading
+  r = err(missing_trace + " --csv " + dir_.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("is a directory"), std::string::npos) << r.out;
+  r = err(missing_trace + " --json " + ok + " --markdown " + ok);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--json and --markdown name the same file"), std::string::npos) << r.out;
+  r = err(missing_trace + " --json - --csv -");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("both write to standard output"), std::string::npos) << r.out;
+  r = peakcast::test_support::run_shell(kBinary + " simulate " + missing_trace + " --json " +
+                                        (dir_ / "no" / "s.json").string() + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--json: cannot write"), std::string::npos) << r.out;
+
+  // Six jobs: hier_last1 walks them, then the cascade cannot train (too few jobs).
+  const std::string six = (dir_ / "six.jsonl").string();
+  ASSERT_EQ(peakcast::test_support::run_shell("head -n 6 " + trace_ + " > " + six).exit_code, 0);
+  const std::string walk = (dir_ / "walk.jsonl").string();
+  { std::ofstream(walk) << "kept\n"; }
+  r = err(six + " --methods hier_last1,cascade --bootstrap 0 --latency-jobs 0 --bound-walk " + walk);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("cascade"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(walk), "kept\n");
+}
+
 // `--code-option encoder=NAME` (as docs/qwen2.md writes it) chooses the encoder, as --encoder
 // does; before, train, evaluate and report set it back to bag without a word.
 TEST_F(Cli, CodeOptionEncoderChoosesTheEncoder) {
