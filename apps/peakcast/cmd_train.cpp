@@ -53,6 +53,14 @@ int run_train(TrainArgs& a) {
       "trained on {} jobs: train {} (+{} purged), validation {}; fallback mem {:.3f}, vram {:.3f}\n",
       summary.jobs, summary.train, summary.purged, summary.validation, summary.fallback[0],
       summary.fallback[1]);
+  for (Resource r : kResources) {
+    // A CPU-only site has no VRAM to learn: said only where jobs asked for GPUs.
+    if (summary.labelled[idx(r)] > 0 || (r == Resource::kVram && summary.gpu_jobs == 0)) continue;
+    std::cerr << fmt::format(
+        "warning: no train job has a {0} label (a recorded peak and a {0} request, not killed for memory): this model's "
+        "{0} answers are not learned from any job; use it for the other resource only\n",
+        resource_name(r));
+  }
   if (model->code_model().trained_without_scripts()) {
     std::cerr << "note: no scripts; the code model read identity text (executable, process, "
                  "job name)\n";

@@ -40,6 +40,7 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
   TrainSummary s;
   s.jobs = n;
   std::array<std::vector<double>, kNumResources> train_labels;
+  std::array<size_t, kNumResources> measured{};  // exact labels (not an OOM's lower bound)
   for (size_t i = 0; i < first_val; ++i) {
     if (order[i]->end_ms >= boundary) {
       roles[i] = cascade::Role::kIgnore;
@@ -48,13 +49,24 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
     }
     roles[i] = cascade::Role::kTrain;
     ++s.train;
+    s.gpu_jobs += order[i]->req_gpus > 0 ? 1 : 0;
     for (Resource r : kResources) {
       if (order[i]->is_valid(r)) train_labels[idx(r)].push_back(order[i]->label(r));
+      if (order[i]->is_valid(r) && !censored_for(*order[i], r)) ++measured[idx(r)];
     }
   }
   s.validation = n_val;
   if (s.train == 0) return Status::invalid("every train job ended after validation began (all purged)");
-  for (Resource r : kResources) s.fallback[idx(r)] = median(train_labels[idx(r)]);
+  for (Resource r : kResources) {
+    s.fallback[idx(r)] = median(train_labels[idx(r)]);
+    s.labelled[idx(r)] = measured[idx(r)];
+  }
+  if (std::all_of(s.labelled.begin(), s.labelled.end(), [](size_t n) { return n == 0; })) {
+    return Status::invalid(fmt::format(
+        "none of the {} train jobs has a label (a recorded peak and a request; a job killed for "
+        "memory gives only a lower bound) for mem or vram: nothing to learn from",
+        s.train));
+  }
 
   MethodOptions mo;
   mo.seed = o.seed;

@@ -183,6 +183,38 @@ TEST_F(Cli, OutputsAreCheckedBeforeTheRunAndAFailedRunKeepsEarlierFiles) {
   EXPECT_EQ(slurp(walk), "kept\n");
 }
 
+// A trace with no label for either resource trains nothing: an error, not a model that answers
+// from untrained heads. With labels for one resource only (a GPU trace of VRAM peaks), the model
+// is written and the other resource is named in a warning.
+TEST_F(Cli, TrainRefusesATraceWithoutLabelsAndWarnsOfAResourceWithout) {
+  const std::string no_labels = (dir_ / "no_labels.jsonl").string();
+  const std::string vram_only = (dir_ / "vram_only.jsonl").string();
+  {
+    std::ifstream in(trace_);
+    std::ofstream none(no_labels), vram(vram_only);
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      j.erase("peak_mem_bytes");
+      vram << j.dump() << "\n";
+      j.erase("peak_vram_bytes");
+      none << j.dump() << "\n";
+    }
+  }
+  const std::string small = " --threads 1 --code-option max_epochs=1 --code-option token_dim=8 "
+                            "--code-option user_dim=8 --code-option fused_dim=32";
+  CmdResult r = peakcast::test_support::run_shell(kBinary + " train " + no_labels + " -o " +
+                                                  (dir_ / "m0").string() + small + " 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("has a label"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "m0" / "manifest.json"));
+  r = peakcast::test_support::run_shell(kBinary + " train " + vram_only + " -o " +
+                                        (dir_ / "m1").string() + small + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: no train job has a mem label"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("has a vram label"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "m1" / "manifest.json"));
+}
+
 // `--code-option encoder=NAME` (as docs/qwen2.md writes it) chooses the encoder, as --encoder
 // does; before, train, evaluate and report set it back to bag without a word.
 TEST_F(Cli, CodeOptionEncoderChoosesTheEncoder) {

@@ -33,10 +33,13 @@ struct TrainOptions {
 struct TrainSummary {
   size_t jobs = 0, train = 0, validation = 0, purged = 0;
   std::array<double, kNumResources> fallback{};  // median train label (no-history answer)
+  std::array<size_t, kNumResources> labelled{};  // train jobs with an exact label (a peak and a request; not OOM)
+  size_t gpu_jobs = 0;                           // train jobs that asked for GPUs
 };
 
 // Trains the cascade on `jobs` (labels and script_key filled; any order). Errors: no submit
-// times (all 0), an empty block, invalid options, the cascade's own errors.
+// times (all 0), an empty block, no train job with a label for either resource, invalid options,
+// the cascade's own errors.
 Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs,
                                                     const TrainOptions& options,
                                                     TrainSummary* summary = nullptr,
