@@ -116,6 +116,16 @@ Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config
       ++s.counts.test;
     }
   }
+  if (s.counts.train == 0) {
+    // Every train job was still running at the first validation submission (one burst, or
+    // equal times): no label was known before the validation block, and no method, nor the
+    // no-history answer, has anything to learn from.
+    return Status::invalid(fmt::format(
+        "the purge emptied the train block: all {} of its jobs ended at or after the first "
+        "validation submission, so none of their labels was known before it (a trace of one "
+        "burst, or of equal times; give a longer trace or another --split)",
+        s.counts.purged_train));
+  }
   for (Resource r : kResources) {
     s.fallback_n[idx(r)] = train_labels[idx(r)].size();
     s.fallback[idx(r)] = median(std::move(train_labels[idx(r)]));

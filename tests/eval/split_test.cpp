@@ -83,6 +83,21 @@ TEST(Split, TooFewJobsIsAnError) {
   EXPECT_NE(s.status().message().find("too few"), std::string::npos);
 }
 
+// One burst: every train job still runs at the first validation submission. No label was known
+// before it, so there is nothing to fit and no fallback: an error that says so, not a split with
+// an empty train block (and a fallback of 0).
+TEST(Split, APurgeThatEmptiesTheTrainBlockIsAnError) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 10; ++i) {
+    jobs.push_back(make_job(std::string(1, static_cast<char>('a' + i)), "u", "k", i, 1000, 0.5));
+  }
+  Result<Split> s = make_split(jobs, SplitConfig{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().kind(), ErrorKind::kInvalidInput);  // a fold like it is skipped, not fatal
+  EXPECT_NE(s.status().message().find("the purge emptied the train block"), std::string::npos)
+      << s.status().message();
+}
+
 TEST(Split, MedianEvenAndOdd) {
   EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2.0);
   EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
