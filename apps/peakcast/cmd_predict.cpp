@@ -62,8 +62,12 @@ void add_predict_command(CLI::App& app, int& exit_code) {
       "the jobs of that trace that ended before a job's submit_time (a required field, epoch "
       "seconds, as peakcastd's) are its history. Prints per job and resource the utilization, the "
       "bytes, the route (bypass, encoder, cache, no_history), expert, gamma and a rationale; "
-      "--json prints one object per job as the service answers.\nExit codes: 0 ok, 2 usage or "
-      "input error, 1 other failures.");
+      "--json prints one object per job in the service's answer format. The upper bound and "
+      "the request at it are the model's own (split-conformal, fitted once at training): "
+      "peakcastd answers with its online bound instead, updated with every completion, and "
+      "recommends from that or from the script's own sizing policy, or not at all before it has "
+      "evidence (docs/bounds.md); `peakcast report` shows what it would have answered.\nExit "
+      "codes: 0 ok, 2 usage or input error, 1 other failures.");
   cmd->add_option("--model", a->model, "Model directory")->required();
   cmd->add_option("JOBS", a->input, "Canonical JSONL request record(s); '-' = stdin")->required();
   cmd->add_option("--history", a->history, "Trace of earlier jobs (any supported format)");

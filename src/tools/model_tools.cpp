@@ -148,7 +148,8 @@ std::string resource_lines(std::string_view name, const cascade::ResourcePredict
       p.gamma ? fmt::format("{:.2f}", *p.gamma) : "-", p.history_n,
       p.history_level.empty() ? "none" : p.history_level);
   if (p.upper_util) {
-    out += fmt::format("       upper {:.3f} at {:.0f}% coverage, recommended request {}\n",
+    out += fmt::format("       model's own upper {:.3f} at {:.0f}% (split-conformal, fitted at training), "
+                       "request at it {}\n",
                        *p.upper_util, 100.0 * p.upper_coverage.value_or(0.0),
                        bytes_text(p.recommended_bytes));
   }
