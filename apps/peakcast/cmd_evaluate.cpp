@@ -174,7 +174,8 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
       ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap,
                   "Bootstrap resamples of the intervals: MAE difference (over submit days) and "
-                  "bound coverage (over scripts); 0 turns both off")
+                  "bound coverage (over scripts); 0 turns both off; at most 1,000,000")
+      ->check(CLI::Range(0, 1'000'000))
       ->default_str("10000");
   cmd->add_option("--split", a->split,
                   "Train/validation/test shares by submit order, adding up to 100 or 1: e.g. 60/20/20 "
@@ -182,8 +183,9 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
       ->default_str("60/20/20");
   cmd->add_option("--seeds", a->seeds,
                   "Train each learned method this many times (seeds SEED..SEED+N-1) and report "
-                  "mean +- s.d.; the study uses 5")
+                  "mean +- s.d.; the study uses 5; at most 1,000")
       ->check(positive_number())
+      ->check(CLI::Range(1, 1000))
       ->default_str("1");
   add_learning_options(*cmd, a->threads, a->code_options);
   cmd->add_option("--folds", a->folds,

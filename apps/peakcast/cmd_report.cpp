@@ -223,7 +223,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--methods", a->methods, "Methods to evaluate (as in `peakcast evaluate`)")
       ->default_str(a->methods);
   cmd->add_option("--seed", a->seed, "Seed for the bootstrap and the learned methods")->default_str("42");
-  cmd->add_option("--bootstrap", a->bootstrap, "Day-block bootstrap resamples (0 = off)")->default_str("1000");
+  cmd->add_option("--bootstrap", a->bootstrap, "Day-block bootstrap resamples (0 = off; at most 1,000,000)")
+      ->check(CLI::Range(0, 1'000'000))
+      ->default_str("1000");
   cmd->add_option("--latency-jobs", a->latency_jobs, "Batch-1 timing pass over the first N test jobs")
       ->default_str("500");
   // The per-job upper bounds and recommended requests are peakcastd's; the same settings.

@@ -124,7 +124,7 @@ int run_simulate(const SimulateArgs& a) {
   if (Status s = check_outputs({{"--json", a.json}}); !s) return fail(s);
   auto policies = parse_policies(a.policies);
   if (!policies) return fail(policies.status());
-  if (Status s = sizing::check_seeds(*protocol, a.seeds); !s) return fail(s);
+  if (Status s = sizing::check_seeds(*protocol, a.seeds, a.seed); !s) return fail(s);
   if (a.threads < 0) return fail(Status::invalid(fmt::format("--threads: must be 0 (all cores) or more, got {}", a.threads)));
   // Bounded so that price x failures stays a finite cost (inf x 0 would be NaN).
   if (!(a.failure_price_gbh >= 0.0 && a.failure_price_gbh <= 1e9))

@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <thread>
+
+#include <fmt/format.h>
 
 namespace peakcast::sizing {
 namespace {
@@ -156,8 +159,15 @@ Result<Protocol> parse_protocol(const std::string& name) {
   return Status::invalid("--protocol: '" + name + "' is not a protocol (sizey, chrono)");
 }
 
-Status check_seeds(Protocol protocol, uint32_t seeds) {
+Status check_seeds(Protocol protocol, uint32_t seeds, uint32_t first_seed) {
   if (seeds == 0) return Status::invalid("--seeds: must be at least 1");
+  if (seeds > kMaxSeeds) {
+    return Status::invalid(fmt::format("--seeds: at most {} (each seed replays every policy)", kMaxSeeds));
+  }
+  if (first_seed > std::numeric_limits<uint32_t>::max() - (seeds - 1)) {
+    return Status::invalid(fmt::format("--seed {} --seeds {}: the last seed would pass {}", first_seed,
+                                       seeds, std::numeric_limits<uint32_t>::max()));
+  }
   if (protocol == Protocol::kChrono && seeds > 1) {
     return Status::invalid("--seeds: the chrono protocol replays in event time, with no random "
                            "order: every seed gives the same run (use --protocol sizey)");
@@ -234,7 +244,7 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
   for (const auto& n : names) {
     if (auto p = make_policy(n, o.policy); !p) return p.status();
   }
-  if (Status s = check_seeds(o.protocol, o.seeds); !s) return s;
+  if (Status s = check_seeds(o.protocol, o.seeds, o.seed); !s) return s;
   const bool sizey = o.protocol == Protocol::kSizey;
   std::vector<TaskType> types;
   size_t steps_per_replay = 0;

@@ -22,9 +22,11 @@ namespace peakcast::sizing {
 
 enum class Protocol { kSizey, kChrono };
 Result<Protocol> parse_protocol(const std::string& name);  // "sizey" | "chrono"
-// --seeds for a protocol: at least 1, and 1 under chrono (event time has no random order).
-// simulate() checks it; a program may check it before reading a trace.
-Status check_seeds(Protocol protocol, uint32_t seeds);
+// --seeds for a protocol: 1 to kMaxSeeds, 1 under chrono (event time has no random order), and
+// first_seed + seeds - 1 within uint32. simulate() checks it; a program may check it before
+// reading a trace.
+inline constexpr uint32_t kMaxSeeds = 10'000;
+Status check_seeds(Protocol protocol, uint32_t seeds, uint32_t first_seed = 0);
 
 struct Tally {
   std::string workload;
