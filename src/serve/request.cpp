@@ -1,5 +1,7 @@
 #include "peakcast/serve/request.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -77,18 +79,39 @@ std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits
   return std::nullopt;
 }
 
+// The states a job ends in: only then is its peak final. A peak posted while the job still
+// runs (RUNNING, PENDING, COMPLETING, REQUEUED...) would be learned as an exact label and lock
+// the job_id, so its real completion later got 409.
+constexpr std::string_view kFinishedStates[] = {"COMPLETED", "FAILED",    "OUT_OF_MEMORY",
+                                                "CANCELLED", "TIMEOUT",   "NODE_FAIL",
+                                                "PREEMPTED", "BOOT_FAIL", "DEADLINE"};
+
+std::string finished_state_names() {
+  std::string out;
+  for (std::string_view s : kFinishedStates) out.append(out.empty() ? "" : ", ").append(s);
+  return out;
+}
+
 // A completion's state decides how its peak is learned (OUT_OF_MEMORY: a lower bound, censored),
-// so a misspelt one ("OUT_OF_MEMROY") must not be stored as-is and learned as an exact peak.
-// Only here: the trace readers stay lenient with other tools' files. job.state is normalized
-// already (short codes, "CANCELLED by 0", absent = COMPLETED).
+// so a misspelt one ("OUT_OF_MEMROY") must not be stored as-is and learned as an exact peak, nor
+// one of a job that has not finished. Only here: the trace readers stay lenient with other tools'
+// files. job.state is normalized already (short codes, "CANCELLED by 0", absent = COMPLETED).
 std::optional<ApiError> check_state(const Job& job, const json& obj) {
-  if (is_slurm_state(job.state)) return std::nullopt;
+  const bool finished = std::find(std::begin(kFinishedStates), std::end(kFinishedStates), job.state) !=
+                        std::end(kFinishedStates);
+  if (finished) return std::nullopt;
   const auto it = obj.find("state");
   const std::string sent = it != obj.end() && it->is_string() ? it->get<std::string>() : job.state;
+  const std::string taken = " (sacct's short codes such as CD or OOM and \"CANCELLED by N\" are taken "
+                            "too; absent means COMPLETED)";
+  if (is_slurm_state(job.state)) {
+    return error(ApiErrorKind::kInvalidField, "state",
+                 "state: \"" + shown_value(sent) + "\": the job has not finished; /v1/complete takes "
+                 "the final state of a finished job, one of " + finished_state_names() + taken);
+  }
   return error(ApiErrorKind::kInvalidField, "state",
-               "state: \"" + shown_value(sent) + "\" is not a Slurm job state; expected one of " +
-                   slurm_state_names() + " (sacct's short codes such as CD or OOM and \"CANCELLED by N\" are "
-                   "taken too; absent means COMPLETED)");
+               "state: \"" + shown_value(sent) + "\" is not a Slurm job state; expected the final "
+               "state of a finished job, one of " + finished_state_names() + taken);
 }
 
 // First string (key or value) holding a NUL or bad UTF-8; returns the field it was found under.

@@ -202,18 +202,48 @@ TEST(Service, ACompletionWithAStateThatIsNotSlurmsIs422) {
   EXPECT_EQ(f.service->complete(done("62", "\xc3\xa9t\xc3\xa9")).body.find("\xc3\xa9"), std::string::npos);
   EXPECT_EQ(*f.service->store().count(), 0u);
   int id = 70;
-  for (const char* ok : {"oom", "CD", "CANCELLED by 0", "", "timeout", "COMPLETING", "SPECIAL_EXIT"}) {
+  for (const char* ok : {"oom", "CD", "CANCELLED by 0", "", "timeout", "NF", "BOOT_FAIL"}) {
     EXPECT_EQ(f.service->complete(done(std::to_string(id++), ok)).status, 200) << ok;
   }
   json h = body_of(f.service->history({{"user", "bob"}}));
   std::vector<std::string> states;
   for (const json& j : h["jobs"]) states.push_back(j["state"]);
   std::sort(states.begin(), states.end());
-  EXPECT_EQ(states, (std::vector<std::string>{"CANCELLED", "COMPLETED", "COMPLETED", "COMPLETING",
-                                              "OUT_OF_MEMORY", "SPECIAL_EXIT", "TIMEOUT"}));
+  EXPECT_EQ(states, (std::vector<std::string>{"BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETED",
+                                              "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}));
   json p = request_json("bob", "#!/bin/sh\nx\n", kNow, kGiB);
   p["state"] = "PENDNG";
   EXPECT_EQ(f.service->predict(p.dump()).status, 200);
+}
+
+// A completion posted while the job still ran (RUNNING, its peak so far) was stored as an exact
+// label and locked the job_id: the real completion later got 409. A state the job has not ended
+// in is 422 naming `state`, nothing is stored, and the final one is taken afterwards. Every
+// final state passes, by name and by sacct's short code.
+TEST(Service, ACompletionOfAJobThatHasNotFinishedIs422) {
+  Fixture f;
+  auto done = [](const std::string& id, const std::string& state) {
+    json c = completion_json(id, "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2);
+    c["state"] = state;
+    return c.dump();
+  };
+  for (const char* running : {"RUNNING", "R", "PENDING", "PD", "SUSPENDED", "COMPLETING", "CG",
+                              "REQUEUED", "REQUEUE_HOLD", "CONFIGURING", "SPECIAL_EXIT", "STOPPED",
+                              "RESIZING", "SIGNALING", "STAGE_OUT"}) {
+    Reply r = f.service->complete(done("80", running));
+    EXPECT_EQ(r.status, 422) << running << ": " << r.body;
+    EXPECT_EQ(body_of(r)["error"]["field"], "state") << running;
+    const std::string message = body_of(r)["error"]["message"];
+    EXPECT_NE(message.find("has not finished"), std::string::npos) << message;
+  }
+  EXPECT_EQ(*f.service->store().count(), 0u);
+  EXPECT_EQ(f.service->complete(done("80", "COMPLETED")).status, 200);  // not locked
+  int id = 90;
+  for (const char* final_state : {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "CANCELLED by 1000",
+                                  "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "CD", "F",
+                                  "OOM", "CA", "TO", "NF", "PR", "BF", "DL"}) {
+    EXPECT_EQ(f.service->complete(done(std::to_string(id++), final_state)).status, 200) << final_state;
+  }
 }
 
 TEST(Service, BadInputGets4xxNamingTheField) {
