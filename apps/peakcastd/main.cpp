@@ -254,10 +254,16 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
   }
   std::thread signal_thread([&server, &signals, &service] {
     int sig = 0;
-    // SIGHUP reloads the model from its directory (the old one stays if that fails).
+    // SIGHUP reloads the model from its directory (the old one stays if that fails). Nothing
+    // thrown may leave this thread (std::terminate): a failed reload is logged and counted
+    // (peakcast_model_reloads_total{result="failed"}) by reload() itself.
     while ((sig = signals.wait()) == SIGHUP) {
       log(LogLevel::kInfo, "SIGHUP: reloading the model");
-      (void)service.model().reload();
+      try {
+        (void)service.model().reload();
+      } catch (const std::exception& e) {
+        log(LogLevel::kError, std::string("SIGHUP: reload failed: ") + e.what());
+      }
     }
     if (sig != 0) {  // 0: cancelled because serve() returned on its own
       log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig) +

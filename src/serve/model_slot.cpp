@@ -105,9 +105,21 @@ Result<ModelInfo> ModelSlot::reload(const std::string& dir_arg) {
     return why;
   };
   if (dir.empty()) return refuse(Status::invalid("this model was not loaded from a directory"));
-  auto loaded = cascade::load_predictor(dir);  // the slow part, outside every lock
-  if (!loaded) return refuse(loaded.status());
-  auto info = read_model_info(dir);
+  // A loader that throws (a manifest field of the wrong JSON type, a library's error) fails the
+  // reload like any other reason: thrown out of the SIGHUP or admin thread, it would call
+  // std::terminate. The JSON library's message is left out: it may quote the file's bytes.
+  Result<std::unique_ptr<cascade::Predictor>> loaded = Status::internal("not loaded");
+  Result<ModelInfo> info = Status::internal("not read");
+  try {
+    loaded = cascade::load_predictor(dir);  // the slow part, outside every lock
+    if (!loaded) return refuse(loaded.status());
+    info = read_model_info(dir);
+  } catch (const nlohmann::json::exception& e) {
+    return refuse(Status::invalid(dir + "/manifest.json: a field of an unexpected JSON type (JSON error id " +
+                                  std::to_string(e.id) + ")"));
+  } catch (const std::exception& e) {
+    return refuse(Status::internal(std::string("loading threw: ") + e.what()));
+  }
   if (!info) return refuse(info.status());
   std::shared_ptr<const cascade::Predictor> model(std::move(*loaded));
   const double old_cap = get()->util_cap();

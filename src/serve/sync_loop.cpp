@@ -3,6 +3,8 @@
 #include <chrono>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "peakcast/core/log.h"
 
 namespace peakcast::serve {
@@ -52,8 +54,29 @@ void SyncLoop::run() {
   }
 }
 
+// An exception is the poll's failure, never the daemon's: thrown out of this thread it would
+// call std::terminate. The cursor stays where the last finished window left it, so the next
+// interval reads the rest again (idempotent by job id). Its message is logged without the JSON
+// parser's, which quotes the bytes it read (a script's secret, say).
+Result<SyncReport> SyncLoop::poll_guarded() {
+  try {
+    return sync_service(service_, options_);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::internal("poll failed on a JSON error (id " + std::to_string(e.id) +
+                            "); retried at the next interval");
+  } catch (const std::exception& e) {
+    std::string what = std::string(e.what()).substr(0, 200);
+    for (char& c : what) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    return Status::internal("poll failed on an unexpected error (" + what + "); retried at the next interval");
+  } catch (...) {
+    return Status::internal("poll failed on an unexpected error; retried at the next interval");
+  }
+}
+
 void SyncLoop::poll_once() {
-  auto report = sync_service(service_, options_);
+  auto report = poll_guarded();
   service_.sync_metrics().record(report, std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::system_clock::now().time_since_epoch()).count());
   if (!report) {

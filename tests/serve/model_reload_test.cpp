@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peakcast/cascade/cascade_model.h"
 #include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/model_slot.h"
 #include "serve/daemon_process.h"
@@ -242,6 +243,46 @@ TEST(HotReload, TwentySwapsUnderLoadWithoutAFailedRequest) {
   EXPECT_FALSE(fs::exists(sock)) << "socket file left behind";
   EXPECT_FALSE(fs::exists(sock + ".admin")) << "admin socket file left behind";
 }
+
+// A model directory whose loader throws (here a cascade manifest's `trained_on` that is a number:
+// nlohmann's type_error) ended the daemon through std::terminate when SIGHUP reloaded it: a
+// reload that throws is a failed reload like the others (logged, counted, the old model kept).
+TEST(HotReload, ALoaderThatThrowsIsAFailedReloadNotACrash) {
+  const std::string binary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
+  if (!fs::exists(binary)) GTEST_SKIP() << "peakcastd not built at " << binary;
+  TempDir tmp;
+  const std::string good = write_model(tmp.file("model-a"), 0.25), bad = tmp.file("model-bad");
+  fs::create_directories(bad);
+  std::ofstream(bad + "/manifest.json") << nlohmann::json{{"format_version", cascade::kCascadeFormatVersion},
+                                                          {"kind", "cascade"}, {"util_cap", 1.0}, {"trained_on", 5}}.dump();
+  const std::string version = read_model_info(good)->version;
+  const std::string link = tmp.file("current"), sock = tmp.file("d.sock"), log = tmp.file("d.log");
+  repoint(link, good);
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.start(binary, {"--model", link, "--db", tmp.file("h.db"), "--socket", sock}, sock, log))
+      << "see " << log;
+  repoint(link, bad);
+  ::kill(daemon.pid(), SIGHUP);
+  httplib::Client c(sock);
+  c.set_address_family(AF_UNIX);
+  bool counted = false;
+  for (int i = 0; i < 1500 && !counted; ++i) {  // up to 15 s on a loaded machine
+    auto m = c.Get("/metrics");
+    counted = m && m->body.find("peakcast_model_reloads_total{result=\"failed\"} 1\n") != std::string::npos;
+    if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(counted) << "the daemon died or did not count the failed reload; see " << log;
+  EXPECT_EQ(healthz_version(sock), version);
+  // The admin socket's reload of it says why, as for any failed reload.
+  const auto reply = nlohmann::json::parse(admin_call(sock + ".admin", "reload " + bad + "\n"), nullptr, false);
+  ASSERT_TRUE(reply.is_object()) << reply.dump();
+  EXPECT_FALSE(reply.value("ok", true));
+  EXPECT_NE(reply.value("error", std::string()).find("kept " + version), std::string::npos) << reply.dump();
+  const int status = daemon.kill(SIGTERM);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 
 }  // namespace
 }  // namespace peakcast::serve

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -427,6 +428,36 @@ TEST(SyncLoop, StopsAPollWhoseSacctHangs) {
   ASSERT_TRUE(read_file(dir.file("calls.log")).ok()) << "sacct was never started";
   loop.stop();
   EXPECT_FALSE((*service.store().get_meta(kSyncCursorKey)).has_value());  // nothing was done
+}
+
+// An exception out of a poll (here the progress hook's) ended the daemon through std::terminate
+// on the sync thread: it is a failed poll (logged, counted in /metrics), and the next interval
+// polls again.
+TEST(SyncLoop, AnExceptionInAPollIsAFailedPollAndTheNextOneRuns) {
+  TempDir dir;
+  auto store = open_sqlite_store(dir.file("h.db"));
+  ASSERT_TRUE(store.ok());
+  const ServiceOptions so;
+  Service service(testing::history_model(), std::move(*store), so);
+  ASSERT_TRUE(service.rebuild().is_ok());
+  SyncOptions o;
+  o.sacct = write_fake_sacct(dir.path(), two_jobs());
+  o.clock = [] { return kClock; };
+  std::atomic<int> windows{0};
+  o.on_window = [&](const SyncReport&, int64_t, int64_t) {
+    if (windows++ == 0) throw std::runtime_error("thrown by the first window");
+  };
+  SyncLoop loop(service, o, 0.05);
+  loop.start();
+  const std::string ok = "peakcast_sync_runs_total{result=\"ok\"} 1\n";
+  for (int i = 0; i < 400 && service.sync_metrics().render().find(ok) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  loop.stop();
+  const std::string metrics = service.sync_metrics().render();
+  EXPECT_NE(metrics.find(ok), std::string::npos) << "no poll after the one that threw: " << metrics;
+  EXPECT_NE(metrics.find("peakcast_sync_runs_total{result=\"failed\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_EQ(*service.store().count(), 2u);  // the second poll went on from the first one's cursor
 }
 
 TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {

@@ -16,7 +16,8 @@ namespace peakcast::serve {
 Result<SyncReport> sync_service(Service& service, const SyncOptions& options);
 
 // Background polls: one every `interval_s`, each recorded in the service's sync metrics and
-// logged; a failed poll is logged and retried at the next interval.
+// logged; a failed poll (an error, or an exception thrown on the way) is logged, counted as
+// failed (peakcast_sync_runs_total{result="failed"}) and retried at the next interval.
 class SyncLoop {
  public:
   SyncLoop(Service& service, SyncOptions options, double interval_s);
@@ -32,6 +33,7 @@ class SyncLoop {
  private:
   void run();
   void poll_once();
+  Result<SyncReport> poll_guarded();  // sync_service, an exception turned into its Status
 
   Service& service_;
   SyncOptions options_;
