@@ -3,6 +3,7 @@
 // admin socket's `reload` swaps in a new model without stopping (model_slot.h, admin_socket.h).
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -221,6 +222,48 @@ std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, s
   });
 }
 
+// SIGTERM/SIGINT before serving (the start-up rebuild, --sync-once): read from the signal pipe
+// here and noted, so that the start ends after the step under way, and a --sync-once poll at its
+// next window (a sacct still running is stopped within a second). Unread, they waited in the pipe
+// until serving began, and --sync-once could not be stopped at all. SIGHUP has nothing to reload
+// yet: the model was just read.
+class StartSignals {
+ public:
+  explicit StartSignals(serve::SignalPipe& signals) : signals_(signals), thread_([this] { watch(); }) {}
+  ~StartSignals() { finish(); }
+  StartSignals(const StartSignals&) = delete;
+  StartSignals& operator=(const StartSignals&) = delete;
+
+  // Stops watching (the pipe is then serving's); the signal that asked to stop, 0 if none.
+  int finish() {
+    if (thread_.joinable()) {
+      signals_.cancel();
+      thread_.join();
+    }
+    return stop_signal_;
+  }
+  bool stopping() const { return stop_signal_ != 0; }
+
+ private:
+  void watch() {
+    int sig = 0;
+    while ((sig = signals_.wait()) != 0) {
+      if (sig == SIGHUP) {
+        log(LogLevel::kInfo, "SIGHUP while starting: nothing to reload (the model was just loaded)");
+        continue;
+      }
+      log(LogLevel::kInfo, std::string("stopping on signal ") + strsignal(sig) +
+                               ": ending the start after the step under way, without serving");
+      stop_signal_ = sig;
+      return;
+    }
+  }
+
+  serve::SignalPipe& signals_;
+  std::atomic<int> stop_signal_{0};
+  std::thread thread_;
+};
+
 // Serves until SIGTERM/SIGINT (or until serve() returns on its own); SIGHUP reloads the model.
 // In-flight requests are answered before it returns.
 int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
@@ -301,6 +344,7 @@ int run(int argc, char** argv) {
   // signal pipe's handlers work on any thread, also those libraries start before main().
   serve::SignalPipe signals({SIGTERM, SIGINT, SIGHUP});
   signal(SIGPIPE, SIG_IGN);
+  StartSignals start_signals(signals);
 
   auto slot = serve::ModelSlot::open(a.model_dir);
   if (!slot) return fail(slot.status());
@@ -329,14 +373,26 @@ int run(int argc, char** argv) {
                            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                               std::chrono::steady_clock::now() - t0).count()) + " ms");
 
+  const auto stopped_before_serving = [] {
+    log(LogLevel::kInfo, "stopped before serving: closing the database");
+    return kExitOk;
+  };
+  if (start_signals.stopping()) return stopped_before_serving();
+
   a.sync.util_cap = model->util_cap();
   if (a.gpu_mem_bytes > 0) a.sync.default_gpu_mem_bytes = a.gpu_mem_bytes;
   if (a.sync_once_only) {
+    a.sync.stop_requested = [&start_signals] { return start_signals.stopping(); };
     auto report = serve::sync_service(service, a.sync);
     if (!report) return fail(report.status());
-    std::cout << "slurm-sync: " << serve::describe(*report) << "\n";
+    std::cout << "slurm-sync: " << serve::describe(*report)
+              << (start_signals.stopping() ? " (stopped on a signal: the windows done are kept, the "
+                                             "next poll goes on from there)"
+                                           : "")
+              << "\n";
     return kExitOk;
   }
+  if (start_signals.finish() != 0) return stopped_before_serving();  // one since the check above
   return serve_until_stopped(a, *socket_mode, max_body_bytes, service, signals);
 }
 
