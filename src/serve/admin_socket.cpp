@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "peakcast/core/log.h"
+#include "peakcast/serve/unix_socket.h"
 
 namespace peakcast::serve {
 namespace {
@@ -48,6 +49,9 @@ Status AdminSocket::bind() {
   struct stat st{};
   if (::lstat(path_.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return Status::invalid("--admin-socket: " + path_ + " exists and is not a socket");
+    // As the HTTP socket: a daemon still listening there keeps it (unlinked, its reloads would
+    // reach this daemon instead, and its own admin socket be gone).
+    if (socket_is_live(path_)) return Status::io("--admin-socket: another daemon is listening on " + path_);
     ::unlink(path_.c_str());  // stale, from a daemon that did not exit cleanly
   }
   listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -64,6 +68,7 @@ Status AdminSocket::bind() {
     listen_fd_ = -1;
     return Status::io("admin socket " + path_ + ": " + why);
   }
+  bound_ = true;
   if (::pipe2(wake_, O_CLOEXEC) != 0) return Status::io(std::string("admin socket: pipe: ") + std::strerror(errno));
   return Status::ok();
 }
@@ -83,7 +88,7 @@ void AdminSocket::stop() {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
-  if (!path_.empty()) ::unlink(path_.c_str());
+  if (bound_) ::unlink(path_.c_str());
 }
 
 void AdminSocket::serve() {

@@ -17,21 +17,10 @@
 
 #include "peakcast/core/log.h"
 #include "peakcast/serve/connection_loop.h"
+#include "peakcast/serve/unix_socket.h"
 
 namespace peakcast::serve {
 namespace {
-
-// Is something accepting connections on this UNIX socket path?
-bool socket_is_live(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  const bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return live;
-}
 
 // The paths served, each with its method: POST, or GET (cpp-httplib answers HEAD from the GET
 // handler). The routes, the 405's Allow header and the 404's list are all read from here.

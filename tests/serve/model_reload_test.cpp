@@ -132,6 +132,54 @@ TEST(AdminSocket, PeerCheckAndProtocol) {
   EXPECT_FALSE(fs::exists(tmp.file("admin.sock")));
 }
 
+// A second admin socket on the path of a live one unlinked it and took its place (the HTTP socket
+// checked first): the first daemon's reloads then reached the second. Refused, as for --socket;
+// a stale file (nobody listening) is still replaced.
+TEST(AdminSocket, ASecondOnTheSamePathIsRefusedAndAStaleOneReplaced) {
+  TempDir tmp;
+  const auto echo = [](const std::string& cmd, const std::string&) { return nlohmann::json{{"command", cmd}}; };
+  AdminSocket first(tmp.file("admin.sock"), echo);
+  ASSERT_TRUE(first.bind().is_ok());
+  first.start();
+  AdminSocket second(tmp.file("admin.sock"), echo);
+  const Status s = second.bind();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message(), "--admin-socket: another daemon is listening on " + tmp.file("admin.sock"));
+  EXPECT_EQ(nlohmann::json::parse(admin_call(first.path(), "model\n"))["command"], "model")
+      << "the first one still answers on its path";
+  first.stop();  // removes the file: make a stale one, a socket file nobody listens on
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, first.path().c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ::close(fd);
+  }
+  AdminSocket third(tmp.file("admin.sock"), echo);
+  EXPECT_TRUE(third.bind().is_ok());
+}
+
+// The same with the real daemon: a second peakcastd with its own --socket but the first one's
+// --admin-socket does not start, says why, and the first one's admin socket still answers it.
+TEST(HotReload, ASecondDaemonOnTheSameAdminSocketIsRefused) {
+  const std::string binary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
+  if (!fs::exists(binary)) GTEST_SKIP() << "peakcastd not built at " << binary;
+  TempDir tmp;
+  const std::string model = write_model(tmp.file("model"), 0.25), admin = tmp.file("admin.sock");
+  DaemonProcess a, b;
+  ASSERT_TRUE(a.start(binary, {"--model", model, "--db", tmp.file("a.db"), "--socket", tmp.file("a.sock"),
+                               "--admin-socket", admin}, tmp.file("a.sock"), tmp.file("a.log")));
+  EXPECT_FALSE(b.start(binary, {"--model", model, "--db", tmp.file("b.db"), "--socket", tmp.file("b.sock"),
+                                "--admin-socket", admin}, tmp.file("b.sock"), tmp.file("b.log")));
+  std::ifstream in(tmp.file("b.log"));
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(log.find("--admin-socket: another daemon is listening on " + admin), std::string::npos) << log;
+  const auto reply = nlohmann::json::parse(admin_call(admin, "model\n"), nullptr, false);
+  EXPECT_TRUE(reply.is_object() && reply.contains("version")) << reply.dump();
+  EXPECT_TRUE(a.healthy());
+}
+
 std::string healthz_version(const std::string& socket) {
   httplib::Client c(socket);
   c.set_address_family(AF_UNIX);
@@ -282,7 +330,6 @@ TEST(HotReload, ALoaderThatThrowsIsAFailedReloadNotACrash) {
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
-
 
 }  // namespace
 }  // namespace peakcast::serve

@@ -37,7 +37,9 @@ class AdminSocket {
   AdminSocket(const AdminSocket&) = delete;
   AdminSocket& operator=(const AdminSocket&) = delete;
 
-  Status bind();  // replaces a stale socket file; refuses a path that is not a socket
+  // Replaces a stale socket file; refuses a path that is not a socket, and one a live daemon
+  // listens on (socket_is_live), as the HTTP socket does.
+  Status bind();
   void start();   // serves on a thread until stop()
   void stop();
   const std::string& path() const { return path_; }
@@ -49,6 +51,7 @@ class AdminSocket {
   std::string path_;
   Handler handler_;
   unsigned mode_;
+  bool bound_ = false;  // the file at path_ is ours: removed at stop() (never another daemon's)
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // stop() writes here to end the poll
   std::thread thread_;
