@@ -51,7 +51,8 @@ void add_http_options(CLI::App& app, serve::HttpLimits& l) {
                  "Seconds a keep-alive connection may wait between requests")
       ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
   app.add_option("--max-connections", l.max_connections,
-                 "Open connections at most; more get 503 and are closed")
+                 "Open connections at most; more get 503 and are closed. Each is a file descriptor: "
+                 "the start warns when RLIMIT_NOFILE leaves fewer (then accepting pauses while none is free)")
       ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{1} << 20));
   app.add_option("--max-header-bytes", l.max_header_bytes,
                  "Request line and headers, in bytes; more: 431")

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -37,6 +39,13 @@ constexpr uint64_t kFirstConnId = 1 << 20;  // ids below are listeners
 // and each at most kLingerS: beyond, one is closed at once, as before.
 constexpr size_t kMaxLingering = 64;
 constexpr double kLingerS = 1.0;
+// Out of descriptors (EMFILE, ENFILE), a listener is left disarmed this long, or until a
+// connection closes: re-armed at once, level-triggered, it fired again at once, and the workers
+// spun (65% of a core, 400,000 log lines in 5 s).
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// Descriptors the daemon needs beside its connections: SQLite's three files, a sacct call's
+// pipes, the admin socket and its client, a model reload's files.
+constexpr size_t kReservedFds = 16;
 
 // One client connection. At most one thread works on it at a time: the worker epoll handed it
 // to (EPOLLONESHOT), or the reaper when its deadline passed; `busy` says which, under the table
@@ -99,6 +108,13 @@ struct ConnectionLoop::Impl {
   std::mutex reap_mu;
   Clock::time_point next_reap = Clock::now();
 
+  // Listeners disarmed for want of descriptors (by index), until resume_at or a connection closes.
+  std::mutex pause_mu;
+  std::vector<bool> paused;
+  std::atomic<bool> any_paused{false};
+  Clock::time_point resume_at;
+  std::atomic<bool> out_of_fds{false};  // an episode is under way (logged once, at its start)
+
   Impl(const HttpLimits& l, int t, Handler h, Refusal r)
       : limits(l), threads(t), handle(std::move(h)), refusal(std::move(r)) {
     epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
@@ -123,6 +139,7 @@ struct ConnectionLoop::Impl {
   }
 
   void run() {
+    warn_if_descriptors_short();
     std::vector<std::thread> workers;
     for (int i = 0; i < threads; ++i) workers.emplace_back([this] { work(); });
     for (auto& t : workers) t.join();
@@ -143,22 +160,49 @@ struct ConnectionLoop::Impl {
           serve(id);
         } else if (id >= kFirstListenerId) {
           const size_t i = static_cast<size_t>(id - kFirstListenerId);
-          accept_all(listeners[i]);
-          arm(listeners[i], id, EPOLL_CTL_MOD);
+          if (accept_all(listeners[i])) arm(listeners[i], id, EPOLL_CTL_MOD);
+          else pause(i);
         }
       }
+      if (any_paused) resume(false);
       reap();
     }
   }
 
-  void accept_all(int listener) {
+  void pause(size_t listener) {
+    std::lock_guard lock(pause_mu);
+    if (paused.size() < listeners.size()) paused.resize(listeners.size(), false);
+    paused[listener] = true;
+    resume_at = Clock::now() + kAcceptPause;
+    any_paused = true;
+  }
+  // Re-arms the paused listeners once their pause is over (`now`: at once, a descriptor was freed).
+  void resume(bool now) {
+    std::lock_guard lock(pause_mu);
+    if (!any_paused || (!now && Clock::now() < resume_at)) return;
+    for (size_t i = 0; i < paused.size(); ++i) {
+      if (paused[i]) arm(listeners[i], kFirstListenerId + i, EPOLL_CTL_MOD);
+      paused[i] = false;
+    }
+    any_paused = false;
+  }
+
+  // Accepts what is waiting; false: out of descriptors, the listener is to pause.
+  bool accept_all(int listener) {
     while (true) {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR) continue;
-        if (errno == EMFILE || errno == ENFILE) log(LogLevel::kWarn, "http: out of file descriptors");
-        return;
+        if (errno != EMFILE && errno != ENFILE) return true;  // EAGAIN: all taken
+        if (!out_of_fds.exchange(true)) {
+          log(LogLevel::kWarn, std::string("http: out of file descriptors (") +
+                                   (errno == EMFILE ? "EMFILE: the daemon's RLIMIT_NOFILE" : "ENFILE: the system's") +
+                                   "): new connections wait until one closes (raise LimitNOFILE or lower "
+                                   "--max-connections); said once until accepting works again");
+        }
+        return false;
       }
+      if (out_of_fds.exchange(false)) log(LogLevel::kInfo, "http: accepting connections again");
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->deadline = after(limits.idle_timeout_s);
@@ -196,6 +240,27 @@ struct ConnectionLoop::Impl {
     }
   }
 
+  // --max-connections beyond what RLIMIT_NOFILE leaves: past that many, accepts pause.
+  void warn_if_descriptors_short() const {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+    std::error_code ec;
+    size_t open = 0;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec)) {
+      ++open;
+    }
+    const size_t own = open + kReservedFds;
+    const size_t left = rl.rlim_cur > own ? static_cast<size_t>(rl.rlim_cur) - own : 0;
+    if (limits.max_connections <= left) return;
+    log(LogLevel::kWarn, fmt::format("--max-connections {} is more than the file descriptors left for "
+                                     "connections: {} (RLIMIT_NOFILE {}, {} open, {} kept for the database, "
+                                     "sacct and reloads); past {} connections new ones wait (raise "
+                                     "LimitNOFILE or `ulimit -n`, or lower --max-connections)",
+                                     limits.max_connections, left, static_cast<uint64_t>(rl.rlim_cur), open,
+                                     kReservedFds, left));
+  }
+
   // Takes the connection for this worker; nullptr when it is gone or the reaper holds it.
   Conn* take(uint64_t id) {
     std::lock_guard lock(table_mu);
@@ -213,9 +278,12 @@ struct ConnectionLoop::Impl {
   }
   void drop(uint64_t id, Conn* c) {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
-    std::lock_guard lock(table_mu);
-    if (c->over_limit) --over_limit;
-    conns.erase(id);  // closes the socket
+    {
+      std::lock_guard lock(table_mu);
+      if (c->over_limit) --over_limit;
+      conns.erase(id);  // closes the socket
+    }
+    if (any_paused) resume(true);  // a descriptor is free
   }
 
   // Has the peer sent bytes not yet read (not counting a close)?

@@ -11,6 +11,10 @@
 // answer, the write side shut, the client's bytes drained until it closes or a deadline passes,
 // so that no unread request turns the close into a reset that loses the answer.
 //
+// Out of file descriptors (EMFILE, ENFILE), a listener is disarmed until a connection closes or
+// 100 ms pass, and the episode logged once; run() warns at start when max_connections is more
+// than RLIMIT_NOFILE leaves beside the daemon's own descriptors.
+//
 // stop() stops accepting; every request a worker has begun is answered; connections whose
 // request has not fully arrived are closed; then run() returns.
 #pragma once
