@@ -54,6 +54,12 @@ void add_http_options(CLI::App& app, serve::HttpLimits& l) {
                  "Open connections at most; more get 503 and are closed. Each is a file descriptor: "
                  "the start warns when RLIMIT_NOFILE leaves fewer (then accepting pauses while none is free)")
       ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_option("--max-buffered-bytes", l.max_buffered_bytes,
+                 "Bytes of requests being received, all connections together: a request's whole "
+                 "Content-Length is set aside when its head arrives; one beyond gets 503. At least "
+                 "one largest request (the body limit, 1.25 x --max-script-bytes + 64 KiB, and "
+                 "--max-header-bytes)")
+      ->capture_default_str()->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
   app.add_option("--max-header-bytes", l.max_header_bytes,
                  "Request line and headers, in bytes; more: 431")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 20));
@@ -363,6 +369,12 @@ int run(int argc, char** argv) {
   opts.late_tolerance_s = a.late_tolerance_s;
   opts.history_days = a.history_days;
   const size_t max_body_bytes = opts.limits.max_body_bytes();
+  if (a.http_limits.max_buffered_bytes < max_body_bytes + a.http_limits.max_header_bytes) {
+    return fail(Status::invalid("--max-buffered-bytes " + std::to_string(a.http_limits.max_buffered_bytes) +
+                                ": less than one largest request (" + std::to_string(max_body_bytes) +
+                                " bytes of body, --max-script-bytes, and " +
+                                std::to_string(a.http_limits.max_header_bytes) + " of head)"));
+  }
   serve::Service service(*slot, std::move(*store), opts);
   const auto t0 = std::chrono::steady_clock::now();
   if (Status s = service.rebuild(); !s) return fail(s);

@@ -203,9 +203,8 @@ Frame frame_request(std::string_view buf, const HttpLimits& limits) {
                            " is not supported; send the body uncompressed");
   }
   const size_t total = head.size + static_cast<size_t>(head.length);
-  if (buf.size() < total) return {};
   Frame f;
-  f.state = FrameState::kComplete;
+  f.state = buf.size() < total ? FrameState::kIncomplete : FrameState::kComplete;
   f.size = total;
   return f;
 }

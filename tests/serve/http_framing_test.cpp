@@ -90,6 +90,10 @@ TEST(HttpFraming, BodyOverTheLimitIsRefusedFromItsHeader) {
   HttpLimits l;
   l.max_body_bytes = 1000;
   EXPECT_EQ(frame_request(kHead + "Content-Length: 1000\r\n\r\n", l).state, FrameState::kIncomplete);
+  // Still arriving, its head in: the size the whole request will have (the loop sets it aside).
+  EXPECT_EQ(frame_request(kHead + "Content-Length: 1000\r\n\r\n", l).size,
+            (kHead + "Content-Length: 1000\r\n\r\n").size() + 1000);
+  EXPECT_EQ(frame_request(kHead + "Content-Length: 1000\r\n", l).size, 0u);  // the head still arriving
   const Frame f = frame_request(kHead + "Content-Length: 1001\r\n", l);  // before the blank line
   EXPECT_EQ(f.status, 413);
   EXPECT_NE(f.message.find("1000"), std::string::npos);

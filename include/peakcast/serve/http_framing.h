@@ -20,13 +20,17 @@ struct HttpLimits {
   double write_timeout_s = 5.0;            // an answer the client does not read: closed
   size_t max_requests_per_connection = 1000;
   size_t max_connections = 512;            // open connections; beyond: 503 and closed
+  // Bytes of requests being received, all connections together (each holds the whole of its
+  // request's Content-Length once its head has arrived); a request that would go beyond: 503.
+  size_t max_buffered_bytes = size_t{256} << 20;
 };
 
 enum class FrameState { kIncomplete, kComplete, kRejected };
 
 struct Frame {
   FrameState state = FrameState::kIncomplete;
-  size_t size = 0;      // kComplete: bytes of this request (head and body)
+  size_t size = 0;      // kComplete: bytes of this request (head and body); kIncomplete: the
+                        // bytes it will have, once its head has arrived (0 before)
   int status = 0;       // kRejected: 400, 411, 413, 414, 415 or 431
   std::string message;  // kRejected: why, naming the header or the limit
 };
