@@ -60,6 +60,9 @@ struct Conn {
   bool closing = false;         // refused: draining input until the peer closes (lingering close)
   bool busy = false;            // a worker or the reaper holds it
   size_t served = 0;
+  std::string out;              // an answer not yet written in full (the client reads slowly)
+  size_t out_sent = 0;          // of `out`
+  bool close_after_write = false;  // `out` is the last answer: close once it is written
   size_t expected = 0;          // bytes of the request arriving, once its head is in (0: not yet)
   size_t held = 0;              // of the budget of buffered bytes: buf's capacity
   ~Conn() {
@@ -136,9 +139,9 @@ struct ConnectionLoop::Impl {
     ::close(epoll_fd);
   }
 
-  void arm(int fd, uint64_t id, int op) {
+  void arm(int fd, uint64_t id, int op, bool for_writing = false) {
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.events = (for_writing ? EPOLLOUT : EPOLLIN) | EPOLLONESHOT;
     ev.data.u64 = id;
     ::epoll_ctl(epoll_fd, op, fd, &ev);
   }
@@ -148,8 +151,10 @@ struct ConnectionLoop::Impl {
     std::vector<std::thread> workers;
     for (int i = 0; i < threads; ++i) workers.emplace_back([this] { work(); });
     for (auto& t : workers) t.join();
-    // Every request a worker had begun is answered; what has not fully arrived is not.
+    // Every request a worker had begun is answered; what has not fully arrived is not. An answer
+    // the socket had no room for gets what room there is now.
     std::lock_guard lock(table_mu);
+    for (auto& [id, c] : conns) (void)flush(c.get());
     conns.clear();
     for (int fd : listeners) ::close(fd);
     listeners.clear();
@@ -276,9 +281,11 @@ struct ConnectionLoop::Impl {
   }
   // Re-arms under the table lock, so the reaper cannot close the socket (and a new connection
   // reuse its number) between the re-arm and the hand-back.
+  // A connection with an answer still to write waits for room to write it (EPOLLOUT), and reads
+  // nothing meanwhile.
   void release(uint64_t id, Conn* c) {
     std::lock_guard lock(table_mu);
-    arm(c->fd, id, EPOLL_CTL_MOD);
+    arm(c->fd, id, EPOLL_CTL_MOD, !c->out.empty());
     c->busy = false;
   }
   void drop(uint64_t id, Conn* c) {
@@ -343,9 +350,41 @@ struct ConnectionLoop::Impl {
                                buffered.load() >> 20, limits.max_buffered_bytes >> 20));
   }
 
+  // Writes what the socket takes now of c's pending answer, never waiting; false: the peer is gone.
+  static bool flush(Conn* c) {
+    while (c->out_sent < c->out.size()) {
+      const ssize_t n = ::send(c->fd, c->out.data() + c->out_sent, c->out.size() - c->out_sent,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c->out_sent += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      }
+    }
+    c->out_sent = 0;
+    if (c->out.capacity() > (64 << 10)) std::string().swap(c->out);
+    else c->out.clear();
+    return true;
+  }
+
+  // Woken with room to write: the rest of the answer, then the requests that arrived behind it.
+  void resume_writing(uint64_t id, Conn* c) {
+    if (!flush(c)) return drop(id, c);
+    if (c->out.empty()) {
+      if (c->close_after_write) return drop(id, c);
+      c->deadline = after(c->started ? limits.request_timeout_s : limits.idle_timeout_s);
+      if (!answer_complete(c)) return drop(id, c);
+      settle(c);
+    }
+    release(id, c);
+  }
+
   void serve(uint64_t id) {
     Conn* c = take(id);
     if (c == nullptr) return;
+    if (!c->out.empty()) return resume_writing(id, c);
     char chunk[64 << 10];
     const ssize_t n = ::recv(c->fd, chunk, sizeof chunk, 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -391,15 +430,30 @@ struct ConnectionLoop::Impl {
       const bool last = c->served >= limits.max_requests_per_connection || stopping;
       bool keep = false;
       try {
-        keep = handle(c->fd, std::string_view(c->buf).substr(0, f.size), last) && !last;
+        keep = handle(c->fd, c->out, std::string_view(c->buf).substr(0, f.size), last) && !last;
       } catch (const std::exception& e) {
         log(LogLevel::kError, std::string("http: answering a request: ") + e.what());
+        c->out.clear();
       }
-      if (!keep) return false;
+      // Written without waiting: what the socket does not take now waits for EPOLLOUT, within
+      // write_timeout_s, and no worker waits with it. Blocking writes pinned a worker for
+      // write_timeout_s per answer to a client that pipelines and never reads: as many such
+      // clients as workers and the daemon answered nobody.
+      if (!flush(c)) return false;
+      if (!keep) {
+        c->close_after_write = true;
+        if (c->out.empty()) return false;
+      }
       c->buf.erase(0, f.size);
       c->expected = 0;
       c->started = !c->buf.empty();  // a pipelined request has begun
       c->deadline = after(c->started ? limits.request_timeout_s : limits.idle_timeout_s);
+      // The next pipelined request waits until this answer is written: one stalled client holds
+      // one answer, never a worker.
+      if (!c->out.empty()) {
+        c->deadline = after(limits.write_timeout_s);
+        return true;
+      }
     }
   }
 
@@ -424,7 +478,7 @@ struct ConnectionLoop::Impl {
       }
     }
     for (auto [id, c] : due) {
-      if (c->closing || (!c->started && !bytes_waiting(c->fd))) {
+      if (!c->out.empty() || c->closing || (!c->started && !bytes_waiting(c->fd))) {  // an answer not read in time: closed
         drop(id, c);
       } else if (c->started) {
         refuse(c, 408, fmt::format("request not received in full within {:g} s", limits.request_timeout_s));

@@ -91,11 +91,10 @@ class Processor final : public httplib::Server {
   }
 };
 
-// One request's bytes in, the answer out to the socket (bounded by the write timeout).
+// One request's bytes in, its answer appended to the connection's output (written by the loop).
 class FrameStream final : public httplib::Stream {
  public:
-  FrameStream(int fd, std::string_view in, double write_timeout_s)
-      : fd_(fd), in_(in), write_timeout_s_(write_timeout_s) {}
+  FrameStream(int fd, std::string_view in, std::string& out) : fd_(fd), in_(in), out_(out) {}
   bool is_readable() const override { return pos_ < in_.size(); }
   bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
@@ -105,7 +104,8 @@ class FrameStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    return write_all(fd_, std::string_view(ptr, size), write_timeout_s_) ? static_cast<ssize_t>(size) : -1;
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override { ip.clear(), port = 0; }
   void get_local_ip_and_port(std::string& ip, int& port) const override { ip.clear(), port = 0; }
@@ -115,7 +115,7 @@ class FrameStream final : public httplib::Stream {
   int fd_;
   std::string_view in_;
   size_t pos_ = 0;
-  double write_timeout_s_;
+  std::string& out_;
 };
 
 }  // namespace
@@ -163,8 +163,8 @@ struct HttpServer::Impl {
                             : std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
     loop = std::make_unique<ConnectionLoop>(
         options.limits, threads,
-        [this](int fd, std::string_view request, bool last) {
-          FrameStream strm(fd, request, options.limits.write_timeout_s);
+        [this](int fd, std::string& out, std::string_view request, bool last) {
+          FrameStream strm(fd, request, out);
           bool closed = false;
           return processor.answer(strm, last, closed) && !closed;
         },

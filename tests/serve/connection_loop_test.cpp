@@ -43,14 +43,14 @@ struct GatedLoop {
   explicit GatedLoop(HttpLimits limits) {
     loop = std::make_unique<ConnectionLoop>(
         limits, /*worker_threads=*/1,
-        [this](int fd, std::string_view, bool) {
+        [this](int, std::string& out, std::string_view, bool) {
           std::unique_lock lock(mu);
           ++entered;
           cv.notify_all();
           cv.wait(lock, [this] { return permits > 0; });
           --permits;
           lock.unlock();
-          write_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 5.0);
+          out = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
           return keep_alive;
         },
         [](int status, const std::string& message) {

@@ -192,5 +192,49 @@ TEST(DaemonOverload, BufferedRequestBytesHaveOneBudget) {
   EXPECT_TRUE(fits) << d.log_text();
 }
 
+// A client that pipelines requests and never reads its answers pinned a worker for the write
+// timeout (5 s) per answer: as many such clients as workers and nobody was answered. Answers are
+// now written without waiting, the next pipelined request read only once the last answer is out:
+// with twice as many stalled clients as workers, another client is answered at once, and a client
+// that pipelines and does read gets every answer in order.
+TEST(DaemonOverload, ClientsThatPipelineAndNeverReadDoNotStopTheDaemon) {
+  if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  Daemon d;
+  ASSERT_TRUE(d.start({"--threads", "2"})) << d.log_text();
+  std::string pipelined;
+  for (int i = 0; i < 900; ++i) pipelined += "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<int> stalled;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = connect_unix(d.sock, 4096);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_all(fd, pipelined));
+    stalled.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const int fd = connect_unix(d.sock);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  // Well under the 5 s write timeout: before, the answer came after 10 s (two stalls per worker).
+  const std::string answer = read_for(fd, 3.0);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << "not answered within 3 s: \"" << answer.substr(0, 200) << "\"";
+
+  // A pipelining client that reads: all 300 answers, the socket's buffer filled and emptied often.
+  const int reader = connect_unix(d.sock, 4096);
+  ASSERT_GE(reader, 0);
+  std::string three_hundred;
+  for (int i = 0; i < 299; ++i) three_hundred += "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  three_hundred += "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  std::thread sender([&] { send_all(reader, three_hundred); });
+  const std::string all = read_for(reader, 20.0);
+  sender.join();
+  ::close(reader);
+  size_t answers = 0;
+  for (size_t at = all.find("HTTP/1.1 200"); at != std::string::npos; at = all.find("HTTP/1.1 200", at + 1)) ++answers;
+  EXPECT_EQ(answers, 300u);
+  for (int s : stalled) ::close(s);
+  EXPECT_TRUE(d.process.healthy());
+}
+
 }  // namespace
 }  // namespace peakcast::serve

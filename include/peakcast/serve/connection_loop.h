@@ -31,10 +31,12 @@ namespace peakcast::serve {
 
 class ConnectionLoop {
  public:
-  // Runs on a worker with exactly the bytes of one complete request; writes the answer to `fd`
-  // (a non-blocking socket: write_all bounds the wait by write_timeout_s). `last`: answer with
-  // "Connection: close". Returns true to keep the connection open for another request.
-  using Handler = std::function<bool(int fd, std::string_view request, bool last)>;
+  // Runs on a worker with exactly the bytes of one complete request on connection `fd`; appends
+  // the whole answer to `out` (empty when called), never writing to `fd` itself. The loop writes it without waiting: what the socket does not take
+  // at once is written as the client reads (EPOLLOUT), within write_timeout_s, else the
+  // connection is closed; the client's next pipelined request is not read before. `last`:
+  // answer with "Connection: close". Returns true to keep the connection open for another request.
+  using Handler = std::function<bool(int fd, std::string& out, std::string_view request, bool last)>;
   // Builds the whole HTTP answer (status line to body) for a refusal decided here: 400, 408, 411,
   // 413, 414, 431 or 503, with the reason. Called on any worker.
   using Refusal = std::function<std::string(int status, const std::string& message)>;
