@@ -252,6 +252,7 @@ struct Record {
   std::string exit_code;  // the job row's ExitCode, "exit:signal"; empty without the column
   bool unfinished = false;
   bool superseded = false;
+  bool rejected = false;  // a step row of it was malformed (StepJoin::reject_step)
   std::optional<jobstats::Summary> jobstats;  // AdminComment's summary, when it had one
 };
 
@@ -554,13 +555,18 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
 
 // The job-step join: a step row's usage folds into its job's record whether the step comes
 // before or after the job row; a requeued job's later record supersedes its earlier one; a job
-// whose row is malformed loses its earlier record and the steps that follow.
+// whose row is malformed loses its earlier record and the steps that follow; a job with a
+// malformed step row is left out like one whose own row is malformed.
 class StepJoin {
  public:
   StepJoin(Tally& tally, ReadStats& stats) : tally_(tally), stats_(stats) {}
 
-  // A job row read well: it takes the steps seen before it.
+  // A job row read well: it takes the steps seen before it, unless one of them was malformed.
   void add_job(const std::string& key, Record r) {
+    if (bad_steps_first_.erase(key) > 0) {
+      reject_job(key);
+      return;
+    }
     rejected_.erase(key);
     if (auto it = current_.find(key); it != current_.end()) supersede(it->second);
     if (auto it = orphans_.find(key); it != orphans_.end()) {
@@ -580,7 +586,22 @@ class StepJoin {
     }
   }
 
-  // Steps of a rejected job are dropped unread: its job row was already reported.
+  // A malformed step row (reported by the caller). Its job is left out: a label from the other
+  // steps alone (often the tiny .extern) would be wrong, and an OUT_OF_MEMORY or "CANCELLED by
+  // 0" the bad step carried, which censors the label, would be lost. Its other steps go with it;
+  // a job row still to come (steps listed first) is dropped when it comes.
+  void reject_step(const std::string& key) {
+    orphans_.erase(key);
+    if (auto it = current_.find(key); it != current_.end()) {
+      recs_[it->second].rejected = true;
+      current_.erase(it);
+    } else {
+      bad_steps_first_.insert(key);
+    }
+    rejected_.insert(key);
+  }
+
+  // Steps of a rejected job are dropped unread: its job row, or a step, was already reported.
   bool rejected(const std::string& key) const { return rejected_.count(key) > 0; }
 
   void add_step(const std::string& key, size_t line, const Usage& u) {
@@ -616,6 +637,7 @@ class StepJoin {
   std::unordered_map<std::string, size_t> current_;  // job key -> its latest record
   std::unordered_map<std::string, std::vector<std::pair<size_t, Usage>>> orphans_;
   std::unordered_set<std::string> rejected_;
+  std::unordered_set<std::string> bad_steps_first_;  // a malformed step came before its job row
 };
 
 // Reads a sacct text line by line (a header may come again, as in concatenated outputs) into
@@ -715,7 +737,11 @@ class SacctReader {
     if (parts.step.empty()) return read_job(row, key, lineno);
     if (join_.rejected(key)) return Status::ok();
     Usage u;
-    if (auto e = read_usage(row, u)) return fail(lineno, *e);
+    if (auto e = read_usage(row, u)) {
+      join_.reject_step(key);
+      e->why += "; job " + key + " left out";
+      return fail(lineno, *e);
+    }
     join_.add_step(key, lineno, u);
     return Status::ok();
   }
@@ -780,7 +806,7 @@ class SacctReader {
 
   // A record's Job, with its script; superseded records are left out, unfinished ones counted.
   Status emit(Record& r, const SacctOptions& so, const sacct::ScriptSources& scripts) {
-    if (r.superseded) return Status::ok();
+    if (r.superseded || r.rejected) return Status::ok();
     if (r.unfinished) {
       ++out_.stats.ignored;
       if (tally_.unfinished++ == 0) {

@@ -543,6 +543,46 @@ TEST(SacctRows, FinishedJobsNeedAnEndNotBeforeSubmit) {
   EXPECT_EQ(t.stats.ignored, 1u);  // the running job: not an error
 }
 
+// A malformed step row leaves its whole job out, named by the step's line, whether the step
+// comes after its job row or before it. Before, the job was kept with a label from its other
+// steps (here the .extern's 900K of a 4000M request, uncensored) and the bad step's
+// "CANCELLED by 0", which makes the label a censored lower bound, was lost.
+TEST(SacctRows, AMalformedStepLeavesItsJobOut) {
+  const std::string t = "2023-01-01T00:00:00|2023-01-01T00:00:10|2023-01-01T01:00:00";
+  const std::string head = "JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS|ExitCode\n";
+  const std::string job = "110|t|alice|FAILED|" + t + "|4000M||0:9\n";
+  const std::string bad = "110.batch|batch||CANCELLED by 0|" + t + "||4100MB+|0:9\n";
+  const std::string ext = "110.extern|extern||COMPLETED|" + t + "||900K|0:0\n";
+  const std::string other = "111|u|bob|COMPLETED|" + t + "|1G||0:0\n111.batch|batch||COMPLETED|" +
+                            t + "||512M|0:0\n";
+  for (const std::string& rows : {job + bad + ext + other, bad + ext + job + other,
+                                  ext + bad + job + other, job + ext + bad + other}) {
+    Trace tr;
+    ASSERT_TRUE(parse_sacct(head + rows, "steps", sacct_options(), tr)) << rows;
+    ASSERT_EQ(tr.jobs.size(), 1u) << rows;
+    EXPECT_EQ(tr.jobs[0].job_id, "111");
+    ASSERT_EQ(tr.stats.skipped, 1u) << rows;
+    const size_t line = 2 + static_cast<size_t>(std::count(rows.begin(), rows.begin() + rows.find(bad), '\n'));
+    EXPECT_EQ(tr.stats.reasons[0], "steps:" + std::to_string(line) +
+                                       ": MaxRSS: \"4100MB+\" is not a size; job 110 left out")
+        << rows;
+  }
+  // A requeued job's earlier record keeps nothing of it: the later record, with good steps, is read.
+  Trace requeued;
+  ASSERT_TRUE(parse_sacct(head + job + bad + "110|t|alice|COMPLETED|" + t + "|4000M||0:0\n" + ext,
+                          "requeued", sacct_options(), requeued));
+  ASSERT_EQ(requeued.jobs.size(), 1u);
+  EXPECT_EQ(requeued.jobs[0].state, "COMPLETED");
+  EXPECT_EQ(requeued.jobs[0].peak_mem_bytes, 900 * kK);
+  // --strict stops at the step.
+  ReadOptions strict = sacct_options();
+  strict.strict = true;
+  Trace stopped;
+  const Status s = parse_sacct(head + job + bad + ext, "steps", strict, stopped);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.message().rfind("steps:3: MaxRSS:", 0), 0u) << s.message();
+}
+
 TEST(SacctRows, EmptyAndHeaderOnlyInputs) {
   Trace empty;
   EXPECT_TRUE(parse_sacct("", "e", sacct_options(), empty));
