@@ -343,11 +343,35 @@ const Pattern& wandb_login() {
   return p;
 }
 
+// aws configure set [--profile P] NAME VALUE: the AWS CLI storing a setting; NAME may be
+// `default.NAME` or `profile.P.NAME`. Group 1: NAME (the value is read by read_value(), and
+// taken only under a secret name: aws_secret_access_key, aws_session_token, not region).
+const Pattern& aws_configure_set() {
+  static const Pattern p(
+      "\\baws(?:[ \\t]+--[A-Za-z][A-Za-z-]*+(?:=[^\\s]*+|[ \\t]+[^\\s-][^\\s]*+)?){0,4}"
+      "[ \\t]+configure[ \\t]+set(?:[ \\t]+--[A-Za-z][A-Za-z-]*+(?:=[^\\s]*+|[ \\t]+[^\\s-][^\\s]*+)?){0,4}"
+      "[ \\t]+(?:[A-Za-z0-9_-]++\\.){0,2}+([A-Za-z0-9_]++)[ \\t]+");
+  return p;
+}
+
+// A netrc entry the script writes (a heredoc, or echo/printf into ~/.netrc): `machine H` (or
+// `default`), any number of `login U` / `account A`, then `password P`, on one line or over
+// several, the pieces apart by blanks, newlines or a written `\n`; up to the password's value.
+// `default` needs a login or account after it ("the default password" is prose).
+const Pattern& netrc_password() {
+  static const Pattern p(
+      "(?<![A-Za-z0-9_-])(?:machine(?:[ \\t\\n]|\\\\n)++[^\\s\\\\]++"
+      "(?:(?:[ \\t\\n]|\\\\n)++(?:login|account)(?:[ \\t\\n]|\\\\n)++[^\\s\\\\]++)*+|"
+      "default(?:(?:[ \\t\\n]|\\\\n)++(?:login|account)(?:[ \\t\\n]|\\\\n)++[^\\s\\\\]++)++)"
+      "(?:[ \\t\\n]|\\\\n)++password[ \\t]+");
+  return p;
+}
+
 // ---------------------------------------------------------------- rule 5: secret assignments
 
 // NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE: the
 // part up to the value. Group 1: dashes, 2: quote around the name, 3: name, 4: separator. The
-// value is read by value_end(), and only after a secret name: a pattern that matched the value too
+// value is read by read_value(), and only after a secret name: a pattern that matched the value too
 // read a whole `a:b:c:...` run for every name in it, quadratic in the length of such a run.
 const Pattern& assignments() {
   static const Pattern p(
@@ -358,18 +382,11 @@ const Pattern& assignments() {
 
 bool space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 
-// Where the value that starts at `pos` ends: "…" or '…' on one line, or an unquoted word (not
-// starting with = or :, ending at white space or one of ;&|()<>'"`,]); nullopt when none starts
-// there.
-std::optional<size_t> value_end(std::string_view s, size_t pos) {
+// The bare word at `pos`: not starting with = or :, ending at white space or one of
+// ;&|()<>'"`,]; nullopt when none starts there.
+std::optional<size_t> bare_word_end(std::string_view s, size_t pos) {
   if (pos >= s.size()) return std::nullopt;
   const char first = s[pos];
-  if (first == '"' || first == '\'') {
-    for (size_t i = pos + 1; i < s.size() && s[i] != '\n'; ++i) {
-      if (s[i] == first) return i + 1;
-    }
-    return std::nullopt;
-  }
   static constexpr std::string_view kStop = ";&|()<>'\"`,]";
   if (space_byte(first) || kStop.find(first) != std::string_view::npos || first == '=' || first == ':')
     return std::nullopt;
@@ -390,6 +407,120 @@ std::optional<size_t> value_end(std::string_view s, size_t pos) {
     ++i;
   }
   return i;
+}
+
+// A value as the script writes it: a quoted string (`"…"`, `'…'`, ANSI-C `$'…'`, locale `$"…"`,
+// the last two literals, not expansions) or a bare word. `literal` is what lies inside the
+// quotes; `open` and `close` are the quoting kept around its placeholder.
+struct Value {
+  size_t end = 0;          // where the value ends in the text
+  std::string_view open;   // `"`, `'`, `$'`, `$"`; empty for a bare word
+  std::string_view close;  // the closing quote; empty for a bare word or a string not closed
+  std::string_view literal;
+  bool unclosed() const { return !open.empty() && close.empty(); }
+};
+
+// The value that starts at `pos`; nullopt when none does. A quoted string not closed on its line
+// (a shell string may go on over the next) is read to the line's end: at least that much is a
+// secret, and never a line more, so that no redaction joins lines (which would move a later
+// value's neighbourhood and make a second pass differ from the first). Backslash escapes are
+// read inside `$'…'` and `$"…"` only; plain quotes are read as they always were.
+std::optional<Value> read_value(std::string_view s, size_t pos) {
+  if (pos >= s.size()) return std::nullopt;
+  size_t open = 0;
+  if (s[pos] == '"' || s[pos] == '\'') {
+    open = 1;
+  } else if (s[pos] == '$' && pos + 1 < s.size() && (s[pos + 1] == '\'' || s[pos + 1] == '"')) {
+    open = 2;
+  }
+  Value v;
+  if (open == 0) {
+    const std::optional<size_t> end = bare_word_end(s, pos);
+    if (!end) return std::nullopt;
+    v.end = *end;
+    v.literal = s.substr(pos, *end - pos);
+    return v;
+  }
+  const char quote = s[pos + open - 1];
+  size_t i = pos + open;
+  for (; i < s.size() && s[i] != '\n' && s[i] != quote; ++i) {
+    if (open == 2 && s[i] == '\\' && i + 1 < s.size() && s[i + 1] != '\n') ++i;
+  }
+  v.open = s.substr(pos, open);
+  v.literal = s.substr(pos + open, i - (pos + open));
+  if (i < s.size() && s[i] == quote) {
+    v.close = s.substr(i, 1);
+    ++i;
+  }
+  v.end = i;
+  return v;
+}
+
+// `${NAME:-WORD}`, `${NAME-WORD}`, `${NAME:=WORD}`, `${NAME=WORD}`: a reference, but WORD is a
+// literal the script holds. Where that literal lies: inside the quotes when WORD is one quoted
+// string, else all of WORD, to the line's end when the expansion is not closed there (as for an
+// unclosed quoted value).
+struct DefaultWord {
+  size_t begin = 0, end = 0;  // the literal
+  size_t expansion_end = 0;   // after the closing '}', or the line's end
+  std::string_view literal(std::string_view s) const { return s.substr(begin, end - begin); }
+};
+
+// The default of the expansion at `pos` ("${"); nullopt when none starts there.
+std::optional<DefaultWord> default_word(std::string_view s, size_t pos) {
+  auto name_byte = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  if (s.substr(pos, 2) != "${") return std::nullopt;
+  size_t i = pos + 2;
+  const size_t name = i;
+  while (i < s.size() && name_byte(s[i])) ++i;
+  if (i == name || std::isdigit(static_cast<unsigned char>(s[name]))) return std::nullopt;
+  if (i < s.size() && s[i] == ':') ++i;
+  if (i >= s.size() || (s[i] != '-' && s[i] != '=')) return std::nullopt;
+  const size_t word = ++i;
+  const bool ansi = word + 1 < s.size() && s[word] == '$' && (s[word + 1] == '\'' || s[word + 1] == '"');
+  // A word that starts as a reference (`${T:-$OTHER}`, `${T:-${U:-x}}`) has no literal at its
+  // start, and one inside it is read at its own `${`. Not scanned: a nest of them would be read
+  // once per level.
+  if (word < s.size() && s[word] == '$' && !ansi) return DefaultWord{word, word, word};
+  const size_t open = ansi ? 2 : (word < s.size() && (s[word] == '"' || s[word] == '\'')) ? 1 : 0;
+  int depth = 0;
+  char quote = 0;
+  bool quote_escapes = false;                   // "…" and $'…' read backslashes, '…' does not
+  size_t first_close = std::string_view::npos;  // where the first quoted string in WORD ends
+  for (; i < s.size() && s[i] != '\n'; ++i) {
+    const char c = s[i];
+    const bool escapes_next = c == '\\' && i + 1 < s.size() && s[i + 1] != '\n';
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+        if (first_close == std::string_view::npos) first_close = i;
+      } else if (escapes_next && quote_escapes) {
+        ++i;
+      }
+      continue;
+    }
+    if (escapes_next) {
+      ++i;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      quote_escapes = c == '"' || (i > 0 && s[i - 1] == '$');
+    } else if (c == '$' && i + 1 < s.size() && s[i + 1] == '{') {
+      ++depth;
+      ++i;
+    } else if (c == '}') {
+      if (depth == 0) break;
+      --depth;
+    }
+  }
+  DefaultWord d{word, i, i};
+  if (i < s.size() && s[i] == '}') {
+    d.expansion_end = i + 1;
+    if (open > 0 && first_close + 1 == i) {  // one quoted string: its inside
+      d.begin = word + open;
+      d.end = i - 1;
+    }
+  }
+  return d;
 }
 
 // Splits a variable or flag name into lower-case words at non-alphanumerics and camelCase humps.
@@ -432,10 +563,11 @@ bool secret_name(std::string_view name) {
   return words.size() >= 2 && (words.back() == "key" || words.back() == "pwd" || words.back() == "pw");
 }
 
-// Values that cannot be a literal secret: references ($VAR, ${VAR}, $(cmd)), placeholders
-// (<...>), booleans, short numbers.
+// Values that cannot be a literal secret: references ($VAR, ${VAR}, $(cmd); `$'…'` and `$"…"`
+// are quoted literals, not references), placeholders (<...>), booleans, short numbers.
 bool harmless_value(std::string_view v) {
-  if (v.empty() || v[0] == '$' || v[0] == '<') return true;
+  if (v.empty() || v[0] == '<') return true;
+  if (v[0] == '$') return !(v.size() > 1 && (v[1] == '\'' || v[1] == '"'));
   static const std::array<std::string_view, 8> kLiterals = {"true", "false", "yes", "no",
                                                             "none", "null",  "on",  "off"};
   std::string lv = lower(v);
@@ -457,6 +589,31 @@ bool harmless_value(std::string_view v) {
   return false;
 }
 
+// `${NAME:-WORD}` and its kin under a secret NAME, anywhere (its own assignment, a flag's value,
+// a heredoc): WORD, a literal, becomes <SECRET>. Group 1: NAME.
+const Pattern& expansion_defaults() {
+  static const Pattern p("\\$\\{([A-Za-z_][A-Za-z0-9_]*+):?[-=]");
+  return p;
+}
+
+// The text from `from` to `to` with the default's literal replaced.
+std::string with_secret_default(std::string_view s, size_t from, const DefaultWord& d, size_t to) {
+  std::string out(s.substr(from, d.begin - from));
+  out += "<SECRET>";
+  out += s.substr(d.end, to - d.end);
+  return out;
+}
+
+std::string redact_expansion_defaults(std::string_view s, int& count) {
+  return replace_all(expansion_defaults(), s, [&](const Match& m) -> Decision {
+    if (!secret_name(m.group(1))) return {};
+    const std::optional<DefaultWord> d = default_word(m.subject, m.begin());
+    if (!d || harmless_value(d->literal(m.subject))) return {};
+    ++count;
+    return {with_secret_default(m.subject, m.begin(), *d, d->expansion_end), 0, d->expansion_end};
+  });
+}
+
 std::string redact_assignments(std::string_view s, int& count) {
   return replace_all(assignments(), s, [&](const Match& m) -> Decision {
     Decision keep{std::nullopt, m.end(3)};
@@ -464,25 +621,33 @@ std::string redact_assignments(std::string_view s, int& count) {
     bool spaced = sep.find_first_of("=:") == std::string_view::npos;
     if (spaced && dashes.empty()) return keep;  // "export NAME" is not NAME=value
     if (!secret_name(name)) return keep;
-    const std::optional<size_t> end = value_end(m.subject, m.end());
-    if (!end) return keep;
-    std::string_view value = m.subject.substr(m.end(), *end - m.end());
-    std::string_view inner = value;
-    char quote = 0;
-    if (inner.size() >= 2 && (inner[0] == '"' || inner[0] == '\'')) {
-      quote = inner[0];
-      inner = inner.substr(1, inner.size() - 2);
+    const std::optional<Value> v = read_value(m.subject, m.end());
+    if (!v) return keep;
+    // NAME=${OTHER:-WORD} (bare or in double quotes): a reference whose default, a literal, is
+    // NAME's value while OTHER is unset. (Under a secret OTHER, redact_expansion_defaults() has
+    // taken it already.)
+    if (const size_t at = m.end() + v->open.size(); v->open.empty() || v->open == "\"") {
+      if (const std::optional<DefaultWord> d = default_word(m.subject, at);
+          d && !harmless_value(d->literal(m.subject))) {
+        ++count;
+        const size_t end = std::max(v->end, d->expansion_end);
+        return {with_secret_default(m.subject, m.begin(), *d, end), 0, end};
+      }
     }
-    if (harmless_value(inner)) return {std::nullopt, *end};  // skip the whole value
-    if (!quote && *end < m.subject.size() && (m.subject[*end] == '(' || m.subject[*end] == '[')) {
+    if (harmless_value(v->literal)) {
+      // Skip the whole value; past an unclosed one only the name, as before such values were read.
+      return v->unclosed() ? keep : Decision{std::nullopt, v->end};
+    }
+    if (v->open.empty() && v->end < m.subject.size() &&
+        (m.subject[v->end] == '(' || m.subject[v->end] == '[')) {
       return keep;  // a function call or subscript: code, not a literal
     }
     ++count;
     std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
-    if (quote) out.push_back(quote);
+    out += v->open;
     out += "<SECRET>";
-    if (quote) out.push_back(quote);
-    return {std::move(out), 0, *end};
+    out += v->close;
+    return {std::move(out), 0, v->end};
   });
 }
 
@@ -621,24 +786,61 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     const bool glued = m.has(2);
     if (!(glued && mysql_lines.runs_before(m.begin())) && !login_lines.runs_before(m.begin())) return {};
     const size_t begin = glued ? m.begin(2) : m.end();
-    const std::optional<size_t> end = glued ? std::optional<size_t>(m.end(2)) : value_end(m.subject, begin);
-    if (!end) return {};
-    std::string_view value = m.subject.substr(begin, *end - begin);
-    if (value.size() >= 2 && (value[0] == '"' || value[0] == '\'')) value = value.substr(1, value.size() - 2);
-    if (harmless_value(value)) return {std::nullopt, *end};
+    std::optional<Value> v;
+    if (glued) {  // the pattern has read it: a word, or a quoted string it closes
+      v.emplace();
+      v->end = m.end(2);
+      const std::string_view value = m.group(2);
+      const bool quoted = value.size() >= 2 && (value[0] == '"' || value[0] == '\'');
+      v->literal = quoted ? value.substr(1, value.size() - 2) : value;
+      if (quoted) v->open = v->close = value.substr(0, 1);
+    } else {
+      v = read_value(m.subject, begin);
+    }
+    if (!v) return {};
+    if (harmless_value(v->literal)) return v->unclosed() ? Decision{} : Decision{std::nullopt, v->end};
     ++c.secrets;
     std::string out(m.subject.substr(m.begin(), begin - m.begin()));
-    const char quote = m.subject[begin] == '"' || m.subject[begin] == '\'' ? m.subject[begin] : 0;
-    if (quote) out.push_back(quote);
+    out += v->open;
     out += "<SECRET>";
-    if (quote) out.push_back(quote);
-    return {std::move(out), 0, *end};
+    out += v->close;
+    return {std::move(out), 0, v->end};
   });
   s = replace_all(wandb_login(), s, [&](const Match& m) -> Decision {
     ++c.secrets;
     return {std::string(m.group(1)) + "<SECRET>"};
   });
+  s = redact_expansion_defaults(s, c.secrets);
   s = redact_assignments(s, c.secrets);
+  // A secret stored by `aws configure set`, or a netrc entry's password: VALUE -> <SECRET>. In a
+  // netrc entry a written `\n` (echo -e, printf) ends a bare value. After the assignments: what
+  // they redact may be the text these patterns read before the value (a host, an option's
+  // value), and a second pass must find it as the first did.
+  auto secret_value_after = [&](const Match& m, bool netrc) -> Decision {
+    std::optional<Value> v = read_value(m.subject, m.end());
+    if (v && netrc && v->open.empty()) {
+      if (const size_t nl = v->literal.find("\\n"); nl != std::string_view::npos) {
+        v->literal = v->literal.substr(0, nl);
+        v->end = m.end() + nl;
+      }
+    }
+    if (!v || harmless_value(v->literal)) return {};
+    if (v->literal.starts_with('%')) return {};  // printf's "password %s": the secret is elsewhere
+    if (v->literal.starts_with('-')) return {};  // an option: no key or password starts so
+    ++c.secrets;
+    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
+    out += v->open;
+    out += "<SECRET>";
+    out += v->close;
+    return {std::move(out), 0, v->end};
+  };
+  s = replace_all(aws_configure_set(), s, [&](const Match& m) -> Decision {
+    // Kept: go on from the next byte, since the NAME read may be another `aws configure set`.
+    Decision d = secret_name(m.group(1)) ? secret_value_after(m, false) : Decision{};
+    if (!d.replacement) d.resume = m.begin() + 1;
+    return d;
+  });
+  s = replace_all(netrc_password(), s, [&](const Match& m) { return secret_value_after(m, true); });
 
   s = replace_all(emails(), s, [&](const Match& m) -> Decision {
     // git@github.com:org/repo is an SSH login, not a person; s@a.b@c@ is a sed substitution.

@@ -136,6 +136,68 @@ TEST(Redact, SecretAssignments) {
                "#SBATCH --mail-type=ALL", "sort_key_file=x"});
 }
 
+// Literals that hide behind a reference's `$`: a default in `${NAME:-…}` (and `-`, `:=`, `=`),
+// ANSI-C and locale strings (`$'…'`, `$"…"`), and a quoted value not closed on its line (redacted
+// to the line's end).
+TEST(Redact, DefaultsAnsiCStringsAndUnclosedQuotes) {
+  expect_one_secret_each({
+      {"export DB_PASSWORD=${DB_PASSWORD:-Sup3rS3cretPw}", "export DB_PASSWORD=${DB_PASSWORD:-<SECRET>}"},
+      {"export HF_TOKEN=\"${HF_TOKEN:-abcdef1234567890abcdef}\"", "export HF_TOKEN=\"${HF_TOKEN:-<SECRET>}\""},
+      {"x=${API_KEY-abcdef123}; run", "x=${API_KEY-<SECRET>}; run"},
+      {": ${GITHUB_TOKEN:=abcdef123}", ": ${GITHUB_TOKEN:=<SECRET>}"},
+      {"echo ${DB_PASS=\"hunter2 pw\"}", "echo ${DB_PASS=\"<SECRET>\"}"},
+      {"psql --password=${PGPASSWORD:-'hunter 22'}", "psql --password=${PGPASSWORD:-'<SECRET>'}"},
+      {"export API_TOKEN=${TOK:-abcdef123}", "export API_TOKEN=${TOK:-<SECRET>}"},  // NAME's value
+      {"export API_TOKEN=\"${TOK:-abc def 123}\"", "export API_TOKEN=\"${TOK:-<SECRET>}\""},
+      {"export WANDB_API_KEY=${WANDB_API_KEY:-abc def}", "export WANDB_API_KEY=${WANDB_API_KEY:-<SECRET>}"},
+      {"PGPASSWORD=$'hunter2\\tx'", "PGPASSWORD=$'<SECRET>'"},
+      {"PGPASSWORD=$'it\\'s here' psql", "PGPASSWORD=$'<SECRET>' psql"},
+      {"export SMTP_PASS=$\"abc def\"", "export SMTP_PASS=$\"<SECRET>\""},
+      {"export API_TOKEN=\"abc\ndef\"", "export API_TOKEN=\"<SECRET>\ndef\""},
+      {"token = 'abcdef\nx = 1", "token = '<SECRET>\nx = 1"},
+      {"docker login -u bob -p \"Hunter2pw\nreg.io", "docker login -u bob -p \"<SECRET>\nreg.io"},
+      {"echo ${HF_TOKEN:-abcdef123\nnext", "echo ${HF_TOKEN:-<SECRET>\nnext"},
+  });
+  // References and empty defaults stay; so does a default under a name that is not secret.
+  expect_kept({"export HF_TOKEN=${HF_TOKEN:-}", "export HF_TOKEN=${HF_TOKEN}", "x=${HF_TOKEN:-$OTHER}",
+               "x=${HF_TOKEN:-${OTHER:-}}", "export API_KEY=\"${API_KEY:-$DEFAULT_KEY}\"",
+               "out=${OUTPUT_DIR:-/scratch/run}", "n=${NTASKS:-4}", "x=${HF_TOKEN:+--token}",
+               "x=${HF_TOKEN:?set HF_TOKEN first}", "x=${#HF_TOKEN}", "PGPASSWORD=$'$X'",
+               "export API_TOKEN=\"", "export HF_TOKEN=\"$HF\nx\"", "echo ${HF_TOKEN:-<SECRET>}"});
+  // A nested default under a secret name is read at its own `${`.
+  EXPECT_EQ(redact_script("x=${HF_TOKEN:-${HF_HUB_TOKEN:-abcdef123}}"), "x=${HF_TOKEN:-${HF_HUB_TOKEN:-<SECRET>}}");
+}
+
+// Secrets stored by a command's own syntax: `aws configure set NAME VALUE` and netrc entries
+// (a heredoc, or echo/printf into ~/.netrc).
+TEST(Redact, AwsConfigureAndNetrcPasswords) {
+  expect_one_secret_each({
+      {"aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG",
+       "aws configure set aws_secret_access_key <SECRET>"},
+      {"aws configure set aws_session_token 'IQoJb3JpZ2luX2Vj' --profile dev",
+       "aws configure set aws_session_token '<SECRET>' --profile dev"},
+      {"aws --profile dev configure set profile.dev.aws_secret_access_key abcdEFGH1234",
+       "aws --profile dev configure set profile.dev.aws_secret_access_key <SECRET>"},
+      {"aws configure set --profile dev default.aws_secret_access_key abcdEFGH1234",
+       "aws configure set --profile dev default.aws_secret_access_key <SECRET>"},
+      {"echo \"machine urs.earthdata.nasa.gov login jdoe password Hunter2pw\" >> ~/.netrc",
+       "echo \"machine urs.earthdata.nasa.gov login jdoe password <SECRET>\" >> ~/.netrc"},
+      {"cat > ~/.netrc <<EOF\nmachine api.example.org\n  login jdoe\n  password Hunter2pw\nEOF",
+       "cat > ~/.netrc <<EOF\nmachine api.example.org\n  login jdoe\n  password <SECRET>\nEOF"},
+      {"printf 'machine h\\nlogin u\\npassword Hunter2pw\\n' > ~/.netrc",
+       "printf 'machine h\\nlogin u\\npassword <SECRET>\\n' > ~/.netrc"},
+      {"echo 'default login anonymous password Hunter2pw' > .netrc",
+       "echo 'default login anonymous password <SECRET>' > .netrc"},
+      {"machine h password 'Hunter 2'", "machine h password '<SECRET>'"},
+  });
+  expect_kept({"aws configure set region us-east-1", "aws configure set aws_access_key_id $KEY_ID",
+               "aws configure set aws_secret_access_key $AWS_SECRET", "aws s3 cp a s3://b/c",
+               "echo \"machine $HOST login $USER password $PASS\" > ~/.netrc",
+               "printf 'machine %s login %s password %s\\n' \"$H\" \"$U\" \"$P\" > ~/.netrc",
+               "echo 'login failed: password incorrect'", "# the default password policy",
+               "docker login --username bob --password-stdin < pw.txt"});
+}
+
 // Passwords given as -p: glued to mysql's flag, or on a registry login line; and names that say
 // "pass" or end in "pw".
 TEST(Redact, ShortPasswordFlagsAndPassNames) {
@@ -168,7 +230,8 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
   const size_t mib = size_t{1} << 20;
   // (EXPECT_TRUE: a failure names the unit, not a megabyte of text)
   for (std::string_view unit : {"a.", "node01.cluster.example.org.", "x", "eyJ", "${USER}", "a:", "sk-",
-                                "mailto:", "-u a:", "mod1:", "a=", "--a="}) {
+                                "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
+                                " machine a login b", " aws configure set a"}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
@@ -181,6 +244,14 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
   EXPECT_EQ(redact_script(std::string(500000, 'x') + "@example.com"), "<EMAIL>");
   EXPECT_EQ(redact_script("export TOKEN=" + repeat("a:", mib)), "export TOKEN=<SECRET>");
   EXPECT_EQ(redact_script(repeat("sk-", mib) + "1"), "<TOKEN>");
+  // Defaults under a secret name, nested or never closed, and netrc entries are each read once.
+  EXPECT_EQ(redact_script("x=" + repeat("${TOKEN:-a", mib)), "x=${TOKEN:-<SECRET>");  // never closed
+  const std::string references = "x=" + repeat("${TOKEN:-", mib);  // each default a reference
+  EXPECT_TRUE(redact_script(references) == references);
+  const std::string nest = repeat("${TOKEN:-$", mib / 2) + "x" + std::string(mib / 20, '}');
+  ASSERT_NO_THROW(redact_script(nest));
+  const std::string netrc = repeat("machine a login b ", mib) + "password p4ssw0rd";
+  EXPECT_TRUE(redact_script(netrc) == netrc.substr(0, netrc.size() - 8) + "<SECRET>");
   const std::string no_curl = repeat("x -u a:b ", mib);
   EXPECT_TRUE(redact_script(no_curl + "\ncurl -u al:pw https://x") ==
               no_curl.substr(0, no_curl.size() - 1) + "\ncurl -u <USER>:<SECRET> https://x");
@@ -343,7 +414,9 @@ RC_GTEST_PROP(RedactProp, Idempotent, ()) {
       "\r\n", "\t", "#SBATCH --mail-user=", "#PBS -M ", "-----BEGIN RSA PRIVATE KEY-----",
       "-----END RSA PRIVATE KEY-----", "https://", ":", "curl -u ", "Bearer ", "<", ">",
       "mailto:", "sshpass -p ", "(", "[", "]", "-", "_", "AKIA", "ABCDEFGHIJKLMNOP", ";",
-      "mysql ", "-p", "docker login ", "PASS", "sk-", "9"};
+      "mysql ", "-p", "docker login ", "PASS", "sk-", "9", "${", ":-", "-", ":=", "}", "$'",
+      "$\"", "\\", "aws configure set ", "aws_secret_access_key ", "machine ", "h ", "login ",
+      "default ", "password ", "\\n", "%s"};
   auto idx = *rc::gen::container<std::vector<size_t>>(
       rc::gen::inRange<size_t>(0, kPieces.size()));
   std::string s;
