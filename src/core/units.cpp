@@ -61,41 +61,75 @@ std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit) {
   return static_cast<uint64_t>(std::round(bytes));
 }
 
+namespace {
+
+// The longest duration taken as one (100 years): a larger Elapsed or Timelimit is garbage, and
+// refusing it before the arithmetic keeps every product below INT64_MAX.
+constexpr int64_t kMaxDurationS = 36525LL * 86400;
+
+// A run of 1 to 12 decimal digits, nothing else (no sign, exponent or spaces): a piece of a
+// Slurm duration. Twelve digits cannot overflow, and any piece that long is out of range anyway.
+std::optional<int64_t> duration_digits(std::string_view text) {
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  int64_t v = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+// Seconds, whole or with a fraction ("05", "05.123"); the fraction is dropped.
+std::optional<int64_t> duration_seconds(std::string_view text) {
+  const size_t dot = text.find('.');
+  if (dot == std::string_view::npos) return duration_digits(text);
+  if (!duration_digits(text.substr(dot + 1))) return std::nullopt;
+  return duration_digits(text.substr(0, dot));
+}
+
+}  // namespace
+
 std::optional<int64_t> parse_slurm_duration(std::string_view text) {
   text = trim(text);
   if (text.empty() || text == "UNLIMITED" || text == "Partition_Limit" || text == "INVALID") {
     return std::nullopt;
   }
+  // Every piece is bounded before it is multiplied: "213503982334602-00" overflowed the product
+  // and came back as 17 hours, and "1e300" was cast from a double out of int64's range.
   int64_t days = 0;
   if (auto dash = text.find('-'); dash != std::string_view::npos) {
-    auto d = parse_int(text.substr(0, dash));
-    if (!d || *d < 0) return std::nullopt;
+    auto d = duration_digits(text.substr(0, dash));
+    if (!d || *d > kMaxDurationS / 86400) return std::nullopt;
     days = *d;
     text = text.substr(dash + 1);
     auto parts = split(text, ':');
     if (parts.size() > 3) return std::nullopt;
     int64_t v[3] = {0, 0, 0};  // hours, minutes, seconds
     for (size_t k = 0; k < parts.size(); ++k) {
-      auto x = parse_int(parts[k]);
-      if (!x || *x < 0) return std::nullopt;
+      auto x = duration_digits(parts[k]);
+      if (!x || *x > kMaxDurationS) return std::nullopt;
       v[k] = *x;
     }
-    return ((days * 24 + v[0]) * 60 + v[1]) * 60 + v[2];
+    const int64_t s = ((days * 24 + v[0]) * 60 + v[1]) * 60 + v[2];
+    return s <= kMaxDurationS ? std::optional<int64_t>(s) : std::nullopt;
   }
   auto parts = split(text, ':');
+  if (parts.empty() || parts.size() > 3) return std::nullopt;
   std::vector<int64_t> v;
-  for (auto p : parts) {
-    // Elapsed may carry fractional seconds ("00:00.123").
-    auto d = parse_double(p);
-    if (!d || *d < 0) return std::nullopt;
-    v.push_back(static_cast<int64_t>(*d));
+  for (size_t k = 0; k < parts.size(); ++k) {
+    // Elapsed may carry fractional seconds ("00:00.123"), in its seconds piece only.
+    const bool seconds = parts.size() > 1 && k + 1 == parts.size();
+    auto x = seconds ? duration_seconds(parts[k]) : duration_digits(parts[k]);
+    if (!x || *x > kMaxDurationS) return std::nullopt;
+    v.push_back(*x);
   }
+  int64_t s = 0;
   switch (v.size()) {
-    case 1: return v[0] * 60;                          // minutes
-    case 2: return v[0] * 60 + v[1];                   // MM:SS
-    case 3: return (v[0] * 60 + v[1]) * 60 + v[2];     // HH:MM:SS
-    default: return std::nullopt;
+    case 1: s = v[0] * 60; break;                       // minutes
+    case 2: s = v[0] * 60 + v[1]; break;                // MM:SS
+    default: s = (v[0] * 60 + v[1]) * 60 + v[2]; break;  // HH:MM:SS
   }
+  return s <= kMaxDurationS ? std::optional<int64_t>(s) : std::nullopt;
 }
 
 std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s) {

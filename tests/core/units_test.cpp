@@ -40,6 +40,22 @@ TEST(Units, Timestamp) {
   EXPECT_FALSE(parse_timestamp_ms("2023-13-01T00:00:00"));
 }
 
+// Exponents, signs and values past 100 years are refused before any arithmetic: "1e300" was cast
+// from a double out of int64's range, and "213503982334602-00" overflowed the day product and
+// came back as 61,184 seconds.
+TEST(Units, SlurmDurationRefusesExponentsAndOutOfRangeValues) {
+  for (const char* garbage : {"1e300", "1e5", "1E5", "213503982334602-00", "99999999999999999",
+                              "36526-00:00:00", "+5", "-5", "0x10", "1.5", "1.5:00", "00:00:1e3",
+                              "1-1e3", "5 6", "inf", "nan", "01:02:03:04", ":", ""}) {
+    EXPECT_FALSE(parse_slurm_duration(garbage)) << garbage;
+  }
+  EXPECT_EQ(parse_slurm_duration("36525-00:00:00"), 36525LL * 86400);  // 100 years: the limit
+  EXPECT_EQ(parse_slurm_duration("00:00.123"), 0);                     // Elapsed's fraction
+  EXPECT_EQ(parse_slurm_duration("01:02.5"), 62);
+  EXPECT_EQ(parse_slurm_duration("1-02:03:04"), 93784);
+  EXPECT_EQ(parse_slurm_duration("7-00:00"), 7 * 86400);
+}
+
 TEST(Labels, MemAndVramMasks) {
   Job j;
   j.req_mem_bytes = 1000;

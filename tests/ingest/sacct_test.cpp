@@ -583,6 +583,26 @@ TEST(SacctRows, AMalformedStepLeavesItsJobOut) {
   EXPECT_EQ(s.message().rfind("steps:3: MaxRSS:", 0), 0u) << s.message();
 }
 
+// Elapsed and Timelimit garbage: an exponent, or days whose seconds overflow int64 (wrapping to
+// 61,184 s, taken as 17 hours) is refused, and the row skipped naming the field.
+TEST(SacctRows, DurationsOutOfRangeSkipTheRowNamingTheField) {
+  const std::string text =
+      "JobID|Submit|Start|Elapsed|Timelimit|ReqMem\n"
+      "1|1700000000|1700000010|1e300|01:00:00|1G\n"
+      "2|1700000000|1700000010|00:10:00|213503982334602-00|1G\n"
+      "3|1700000000|1700000010|1e5|01:00:00|1G\n"
+      "4|1700000000|1700000010|00:10:00|36500-00:00:00|1G\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "durations", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].job_id, "4");
+  EXPECT_EQ(t.jobs[0].req_time_s, 36500LL * 86400);
+  ASSERT_EQ(t.stats.reasons.size(), 3u);
+  EXPECT_EQ(t.stats.reasons[0], "durations:2: Elapsed: \"1e300\" is not a duration");
+  EXPECT_EQ(t.stats.reasons[1], "durations:3: Timelimit: \"213503982334602-00\" is not a duration");
+  EXPECT_EQ(t.stats.reasons[2], "durations:4: Elapsed: \"1e5\" is not a duration");
+}
+
 TEST(SacctRows, EmptyAndHeaderOnlyInputs) {
   Trace empty;
   EXPECT_TRUE(parse_sacct("", "e", sacct_options(), empty));

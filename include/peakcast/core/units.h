@@ -13,8 +13,9 @@ namespace peakcast {
 // (K = 1024), as Slurm and Nextflow print them.
 std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit = 1);
 
-// Slurm durations: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS"; "UNLIMITED" ->
-// nullopt. Returns seconds.
+// Slurm durations: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS" (seconds may have a
+// fraction, dropped); "UNLIMITED" -> nullopt. Returns seconds. Pieces are digits only (no sign or
+// exponent), and a duration over 100 years is nullopt: no garbage reaches the arithmetic.
 std::optional<int64_t> parse_slurm_duration(std::string_view text);
 
 // Timestamps -> epoch milliseconds: epoch seconds ("1674490103", "1674490103.249"), epoch ms
