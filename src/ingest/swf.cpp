@@ -232,6 +232,9 @@ void add_notes(const Header& header, const SwfCounts& counts, Trace& out) {
 Status parse_swf(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out) {
   Header header;
   SwfCounts counts;
+  // A UTF-8 byte-order mark (as the other readers do): left in, it hid a first header line
+  // (`; UnixStartTime: ...`), and every time fell back to seconds from 1970.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   const std::vector<std::string_view> lines = split_lines(text);
   for (size_t ln = 0; ln < lines.size(); ++ln) {
     std::string_view line = trim(lines[ln]);

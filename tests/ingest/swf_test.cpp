@@ -96,6 +96,19 @@ TEST(Swf, WithoutHeaderTimesAreRelative) {
   EXPECT_FALSE(t.notes.empty());
 }
 
+// A UTF-8 byte-order mark before the header is dropped, as the other readers do: left in, it hid
+// the first header line, and the times fell back to seconds from 1970.
+TEST(Swf, AByteOrderMarkDoesNotHideTheHeader) {
+  const std::string body = "; UnixStartTime: 1000000000\n1 100 0 10 1 -1 5 1 60 10 1 1 1 1 1 -1 -1 -1\n";
+  for (const std::string& text : {body, "\xEF\xBB\xBF" + body}) {
+    Trace t;
+    ASSERT_TRUE(parse_swf(text, "bom.swf", {}, t));
+    ASSERT_EQ(t.jobs.size(), 1u);
+    EXPECT_EQ(t.jobs[0].submit_ms, (1000000000LL + 100) * 1000);
+    EXPECT_EQ(t.stats.skipped, 0u);
+  }
+}
+
 // The LANL CM-5 log from the Parallel Workloads Archive (first 60% by submit time).
 TEST(SwfRealData, LanlCm5CountsAndClippedShare) {
   const std::string path = shared_data("swf/LANL-CM5-1994-4.1-cln.first60pct.swf.gz");
