@@ -152,28 +152,84 @@ std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_off
     if (!v || *v >= 9.2e15) return std::nullopt;
     return static_cast<int64_t>(std::floor(*v * 1000.0 + 0.5));
   }
-  // YYYY-MM-DD[T ]HH:MM[:SS[.fff]]
-  int y, mo, d, h = 0, mi = 0;
-  double s = 0;
-  char sep = 0;
-  std::string t(text);
-  int n = std::sscanf(t.c_str(), "%4d-%2d-%2d%c%2d:%2d:%lf", &y, &mo, &d, &sep, &h, &mi, &s);
-  if (n < 3) return std::nullopt;
-  if (n >= 4 && sep != 'T' && sep != ' ') return std::nullopt;
-  if (n == 4 || n == 5) return std::nullopt;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
-      s >= 61) {
+  // YYYY-MM-DD[(T| )HH:MM[:SS[.fff]][Z|+HH:MM|-HH:MM]], read by hand: sscanf stopped at the
+  // last field it knew and took "2023-01-23T10:00:00garbage" for a time.
+  size_t i = 0;
+  // 1 to `max` digits at i (the calendar fields are zero-padded, but were never required to be).
+  auto number = [&](size_t max) -> std::optional<int> {
+    const size_t from = i;
+    int v = 0;
+    while (i < text.size() && i - from < max && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      v = v * 10 + (text[i++] - '0');
+    }
+    return i > from ? std::optional<int>(v) : std::nullopt;
+  };
+  auto take = [&](char c) {
+    if (i >= text.size() || text[i] != c) return false;
+    ++i;
+    return true;
+  };
+  const size_t year_from = i;
+  const auto y = number(4);
+  if (!y || i - year_from != 4 || !take('-')) return std::nullopt;
+  const auto mo = number(2);
+  if (!mo || !take('-')) return std::nullopt;
+  const auto d = number(2);
+  if (!d) return std::nullopt;
+  int h = 0, mi = 0, sec = 0;
+  int64_t frac_ms = 0;
+  std::optional<int64_t> zone_s;  // the offset from UTC the text itself gives
+  if (i < text.size()) {
+    if (text[i] != 'T' && text[i] != ' ') return std::nullopt;
+    ++i;
+    const auto hh = number(2);
+    if (!hh || !take(':')) return std::nullopt;
+    const auto mm = number(2);
+    if (!mm) return std::nullopt;
+    h = *hh;
+    mi = *mm;
+    if (take(':')) {
+      const auto ss = number(2);
+      if (!ss) return std::nullopt;
+      sec = *ss;
+      if (take('.')) {
+        const size_t frac_from = i;
+        double scale = 100.0, ms = 0.0;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+          ms += (text[i++] - '0') * scale;
+          scale /= 10.0;
+        }
+        if (i == frac_from) return std::nullopt;
+        frac_ms = static_cast<int64_t>(std::floor(ms + 0.5));
+      }
+    }
+    if (take('Z')) {
+      zone_s = 0;
+    } else if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+      const int sign = text[i++] == '-' ? -1 : 1;
+      const size_t zone_from = i;
+      const auto zh = number(2);
+      if (!zh || i - zone_from != 2 || !take(':')) return std::nullopt;
+      const size_t minutes_from = i;
+      const auto zm = number(2);
+      if (!zm || i - minutes_from != 2 || *zh > 23 || *zm > 59) return std::nullopt;
+      zone_s = sign * (*zh * 3600 + *zm * 60);
+    }
+    if (i != text.size()) return std::nullopt;  // trailing text
+  }
+  if (*mo < 1 || *mo > 12 || *d < 1 || *d > 31 || h > 23 || mi > 59 || sec > 60) {
     return std::nullopt;
   }
   std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
+  tm.tm_year = *y - 1900;
+  tm.tm_mon = *mo - 1;
+  tm.tm_mday = *d;
   tm.tm_hour = h;
   tm.tm_min = mi;
-  tm.tm_sec = static_cast<int>(s);
-  const auto frac_ms = static_cast<int64_t>(std::floor((s - std::floor(s)) * 1000.0 + 0.5));
-  return (static_cast<int64_t>(timegm(&tm)) - utc_offset_s) * 1000 + frac_ms;
+  tm.tm_sec = sec;
+  // A zone in the text wins; without one (sacct and Nextflow print local time bare) the caller's.
+  const int64_t offset_s = zone_s ? *zone_s : utc_offset_s;
+  return (static_cast<int64_t>(timegm(&tm)) - offset_s) * 1000 + frac_ms;
 }
 
 }  // namespace peakcast

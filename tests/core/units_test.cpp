@@ -56,6 +56,26 @@ TEST(Units, SlurmDurationRefusesExponentsAndOutOfRangeValues) {
   EXPECT_EQ(parse_slurm_duration("7-00:00"), 7 * 86400);
 }
 
+// The ISO form is read whole: text after it is refused, a zone after it applied; without a zone
+// the caller's offset holds (sacct and Nextflow print local time bare).
+TEST(Units, TimestampRefusesTrailingTextAndAppliesAZone) {
+  for (const char* garbage : {"2023-01-23T10:00:00garbage", "2023-01-23T10:00:00 x",
+                              "2023-01-23garbage", "2023-01-23T10:00:00+2", "2023-01-23T10:00:00+0200",
+                              "2023-01-23T10:00:00+24:00", "2023-01-23T10:00:00ZZ", "2023-01-23T10",
+                              "2023-01-23T10:00:00.", "23-01-23T10:00:00", "2023-01-23X10:00:00"}) {
+    EXPECT_FALSE(parse_timestamp_ms(garbage)) << garbage;
+  }
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T16:08:23Z"), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T18:08:23+02:00"), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T14:38:23-01:30"), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23 16:08:23.249Z"), 1674490103249LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T16:08Z"), 1674490080000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23"), 1674432000000LL);
+  // A zone in the text wins over the caller's offset; without one the offset applies.
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T16:08:23Z", 3600), 1674490103000LL);
+  EXPECT_EQ(parse_timestamp_ms("2023-01-23T17:08:23", 3600), 1674490103000LL);
+}
+
 TEST(Labels, MemAndVramMasks) {
   Job j;
   j.req_mem_bytes = 1000;

@@ -603,6 +603,24 @@ TEST(SacctRows, DurationsOutOfRangeSkipTheRowNamingTheField) {
   EXPECT_EQ(t.stats.reasons[2], "durations:4: Elapsed: \"1e5\" is not a duration");
 }
 
+// A time with text after it is not a time; a zone after it is applied (sacct prints none: its
+// local time is read as UTC, as before).
+TEST(SacctRows, TimesWithTrailingTextAreRefusedAndZonesApplied) {
+  const std::string text =
+      "JobID|Submit|End|ReqMem\n"
+      "1|2023-01-23T10:00:00garbage|2023-01-23T11:00:00|1G\n"
+      "2|2023-01-23T10:00:00|2023-01-23T11:00:00|1G\n"
+      "3|2023-01-23T10:00:00Z|2023-01-23T13:00:00+02:00|1G\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "times", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 2u);
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_EQ(t.stats.reasons[0], "times:2: Submit: \"2023-01-23T10:00:00garbage\" is not a time");
+  EXPECT_EQ(t.jobs[0].submit_ms, 1674468000000LL);
+  EXPECT_EQ(t.jobs[1].submit_ms, 1674468000000LL);
+  EXPECT_EQ(t.jobs[1].end_ms, 1674468000000LL + 3600 * 1000);
+}
+
 TEST(SacctRows, EmptyAndHeaderOnlyInputs) {
   Trace empty;
   EXPECT_TRUE(parse_sacct("", "e", sacct_options(), empty));

@@ -19,8 +19,10 @@ std::optional<uint64_t> parse_size(std::string_view text, uint64_t bare_unit = 1
 std::optional<int64_t> parse_slurm_duration(std::string_view text);
 
 // Timestamps -> epoch milliseconds: epoch seconds ("1674490103", "1674490103.249"), epoch ms
-// (13 digits or more), ISO "2026-11-30T07:57:35", "2023-01-23 10:00:00.123". Calendar forms are
-// read as UTC unless `utc_offset_s` is given; fractions of a second are kept to the millisecond.
+// (13 digits or more), ISO "2026-11-30T07:57:35", "2023-01-23 10:00:00.123", optionally with a
+// zone, "Z", "+02:00" or "-05:30", which is applied. Calendar forms without a zone are read as UTC
+// unless `utc_offset_s` is given; fractions of a second are kept to the millisecond. Any other
+// text after the time is nullopt.
 std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s = 0);
 
 std::optional<double> parse_double(std::string_view text);
