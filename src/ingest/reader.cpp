@@ -8,6 +8,7 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
+#include "peakcast/ingest/sacct.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -48,10 +49,11 @@ bool header_has(std::string_view line, char delim, std::string_view name) {
   return false;
 }
 
-bool looks_like_sacct_row(std::string_view line) {
-  // `sacct -P -n` output: '|'-separated, first field a job id (12345, 12345_7, 12345.batch).
-  if (line.find('|') == std::string_view::npos) return false;
-  std::string_view id = trim(split(line, '|').front());
+bool looks_like_sacct_row(std::string_view line, char delim) {
+  // `sacct -P -n` output: '|'-separated (or by `--delimiter`), first field a job id (12345,
+  // 12345_7, 12345.batch).
+  if (line.find(delim) == std::string_view::npos) return false;
+  std::string_view id = trim(split(line, delim).front());
   if (id.empty() || !std::isdigit(static_cast<unsigned char>(id.front()))) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' ||
@@ -118,9 +120,12 @@ Format detect_format(std::string_view content) {
     if (line.front() == '{') return Format::kJsonl;
     if (is_swf_data_line(line)) return Format::kSwf;
     if (swf_comment_seen) return Format::kAuto;  // a comment header followed by non-SWF data
-    if (line.find('|') != std::string_view::npos) {
-      if (header_has(line, '|', "jobid") || header_has(line, '|', "jobidraw") ||
-          looks_like_sacct_row(line)) {
+    // sacct's '|', or the ASCII unit separator slurm-sync asks for (`--delimiter=$'\x1f'`),
+    // which no other format holds.
+    for (char delim : {sacct::kUnitSeparator, '|'}) {
+      if (line.find(delim) == std::string_view::npos) continue;
+      if (header_has(line, delim, "jobid") || header_has(line, delim, "jobidraw") ||
+          looks_like_sacct_row(line, delim)) {
         return Format::kSacct;
       }
       return Format::kAuto;

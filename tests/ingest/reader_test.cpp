@@ -54,6 +54,20 @@ TEST(Reader, DetectsSacctAndUnknownContent) {
   EXPECT_EQ(detect_format("; only a header\n;\n"), Format::kSwf);
 }
 
+// slurm-sync's sacct output (`--delimiter=$'\x1f'`) is told from its content like '|' output.
+TEST(Reader, DetectsSacctDelimitedByTheUnitSeparator) {
+  for (const char* name : {"sacct_2205.txt", "sacct_2011.txt", "sacct_unitsep.txt"}) {
+    auto text = read_file(golden(name));
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(detect_format(*text), Format::kSacct) << name;
+    auto trace = read_trace(golden(name));  // no --format
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->format, Format::kSacct) << name;
+  }
+  EXPECT_EQ(detect_format("4242\x1f" "a\x1f" "COMPLETED\n"), Format::kSacct);  // `sacct -n`
+  EXPECT_EQ(detect_format("a\x1f" "b\n"), Format::kAuto);
+}
+
 TEST(Reader, ContentWinsOverTheFileName) {
   // SWF content under a .jsonl name is still read as SWF.
   auto text = read_file(golden("small.swf"));
