@@ -157,8 +157,11 @@ Status set_field(Job& job, Key key, std::string_view field, const json& v, bool&
       return s;
     }
     case Key::kState: {
+      // Absent (or null) means COMPLETED, as the schema says; a state given as "" says nothing
+      // about how the job ended, and normalize_state() would read it as COMPLETED.
       auto s = string_field(field, v);
       if (!s) return s.status();
+      if (trim(*s).empty()) return Status::invalid("state: empty");
       job.state = normalize_state(*s);
       return Status::ok();
     }

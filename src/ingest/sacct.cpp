@@ -380,6 +380,9 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
   r.job_id_raw = std::string(row.get(kJobIdRaw));
   r.exit_code = std::string(row.get(kExitCode));
   if (row.layout->has(kState)) {
+    // normalize_state() reads "" as COMPLETED (a record with no state at all); an empty field
+    // in a column sacct always fills is a damaged row, not a job that completed.
+    if (row.get(kState).empty()) return FieldError{kState, "empty"};
     j.state = normalize_state(row.get(kState));
     for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
   }

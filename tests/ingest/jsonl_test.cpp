@@ -78,6 +78,33 @@ TEST(Jsonl, RequiredFieldsAndNulls) {
   EXPECT_FALSE(null_optional->req_mem_bytes.has_value());
 }
 
+// `state` is optional and means COMPLETED when absent or null (docs/formats.md); given as "" it
+// says nothing about how the job ended, and is refused rather than read as COMPLETED.
+TEST(Jsonl, AnEmptyStateIsAnError) {
+  const json base{{"job_id", "x"}, {"user", "u"}, {"submit_time", 1}, {"end_time", 2}};
+  for (const json& state : {json(""), json("  ")}) {
+    json obj = base;
+    obj["state"] = state;
+    auto r = job_from_json(obj);
+    ASSERT_FALSE(r.ok()) << obj.dump();
+    EXPECT_EQ(r.status().message(), "state: empty");
+  }
+  json null_state = base;
+  null_state["state"] = nullptr;
+  for (const json& obj : {base, null_state}) {
+    auto r = job_from_json(obj);
+    ASSERT_TRUE(r.ok()) << obj.dump();
+    EXPECT_EQ(r->state, "COMPLETED");
+  }
+  Trace t;
+  ASSERT_TRUE(parse_jsonl("{\"job_id\": \"a\", \"user\": \"u\", \"submit_time\": 1, \"end_time\": 2, "
+                          "\"state\": \"\"}\n",
+                          "s.jsonl", {}, t));
+  EXPECT_TRUE(t.jobs.empty());
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_EQ(t.stats.reasons[0], "s.jsonl:1: state: empty");
+}
+
 TEST(Jsonl, WrongTypesNameTheField) {
   const json base = {{"job_id", "x"}, {"user", "u"}, {"submit_time", 10}, {"end_time", 20}};
   const std::pair<const char*, json> cases[] = {

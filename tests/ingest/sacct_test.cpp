@@ -621,6 +621,22 @@ TEST(SacctRows, TimesWithTrailingTextAreRefusedAndZonesApplied) {
   EXPECT_EQ(t.jobs[1].end_ms, 1674468000000LL + 3600 * 1000);
 }
 
+// An empty State is a damaged row, not a job that COMPLETED with a valid label.
+TEST(SacctRows, AnEmptyStateIsMalformed) {
+  const std::string text =
+      "JobID|State|Submit|End|ReqMem|MaxRSS\n"
+      "1||1700000000|1700000100|1G|\n"
+      "1.batch|COMPLETED|1700000000|1700000100||512M\n"
+      "2|COMPLETED|1700000000|1700000100|1G|\n"
+      "2.batch|COMPLETED|1700000000|1700000100||512M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "state", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].job_id, "2");
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_EQ(t.stats.reasons[0], "state:2: State: empty");
+}
+
 TEST(SacctRows, EmptyAndHeaderOnlyInputs) {
   Trace empty;
   EXPECT_TRUE(parse_sacct("", "e", sacct_options(), empty));

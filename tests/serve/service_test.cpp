@@ -180,7 +180,8 @@ TEST(Service, ACompletionFromTheFutureOrStartedBeforeItsSubmissionIs422) {
 // A misspelt state ("OUT_OF_MEMROY") was stored as-is, and a job killed for memory learned as if
 // its peak were exact: a state that is not Slurm's is refused naming the field, the value
 // (truncated, never whole) and what is accepted. Slurm's short codes, "CANCELLED by N" and an
-// absent state still pass; a prediction's state, unused, is not checked.
+// absent state still pass; an empty one is refused by the record's reader (it said nothing about
+// how the job ended, and was learned as COMPLETED); a prediction's state, unused, is not checked.
 TEST(Service, ACompletionWithAStateThatIsNotSlurmsIs422) {
   Fixture f;
   auto done = [](const std::string& id, const std::string& state) {
@@ -200,17 +201,21 @@ TEST(Service, ACompletionWithAStateThatIsNotSlurmsIs422) {
   EXPECT_NE(r.body.find(std::string(40, 'Z')), std::string::npos) << r.body;
   EXPECT_EQ(r.body.find("TAIL"), std::string::npos) << r.body;
   EXPECT_EQ(f.service->complete(done("62", "\xc3\xa9t\xc3\xa9")).body.find("\xc3\xa9"), std::string::npos);
+  r = f.service->complete(done("63", ""));
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "state");
+  EXPECT_EQ(body_of(r)["error"]["message"], "state: empty");
   EXPECT_EQ(*f.service->store().count(), 0u);
   int id = 70;
-  for (const char* ok : {"oom", "CD", "CANCELLED by 0", "", "timeout", "NF", "BOOT_FAIL"}) {
+  for (const char* ok : {"oom", "CD", "CANCELLED by 0", "timeout", "NF", "BOOT_FAIL"}) {
     EXPECT_EQ(f.service->complete(done(std::to_string(id++), ok)).status, 200) << ok;
   }
   json h = body_of(f.service->history({{"user", "bob"}}));
   std::vector<std::string> states;
   for (const json& j : h["jobs"]) states.push_back(j["state"]);
   std::sort(states.begin(), states.end());
-  EXPECT_EQ(states, (std::vector<std::string>{"BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETED",
-                                              "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}));
+  EXPECT_EQ(states, (std::vector<std::string>{"BOOT_FAIL", "CANCELLED", "COMPLETED", "NODE_FAIL",
+                                              "OUT_OF_MEMORY", "TIMEOUT"}));
   json p = request_json("bob", "#!/bin/sh\nx\n", kNow, kGiB);
   p["state"] = "PENDNG";
   EXPECT_EQ(f.service->predict(p.dump()).status, 200);
