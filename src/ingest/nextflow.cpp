@@ -206,9 +206,15 @@ Columns find_columns(const std::vector<std::string>& header) {
   return c;
 }
 
-// Delimiter from the header line: tab (Nextflow's default) unless commas dominate.
+// Delimiter from the header line, the first that is not blank (next_record() skips blank lines
+// to it): tab (Nextflow's default) unless commas dominate.
 char header_delimiter(std::string_view text) {
-  std::string_view first = text.substr(0, text.find('\n'));
+  std::string_view first;
+  while (!text.empty() && trim(first).empty()) {
+    const size_t nl = text.find('\n');
+    first = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  }
   const size_t tabs = static_cast<size_t>(std::count(first.begin(), first.end(), '\t'));
   const size_t commas = static_cast<size_t>(std::count(first.begin(), first.end(), ','));
   return tabs > 0 && tabs >= commas ? '\t' : ',';

@@ -81,6 +81,18 @@ TEST(Nextflow, AFileThatIsNotATraceIsRefusedAtItsHeader) {
   }
 }
 
+// Blank lines before the header (a trace assembled by hand, or cat'ed after an empty file): the
+// delimiter is the header's, not that of the first physical line, which has none.
+TEST(Nextflow, BlankLinesBeforeTheHeaderAreSkipped) {
+  for (const char* lead : {"", "\n", "\n\n", "  \r\n \n"}) {
+    Trace t;
+    const std::string text = std::string(lead) + "task_id\tprocess\tsubmit\tcomplete\n1\tA\t1000\t2000\n";
+    ASSERT_TRUE(parse_nextflow(text, "t.tsv", {}, t)) << "lead " << ::testing::PrintToString(lead);
+    ASSERT_EQ(t.jobs.size(), 1u);
+    EXPECT_EQ(t.jobs[0].workload, "A");
+  }
+}
+
 TEST(Nextflow, RowWithWrongColumnCountIsSkipped) {
   Trace t;
   ReadOptions o;
