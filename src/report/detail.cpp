@@ -40,24 +40,17 @@ void add_predictions(const Job& job, const cascade::JobPrediction& p, const Daem
   }
 }
 
-// The jobs whose completions a daemon started at `start` replays into its bound: the `n` most
-// recent that had ended by then, and every later completion of an earlier submission (observed as
-// it arrives).
-std::vector<Job> warm_up_jobs(const std::vector<Job>& earlier, int64_t start, size_t n) {
-  std::vector<const Job*> ended;
-  std::vector<Job> out;
-  for (const Job& j : earlier) {
-    if (j.end_ms < start) {
-      ended.push_back(&j);
-    } else {
-      out.push_back(j);
-    }
-  }
-  std::stable_sort(ended.begin(), ended.end(),
+// The jobs whose completions a daemon started at the first test submission replays into its
+// bound: every earlier submission still running then (its completion observed as it arrives),
+// then the `n` most recent of those that had ended by then (`ended`).
+std::vector<Job> warm_up_jobs(const std::vector<Job>& ended, std::vector<Job> running, size_t n) {
+  std::vector<const Job*> by_end;
+  for (const Job& j : ended) by_end.push_back(&j);
+  std::stable_sort(by_end.begin(), by_end.end(),
                    [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
-  const size_t skip = ended.size() > n ? ended.size() - n : 0;
-  for (size_t i = skip; i < ended.size(); ++i) out.push_back(*ended[i]);
-  return out;
+  const size_t skip = by_end.size() > n ? by_end.size() - n : 0;
+  for (size_t i = skip; i < by_end.size(); ++i) running.push_back(*by_end[i]);
+  return running;
 }
 
 std::vector<PredictedRun> runs_of(const std::vector<Job>& jobs,
@@ -85,18 +78,12 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   // What a daemon started at the first test submission could have learned from: the jobs that had
   // ended by then. One still running then is neither trained on nor tested (its label becomes
   // history once it ends, as it would for the daemon), so no label of the future shapes the model.
-  std::vector<Job> earlier, fit, test;
-  size_t running = 0;
+  std::vector<Job> fit, running, test;
   for (const Job& j : jobs) {
     if (j.submit_ms >= first_test_submit) {
       test.push_back(j);
-      continue;
-    }
-    earlier.push_back(j);
-    if (j.end_ms < first_test_submit) {
-      fit.push_back(j);
     } else {
-      ++running;
+      (j.end_ms < first_test_submit ? fit : running).push_back(j);
     }
   }
   if (test.empty()) {
@@ -106,7 +93,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     return Status::invalid(fmt::format(
         "report: none of the {} jobs submitted before the last {:.0f}% had ended by the first one "
         "after; nothing to train on",
-        running, 100 * o.test_share));
+        running.size(), 100 * o.test_share));
   }
   eval::TrainOptions to;
   to.seed = o.seed;
@@ -121,7 +108,8 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   // The daemon's bound: the earlier jobs' most recent completions warm it up, each predicted at
   // its submission as peakcastd replays them at start (those still running then complete during
   // the walk); the test jobs then walk it.
-  const std::vector<Job> warm = warm_up_jobs(earlier, first_test_submit, o.bound_warm_jobs);
+  const size_t still_running = running.size();
+  const std::vector<Job> warm = warm_up_jobs(fit, std::move(running), o.bound_warm_jobs);
   const std::vector<cascade::JobPrediction> warm_preds = eval::predict_jobs(*model, warm, &jobs);
   ReplayOptions ro;
   ro.util_cap = o.util_cap;
@@ -161,7 +149,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       "per-job plots: the cascade trained on the {} jobs that had ended by the first submission of "
       "the last {:.0f}% ({} still running then left out) and predicted the {} after, each with the "
       "history that had ended before its submission",
-      fit.size(), 100 * o.test_share, running, test.size()));
+      fit.size(), 100 * o.test_share, still_running, test.size()));
   // Per resource: the test jobs it was measured for, and how many of them had a bound.
   std::string bounds;
   for (Resource r : kResources) {
