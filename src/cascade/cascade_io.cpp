@@ -380,7 +380,19 @@ Result<CascadeModel> CascadeModel::load(const std::string& dir) {
 }
 
 Result<CascadeModel> CascadeModel::load(const std::string& dir, const json& m) {
+  // The readers below check the fields they need; a value of another JSON type that slips past
+  // them (nlohmann throws type_error) is a bad manifest, not an internal error.
+  try {
+    return load_checked(dir, m);
+  } catch (const json::exception& e) {
+    return Status::invalid(std::string("a field has the wrong JSON type (") + e.what() + ")");
+  }
+}
+
+Result<CascadeModel> CascadeModel::load_checked(const std::string& dir, const json& m) {
   if (Status st = check_manifest_header(m); !st) return st;
+  if (const auto t = m.find("trained_on"); t != m.end() && !t->is_string())
+    return Status::invalid("trained_on: expected a string");
   auto impl = std::make_unique<Impl>();
   if (!m.contains("util_cap") || !m["util_cap"].is_number() || !(m["util_cap"].get<double>() > 0))
     return Status::invalid("util_cap: required positive number");

@@ -317,6 +317,34 @@ TEST_F(CascadeModelTest, NewerFormatIsRefusedClearly) {
   std::filesystem::remove_all(dir);
 }
 
+// A field of another JSON type than its reader expects is a clear error naming the manifest, not
+// an exception (`peakcast predict` said "internal error: [json.exception.type_error.302]").
+TEST_F(CascadeModelTest, AFieldOfTheWrongTypeIsAnErrorNotAThrow) {
+  const std::string dir = tmp_dir("wrong_type");
+  ASSERT_TRUE(model_->save(dir).is_ok());
+  auto text = read_file(dir + "/manifest.json");
+  ASSERT_TRUE(text.ok());
+  const auto good = nlohmann::json::parse(*text);
+  auto expect_refused = [&](nlohmann::json j, const std::string& what) {
+    ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", j.dump()).is_ok());
+    Result<std::unique_ptr<Predictor>> p = Status::invalid("not run");
+    ASSERT_NO_THROW(p = load_predictor(dir)) << what;
+    ASSERT_FALSE(p.ok()) << what;
+    EXPECT_EQ(p.status().kind(), ErrorKind::kInvalidInput) << what;
+    EXPECT_NE(p.status().message().find("manifest.json"), std::string::npos) << p.status().message();
+  };
+  auto j = good;
+  j["trained_on"] = 5;
+  expect_refused(j, "trained_on a number");
+  j = good;
+  ASSERT_TRUE(j.contains("features"));
+  j["features"]["gate_mean"] = 3;
+  expect_refused(j, "features.gate_mean a number");
+  ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", good.dump()).is_ok());
+  EXPECT_TRUE(load_predictor(dir).ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(CascadeModelTest, BatchMatchesOneByOneRoutes) {
   std::vector<const Job*> jobs;
   std::vector<HistoryViews> views;

@@ -176,6 +176,28 @@ TEST(CodeModel, LoadRefusesNewerFormatAndBrokenWeights) {
   std::filesystem::remove_all(dir);
 }
 
+// A field of another JSON type than its reader expects is a clear error, not an exception
+// (nlohmann's type_error reached `peakcast predict` as "internal error").
+TEST(CodeModel, AFieldOfTheWrongTypeIsAnErrorNotAThrow) {
+  auto model = CodeModel::train(ptrs(make_batch_size_jobs(40, 10)), {}, tiny_config("bag"));
+  ASSERT_TRUE(model.ok());
+  const std::string dir = temp_dir("wrong_type");
+  ASSERT_TRUE(model->save(dir).is_ok());
+  const std::string manifest_path = dir + "/manifest.json";
+  auto text = read_file(manifest_path);
+  ASSERT_TRUE(text.ok());
+  auto j = nlohmann::json::parse(*text);
+  ASSERT_TRUE(j.contains("report"));
+  j["report"]["train_jobs"] = "many";
+  ASSERT_TRUE(write_file_atomic(manifest_path, j.dump()).is_ok());
+  Result<CodeModel> loaded = Status::invalid("not run");
+  ASSERT_NO_THROW(loaded = CodeModel::load(dir));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(loaded.status().message().find("wrong JSON type"), std::string::npos) << loaded.status().message();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CodeModel, LearnsBatchSizeFromScriptsFarBelowMeanBaseline) {
   auto train = make_batch_size_jobs(1200, 11);
   auto val = make_batch_size_jobs(300, 12);

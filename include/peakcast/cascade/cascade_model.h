@@ -162,6 +162,7 @@ class CascadeModel final : public Predictor {
   struct Impl;  // src/cascade/cascade_internal.h
 
  private:
+  static Result<CascadeModel> load_checked(const std::string& dir, const nlohmann::json& manifest);
   explicit CascadeModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -572,6 +572,17 @@ Result<CodeModel> CodeModel::load(std::istream& manifest_in, std::istream& weigh
                                   const EncoderRegistry* registry) {
   auto j = nlohmann::json::parse(manifest_in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Status::invalid("manifest.json: not a JSON object");
+  // A value of another JSON type than a reader expects (nlohmann throws type_error) is a bad
+  // manifest, not an internal error.
+  try {
+    return load_checked(j, weights, registry);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::invalid(std::string("manifest.json: a field has the wrong JSON type (") + e.what() + ")");
+  }
+}
+
+Result<CodeModel> CodeModel::load_checked(const nlohmann::json& j, std::istream& weights,
+                                          const EncoderRegistry* registry) {
   if (j.value("format", std::string()) != kFormatName)
     return Status::invalid(fmt::format("manifest.json: format: expected '{}'", kFormatName));
   if (!j.contains("format_version") || !j["format_version"].is_number_integer())

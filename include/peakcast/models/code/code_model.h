@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "peakcast/core/job.h"
 #include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
@@ -88,6 +90,8 @@ class CodeModel {
   struct Impl;  // opaque (defined in code_model.cpp, where the Torch types live)
 
  private:
+  static Result<CodeModel> load_checked(const nlohmann::json& manifest, std::istream& weights,
+                                        const EncoderRegistry* registry);
   explicit CodeModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
