@@ -62,7 +62,7 @@ Result<std::vector<std::string>> parse_policies(const std::string& list) {
 nlohmann::json tally_json(const sizing::Tally& t) {
   return {{"waste_gbh", t.waste_gbh}, {"over_gbh", t.over_gbh}, {"failed_gbh", t.failed_gbh},
           {"usage_gbh", t.usage_gbh}, {"failures", t.failures}, {"retries", t.retries},
-          {"jobs", t.jobs}, {"failed_jobs", t.failed_jobs}};
+          {"jobs", t.jobs}, {"failed_jobs", t.failed_jobs}, {"unschedulable", t.unschedulable}};
 }
 
 // `seeded` is false under the chrono protocol, which has no random order: its rows show "-" and
@@ -199,8 +199,17 @@ int run_simulate(const SimulateArgs& a) {
   if (!simulated) return fail(simulated.status().with_context(a.trace));
   std::vector<sizing::PolicyResult> all = std::move(simulated->results);
   const std::vector<std::string>& left_out = simulated->notes;
-  for (const auto& n : left_out) say("left out of Sizey's protocol: " + n, "");
+  for (const auto& n : left_out) say(o.protocol == sizing::Protocol::kSizey ? "left out of Sizey's protocol: " + n : n, "");
   const bool seeded = o.protocol == sizing::Protocol::kSizey;
+  for (const auto& r : all) {
+    if (r.total.unschedulable == 0) continue;
+    say(fmt::format("{}{}: {} of its {} tasks peaked above their partition's limit_bytes (--config): "
+                    "they failed at the limit and could not be held; counted in failures and "
+                    "failed_jobs, and as \"unschedulable\" in the JSON",
+                    r.policy, seeded ? fmt::format(" (seed {})", r.seed) : std::string(),
+                    r.total.unschedulable, r.total.jobs),
+        "note: ");
+  }
   const auto summary = sizing::summarize_seeds(all);
   const auto comparison = sizing::compare_with_best_baseline(summary);
   std::ostream& out = human_output({a.json});

@@ -17,10 +17,16 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
                                                            const std::vector<DaemonAnswer>& answers) {
   sizing::Tally asked, answered;
   std::map<std::string, RecommendationOutcome::Partition> by_partition;
-  size_t recommended = 0, lower = 0;
+  size_t recommended = 0, lower = 0, killed = 0;
   for (size_t i = 0; i < test.size() && i < answers.size(); ++i) {
     const std::optional<sizing::SimTask> task = sizing::sim_task(test[i], false);
     if (!task || task->info.request_bytes <= 0.0 || task->runtime_ms <= 0.0) continue;
+    // Killed for memory at its request: what it needed is not known, so neither request's
+    // outcome can be told (as `peakcast simulate --protocol chrono` leaves such a task out).
+    if (task->censored) {
+      ++killed;
+      continue;
+    }
     RecommendationOutcome::Partition& p = by_partition[task->info.partition];
     sizing::run_at(task->info.request_bytes, *task, p.asked);  // `presets`
     const std::optional<uint64_t>& r = answers[i].recommended_bytes;
@@ -61,6 +67,12 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
       "{} test jobs with a memory request, a peak and a run time; {} of them had a recommendation "
       "({} below the request), the others run at their request",
       asked.jobs, recommended, lower));
+  if (killed > 0) {
+    out.totals.notes.push_back(fmt::format(
+        "{} test jobs killed for memory are left out: their peak is not known, only that it was "
+        "above the memory they held, so no request's outcome can be told",
+        killed));
+  }
   return out;
 }
 

@@ -281,6 +281,10 @@ class PeakcastPolicy final : public SizingPolicy {
     return n + explained_.rule.capacity() + explained_.basis.capacity();
   }
   void set_failure_price(double byte_ms) override { price_ = byte_ms; }
+  double ceiling(const TaskInfo& t) const override {
+    const std::optional<uint64_t>& limit = rule_.config().for_partition(t.partition, nullptr).limit_bytes;
+    return limit ? static_cast<double>(*limit) : std::numeric_limits<double>::infinity();
+  }
 
   double retry(const TaskInfo& t, double failed, int attempt) override {
     RecommendInput in;

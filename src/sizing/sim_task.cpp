@@ -41,6 +41,7 @@ std::optional<SimTask> sim_task(const Job& j, bool sizey) {
     if (!j.peak_mem_bytes || *j.peak_mem_bytes == 0) return std::nullopt;
     t.peak_bytes = static_cast<double>(*j.peak_mem_bytes);
     t.runtime_ms = static_cast<double>(run_time_ms(j));
+    t.censored = censored_for(j, Resource::kMem);
   }
   return t;
 }

@@ -39,6 +39,19 @@ class StepCount {
   std::mutex mu_;
 };
 
+// The scored block's tasks (the last `test_fraction` by submission, as run_chrono takes them)
+// that were killed for memory.
+size_t censored_in_scored_block(const std::vector<SimTask>& tasks, double test_fraction) {
+  std::vector<size_t> by_submit(tasks.size());
+  std::iota(by_submit.begin(), by_submit.end(), 0);
+  std::stable_sort(by_submit.begin(), by_submit.end(),
+                   [&](size_t a, size_t b) { return tasks[a].info.submit_ms < tasks[b].info.submit_ms; });
+  const auto first_test = static_cast<size_t>(std::floor((1.0 - test_fraction) * static_cast<double>(tasks.size())));
+  size_t n = 0;
+  for (size_t k = first_test; k < by_submit.size(); ++k) n += tasks[by_submit[k]].censored ? 1 : 0;
+  return n;
+}
+
 Result<PolicyPtr> fresh(const std::string& name, const SimulateOptions& o) {
   return make_policy(name, o.policy);
 }
@@ -111,7 +124,7 @@ Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::st
   if (o.policy.failure_price <= 0 && first_test < by_submit.size()) {
     std::vector<SimTask> known;  // completed before the first scored submission
     for (const SimTask& t : tasks) {
-      if (t.end_ms < tasks[by_submit[first_test]].info.submit_ms) known.push_back(t);
+      if (!t.censored && t.end_ms < tasks[by_submit[first_test]].info.submit_ms) known.push_back(t);
     }
     o.policy.failure_price = mean_memory_time(known);
   }
@@ -127,18 +140,21 @@ Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::st
   size_t next_end = 0;
   for (size_t k = first_test; k < by_submit.size(); ++k) {
     const SimTask& t = tasks[by_submit[k]];
+    const bool scored = !t.censored;  // no allocation can be judged against an unknown peak
     while (next_end < by_end.size() && tasks[by_end[next_end]].end_ms < t.info.submit_ms) {
       const SimTask& done_task = tasks[by_end[next_end++]];
+      if (done_task.censored) continue;  // its peak is not known: nothing to learn as a value
       auto p = policy_for(done_task.info.workload);
       if (!p) return p.status();
       (*p)->observe(done_task);
     }
+    steps.step();
+    if (!scored) continue;
     auto p = policy_for(t.info.workload);
     if (!p) return p.status();
     Tally& tally = tallies[t.info.workload];
     tally.workload = t.info.workload;
     run_task(**p, t, tally);
-    steps.step();
   }
   PolicyResult r;
   r.policy = name;
@@ -191,11 +207,13 @@ void Tally::add(const Tally& o) {
   retries += o.retries;
   jobs += o.jobs;
   failed_jobs += o.failed_jobs;
+  unschedulable += o.unschedulable;
 }
 
 void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
   const double y = task.peak_bytes, t = task.runtime_ms;
-  double a = policy.first(task.info);
+  const double ceiling = policy.ceiling(task.info);
+  double a = std::min(policy.first(task.info), ceiling);
   if (!std::isfinite(a)) a = 0.0;
   ++tally.jobs;
   tally.usage_gbh += y * t * kGbh;
@@ -208,9 +226,14 @@ void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
     ++attempt;
     ++tally.retries;
     const double failed = a;
-    a = policy.retry(task.info, failed, attempt);
-    // A retry that does not grow (doubling nothing) would repeat the failure: double it instead.
-    if (!std::isfinite(a) || a <= failed) a = std::max(2.0 * failed, kMinRetryBytes);
+    a = std::min(policy.retry(task.info, failed, attempt), ceiling);
+    if (failed >= ceiling) {  // nothing larger may be allocated: the task cannot be held
+      ++tally.unschedulable;
+      return;
+    }
+    // A retry that does not grow (doubling nothing) would repeat the failure: double it instead,
+    // up to the policy's ceiling.
+    if (!std::isfinite(a) || a <= failed) a = std::min(std::max(2.0 * failed, kMinRetryBytes), ceiling);
   }
   if (a >= y) {
     tally.over_gbh += (a - y) * t * kGbh;
@@ -258,6 +281,13 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
   } else {
     if (tasks.empty()) return Status::invalid("no task has a recorded peak memory to replay");
     steps_per_replay = tasks.size() - static_cast<size_t>(std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
+    if (const size_t killed = censored_in_scored_block(tasks, o.chrono_test_fraction); killed > 0) {
+      out.notes.push_back(fmt::format(
+          "{} of the {} tasks of the scored block were killed for memory: their peak is not known, "
+          "only that it was above the memory they held, so they are not scored and no policy learns "
+          "a peak from them",
+          killed, steps_per_replay));
+    }
   }
   // One replay per (seed, policy), seed by seed, each policy in the order asked. Each replay has
   // its own policies and reads only `tasks`, so they run at once on o.threads threads and the

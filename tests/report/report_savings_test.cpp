@@ -94,6 +94,28 @@ TEST(ReportSavings, EachJobAtItsRequestAndAtTheRecommendationAccountedAsSimulate
       << table;
 }
 
+// A job killed for memory recorded at most what it held (synth writes its peak at the request):
+// what it needed is not known, so neither request's outcome can be told. It is left out, and a
+// note says so; before, it "held" at the request it was killed at.
+TEST(ReportSavings, AJobKilledForMemoryIsLeftOutWithANote) {
+  Job killed = job(1, 8, 8, 3);
+  killed.state = "OUT_OF_MEMORY";
+  killed.censored = true;
+  const std::vector<Job> test = {job(0, 8, 1, 2), killed};
+  const std::optional<RecommendationOutcome> outcome =
+      recommendation_outcome(test, {recommend(4), recommend(4)});
+  ASSERT_TRUE(outcome.has_value());
+  const sizing::SeedSummary& asked = row(outcome->totals, "users' requests");
+  const sizing::SeedSummary& answered = row(outcome->totals, "peakcastd's");
+  EXPECT_EQ(asked.jobs.mean, 1);
+  EXPECT_NEAR(asked.waste_gbh.mean, 14, 1e-9);
+  EXPECT_NEAR(answered.waste_gbh.mean, 6, 1e-9);
+  EXPECT_EQ(answered.failures.mean, 0);
+  ASSERT_EQ(outcome->totals.notes.size(), 3u);
+  EXPECT_NE(outcome->totals.notes[2].find("1 test jobs killed for memory are left out"), std::string::npos)
+      << outcome->totals.notes[2];
+}
+
 TEST(ReportSavings, PastTwentyPartitionsTheRestIsOneRow) {
   std::vector<Job> test;
   std::vector<DaemonAnswer> answers;

@@ -47,6 +47,59 @@ TEST(RunTask, ToyTraceAccountingByHand) {
   EXPECT_EQ(t.failed_jobs, 2u);
 }
 
+// A policy with a ceiling (a partition's limit): nothing above it is allocated, and a task whose
+// peak is above it fails at the ceiling once and is counted unschedulable. Before, the simulator
+// doubled a retry that could not grow, past the limit, and the task "held" at twice it.
+class CappedAtThreeGb final : public SizingPolicy {
+ public:
+  double first(const TaskInfo&) override { return 2e9; }
+  double retry(const TaskInfo&, double failed, int) override { return std::min(2 * failed, 3e9); }
+  void observe(const SimTask&) override {}
+  double ceiling(const TaskInfo&) const override { return 3e9; }
+};
+
+TEST(RunTask, NothingAboveThePolicysCeilingAndATaskAboveItIsUnschedulable) {
+  CappedAtThreeGb p;
+  Tally t;
+  run_task(p, task("a", 2.5e9, kHourMs), t);  // fail 2; 3 holds: over 0.5
+  run_task(p, task("a", 5e9, kHourMs), t);    // fail 2, fail 3: cannot grow
+  EXPECT_NEAR(t.failed_gbh, 2 + 2 + 3, 1e-9);
+  EXPECT_NEAR(t.over_gbh, 0.5, 1e-9);
+  EXPECT_NEAR(t.waste_gbh, 7.5, 1e-9);
+  EXPECT_EQ(t.failures, 3u);
+  EXPECT_EQ(t.failed_jobs, 2u);
+  EXPECT_EQ(t.unschedulable, 1u);
+  Tally sum;
+  sum.add(t);
+  sum.add(t);
+  EXPECT_EQ(sum.unschedulable, 2u);
+}
+
+TEST(Simulate, PeakcastNeverAllocatesAboveItsPartitionsLimit) {
+  std::vector<SimTask> tasks;
+  for (int i = 0; i < 30; ++i) {
+    SimTask t = task("w", 10.0 * (1ull << 30), kHourMs, 0, 16.0 * (1ull << 30));
+    t.info.partition = "p";
+    t.info.submit_ms = 1000 * i;
+    t.end_ms = 1000 * i + 500;
+    tasks.push_back(t);
+  }
+  SimulateOptions o;
+  o.protocol = Protocol::kChrono;
+  o.policies = {"peakcast"};
+  auto cfg = parse_recommend_config(R"({"partitions": {"p": {"limit_bytes": 8589934592}}})", "test");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  o.policy.recommend = *cfg;
+  auto r = simulate(tasks, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Tally& t = r->results[0].total;
+  EXPECT_EQ(t.jobs, 6u);
+  EXPECT_EQ(t.unschedulable, 6u);
+  EXPECT_EQ(t.failures, 6u);  // one attempt each, at the limit
+  EXPECT_NEAR(t.failed_gbh, 6 * 8.0 * (1ull << 30) * 1e-9, 1e-9);
+  EXPECT_NEAR(t.over_gbh, 0.0, 1e-12);
+}
+
 // A recommendation, and after an out-of-memory attempt the user's own request.
 TEST(RunAt, AFixedAllocationThenTheUsersRequest) {
   Tally t;
@@ -244,6 +297,50 @@ TEST(Simulate, ChronoScoresTheLastFifthAndLearnsOnlyFromCompletedTasks) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->results[0].total.jobs, 80u);
   EXPECT_EQ(r->results[0].per_workload.size(), 2u);
+}
+
+// A task killed for memory recorded only a lower bound of its peak (synth writes it at the
+// request): the chrono replay neither scores it nor lets a policy learn it as a peak, and says
+// how many it left out. Before, presets "held" such a task at the very request it was killed
+// at, and every policy learned the request as the task's peak.
+TEST(Simulate, ChronoLeavesTasksKilledForMemoryOutOfScoreAndLearning) {
+  auto trace = [](double killed_peak) {
+    std::vector<SimTask> tasks;
+    for (int i = 0; i < 50; ++i) {
+      SimTask t = task(i % 2 ? "a" : "b", 1e9 + 1e7 * (i % 5), kHourMs, 0, 4e9);
+      t.info.submit_ms = 1000 * i;
+      t.end_ms = 1000 * i + 500;
+      if (i % 7 == 3) {  // 7 of them, one (i = 45) in the scored last fifth
+        t.censored = true;
+        t.peak_bytes = killed_peak;
+      }
+      tasks.push_back(t);
+    }
+    return tasks;
+  };
+  SimulateOptions o;
+  o.protocol = Protocol::kChrono;
+  o.policies = default_policy_names();
+  auto at_request = simulate(trace(4e9), o);
+  auto far_above = simulate(trace(64e9), o);
+  ASSERT_TRUE(at_request.ok() && far_above.ok());
+  size_t killed_scored = 0;
+  for (int i = 40; i < 50; ++i) killed_scored += i % 7 == 3 ? 1 : 0;
+  ASSERT_EQ(killed_scored, 1u);  // i = 45
+  ASSERT_EQ(at_request->results.size(), far_above->results.size());
+  for (size_t k = 0; k < at_request->results.size(); ++k) {
+    const Tally& a = at_request->results[k].total;
+    const Tally& b = far_above->results[k].total;
+    const std::string& name = at_request->results[k].policy;
+    EXPECT_EQ(a.jobs, 10u - killed_scored) << name;
+    EXPECT_EQ(a.failures, b.failures) << name << ": a killed task's recorded peak was used";
+    EXPECT_DOUBLE_EQ(a.waste_gbh, b.waste_gbh) << name;
+  }
+  EXPECT_EQ(at_request->results[0].policy, "presets");
+  EXPECT_EQ(at_request->results[0].total.failures, 0u);
+  ASSERT_EQ(at_request->notes.size(), 1u);
+  EXPECT_NE(at_request->notes[0].find("1 of the 10 tasks of the scored block were killed for memory"),
+            std::string::npos) << at_request->notes[0];
 }
 
 // Sizey's code keeps Witt-LR's relative errors in one list shared by the task types of a run

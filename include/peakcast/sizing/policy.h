@@ -6,6 +6,7 @@
 // outcome after the task has completed.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ class SizingPolicy {
   // Approximate heap and object bytes the policy holds (peakcastd's --sizing-memory budget
   // counts them); 0 where a policy does not say.
   virtual size_t memory_bytes() const { return 0; }
+  // The most this policy may allocate to `task` (peakcast: its partition's limit_bytes in the
+  // recommendation rule's config); +infinity where a policy sets none. The simulator never
+  // allocates above it: a task whose peak is above it cannot be held.
+  virtual double ceiling(const TaskInfo& /*task*/) const { return std::numeric_limits<double>::infinity(); }
 };
 
 // peakcast answers a type's request until this many of its tasks have completed (in event time

@@ -43,6 +43,9 @@ struct SimTask {
   double peak_bytes = 0.0;   // y: the memory an attempt must hold (Nextflow rss in Sizey's protocol)
   double runtime_ms = 0.0;   // one attempt's run time (Nextflow realtime)
   int64_t end_ms = 0;        // when the outcome became known (chrono protocol)
+  // Killed for memory (outside Sizey's protocol): peak_bytes is only a lower bound of what the
+  // task needed, so no replay can say whether an allocation above it would have held.
+  bool censored = false;
   size_t row = 0;            // index in the trace's job list
 };
 

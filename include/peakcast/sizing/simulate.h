@@ -35,6 +35,9 @@ struct Tally {
   double failed_gbh = 0.0;   // allocations of failed attempts
   double usage_gbh = 0.0;    // peak x run time
   size_t failures = 0, retries = 0, jobs = 0, failed_jobs = 0;
+  // Tasks whose peak was above every allocation the policy may make (SizingPolicy::ceiling: a
+  // partition's limit_bytes): their attempts failed until the policy could not grow; no attempt held.
+  size_t unschedulable = 0;
   void add(const Tally& o);
 };
 
