@@ -16,6 +16,28 @@
 namespace peakcast::serve {
 namespace {
 
+// The states a job ends in: only then is its peak final. A peak posted while the job still
+// runs (RUNNING, PENDING, COMPLETING, REQUEUED...) would be learned as an exact label and lock
+// the job_id, so its real completion later got 409.
+constexpr std::string_view kFinishedStates[] = {"COMPLETED", "FAILED",    "OUT_OF_MEMORY",
+                                                "CANCELLED", "TIMEOUT",   "NODE_FAIL",
+                                                "PREEMPTED", "BOOT_FAIL", "DEADLINE"};
+
+}  // namespace
+
+std::string finished_state_names() {
+  std::string out;
+  for (std::string_view s : kFinishedStates) out.append(out.empty() ? "" : ", ").append(s);
+  return out;
+}
+
+bool is_finished_state(std::string_view normalized_state) {
+  return std::find(std::begin(kFinishedStates), std::end(kFinishedStates), normalized_state) !=
+         std::end(kFinishedStates);
+}
+
+namespace {
+
 using nlohmann::json;
 
 ApiError error(ApiErrorKind kind, std::string field, std::string message) {
@@ -79,27 +101,12 @@ std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits
   return std::nullopt;
 }
 
-// The states a job ends in: only then is its peak final. A peak posted while the job still
-// runs (RUNNING, PENDING, COMPLETING, REQUEUED...) would be learned as an exact label and lock
-// the job_id, so its real completion later got 409.
-constexpr std::string_view kFinishedStates[] = {"COMPLETED", "FAILED",    "OUT_OF_MEMORY",
-                                                "CANCELLED", "TIMEOUT",   "NODE_FAIL",
-                                                "PREEMPTED", "BOOT_FAIL", "DEADLINE"};
-
-std::string finished_state_names() {
-  std::string out;
-  for (std::string_view s : kFinishedStates) out.append(out.empty() ? "" : ", ").append(s);
-  return out;
-}
-
 // A completion's state decides how its peak is learned (OUT_OF_MEMORY: a lower bound, censored),
 // so a misspelt one ("OUT_OF_MEMROY") must not be stored as-is and learned as an exact peak, nor
 // one of a job that has not finished. Only here: the trace readers stay lenient with other tools'
 // files. job.state is normalized already (short codes, "CANCELLED by 0", absent = COMPLETED).
 std::optional<ApiError> check_state(const Job& job, const json& obj) {
-  const bool finished = std::find(std::begin(kFinishedStates), std::end(kFinishedStates), job.state) !=
-                        std::end(kFinishedStates);
-  if (finished) return std::nullopt;
+  if (is_finished_state(job.state)) return std::nullopt;
   const auto it = obj.find("state");
   const std::string sent = it != obj.end() && it->is_string() ? it->get<std::string>() : job.state;
   const std::string taken = " (sacct's short codes such as CD or OOM and \"CANCELLED by N\" are taken "

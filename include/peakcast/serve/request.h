@@ -41,6 +41,12 @@ enum class BodyKind {
 using ParsedJob = std::variant<Job, ApiError>;
 ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimits& limits);
 
+// The states a job ends in (COMPLETED, FAILED, OUT_OF_MEMORY, CANCELLED, TIMEOUT, NODE_FAIL,
+// PREEMPTED, BOOT_FAIL, DEADLINE): only then is its peak final. `normalized_state` as
+// normalize_state gives it. /v1/complete and peakcastd's sacct sync take no other.
+bool is_finished_state(std::string_view normalized_state);
+std::string finished_state_names();
+
 // A client's value quoted in an error message: its first 40 bytes, anything but printable ASCII
 // as '?' (the value may be hostile, and the Slurm hook logs a refusal's reason).
 std::string shown_value(std::string_view v);
