@@ -2,6 +2,7 @@
 // saved model, optionally with the history of an earlier trace.
 #include <iostream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -16,6 +17,7 @@ struct PredictArgs {
   std::string input;
   std::string history;
   ReaderArgs reader;
+  bool util_cap_given = false;  // --util-cap on the command line
   bool json = false;
 };
 
@@ -36,7 +38,17 @@ int run_predict(const PredictArgs& a) {
   if (!jobs) return fail(jobs.status());
   std::optional<ingest::Trace> history;
   if (!a.history.empty()) {
-    Result<ingest::Trace> t = load_trace(a.history, a.reader);
+    // The history's labels are clipped as the model's training labels were (peakcastd does the
+    // same with its store): a cap of its own would feed the experts other values.
+    const double cap = (*predictor)->util_cap();
+    if (a.util_cap_given && a.reader.util_cap != cap) {
+      return fail(Status::invalid(fmt::format(
+          "--util-cap {} differs from the model's util_cap {}: the history is read with the "
+          "model's cap; leave --util-cap out (or give {})", a.reader.util_cap, cap, cap)));
+    }
+    ReaderArgs reader = a.reader;
+    reader.util_cap = cap;
+    Result<ingest::Trace> t = load_trace(a.history, reader);
     if (!t) return fail(t.status());
     history = std::move(t).value();
   }
@@ -60,7 +72,7 @@ void add_predict_command(CLI::App& app, int& exit_code) {
       "Predicts canonical JSONL job records (one per line; outcome fields are ignored) with a "
       "model directory from `peakcast train` (or a history-only model). With --history TRACE, "
       "the jobs of that trace that ended before a job's submit_time (a required field, epoch "
-      "seconds, as peakcastd's) are its history. Prints per job and resource the utilization, the "
+      "seconds, as peakcastd's) are its history, its labels clipped at the model's util_cap. Prints per job and resource the utilization, the "
       "bytes, the route (bypass, encoder, cache, no_history), expert, gamma and a rationale; "
       "--json prints one object per job in the service's answer format. The upper bound and "
       "the request at it are the model's own (split-conformal, fitted once at training): "
@@ -72,8 +84,14 @@ void add_predict_command(CLI::App& app, int& exit_code) {
   cmd->add_option("JOBS", a->input, "Canonical JSONL request record(s); '-' = stdin")->required();
   cmd->add_option("--history", a->history, "Trace of earlier jobs (any supported format)");
   add_reader_options(*cmd, a->reader);
+  cmd->get_option("--util-cap")->description(
+      "Labels of the --history trace above this are clipped to it; default and only accepted "
+      "value: the model's util_cap");
   cmd->add_flag("--json", a->json, "One JSON object per job: {job_id, predictions: {mem, vram}}");
-  cmd->callback([a, &exit_code] { exit_code = run_predict(*a); });
+  cmd->callback([a, cmd, &exit_code] {
+    a->util_cap_given = cmd->get_option("--util-cap")->count() > 0;
+    exit_code = run_predict(*a);
+  });
 }
 
 }  // namespace peakcast::app

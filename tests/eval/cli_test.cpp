@@ -284,6 +284,34 @@ TEST_F(Cli, TrainThenPredictJson) {
   EXPECT_EQ(run("predict --model " + (dir_ / "missing").string() + " " + jobs).exit_code, 2);
 }
 
+// --history is read with the model's util_cap (as peakcastd reads its store), not the reader's
+// default of 1: a model that learned labels up to 2 sees a history run at 1.5 as 1.5.
+TEST(CliPredict, HistoryIsReadWithTheModelsCap) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
+  const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_cap_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string model = (dir / "model").string();
+  fs::create_directories(model);
+  std::ofstream(model + "/manifest.json")
+      << R"({"format_version":1,"kind":"history","util_cap":2.0,"experts":{"mem":"last1","vram":"last1"},)"
+      << R"("fallback":{"mem":0.5,"vram":0.5}})";
+  const std::string history = (dir / "history.jsonl").string();
+  std::ofstream(history) << R"({"job_id":"h1","user":"u","submit_time":1000,"end_time":2000,)"
+                         << R"("req_mem_bytes":1000000000,"peak_mem_bytes":1500000000,"script":"./sim"})" << "\n";
+  const std::string jobs = (dir / "jobs.jsonl").string();
+  std::ofstream(jobs) << R"({"job_id":"j1","user":"u","submit_time":3000,"req_mem_bytes":1000000000,"script":"./sim"})"
+                      << "\n";
+  const CmdResult p = run("predict --model " + model + " " + jobs + " --history " + history + " --json");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  const nlohmann::json o = nlohmann::json::parse(p.out);
+  EXPECT_DOUBLE_EQ(o.at("predictions").at("mem").at("util").get<double>(), 1.5) << p.out;
+  // Another cap for the history is refused, not silently used.
+  EXPECT_EQ(run("predict --model " + model + " " + jobs + " --history " + history + " --util-cap 1").exit_code, 2);
+  EXPECT_EQ(run("predict --model " + model + " " + jobs + " --history " + history + " --util-cap 2 --json").exit_code, 0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 }  // namespace
 
 namespace {
