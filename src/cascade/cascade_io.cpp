@@ -218,6 +218,7 @@ json training_json(const CascadeTrainReport& report) {
           {"gate_fusion_purged", s.gate_fusion_purged},
           {"policy", s.policy.size()},
           {"fusion_censored_dropped", s.fusion_censored_dropped},
+          {"labelled", {{"mem", report.labelled[0]}, {"vram", report.labelled[1]}}},
           {"seconds", {{"code", report.seconds_code},
                        {"components", report.seconds_components},
                        {"policy", report.seconds_policy}}},
@@ -243,8 +244,8 @@ Status check_manifest_header(const json& m) {
                                std::to_string(kCascadeFormatVersion) + "); upgrade peakcast or retrain");
   if (version < kCascadeFormatVersion)
     return Status::unsupported("format_version " + std::to_string(version) +
-                               " of kind \"cascade\" was written by an older peakcast whose gate "
-                               "features differ from this build's; retrain with `peakcast train`");
+                               " of kind \"cascade\" was written by an older peakcast whose model "
+                               "format differs from this build's; retrain with `peakcast train`");
   if (m.value("kind", std::string()) != "cascade") return Status::invalid("kind: expected \"cascade\"");
   return Status::ok();
 }
@@ -297,6 +298,20 @@ Status load_tree_route(const std::string& dir, const json& m, CascadeModel::Impl
   auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
   if (!route) return route.status();
   impl.tree.emplace(std::move(route).value());
+  return Status::ok();
+}
+
+// training.labelled: the train block's labels per resource (required: a resource with none is not
+// predicted, so a model must say).
+Status load_labelled(const json& m, CascadeModel::Impl& impl) {
+  const json& l = m.value("training", json::object()).value("labelled", json(nullptr));
+  if (!l.is_object()) return Status::invalid("training.labelled: required object {mem, vram}");
+  for (Resource r : kResources) {
+    const std::string rn(resource_name(r));
+    const json& n = l.value(rn, json(nullptr));
+    if (!n.is_number_unsigned()) return Status::invalid("training.labelled." + rn + ": required count");
+    impl.report.labelled[idx(r)] = n.get<size_t>();
+  }
   return Status::ok();
 }
 
@@ -425,6 +440,7 @@ Result<CascadeModel> CascadeModel::load_checked(const std::string& dir, const js
   impl->report.code = impl->code.report();
   impl->report.policy = impl->policy;
   if (Status st = load_training_sets(dir, m, *impl); !st) return st;
+  if (Status st = load_labelled(m, *impl); !st) return st;
   return CascadeModel(std::move(impl));
 }
 

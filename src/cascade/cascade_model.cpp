@@ -32,7 +32,7 @@ std::array<GateDecision, kNumResources> decide(const CascadeModel::Impl& m, cons
   std::array<GateDecision, kNumResources> pre;
   for (Resource r : kResources) {
     const auto ri = idx(r);
-    if (!relevant(job, r)) continue;
+    if (!relevant(job, r) || m.report.labelled[ri] == 0) continue;  // not learned: no answer
     GateDecision& p = pre[ri];
     const history::HistoryView& v = views[ri];
     const ResourcePolicy& pol = m.policy[ri];
@@ -151,13 +151,28 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
   return p;
 }
 
+// A resource the model has no label of (CascadeTrainReport::labelled): the fallback, saying it is
+// not a prediction, with no bound to size from.
+ResourcePrediction not_learned(const CascadeModel::Impl& m, const Job& job, Resource r) {
+  ResourcePrediction p;
+  p.util = std::clamp(m.fallback[idx(r)], 0.0, m.util_cap);
+  p.history_level = std::string(history::level_name(history::Level::kNone));
+  const auto cap_bytes = capacity_bytes(job, r);
+  if (cap_bytes) p.bytes = static_cast<uint64_t>(std::llround(p.util * *cap_bytes));
+  const std::string res(resource_name(r));
+  p.rationale = res + ": the model was trained without any " + res + " label; no prediction (fallback " +
+                fixed3(p.util) + ", no bound)";
+  return p;
+}
+
 JobPrediction assemble(const CascadeModel::Impl& m, const Job& job, const HistoryViews& views,
                        const std::array<GateDecision, kNumResources>& pre,
                        const models::code::CodePrediction* q, bool from_cache) {
   JobPrediction out;
   out.job_id = job.job_id;
   out.scripts_absent = !job.script || job.script->empty();
-  out.mem = finish(m, job, Resource::kMem, views[0], pre[0], q, from_cache);
+  out.mem = pre[0].active ? finish(m, job, Resource::kMem, views[0], pre[0], q, from_cache)
+                          : not_learned(m, job, Resource::kMem);
   if (pre[1].active) out.vram = finish(m, job, Resource::kVram, views[1], pre[1], q, from_cache);
   return out;
 }

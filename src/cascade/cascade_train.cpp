@@ -366,6 +366,11 @@ std::unique_ptr<CascadeModel::Impl> new_impl(const TrainingInput& in, const Casc
   rep.sets.gate_fusion = ids_of(in, b.gate_fusion);
   rep.sets.policy = ids_of(in, b.policy);
   rep.sets.gate_fusion_purged = b.gate_fusion_purged;
+  for (const std::vector<size_t>* block : {&b.code_fit, &b.code_es}) {
+    for (size_t p : *block) {
+      for (Resource r : kResources) rep.labelled[idx(r)] += in.jobs[p].job->is_valid(r) ? 1 : 0;
+    }
+  }
   return impl;
 }
 

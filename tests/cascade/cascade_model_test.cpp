@@ -345,6 +345,51 @@ TEST_F(CascadeModelTest, AFieldOfTheWrongTypeIsAnErrorNotAThrow) {
   std::filesystem::remove_all(dir);
 }
 
+// A resource the model never had a label of is not predicted from an untrained head: VRAM is
+// null (as for a CPU-only job), memory the fallback with a rationale saying so and no bound. The
+// counts are in the manifest and survive a save and load.
+TEST(CascadeUnlearned, AResourceWithoutTrainingLabelsIsNotPredicted) {
+  for (Resource missing : kResources) {
+    SCOPED_TRACE(std::string(resource_name(missing)));
+    std::vector<Job> jobs = synth_jobs(900, 4);
+    for (Job& j : jobs) j.valid[idx(missing)] = false;
+    const TrainingInput in = make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2));
+    auto m = CascadeModel::train(in, tiny_config());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m->report().labelled[idx(missing)], 0u);
+    const Resource other = missing == Resource::kMem ? Resource::kVram : Resource::kMem;
+    EXPECT_GT(m->report().labelled[idx(other)], 0u);
+    const std::string dir = (std::filesystem::temp_directory_path() /
+                             ("peakcast-cascade-unlearned-" + std::to_string(::getpid()))).string();
+    std::filesystem::remove_all(dir);
+    ASSERT_TRUE(m->save(dir).is_ok());
+    const auto manifest = nlohmann::json::parse(*read_file(dir + "/manifest.json"));
+    EXPECT_EQ(manifest.at("training").at("labelled").at(std::string(resource_name(missing))), 0);
+    auto loaded = CascadeModel::load(dir);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    std::filesystem::remove_all(dir);
+    size_t gpu_jobs = 0;
+    for (const CascadeModel* model : {&*m, &*loaded}) {
+      for (const TrainingJob& t : in.jobs) {
+        if (t.role != Role::kTest || !t.job->req_gpus || *t.job->req_gpus == 0) continue;
+        ++gpu_jobs;
+        const JobPrediction p = model->predict_views(*t.job, t.views);
+        ASSERT_NE(p.of(other), nullptr);
+        EXPECT_EQ(p.of(other)->rationale.find("without any"), std::string::npos);
+        if (missing == Resource::kVram) {
+          EXPECT_FALSE(p.vram.has_value());
+        } else {
+          EXPECT_EQ(p.mem.util, m->fallback()[idx(Resource::kMem)]);
+          EXPECT_FALSE(p.mem.upper_util.has_value());
+          EXPECT_FALSE(p.mem.recommended_bytes.has_value());
+          EXPECT_NE(p.mem.rationale.find("without any mem label"), std::string::npos) << p.mem.rationale;
+        }
+      }
+    }
+    EXPECT_GT(gpu_jobs, 20u);
+  }
+}
+
 TEST_F(CascadeModelTest, BatchMatchesOneByOneRoutes) {
   std::vector<const Job*> jobs;
   std::vector<HistoryViews> views;

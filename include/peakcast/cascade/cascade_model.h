@@ -44,7 +44,8 @@
 namespace peakcast::cascade {
 
 // 2: gate features with walk-forward errors, the combined estimate, the tree route, history_only.
-inline constexpr int kCascadeFormatVersion = 3;
+// 4: training.labelled per resource (a resource without training labels is not predicted).
+inline constexpr int kCascadeFormatVersion = 4;
 
 // Where a resource's Q comes from: the neural code model (the study's) or the tree route
 // (tree_route.h), whichever did better on the gate/fusion set.
@@ -105,6 +106,10 @@ struct CascadeTrainReport {
   std::array<QSource, kNumResources> q_source{QSource::kCodeModel, QSource::kCodeModel};
   // MAE of Q on the gate/fusion set per resource: {code model, tree route}.
   std::array<std::array<double, 2>, kNumResources> q_mae{};
+  // Train-block jobs (the code model's fit and early-stopping sets) with a label per resource, an
+  // OOM's lower bound included: what Q and the tree route learned from. A resource with none is
+  // not predicted (JobPrediction: vram null; mem the fallback, saying so, with no bound).
+  std::array<size_t, kNumResources> labelled{};
   double seconds_code = 0.0, seconds_components = 0.0, seconds_policy = 0.0;
 };
 
