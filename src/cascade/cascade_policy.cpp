@@ -17,6 +17,7 @@ constexpr double kTieTol = 1e-12;
 struct Row {
   history::Level level;
   double h, q, y, mad, prob, gamma;
+  bool exact;        // label_exact: false for an OOM's lower bound (scored one-sided)
   uint64_t cluster;  // LevelErrors::cluster
 };
 
@@ -42,6 +43,7 @@ std::vector<Row> rows_for(const TrainingInput& in, const std::vector<size_t>& po
     row.h = v.estimate(e, in.fallback[ri], priors);
     row.q = static_cast<double>(q[k].util[ri]);
     row.y = std::clamp(t.job->label(r), 0.0, in.util_cap);
+    row.exact = label_exact(*t.job, r, in.util_cap);
     row.mad = v.exact.mad;
     row.cluster = history_cluster(*t.job, v.level);
     const GateFeatures g = gate_features(*t.job, v, e, in.fallback[ri], priors);
@@ -86,7 +88,7 @@ Score score(const std::vector<Row>& fused, const std::vector<Row>& hist, const R
   if (fused.empty()) return {0.0, 0};
   double err = 0.0;
   for (size_t i = 0; i < fused.size(); ++i) {
-    err += std::abs(served(fused[i], hist[i], p, cap) - fused[i].y);
+    err += scored_error(served(fused[i], hist[i], p, cap), fused[i].y, fused[i].exact);
     s.encoder += bypassed(fused[i], p) ? 0 : 1;
   }
   s.mae = err / static_cast<double>(fused.size());
@@ -99,8 +101,9 @@ std::vector<LevelErrors> level_errors(const std::vector<Row>& fused, const std::
   std::vector<LevelErrors> out;
   out.reserve(fused.size());
   for (size_t i = 0; i < fused.size(); ++i) {
-    out.push_back({fused[i].level, std::abs(served(fused[i], hist[i], p, cap) - fused[i].y),
-                   std::abs(std::clamp(hist[i].h, 0.0, cap) - fused[i].y), fused[i].cluster});
+    out.push_back({fused[i].level, scored_error(served(fused[i], hist[i], p, cap), fused[i].y, fused[i].exact),
+                   scored_error(std::clamp(hist[i].h, 0.0, cap), fused[i].y, fused[i].exact),
+                   fused[i].cluster});
   }
   return out;
 }
@@ -116,7 +119,7 @@ history::Expert history_estimate(const std::array<std::vector<Row>, history::kNu
     std::array<double, history::kNumEstimates> row{};
     for (history::Expert e : history::kEstimates) {
       const auto ei = static_cast<size_t>(static_cast<int>(e));
-      row[ei] = std::abs(std::clamp(rows[ei][i].h, 0.0, cap) - some[i].y);
+      row[ei] = scored_error(std::clamp(rows[ei][i].h, 0.0, cap), some[i].y, some[i].exact);
     }
     errs.push_back(row);
   }
@@ -171,7 +174,11 @@ UpperBound upper_bound_of(const std::vector<Row>& best_rows, const std::vector<R
   for (size_t i = 0; i < best_rows.size(); ++i) {
     const Row& row = best_rows[i];
     const bool bypass = bypassed(row, best);
-    const double a = std::abs(row.y - served(row, hist_rows[i], best, cap));
+    const double signed_miss = row.y - served(row, hist_rows[i], best, cap);
+    // A lower bound's residual is known only where it was under-predicted (the job needed at
+    // least that much more); over-predicted, its residual is unknown and it is left out.
+    if (!row.exact && signed_miss <= 0.0) continue;
+    const double a = std::abs(signed_miss);
     res[static_cast<size_t>(route_class(row.level, bypass))].push_back(a);
     pooled.push_back(a);
   }
@@ -251,7 +258,7 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
         best_rows.empty() ? 0.0
                           : static_cast<double>(best_score.encoder) / static_cast<double>(best_rows.size());
     double hist_err = 0.0;
-    for (const Row& row : hist_rows) hist_err += std::abs(std::clamp(row.h, 0.0, in.util_cap) - row.y);
+    for (const Row& row : hist_rows) hist_err += scored_error(std::clamp(row.h, 0.0, in.util_cap), row.y, row.exact);
     best.policy_history_mae = hist_rows.empty() ? 0.0 : hist_err / static_cast<double>(hist_rows.size());
 
     const auto ei = static_cast<size_t>(static_cast<int>(best.expert));

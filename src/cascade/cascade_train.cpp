@@ -168,7 +168,9 @@ std::array<history::ExpertPriors, kNumResources> priors_of(const TrainingInput& 
     const TrainingJob& t = in.jobs[p];
     for (Resource r : kResources) {
       const auto ri = static_cast<size_t>(idx(r));
-      if (t.job->is_valid(r)) acc[ri].add(t.views[ri], std::clamp(t.job->label(r), 0.0, in.util_cap));
+      // A lower bound is no measure of an expert's error: only exact labels.
+      if (t.job->is_valid(r) && label_exact(*t.job, r, in.util_cap))
+        acc[ri].add(t.views[ri], std::clamp(t.job->label(r), 0.0, in.util_cap));
     }
   }
   return {acc[0].priors(), acc[1].priors()};
@@ -201,7 +203,8 @@ TreeRoute fit_tree(const TrainingInput& in, const std::vector<size_t>& fit,
                        std::vector<float>& y) {
       for (size_t p : pos) {
         const TrainingJob& t = in.jobs[p];
-        if (!t.job->is_valid(r)) continue;
+        // A regression target must be a measurement, not an OOM's lower bound.
+        if (!t.job->is_valid(r) || !label_exact(*t.job, r, in.util_cap)) continue;
         rows.push_back({t.job, &t.views[ri]});
         y.push_back(static_cast<float>(std::clamp(t.job->label(r), 0.0, in.util_cap)));
       }
@@ -238,8 +241,8 @@ std::vector<models::code::CodePrediction> tree_q(const TreeRoute& tree, const Tr
   return out;
 }
 
-// Per resource, the Q source with the lower MAE on the jobs at `positions` (valid labels);
-// ties and empty sets keep the code model.
+// Per resource, the Q source with the lower MAE on the jobs at `positions` (valid labels; a lower
+// bound scored one-sided: scored_error); ties and empty sets keep the code model.
 std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
                                                    const std::vector<size_t>& positions,
                                                    const std::vector<models::code::CodePrediction>& q_code,
@@ -254,8 +257,9 @@ std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
       const Job& job = *in.jobs[positions[k]].job;
       if (!job.is_valid(r)) continue;
       const double y = std::clamp(job.label(r), 0.0, in.util_cap);
-      ec += std::abs(static_cast<double>(q_code[k].util[ri]) - y);
-      et += std::abs(static_cast<double>(q_tree[k].util[ri]) - y);
+      const bool exact = label_exact(job, r, in.util_cap);
+      ec += scored_error(static_cast<double>(q_code[k].util[ri]), y, exact);
+      et += scored_error(static_cast<double>(q_tree[k].util[ri]), y, exact);
       ++n;
     }
     mae[ri] = {n ? ec / static_cast<double>(n) : 0.0, n ? et / static_cast<double>(n) : 0.0};

@@ -1,6 +1,7 @@
 // The training protocol: no gate or fusion example uses a code-model output from a model that saw
 // that job's label, over random splits; the guard refuses such outputs outright.
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -103,6 +104,66 @@ TEST(CascadeProtocol, OutOfOrderJobsAreRejected) {
   auto model = CascadeModel::train(in, tiny_config());
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("submit order"), std::string::npos);
+}
+
+// Jobs killed for memory after their request was lowered (ran_mem_bytes): the label is only a
+// lower bound (label_exact false). They end after every submission, so they are nobody's history;
+// whatever their bound, no regression target, prior, Q-source error, policy error or conformal
+// residual may read it as a measurement.
+std::vector<Job> with_lower_bounds(std::vector<Job> jobs, double train_label, double policy_label) {
+  const int64_t after_all = jobs.back().submit_ms + 86'400'000;
+  const size_t n = jobs.size();
+  for (size_t i = 3; i < n; i += 10) {
+    const bool train = i < n * 6 / 10;
+    const bool policy = i >= n * 7 / 10 + 10 && i < n * 8 / 10;  // the validation block's policy half
+    if (!train && !policy) continue;
+    Job& j = jobs[i];
+    j.censored = true;
+    j.state = "OUT_OF_MEMORY";
+    j.ran_mem_bytes = j.req_mem_bytes ? *j.req_mem_bytes / 2 : uint64_t{1} << 30;
+    j.valid[idx(Resource::kMem)] = true;
+    j.util[idx(Resource::kMem)] = train ? train_label : policy_label;
+    j.end_ms = after_all;
+  }
+  return jobs;
+}
+
+TEST(CascadeProtocol, ALowerBoundIsNeverScoredAsAMeasurement) {
+  const std::vector<Job> base = synth_jobs(1200, 5);
+  // Train-block bounds 0.1 vs 0.6 (left out of every target), policy-block bounds 0 vs 1e-4
+  // (below every prediction: scored one-sided, no error either way).
+  const std::vector<Job> a = with_lower_bounds(base, 0.1, 0.0);
+  const std::vector<Job> b = with_lower_bounds(base, 0.6, 1e-4);
+  ASSERT_FALSE(label_exact(a[3], Resource::kMem, 1.0));
+  const auto roles = roles_by_share(base.size(), 0.6, 0.2);
+  const TrainingInput in_a = make_input(a, roles), in_b = make_input(b, roles);
+  CascadeConfig cfg = tiny_config();
+  cfg.q_source = "tree_route";  // the code model reads the bounds (hinge loss); Q here does not
+  auto ma = CascadeModel::train(in_a, cfg);
+  auto mb = CascadeModel::train(in_b, cfg);
+  ASSERT_TRUE(ma.ok()) << ma.status().message();
+  ASSERT_TRUE(mb.ok()) << mb.status().message();
+  const auto m = idx(Resource::kMem);
+  EXPECT_EQ(ma->priors()[m].err, mb->priors()[m].err);
+  EXPECT_EQ(ma->priors()[m].n, mb->priors()[m].n);
+  EXPECT_EQ(ma->report().q_mae[m][1], mb->report().q_mae[m][1]);
+  EXPECT_EQ(ma->policy()[m].policy_mae, mb->policy()[m].policy_mae);
+  EXPECT_EQ(ma->policy()[m].policy_history_mae, mb->policy()[m].policy_history_mae);
+  for (size_t c = 0; c < ma->upper_bound()[m].q.size(); ++c) {
+    const double qa = ma->upper_bound()[m].q[c], qb = mb->upper_bound()[m].q[c];
+    EXPECT_TRUE(qa == qb || (std::isnan(qa) && std::isnan(qb))) << c << ": " << qa << " vs " << qb;
+  }
+  EXPECT_EQ(ma->upper_bound()[m].pooled, mb->upper_bound()[m].pooled);
+  size_t n = 0;
+  for (size_t i = 0; i < in_a.jobs.size(); ++i) {
+    if (in_a.jobs[i].role != Role::kTest) continue;
+    const JobPrediction pa = ma->predict_views(*in_a.jobs[i].job, in_a.jobs[i].views);
+    const JobPrediction pb = mb->predict_views(*in_b.jobs[i].job, in_b.jobs[i].views);
+    ASSERT_EQ(pa.mem.util, pb.mem.util) << in_a.jobs[i].job->job_id;
+    ASSERT_EQ(pa.mem.upper_util, pb.mem.upper_util) << in_a.jobs[i].job->job_id;
+    ++n;
+  }
+  EXPECT_GT(n, 100u);
 }
 
 TEST(CascadeProtocol, ConformalQuantileIsTheFiniteSampleRank) {
