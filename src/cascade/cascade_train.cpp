@@ -181,13 +181,6 @@ std::vector<size_t> concat(std::vector<size_t> a, const std::vector<size_t>& b) 
   return a;
 }
 
-models::GbdtParams tree_params(const CascadeConfig& cfg) {
-  models::GbdtParams p = cfg.tree;
-  p.nthread = cfg.gate.nthread;
-  p.seed = cfg.gate.seed;
-  return p;
-}
-
 // Fits the tree route's regressor for every resource: on `fit` with early stopping on `stop`,
 // or, with `rounds` given, on `fit` for that many rounds.
 TreeRoute fit_tree(const TrainingInput& in, const std::vector<size_t>& fit,
@@ -212,7 +205,7 @@ TreeRoute fit_tree(const TrainingInput& in, const std::vector<size_t>& fit,
     std::vector<TreeRoute::Row> rt, rv;
     std::vector<float> yt, yv;
     rows_of(fit, rt, yt);
-    models::GbdtParams params = tree_params(cfg);
+    models::GbdtParams params = cfg.tree;  // as the manifest records it
     if (rounds != nullptr) {
       if ((*rounds)[ri] <= 0) continue;
       params.n_rounds = (*rounds)[ri];

@@ -40,8 +40,8 @@ Result<cascade::CascadeConfig> cascade_config_for(const std::string& encoder, co
   if (!code) return code.status();
   cfg.code = *code;
   const int threads = resolve_threads(o.threads);
-  cfg.gate.nthread = cfg.fusion.nthread = threads;
-  cfg.gate.seed = cfg.fusion.seed = o.seed;
+  cfg.gate.nthread = cfg.fusion.nthread = cfg.tree.nthread = threads;
+  cfg.gate.seed = cfg.fusion.seed = cfg.tree.seed = o.seed;
   if (Status s = cfg.validate(); !s) return s;
   return cfg;
 }

@@ -166,6 +166,28 @@ TEST(CascadeProtocol, ALowerBoundIsNeverScoredAsAMeasurement) {
   EXPECT_GT(n, 100u);
 }
 
+// The tree route trains with its own parameters (CascadeConfig::tree, as the manifest records
+// them), not the gate's seed and threads.
+TEST(CascadeProtocol, TheTreeRouteTrainsWithItsOwnSeed) {
+  const std::vector<Job> jobs = synth_jobs(800, 9);
+  const TrainingInput in = make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2));
+  CascadeConfig cfg = tiny_config();
+  cfg.q_source = "tree_route";
+  cfg.allow_history_only = false;
+  cfg.tree.seed = 1;
+  auto m1 = CascadeModel::train(in, cfg);
+  cfg.tree.seed = 2;
+  auto m2 = CascadeModel::train(in, cfg);
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  EXPECT_EQ(m2->config().tree.seed, 2u);
+  size_t differ = 0;
+  for (const TrainingJob& t : in.jobs) {
+    if (t.role != Role::kTest) continue;
+    differ += m1->predict_views(*t.job, t.views).mem.util != m2->predict_views(*t.job, t.views).mem.util;
+  }
+  EXPECT_GT(differ, 0u);  // subsample and colsample 0.8 draw with the tree's seed
+}
+
 TEST(CascadeProtocol, ConformalQuantileIsTheFiniteSampleRank) {
   std::vector<double> r;
   for (int i = 1; i <= 19; ++i) r.push_back(i * 0.01);

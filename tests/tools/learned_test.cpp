@@ -10,6 +10,7 @@
 #include "peakcast/eval/report.h"
 #include "peakcast/synth/synth.h"
 #include "peakcast/tools/learned_methods.h"
+#include "tools/learned.h"
 
 namespace peakcast::eval {
 namespace {
@@ -162,6 +163,20 @@ TEST(Learned, BadCodeOptionIsAnInputError) {
   Result<EvalReport> rep = evaluate_jobs(synth_trace(), reg, cfg);
   ASSERT_FALSE(rep.ok());
   EXPECT_NE(rep.status().message().find("no_such_option"), std::string::npos);
+}
+
+// The tree route's seed and threads are set where the gate's and fusion's are, so the manifest's
+// config.tree says what the trees were trained with.
+TEST(Learned, CascadeConfigSetsTheTreeRoutesSeedAndThreads) {
+  MethodOptions o;
+  o.seed = 7;
+  o.threads = 1;
+  auto cfg = learned::cascade_config_for("bag", o, 1.0);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  EXPECT_EQ(cfg->tree.seed, 7u);
+  EXPECT_EQ(cfg->tree.nthread, 1);
+  EXPECT_EQ(cfg->tree.seed, cfg->gate.seed);
+  EXPECT_EQ(cfg->tree.nthread, cfg->gate.nthread);
 }
 
 // Every learned method fits, predicts, beats the training median on memory, and its rows carry
