@@ -179,10 +179,21 @@ Recommendation recommend_request(const RecommendInput& in, const RecommendConfig
   return r;
 }
 
+namespace {
+
+// A run that shows the script can finish within its memory: it COMPLETED and its peak is known.
+// Only such a run ends a chain of OOMs; a CANCELLED, TIMEOUT, FAILED, NODE_FAIL... run (or a
+// COMPLETED one without a measured peak) says nothing about what the script needs, so the OOMs
+// before it still stand.
+bool completed_with_peak(const Job& j) { return j.state == "COMPLETED" && j.peak_mem_bytes.has_value(); }
+
+}  // namespace
+
 std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_first) {
   std::optional<uint64_t> out;
   for (const Job* j : newest_first) {
-    if (!censored_for(*j, Resource::kMem)) break;
+    if (completed_with_peak(*j)) break;
+    if (!censored_for(*j, Resource::kMem)) continue;
     if (j->ran_mem_bytes) out = std::max(out.value_or(0), *j->ran_mem_bytes);
     else if (j->req_mem_bytes) out = std::max(out.value_or(0), *j->req_mem_bytes);
   }
@@ -191,8 +202,8 @@ std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_
 
 bool trailing_oom_lowered(std::span<const Job* const> newest_first) {
   for (const Job* j : newest_first) {
-    if (!censored_for(*j, Resource::kMem)) break;
-    if (j->ran_mem_bytes) return true;
+    if (completed_with_peak(*j)) break;
+    if (censored_for(*j, Resource::kMem) && j->ran_mem_bytes) return true;
   }
   return false;
 }

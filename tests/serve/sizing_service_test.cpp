@@ -287,6 +287,30 @@ TEST(ServiceSizing, AnOomRunNeverLowersTheNextRecommendationBelowTheFailedReques
   EXPECT_EQ(predict_mem(*s, 4 * kGiB)["recommendation_rule"], "default: oom: above failed request");
 }
 
+// An OOM and then a run that was cancelled (or timed out, or failed): that run shows nothing about
+// what the script needs, so the OOM still holds the next recommendation above its request. The
+// chain stopped at the cancelled run, and the answer fell back to the bound, below 4 GiB.
+TEST(ServiceSizing, ARunCancelledAfterAnOomDoesNotLetTheRecommendationFallBelowIt) {
+  for (const char* state : {"CANCELLED", "TIMEOUT", "FAILED"}) {
+    TempDir dir;
+    auto s = open_service(dir, options());
+    complete_runs(*s, 40, {0.30, 0.32});
+    json oom = completion_json("oom1", "alice", kScript, kNow - 900, kNow - 600, 4 * kGiB, 4 * kGiB);
+    oom["state"] = "OUT_OF_MEMORY";
+    ASSERT_EQ(s->complete(oom.dump()).status, 200);
+    json later = completion_json("later", "alice", kScript, kNow - 500, kNow - 440, 4 * kGiB, 100u << 20);
+    later["state"] = state;
+    ASSERT_EQ(s->complete(later.dump()).status, 200);
+    const json p = predict_mem(*s, 4 * kGiB);
+    ASSERT_TRUE(p["recommended_bytes"].is_number()) << state;
+    EXPECT_GT(p["recommended_bytes"].get<uint64_t>(), 4 * kGiB) << state << ": " << p.dump();
+    // A completed run since: the script fits, and the recommendation follows its runs again.
+    json done = completion_json("done", "alice", kScript, kNow - 400, kNow - 100, 8 * kGiB, 2 * kGiB);
+    ASSERT_EQ(s->complete(done.dump()).status, 200);
+    EXPECT_LT(predict_mem(*s, 8 * kGiB)["recommended_bytes"].get<uint64_t>(), 4 * kGiB) << state;
+  }
+}
+
 // Each completed job with a recommendation on record is run at its request and at the
 // recommendation (sizing::run_at); /healthz and /metrics show the sums.
 TEST(ServiceSizing, CompletedJobsCountWhatTheirRecommendationWouldHaveSavedAndCost) {

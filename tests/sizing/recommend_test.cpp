@@ -1,8 +1,11 @@
 // The recommended-request rule: each step, the rule it names, the OOM guarantee, the config file.
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "peakcast/sizing/recommend.h"
 
@@ -231,6 +234,89 @@ TEST(Recommend, TrailingOomRequestIsTheLargestOfTheLeadingOomRuns) {
   EXPECT_TRUE(trailing_oom_lowered(after_lowered));
   const std::vector<const Job*> lowered_before_done = {&oom4, &done, &lowered};
   EXPECT_FALSE(trailing_oom_lowered(lowered_before_done));
+}
+
+// An OOM, then runs that were cancelled, timed out or failed: none of them shows the script fits
+// below the failed limit, so the chain goes on past them (it stopped at the first, and the next
+// answer fell back to the bound: 3.25 GiB after an OOM at 4 GiB). Only a completed run with a
+// known peak ends it.
+TEST(Recommend, TrailingOomRequestSkipsRunsThatDidNotComplete) {
+  auto run = [](uint64_t request, const std::string& state, std::optional<uint64_t> peak) {
+    Job j;
+    j.req_mem_bytes = request;
+    j.state = state;
+    j.peak_mem_bytes = peak;
+    compute_labels(j);
+    return j;
+  };
+  const Job oom4 = run(4 * kGiB, "OUT_OF_MEMORY", std::nullopt);
+  const Job cancelled = run(4 * kGiB, "CANCELLED", 100 * kMiB), timeout = run(4 * kGiB, "TIMEOUT", 3 * kGiB),
+            failed = run(4 * kGiB, "FAILED", std::nullopt), node_fail = run(4 * kGiB, "NODE_FAIL", std::nullopt),
+            done_no_peak = run(4 * kGiB, "COMPLETED", std::nullopt), done = run(8 * kGiB, "COMPLETED", 2 * kGiB);
+  for (const Job* later : {&cancelled, &timeout, &failed, &node_fail, &done_no_peak}) {
+    const std::vector<const Job*> runs = {later, &oom4};  // newest first
+    EXPECT_EQ(trailing_oom_request(runs), 4 * kGiB) << later->state;
+    RecommendInput in;
+    in.upper_bytes = 3.0 * kGiB;
+    in.request_bytes = 4 * kGiB;
+    in.failed_request_bytes = trailing_oom_request(runs);
+    EXPECT_GT(recommend_request(in, plain()).bytes, 4 * kGiB) << later->state;
+  }
+  const std::vector<const Job*> several = {&cancelled, &timeout, &oom4, &failed};
+  EXPECT_EQ(trailing_oom_request(several), 4 * kGiB);
+  const std::vector<const Job*> completed_since = {&cancelled, &done, &oom4};
+  EXPECT_FALSE(trailing_oom_request(completed_since));
+  // The lowered flag follows the same chain.
+  Job lowered = run(16 * kGiB, "OUT_OF_MEMORY", std::nullopt);
+  lowered.ran_mem_bytes = 5 * kGiB;
+  compute_labels(lowered);
+  const std::vector<const Job*> cancelled_after_lowered = {&cancelled, &lowered};
+  EXPECT_EQ(trailing_oom_request(cancelled_after_lowered), 5 * kGiB);
+  EXPECT_TRUE(trailing_oom_lowered(cancelled_after_lowered));
+  const std::vector<const Job*> done_after_lowered = {&done, &lowered};
+  EXPECT_FALSE(trailing_oom_lowered(done_after_lowered));
+}
+
+// The acceptance: over any history of runs, a censored (OOM) run never lowers the next
+// recommendation below the limit it failed at, unless a run completed (with a known peak) since
+// it; only a partition limit below it can (and the rule says so).
+RC_GTEST_PROP(RecommendProperty, AnOomRunKeepsTheNextRecommendationAboveItsLimitUntilARunCompletes, ()) {
+  static const char* const kStates[] = {"COMPLETED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL"};
+  const int n = *rc::gen::inRange(1, 12);
+  std::vector<Job> runs(static_cast<size_t>(n));  // newest first
+  for (Job& j : runs) {
+    j.state = kStates[*rc::gen::inRange(0, 6)];
+    j.req_mem_bytes = static_cast<uint64_t>(*rc::gen::inRange(1, 64)) * kGiB / 4;
+    if (*rc::gen::arbitrary<bool>()) j.peak_mem_bytes = *j.req_mem_bytes / 2;
+    if (j.state == "OUT_OF_MEMORY" && *rc::gen::arbitrary<bool>()) j.ran_mem_bytes = *j.req_mem_bytes / 2;
+    compute_labels(j);
+  }
+  std::vector<const Job*> newest_first;
+  for (const Job& j : runs) newest_first.push_back(&j);
+  // The largest limit an OOM run was killed at since the newest completed run with a peak.
+  std::optional<uint64_t> want;
+  for (const Job& j : runs) {
+    if (j.state == "COMPLETED" && j.peak_mem_bytes) break;
+    if (j.state == "OUT_OF_MEMORY") want = std::max(want.value_or(0), j.ran_mem_bytes.value_or(*j.req_mem_bytes));
+  }
+  RC_ASSERT(trailing_oom_request(newest_first) == want);
+  if (!want) return;
+  RecommendConfig c = plain();
+  c.defaults.allow_above_request = *rc::gen::arbitrary<bool>();
+  const bool limited = *rc::gen::arbitrary<bool>();
+  if (limited) c.defaults.limit_bytes = static_cast<uint64_t>(*rc::gen::inRange(1, 64)) * kGiB / 4;
+  RecommendInput in;
+  in.upper_bytes = static_cast<double>(*rc::gen::inRange(0, 1 << 20)) * kMiB / 16;
+  in.request_bytes = static_cast<uint64_t>(*rc::gen::inRange(1, 64)) * kGiB / 4;
+  in.failed_request_bytes = trailing_oom_request(newest_first);
+  in.failed_at_lowered_limit = trailing_oom_lowered(newest_first);
+  const Recommendation r = recommend_request(in, c);
+  if (limited && *c.defaults.limit_bytes <= *want) {
+    RC_ASSERT(r.bytes == *c.defaults.limit_bytes);
+    RC_ASSERT(r.rule == std::string("default: capped at partition limit"));
+  } else {
+    RC_ASSERT(r.bytes > *want);
+  }
 }
 
 }  // namespace

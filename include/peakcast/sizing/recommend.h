@@ -74,13 +74,16 @@ struct Recommendation {
 Recommendation recommend_request(const RecommendInput& in, const RecommendConfig& config);
 
 // RecommendInput::failed_request_bytes for a job: from its script's runs that had ended before its
-// submission, newest first, the largest memory limit among the leading ones that ended
-// OUT_OF_MEMORY (the limit a run was killed at: Job::ran_mem_bytes where the hook had lowered its
-// request, else its request; nullopt when the newest did not). peakcastd and `peakcast report`
-// both use it.
+// submission, newest first, the largest memory limit among the runs that ended OUT_OF_MEMORY since
+// the newest run that COMPLETED with a known peak (the limit a run was killed at: Job::ran_mem_bytes
+// where the hook had lowered its request, else its request; nullopt when there is none). Only such
+// a completed run shows the script can succeed below a failed limit: a CANCELLED, TIMEOUT, FAILED
+// (...) run after an OOM is skipped, not taken as the end of the chain, so an OOM keeps the next
+// recommendation above its limit until the script completes. peakcastd and `peakcast report` both
+// use it.
 std::optional<uint64_t> trailing_oom_request(std::span<const Job* const> newest_first);
-// RecommendInput::failed_at_lowered_limit: whether one of those leading runs was killed at a
-// lowered limit.
+// RecommendInput::failed_at_lowered_limit: whether one of those OOM runs was killed at a lowered
+// limit.
 bool trailing_oom_lowered(std::span<const Job* const> newest_first);
 
 // The same rule as an object, for callers that keep one config.
