@@ -94,7 +94,8 @@ void add_sizing_options(CLI::App& app, DaemonArgs& a) {
   app.add_option("--sizing-config", a.sizing_config,
                  "JSON file of recommended-request settings, per partition (docs/bounds.md): margin, "
                  "granularity, floor, limit, whether a recommendation may exceed the user's request "
-                 "(default: never)")
+                 "(default: never); a partition list takes the strictest of its partitions; "
+                 "\"default_partition\" sizes a job sent with no partition (docs/sizing.md)")
       ->check(CLI::ExistingFile);
   app.add_option("--bound-coverage", a.sizing.bound.coverage,
                  "Nominal coverage of the online upper bound the recommendation starts from")

@@ -344,8 +344,32 @@ end
 
 local function nonempty(s) if type(s) == "string" and s ~= "" then return s end end
 
+-- The names of the partitions the job may run in: those it names ("a,b": blanks and repeats
+-- dropped), else the default one (part_list's flag_default record). Empty when neither is known.
+local function partition_names(d, part_list)
+  local names, seen = {}, {}
+  local want = nonempty(d.partition)
+  if want then
+    for name in want:gmatch("[^,%s]+") do
+      if not seen[name] then seen[name] = true; names[#names + 1] = name end
+    end
+    return names
+  end
+  if type(part_list) ~= "table" then return names end
+  for key, p in pairs(part_list) do
+    local ok, flag = pcall(function() return p.flag_default end)
+    if ok and flag == 1 then
+      local ok2, n = pcall(function() return p.name end)
+      local name = (ok2 and nonempty(n)) or nonempty(key)
+      if name and not seen[name] then seen[name] = true; names[#names + 1] = name end
+    end
+  end
+  return names
+end
+
 -- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
-local function build_record(d, submit_uid)
+-- part_list: slurmctld's, to name the default partition of a job that names none.
+local function build_record(d, submit_uid, part_list)
   local cpus = cpus_of(d)
   local mem = mem_of(d, cpus)
   local rec = {
@@ -359,7 +383,9 @@ local function build_record(d, submit_uid)
     req_gpus = gpus_of(d),
     req_time_s = valid(d.time_limit) and d.time_limit * 60 or nil,
     job_name = nonempty(d.name),
-    partition = nonempty(d.partition),
+    -- The partitions the job may run in, resolved as Slurm will ("gpu,cpu", or the default one):
+    -- the daemon's recommendation takes their settings (floor, limit; the strictest of a list).
+    partition = nonempty(table.concat(partition_names(d, part_list), ",")),
     account = nonempty(d.account) or nonempty(d.default_account),
   }
   local script = nonempty(d.script)
@@ -525,18 +551,12 @@ local function find_partition(part_list, name)
   return nil
 end
 
--- The partitions the job may run in: those it names ("a,b"), or the default one (flag_default).
+-- The part_list records of the partitions the job may run in (partition_names; a name
+-- part_list does not hold -- one the user cannot use -- has none).
 local function job_partitions(d, part_list)
   local out = {}
-  local want = nonempty(d.partition)
-  if want then
-    for name in want:gmatch("[^,%s]+") do out[#out + 1] = find_partition(part_list, name) end
-    return out
-  end
-  for _, p in pairs(part_list) do
-    local ok, flag = pcall(function() return p.flag_default end)
-    if ok and flag == 1 then out[#out + 1] = p end
-  end
+  if type(part_list) ~= "table" then return out end
+  for _, name in ipairs(partition_names(d, part_list)) do out[#out + 1] = find_partition(part_list, name) end
   return out
 end
 
@@ -561,16 +581,7 @@ end
 -- Whether the job is where the site lowers requests (LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS).
 local function lowering_in_scope(d, part_list)
   if LOWER_MEM_PARTITIONS then
-    local names = {}
-    local want = nonempty(d.partition)
-    if want then
-      for name in want:gmatch("[^,%s]+") do names[#names + 1] = name end
-    else
-      for _, p in ipairs(job_partitions(d, part_list)) do
-        local ok, n = pcall(function() return p.name end)
-        if ok and nonempty(n) then names[#names + 1] = n end
-      end
-    end
+    local names = partition_names(d, part_list)
     if #names == 0 then return false end  -- no partition known: not one that is listed
     for _, n in ipairs(names) do
       if not LOWER_MEM_PARTITIONS[n] then return false end
@@ -650,7 +661,7 @@ local function predict(d, submit_uid, part_list)
     log_info("job already has a " .. COMMENT_FIELD .. "; no prediction written")
     return
   end
-  local rec, script = build_record(d, submit_uid)
+  local rec, script = build_record(d, submit_uid, part_list)
   if script and not rec.script then log_info("script over " .. MAX_SCRIPT_BYTES .. " bytes; sent without it") end
   local t0 = now()
   local status, body = http_post("/v1/predict", json.encode(rec))

@@ -89,6 +89,14 @@ std::optional<ApiError> check_fields(const Job& job, const RequestLimits& limits
                        " bytes, over the limit of " + std::to_string(limits.max_id_bytes));
     }
   }
+  // A partition list ("gpu,cpu": the partitions a job may run in; sizing::partition_names) is
+  // bounded by its bytes above and by its entries here: the recommendation walks each.
+  const size_t partitions = static_cast<size_t>(std::count(job.partition.begin(), job.partition.end(), ',')) + 1;
+  if (partitions > limits.max_partitions) {
+    return error(ApiErrorKind::kInvalidField, "partition",
+                 "partition: a list of " + std::to_string(partitions) + " entries, over the limit of " +
+                     std::to_string(limits.max_partitions));
+  }
   const std::pair<const char*, size_t> names[] = {
       {"job_name", job.job_name.size()}, {"workload", job.workload ? job.workload->size() : 0}};
   for (const auto& [name, size] : names) {

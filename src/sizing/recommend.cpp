@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -87,15 +89,58 @@ uint64_t round_up(double bytes, uint64_t granularity) {
   return (whole + granularity - 1) / granularity * granularity;
 }
 
-const RecommendSettings& RecommendConfig::for_partition(const std::string& partition,
-                                                        std::string* prefix) const {
-  auto it = partitions.find(partition);
-  if (it == partitions.end()) {
-    if (prefix) *prefix = "default";
-    return defaults;
+std::vector<std::string> partition_names(std::string_view partition) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= partition.size()) {
+    size_t comma = partition.find(',', start);
+    if (comma == std::string_view::npos) comma = partition.size();
+    std::string_view name = partition.substr(start, comma - start);
+    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    while (!name.empty() && blank(name.front())) name.remove_prefix(1);
+    while (!name.empty() && blank(name.back())) name.remove_suffix(1);
+    if (!name.empty() && std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
+    start = comma + 1;
   }
-  if (prefix) *prefix = "partition " + partition;
-  return it->second;
+  return out;
+}
+
+RecommendConfig::Resolved RecommendConfig::for_partition(std::string_view partition) const {
+  std::vector<std::string> names = partition_names(partition);
+  const bool by_default = names.empty() && !default_partition.empty();
+  if (by_default) names.push_back(default_partition);
+  // Only the partitions with settings of their own differ from the defaults.
+  bool any_own = false;
+  for (const std::string& n : names) any_own = any_own || partitions.count(n) > 0;
+  if (!any_own) return {defaults, "default"};
+  if (names.size() == 1) {
+    return {partitions.at(names[0]),
+            "partition " + names[0] + (by_default ? " (the default partition)" : "")};
+  }
+  // The job may run in any of them: the strictest of each setting (see the header).
+  Resolved out;
+  std::string list;
+  bool first = true;
+  for (const std::string& n : names) {
+    auto it = partitions.find(n);
+    const RecommendSettings& p = it != partitions.end() ? it->second : defaults;
+    list += (first ? "" : ",") + n;
+    if (first) {
+      out.settings = p;
+      first = false;
+      continue;
+    }
+    RecommendSettings& s = out.settings;
+    s.margin_fraction = std::max(s.margin_fraction, p.margin_fraction);
+    s.margin_bytes = std::max(s.margin_bytes, p.margin_bytes);
+    s.granularity_bytes = std::max(s.granularity_bytes, p.granularity_bytes);
+    s.floor_bytes = std::max(s.floor_bytes, p.floor_bytes);
+    s.allow_above_request = s.allow_above_request && p.allow_above_request;
+    if (p.limit_bytes) s.limit_bytes = std::min(s.limit_bytes.value_or(*p.limit_bytes), *p.limit_bytes);
+    s.oom_factor = std::max(s.oom_factor, p.oom_factor);
+  }
+  out.prefix = "partitions " + list + " (strictest)";
+  return out;
 }
 
 Result<RecommendConfig> parse_recommend_config(const std::string& json_text, const std::string& source) {
@@ -110,7 +155,19 @@ Result<RecommendConfig> parse_recommend_config(const std::string& json_text, con
   if (!doc.is_object()) return field_error(source, "(top level)", "must be an object");
   RecommendConfig cfg;
   for (const auto& [key, v] : doc.items()) {
-    if (key != "default" && key != "partitions") return field_error(source, key, "unknown key (expected 'default' or 'partitions')");
+    if (key != "default" && key != "partitions" && key != "default_partition") {
+      return field_error(source, key, "unknown key (expected 'default', 'partitions' or 'default_partition')");
+    }
+  }
+  if (doc.contains("default_partition")) {
+    const json& v = doc["default_partition"];
+    const std::string name = v.is_string() ? v.get<std::string>() : std::string();
+    const std::vector<std::string> names = partition_names(name);
+    if (names.size() != 1 || names[0] != name) {
+      return field_error(source, "default_partition",
+                         "must be one partition name (slurm.conf's Default=YES partition), without commas or blanks");
+    }
+    cfg.default_partition = name;
   }
   if (doc.contains("default")) {
     if (Status s = read_settings(doc["default"], source, "default", cfg.defaults); !s) return s;
@@ -134,8 +191,8 @@ Result<RecommendConfig> load_recommend_config(const std::string& path) {
 }
 
 Recommendation recommend_request(const RecommendInput& in, const RecommendConfig& config) {
-  std::string prefix;
-  const RecommendSettings& s = config.for_partition(in.partition, &prefix);
+  const RecommendConfig::Resolved resolved = config.for_partition(in.partition);
+  const RecommendSettings& s = resolved.settings;
   const double upper = std::isfinite(in.upper_bytes) ? std::max(in.upper_bytes, 0.0) : 0.0;
   Recommendation r;
   r.bytes = round_up(upper * (1.0 + s.margin_fraction) + static_cast<double>(s.margin_bytes),
@@ -175,7 +232,7 @@ Recommendation recommend_request(const RecommendInput& in, const RecommendConfig
     r.bytes = *s.limit_bytes;
     r.rule = "capped at partition limit";
   }
-  r.rule = prefix + ": " + r.rule;
+  r.rule = resolved.prefix + ": " + r.rule;
   return r;
 }
 

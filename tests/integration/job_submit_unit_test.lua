@@ -71,6 +71,15 @@ r = T.build_record(desc({ tres_per_task = "gres:gpu:1", num_tasks = 3, cpus_per_
 check("gpus per task", r.req_gpus == 3 and r.req_cpus == 6 and r.req_mem_bytes == nil)
 local enc = json.encode(r)
 check("no unknown keys", not enc:find('"x') and enc:find('"user":"alice"') ~= nil, enc)
+-- The partition sent is the one(s) the job may run in, as Slurm resolves them: the daemon sizes
+-- by their settings (a raw "gpu, cpu" or nothing at all got its "default" ones).
+local default_parts = { debug = { name = "debug", flag_default = 1 }, gpu = { name = "gpu", flag_default = 0 } }
+r = T.build_record(desc({ partition = "gpu, cpu,gpu" }), 1000, default_parts)
+check("partition: a list, blanks and repeats dropped", r.partition == "gpu,cpu", r.partition)
+r = T.build_record(desc({}), 1000, default_parts)
+check("partition: none named -> the default one", r.partition == "debug", r.partition)
+r = T.build_record(desc({}), 1000, {})
+check("partition: none named, no default known -> none sent", r.partition == nil, r.partition)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are

@@ -56,6 +56,26 @@ TEST(ServiceLimits, OverlongNamesAndIdsGet422NamingTheField) {
   EXPECT_EQ(f.service->complete(ok.dump()).status, 200);
 }
 
+// --partition's list form ("gpu,cpu") is bounded by its entries as well as its bytes: the
+// recommendation takes the strictest settings over each name.
+TEST(ServiceLimits, APartitionListOverTheEntryLimitGets422) {
+  Fixture f;
+  std::string list = "p";
+  for (int i = 1; i < 64; ++i) list += ",p";  // 64 entries, 127 bytes: at the limits
+  json p = request_json("alice", "#!/bin/sh\n", kNow, kGiB);
+  p["partition"] = list;
+  EXPECT_EQ(f.service->predict(p.dump()).status, 200);
+  p["partition"] = list + ",";  // 65 entries (an empty one counts), 128 bytes
+  Reply r = f.service->predict(p.dump());
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body_of(r)["error"]["field"], "partition");
+  EXPECT_NE(r.body.find("a list of 65 entries, over the limit of 64"), std::string::npos) << r.body;
+  json c = completion_json("1", "alice", "#!/bin/sh\n", kNow - 99, kNow - 9, kGiB, kGiB / 2);
+  c["partition"] = list + ",";
+  EXPECT_EQ(f.service->complete(c.dump()).status, 422);
+  EXPECT_EQ(f.stored(), 0u);
+}
+
 TEST(ServiceLimits, EmptyUserIsRefusedOnPredictAndComplete) {
   Fixture f;
   Reply r = f.service->predict(request_json("", "#!/bin/sh\n", kNow, kGiB).dump());

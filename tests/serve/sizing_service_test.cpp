@@ -311,6 +311,33 @@ TEST(ServiceSizing, ARunCancelledAfterAnOomDoesNotLetTheRecommendationFallBelowI
   }
 }
 
+// The hook sends the partitions a job may run in: a list gets the strictest settings of them (here
+// the smaller limit, and no answer above the request as cpu allows none), and a job with no
+// partition is sized in the configured default partition. Before, both were looked up as one
+// name, found nothing and got the "default" settings, ignoring every partition limit.
+TEST(ServiceSizing, APartitionListAndTheDefaultPartitionGetTheirPartitionsSettings) {
+  TempDir dir;
+  auto s = open_service(dir, options(R"({"default_partition": "cpu",
+      "partitions": {"cpu": {"limit_bytes": "2G"}, "big": {"allow_above_request": true, "limit_bytes": "64G"}}})"));
+  complete_runs(*s, 40, {0.30, 0.32});
+  json p = predict_mem(*s, 8 * kGiB);
+  EXPECT_EQ(p["recommended_bytes"].get<uint64_t>(), 2 * kGiB) << p.dump();
+  EXPECT_EQ(p["recommendation_rule"], "partition cpu (the default partition): capped at partition limit");
+  p = predict_mem(*s, 8 * kGiB, "big,cpu");
+  EXPECT_EQ(p["recommended_bytes"].get<uint64_t>(), 2 * kGiB) << p.dump();
+  EXPECT_EQ(p["recommendation_rule"], "partitions big,cpu (strictest): capped at partition limit");
+  // An OOM at 4 GiB: above it wherever the job may run, except over a partition's limit.
+  json oom = completion_json("oom1", "alice", kScript, kNow - 600, kNow - 20, 4 * kGiB, 4 * kGiB);
+  oom["state"] = "OUT_OF_MEMORY";
+  ASSERT_EQ(s->complete(oom.dump()).status, 200);
+  p = predict_mem(*s, 4 * kGiB, "big");
+  EXPECT_GT(p["recommended_bytes"].get<uint64_t>(), 4 * kGiB) << p.dump();
+  EXPECT_LE(p["recommended_bytes"].get<uint64_t>(), 64 * kGiB) << p.dump();
+  p = predict_mem(*s, 4 * kGiB, "big,cpu");
+  EXPECT_EQ(p["recommended_bytes"].get<uint64_t>(), 2 * kGiB) << p.dump();
+  EXPECT_EQ(p["recommendation_rule"], "partitions big,cpu (strictest): capped at partition limit");
+}
+
 // Each completed job with a recommendation on record is run at its request and at the
 // recommendation (sizing::run_at); /healthz and /metrics show the sums.
 TEST(ServiceSizing, CompletedJobsCountWhatTheirRecommendationWouldHaveSavedAndCost) {

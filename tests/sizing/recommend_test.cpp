@@ -161,6 +161,99 @@ TEST(Recommend, NeverAboveThePartitionLimitEvenAfterAnOom) {
   EXPECT_EQ(r.rule, "default: capped at partition limit");
 }
 
+// A job that may run in several partitions (--partition=gpu,cpu) gets the strictest settings of
+// them: it may land in any. Looked up as one name, the list had no settings and got the defaults,
+// so a partition's floor and limit were ignored (above the limit with allow_above_request, or
+// after an OOM).
+TEST(Recommend, APartitionListTakesTheStrictestOfEachSetting) {
+  RecommendConfig c = plain();
+  RecommendSettings gpu = c.defaults, cpu = c.defaults;
+  gpu.floor_bytes = 4 * kGiB;
+  gpu.limit_bytes = 512 * kGiB;
+  gpu.allow_above_request = true;
+  gpu.margin_fraction = 0.5;
+  cpu.limit_bytes = 64 * kGiB;
+  cpu.allow_above_request = true;
+  cpu.granularity_bytes = kGiB;
+  c.partitions["gpu"] = gpu;
+  c.partitions["cpu"] = cpu;
+  RecommendInput in;
+  in.request_bytes = 16 * kGiB;
+  in.partition = "gpu,cpu";
+  in.upper_bytes = 100.0 * kMiB;
+  auto r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 4 * kGiB);  // gpu's floor
+  EXPECT_EQ(r.rule, "partitions gpu,cpu (strictest): floor");
+  in.upper_bytes = 10.0 * kGiB;  // x 1.5 (gpu's margin) = 15 GiB, rounded to cpu's 1 GiB
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 15 * kGiB);
+  EXPECT_EQ(r.rule, "partitions gpu,cpu (strictest): upper+margin");
+  in.upper_bytes = 100.0 * kGiB;  // both allow above the request; cpu's limit is the smaller
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 64 * kGiB);
+  EXPECT_EQ(r.rule, "partitions gpu,cpu (strictest): capped at partition limit");
+  in.upper_bytes = 1.0 * kGiB;  // after an OOM above cpu's limit: still never above it
+  in.failed_request_bytes = 100 * kGiB;
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 64 * kGiB);
+  EXPECT_EQ(r.rule, "partitions gpu,cpu (strictest): capped at partition limit");
+  // A partition without settings of its own brings the defaults: not above the request.
+  in.failed_request_bytes.reset();
+  in.upper_bytes = 100.0 * kGiB;
+  in.partition = " gpu , debug,,gpu";
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 16 * kGiB);
+  EXPECT_EQ(r.rule, "partitions gpu,debug (strictest): capped at request");
+  // One name, however written; none of the names with settings: the defaults.
+  in.partition = "gpu,";
+  EXPECT_EQ(recommend_request(in, c).rule, "partition gpu: upper+margin");
+  in.partition = "debug,short";
+  EXPECT_EQ(recommend_request(in, c).rule, "default: capped at request");
+}
+
+TEST(Recommend, PartitionNamesSplitTrimAndDeduplicate) {
+  EXPECT_EQ(partition_names(" gpu, cpu,,gpu ,\t"), (std::vector<std::string>{"gpu", "cpu"}));
+  EXPECT_TRUE(partition_names("").empty());
+  EXPECT_TRUE(partition_names(",, ,").empty());
+  EXPECT_EQ(partition_names("debug"), std::vector<std::string>{"debug"});
+}
+
+// A job that names no partition runs in slurm.conf's default one: default_partition says which,
+// and its settings (limit included) apply. Without it, the "default" settings.
+TEST(Recommend, NoPartitionIsTheConfiguredDefaultPartition) {
+  RecommendConfig c = plain();
+  RecommendSettings cpu = c.defaults;
+  cpu.allow_above_request = true;
+  cpu.limit_bytes = 6 * kGiB;
+  c.partitions["cpu"] = cpu;
+  RecommendInput in;
+  in.request_bytes = 4 * kGiB;
+  in.upper_bytes = 20.0 * kGiB;
+  auto r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 4 * kGiB);
+  EXPECT_EQ(r.rule, "default: capped at request");
+  c.default_partition = "cpu";
+  r = recommend_request(in, c);
+  EXPECT_EQ(r.bytes, 6 * kGiB);
+  EXPECT_EQ(r.rule, "partition cpu (the default partition): capped at partition limit");
+  c.default_partition = "short";  // a default partition without settings of its own
+  EXPECT_EQ(recommend_request(in, c).rule, "default: capped at request");
+}
+
+TEST(RecommendConfigFile, ReadsTheDefaultPartition) {
+  auto c = parse_recommend_config(R"({"default_partition": "cpu", "partitions": {"cpu": {"limit_bytes": "64G"}}})",
+                                  "sizing.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->default_partition, "cpu");
+  for (const char* bad : {R"({"default_partition": "gpu,cpu"})", R"({"default_partition": ""})",
+                          R"({"default_partition": " cpu"})", R"({"default_partition": 3})"}) {
+    auto e = parse_recommend_config(bad, "sizing.json");
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.status().message().rfind("sizing.json: default_partition: must be one partition name", 0), 0u)
+        << e.status().message();
+  }
+}
+
 TEST(RecommendConfigFile, ReadsDefaultsAndPartitionsWithUnits) {
   auto c = parse_recommend_config(
       R"({"default": {"margin_fraction": 0.2, "granularity_bytes": "128M", "floor_bytes": 1073741824},

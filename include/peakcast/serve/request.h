@@ -18,6 +18,7 @@ struct RequestLimits {
   size_t max_json_values = 4096;      // values in the body (a record has a few dozen): parse
                                       // memory stays a small multiple of the body
   size_t max_id_bytes = 256;          // job_id, user, partition, account, state
+  size_t max_partitions = 64;         // names in a partition list ("gpu,cpu": --partition's form)
   size_t max_name_bytes = 1024;       // job_name, workload
   double util_cap = 1.0;              // for the labels of completions
   // Whole-body bound, just above the script limit: JSON escaping grows a shell script by a few

@@ -13,15 +13,29 @@
 //     only case where the answer can be at or below a failed request; the rule says so).
 // `rule` names the last step that set the value, prefixed by the settings that applied:
 // "default: upper+margin", "partition gpu: floor", "default: capped at request",
-// "partition gpu: oom: above failed request", "partition gpu: capped at partition limit".
+// "partition gpu: oom: above failed request", "partition gpu: capped at partition limit",
+// "partitions gpu,cpu (strictest): floor".
+//
+// The partition: RecommendInput::partition is the job's, as Slurm's --partition takes it: one
+// name, or a comma-separated list of those the job may run in ("gpu,cpu"; blanks around a name
+// and empty entries are ignored, repeats count once). A list takes the strictest settings of its
+// partitions, as the job may land in any of them: the largest floor_bytes, the smallest
+// limit_bytes (of those that set one), allow_above_request only when every one allows it, and the
+// largest margin_fraction, margin_bytes, oom_factor and granularity_bytes (the most cautious
+// margins; sizes are powers of two in practice, so a multiple of the coarsest granularity is a
+// multiple of each). A partition without settings of its own counts with the "default" ones. An
+// empty partition (a client that does not resolve Slurm's default partition) is
+// "default_partition" when the file names one, else the "default" settings.
 //
 // Settings: per-partition, from a JSON file:
 //   {"default":    {"margin_fraction": 0.05, "margin_bytes": 0, "granularity_bytes": 268435456,
 //                   "floor_bytes": 536870912, "allow_above_request": false, "limit_bytes": null,
 //                   "oom_factor": 1.2},
-//    "partitions": {"gpu": {"floor_bytes": 4294967296, "limit_bytes": 549755813888}}}
+//    "partitions": {"gpu": {"floor_bytes": 4294967296, "limit_bytes": 549755813888}},
+//    "default_partition": "cpu"}
 // Every key is optional; a partition's settings start from "default" and override it. Sizes are
 // bytes (numbers) or strings with a unit ("512M", "4G"; binary multiples, as Slurm's --mem).
+// "default_partition" names slurm.conf's Default=YES partition (one name, no comma).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +43,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "peakcast/core/job.h"
 #include "peakcast/core/status.h"
@@ -48,9 +64,21 @@ struct RecommendSettings {
 struct RecommendConfig {
   RecommendSettings defaults;
   std::map<std::string, RecommendSettings> partitions;
-  // The settings for `partition` (the defaults when it has none) and the prefix of the rule.
-  const RecommendSettings& for_partition(const std::string& partition, std::string* prefix) const;
+  // The partition of a job that names none ("" = none known: the defaults).
+  std::string default_partition;
+
+  struct Resolved {
+    RecommendSettings settings;
+    std::string prefix;  // of the rule: "default", "partition gpu", "partitions gpu,cpu (strictest)"
+  };
+  // The settings for `partition`: one name, a comma-separated list (the strictest of each
+  // setting) or "" (default_partition, else the defaults); see the top of this file.
+  Resolved for_partition(std::string_view partition) const;
 };
+
+// The names in a --partition value ("gpu, cpu,,gpu" -> {"gpu", "cpu"}): split at commas, blanks
+// trimmed, empty entries dropped, repeats kept once, in order.
+std::vector<std::string> partition_names(std::string_view partition);
 
 // Parses the JSON text of a config; errors name `source` and the field ("sizing.json: partitions.gpu.floor_bytes: ...").
 Result<RecommendConfig> parse_recommend_config(const std::string& json_text, const std::string& source);
