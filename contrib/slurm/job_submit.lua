@@ -63,6 +63,7 @@ local LOWER_MEM_PARTITIONS = nil
 local LOWER_MEM_ACCOUNTS = nil
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
+local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
 
 ---------------------------------------------------------------------------------------------------
 local MIB = 1048576
@@ -430,7 +431,8 @@ local function http_post(path, body)
   end
 
   -- Status line and headers line by line, then exactly Content-Length bytes (or until the peer
-  -- closes when there is none), so a daemon that keeps the connection open costs no extra wait.
+  -- closes when there is none, at most MAX_ANSWER_BYTES), so a daemon that keeps the connection
+  -- open costs no extra wait.
   local function recv(pattern)
     local got = {}
     while true do
@@ -441,7 +443,6 @@ local function http_post(path, body)
         got[#got + 1] = partial
         if type(pattern) == "number" then pattern = pattern - #partial end
       end
-      if e == "closed" and pattern == "*a" then return table.concat(got) end
       if e ~= "timeout" then return nil, "receive: " .. tostring(e) end
     end
   end
@@ -464,10 +465,25 @@ local function http_post(path, body)
   if chunked then return fail("chunked answer not supported") end
   local resp_body
   if clen then
-    if clen > 1048576 then return fail("answer larger than 1 MiB") end
+    if clen > MAX_ANSWER_BYTES then return fail("answer larger than " .. MAX_ANSWER_BYTES .. " bytes") end
     resp_body = clen == 0 and "" or recv(clen)
   else
-    resp_body = recv("*a")
+    -- No Content-Length: until the daemon closes, but never more than MAX_ANSWER_BYTES ("*a"
+    -- would hold whatever it sends in memory, under slurmctld's locks).
+    local got, total = {}, 0
+    while true do
+      if not left() then return fail("timeout waiting for the answer") end
+      local data, e, partial = c:receive(65536)
+      local chunk = data or partial
+      if chunk and #chunk > 0 then
+        got[#got + 1] = chunk
+        total = total + #chunk
+        if total > MAX_ANSWER_BYTES then return fail("answer larger than " .. MAX_ANSWER_BYTES .. " bytes") end
+      end
+      if e == "closed" then break end
+      if not data and e ~= "timeout" then return fail("receive: " .. tostring(e)) end
+    end
+    resp_body = table.concat(got)
   end
   if not resp_body then return fail("incomplete answer") end
   c:close()

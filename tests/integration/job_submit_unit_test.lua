@@ -223,6 +223,19 @@ d = desc({ min_mem_per_node = 1000 })
 slurm_job_submit(d, {}, 1000)
 check("off by default: unchanged", d.min_mem_per_node == 1000, d.min_mem_per_node)
 
+-- Without Content-Length the answer is read until the daemon closes, at most 1 MiB.
+set_mode("noclen")
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+check("no Content-Length: read until closed", d.comment ~= nil and d.comment:find("standin", 1, true) ~= nil, d.comment)
+set_mode("noclen_huge")
+logs = {}
+d = desc({ min_mem_per_node = 1000 })
+slurm_job_submit(d, {}, 1000)
+check("no Content-Length, 2 MiB: refused, job unchanged", d.comment == nil and d.min_mem_per_node == 1000 and
+      #logs == 1 and logs[1]:find("answer larger than 1048576 bytes", 1, true) ~= nil, logs[1])
+T.reset_breaker()
+
 set_mode("keepalive")
 d = desc({ min_mem_per_node = 1000 })
 slurm_job_submit(d, {}, 1000)

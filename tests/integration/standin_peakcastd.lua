@@ -8,7 +8,9 @@ Usage: lua5.1 standin_peakcastd.lua SOCKET REQUEST_LOG MODE_FILE
 Each request body is appended to REQUEST_LOG as one compact JSON line. MODE_FILE is read at each
 request: "ok" (default), "slow" (answers after 1 s), "garbage" (200 with a non-JSON body), "500",
 "keepalive" (answers at once but closes the connection 1 s later), "drip" (a valid answer whose
-first 60 bytes come one every 20 ms: each read sees progress, the whole takes 1.2 s).
+first 60 bytes come one every 20 ms: each read sees progress, the whole takes 1.2 s), "noclen" (a
+valid answer without Content-Length, ended by closing), "noclen_huge" (2 MiB without
+Content-Length).
 --]]
 local unix = require("socket.unix")
 local socket = require("socket")
@@ -33,10 +35,16 @@ end
 
 local drip = false
 
+local no_content_length = false
+
 local function reply(c, status, body)
   local reason = ({ [200] = "OK", [400] = "Bad Request", [404] = "Not Found", [500] = "Internal Server Error" })[status]
   local text = string.format("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
                              status, reason or "X", #body, body)
+  if no_content_length then
+    text = string.format("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n%s",
+                         status, reason or "X", body)
+  end
   if drip then
     for i = 1, 60 do
       if not c:send(text:sub(i, i)) then return end
@@ -100,6 +108,7 @@ while true do
     local mode = read_mode()
     if mode == "slow" then socket.sleep(1.0) end
     drip = mode == "drip"
+    no_content_length = mode == "noclen" or mode == "noclen_huge"
     if not method then
       reply(c, 400, '{"error":"bad request line"}')
     elseif method == "GET" and path == "/healthz" then
@@ -115,6 +124,8 @@ while true do
         reply(c, 200, "this is not json {")
       elseif path == "/v1/complete" then
         reply(c, 200, '{"ok":true}')
+      elseif mode == "noclen_huge" then
+        reply(c, 200, '{"pad":"' .. string.rep("x", 2 * 1048576) .. '"}')
       else
         reply(c, 200, predict_answer(req, mode))
       end
