@@ -24,7 +24,10 @@ the new value is never below LOWER_MEM_MIN_MB and never above the partition's Ma
 MaxMemPerCPU (the partitions the job names, else the default one; a limit of the other form is
 converted with the job's CPUs per node; UNLIMITED clamps nothing). Each change is logged and told
 to the user. LOWER_MEM_PARTITIONS and LOWER_MEM_ACCOUNTS limit it to some partitions or accounts
-(a staged roll-out: the others are advised only).
+(a staged roll-out: the others are advised only). The daemon is sent the partitions the job may
+run in, as Slurm resolves them (the list it names, else the default one), so its rule takes their
+floor and limit. The user is told the recommendation in the job's own form: --mem per node,
+--mem-per-cpu per CPU.
 
 The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
 short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
@@ -526,23 +529,6 @@ local function summarize(ans)
   return json.encode(out)
 end
 
-local function tell_user(ans, req_mem)
-  local mem = field(ans, "predictions", "mem")
-  if type(mem) ~= "table" or type(field(mem, "bytes")) ~= "number" then return end
-  local msg = "peakcast: predicted peak memory " .. human(field(mem, "bytes"))
-  local util = field(mem, "util")
-  if type(util) == "number" and req_mem then
-    msg = msg .. string.format(" (%.0f%% of the %s requested)", util * 100, human(req_mem))
-  end
-  local rec = field(mem, "recommended_bytes")
-  if type(rec) == "number" then msg = msg .. "; recommended --mem=" .. human(rec) end
-  local vram = field(ans, "predictions", "vram")
-  if type(vram) == "table" and type(field(vram, "bytes")) == "number" then
-    msg = msg .. "; GPU memory " .. human(field(vram, "bytes"))
-  end
-  slurm.log_user("%s", msg)
-end
-
 -- A partition's memory limit as job_submit/lua gives it (MB), or nil when it sets none. Slurm keeps
 -- one field, max_mem_per_cpu, with the MEM_PER_CPU bit (2^63) telling per CPU from per node, and
 -- the plugin shows it as max_mem_per_cpu when the bit is set, else as max_mem_per_node. Read on
@@ -610,27 +596,64 @@ local function lowering_in_scope(d, part_list)
   return true
 end
 
--- Lowers the request to the recommendation (LOWER_MEM_TO_RECOMMENDATION). Returns the new value
--- in MB, or nil when nothing changed.
-local function lower_mem(d, ans, req_mem, form, cpus, part_list)
-  if not LOWER_MEM_TO_RECOMMENDATION or not req_mem then return nil end
+-- The recommendation (whole-job bytes) in the job's own form, as Slurm takes it: the flag, the
+-- job_desc field, MB per unit (rounded up) and the number of units. --mem is per node,
+-- --mem-per-cpu per CPU; a job without a memory request is told --mem.
+local function in_form(d, rec, form, cpus)
+  if form == "cpu" then return "--mem-per-cpu", "min_mem_per_cpu", math.ceil(rec / MIB / cpus), cpus end
+  local nodes = nodes_of(d)
+  return "--mem", "min_mem_per_node", math.ceil(rec / MIB / nodes), nodes
+end
+
+-- MB as sbatch takes them: "16G" when whole gigabytes, else "15360M" (sbatch takes no "16.0G").
+local function slurm_mb(mb)
+  if mb % 1024 == 0 then return string.format("%dG", mb / 1024) end
+  return string.format("%dM", mb)
+end
+
+-- The prediction and the recommendation (rec: recommended_bytes, or nil) on sbatch's stderr.
+local function tell_user(d, ans, req_mem, rec, form, cpus, part_list)
+  local mem = field(ans, "predictions", "mem")
+  if type(mem) ~= "table" or type(field(mem, "bytes")) ~= "number" then return end
+  local msg = "peakcast: predicted peak memory " .. human(field(mem, "bytes"))
+  local util = field(mem, "util")
+  if type(util) == "number" and req_mem then
+    msg = msg .. string.format(" (%.0f%% of the %s requested)", util * 100, human(req_mem))
+  end
+  if rec then
+    local flag, _, mb, units = in_form(d, rec, form, cpus)
+    local limit = partition_limit_mb(d, part_list, form or "node", cpus)
+    if limit and mb > limit then mb = limit end
+    msg = msg .. "; recommended " .. flag .. "=" .. slurm_mb(mb)
+    if units > 1 then
+      msg = msg .. string.format(" (%s in all over %d %s)", human(mb * units * MIB), units,
+                                 form == "cpu" and "CPUs" or "nodes")
+    end
+  end
+  local vram = field(ans, "predictions", "vram")
+  if type(vram) == "table" and type(field(vram, "bytes")) == "number" then
+    msg = msg .. "; GPU memory " .. human(field(vram, "bytes"))
+  end
+  slurm.log_user("%s", msg)
+end
+
+-- Lowers the request to the recommendation rec (recommended_bytes; LOWER_MEM_TO_RECOMMENDATION).
+-- Returns the new value in MB, or nil when nothing changed.
+local function lower_mem(d, ans, rec, req_mem, form, cpus, part_list)
+  if not LOWER_MEM_TO_RECOMMENDATION or not req_mem or not rec then return nil end
   if not lowering_in_scope(d, part_list) then return nil end
-  local rec = field(ans, "predictions", "mem", "recommended_bytes")
-  if type(rec) ~= "number" or rec <= 0 or rec >= req_mem then return nil end
-  local key = form == "node" and "min_mem_per_node" or (form == "cpu" and "min_mem_per_cpu")
-  if not key then return nil end
-  local per = form == "node" and nodes_of(d) or cpus
-  local mb = math.max(LOWER_MEM_MIN_MB, math.ceil(rec / MIB / per))
-  local limit = partition_limit_mb(d, part_list, form, cpus)
-  if limit and mb > limit then mb = limit end
-  if mb >= d[key] then return nil end  -- never raised
-  local rule = field(ans, "predictions", "mem", "recommendation_rule")
-  local why = type(rule) == "string" and rule or "recommended_bytes"
+  if rec <= 0 or rec >= req_mem or (form ~= "node" and form ~= "cpu") then return nil end
+  local flag, key, mb = in_form(d, rec, form, cpus)
+  local why = field(ans, "predictions", "mem", "recommendation_rule")
+  why = type(why) == "string" and why or "recommended_bytes"
   -- The script's own sizing policy names the allocation it chose.
   local basis = field(ans, "predictions", "mem", "recommendation_basis")
   if type(basis) == "string" and basis ~= "" then why = why .. "; " .. basis end
-  log_info(string.format("lowered %s %dM -> %dM (%s)", form == "node" and "--mem" or "--mem-per-cpu",
-                         d[key], mb, why))
+  mb = math.max(LOWER_MEM_MIN_MB, mb)
+  local limit = partition_limit_mb(d, part_list, form, cpus)
+  if limit and mb > limit then mb = limit end
+  if mb >= d[key] then return nil end  -- never raised
+  log_info(string.format("lowered %s %dM -> %dM (%s)", flag, d[key], mb, why))
   d[key] = mb
   return mb
 end
@@ -702,9 +725,11 @@ local function predict(d, submit_uid, part_list)
   end
   if COMMENT_SUMMARY or #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
   d[COMMENT_FIELD] = compact
-  if TELL_USER then tell_user(ans, rec.req_mem_bytes) end
   local _, form = mem_of(d, rec.req_cpus)
-  local mb = lower_mem(d, ans, rec.req_mem_bytes, form, rec.req_cpus, part_list)
+  local recommended = field(ans, "predictions", "mem", "recommended_bytes")
+  if type(recommended) ~= "number" then recommended = nil end
+  if TELL_USER then tell_user(d, ans, rec.req_mem_bytes, recommended, form, rec.req_cpus, part_list) end
+  local mb = lower_mem(d, ans, recommended, rec.req_mem_bytes, form, rec.req_cpus, part_list)
   if mb and TELL_USER then
     slurm.log_user("%s", string.format("peakcast: memory request lowered to %s=%dM by site policy",
                                        form == "node" and "--mem" or "--mem-per-cpu", mb))

@@ -223,6 +223,29 @@ d = desc({ min_mem_per_node = 1000 })
 slurm_job_submit(d, {}, 1000)
 check("off by default: unchanged", d.min_mem_per_node == 1000, d.min_mem_per_node)
 
+-- The advice is in the job's own form: --mem is per node, --mem-per-cpu per CPU. The whole-job
+-- recommendation (15 GiB for -N 2 --mem=10G) was shown as --mem=15.0G, twice that in all.
+user_msgs = {}
+d = desc({ min_mem_per_node = 10240, min_nodes = 2 })
+slurm_job_submit(d, {}, 1000)
+check("advice: per node for -N 2 --mem", user_msgs[1] and
+      user_msgs[1]:find("recommended --mem=7680M (15.0G in all over 2 nodes)", 1, true), user_msgs[1])
+user_msgs = {}
+d = desc({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4 })
+slurm_job_submit(d, {}, 1000)
+check("advice: per CPU for --mem-per-cpu", user_msgs[1] and
+      user_msgs[1]:find("recommended --mem-per-cpu=750M (2.9G in all over 4 CPUs)", 1, true), user_msgs[1])
+user_msgs = {}
+d = desc({ min_mem_per_node = 4096 })
+slurm_job_submit(d, {}, 1000)
+check("advice: whole gigabytes as sbatch takes them", user_msgs[1] and
+      user_msgs[1]:find("recommended --mem=3G", 1, true) and not user_msgs[1]:find(" in all", 1, true), user_msgs[1])
+user_msgs = {}
+d = desc({ min_mem_per_node = 1000, partition = "small" })
+slurm_job_submit(d, { small = { name = "small", max_mem_per_node = 600 } }, 1000)
+check("advice: never above the partition's limit", user_msgs[1] and
+      user_msgs[1]:find("recommended --mem=600M", 1, true), user_msgs[1])
+
 -- Without Content-Length the answer is read until the daemon closes, at most 1 MiB.
 set_mode("noclen")
 d = desc({ min_mem_per_node = 1000 })
