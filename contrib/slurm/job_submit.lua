@@ -20,14 +20,16 @@ request to it, in the form the user gave it: --mem (job_desc.min_mem_per_node, M
 --mem-per-cpu (job_desc.min_mem_per_cpu, MB per CPU); the raw pn_min_memory is not used. It only
 ever lowers: a recommendation at or above the request leaves the job unchanged; a job without an
 explicit memory request (both fields nil: the partition's default applies later) is left alone;
-the new value is never below LOWER_MEM_MIN_MB and never above the partition's MaxMemPerNode /
-MaxMemPerCPU (the partitions the job names, else the default one; a limit of the other form is
-converted with the job's CPUs per node; UNLIMITED clamps nothing). Each change is logged and told
-to the user. LOWER_MEM_PARTITIONS and LOWER_MEM_ACCOUNTS limit it to some partitions or accounts
-(a staged roll-out: the others are advised only). The daemon is sent the partitions the job may
-run in, as Slurm resolves them (the list it names, else the default one), so its rule takes their
-floor and limit. The user is told the recommendation in the job's own form: --mem per node,
---mem-per-cpu per CPU.
+the new value is never below LOWER_MEM_MIN_MB nor below LOWER_MEM_MIN_FRACTION of the request,
+and never above the partition's MaxMemPerNode / MaxMemPerCPU (the partitions the job names, else
+the default one; a limit of the other form is converted with the job's CPUs per node; UNLIMITED
+clamps nothing). Each change is logged and told to the user. LOWER_MEM_PARTITIONS and
+LOWER_MEM_ACCOUNTS limit it to some partitions or accounts (a staged roll-out: the others are
+advised only). An answer whose recommendation is not whole bytes, or below its own predicted peak
+(or, from the bound, below the bound) is neither applied nor told: one line is logged
+(sane_recommendation). The daemon is sent the partitions the job may run in, as Slurm resolves
+them (the list it names, else the default one), so its rule takes their floor and limit.
+The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU.
 
 The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
 short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
@@ -58,6 +60,11 @@ local TELL_USER = true               -- slurm.log_user shows the recommendation 
 -- below the request -- never raised, never below LOWER_MEM_MIN_MB, never above the partition's limit.
 local LOWER_MEM_TO_RECOMMENDATION = false
 local LOWER_MEM_MIN_MB = 256
+-- Never lowered below this fraction of the job's own request, whatever the daemon answers: a
+-- guard against a daemon that is wrong (a unit slip, a bug) lowering every job to
+-- LOWER_MEM_MIN_MB. 0.1 still lets a job that uses a tenth of its request give 90 % of it back in
+-- one step; 0 turns the guard off.
+local LOWER_MEM_MIN_FRACTION = 0.1
 -- Where it lowers, for a staged roll-out: nil = every job; else a set of names, e.g.
 -- { cpu = true, short = true }. A job is lowered only when every partition it may run in is
 -- listed (the partitions it names, else the default one) and its account (else its user's
@@ -596,6 +603,39 @@ local function lowering_in_scope(d, part_list)
   return true
 end
 
+-- The answer's recommended_bytes when the hook may use it; else nil and why (nil, nil when the
+-- answer has none). It must be a whole, finite, positive number of bytes. One below the request
+-- (one to lower it to) must also be at least the answer's own predicted peak (mem.bytes) and, when
+-- it came from the bound (recommendation_source "bound"), at least that bound (upper_util x the
+-- request): the daemon's rule only adds margins to them, so less is a daemon that is wrong, and
+-- lowering to it would get the job killed. (That includes an answer the daemon capped at a
+-- partition limit below its own bound: such a job does not fit the partition, and it is Slurm's to
+-- refuse it.) A script's own sizing policy (recommendation_source "workload") answers from its
+-- runs, not from upper_util, so only the predicted peak holds it.
+local function sane_recommendation(mem, req_mem)
+  local rec = field(mem, "recommended_bytes")
+  if rec == nil then return nil, nil end
+  if type(rec) ~= "number" then return nil, "recommended_bytes is not a number" end
+  if rec ~= rec or rec == math.huge or rec == -math.huge then return nil, "recommended_bytes is not finite" end
+  if rec ~= math.floor(rec) then
+    return nil, "recommended_bytes " .. json.number(rec) .. " is not a whole number of bytes"
+  end
+  if rec <= 0 then return nil, "recommended_bytes " .. json.number(rec) .. " is not positive" end
+  if not req_mem or rec >= req_mem then return rec end
+  local bytes = field(mem, "bytes")
+  if type(bytes) == "number" and rec < math.floor(bytes) then
+    return nil, string.format("recommended_bytes %s is below the predicted peak %s", json.number(rec),
+                              json.number(bytes))
+  end
+  local upper = field(mem, "upper_util")
+  if field(mem, "recommendation_source") == "bound" and type(upper) == "number" and
+     rec < math.floor(upper * req_mem) then
+    return nil, string.format("recommended_bytes %s is below its own upper bound %s (upper_util x the request)",
+                              json.number(rec), json.number(math.floor(upper * req_mem)))
+  end
+  return rec
+end
+
 -- The recommendation (whole-job bytes) in the job's own form, as Slurm takes it: the flag, the
 -- job_desc field, MB per unit (rounded up) and the number of units. --mem is per node,
 -- --mem-per-cpu per CPU; a job without a memory request is told --mem.
@@ -611,7 +651,7 @@ local function slurm_mb(mb)
   return string.format("%dM", mb)
 end
 
--- The prediction and the recommendation (rec: recommended_bytes, or nil) on sbatch's stderr.
+-- The prediction and the recommendation (rec: sane_recommendation's, or nil) on sbatch's stderr.
 local function tell_user(d, ans, req_mem, rec, form, cpus, part_list)
   local mem = field(ans, "predictions", "mem")
   if type(mem) ~= "table" or type(field(mem, "bytes")) ~= "number" then return end
@@ -637,18 +677,23 @@ local function tell_user(d, ans, req_mem, rec, form, cpus, part_list)
   slurm.log_user("%s", msg)
 end
 
--- Lowers the request to the recommendation rec (recommended_bytes; LOWER_MEM_TO_RECOMMENDATION).
+-- Lowers the request to the recommendation rec (sane_recommendation's; LOWER_MEM_TO_RECOMMENDATION).
 -- Returns the new value in MB, or nil when nothing changed.
 local function lower_mem(d, ans, rec, req_mem, form, cpus, part_list)
   if not LOWER_MEM_TO_RECOMMENDATION or not req_mem or not rec then return nil end
   if not lowering_in_scope(d, part_list) then return nil end
-  if rec <= 0 or rec >= req_mem or (form ~= "node" and form ~= "cpu") then return nil end
+  if rec >= req_mem or (form ~= "node" and form ~= "cpu") then return nil end
   local flag, key, mb = in_form(d, rec, form, cpus)
   local why = field(ans, "predictions", "mem", "recommendation_rule")
   why = type(why) == "string" and why or "recommended_bytes"
   -- The script's own sizing policy names the allocation it chose.
   local basis = field(ans, "predictions", "mem", "recommendation_basis")
   if type(basis) == "string" and basis ~= "" then why = why .. "; " .. basis end
+  local floor_mb = math.ceil(d[key] * LOWER_MEM_MIN_FRACTION)
+  if mb < floor_mb then
+    mb = floor_mb
+    why = why .. string.format("; held at LOWER_MEM_MIN_FRACTION = %g of the request", LOWER_MEM_MIN_FRACTION)
+  end
   mb = math.max(LOWER_MEM_MIN_MB, mb)
   local limit = partition_limit_mb(d, part_list, form, cpus)
   if limit and mb > limit then mb = limit end
@@ -726,8 +771,10 @@ local function predict(d, submit_uid, part_list)
   if COMMENT_SUMMARY or #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
   d[COMMENT_FIELD] = compact
   local _, form = mem_of(d, rec.req_cpus)
-  local recommended = field(ans, "predictions", "mem", "recommended_bytes")
-  if type(recommended) ~= "number" then recommended = nil end
+  -- An answer whose recommendation fails the checks is kept in the comment (its answer_id matches
+  -- the completion to it), but neither told nor applied.
+  local recommended, refused = sane_recommendation(field(ans, "predictions", "mem"), rec.req_mem_bytes)
+  if refused then log_info("recommendation not used (" .. refused .. "); memory request left unchanged") end
   if TELL_USER then tell_user(d, ans, rec.req_mem_bytes, recommended, form, rec.req_cpus, part_list) end
   local mb = lower_mem(d, ans, recommended, rec.req_mem_bytes, form, rec.req_cpus, part_list)
   if mb and TELL_USER then
@@ -755,10 +802,12 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.max_comment_bytes = MAX_COMMENT_BYTES
   PEAKCAST_TEST.set_comment_summary = function(on) COMMENT_SUMMARY = on end
   PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
-  PEAKCAST_TEST.set_lower_mem = function(on, min_mb)
+  PEAKCAST_TEST.set_lower_mem = function(on, min_mb, min_fraction)
     LOWER_MEM_TO_RECOMMENDATION = on
     if min_mb then LOWER_MEM_MIN_MB = min_mb end
+    if min_fraction then LOWER_MEM_MIN_FRACTION = min_fraction end
   end
+  PEAKCAST_TEST.lower_mem_min_fraction = LOWER_MEM_MIN_FRACTION
   PEAKCAST_TEST.set_lower_mem_scope = function(partitions, accounts)
     LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts
   end

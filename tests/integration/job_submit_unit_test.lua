@@ -212,6 +212,40 @@ check("scope: both listed", lowered({ min_mem_per_node = 1000, account = "physic
 check("scope: partition listed, account not", lowered({ min_mem_per_node = 1000, account = "chem" }) == 1000)
 T.set_lower_mem_scope(nil, nil)
 check("scope: none set -> every job", lowered({ min_mem_per_node = 1000, partition = "small,debug", account = "chem" }) == 600)
+-- Sanity checks on the answer: a recommendation that is not whole, finite bytes, or below the
+-- answer's own predicted peak (or, from the bound, below the bound) is neither applied nor told;
+-- the answer stays in the comment. Before, any positive value below the request was applied (a
+-- daemon answering 1 lowered every job to LOWER_MEM_MIN_MB).
+for _, m in ipairs({ "rec_tiny", "rec_frac", "rec_inf", "rec_below_peak", "rec_below_upper" }) do
+  set_mode(m)
+  logs, user_msgs = {}, {}
+  d = desc({ min_mem_per_node = 1000 })
+  slurm_job_submit(d, {}, 1000)
+  check("insane answer " .. m .. ": request unchanged", d.min_mem_per_node == 1000, d.min_mem_per_node)
+  check("insane answer " .. m .. ": logged why", #logs == 1 and logs[1]:find("recommendation not used (", 1, true) ~= nil,
+        logs[1])
+  check("insane answer " .. m .. ": the user is not told it", #user_msgs == 1 and not user_msgs[1]:find("recommended", 1, true),
+        user_msgs[1])
+  check("insane answer " .. m .. ": the answer is in the comment", d.comment ~= nil and d.comment:find("standin", 1, true) ~= nil)
+end
+-- A sane answer far below the request: held at LOWER_MEM_MIN_FRACTION of it (default 0.1).
+check("LOWER_MEM_MIN_FRACTION defaults to 0.1", T.lower_mem_min_fraction == 0.1, T.lower_mem_min_fraction)
+set_mode("rec_small")
+logs = {}
+d = desc({ min_mem_per_node = 10000 })
+slurm_job_submit(d, {}, 1000)
+check("relative floor: 5 % recommended, lowered to 10 % of the request", d.min_mem_per_node == 1000, d.min_mem_per_node)
+check("relative floor: logged", logs[#logs]:find("lowered --mem 10000M -> 1000M (", 1, true) ~= nil and
+      logs[#logs]:find("held at LOWER_MEM_MIN_FRACTION = 0.1 of the request", 1, true) ~= nil, logs[#logs])
+d = desc({ min_mem_per_cpu = 10000, num_tasks = 4, min_cpus = 4 })
+slurm_job_submit(d, {}, 1000)
+check("relative floor: per CPU too", d.min_mem_per_cpu == 1000, d.min_mem_per_cpu)
+T.set_lower_mem(true, nil, 0)
+d = desc({ min_mem_per_node = 10000 })
+slurm_job_submit(d, {}, 1000)
+check("relative floor 0: the recommendation itself", d.min_mem_per_node == 500, d.min_mem_per_node)
+T.set_lower_mem(true, nil, 0.1)
+set_mode("ok")
 -- A recommendation at or above the request (the daemon's rule allowed it): never raised.
 set_mode("raise")
 d = desc({ min_mem_per_node = 1000 })

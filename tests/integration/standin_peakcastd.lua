@@ -10,7 +10,10 @@ request: "ok" (default), "slow" (answers after 1 s), "garbage" (200 with a non-J
 "keepalive" (answers at once but closes the connection 1 s later), "drip" (a valid answer whose
 first 60 bytes come one every 20 ms: each read sees progress, the whole takes 1.2 s), "noclen" (a
 valid answer without Content-Length, ended by closing), "noclen_huge" (2 MiB without
-Content-Length).
+Content-Length), and answers whose recommendation the hook must not use: "rec_tiny" (1 byte),
+"rec_frac" (not whole bytes), "rec_inf" (1e999), "rec_below_peak" (below the answer's bytes),
+"rec_below_upper" (from the bound, below upper_util x the request); "rec_small" is a sane answer
+of 5 % of the request.
 --]]
 local unix = require("socket.unix")
 local socket = require("socket")
@@ -71,6 +74,17 @@ local function predict_answer(req, mode)
     -- "raise" also stands for an answer from the bound, which names no basis
     p.recommendation_source = mode == "raise" and "bound" or "workload"
     p.recommendation_basis = mode ~= "raise" and "the largest peak + 3 % (over its last 12 runs)" or json.null
+    if mode == "rec_tiny" then p.recommended_bytes = 1
+    elseif mode == "rec_frac" then p.recommended_bytes = p.recommended_bytes + 0.5
+    elseif mode == "rec_inf" then p.recommended_bytes = "__INF__"
+    elseif mode == "rec_below_peak" then p.recommended_bytes = math.floor(mem * 0.4)
+    elseif mode == "rec_below_upper" then
+      p.recommended_bytes = math.floor(mem * 0.7)  -- above the peak (0.5), below the bound (0.75)
+      p.recommendation_source = "bound"
+      p.recommendation_basis = json.null
+    elseif mode == "rec_small" then
+      p.bytes, p.upper_util, p.recommended_bytes = math.floor(mem * 0.04), 0.045, math.floor(mem * 0.05)
+    end
   end
   local vram = json.null
   if type(req.req_gpus) == "number" and req.req_gpus > 0 then
@@ -79,9 +93,10 @@ local function predict_answer(req, mode)
   -- "long": an answer over the hook's MAX_COMMENT_BYTES (the hook writes its summary)
   if mode == "long" then p.rationale = string.rep("why ", 1500) end
   answers_given = answers_given + 1
-  return json.encode({ __keys = { "answer_id", "job_id", "predictions" },
-                       answer_id = string.format("standin%08d", answers_given), job_id = req.job_id,
-                       predictions = { __keys = { "mem", "vram" }, mem = p, vram = vram } })
+  local text = json.encode({ __keys = { "answer_id", "job_id", "predictions" },
+                             answer_id = string.format("standin%08d", answers_given), job_id = req.job_id,
+                             predictions = { __keys = { "mem", "vram" }, mem = p, vram = vram } })
+  return (text:gsub('"__INF__"', "1e999"))
 end
 
 os.remove(sock_path)
