@@ -26,8 +26,8 @@ the default one; a limit of the other form is converted with the job's CPUs per 
 clamps nothing). Each change is logged and told to the user. LOWER_MEM_PARTITIONS and
 LOWER_MEM_ACCOUNTS limit it to some partitions or accounts (a staged roll-out: the others are
 advised only). An answer whose recommendation is not whole bytes, or below its own predicted peak
-(or, from the bound, below the bound) is neither applied nor told: one line is logged
-(sane_recommendation). The daemon is sent the partitions the job may run in, as Slurm resolves
+(or, from the bound, below the bound) further than the partition's limit forces, is neither
+applied nor told: one line is logged (sane_recommendation). The daemon is sent the partitions the job may run in, as Slurm resolves
 them (the list it names, else the default one), so its rule takes their floor and limit.
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU.
 
@@ -603,16 +603,24 @@ local function lowering_in_scope(d, part_list)
   return true
 end
 
+-- The partition limit on the whole job in bytes (partition_limit_mb x the job's nodes or CPUs), or
+-- nil when none is known or the job has no memory request of its own.
+local function partition_limit_bytes(d, part_list, form, cpus)
+  if form ~= "node" and form ~= "cpu" then return nil end
+  local limit = partition_limit_mb(d, part_list, form, cpus)
+  return limit and limit * (form == "node" and nodes_of(d) or cpus) * MIB
+end
+
 -- The answer's recommended_bytes when the hook may use it; else nil and why (nil, nil when the
 -- answer has none). It must be a whole, finite, positive number of bytes. One below the request
 -- (one to lower it to) must also be at least the answer's own predicted peak (mem.bytes) and, when
 -- it came from the bound (recommendation_source "bound"), at least that bound (upper_util x the
 -- request): the daemon's rule only adds margins to them, so less is a daemon that is wrong, and
--- lowering to it would get the job killed. (That includes an answer the daemon capped at a
--- partition limit below its own bound: such a job does not fit the partition, and it is Slurm's to
--- refuse it.) A script's own sizing policy (recommendation_source "workload") answers from its
--- runs, not from upper_util, so only the predicted peak holds it.
-local function sane_recommendation(mem, req_mem)
+-- lowering to it would get the job killed. Except as far as the partition's limit (limit_bytes,
+-- the whole job's) forces it: the hook clamps to that limit itself, so an answer the daemon capped
+-- there (its own limit_bytes) is taken. A script's own sizing policy (recommendation_source
+-- "workload") answers from its runs, not from upper_util, so only the predicted peak holds it.
+local function sane_recommendation(mem, req_mem, limit_bytes)
   local rec = field(mem, "recommended_bytes")
   if rec == nil then return nil, nil end
   if type(rec) ~= "number" then return nil, "recommended_bytes is not a number" end
@@ -622,14 +630,15 @@ local function sane_recommendation(mem, req_mem)
   end
   if rec <= 0 then return nil, "recommended_bytes " .. json.number(rec) .. " is not positive" end
   if not req_mem or rec >= req_mem then return rec end
+  local function at_most_limit(x) return math.floor(limit_bytes and math.min(x, limit_bytes) or x) end
   local bytes = field(mem, "bytes")
-  if type(bytes) == "number" and rec < math.floor(bytes) then
+  if type(bytes) == "number" and rec < at_most_limit(bytes) then
     return nil, string.format("recommended_bytes %s is below the predicted peak %s", json.number(rec),
                               json.number(bytes))
   end
   local upper = field(mem, "upper_util")
   if field(mem, "recommendation_source") == "bound" and type(upper) == "number" and
-     rec < math.floor(upper * req_mem) then
+     rec < at_most_limit(upper * req_mem) then
     return nil, string.format("recommended_bytes %s is below its own upper bound %s (upper_util x the request)",
                               json.number(rec), json.number(math.floor(upper * req_mem)))
   end
@@ -773,7 +782,8 @@ local function predict(d, submit_uid, part_list)
   local _, form = mem_of(d, rec.req_cpus)
   -- An answer whose recommendation fails the checks is kept in the comment (its answer_id matches
   -- the completion to it), but neither told nor applied.
-  local recommended, refused = sane_recommendation(field(ans, "predictions", "mem"), rec.req_mem_bytes)
+  local recommended, refused = sane_recommendation(field(ans, "predictions", "mem"), rec.req_mem_bytes,
+                                                   partition_limit_bytes(d, part_list, form, rec.req_cpus))
   if refused then log_info("recommendation not used (" .. refused .. "); memory request left unchanged") end
   if TELL_USER then tell_user(d, ans, rec.req_mem_bytes, recommended, form, rec.req_cpus, part_list) end
   local mb = lower_mem(d, ans, recommended, rec.req_mem_bytes, form, rec.req_cpus, part_list)

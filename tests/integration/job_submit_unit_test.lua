@@ -228,6 +228,18 @@ for _, m in ipairs({ "rec_tiny", "rec_frac", "rec_inf", "rec_below_peak", "rec_b
         user_msgs[1])
   check("insane answer " .. m .. ": the answer is in the comment", d.comment ~= nil and d.comment:find("standin", 1, true) ~= nil)
 end
+-- Below the bound as far as the partition's limit forces it: the hook would clamp there itself,
+-- so the daemon's answer capped at that limit is taken; one below a limit the job does not have
+-- is not.
+set_mode("rec_limit")
+logs = {}
+d = desc({ min_mem_per_node = 1000, partition = "small" })
+slurm_job_submit(d, { small = { name = "small", max_mem_per_node = 600 } }, 1000)
+check("capped at the partition's limit, below the bound: taken", d.min_mem_per_node == 600 and
+      not logs[1]:find("not used", 1, true), logs[1])
+d = desc({ min_mem_per_node = 1000, partition = "big" })
+slurm_job_submit(d, { big = { name = "big", max_mem_per_node = 900 } }, 1000)
+check("below the bound and below no limit of the job's: not used", d.min_mem_per_node == 1000, d.min_mem_per_node)
 -- A sane answer far below the request: held at LOWER_MEM_MIN_FRACTION of it (default 0.1).
 check("LOWER_MEM_MIN_FRACTION defaults to 0.1", T.lower_mem_min_fraction == 0.1, T.lower_mem_min_fraction)
 set_mode("rec_small")

@@ -13,7 +13,8 @@ valid answer without Content-Length, ended by closing), "noclen_huge" (2 MiB wit
 Content-Length), and answers whose recommendation the hook must not use: "rec_tiny" (1 byte),
 "rec_frac" (not whole bytes), "rec_inf" (1e999), "rec_below_peak" (below the answer's bytes),
 "rec_below_upper" (from the bound, below upper_util x the request); "rec_small" is a sane answer
-of 5 % of the request.
+of 5 % of the request; "rec_limit" one capped at a partition limit of 60 % of the request, below
+the bound.
 --]]
 local unix = require("socket.unix")
 local socket = require("socket")
@@ -80,6 +81,12 @@ local function predict_answer(req, mode)
     elseif mode == "rec_below_peak" then p.recommended_bytes = math.floor(mem * 0.4)
     elseif mode == "rec_below_upper" then
       p.recommended_bytes = math.floor(mem * 0.7)  -- above the peak (0.5), below the bound (0.75)
+      p.recommendation_source = "bound"
+      p.recommendation_basis = json.null
+    elseif mode == "rec_limit" then
+      -- capped at a partition limit of 60 % of the request, below the bound (0.75)
+      p.recommended_bytes = math.floor(mem * 0.6)
+      p.recommendation_rule = "default: capped at partition limit"
       p.recommendation_source = "bound"
       p.recommendation_basis = json.null
     elseif mode == "rec_small" then
