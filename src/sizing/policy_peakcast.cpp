@@ -282,7 +282,7 @@ class PeakcastPolicy final : public SizingPolicy {
   }
   void set_failure_price(double byte_ms) override { price_ = byte_ms; }
   double ceiling(const TaskInfo& t) const override {
-    const std::optional<uint64_t>& limit = rule_.config().for_partition(t.partition, nullptr).limit_bytes;
+    const std::optional<uint64_t> limit = rule_.config().for_partition(t.partition).settings.limit_bytes;
     return limit ? static_cast<double>(*limit) : std::numeric_limits<double>::infinity();
   }
 
