@@ -242,10 +242,14 @@ void sort_rows(const std::vector<std::string>& names, std::vector<ResultRow>& ro
 
 }  // namespace
 
+std::vector<std::string> requested_methods(const EvalConfig& config, const MethodRegistry& registry) {
+  return config.methods.empty() ? registry.names() : config.methods;
+}
+
 Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegistry& registry,
                                  const EvalConfig& config, const ProgressFn& progress) {
   if (!(config.util_cap > 0)) return Status::invalid("util cap must be positive");
-  std::vector<std::string> names = config.methods.empty() ? registry.names() : config.methods;
+  std::vector<std::string> names = requested_methods(config, registry);
   for (const std::string& n : names) {
     if (!registry.contains(n)) {
       return registry.create(n, {}).status();  // the error that lists the valid names

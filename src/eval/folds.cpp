@@ -11,24 +11,45 @@
 namespace peakcast::eval {
 namespace {
 
-// The per-method summary over the folds (in the first fold's row order): each fold's MAE, their
-// mean and s.d., the mean bound coverage with its script-bootstrap interval (each fold's scripts
-// drawn on their own), and how many folds each method won per resource.
-void summarize_folds(const EvalConfig& config, FoldsReport& out) {
+// Every (method, resource) that any fold scored, in the requested method order, mem before
+// vram: a pair can be absent from a fold (no valid test job for the resource in its block, e.g.
+// GPU jobs only in later folds), and the first fold that ran need not have them all.
+std::vector<std::pair<std::string, Resource>> summary_rows(const std::vector<std::string>& names,
+                                                           const FoldsReport& out) {
+  std::vector<std::pair<std::string, Resource>> rows;
+  for (const EvalReport& f : out.folds) {
+    for (const ResultRow& x : f.results) {
+      const std::pair<std::string, Resource> key{x.method, x.resource};
+      if (std::find(rows.begin(), rows.end(), key) == rows.end()) rows.push_back(key);
+    }
+  }
+  const auto pos = [&](const std::string& m) { return std::find(names.begin(), names.end(), m) - names.begin(); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    if (pos(a.first) != pos(b.first)) return pos(a.first) < pos(b.first);
+    return idx(a.second) < idx(b.second);
+  });
+  return rows;
+}
+
+// The per-method summary over the folds: each fold's MAE, their mean and s.d. over the folds
+// that scored the pair, the mean bound coverage with its script-bootstrap interval (each fold's
+// scripts drawn on their own), and how many folds each method won per resource (a fold where
+// the pair is absent is neither in its mean nor a win).
+void summarize_folds(const EvalConfig& config, const std::vector<std::string>& names, FoldsReport& out) {
   // Fold k (0-based) -> its report, or null where it was skipped.
   std::vector<const EvalReport*> by_fold(out.config.folds, nullptr);
   for (size_t i = 0; i < out.folds.size(); ++i) by_fold[out.fold_numbers[i] - 1] = &out.folds[i];
-  for (const ResultRow& row : out.folds.front().results) {
+  for (const auto& [method, resource] : summary_rows(names, out)) {
     FoldSummary s;
-    s.method = row.method;
-    s.resource = row.resource;
+    s.method = method;
+    s.resource = resource;
     std::vector<double> have;
     std::vector<BoundCoverage> bounds;
     for (const EvalReport* f : by_fold) {
       double v = std::numeric_limits<double>::quiet_NaN();
       for (size_t i = 0; f != nullptr && i < f->results.size(); ++i) {
         const ResultRow& x = f->results[i];
-        if (x.method == row.method && x.resource == row.resource) {
+        if (x.method == method && x.resource == resource) {
           v = x.metrics.mae;
           bounds.push_back(x.bounds);
         }
@@ -36,6 +57,7 @@ void summarize_folds(const EvalConfig& config, FoldsReport& out) {
       s.mae.push_back(v);
       if (!std::isnan(v)) have.push_back(v);
     }
+    s.folds_scored = have.size();
     if (!have.empty()) {
       double sum = 0.0;
       for (double v : have) sum += v;
@@ -50,7 +72,7 @@ void summarize_folds(const EvalConfig& config, FoldsReport& out) {
       if (b.n > 0) blocks.push_back(b.tallies);
     }
     s.bounds.interval = coverage_interval(blocks, config.bootstrap,
-                                          config.seed + static_cast<uint64_t>(idx(row.resource)));
+                                          config.seed + static_cast<uint64_t>(idx(resource)));
     out.summary.push_back(std::move(s));
   }
   for (size_t k = 0; k < by_fold.size(); ++k) {
@@ -131,7 +153,7 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     return Status::invalid(fmt::format("every one of the {} folds was skipped; fold 1/{}: {}", fc.folds,
                                        fc.folds, out.skipped.front().reason));
   }
-  summarize_folds(config, out);
+  summarize_folds(config, requested_methods(config, registry), out);
   return out;
 }
 
@@ -142,18 +164,20 @@ std::string render_folds_table(const FoldsReport& r) {
   const bool intervals = std::any_of(r.summary.begin(), r.summary.end(),
                                      [](const FoldSummary& f) { return f.bounds.interval.has_value(); });
   const size_t cov_width = intervals ? 30 : 15;
-  s += fmt::format("{:<16} {:<5} {:>18} {:>5} {:>{}}  {}\n", "method", "res", "MAE mean +- s.d.",
-                   "won", coverage_header(intervals), cov_width, "per fold");
+  s += fmt::format("{:<16} {:<5} {:>18} {:>5} {:>5} {:>{}}  {}\n", "method", "res", "MAE mean +- s.d.",
+                   "folds", "won", coverage_header(intervals), cov_width, "per fold");
   for (const FoldSummary& f : r.summary) {
     std::string per;
     for (double v : f.mae) per += std::isnan(v) ? "     -" : fmt::format(" {:.4f}", v);
     const std::string cov = coverage_cell(f.bounds);
-    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>{}} {}\n", f.method,
-                     resource_name(f.resource), f.mean, f.sd, f.folds_won, cov, cov_width, per);
+    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>5} {:>{}} {}\n", f.method,
+                     resource_name(f.resource), f.mean, f.sd, f.folds_scored, f.folds_won, cov, cov_width, per);
   }
   for (const SkippedFold& f : r.skipped) {
     s += fmt::format("fold {}/{} skipped (left out of every mean): {}\n", f.fold, r.config.folds, f.reason);
   }
+  s += "folds: the folds that scored the method on the resource (the mean, s.d. and wins are over "
+       "them; a fold without a valid test job for the resource, or skipped, is left out)\n";
   if (intervals) {
     s += "cov@0.9 [95% CI]: mean over the folds; the interval from a bootstrap of each fold's "
          "scripts, drawn fold by fold\n";
@@ -170,7 +194,7 @@ nlohmann::json to_json(const FoldsReport& r) {
     nlohmann::json mae = nlohmann::json::array();
     for (double v : f.mae) mae.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
     nlohmann::json row = {{"method", f.method}, {"resource", std::string(resource_name(f.resource))},
-                          {"mae", mae}, {"mae_mean", f.mean}, {"mae_sd", f.sd},
+                          {"mae", mae}, {"folds_scored", f.folds_scored}, {"mae_mean", f.mean}, {"mae_sd", f.sd},
                           {"folds_won", f.folds_won}};
     add_coverage_json(f.bounds, row);  // means over the folds
     rows.push_back(std::move(row));

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
 #include <memory>
 
 #include <fmt/format.h>
@@ -96,6 +98,73 @@ TEST(Folds, BlocksTileTheTailAndEachFitsOnWhatCameBefore) {
     EXPECT_NEAR(s.mean, sum / 4.0, 1e-12);
     EXPECT_EQ(s.folds_won + row(*r, "global_median", res).folds_won, 4u);
   }
+}
+
+// CPU jobs only, then (the last `gpu` of them) GPU jobs with a VRAM label: a resource the
+// first fold's block has no valid job for.
+std::vector<Job> gpu_jobs_last(size_t n, size_t gpu, uint64_t seed) {
+  std::vector<Job> jobs = random_trace(n, seed);
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_real_distribution<double> util(0.1, 0.9);
+  for (size_t i = 0; i < n; ++i) {
+    Job& j = jobs[i];
+    const std::string key = j.script_key;
+    j.req_gpus = 0;
+    j.gpu_mem_bytes = std::nullopt;
+    j.peak_vram_bytes = std::nullopt;
+    compute_labels(j);
+    j.script_key = key;
+    if (i >= n - gpu) j = testing::with_vram(std::move(j), util(rng));
+  }
+  return jobs;
+}
+
+TEST(Folds, APairAbsentFromTheFirstFoldIsSummarizedOverTheFoldsThatScoredIt) {
+  const std::vector<Job> jobs = gpu_jobs_last(400, 60, 11);
+  FoldsConfig fc;
+  fc.folds = 2;
+  auto r = evaluate_folds(jobs, registry(0), config({"hier_last1", "hier_median3"}), fc);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->folds.size(), 2u);
+  for (const ResultRow& x : r->folds[0].results) EXPECT_EQ(x.resource, Resource::kMem) << x.method;
+  // Every pair, in the requested order, mem before vram.
+  ASSERT_EQ(r->summary.size(), 4u);
+  const std::vector<std::pair<std::string, Resource>> want = {{"hier_last1", Resource::kMem},
+                                                              {"hier_last1", Resource::kVram},
+                                                              {"hier_median3", Resource::kMem},
+                                                              {"hier_median3", Resource::kVram}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(r->summary[i].method, want[i].first) << i;
+    EXPECT_EQ(r->summary[i].resource, want[i].second) << i;
+  }
+  size_t vram_wins = 0;
+  for (const char* m : {"hier_last1", "hier_median3"}) {
+    const FoldSummary& s = row(*r, m, Resource::kVram);
+    ASSERT_EQ(s.mae.size(), 2u);
+    EXPECT_TRUE(std::isnan(s.mae[0])) << "fold 1 has no VRAM job";
+    double fold2 = std::numeric_limits<double>::quiet_NaN();
+    for (const ResultRow& x : r->folds[1].results) {
+      if (x.method == m && x.resource == Resource::kVram) fold2 = x.metrics.mae;
+    }
+    ASSERT_FALSE(std::isnan(fold2));
+    EXPECT_EQ(s.mae[1], fold2);
+    EXPECT_EQ(s.folds_scored, 1u);
+    EXPECT_EQ(s.mean, fold2) << "the mean is over the fold that scored it";
+    EXPECT_EQ(s.sd, 0.0);
+    EXPECT_LE(s.folds_won, 1u);
+    vram_wins += s.folds_won;
+    EXPECT_EQ(row(*r, m, Resource::kMem).folds_scored, 2u);
+  }
+  EXPECT_GE(vram_wins, 1u) << "fold 2 is won by someone";
+
+  const nlohmann::json j = to_json(*r);
+  ASSERT_EQ(j["summary"].size(), 4u);
+  EXPECT_EQ(j["summary"][1]["resource"], "vram");
+  EXPECT_TRUE(j["summary"][1]["mae"][0].is_null());
+  EXPECT_EQ(j["summary"][1]["folds_scored"], 1);
+  EXPECT_EQ(j["summary"][0]["folds_scored"], 2);
+  const std::string table = render_folds_table(*r);
+  EXPECT_NE(table.find("hier_median3     vram"), std::string::npos) << table;
 }
 
 TEST(Folds, AFoldAMethodCannotLearnFromIsSkippedForEveryMethod) {

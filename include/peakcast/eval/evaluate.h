@@ -98,6 +98,9 @@ struct EvalReport {
 Result<EvalReport> evaluate(const ingest::Trace& trace, const MethodRegistry& registry,
                             const EvalConfig& config, const ProgressFn& progress = {});
 
+// The methods `config` asks for, in its order: config.methods, or every registered one when empty.
+std::vector<std::string> requested_methods(const EvalConfig& config, const MethodRegistry& registry);
+
 // Same protocol over jobs built in code (labels and script_key filled).
 Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegistry& registry,
                                  const EvalConfig& config, const ProgressFn& progress = {});

@@ -24,6 +24,7 @@ struct FoldSummary {
   Resource resource = Resource::kMem;
   // Per fold, 1..K in order (NaN where the fold was skipped or has no valid job for the resource).
   std::vector<double> mae;
+  size_t folds_scored = 0;  // folds with a value (those the mean, s.d. and wins are over)
   double mean = 0.0;        // over the folds with a value
   double sd = 0.0;          // sample s.d. over them (0 for one)
   size_t folds_won = 0;     // folds where this method had the lowest MAE for the resource
@@ -42,7 +43,8 @@ struct FoldsReport {
   std::vector<EvalReport> folds;      // each fitted fold's full report (bootstrap and latency off)
   std::vector<size_t> fold_numbers;   // parallel to folds: which fold (1-based) each is
   std::vector<SkippedFold> skipped;   // folds left out of every method's summary
-  std::vector<FoldSummary> summary;   // method order as requested, mem before vram
+  // Every (method, resource) scored in any fold, method order as requested, mem before vram.
+  std::vector<FoldSummary> summary;
 };
 
 // Runs the folds; `config` is used as is for every fold except its split (and bootstrap and
