@@ -87,10 +87,9 @@ void summarize_folds(const EvalConfig& config, const std::vector<std::string>& n
   }
 }
 
-// The first job of the folds' tail: the last test_share of `n` jobs in submit order.
-size_t tail_begin(size_t n, const FoldsConfig& fc) {
-  return static_cast<size_t>(std::floor(static_cast<double>(n) * (1.0 - fc.test_share)));
-}
+// The first job of the folds' tail: the last test_share of `n` jobs in submit order, cut as the
+// split cuts its blocks.
+size_t tail_begin(size_t n, const FoldsConfig& fc) { return share_position(n, 1.0 - fc.test_share); }
 }  // namespace
 
 Status check_folds(size_t n, const FoldsConfig& fc) {

@@ -62,6 +62,10 @@ double median(std::vector<double> values) {
   return (lower + upper) / 2.0;
 }
 
+size_t share_position(size_t n, double share, double total) {
+  return static_cast<size_t>(std::floor(static_cast<double>(n) * share / total + 1e-9));
+}
+
 Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config) {
   const double sum = config.train + config.validation + config.test;
   if (!(config.train > 0 && config.validation > 0 && config.test > 0) || !std::isfinite(sum)) {
@@ -74,12 +78,8 @@ Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config
   std::stable_sort(s.order.begin(), s.order.end(),
                    [](const Job* a, const Job* b) { return a->submit_ms < b->submit_ms; });
   // Block boundaries by position; floor, so the test block gets the remainder ("the last 20%").
-  // The 1e-9 keeps 0.6 * 10 from landing on 5.999... .
-  const auto cut = [&](double share) {
-    return static_cast<size_t>(std::floor(static_cast<double>(n) * share / sum + 1e-9));
-  };
-  const size_t val_begin = cut(config.train);
-  const size_t test_begin = cut(config.train + config.validation);
+  const size_t val_begin = share_position(n, config.train, sum);
+  const size_t test_begin = share_position(n, config.train + config.validation, sum);
   if (val_begin == 0 || test_begin <= val_begin || test_begin >= n) {
     return Status::invalid(fmt::format(
         "{} jobs are too few for a {} split: every block needs at least one job", n,

@@ -167,6 +167,21 @@ TEST(Folds, APairAbsentFromTheFirstFoldIsSummarizedOverTheFoldsThatScoredIt) {
   EXPECT_NE(table.find("hier_median3     vram"), std::string::npos) << table;
 }
 
+TEST(Folds, TheTailIsCutAsTheSplitCutsItsBlocks) {
+  // (1 - 0.8) x 400 is 79.99999999999999 in doubles: a bare floor put 321 jobs in the tail.
+  const std::vector<Job> jobs = random_trace(400, 5);
+  FoldsConfig fc;
+  fc.folds = 4;
+  fc.test_share = 0.8;
+  auto r = evaluate_folds(jobs, registry(0), config({"hier_last1"}), fc);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->folds.size(), 4u);
+  size_t tail = 0;
+  for (const EvalReport& f : r->folds) tail += f.split.test;
+  EXPECT_EQ(tail, 320u);
+  for (const EvalReport& f : r->folds) EXPECT_EQ(f.split.test, 80u);
+}
+
 TEST(Folds, AFoldAMethodCannotLearnFromIsSkippedForEveryMethod) {
   const std::vector<Job> jobs = random_trace(600, 7);
   FoldsConfig fc;
