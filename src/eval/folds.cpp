@@ -77,12 +77,15 @@ void summarize_folds(const EvalConfig& config, const std::vector<std::string>& n
   }
   for (size_t k = 0; k < by_fold.size(); ++k) {
     for (Resource r : kResources) {
-      FoldSummary* best = nullptr;
-      for (FoldSummary& s : out.summary) {
-        if (s.resource != r || std::isnan(s.mae[k])) continue;
-        if (best == nullptr || s.mae[k] < best->mae[k]) best = &s;
+      // A tie is won by each tied method: a strict '<' gave every tied fold to the one listed
+      // first, which only says which was asked for first.
+      double best = std::numeric_limits<double>::infinity();
+      for (const FoldSummary& s : out.summary) {
+        if (s.resource == r && !std::isnan(s.mae[k])) best = std::min(best, s.mae[k]);
       }
-      if (best != nullptr) ++best->folds_won;
+      for (FoldSummary& s : out.summary) {
+        if (s.resource == r && s.mae[k] == best) ++s.folds_won;
+      }
     }
   }
 }
@@ -162,21 +165,38 @@ std::string render_folds_table(const FoldsReport& r) {
                               r.config.folds, 100.0 * r.config.test_share);
   const bool intervals = std::any_of(r.summary.begin(), r.summary.end(),
                                      [](const FoldSummary& f) { return f.bounds.interval.has_value(); });
-  const size_t cov_width = intervals ? 30 : 15;
-  s += fmt::format("{:<16} {:<5} {:>18} {:>5} {:>5} {:>{}}  {}\n", "method", "res", "MAE mean +- s.d.",
-                   "folds", "won", coverage_header(intervals), cov_width, "per fold");
+  // Cells first, then each column as wide as its widest cell: fixed widths drifted from the
+  // cells' real ones (a 19-character mean under an 18-character header, a 6-character '-').
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"method", "res", "MAE mean +- s.d.", "folds", "won", coverage_header(intervals)});
+  for (size_t k = 0; k < r.config.folds; ++k) rows[0].push_back(fmt::format("fold {}", k + 1));
   for (const FoldSummary& f : r.summary) {
-    std::string per;
-    for (double v : f.mae) per += std::isnan(v) ? "     -" : fmt::format(" {:.4f}", v);
-    const std::string cov = coverage_cell(f.bounds);
-    s += fmt::format("{:<16} {:<5} {:>9.4f} +- {:.4f} {:>5} {:>5} {:>{}} {}\n", f.method,
-                     resource_name(f.resource), f.mean, f.sd, f.folds_scored, f.folds_won, cov, cov_width, per);
+    std::vector<std::string> row = {f.method, std::string(resource_name(f.resource)),
+                                    fmt::format("{:.4f} +- {:.4f}", f.mean, f.sd),
+                                    std::to_string(f.folds_scored), std::to_string(f.folds_won),
+                                    coverage_cell(f.bounds)};
+    for (double v : f.mae) row.push_back(std::isnan(v) ? "-" : fmt::format("{:.4f}", v));
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += i < 2 ? fmt::format("{:<{}}", row[i], width[i]) : fmt::format("{:>{}}", row[i], width[i]);
+      if (i + 1 < row.size()) line += "  ";
+    }
+    s += line + "\n";
   }
   for (const SkippedFold& f : r.skipped) {
     s += fmt::format("fold {}/{} skipped (left out of every mean): {}\n", f.fold, r.config.folds, f.reason);
   }
   s += "folds: the folds that scored the method on the resource (the mean, s.d. and wins are over "
-       "them; a fold without a valid test job for the resource, or skipped, is left out)\n";
+       "them; a fold without a valid test job for the resource, or skipped, is left out)\n"
+       "won: folds where the method's MAE on the resource was the lowest; a tie counts as won by "
+       "each tied method\n";
   if (intervals) {
     s += "cov@0.9 [95% CI]: mean over the folds; the interval from a bootstrap of each fold's "
          "scripts, drawn fold by fold\n";

@@ -45,6 +45,11 @@ class Picky : public Method {
 MethodRegistry registry(size_t min_train, ErrorKind kind = ErrorKind::kInvalidInput) {
   MethodRegistry r;
   register_builtins(r);
+  r.add("last1_twin", "hier_last1 under another name (test)", [](const MethodOptions& o) {
+    MethodRegistry builtins;
+    register_builtins(builtins);
+    return std::move(builtins.create("hier_last1", o)).value();
+  });
   r.add("picky", "global_median refusing a small train block (test)", [=](const MethodOptions& o) {
     MethodRegistry builtins;
     register_builtins(builtins);
@@ -164,7 +169,74 @@ TEST(Folds, APairAbsentFromTheFirstFoldIsSummarizedOverTheFoldsThatScoredIt) {
   EXPECT_EQ(j["summary"][1]["folds_scored"], 1);
   EXPECT_EQ(j["summary"][0]["folds_scored"], 2);
   const std::string table = render_folds_table(*r);
-  EXPECT_NE(table.find("hier_median3     vram"), std::string::npos) << table;
+  EXPECT_NE(table.find("hier_median3  vram"), std::string::npos) << table;
+}
+
+// The header and the rows of the folds table, one string per line.
+std::vector<std::string> table_lines(const std::string& table) {
+  std::vector<std::string> lines;
+  size_t at = table.find('\n') + 1;  // past the title
+  while (at < table.size()) {
+    const size_t end = table.find('\n', at);
+    const std::string line = table.substr(at, end - at);
+    if (line.rfind("fold ", 0) == 0 || line.rfind("folds:", 0) == 0) break;  // the notes
+    lines.push_back(line);
+    at = end + 1;
+  }
+  return lines;
+}
+
+TEST(Folds, TheTableKeepsItsColumnsWithAnAbsentFoldAndASkippedOne) {
+  FoldsConfig fc;
+  fc.folds = 2;
+  auto absent = evaluate_folds(gpu_jobs_last(400, 60, 11), registry(0), config({"hier_last1", "hier_median3"}), fc);
+  ASSERT_TRUE(absent.ok()) << absent.status().message();
+  fc.folds = 4;
+  const std::vector<Job> jobs = random_trace(600, 7);
+  auto all = evaluate_folds(jobs, registry(0), config({"hier_last1"}), fc);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  auto skipped = evaluate_folds(jobs, registry(all->folds[0].split.train + 1), config({"hier_last1", "picky"}), fc);
+  ASSERT_TRUE(skipped.ok()) << skipped.status().message();
+  ASSERT_EQ(skipped->skipped.size(), 1u);
+  for (const FoldsReport* r : {&*absent, &*skipped}) {
+    const std::string table = render_folds_table(*r);
+    const std::vector<std::string> lines = table_lines(table);
+    ASSERT_EQ(lines.size(), r->summary.size() + 1) << table;
+    // Every column right-aligned to one width from the third on: the same length for every line,
+    // and the header's MAE column ends where the values' do.
+    const size_t mae_end = lines[0].find("MAE mean +- s.d.") + std::string("MAE mean +- s.d.").size();
+    for (size_t i = 1; i < lines.size(); ++i) {
+      EXPECT_EQ(lines[i].size(), lines[0].size()) << table;
+      EXPECT_EQ(lines[i].find(fmt::format("{:.4f}", r->summary[i - 1].sd)) + 6, mae_end) << table;
+    }
+    EXPECT_NE(lines[0].find("fold 1"), std::string::npos) << table;
+    EXPECT_NE(table.find("a tie counts as won by each tied method"), std::string::npos) << table;
+  }
+}
+
+TEST(Folds, ATiedFoldIsWonByEachTiedMethod) {
+  FoldsConfig fc;
+  fc.folds = 3;
+  auto r = evaluate_folds(random_trace(600, 7), registry(0), config({"hier_last1", "last1_twin", "global_median"}), fc);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (Resource res : kResources) {
+    const FoldSummary& first = row(*r, "hier_last1", res);
+    const FoldSummary& twin = row(*r, "last1_twin", res);
+    EXPECT_EQ(first.mae, twin.mae) << "the same method under two names";
+    for (const FoldSummary* s : {&first, &twin, &row(*r, "global_median", res)}) {
+      size_t lowest = 0;  // folds where no method's MAE is below this one's
+      for (size_t k = 0; k < 3; ++k) {
+        bool best = true;
+        for (const FoldSummary& o : r->summary) best = best && (o.resource != res || !(o.mae[k] < s->mae[k]));
+        lowest += best ? 1 : 0;
+      }
+      EXPECT_EQ(s->folds_won, lowest) << s->method;
+    }
+  }
+  // Two methods only, tied in every fold: each wins every fold, not only the one listed first.
+  auto tied = evaluate_folds(random_trace(600, 7), registry(0), config({"hier_last1", "last1_twin"}), fc);
+  ASSERT_TRUE(tied.ok()) << tied.status().message();
+  for (const FoldSummary& s : tied->summary) EXPECT_EQ(s.folds_won, 3u) << s.method << " " << resource_name(s.resource);
 }
 
 TEST(Folds, TheTailIsCutAsTheSplitCutsItsBlocks) {

@@ -27,7 +27,8 @@ struct FoldSummary {
   size_t folds_scored = 0;  // folds with a value (those the mean, s.d. and wins are over)
   double mean = 0.0;        // over the folds with a value
   double sd = 0.0;          // sample s.d. over them (0 for one)
-  size_t folds_won = 0;     // folds where this method had the lowest MAE for the resource
+  size_t folds_won = 0;     // folds where this method had the lowest MAE for the resource (a
+                            // tie: each tied method wins it, so the wins can add up to more than K)
   BoundCoverage bounds;     // coverage.h: mean over the folds that scored any job
 };
 
