@@ -6,7 +6,9 @@ namespace peakcast::eval {
 
 namespace {
 
+// No job (an empty subgroup): null, not the 0.0 an empty sum leaves, which reads as a perfect score.
 nlohmann::json metrics_json(const Metrics& m) {
+  if (m.n == 0) return {{"n", 0}, {"mae", nullptr}, {"mse", nullptr}, {"rmse", nullptr}, {"acc10", nullptr}};
   return {{"n", m.n}, {"mae", m.mae}, {"mse", m.mse}, {"rmse", m.rmse}, {"acc10", m.acc10}};
 }
 

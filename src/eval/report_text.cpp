@@ -217,7 +217,9 @@ std::string render_csv(const EvalReport& r) {
     out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}", row.method,
                        resource_name(row.resource), row.metrics.n, row.metrics.mae,
                        row.metrics.mse, row.metrics.rmse, row.metrics.acc10, diff);
-    for (const Metrics& m : row.subgroups) out += fmt::format(",{},{:.6g}", m.n, m.mae);
+    for (const Metrics& m : row.subgroups) {
+      out += m.n == 0 ? std::string(",0,") : fmt::format(",{},{:.6g}", m.n, m.mae);  // empty: no score
+    }
     out += fmt::format(",{},{:.6g},{:.6g}", row.seeds, row.metrics_sd.mae, row.metrics_sd.acc10);
     if (row.routing) {
       out += fmt::format(",{:.6g},{:.6g},{:.6g}", row.routing->encoder_share,

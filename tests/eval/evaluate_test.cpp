@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -276,6 +277,60 @@ TEST(Evaluate, JsonFieldNames) {
   std::string row;
   std::getline(again, row);
   EXPECT_NE(row.find(fmt::format(",{:.6g},", first.bounds.coverage[1])), std::string::npos) << row;
+}
+
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::istringstream in(line);
+  for (std::string c; std::getline(in, c, ',');) cells.push_back(c);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+TEST(Evaluate, AnEmptySubgroupHasNoScoreInJsonAndCsv) {
+  // Every user is seen early, so no test job is without history: `none` is empty.
+  std::vector<Job> jobs = random_trace(300, 3);
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.methods = {"hier_last1", "global_median"};
+  cfg.bootstrap = 0;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const nlohmann::json j = to_json(*rep);
+  const std::string csv = render_csv(*rep);
+  std::istringstream lines(csv);
+  std::string header_line;
+  std::getline(lines, header_line);
+  const std::vector<std::string> header = csv_cells(header_line);
+  size_t empty = 0, full = 0;
+  for (size_t i = 0; i < rep->results.size(); ++i) {
+    const ResultRow& row = rep->results[i];
+    std::string line;
+    std::getline(lines, line);
+    const std::vector<std::string> cells = csv_cells(line);
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    for (size_t g = 0; g < kSubgroupNames.size(); ++g) {
+      const std::string name(kSubgroupNames[g]);
+      const nlohmann::json& sub = j.at("results").at(i).at("subgroups").at(name);
+      const auto col = std::find(header.begin(), header.end(), name + "_mae") - header.begin();
+      ASSERT_LT(static_cast<size_t>(col), header.size()) << name;
+      EXPECT_EQ(sub.at("n"), row.subgroups[g].n);
+      EXPECT_EQ(cells[static_cast<size_t>(col) - 1], std::to_string(row.subgroups[g].n)) << line;
+      if (row.subgroups[g].n == 0) {
+        ++empty;
+        for (const char* k : {"mae", "mse", "rmse", "acc10"}) {
+          EXPECT_TRUE(sub.at(k).is_null()) << name << "." << k << ": an empty subgroup is no perfect score";
+        }
+        EXPECT_EQ(cells[static_cast<size_t>(col)], "") << name << ": " << line;
+      } else {
+        ++full;
+        for (const char* k : {"mae", "mse", "rmse", "acc10"}) EXPECT_TRUE(sub.at(k).is_number()) << name << "." << k;
+        EXPECT_EQ(cells[static_cast<size_t>(col)], fmt::format("{:.6g}", row.subgroups[g].mae)) << line;
+      }
+    }
+  }
+  EXPECT_GT(empty, 0u) << "the trace has an empty subgroup";
+  EXPECT_GT(full, 0u);
 }
 
 TEST(Evaluate, RefusesTraceWithoutSubmitTimes) {
