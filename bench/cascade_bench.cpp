@@ -69,16 +69,18 @@ Stats stats(std::vector<double> us) {
   return s;
 }
 
-// The costliest route among the job's predicted resources (encoder > no_history > cache > bypass).
+// The costliest route among the job's predicted resources (encoder > no_history > tree > cache >
+// bypass; as eval::job_route).
 std::string job_route(const cascade::JobPrediction& p) {
   auto cost = [](cascade::Route r) {
     switch (r) {
-      case cascade::Route::kEncoder: return 3;
-      case cascade::Route::kNoHistory: return 2;
+      case cascade::Route::kEncoder: return 4;
+      case cascade::Route::kNoHistory: return 3;
+      case cascade::Route::kTree: return 2;
       case cascade::Route::kCache: return 1;
       case cascade::Route::kBypass: return 0;
     }
-    return 3;
+    return 4;
   };
   cascade::Route r = p.mem.route;
   if (p.vram && cost(p.vram->route) > cost(r)) r = p.vram->route;
@@ -253,7 +255,7 @@ int main(int argc, char** argv) {
   std::printf("  %-28s %8s %10s %10s %10s\n", "", "jobs", "p50", "p99", "max");
   const Stats overall = stats(all);
   print_row("cascade, all routes", overall);
-  for (const char* r : {"bypass", "cache", "encoder", "no_history"}) {
+  for (const char* r : {"bypass", "cache", "tree", "encoder", "no_history"}) {
     auto it = per_route.find(r);
     if (it != per_route.end()) print_row(std::string("cascade, ") + r, stats(it->second));
   }

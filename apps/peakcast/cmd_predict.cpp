@@ -73,7 +73,7 @@ void add_predict_command(CLI::App& app, int& exit_code) {
       "model directory from `peakcast train` (or a history-only model). With --history TRACE, "
       "the jobs of that trace that ended before a job's submit_time (a required field, epoch "
       "seconds, as peakcastd's) are its history, its labels clipped at the model's util_cap. Prints per job and resource the utilization, the "
-      "bytes, the route (bypass, encoder, cache, no_history), expert, gamma and a rationale; "
+      "bytes, the route (bypass, encoder, cache, no_history, tree), expert, gamma and a rationale; "
       "--json prints one object per job in the service's answer format. The upper bound and "
       "the request at it are the model's own (split-conformal, fitted once at training): "
       "peakcastd answers with its online bound instead, updated with every completion, and "

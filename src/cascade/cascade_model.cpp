@@ -104,7 +104,7 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
   from_cache = from_cache && !tree;
   const char* src = tree ? "tree route" : from_cache ? "cached code model" : "code model";
   if (v.level == history::Level::kNone) {
-    p.route = Route::kNoHistory;
+    p.route = tree ? Route::kTree : Route::kNoHistory;
     p.rationale = res + ": no history for this script or user; " + src + " Q = " + fixed3(p.util);
   } else if (pre.bypass) {
     p.route = Route::kBypass;
@@ -115,7 +115,9 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
                                : ": bypass (gate " + fixed2(pre.prob) + " >= " + fixed2(pol.tau) + "): ") +
                   history_phrase(v, e) + " = " + fixed3(p.util);
   } else {
-    p.route = from_cache ? Route::kCache : Route::kEncoder;
+    // The tree route's Q is not the code model's: a route of its own, so that routing shares and
+    // latency do not count code-model calls that never happened.
+    p.route = tree ? Route::kTree : from_cache ? Route::kCache : Route::kEncoder;
     p.expert = std::string(history::expert_name(pol.expert));
     p.gamma = gamma;
     if (pol.q_alone_at(v.level)) {

@@ -13,6 +13,7 @@ std::string_view route_name(Route r) {
     case Route::kEncoder: return "encoder";
     case Route::kCache: return "cache";
     case Route::kNoHistory: return "no_history";
+    case Route::kTree: return "tree";
   }
   return "?";
 }

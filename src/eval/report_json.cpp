@@ -89,6 +89,7 @@ nlohmann::json to_json(const EvalReport& r) {
       e["routing"] = {{"n", row.routing->n},
                       {"routed", row.routing->routed},
                       {"encoder_share", row.routing->encoder_share},
+                      {"tree_share", row.routing->tree_share},
                       {"bypass_share", row.routing->bypass_share},
                       {"cache_share", row.routing->cache_share}};
     } else {

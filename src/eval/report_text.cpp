@@ -49,8 +49,8 @@ std::string value_cell(double mean, double sd, size_t seeds, double scale, const
 std::string routing_cell(const ResultRow& row) {
   if (!row.routing) return "-";
   const Routing& g = *row.routing;
-  return fmt::format("{:.1f}/{:.1f}/{:.1f}%", 100 * g.encoder_share, 100 * g.bypass_share,
-                     100 * g.cache_share);
+  return fmt::format("{:.1f}/{:.1f}/{:.1f}/{:.1f}%", 100 * g.encoder_share, 100 * g.tree_share,
+                     100 * g.bypass_share, 100 * g.cache_share);
 }
 
 Cells cells(const EvalReport& r) {
@@ -59,7 +59,7 @@ Cells cells(const EvalReport& r) {
   c.header = {"method", "res", "n", "MAE", "MSE", "RMSE", "Acc@10%",
               fmt::format("dMAE vs {} [95% CI]", r.baseline),
               "MAE exact (n)", "MAE user (n)", "MAE none (n)", coverage_header(r.bootstrap > 0)};
-  if (routing) c.header.push_back("enc/bypass/cache");
+  if (routing) c.header.push_back("enc/tree/bypass/cache");
   for (const ResultRow& row : r.results) {
     const Metrics& m = row.metrics;
     const Metrics& sd = row.metrics_sd;
@@ -179,8 +179,9 @@ std::string render_table(const EvalReport& r) {
                        r.bootstrap);
   }
   if (any_routing(r)) {
-    out += "enc/bypass/cache: share of jobs that needed the code model / share bypassed / share "
-           "of the former served from the exact cache\n";
+    out += "enc/tree/bypass/cache: share of jobs that needed the code model / share whose Q came "
+           "from the tree route (XGBoost; no code model) / share bypassed / share of the code-model "
+           "jobs served from the exact cache\n";
   }
   const std::string lat = latency_lines(r);
   if (!lat.empty()) out += "\n" + lat;
@@ -206,7 +207,7 @@ std::string render_csv(const EvalReport& r) {
   std::string out =
       "method,resource,n,mae,mse,rmse,acc10,mae_diff_point,mae_diff_lo,mae_diff_hi,"
       "exact_script_n,exact_script_mae,user_only_n,user_only_mae,none_n,none_mae,seeds,mae_sd,"
-      "acc10_sd,encoder_share,bypass_share,cache_share,coverage_0.9,coverage_0.9_lo,"
+      "acc10_sd,encoder_share,tree_share,bypass_share,cache_share,coverage_0.9,coverage_0.9_lo,"
       "coverage_0.9_hi,bound_width_0.9,bound_scripts\n";
   for (const ResultRow& row : r.results) {
     std::string diff = ",,";
@@ -222,10 +223,10 @@ std::string render_csv(const EvalReport& r) {
     }
     out += fmt::format(",{},{:.6g},{:.6g}", row.seeds, row.metrics_sd.mae, row.metrics_sd.acc10);
     if (row.routing) {
-      out += fmt::format(",{:.6g},{:.6g},{:.6g}", row.routing->encoder_share,
-                         row.routing->bypass_share, row.routing->cache_share);
+      out += fmt::format(",{:.6g},{:.6g},{:.6g},{:.6g}", row.routing->encoder_share,
+                         row.routing->tree_share, row.routing->bypass_share, row.routing->cache_share);
     } else {
-      out += ",,,";
+      out += ",,,,";
     }
     const BoundCoverage& b = row.bounds;
     if (b.n == 0) {

@@ -17,12 +17,13 @@ std::optional<Routing> routing_shares(const std::map<std::string, size_t>& route
     return it->second;
   };
   const size_t bypass = count("bypass"), encoder = count("encoder"), cache = count("cache"),
-               none = count("no_history");
+               none = count("no_history"), tree = count("tree");
   for (const auto& [name, c] : routes) r.n += c;
   if (!any || r.n == 0) return std::nullopt;
   r.routed = encoder + cache + none;
   const auto n = static_cast<double>(r.n);
   r.encoder_share = static_cast<double>(r.routed) / n;
+  r.tree_share = static_cast<double>(tree) / n;
   r.bypass_share = static_cast<double>(bypass) / n;
   r.cache_share = r.routed > 0 ? static_cast<double>(cache) / static_cast<double>(r.routed) : 0.0;
   return r;
@@ -34,14 +35,16 @@ std::optional<Routing> mean_routing(const std::vector<std::optional<Routing>>& p
     if (!r) return std::nullopt;
   }
   Routing out = *per_seed.front();
-  out.encoder_share = out.bypass_share = out.cache_share = 0.0;
+  out.encoder_share = out.tree_share = out.bypass_share = out.cache_share = 0.0;
   for (const auto& r : per_seed) {
     out.encoder_share += r->encoder_share;
+    out.tree_share += r->tree_share;
     out.bypass_share += r->bypass_share;
     out.cache_share += r->cache_share;
   }
   const auto k = static_cast<double>(per_seed.size());
   out.encoder_share /= k;
+  out.tree_share /= k;
   out.bypass_share /= k;
   out.cache_share /= k;
   return out;
@@ -63,7 +66,7 @@ LatencyStats latency_stats(std::vector<double> micros) {
 }
 
 std::string job_route(const Prediction& p, std::array<bool, 2> use) {
-  static constexpr std::array<const char*, 4> kCost = {"encoder", "no_history", "cache", "bypass"};
+  static constexpr std::array<const char*, 5> kCost = {"encoder", "no_history", "tree", "cache", "bypass"};
   bool any = false;
   for (size_t i = 0; i < p.route.size(); ++i) any = any || (use[i] && !p.route[i].empty());
   if (!any) use = {true, true};

@@ -91,7 +91,7 @@ std::string methods_table(const json& eval) {
   std::string t = "<table class=\"sortable\"><thead><tr><th>method</th><th>resource</th>"
                   "<th>scored jobs</th><th>MAE</th><th>s.d.</th><th>Acc@10%</th>"
                   "<th>ΔMAE vs " + html_escape(baseline) + " [95% CI]</th>"
-                  "<th>encoder / bypass / cache</th></tr></thead><tbody>\n";
+                  "<th>encoder / tree / bypass / cache</th></tr></thead><tbody>\n";
   for (const json& e : eval.at("results")) {
     std::string row = "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +
                       cell(html_escape(e.at("resource").get<std::string>())) +
@@ -109,8 +109,9 @@ std::string methods_table(const json& eval) {
     }
     if (e.contains("routing") && e["routing"].is_object()) {
       const json& r = e["routing"];
-      row += cell(fmt::format("{:.1f} / {:.1f} / {:.1f}%", 100 * r.value("encoder_share", 0.0),
-                              100 * r.value("bypass_share", 0.0), 100 * r.value("cache_share", 0.0)));
+      row += cell(fmt::format("{:.1f} / {:.1f} / {:.1f} / {:.1f}%", 100 * r.value("encoder_share", 0.0),
+                              100 * r.value("tree_share", 0.0), 100 * r.value("bypass_share", 0.0),
+                              100 * r.value("cache_share", 0.0)));
     } else {
       row += cell("–");
     }

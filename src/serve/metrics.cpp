@@ -97,10 +97,9 @@ void Metrics::render_latency(std::string& out) const {
 
 void Metrics::render_routes(std::string& out) const {
   family(out, "peakcast_predictions_total", "counter",
-         "Resource predictions by route (bypass, encoder, cache, no_history).");
+         "Resource predictions by route (bypass, encoder, cache, no_history, tree).");
   for (Resource r : kResources) {
-    for (auto route : {cascade::Route::kBypass, cascade::Route::kEncoder, cascade::Route::kCache,
-                       cascade::Route::kNoHistory}) {
+    for (cascade::Route route : cascade::kRoutes) {
       add(out, "peakcast_predictions_total{resource=\"%s\",route=\"%s\"} %" PRIu64 "\n",
           std::string(resource_name(r)).c_str(), std::string(cascade::route_name(route)).c_str(),
           route_count(r, route));

@@ -427,6 +427,59 @@ TEST_F(CascadeModelTest, ConcurrentPredictionsAgree) {
   for (int k = 0; k < 4; ++k) EXPECT_EQ(bad[k], 0);
 }
 
+// Q from the tree route: the code model never runs, so no job may be routed encoder, cache or
+// no_history (the evaluation's encoder share and the daemon's encoder calls count those).
+TEST(CascadeTreeRoute, JobsWhoseQComesFromTheTreeRouteTakeTheTreeRoute) {
+  const std::vector<Job> jobs = synth_jobs(1500, 11);
+  const TrainingInput input = make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2));
+  CascadeConfig cfg = tiny_config();
+  cfg.q_source = "tree_route";
+  cfg.allow_history_only = false;  // user-level jobs take the fused cascade, so Q is needed
+  auto trained = CascadeModel::train(input, cfg);
+  ASSERT_TRUE(trained.ok()) << trained.status().message();
+  const CascadeModel& model = *trained;
+  for (Resource r : kResources) ASSERT_EQ(model.q_source()[idx(r)], QSource::kTreeRoute);
+  model.clear_cache();
+  HistoryViews user_only{};
+  for (auto& v : user_only) {
+    v.user.count = 3;
+    v.user.expert = {0.3, 0.35, 0.35, 0.32};
+    v.level = history::Level::kUser;
+  }
+  std::vector<const Job*> test;
+  std::vector<HistoryViews> views;
+  size_t tree = 0;
+  for (const TrainingJob& t : input.jobs) {
+    if (t.role != Role::kTest) continue;
+    test.push_back(t.job);
+    views.push_back(t.views);
+    for (const HistoryViews& v : {t.views, user_only, HistoryViews{}}) {
+      const JobPrediction p = model.predict_views(*t.job, v);
+      std::vector<const ResourcePrediction*> rs = {&p.mem};
+      if (p.vram) rs.push_back(&*p.vram);
+      for (const ResourcePrediction* rp : rs) {
+        EXPECT_TRUE(rp->route == Route::kBypass || rp->route == Route::kTree)
+            << t.job->job_id << ": " << route_name(rp->route);
+        if (rp->route == Route::kTree) {
+          ++tree;
+          EXPECT_NE(rp->rationale.find("tree route"), std::string::npos) << rp->rationale;
+        }
+      }
+      if (v[0].level != history::Level::kExactScript) {
+        EXPECT_EQ(p.mem.route, Route::kTree) << t.job->job_id;
+      }
+    }
+  }
+  EXPECT_GT(tree, 0u);
+  EXPECT_EQ(model.cache_size(), 0u) << "the code model never ran, so nothing was cached";
+  const auto batch = model.predict_views_batch(test, views);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(batch[i].mem.route, model.predict_views(*test[i], views[i]).mem.route) << test[i]->job_id;
+    EXPECT_TRUE(batch[i].mem.route == Route::kBypass || batch[i].mem.route == Route::kTree);
+  }
+  EXPECT_EQ(route_name(Route::kTree), "tree");
+}
+
 TEST(CascadeConfigTest, JsonRoundTripAndUnknownKeys) {
   CascadeConfig c = tiny_config();
   c.tau_grid = {0.3, 0.7};

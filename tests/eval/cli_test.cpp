@@ -270,7 +270,8 @@ TEST_F(Cli, TrainThenPredictJson) {
         EXPECT_TRUE(res.contains(k)) << k;
       }
       const std::string route = res.at("route");
-      EXPECT_TRUE(route == "bypass" || route == "encoder" || route == "cache" || route == "no_history")
+      EXPECT_TRUE(route == "bypass" || route == "encoder" || route == "cache" || route == "no_history" ||
+                  route == "tree")
           << route;
       EXPECT_GE(res.at("util").get<double>(), 0.0);
       EXPECT_LE(res.at("util").get<double>(), 1.0);

@@ -153,6 +153,30 @@ TEST(ReportEval, TheSdOverSeedsOnlyWhereThereWereSeveral) {
   }
 }
 
+// The tree route's share has its own place beside the code model's (an older JSON without it: 0).
+TEST(ReportEval, RoutingSharesShowTheTreeRoute) {
+  json eval = sample_eval();
+  eval["results"][1]["routing"] = {{"encoder_share", 0.1}, {"tree_share", 0.3}, {"bypass_share", 0.6},
+                                   {"cache_share", 0.0}};
+  const std::string t = methods_table(eval);
+  EXPECT_NE(t.find("<th>encoder / tree / bypass / cache</th>"), std::string::npos) << t;
+  EXPECT_NE(t.find("<td>10.0 / 30.0 / 60.0 / 0.0%</td>"), std::string::npos) << t;
+  EXPECT_NE(methods_table(sample_eval()).find("<td>40.0 / 0.0 / 60.0 / 10.0%</td>"), std::string::npos);
+}
+
+// `peakcast evaluate --json` writes an empty subgroup's metrics as null: no score, not 0.
+TEST(ReportEval, AnEmptySubgroupIsShownWithoutAScore) {
+  json eval = sample_eval();
+  eval["results"][0]["subgroups"]["none"] = {{"n", 0}, {"mae", nullptr}, {"mse", nullptr}, {"rmse", nullptr},
+                                             {"acc10", nullptr}};
+  EXPECT_TRUE(check_eval_json(eval, "E.json").is_ok());
+  const std::string t = subgroups_table(eval);
+  EXPECT_NE(t.find("<td>none</td><td>0</td><td>–</td><td>–</td>"), std::string::npos) << t;
+  ReportInput in;
+  in.eval = eval;
+  EXPECT_NO_THROW(make_plots(in));
+}
+
 TEST(ReportPlots, EachSectionOnlyWithItsData) {
   ReportInput in;
   EXPECT_TRUE(plot_ids(in).empty());

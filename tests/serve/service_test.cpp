@@ -1,6 +1,7 @@
 #include "peakcast/serve/service.h"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "peakcast/core/io.h"
 #include "peakcast/core/log.h"
+#include "peakcast/serve/metrics.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -462,6 +464,26 @@ TEST(Errors, OneMappingFromKindToStatus) {
   EXPECT_EQ(http_status(ApiErrorKind::kStorageUnavailable), 503);
   EXPECT_EQ(from_status(Status::io("disk")).kind, ApiErrorKind::kStorageUnavailable);
   EXPECT_EQ(from_status(Status::invalid("user: bad")).field, "user");
+}
+
+// Every route has its own /metrics label, and a tree-route answer (the code model did not run)
+// is no encoder call.
+TEST(Metrics, EveryRouteHasItsLabelAndTreeIsNoEncoderCall) {
+  Metrics m;
+  m.count_route(Resource::kMem, cascade::Route::kTree);
+  m.count_route(Resource::kMem, cascade::Route::kTree);
+  m.count_route(Resource::kVram, cascade::Route::kEncoder);
+  const std::string text = m.render(Gauges{});
+  for (cascade::Route r : cascade::kRoutes) {
+    for (const char* res : {"mem", "vram"}) {
+      EXPECT_NE(text.find(fmt::format("peakcast_predictions_total{{resource=\"{}\",route=\"{}\"}}", res,
+                                      cascade::route_name(r))),
+                std::string::npos)
+          << res << " " << cascade::route_name(r);
+    }
+  }
+  EXPECT_NE(text.find("peakcast_predictions_total{resource=\"mem\",route=\"tree\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("peakcast_encoder_calls_total 1\n"), std::string::npos) << text;
 }
 
 }  // namespace

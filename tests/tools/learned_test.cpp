@@ -95,15 +95,42 @@ TEST(Routing, SharesFromCounts) {
   EXPECT_EQ(all_bypass->cache_share, 0.0);  // no routed job: no division by zero
 }
 
-RC_GTEST_PROP(Routing, EncoderAndBypassSharesSumToOne, ()) {
+// A job whose Q came from the tree route did not need the code model: counted apart.
+TEST(Routing, TreeRouteJobsAreNotCodeModelJobs) {
+  auto r = routing_shares({{"bypass", 3}, {"encoder", 2}, {"cache", 1}, {"tree", 4}});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->n, 10u);
+  EXPECT_EQ(r->routed, 3u);
+  EXPECT_DOUBLE_EQ(r->encoder_share, 0.3);
+  EXPECT_DOUBLE_EQ(r->tree_share, 0.4);
+  EXPECT_DOUBLE_EQ(r->bypass_share, 0.3);
+  EXPECT_DOUBLE_EQ(r->cache_share, 1.0 / 3.0);
+  auto tree_only = routing_shares({{"bypass", 1}, {"tree", 3}});
+  ASSERT_TRUE(tree_only.has_value());
+  EXPECT_EQ(tree_only->encoder_share, 0.0);
+  EXPECT_EQ(tree_only->routed, 0u);
+  auto m = mean_routing({r, tree_only});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_DOUBLE_EQ(m->tree_share, (0.4 + 0.75) / 2.0);
+  Prediction p;
+  p.route = {"bypass", "tree"};
+  EXPECT_EQ(job_route(p), "tree");
+  p.route = {"tree", "encoder"};
+  EXPECT_EQ(job_route(p), "encoder");
+  p.route = {"cache", "tree"};
+  EXPECT_EQ(job_route(p), "tree");
+}
+
+RC_GTEST_PROP(Routing, EncoderTreeAndBypassSharesSumToOne, ()) {
   const auto b = *rc::gen::inRange<size_t>(0, 1000);
   const auto e = *rc::gen::inRange<size_t>(0, 1000);
   const auto c = *rc::gen::inRange<size_t>(0, 1000);
   const auto n = *rc::gen::inRange<size_t>(0, 1000);
-  RC_PRE(b + e + c + n > 0);
-  auto r = routing_shares({{"bypass", b}, {"encoder", e}, {"cache", c}, {"no_history", n}});
+  const auto t = *rc::gen::inRange<size_t>(0, 1000);
+  RC_PRE(b + e + c + n + t > 0);
+  auto r = routing_shares({{"bypass", b}, {"encoder", e}, {"cache", c}, {"no_history", n}, {"tree", t}});
   RC_ASSERT(r.has_value());
-  RC_ASSERT(std::fabs(r->encoder_share + r->bypass_share - 1.0) < 1e-12);
+  RC_ASSERT(std::fabs(r->encoder_share + r->tree_share + r->bypass_share - 1.0) < 1e-12);
   RC_ASSERT(r->cache_share >= 0.0 && r->cache_share <= 1.0);
   RC_ASSERT(r->routed == e + c + n);
 }
@@ -236,13 +263,14 @@ TEST_F(LearnedOnSynth, CascadeRoutingSharesAndLatency) {
     ASSERT_TRUE(row->routing.has_value());
     size_t total = 0;
     for (const auto& [route, n] : row->routes) {
-      EXPECT_TRUE(route == "bypass" || route == "encoder" || route == "cache" || route == "no_history")
+      EXPECT_TRUE(route == "bypass" || route == "encoder" || route == "cache" || route == "no_history" ||
+                  route == "tree")
           << route;
       total += n;
     }
     EXPECT_EQ(total, row->metrics.n);
     EXPECT_EQ(row->routing->n, row->metrics.n);
-    EXPECT_NEAR(row->routing->encoder_share + row->routing->bypass_share, 1.0, 1e-12);
+    EXPECT_NEAR(row->routing->encoder_share + row->routing->tree_share + row->routing->bypass_share, 1.0, 1e-12);
     ASSERT_FALSE(row->latency_us.empty());
     size_t timed = 0;
     for (const auto& [route, l] : row->latency_us) {
@@ -274,7 +302,7 @@ TEST_F(LearnedOnSynth, JsonCarriesSeedsRoutingAndLatency) {
       saw_cascade = true;
       const auto& g = e.at("routing");
       ASSERT_TRUE(g.is_object());
-      for (const char* k : {"encoder_share", "bypass_share", "cache_share"}) {
+      for (const char* k : {"encoder_share", "tree_share", "bypass_share", "cache_share"}) {
         EXPECT_TRUE(g.at(k).is_number()) << k;
       }
       ASSERT_TRUE(e.at("latency_us").is_object());

@@ -13,6 +13,8 @@
 // The encoder runs for a job when any relevant resource is not bypassed; a resource whose gate
 // said bypass keeps H even then (each resource's policy is chosen independently on validation).
 // Q comes from the exact cache when (script text, user, request) was seen before (route cache).
+// A resource whose Q comes from the tree route (q_source tree_route) takes route tree instead of
+// encoder, cache or no_history: the code model does not run for it.
 //
 // Upper bound: upper_util = min(cap, util + q_{r,route}), q the split-conformal quantile of |y -
 // prediction| on the policy half of validation at `coverage`, per resource and route class

@@ -14,8 +14,17 @@
 
 namespace peakcast::cascade {
 
-enum class Route { kBypass, kEncoder, kCache, kNoHistory };
-std::string_view route_name(Route r);  // "bypass", "encoder", "cache", "no_history"
+// How a resource's value was reached:
+//   bypass      history alone (the gate trusted it, or history alone at this level)
+//   encoder     the code model ran on the script (fused with history, or Q alone)
+//   cache       the code model's output for the same script text came from the exact cache
+//   no_history  no history at all: the code model's Q (the history-only kind: its fallback)
+//   tree        Q from the tree route (XGBoost on request and history features; q_source
+//               tree_route), with or without history: the code model did not run for it
+enum class Route { kBypass, kEncoder, kCache, kNoHistory, kTree };
+inline constexpr std::array<Route, 5> kRoutes = {Route::kBypass, Route::kEncoder, Route::kCache,
+                                                 Route::kNoHistory, Route::kTree};
+std::string_view route_name(Route r);  // "bypass", "encoder", "cache", "no_history", "tree"
 
 struct ResourcePrediction {
   double util = 0.0;                 // predicted peak / request, in [0, cap]

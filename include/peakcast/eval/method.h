@@ -49,7 +49,8 @@ struct EvalData {
 struct Prediction {
   std::array<double, kNumResources> util{0.0, 0.0};  // harness clips to [0, cap]
   // How the prediction was reached, per resource, for routing statistics: e.g. "exact_script",
-  // "user", "fallback" for the history methods; "bypass", "encoder", "cache" for the cascade.
+  // "user", "fallback" for the history methods; "bypass", "encoder", "cache", "no_history",
+  // "tree" for the cascade (routing.h).
   std::array<std::string, kNumResources> route;
 };
 

@@ -14,18 +14,21 @@ namespace peakcast::eval {
 struct Prediction;
 
 // Route vocabulary of the cascade (cascade::route_name) and of the code-only methods.
-inline constexpr std::array<const char*, 4> kCascadeRoutes = {"bypass", "encoder", "cache",
-                                                              "no_history"};
+inline constexpr std::array<const char*, 5> kCascadeRoutes = {"bypass", "encoder", "cache",
+                                                              "no_history", "tree"};
 
 // Shares over the scored jobs of one method and resource:
 //   encoder_share = jobs that needed the code model's output (encoder + cache + no_history) / n
+//   tree_share    = tree / n: Q from the tree route (XGBoost), the code model not run
 //   bypass_share  = bypass / n
 //   cache_share   = cache / (encoder + cache + no_history): routed jobs served from the exact cache
-// Route counts outside the vocabulary count in n only.
+// so encoder_share + tree_share + bypass_share = 1 over the vocabulary. Route counts outside the
+// vocabulary count in n only.
 struct Routing {
   size_t n = 0;
-  size_t routed = 0;
+  size_t routed = 0;  // encoder + cache + no_history: the jobs that needed the code model
   double encoder_share = 0.0;
+  double tree_share = 0.0;
   double bypass_share = 0.0;
   double cache_share = 0.0;
 };
@@ -47,7 +50,7 @@ struct LatencyStats {
 LatencyStats latency_stats(std::vector<double> micros);
 
 // One route per job for latency: the costliest route among the job's non-empty per-resource
-// routes (encoder > no_history > cache > bypass); other vocabularies (history methods): the
+// routes (encoder > no_history > tree > cache > bypass); other vocabularies (history methods): the
 // first non-empty route. Only resources with use[r] count (the job's valid ones), unless none
 // of those has a route. "unknown" when every route is empty.
 std::string job_route(const Prediction& p, std::array<bool, 2> use = {true, true});

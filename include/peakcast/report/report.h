@@ -34,7 +34,7 @@ struct PredictedJob {
   Resource resource = Resource::kMem;
   double actual = 0.0;     // label (peak / request)
   double predicted = 0.0;  // cascade utilization
-  std::string route;       // bypass / encoder / cache / no_history
+  std::string route;       // bypass / encoder / cache / no_history / tree
   std::string level;       // history level that answered: exact_script / user / none
   std::optional<double> upper;     // upper bound utilization, when calibrated
   std::optional<double> nominal;   // its stated coverage

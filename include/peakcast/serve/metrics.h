@@ -78,7 +78,7 @@ class Metrics {
   void render_advice(std::string& out, const Gauges& g) const;
 
   std::array<Histogram, kNumEndpoints> latency_;
-  std::array<std::array<std::atomic<uint64_t>, 4>, kNumResources> routes_{};
+  std::array<std::array<std::atomic<uint64_t>, cascade::kRoutes.size()>, kNumResources> routes_{};
   std::atomic<uint64_t> storage_errors_{0};
   std::atomic<uint64_t> conflicts_{0};
   mutable std::mutex mu_;
