@@ -146,7 +146,10 @@ TEST_F(CascadeModelTest, TrustRegionBindsOnFusedExactHistory) {
     const JobPrediction p = m->predict_views(*t->job, t->views);
     const auto& view = t->views[0];
     if (view.level != history::Level::kExactScript) continue;
-    ASSERT_TRUE(p.mem.route == Route::kEncoder || p.mem.route == Route::kCache);
+    // Fused: Q from the code model (encoder, cache) or from the tree route (tree), whichever the
+    // model chose on validation.
+    ASSERT_TRUE(p.mem.route == Route::kEncoder || p.mem.route == Route::kCache || p.mem.route == Route::kTree)
+        << route_name(p.mem.route);
     ASSERT_TRUE(p.mem.gamma.has_value());
     const auto& pp = m->policy()[0];
     const double h = view.estimate(pp.expert, m->fallback()[0], m->priors()[0]);

@@ -317,7 +317,7 @@ TEST_F(LearnedOnSynth, JsonCarriesSeedsRoutingAndLatency) {
   EXPECT_TRUE(ch.contains("mem.expert"));
   EXPECT_EQ(ch.at("script_text"), "scripts");
   const std::string table = render_table(*report_);
-  EXPECT_NE(table.find("enc/bypass/cache"), std::string::npos);
+  EXPECT_NE(table.find("enc/tree/bypass/cache"), std::string::npos);
   EXPECT_NE(table.find("latency per route"), std::string::npos);
 }
 
