@@ -39,17 +39,26 @@ class StepCount {
   std::mutex mu_;
 };
 
-// The scored block's tasks (the last `test_fraction` by submission, as run_chrono takes them)
-// that were killed for memory.
-size_t censored_in_scored_block(const std::vector<SimTask>& tasks, double test_fraction) {
-  std::vector<size_t> by_submit(tasks.size());
-  std::iota(by_submit.begin(), by_submit.end(), 0);
-  std::stable_sort(by_submit.begin(), by_submit.end(),
+// The event order of the chrono protocol, the same for every replay: the tasks by submission
+// and by end (stable: ties keep the trace's order), and where the scored block (the last
+// test_fraction by submission) begins in the former.
+struct ChronoOrder {
+  std::vector<size_t> by_submit, by_end;
+  size_t first_test = 0;
+};
+
+ChronoOrder chrono_order(const std::vector<SimTask>& tasks, double test_fraction) {
+  ChronoOrder c;
+  c.by_submit.resize(tasks.size());
+  c.by_end.resize(tasks.size());
+  std::iota(c.by_submit.begin(), c.by_submit.end(), 0);
+  std::iota(c.by_end.begin(), c.by_end.end(), 0);
+  std::stable_sort(c.by_submit.begin(), c.by_submit.end(),
                    [&](size_t a, size_t b) { return tasks[a].info.submit_ms < tasks[b].info.submit_ms; });
-  const auto first_test = static_cast<size_t>(std::floor((1.0 - test_fraction) * static_cast<double>(tasks.size())));
-  size_t n = 0;
-  for (size_t k = first_test; k < by_submit.size(); ++k) n += tasks[by_submit[k]].censored ? 1 : 0;
-  return n;
+  std::stable_sort(c.by_end.begin(), c.by_end.end(),
+                   [&](size_t a, size_t b) { return tasks[a].end_ms < tasks[b].end_ms; });
+  c.first_test = static_cast<size_t>(std::floor((1.0 - test_fraction) * static_cast<double>(tasks.size())));
+  return c;
 }
 
 Result<PolicyPtr> fresh(const std::string& name, const SimulateOptions& o) {
@@ -110,17 +119,11 @@ Result<PolicyResult> run_sizey(const std::vector<TaskType>& types, const std::st
 // Event time: tasks in submit order; the last chrono_test_fraction are scored; before each
 // scored task, every task that completed before its submission has been observed by its
 // type's policy (a type first seen gets a fresh policy).
-Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const std::string& name,
-                                SimulateOptions o, StepCount& steps) {
-  std::vector<size_t> by_submit(tasks.size()), by_end(tasks.size());
-  std::iota(by_submit.begin(), by_submit.end(), 0);
-  std::iota(by_end.begin(), by_end.end(), 0);
-  std::stable_sort(by_submit.begin(), by_submit.end(),
-                   [&](size_t a, size_t b) { return tasks[a].info.submit_ms < tasks[b].info.submit_ms; });
-  std::stable_sort(by_end.begin(), by_end.end(),
-                   [&](size_t a, size_t b) { return tasks[a].end_ms < tasks[b].end_ms; });
-  const auto first_test = static_cast<size_t>(
-      std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
+Result<PolicyResult> run_chrono(const std::vector<SimTask>& tasks, const ChronoOrder& order,
+                                const std::string& name, SimulateOptions o, StepCount& steps) {
+  const std::vector<size_t>& by_submit = order.by_submit;
+  const std::vector<size_t>& by_end = order.by_end;
+  const size_t first_test = order.first_test;
   if (o.policy.failure_price <= 0 && first_test < by_submit.size()) {
     std::vector<SimTask> known;  // completed before the first scored submission
     for (const SimTask& t : tasks) {
@@ -226,11 +229,11 @@ void run_task(SizingPolicy& policy, const SimTask& task, Tally& tally) {
     ++attempt;
     ++tally.retries;
     const double failed = a;
-    a = std::min(policy.retry(task.info, failed, attempt), ceiling);
     if (failed >= ceiling) {  // nothing larger may be allocated: the task cannot be held
       ++tally.unschedulable;
       return;
     }
+    a = std::min(policy.retry(task.info, failed, attempt), ceiling);
     // A retry that does not grow (doubling nothing) would repeat the failure: double it instead,
     // up to the policy's ceiling.
     if (!std::isfinite(a) || a <= failed) a = std::min(std::max(2.0 * failed, kMinRetryBytes), ceiling);
@@ -270,6 +273,7 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
   if (Status s = check_seeds(o.protocol, o.seeds, o.seed); !s) return s;
   const bool sizey = o.protocol == Protocol::kSizey;
   std::vector<TaskType> types;
+  ChronoOrder order;
   size_t steps_per_replay = 0;
   if (sizey) {
     types = sizey_task_types(tasks, o.sizey_min_tasks, &out.notes);
@@ -280,8 +284,11 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
                                               "with submit times in event order");
   } else {
     if (tasks.empty()) return Status::invalid("no task has a recorded peak memory to replay");
-    steps_per_replay = tasks.size() - static_cast<size_t>(std::floor((1.0 - o.chrono_test_fraction) * static_cast<double>(tasks.size())));
-    if (const size_t killed = censored_in_scored_block(tasks, o.chrono_test_fraction); killed > 0) {
+    order = chrono_order(tasks, o.chrono_test_fraction);
+    steps_per_replay = tasks.size() - order.first_test;
+    size_t killed = 0;  // of the scored block
+    for (size_t k = order.first_test; k < order.by_submit.size(); ++k) killed += tasks[order.by_submit[k]].censored ? 1 : 0;
+    if (killed > 0) {
       out.notes.push_back(fmt::format(
           "{} of the {} tasks of the scored block were killed for memory: their peak is not known, "
           "only that it was above the memory they held, so they are not scored and no policy learns "
@@ -301,7 +308,7 @@ Result<SimulateOutput> simulate(const std::vector<SimTask>& tasks, const Simulat
       SimulateOptions one = o;
       one.seed = o.seed + static_cast<uint32_t>(k / names.size());
       const std::string& name = names[k % names.size()];
-      results[k] = sizey ? run_sizey(types, name, one, steps) : run_chrono(tasks, name, one, steps);
+      results[k] = sizey ? run_sizey(types, name, one, steps) : run_chrono(tasks, order, name, one, steps);
     }
   };
   const size_t workers = std::min(replays, static_cast<size_t>(std::max(o.threads, 1)));
