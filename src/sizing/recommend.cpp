@@ -95,10 +95,7 @@ std::vector<std::string> partition_names(std::string_view partition) {
   while (start <= partition.size()) {
     size_t comma = partition.find(',', start);
     if (comma == std::string_view::npos) comma = partition.size();
-    std::string_view name = partition.substr(start, comma - start);
-    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-    while (!name.empty() && blank(name.front())) name.remove_prefix(1);
-    while (!name.empty() && blank(name.back())) name.remove_suffix(1);
+    const std::string_view name = trim(partition.substr(start, comma - start));
     if (!name.empty() && std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
     start = comma + 1;
   }
