@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "peakcast/core/hash.h"
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
@@ -156,8 +157,15 @@ Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason) {
 }
 
 void finalize_job(Job& job, double util_cap) {
+  // The identity text is redacted here, where every job enters (trace readers, slurm-sync, the
+  // daemon's requests), so every consumer reads what peakcastd's store keeps: the same tokens
+  // for a model trained on a trace, on the store (`train --db`) or asked through /v1/predict.
+  // redact_script() is idempotent, so text that was redacted before is left as it is.
+  if (job.script) job.script = redact_script(*job.script);
+  if (job.workload) job.workload = redact_script(*job.workload);
+  job.job_name = redact_script(job.job_name);
   if (job.script && !job.script->empty()) {
-    job.script_key = script_sha256(*job.script);
+    job.script_key = sha256_hex(*job.script);
   } else if (job.workload && !job.workload->empty()) {
     job.script_key = workload_key(*job.workload);
   } else {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "peakcast/cascade/cascade_model.h"
+#include "peakcast/ingest/reader.h"
 #include "peakcast/synth/synth.h"
 
 namespace peakcast::cascade::testing {
@@ -20,6 +21,7 @@ inline std::vector<Job> synth_jobs(size_t n, uint64_t seed, bool scripts = true)
   o.include_scripts = scripts;
   auto jobs = synth::generate_trace(o);
   if (!jobs) throw std::runtime_error(jobs.status().message());
+  for (Job& j : *jobs) ingest::finalize_job(j, 1.0);  // as a trace reader gives them: redacted
   return std::move(jobs).value();
 }
 

@@ -1,6 +1,7 @@
 // The trained cascade: routing rules, trust region, exact cache, unknown users and empty scripts,
 // save -> load -> predict bit-identical, concurrency, config round trip.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -244,26 +245,45 @@ TEST_F(CascadeModelTest, UpperBoundCoversAndNeverExceedsTheRequest) {
   EXPECT_GT(static_cast<double>(covered) / static_cast<double>(n), 0.6);
 }
 
-// The online conformal bound around the same predictions (what peakcastd and `evaluate` issue:
-// eval/coverage.h), replayed in event time from the validation block on: its test-block coverage
-// is the nominal level within 0.05 (about three binomial standard errors at n = 300), at each of
-// 0.8, 0.9 and 0.95.
-TEST_F(CascadeModelTest, OnlineBoundHoldsTheNominalCoverage) {
-  std::vector<eval::WalkedJob> walk;
-  for (const TrainingJob& t : input_->jobs) {
-    if (t.role != Role::kValidation && t.role != Role::kTest) continue;
-    if (!t.job->is_valid(Resource::kMem)) continue;
-    const JobPrediction p = chosen_->predict_views(*t.job, t.views);
-    walk.push_back({t.job, t.views[0].level, std::clamp(p.mem.util, 0.0, 1.0), t.role == Role::kTest});
+// The online conformal bound around the cascade's (chosen policy's) memory predictions (what
+// peakcastd and `evaluate` issue: eval/coverage.h), replayed in event time from the validation
+// block on, covers the nominal share of the test jobs within 0.05 at each of 0.8, 0.9 and 0.95, on
+// synthetic traces with bursts, drifting scripts and OOM jobs (counted as misses). Judged over the
+// test blocks of four traces (seeds 11-14, about 1,200 jobs) pooled, not over one: a 300-job block
+// of a bursty workload misses by the script, and single blocks' coverage varied from seed to seed
+// with a standard deviation of 0.02 (at 0.95) to 0.04 (at 0.8) when measured (2026-12-05, seeds
+// 11-16: 0.893-0.956 at 0.95, 0.760-0.879 at 0.8), where a binomial one would be 0.013-0.023.
+TEST(CascadeCoverage, OnlineBoundHoldsTheNominalCoverage) {
+  std::array<double, eval::kNumCoverageLevels> covered{};
+  std::array<double, eval::kNumCoverageLevels> width{};
+  size_t n = 0;
+  for (uint64_t seed : {11, 12, 13, 14}) {
+    const std::vector<Job> jobs = synth_jobs(1500, seed);
+    const TrainingInput in = make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2));
+    auto model = CascadeModel::train(in, tiny_config());
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    std::vector<eval::WalkedJob> walk;
+    for (const TrainingJob& t : in.jobs) {
+      if (t.role != Role::kValidation && t.role != Role::kTest) continue;
+      if (!t.job->is_valid(Resource::kMem)) continue;
+      const JobPrediction p = model->predict_views(*t.job, t.views);
+      walk.push_back({t.job, t.views[0].level, std::clamp(p.mem.util, 0.0, 1.0), t.role == Role::kTest});
+    }
+    const eval::BoundCoverage c = eval::online_coverage(walk, Resource::kMem, 1.0);
+    ASSERT_GT(c.n, 200u) << "seed " << seed;
+    for (size_t b = 0; b < eval::kNumCoverageLevels; ++b) {
+      covered[b] += c.coverage[b] * static_cast<double>(c.n);
+      width[b] += c.width[b] * static_cast<double>(c.n);
+      EXPECT_GE(c.width[b], 0.0);
+    }
+    n += c.n;
   }
-  const eval::BoundCoverage c = eval::online_coverage(walk, Resource::kMem, 1.0);
-  ASSERT_GT(c.n, 200u);
   for (size_t b = 0; b < eval::kNumCoverageLevels; ++b) {
-    EXPECT_NEAR(c.coverage[b], eval::kCoverageLevels[b], 0.05) << "nominal " << eval::kCoverageLevels[b];
-    EXPECT_GE(c.width[b], 0.0);
+    EXPECT_NEAR(covered[b] / static_cast<double>(n), eval::kCoverageLevels[b], 0.05)
+        << "nominal " << eval::kCoverageLevels[b] << " over " << n << " test jobs";
   }
-  EXPECT_LE(c.width[0], c.width[1]);
-  EXPECT_LE(c.width[1], c.width[2]);
+  EXPECT_LE(width[0], width[1]);
+  EXPECT_LE(width[1], width[2]);
 }
 
 TEST_F(CascadeModelTest, SaveLoadPredictIsBitIdentical) {
@@ -313,6 +333,13 @@ TEST_F(CascadeModelTest, NewerFormatIsRefusedClearly) {
   auto p = load_predictor(dir);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().kind(), ErrorKind::kUnsupported);
+  // Format 4 read the scripts unredacted: its code model and tree route would see other tokens.
+  j["format_version"] = kCascadeFormatVersion - 1;
+  ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", j.dump()).is_ok());
+  auto older = CascadeModel::load(dir);
+  ASSERT_FALSE(older.ok());
+  EXPECT_EQ(older.status().kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(older.status().message().find("retrain"), std::string::npos) << older.status().message();
   j["format_version"] = kCascadeFormatVersion;
   j["surprise"] = 1;
   ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", j.dump()).is_ok());

@@ -8,6 +8,7 @@
 
 #include "golden_util.h"
 #include "peakcast/ingest/reader.h"
+#include "peakcast/ingest/redact.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -146,6 +147,34 @@ TEST(Reader, FinalizeKeysPreferScriptThenWorkload) {
   EXPECT_TRUE(t.jobs[3].script_key.empty());
   EXPECT_TRUE(t.has_scripts);
   EXPECT_EQ(t.stats.jobs, 4u);
+}
+
+// Every consumer (the history's keys, the code model, the tree route, xgboost's hashed tokens)
+// reads the text peakcastd's store keeps: redacted where the job enters.
+TEST(Reader, FinalizeRedactsTheIdentityTextAsTheStoreKeepsIt) {
+  const std::string raw =
+      "#!/bin/bash\n#SBATCH --mail-user=alice@uni.example.edu\ncd /home/alice/run\n"
+      "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\npython train.py\n";
+  Job j;
+  j.script = raw;
+  j.workload = "train /home/alice/data";
+  j.job_name = "run-for-alice@uni.example.edu";
+  finalize_job(j, 1.0);
+  ASSERT_TRUE(j.script.has_value());
+  EXPECT_EQ(*j.script, redact_script(raw));
+  EXPECT_EQ(j.script->find("alice"), std::string::npos) << *j.script;
+  EXPECT_EQ(j.script->find("hf_abc"), std::string::npos) << *j.script;
+  EXPECT_EQ(j.script_key, script_sha256(raw));  // the key is what it always was
+  EXPECT_EQ(*j.workload, redact_script("train /home/alice/data"));
+  EXPECT_EQ(j.workload->find("alice"), std::string::npos) << *j.workload;
+  EXPECT_EQ(j.job_name.find("alice@"), std::string::npos) << j.job_name;
+  // A job finalized again (read back from the store, sent on by slurm-sync) is left as it is.
+  Job again = j;
+  finalize_job(again, 1.0);
+  EXPECT_EQ(again.script, j.script);
+  EXPECT_EQ(again.workload, j.workload);
+  EXPECT_EQ(again.job_name, j.job_name);
+  EXPECT_EQ(again.script_key, j.script_key);
 }
 
 }  // namespace

@@ -164,6 +164,14 @@ TEST(CodeModel, LoadRefusesNewerFormatAndBrokenWeights) {
   EXPECT_EQ(newer.status().kind(), ErrorKind::kUnsupported);
   EXPECT_NE(newer.status().message().find("newer"), std::string::npos);
 
+  // A model trained on unredacted text (format 1) would read other tokens now: retrain.
+  j["format_version"] = 1;
+  ASSERT_TRUE(write_file_atomic(manifest_path, j.dump()).is_ok());
+  auto older = CodeModel::load(dir);
+  ASSERT_FALSE(older.ok());
+  EXPECT_EQ(older.status().kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(older.status().message().find("retrain"), std::string::npos) << older.status().message();
+
   j["format_version"] = CodeModel::kFormatVersion;
   j["config"]["hash_buckets"] = 8192;  // weights no longer fit the declared shape
   ASSERT_TRUE(write_file_atomic(manifest_path, j.dump()).is_ok());

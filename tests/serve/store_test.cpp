@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "peakcast/models/code/code_text.h"
+#include "peakcast/serve/request.h"
 #include "peakcast/serve/store.h"
 #include "serve_test_util.h"
 
@@ -373,6 +375,41 @@ TEST(SqliteStore, AnswersRecordedConcurrentlyAreAllKept) {
   std::set<std::pair<std::string, std::string>> kept;
   ASSERT_TRUE((*s)->for_each_answer([&](AnswerRecord&& a) { kept.emplace(a.user, a.script_key); }).is_ok());
   EXPECT_EQ(kept.size(), static_cast<size_t>(kThreads * kEach));
+}
+
+// A job sent to /v1/predict and the same job stored at /v1/complete and read back (what `peakcast
+// train --db` trains on) give the code model the same tokens: the request parser redacts the
+// text as the store does. Before, the request kept the raw text and 21 of 22 token positions of
+// a Slurm header with a user's paths and address differed from the stored ones.
+TEST(SqliteStore, ARequestsTextIsTheTextTheStoreKeeps) {
+  const std::string script =
+      "#!/bin/bash\\n#SBATCH --mail-user=alice@uni.example.edu\\n#SBATCH -o /home/alice/logs/%j.out\\n"
+      "export WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567\\ncd /scratch/alice/run && ./train\\n";
+  const std::string fields = R"("job_id": "7", "user": "alice", "submit_time": 100, "req_mem_bytes": 1000000,
+      "job_name": "train-alice@uni.example.edu", "script": ")" + script + "\"";
+  RequestLimits limits;
+  ParsedJob asked = parse_job_body("{" + fields + "}", BodyKind::kPredict, limits);
+  ParsedJob done = parse_job_body("{" + fields + R"(, "end_time": 200, "state": "COMPLETED", "peak_mem_bytes": 500000})",
+                                  BodyKind::kComplete, limits);
+  ASSERT_TRUE(std::holds_alternative<Job>(asked)) << std::get<ApiError>(asked).message;
+  ASSERT_TRUE(std::holds_alternative<Job>(done)) << std::get<ApiError>(done).message;
+  TempDir dir;
+  auto s = open_sqlite_store(dir.file("t.db"), SqliteOptions{.store_scripts = true});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(*(*s)->insert(std::get<Job>(done)));
+  std::vector<Job> stored;
+  ASSERT_TRUE((*s)->for_each_with_scripts([&](Job&& j) { stored.push_back(std::move(j)); }).is_ok());
+  ASSERT_EQ(stored.size(), 1u);
+  const Job& a = std::get<Job>(asked);
+  const Job& b = stored[0];
+  ASSERT_TRUE(a.script && b.script);
+  EXPECT_EQ(*a.script, *b.script);
+  EXPECT_EQ(a.job_name, b.job_name);
+  EXPECT_EQ(a.script_key, b.script_key);
+  EXPECT_EQ(a.script->find("alice"), std::string::npos) << *a.script;
+  EXPECT_EQ(a.script->find("0123456789abcdef"), std::string::npos) << *a.script;
+  const auto tokens = [](const Job& j) { return models::code::code_tokens(models::code::code_text(j), 4096); };
+  EXPECT_EQ(tokens(a), tokens(b));
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ namespace peakcast::cascade {
 
 // 2: gate features with walk-forward errors, the combined estimate, the tree route, history_only.
 // 4: training.labelled per resource (a resource without training labels is not predicted).
-inline constexpr int kCascadeFormatVersion = 4;
+// 5: the code model and the tree route read redacted text (ingest::finalize_job).
+inline constexpr int kCascadeFormatVersion = 5;
 
 // Where a resource's Q comes from: the neural code model (the study's) or the tree route
 // (tree_route.h), whichever did better on the gate/fusion set.

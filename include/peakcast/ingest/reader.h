@@ -76,7 +76,10 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
 Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
 Status parse_jsonl(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
 
-// Computes script_key (redacted script, else workload identity) and labels of one job.
+// Redacts the job's identity text in place (script, workload, job name: ingest::redact_script,
+// docs/redaction.md), then computes script_key (the redacted script's SHA-256, else the workload
+// identity's) and the labels. Every job is finalized once where it enters: a trace reader,
+// slurm-sync, a daemon request.
 void finalize_job(Job& job, double util_cap);
 
 // finalize_job() for every job, and the label counts in stats.

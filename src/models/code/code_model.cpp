@@ -593,6 +593,11 @@ Result<CodeModel> CodeModel::load_checked(const nlohmann::json& j, std::istream&
         "manifest.json: format_version: model format {} is newer than this build reads ({}); "
         "use a newer peakcast or retrain", version, kFormatVersion));
   if (version < 1) return Status::invalid(fmt::format("manifest.json: format_version: {} is invalid", version));
+  if (version < kOldestFormatVersion)
+    return Status::unsupported(fmt::format(
+        "manifest.json: format_version: model format {} was trained on scripts and job names as the "
+        "trace held them; this build reads them redacted (format {}), as peakcastd stores them, so "
+        "its predictions would differ: retrain with `peakcast train`", version, kFormatVersion));
   for (const char* key : {"config", "request_standardizer", "users"})
     if (!j.contains(key)) return Status::invalid(fmt::format("manifest.json: {}: missing", key));
 

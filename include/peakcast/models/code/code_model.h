@@ -46,8 +46,12 @@ struct CodeTrainReport {
 
 class CodeModel {
  public:
-  // Bumped when the saved layout changes; load() refuses anything newer.
-  static constexpr int kFormatVersion = 1;
+  // Bumped when the saved layout or what the model reads changes; load() refuses anything newer,
+  // and anything older than kOldestFormatVersion with a "retrain" message.
+  // 2: the script, workload and job name are read redacted (ingest::finalize_job), as
+  //    peakcastd's store keeps them.
+  static constexpr int kFormatVersion = 2;
+  static constexpr int kOldestFormatVersion = 2;
 
   CodeModel();
   ~CodeModel();
