@@ -102,6 +102,9 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
 
   const bool tree = m.q_source[ri] == QSource::kTreeRoute;
   from_cache = from_cache && !tree;
+  if (!pre.bypass) {
+    p.q_origin = tree ? QOrigin::kTreeRoute : from_cache ? QOrigin::kCache : QOrigin::kCodeModel;
+  }
   const char* src = tree ? "tree route" : from_cache ? "cached code model" : "code model";
   if (v.level == history::Level::kNone) {
     p.route = tree ? Route::kTree : Route::kNoHistory;

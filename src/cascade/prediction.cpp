@@ -1,6 +1,6 @@
 // JSON form of a prediction: the object `peakcast predict --json` prints and peakcastd answers.
-// Every field of ResourcePrediction is always present (absent optionals are null), so consumers
-// (the Slurm hook, scripts) see one stable shape.
+// Every field of ResourcePrediction but q_origin (accounting for /metrics) is always present
+// (absent optionals are null), so consumers (the Slurm hook, scripts) see one stable shape.
 #include "peakcast/cascade/prediction.h"
 
 #include <nlohmann/json.hpp>

@@ -32,6 +32,13 @@ void Metrics::count_route(Resource r, cascade::Route route) {
   routes_[idx(r)][static_cast<int>(route)].fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::count_answer(Resource r, const cascade::ResourcePrediction& p) {
+  count_route(r, p.route);
+  if (p.route != cascade::Route::kNoHistory) return;
+  if (p.q_origin == cascade::QOrigin::kCodeModel) no_history_encoder_.fetch_add(1, std::memory_order_relaxed);
+  if (p.q_origin == cascade::QOrigin::kCache) no_history_cache_.fetch_add(1, std::memory_order_relaxed);
+}
+
 uint64_t Metrics::requests(Endpoint e, int status) const {
   std::lock_guard lock(mu_);
   auto it = requests_.find({static_cast<int>(e), status});
@@ -149,7 +156,8 @@ std::string Metrics::render(const Gauges& g) const {
   render_requests(out);
   render_latency(out);
   render_routes(out);
-  uint64_t encoder = 0, cache = 0;
+  uint64_t encoder = no_history_encoder_.load(std::memory_order_relaxed);
+  uint64_t cache = no_history_cache_.load(std::memory_order_relaxed);
   for (Resource r : kResources) {
     encoder += route_count(r, cascade::Route::kEncoder);
     cache += route_count(r, cascade::Route::kCache);

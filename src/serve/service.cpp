@@ -329,8 +329,8 @@ Reply Service::predict(std::string_view body) {
       p = model->predict(job, history_);
       oom_recent = history_.query(job, Resource::kMem).exact.censored_recent > 0;
     }
-    metrics_.count_route(Resource::kMem, p.mem.route);
-    if (p.vram) metrics_.count_route(Resource::kVram, p.vram->route);
+    metrics_.count_answer(Resource::kMem, p.mem);
+    if (p.vram) metrics_.count_answer(Resource::kVram, *p.vram);
     const TrailingOom failed = oom_recent ? trailing_oom(job) : TrailingOom{};
     const SizingState::Applied applied = sizing_->apply(job, failed.limit, p, failed.lowered);
     // On record for a completion that arrives after a restart; answered even when not kept.

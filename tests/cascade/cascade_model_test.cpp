@@ -196,6 +196,26 @@ TEST_F(CascadeModelTest, CacheHitEqualsFreshForward) {
   EXPECT_LE(model_->cache_size(), model_->config().cache_capacity);
 }
 
+// Under no_history the route does not say whether the code model ran or the exact cache
+// answered: q_origin does (the daemon's encoder-call and cache-hit counters read it), one by
+// one and in a batch, where a job's duplicate is served by the first one's run.
+TEST_F(CascadeModelTest, NoHistoryAnswersSayWhetherTheCodeModelRan) {
+  model_->clear_cache();
+  const Job& job = *test_jobs().front()->job;
+  const JobPrediction fresh = model_->predict_views(job, HistoryViews{});
+  const JobPrediction again = model_->predict_views(job, HistoryViews{});
+  EXPECT_EQ(fresh.mem.route, Route::kNoHistory);
+  EXPECT_EQ(fresh.mem.q_origin, QOrigin::kCodeModel);
+  EXPECT_EQ(again.mem.route, Route::kNoHistory);
+  EXPECT_EQ(again.mem.q_origin, QOrigin::kCache);
+  model_->clear_cache();
+  const std::vector<const Job*> twice = {&job, &job};
+  const std::vector<HistoryViews> views(2);
+  const auto batch = model_->predict_views_batch(twice, views);
+  EXPECT_EQ(batch[0].mem.q_origin, QOrigin::kCodeModel);
+  EXPECT_EQ(batch[1].mem.q_origin, QOrigin::kCache);
+}
+
 TEST_F(CascadeModelTest, UnknownUsersAndEmptyScriptsWork) {
   Job j;
   j.job_id = "new-1";
@@ -490,6 +510,7 @@ TEST(CascadeTreeRoute, JobsWhoseQComesFromTheTreeRouteTakeTheTreeRoute) {
       for (const ResourcePrediction* rp : rs) {
         EXPECT_TRUE(rp->route == Route::kBypass || rp->route == Route::kTree)
             << t.job->job_id << ": " << route_name(rp->route);
+        EXPECT_EQ(rp->q_origin, rp->route == Route::kTree ? QOrigin::kTreeRoute : QOrigin::kNone);
         if (rp->route == Route::kTree) {
           ++tree;
           EXPECT_NE(rp->rationale.find("tree route"), std::string::npos) << rp->rationale;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cascade/cascade_fixtures.h"
 #include "peakcast/core/io.h"
 #include "peakcast/core/log.h"
 #include "peakcast/serve/metrics.h"
@@ -37,12 +38,13 @@ struct Fixture {
   FaultyStore* faulty = nullptr;
   std::unique_ptr<Service> service;
 
-  explicit Fixture(SqliteOptions so = {}) {
+  explicit Fixture(SqliteOptions so = {},
+                   std::shared_ptr<const cascade::Predictor> model = testing::history_model()) {
     auto store = open_sqlite_store(dir.file("h.db"), so);
     EXPECT_TRUE(store.ok()) << store.status().message();
     auto wrapped = std::make_unique<FaultyStore>(std::move(*store));
     faulty = wrapped.get();
-    service = std::make_unique<Service>(testing::history_model(), std::move(wrapped), fixed_clock());
+    service = std::make_unique<Service>(std::move(model), std::move(wrapped), fixed_clock());
     EXPECT_TRUE(service->rebuild().is_ok());
   }
 };
@@ -484,6 +486,33 @@ TEST(Metrics, EveryRouteHasItsLabelAndTreeIsNoEncoderCall) {
   }
   EXPECT_NE(text.find("peakcast_predictions_total{resource=\"mem\",route=\"tree\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("peakcast_encoder_calls_total 1\n"), std::string::npos) << text;
+}
+
+// A job with no history at all is answered by the code model's Q (route no_history): that run
+// is an encoder call, and the same job again a cache hit. /metrics counted only the encoder
+// route, so a daemon answering newcomers showed no code-model calls at all.
+TEST(Metrics, ACodeModelRunForAJobWithNoHistoryIsAnEncoderCall) {
+  const std::vector<Job> jobs = cascade::testing::synth_jobs(800, 5);
+  const cascade::TrainingInput input =
+      cascade::testing::make_input(jobs, cascade::testing::roles_by_share(jobs.size(), 0.6, 0.2));
+  cascade::CascadeConfig cfg = cascade::testing::tiny_config();
+  cfg.q_source = "code_model";
+  auto trained = cascade::CascadeModel::train(input, cfg);
+  ASSERT_TRUE(trained.ok()) << trained.status().message();
+  Fixture f({}, std::make_shared<const cascade::CascadeModel>(std::move(trained).value()));
+  const std::string request = request_json("newcomer", "#!/bin/bash\npython fit.py\n", kNow, 8 * kGiB).dump();
+  for (int i = 0; i < 2; ++i) {
+    Reply r = f.service->predict(request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(body_of(r)["predictions"]["mem"]["route"], "no_history");
+  }
+  const std::string text = f.service->metrics_text().body;
+  EXPECT_NE(text.find("peakcast_encoder_calls_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("peakcast_cache_hits_total 1\n"), std::string::npos) << text;
+  // The history-only kind answers no_history with its fallback: no code model, no call.
+  Fixture history_only;
+  ASSERT_EQ(history_only.service->predict(request).status, 200);
+  EXPECT_NE(history_only.service->metrics_text().body.find("peakcast_encoder_calls_total 0\n"), std::string::npos);
 }
 
 }  // namespace

@@ -26,10 +26,17 @@ inline constexpr std::array<Route, 5> kRoutes = {Route::kBypass, Route::kEncoder
                                                  Route::kNoHistory, Route::kTree};
 std::string_view route_name(Route r);  // "bypass", "encoder", "cache", "no_history", "tree"
 
+// Where the Q a resource's value used came from: none (history alone, the history-only kind, a
+// resource not learned), a code-model run for this answer, the exact cache, or the tree route.
+// The route says as much except under no_history, which a run or the cache may serve; /metrics
+// counts code-model calls and cache hits by it. Not part of the JSON answer.
+enum class QOrigin { kNone, kCodeModel, kCache, kTreeRoute };
+
 struct ResourcePrediction {
   double util = 0.0;                 // predicted peak / request, in [0, cap]
   std::optional<uint64_t> bytes;     // util x capacity, when the capacity is known
   Route route = Route::kNoHistory;
+  QOrigin q_origin = QOrigin::kNone;
   std::string expert;                // history expert used ("last1", ...), empty when none
   std::optional<double> gamma;       // fusion weight on the code model, when fused
   int history_n = 0;                 // eligible history jobs at the answering level

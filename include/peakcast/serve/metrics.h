@@ -59,6 +59,9 @@ class Metrics {
  public:
   void observe(Endpoint e, int status, double seconds);
   void count_route(Resource r, cascade::Route route);
+  // One answer for resource r: its route, and under no_history (served by a code-model run or
+  // by the exact cache alike) which of the two, for the encoder-call and cache-hit counters.
+  void count_answer(Resource r, const cascade::ResourcePrediction& p);
   void count_storage_error() { storage_errors_.fetch_add(1, std::memory_order_relaxed); }
   void count_conflict() { conflicts_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t requests(Endpoint e, int status) const;
@@ -79,6 +82,10 @@ class Metrics {
 
   std::array<Histogram, kNumEndpoints> latency_;
   std::array<std::array<std::atomic<uint64_t>, cascade::kRoutes.size()>, kNumResources> routes_{};
+  // no_history answers whose Q came from a code-model run / from the exact cache (the other
+  // routes say which by themselves).
+  std::atomic<uint64_t> no_history_encoder_{0};
+  std::atomic<uint64_t> no_history_cache_{0};
   std::atomic<uint64_t> storage_errors_{0};
   std::atomic<uint64_t> conflicts_{0};
   mutable std::mutex mu_;
