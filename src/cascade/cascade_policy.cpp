@@ -254,9 +254,13 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
     best.policy_fused_mae = best_rows.empty() ? 0.0 : fused_mae;
     best.policy_n = best_rows.size();
     best.policy_mae = best_score.mae;
+    // The jobs not bypassed need Q: an encoder job where the code model gives it, none where the
+    // tree route does (the routing's tree_share, as the daemon's route `tree`).
+    const bool code_q = out.q_source[ri] == QSource::kCodeModel;
     best.policy_encoder_share =
-        best_rows.empty() ? 0.0
-                          : static_cast<double>(best_score.encoder) / static_cast<double>(best_rows.size());
+        best_rows.empty() || !code_q
+            ? 0.0
+            : static_cast<double>(best_score.encoder) / static_cast<double>(best_rows.size());
     double hist_err = 0.0;
     for (const Row& row : hist_rows) hist_err += scored_error(std::clamp(row.h, 0.0, in.util_cap), row.y, row.exact);
     best.policy_history_mae = hist_rows.empty() ? 0.0 : hist_err / static_cast<double>(hist_rows.size());

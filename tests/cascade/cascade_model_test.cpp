@@ -489,6 +489,10 @@ TEST(CascadeTreeRoute, JobsWhoseQComesFromTheTreeRouteTakeTheTreeRoute) {
   ASSERT_TRUE(trained.ok()) << trained.status().message();
   const CascadeModel& model = *trained;
   for (Resource r : kResources) ASSERT_EQ(model.q_source()[idx(r)], QSource::kTreeRoute);
+  // The policy's encoder share counts code-model jobs only, as the routing's encoder_share does:
+  // none here, though the policy set's user-level jobs took the fused cascade (Q from the tree).
+  ASSERT_GT(model.policy()[0].policy_n, 0u);
+  for (Resource r : kResources) EXPECT_EQ(model.policy()[idx(r)].policy_encoder_share, 0.0) << resource_name(r);
   model.clear_cache();
   HistoryViews user_only{};
   for (auto& v : user_only) {

@@ -88,7 +88,7 @@ struct ResourcePolicy {
   double trust_floor = 0.1;
   size_t policy_n = 0;         // policy-set jobs valid for the resource
   double policy_mae = 0.0;     // cascade MAE there with this choice
-  double policy_encoder_share = 0.0;  // share of them that needed the encoder for this resource
+  double policy_encoder_share = 0.0;  // share of them that ran the code model (0 under the tree route)
   double policy_history_mae = 0.0;    // hierarchical e_r alone (history only), for reference
   double policy_fused_mae = 0.0;      // the best gated/fused grid entry there, for reference
 };
