@@ -96,4 +96,8 @@ std::optional<double> normal_prediction_bound(const std::vector<double>& xs, dou
   return prediction_bound(mean_sd(xs), student_t_quantile(coverage, static_cast<double>(xs.size()) - 1.0));
 }
 
+size_t share_position(size_t n, double share, double total) {
+  return static_cast<size_t>(std::floor(static_cast<double>(n) * share / total + 1e-9));
+}
+
 }  // namespace peakcast

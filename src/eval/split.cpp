@@ -62,10 +62,6 @@ double median(std::vector<double> values) {
   return (lower + upper) / 2.0;
 }
 
-size_t share_position(size_t n, double share, double total) {
-  return static_cast<size_t>(std::floor(static_cast<double>(n) * share / total + 1e-9));
-}
-
 Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config) {
   const double sum = config.train + config.validation + config.test;
   if (!(config.train > 0 && config.validation > 0 && config.test > 0) || !std::isfinite(sum)) {

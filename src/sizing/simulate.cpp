@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "peakcast/core/stats.h"
+
 namespace peakcast::sizing {
 namespace {
 
@@ -57,7 +59,7 @@ ChronoOrder chrono_order(const std::vector<SimTask>& tasks, double test_fraction
                    [&](size_t a, size_t b) { return tasks[a].info.submit_ms < tasks[b].info.submit_ms; });
   std::stable_sort(c.by_end.begin(), c.by_end.end(),
                    [&](size_t a, size_t b) { return tasks[a].end_ms < tasks[b].end_ms; });
-  c.first_test = static_cast<size_t>(std::floor((1.0 - test_fraction) * static_cast<double>(tasks.size())));
+  c.first_test = share_position(tasks.size(), 1.0 - test_fraction);  // as the evaluation's folds cut
   return c;
 }
 

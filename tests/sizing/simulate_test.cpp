@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "peakcast/core/stats.h"
 #include "peakcast/sizing/simulate.h"
 
 namespace peakcast::sizing {
@@ -75,15 +76,21 @@ TEST(RunTask, NothingAboveThePolicysCeilingAndATaskAboveItIsUnschedulable) {
   EXPECT_EQ(sum.unschedulable, 2u);
 }
 
-TEST(Simulate, PeakcastNeverAllocatesAboveItsPartitionsLimit) {
+// n copies of `t` in event time: the i-th submitted at 1000 i ms and done 500 ms later.
+std::vector<SimTask> one_after_another(SimTask t, int n) {
   std::vector<SimTask> tasks;
-  for (int i = 0; i < 30; ++i) {
-    SimTask t = task("w", 10.0 * (1ull << 30), kHourMs, 0, 16.0 * (1ull << 30));
-    t.info.partition = "p";
+  for (int i = 0; i < n; ++i) {
     t.info.submit_ms = 1000 * i;
     t.end_ms = 1000 * i + 500;
     tasks.push_back(t);
   }
+  return tasks;
+}
+
+TEST(Simulate, PeakcastNeverAllocatesAboveItsPartitionsLimit) {
+  SimTask like = task("w", 10.0 * (1ull << 30), kHourMs, 0, 16.0 * (1ull << 30));
+  like.info.partition = "p";
+  const std::vector<SimTask> tasks = one_after_another(like, 30);
   SimulateOptions o;
   o.protocol = Protocol::kChrono;
   o.policies = {"peakcast"};
@@ -98,6 +105,20 @@ TEST(Simulate, PeakcastNeverAllocatesAboveItsPartitionsLimit) {
   EXPECT_EQ(t.failures, 6u);  // one attempt each, at the limit
   EXPECT_NEAR(t.failed_gbh, 6 * 8.0 * (1ull << 30) * 1e-9, 1e-9);
   EXPECT_NEAR(t.over_gbh, 0.0, 1e-12);
+}
+
+// The scored block starts where the evaluation's share_position puts it: (1 - 0.9) x 10 is
+// 0.999... in floating point, and a bare floor scored all 10 tasks instead of the last 9.
+TEST(Simulate, ChronoScoresTheLastShareCutAsTheEvaluationCutsIt) {
+  const std::vector<SimTask> tasks = one_after_another(task("w", 1e9, kHourMs, 0, 2e9), 10);
+  SimulateOptions o;
+  o.protocol = Protocol::kChrono;
+  o.policies = {"presets"};
+  o.chrono_test_fraction = 0.9;
+  auto r = simulate(tasks, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->results[0].total.jobs, tasks.size() - share_position(tasks.size(), 1.0 - 0.9));
+  EXPECT_EQ(r->results[0].total.jobs, 9u);
 }
 
 // A recommendation, and after an out-of-memory attempt the user's own request.

@@ -38,4 +38,10 @@ double prediction_bound(const MeanSd& m, double t);
 // (a new draw is at or under it with probability `coverage`); nullopt for fewer than 2 values.
 std::optional<double> normal_prediction_bound(const std::vector<double>& xs, double coverage);
 
+// Where the items after the first `share` of `total` (of n items in order) begin:
+// floor(n * share / total), plus 1e-9 so that 0.6 x 10 or (1 - 0.9) x 10 does not land on
+// 5.999... or 0.999... . The evaluation's split blocks and folds' tail, and the simulator's
+// chrono scored block, are cut with it, so a share cuts the same everywhere.
+size_t share_position(size_t n, double share, double total = 1.0);
+
 }  // namespace peakcast

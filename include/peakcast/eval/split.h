@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "peakcast/core/job.h"
+#include "peakcast/core/stats.h"
 #include "peakcast/core/status.h"
 
 namespace peakcast::eval {
@@ -53,10 +54,9 @@ struct Split {
   std::array<size_t, kNumResources> fallback_n{0, 0};
 };
 
-// Where the jobs after the first `share` of `total` (of n jobs in submit order) begin:
-// floor(n * share / total), plus 1e-9 so that 0.6 x 10 or (1 - 0.8) x 400 does not land on
-// 5.999... or 79.999... . The split's blocks and the folds' tail are cut with it.
-size_t share_position(size_t n, double share, double total = 1.0);
+// Where the jobs after the first `share` of `total` (of n jobs in submit order) begin
+// (core/stats.h): the split's blocks and the folds' tail are cut with it.
+using peakcast::share_position;
 
 // Builds the split over `jobs` (which must outlive it). Fails when a block would be empty.
 Result<Split> make_split(const std::vector<Job>& jobs, const SplitConfig& config);
