@@ -49,21 +49,52 @@ FakeSacct two_jobs() {
   return f;
 }
 
-TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
+// What a poll runs against: a temp folder (the stand-in sacct and its call log go there) with a
+// history database in it and, for a poll that feeds a daemon, the service over that database.
+// open() and serve() assert: call them under ASSERT_NO_FATAL_FAILURE (the fixture does).
+struct PollBench {
   TempDir dir;
-  const std::string fake = write_fake_sacct(dir.path(), two_jobs());
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
-  ServiceOptions so;
-  so.clock = [] { return kClock; };
-  Service service(testing::history_model(), std::move(*store), so);
-  ASSERT_TRUE(service.rebuild().is_ok());
-  SyncOptions o;
-  o.sacct = fake;
-  o.clock = [] { return kClock; };
-  auto sink = [&](const Job& j) { return service.add_completion(j); };
+  std::unique_ptr<CompletionStore> store;  // the service's once serve() has run
+  std::unique_ptr<Service> service;
 
-  auto first = sync_once(service.store(), sink, o);
+  void open() {
+    auto opened = open_sqlite_store(dir.file("h.db"));
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    store = std::move(*opened);
+  }
+  // The service over the database, rebuilt; its clock kClock, or the real one.
+  void serve(bool fixed_clock = true) {
+    ServiceOptions so;
+    if (fixed_clock) so.clock = [] { return kClock; };
+    service = std::make_unique<Service>(testing::history_model(), std::move(store), so);
+    ASSERT_TRUE(service->rebuild().is_ok());
+  }
+  // Completions into the service, as the daemon's poll hands them over.
+  CompletionSink into_service() {
+    return [this](const Job& j) { return service->add_completion(j); };
+  }
+};
+
+// Options for a poll through `sacct` at kClock.
+SyncOptions at_clock(const std::string& sacct) {
+  SyncOptions o;
+  o.sacct = sacct;
+  o.clock = [] { return kClock; };
+  return o;
+}
+
+// The SlurmSync tests, each with its bench open.
+class SlurmSync : public ::testing::Test, protected PollBench {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(open()); }
+};
+
+TEST_F(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
+  ASSERT_NO_FATAL_FAILURE(serve());
+  const SyncOptions o = at_clock(write_fake_sacct(dir.path(), two_jobs()));
+  const CompletionSink sink = into_service();
+
+  auto first = sync_once(service->store(), sink, o);
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_EQ(first->finished, 2u);
   EXPECT_EQ(first->added, 2u);
@@ -71,23 +102,23 @@ TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
   EXPECT_EQ(first->since, kClock - o.initial_lookback_s);
   EXPECT_EQ(first->windows, 7u);  // a week in windows of a day
 
-  auto rows = service.store().recent(HistoryFilter{"alice", ""}, 10);
+  auto rows = service->store().recent(HistoryFilter{"alice", ""}, 10);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].peak_mem_bytes, 217915392u);  // the step's MaxRSS
   EXPECT_EQ((*rows)[0].req_mem_bytes, 600ull << 20);
   EXPECT_EQ((*rows)[0].script_key, ingest::script_sha256("#!/bin/bash\nperl alloc.pl 200\n"));
-  auto oom = service.store().recent(HistoryFilter{"bob", ""}, 10);
+  auto oom = service->store().recent(HistoryFilter{"bob", ""}, 10);
   ASSERT_EQ(oom->size(), 1u);
   EXPECT_TRUE((*oom)[0].censored);
 
   // Twice: nothing new, no script fetched again, the cursor moved back by the overlap only.
-  auto second = sync_once(service.store(), sink, o);
+  auto second = sync_once(service->store(), sink, o);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->added, 0u);
   EXPECT_EQ(second->known, 2u);
   EXPECT_EQ(second->since, kClock - o.overlap_s);
-  EXPECT_EQ(service.history_size(), 2u);
+  EXPECT_EQ(service->history_size(), 2u);
   auto calls = read_file(dir.file("calls.log"));
   ASSERT_TRUE(calls.ok());
   size_t script_fetches = 0;
@@ -102,8 +133,7 @@ TEST(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
 // it knows as unfinished (RUNNING, REQUEUED...); SPECIAL_EXIT (requeued and held by an epilog) and
 // the rest that are not a final state were stored, learned as an exact label, and held their
 // job_id against the real completion. Such a job is left for the window where it ends.
-TEST(SlurmSync, AJobRequeuedSinceIsLearnedOnlyOnceItHasFinished) {
-  TempDir dir;
+TEST_F(SlurmSync, AJobRequeuedSinceIsLearnedOnlyOnceItHasFinished) {
   FakeSacct f = two_jobs();
   const std::string requeued =
       "14|14|again|carol|acct|debug|{STATE}|2024-05-01T21:38:00|2024-05-01T21:38:01|2024-05-01T21:41:00|00:02:59|00:05:00|1|1|1|1G|cpu=1,mem=1G,node=1|cpu=1,mem=1G,node=1|||\n"
@@ -115,33 +145,24 @@ TEST(SlurmSync, AJobRequeuedSinceIsLearnedOnlyOnceItHasFinished) {
   };
   const std::string base = f.listing;
   f.listing = base + with_state("SPECIAL_EXIT");
-  std::string fake = write_fake_sacct(dir.path(), f);
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
-  ServiceOptions so;
-  so.clock = [] { return kClock; };
-  Service service(testing::history_model(), std::move(*store), so);
-  ASSERT_TRUE(service.rebuild().is_ok());
-  SyncOptions o;
-  o.sacct = fake;
-  o.clock = [] { return kClock; };
-  auto sink = [&](const Job& j) { return service.add_completion(j); };
-  auto first = sync_once(service.store(), sink, o);
+  ASSERT_NO_FATAL_FAILURE(serve());
+  SyncOptions o = at_clock(write_fake_sacct(dir.path(), f));
+  const CompletionSink sink = into_service();
+  auto first = sync_once(service->store(), sink, o);
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_EQ(first->added, 2u);
   EXPECT_GE(first->skipped, 1u);
   bool said = false;
   for (const std::string& n : first->notes) said |= n.find("job 14: state SPECIAL_EXIT has not finished") != std::string::npos;
   EXPECT_TRUE(said);
-  EXPECT_TRUE(service.store().recent(HistoryFilter{"carol", ""}, 10)->empty());
+  EXPECT_TRUE(service->store().recent(HistoryFilter{"carol", ""}, 10)->empty());
 
   f.listing = base + with_state("COMPLETED");
-  fake = write_fake_sacct(dir.path(), f);
-  o.sacct = fake;
-  auto second = sync_once(service.store(), sink, o);
+  o.sacct = write_fake_sacct(dir.path(), f);
+  auto second = sync_once(service->store(), sink, o);
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_EQ(second->added, 1u);
-  auto rows = service.store().recent(HistoryFilter{"carol", ""}, 10);
+  auto rows = service->store().recent(HistoryFilter{"carol", ""}, 10);
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].peak_mem_bytes, 536870912u);
 }
@@ -150,8 +171,7 @@ TEST(SlurmSync, AJobRequeuedSinceIsLearnedOnlyOnceItHasFinished) {
 // with its default delimiter gives a row that cannot be read (two free-text columns), and the job
 // was skipped, never learned. slurm-sync asks for the unit separator; this stand-in delimits by
 // what --delimiter says, as sacct does.
-TEST(SlurmSync, AJobNamedWithAPipeIsLearned) {
-  TempDir dir;
+TEST_F(SlurmSync, AJobNamedWithAPipeIsLearned) {
   const std::string path = write_program(dir, "sacct", std::string() +
       "#!/bin/bash\n"
        "echo \"$*\" >> '" + dir.file("calls.log") + "'\n"
@@ -165,15 +185,11 @@ TEST(SlurmSync, AJobNamedWithAPipeIsLearned) {
        "2024-05-01T10:00:10 00:00:09 00:05:00 1 1 1 600M cpu=1,mem=600M cpu=1,mem=600M '' '' '' 'site|note'\n"
        "row 21.batch 21 batch '' acct '' COMPLETED 2024-05-01T10:00:01 2024-05-01T10:00:01 "
        "2024-05-01T10:00:10 00:00:09 '' 1 '' 1 '' '' '' 217915392 '' '' ''\n");
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
-  SyncOptions o;
-  o.sacct = path;
+  SyncOptions o = at_clock(path);
   o.fetch_scripts = false;
-  o.clock = [] { return kClock; };
   o.max_window_s = o.initial_lookback_s;  // this stand-in lists its job whatever the window
   std::vector<Job> got;
-  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j); return true; }, o);
+  auto r = sync_once(*store, [&](const Job& j) -> Result<bool> { got.push_back(j); return true; }, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->skipped, 0u);
   ASSERT_EQ(got.size(), 1u);
@@ -202,9 +218,7 @@ FakeSacct three_days() {
 
 // Options for a poll of the three days before kClock through a stand-in listing `f`.
 SyncOptions over_three_days(const TempDir& dir, const FakeSacct& f) {
-  SyncOptions o;
-  o.sacct = write_fake_sacct(dir.path(), f);
-  o.clock = [] { return kClock; };
+  SyncOptions o = at_clock(write_fake_sacct(dir.path(), f));
   o.initial_lookback_s = 3 * 86400;
   return o;
 }
@@ -221,16 +235,13 @@ std::vector<std::string> listing_calls(const TempDir& dir) {
 
 // A first poll over three days asks sacct a day at a time (bounded memory), learns every job
 // once, and leaves the cursor where a single poll would.
-TEST(SlurmSync, AFirstPollOverDaysAsksADayAtATime) {
-  TempDir dir;
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
+TEST_F(SlurmSync, AFirstPollOverDaysAsksADayAtATime) {
   SyncOptions o = over_three_days(dir, three_days());
   o.fetch_scripts = false;
   std::vector<std::pair<int64_t, int64_t>> progress;
   o.on_window = [&](const SyncReport&, int64_t from, int64_t to) { progress.emplace_back(from, to); };
   std::vector<std::string> got;
-  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; }, o);
+  auto r = sync_once(*store, [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; }, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
   EXPECT_EQ(r->windows, 3u);
@@ -243,51 +254,44 @@ TEST(SlurmSync, AFirstPollOverDaysAsksADayAtATime) {
   EXPECT_NE(calls[0].find("-S " + sacct_time(kClock - 3 * 86400) + " -E " + sacct_time(kClock - 2 * 86400)),
             std::string::npos) << calls[0];
   EXPECT_NE(calls[2].find("-E now"), std::string::npos) << calls[2];
-  EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - o.overlap_s));
+  EXPECT_EQ(*(*store->get_meta(kSyncCursorKey)), std::to_string(kClock - o.overlap_s));
   EXPECT_NE(describe(*r).find("(3 sacct windows)"), std::string::npos) << describe(*r);
 }
 
 // A window whose listing is over max_output_bytes is asked again at half its span (the stand-in
 // prints too much for any window over 6 hours): every job is learned. Where even the smallest
 // window is too much, the poll fails, saying which window, and the cursor stays.
-TEST(SlurmSync, AListingTooLargeIsAskedAgainInSmallerWindows) {
-  TempDir dir;
+TEST_F(SlurmSync, AListingTooLargeIsAskedAgainInSmallerWindows) {
   FakeSacct f = three_days();
   f.too_big_over_s = 6 * 3600;
   f.too_big_bytes = 8192;
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
   SyncOptions o = over_three_days(dir, f);
   o.fetch_scripts = false;
   o.max_output_bytes = 4096;
   std::vector<std::string> got;
-  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; }, o);
+  auto r = sync_once(*store, [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; }, o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   // Once each, though three end on a boundary between two windows (sacct lists them in both).
   EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
   EXPECT_EQ(r->finished, 4u);
   EXPECT_EQ(r->windows, 12u);  // three days in windows of 6 hours
-  EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - o.overlap_s));
+  EXPECT_EQ(*(*store->get_meta(kSyncCursorKey)), std::to_string(kClock - o.overlap_s));
 
-  TempDir dir2;
+  PollBench other;
+  ASSERT_NO_FATAL_FAILURE(other.open());
   f.too_big_over_s = 30;  // below min_window_s
-  auto store2 = open_sqlite_store(dir2.file("h.db"));
-  ASSERT_TRUE(store2.ok());
-  o.sacct = write_fake_sacct(dir2.path(), f);
-  auto bad = sync_once(**store2, [&](const Job&) -> Result<bool> { return true; }, o);
+  o.sacct = write_fake_sacct(other.dir.path(), f);
+  auto bad = sync_once(*other.store, [&](const Job&) -> Result<bool> { return true; }, o);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("sacct's listing of the 60 s from " + sacct_time(kClock - 3 * 86400)),
             std::string::npos) << bad.status().message();
   EXPECT_NE(bad.status().message().find("output over 4096 bytes"), std::string::npos) << bad.status().message();
-  EXPECT_FALSE((*(*store2)->get_meta(kSyncCursorKey)).has_value());
+  EXPECT_FALSE((*other.store->get_meta(kSyncCursorKey)).has_value());
 }
 
 // A poll stopped between windows (the daemon shutting down) keeps what it did: the cursor is at
 // the end of the last window done, and the next poll goes on from there.
-TEST(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
-  TempDir dir;
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
+TEST_F(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   SyncOptions o = over_three_days(dir, three_days());
   o.fetch_scripts = false;
   bool stop = false;  // asked for once the first window is done
@@ -295,31 +299,28 @@ TEST(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   o.stop_requested = [&] { return stop; };
   std::vector<std::string> got;
   const auto sink = [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; };
-  auto first = sync_once(**store, sink, o);
+  auto first = sync_once(*store, sink, o);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->windows, 1u);
   EXPECT_EQ(got, std::vector<std::string>{"40"});
-  EXPECT_EQ(*(*(*store)->get_meta(kSyncCursorKey)), std::to_string(kClock - 2 * 86400));
+  EXPECT_EQ(*(*store->get_meta(kSyncCursorKey)), std::to_string(kClock - 2 * 86400));
   o.stop_requested = nullptr;
   o.on_window = nullptr;
-  auto second = sync_once(**store, sink, o);
+  auto second = sync_once(*store, sink, o);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->since, kClock - 2 * 86400);
   EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
 }
 
 // New jobs' scripts come from one `sacct -B -j` call per batch, each job given its own.
-TEST(SlurmSync, ScriptsAreFetchedInBatches) {
-  TempDir dir;
+TEST_F(SlurmSync, ScriptsAreFetchedInBatches) {
   FakeSacct f = three_days();
   for (int i = 0; i < 4; ++i) f.scripts[std::to_string(40 + i)] = "#!/bin/bash\necho " + std::to_string(i) + "\n";
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
   SyncOptions o = over_three_days(dir, f);
   o.max_window_s = 4 * 86400;  // one window
   o.scripts_per_call = 3;
   std::map<std::string, std::string> scripts;
-  auto r = sync_once(**store, [&](const Job& j) -> Result<bool> {
+  auto r = sync_once(*store, [&](const Job& j) -> Result<bool> {
     scripts[j.job_id] = j.script.value_or("");
     return true;
   }, o);
@@ -335,13 +336,12 @@ TEST(SlurmSync, ScriptsAreFetchedInBatches) {
   EXPECT_NE(calls->find("-B -j 43\n"), std::string::npos) << *calls;
 
   // A batch sacct refuses for one of its ids is asked again in halves: the others keep theirs.
-  TempDir dir2;
+  PollBench other;
+  ASSERT_NO_FATAL_FAILURE(other.open());
   f.refuse_script_of = "41";
-  auto store2 = open_sqlite_store(dir2.file("h.db"));
-  ASSERT_TRUE(store2.ok());
-  o.sacct = write_fake_sacct(dir2.path(), f);
+  o.sacct = write_fake_sacct(other.dir.path(), f);
   scripts.clear();
-  auto r2 = sync_once(**store2, [&](const Job& j) -> Result<bool> {
+  auto r2 = sync_once(*other.store, [&](const Job& j) -> Result<bool> {
     scripts[j.job_id] = j.script.value_or("");
     return true;
   }, o);
@@ -402,30 +402,26 @@ TEST(RunProgram, StopsAtItsDeadlineOrWhenAskedWithWhatItStarted) {
 // Scripts that do not come (sacct -B hangs past its deadline, or the daemon stops meanwhile):
 // the window's jobs are not stored without them (a job stored is never fetched again) but read
 // again at the next poll; the cursor stays.
-TEST(SlurmSync, JobsAreNotStoredWithoutTheScriptsThatDidNotCome) {
+TEST_F(SlurmSync, JobsAreNotStoredWithoutTheScriptsThatDidNotCome) {
   for (const bool stop : {false, true}) {
     SCOPED_TRACE(stop ? "stopped" : "deadline");
-    TempDir dir;
+    PollBench b;  // a folder and database of its own for each case
+    ASSERT_NO_FATAL_FAILURE(b.open());
     FakeSacct f = three_days();
     f.scripts_hang = true;
-    auto store = open_sqlite_store(dir.file("h.db"));
-    ASSERT_TRUE(store.ok());
-    SyncOptions o;
-    o.sacct = write_fake_sacct(dir.path(), f);
-    o.clock = [] { return kClock; };
-    o.initial_lookback_s = 3 * 86400;
+    SyncOptions o = over_three_days(b.dir, f);
     o.max_window_s = 4 * 86400;  // one window
     o.sacct_timeout_s = stop ? 600 : 1;
     if (stop) {  // asked for once sacct -B has started
       o.stop_requested = [&] {
-        auto calls = read_file(dir.file("calls.log"));
+        auto calls = read_file(b.dir.file("calls.log"));
         return calls.ok() && calls->find("-B") != std::string::npos;
       };
     }
     size_t stored = 0;
-    auto r = sync_once(**store, [&](const Job&) -> Result<bool> { ++stored; return true; }, o);
+    auto r = sync_once(*b.store, [&](const Job&) -> Result<bool> { ++stored; return true; }, o);
     EXPECT_EQ(stored, 0u);
-    EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+    EXPECT_FALSE((*b.store->get_meta(kSyncCursorKey)).has_value());
     if (stop) {
       ASSERT_TRUE(r.ok()) << r.status().message();
       EXPECT_EQ(r->windows, 0u);
@@ -439,60 +435,48 @@ TEST(SlurmSync, JobsAreNotStoredWithoutTheScriptsThatDidNotCome) {
 
 // A sacct that hangs (slurmdbd not answering) fails the poll at sacct_timeout_s, saying which
 // window; the cursor stays for the next poll.
-TEST(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {
-  TempDir dir;
+TEST_F(SlurmSync, AHungSacctFailsThePollAtItsDeadline) {
   const std::string path = write_program(dir, "sacct", std::string() +
       "#!/bin/bash\nsleep 30\n");
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
-  SyncOptions o;
-  o.sacct = path;
-  o.clock = [] { return kClock; };
+  SyncOptions o = at_clock(path);
   o.initial_lookback_s = 3600;
   o.sacct_timeout_s = 1;
-  auto r = sync_once(**store, [](const Job&) -> Result<bool> { return true; }, o);
+  auto r = sync_once(*store, [](const Job&) -> Result<bool> { return true; }, o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "sacct's listing of the 3600 s from " + sacct_time(kClock - 3600) + ": " + path +
                                       ": no answer within 1 s (stopped)");
-  EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+  EXPECT_FALSE((*store->get_meta(kSyncCursorKey)).has_value());
 }
 
 // The daemon stopping while its sacct hangs: stop() ends the poll (the stand-in would sleep an
 // hour; without the stop the test would hang until ctest's timeout).
 TEST(SyncLoop, StopsAPollWhoseSacctHangs) {
-  TempDir dir;
-  const std::string path = write_program(dir, "sacct", std::string() +
-      "#!/bin/bash\necho \"$*\" >> '" + dir.file("calls.log") + "'\nsleep 3600\n");
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
-  const ServiceOptions so;  // named: a temporary brings GCC 12's false maybe-uninitialized warning
-  Service service(testing::history_model(), std::move(*store), so);
-  ASSERT_TRUE(service.rebuild().is_ok());
+  PollBench b;
+  ASSERT_NO_FATAL_FAILURE(b.open());
+  const std::string path = write_program(b.dir, "sacct", std::string() +
+      "#!/bin/bash\necho \"$*\" >> '" + b.dir.file("calls.log") + "'\nsleep 3600\n");
+  ASSERT_NO_FATAL_FAILURE(b.serve(false));
   SyncOptions o;
   o.sacct = path;
-  SyncLoop loop(service, o, 3600.0);
+  SyncLoop loop(*b.service, o, 3600.0);
   loop.start();
-  for (int i = 0; i < 200 && !read_file(dir.file("calls.log")).ok(); ++i) {
+  for (int i = 0; i < 200 && !read_file(b.dir.file("calls.log")).ok(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(read_file(dir.file("calls.log")).ok()) << "sacct was never started";
+  ASSERT_TRUE(read_file(b.dir.file("calls.log")).ok()) << "sacct was never started";
   loop.stop();
-  EXPECT_FALSE((*service.store().get_meta(kSyncCursorKey)).has_value());  // nothing was done
+  EXPECT_FALSE((*b.service->store().get_meta(kSyncCursorKey)).has_value());  // nothing was done
 }
 
 // An exception out of a poll (here the progress hook's) ended the daemon through std::terminate
 // on the sync thread: it is a failed poll (logged, counted in /metrics), and the next interval
 // polls again.
 TEST(SyncLoop, AnExceptionInAPollIsAFailedPollAndTheNextOneRuns) {
-  TempDir dir;
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
-  const ServiceOptions so;
-  Service service(testing::history_model(), std::move(*store), so);
-  ASSERT_TRUE(service.rebuild().is_ok());
-  SyncOptions o;
-  o.sacct = write_fake_sacct(dir.path(), two_jobs());
-  o.clock = [] { return kClock; };
+  PollBench b;
+  ASSERT_NO_FATAL_FAILURE(b.open());
+  ASSERT_NO_FATAL_FAILURE(b.serve(false));
+  Service& service = *b.service;
+  SyncOptions o = at_clock(write_fake_sacct(b.dir.path(), two_jobs()));
   std::atomic<int> windows{0};
   o.on_window = [&](const SyncReport&, int64_t, int64_t) {
     if (windows++ == 0) throw std::runtime_error("thrown by the first window");
@@ -510,42 +494,36 @@ TEST(SyncLoop, AnExceptionInAPollIsAFailedPollAndTheNextOneRuns) {
   EXPECT_EQ(*service.store().count(), 2u);  // the second poll went on from the first one's cursor
 }
 
-TEST(SlurmSync, FailingSacctLeavesTheCursorAlone) {
-  TempDir dir;
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
+TEST_F(SlurmSync, FailingSacctLeavesTheCursorAlone) {
   SyncOptions o;
   o.sacct = "/bin/false";
-  auto r = sync_once(**store, [](const Job&) -> Result<bool> { return true; }, o);
+  auto r = sync_once(*store, [](const Job&) -> Result<bool> { return true; }, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("exited with status 1"), std::string::npos);
-  EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+  EXPECT_FALSE((*store->get_meta(kSyncCursorKey)).has_value());
 }
 
 // A --sacct program that prints something else: the error says so and names the program, not the
 // reader's --columns hint (slurm-sync has no such option: it chose the columns itself).
-TEST(SlurmSync, ASacctThatPrintsSomethingElseIsNamed) {
-  TempDir dir;
+TEST_F(SlurmSync, ASacctThatPrintsSomethingElseIsNamed) {
   const std::string fake = write_program(dir, "garbage", std::string() +
       "#!/bin/sh\necho 'hello world'\n");
-  auto store = open_sqlite_store(dir.file("h.db"));
-  ASSERT_TRUE(store.ok());
   SyncOptions o;
   o.sacct = fake;
-  auto r = sync_once(**store, [](const Job&) -> Result<bool> { return true; }, o);
+  auto r = sync_once(*store, [](const Job&) -> Result<bool> { return true; }, o);
   ASSERT_FALSE(r.ok());
   const std::string why = r.status().message();
   EXPECT_EQ(why.rfind("'" + fake + "' printed something that is not `sacct -P --format=", 0), 0u) << why;
   EXPECT_NE(why.find("check --sacct"), std::string::npos) << why;
   EXPECT_EQ(why.find("--columns"), std::string::npos) << why;
-  EXPECT_FALSE((*(*store)->get_meta(kSyncCursorKey)).has_value());
+  EXPECT_FALSE((*store->get_meta(kSyncCursorKey)).has_value());
 }
 
-TEST(SlurmSync, SacctTimeIsUtc) { EXPECT_EQ(sacct_time(0), "1970-01-01T00:00:00"); }
+TEST_F(SlurmSync, SacctTimeIsUtc) { EXPECT_EQ(sacct_time(0), "1970-01-01T00:00:00"); }
 
 // --gpu-mem-bytes (slurm-sync and peakcastd): a size as Slurm writes one, never a negative number
 // wrapped into a huge capacity.
-TEST(SlurmSync, GpuMemoryOptionTakesSizesAndRefusesTheRest) {
+TEST_F(SlurmSync, GpuMemoryOptionTakesSizesAndRefusesTheRest) {
   EXPECT_EQ(*parse_gpu_mem_option("40G"), uint64_t{40} << 30);
   EXPECT_EQ(*parse_gpu_mem_option("81920M"), uint64_t{80} << 30);
   EXPECT_EQ(*parse_gpu_mem_option("1024"), 1024u);
