@@ -134,6 +134,30 @@ TEST(BpeTokenizer, InvalidUtf8IsReplacedNotFatal) {
   EXPECT_FALSE(tok->encode("\xED\xA0\x80").empty());  // an encoded surrogate
 }
 
+// Python's bytes.decode("utf-8", errors="replace"), which the header promises: one U+FFFD per
+// maximal subpart, so a multi-byte character cut short (a script truncated at a byte limit) is
+// one replacement, not one per byte. Expected strings from CPython 3.
+TEST(BpeText, RepairUtf8ReplacesMaximalSubpartsAsPython) {
+  const std::string r = "\xEF\xBF\xBD";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\xE2\x82", r},                      // a 3-byte sequence missing its last byte
+      {"\xE2\x82" "A", r + "A"},
+      {"\xF0\x9F\x98", r},                 // a 4-byte emoji cut after 3 bytes
+      {"a\xF0\x9F" "b", "a" + r + "b"},
+      {"\xED\xA0\x80", r + r + r},           // a surrogate: the second byte does not fit
+      {"\xC0\xAF", r + r},                  // an overlong lead
+      {"\xE0\x80\x80", r + r + r},
+      {"\xF4\x90\x80\x80", r + r + r + r},    // above U+10FFFF
+      {"\xFF\xFE", r + r},
+      {"\xC3\xA9\xE2\x82", "\xC3\xA9" + r},  // valid, then truncated
+  };
+  for (const auto& [in, want] : cases) {
+    std::string out;
+    EXPECT_TRUE(bpe::repair_utf8(in, out));
+    EXPECT_EQ(out, want) << "input bytes: " << in.size();
+  }
+}
+
 // ---- small hand-built files ----
 
 // Vocabulary over "a", "b", "ab", "abb", " " (Ġ) with merges in the given spelling.

@@ -11,9 +11,13 @@
 namespace peakcast::features::bpe {
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0 when invalid (overlongs, surrogates and
-// code points above U+10FFFF are invalid, as in Python and Rust).
-size_t utf8_seq_len(std::string_view s, size_t i) {
+// The UTF-8 sequence at s[i]: its length when valid, else 0 with `bad` set to the length of its
+// maximal subpart (a lead byte and the continuation bytes that fit it, cut short by the end of the
+// text or a byte that does not fit; at least 1): the bytes Python's decode(errors="replace") turns
+// into one U+FFFD. Overlongs, surrogates and code points above U+10FFFF are invalid, as in Python
+// and Rust.
+size_t utf8_seq_len(std::string_view s, size_t i, size_t& bad) {
+  bad = 1;
   const auto b0 = static_cast<unsigned char>(s[i]);
   if (b0 < 0x80) return 1;
   size_t n = 0;
@@ -27,12 +31,11 @@ size_t utf8_seq_len(std::string_view s, size_t i) {
   else if (b0 >= 0xF1 && b0 <= 0xF3) n = 4;
   else if (b0 == 0xF4) { n = 4; hi = 0x8F; }
   else return 0;
-  if (i + n > s.size()) return 0;
-  const auto b1 = static_cast<unsigned char>(s[i + 1]);
-  if (b1 < lo || b1 > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= s.size()) return 0;
     const auto b = static_cast<unsigned char>(s[i + k]);
-    if (b < 0x80 || b > 0xBF) return 0;
+    if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return 0;
+    bad = k + 1;
   }
   return n;
 }
@@ -45,19 +48,19 @@ constexpr const char* kWhiteSpaceMembers =
 }  // namespace
 
 bool repair_utf8(std::string_view in, std::string& out) {
-  size_t i = 0;
+  size_t i = 0, bad = 0;
   while (i < in.size()) {
-    size_t n = utf8_seq_len(in, i);
+    size_t n = utf8_seq_len(in, i, bad);
     if (n == 0) break;
     i += n;
   }
   if (i == in.size()) return false;
   out.assign(in.substr(0, i));
   while (i < in.size()) {
-    size_t n = utf8_seq_len(in, i);
+    size_t n = utf8_seq_len(in, i, bad);
     if (n == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD per invalid byte (maximal-subpart rule not needed here)
-      ++i;
+      out += "\xEF\xBF\xBD";  // one U+FFFD per maximal subpart, as Python
+      i += bad;
     } else {
       out.append(in.substr(i, n));
       i += n;

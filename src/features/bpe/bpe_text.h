@@ -13,7 +13,8 @@
 
 namespace peakcast::features::bpe {
 
-// The text with every invalid UTF-8 sequence replaced by U+FFFD (returns the input unchanged,
+// The text with each maximal invalid UTF-8 subpart replaced by one U+FFFD, as Python's
+// decode(errors="replace") (a character cut short is one U+FFFD; returns the input unchanged,
 // without copying, when it is valid: `out` stays empty and false is returned).
 bool repair_utf8(std::string_view in, std::string& out);
 
