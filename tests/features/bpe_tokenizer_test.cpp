@@ -208,6 +208,31 @@ TEST(BpeTokenizer, LoaderErrorsNameFileAndField) {
   EXPECT_FALSE(missing.ok());
 }
 
+// One pre-token can be a whole script-sized run (a 1 MiB line of letters is one `\p{L}+` piece;
+// the daemon accepts scripts up to 1 MiB). Merging must not rescan the piece per merge: that was
+// O(n^2), hours for this input (the test then never finishes); the heap makes it O(n log n).
+// The result also pins the rule: lowest rank first, leftmost on ties ("aaaaa" -> aaaa + a).
+Result<BpeTokenizer> runs_tokenizer() {
+  nlohmann::json j;
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\S+|\\s+"}}},
+                        {"behavior", "Isolated"}, {"invert", false}};
+  j["model"] = {{"type", "BPE"}, {"vocab", {{"a", 0}, {"aa", 1}, {"aaaa", 2}}},
+                {"merges", {"a a", "aa aa"}}};
+  return BpeTokenizer::from_json(j.dump(), "runs.json");
+}
+
+TEST(BpeTokenizer, MebibytePieceMergesByRankLeftmostFirst) {
+  auto tok = runs_tokenizer();
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ(tok->encode("aaaaa"), (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(tok->encode("aaaaaaa"), (std::vector<int64_t>{2, 1, 0}));
+  const size_t n = size_t{1} << 20;
+  const auto ids = tok->encode(std::string(n + 3, 'a'));
+  std::vector<int64_t> want(n / 4, 2);
+  want.insert(want.end(), {1, 0});
+  EXPECT_EQ(ids, want);
+}
+
 TEST(BpeText, WhitespaceRewriteAndByteTable) {
   EXPECT_EQ(bpe::rewrite_whitespace_classes("a\\d"), "a\\d");
   const std::string r = bpe::rewrite_whitespace_classes("[^\\s\\p{L}]\\s+(?!\\S)");

@@ -2,8 +2,8 @@
 #include "peakcast/features/bpe_tokenizer.h"
 
 #include <algorithm>
-#include <limits>
 #include <mutex>
+#include <queue>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -55,8 +55,6 @@ struct BpeTokenizer::Impl {
 };
 
 namespace {
-
-constexpr int32_t kNoRank = std::numeric_limits<int32_t>::max();
 
 Status field_error(const std::string& origin, const std::string& field, const std::string& why) {
   return Status::invalid(fmt::format("{}: {}: {}", origin, field, why));
@@ -190,34 +188,58 @@ Status read_added(const nlohmann::json& j, const std::string& origin, const BpeL
 
 }  // namespace
 
+// Repeatedly merges the lowest-ranked adjacent pair, leftmost on ties. The symbols form a linked
+// list and the candidate pairs a min-heap on (rank, position), checked when popped (a pair that
+// changed since it was pushed is skipped), so a piece of n bytes costs O(n log n): one pre-token
+// can be a whole 1 MiB run of letters or spaces, which a rescan per merge made O(n^2) (hours).
 void BpeTokenizer::Impl::bpe(std::string_view piece, std::vector<int64_t>& out) const {
-  std::vector<int32_t> sym;
+  struct Sym {
+    int32_t id;    // -1: merged into its left neighbour
+    int64_t prev;  // -1: none
+    int64_t next;
+  };
+  std::vector<Sym> sym;
   sym.reserve(piece.size());
   for (char c : piece) {
     const int32_t id = byte_id[static_cast<unsigned char>(c)];
-    if (id >= 0) sym.push_back(id);  // a byte missing from the vocabulary is dropped (no unk)
+    if (id >= 0) sym.push_back({id, -1, -1});  // a byte missing from the vocabulary is dropped (no unk)
   }
-  std::vector<int32_t> rank(sym.size(), kNoRank);  // rank[i]: merge of (sym[i], sym[i+1])
-  std::vector<int32_t> result(sym.size(), -1);
-  auto set_rank = [&](size_t i) {
-    const Merge* m = i + 1 < sym.size() ? find_merge(sym[i], sym[i + 1]) : nullptr;
-    rank[i] = m ? m->rank : kNoRank;
-    result[i] = m ? m->result : -1;
+  if (sym.empty()) return;
+  const auto n = static_cast<int64_t>(sym.size());
+  for (int64_t i = 0; i < n; ++i) {
+    sym[static_cast<size_t>(i)].prev = i - 1;
+    sym[static_cast<size_t>(i)].next = i + 1 < n ? i + 1 : -1;
+  }
+  struct Candidate {
+    int32_t rank;
+    int64_t pos;  // the left symbol
   };
-  for (size_t i = 0; i < sym.size(); ++i) set_rank(i);
-  while (sym.size() > 1) {
-    size_t best = 0;
-    for (size_t i = 1; i + 1 < sym.size(); ++i)
-      if (rank[i] < rank[best]) best = i;  // strict: leftmost on ties
-    if (rank[best] == kNoRank) break;
-    sym[best] = result[best];
-    sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(best) + 1);
-    rank.erase(rank.begin() + static_cast<std::ptrdiff_t>(best) + 1);
-    result.erase(result.begin() + static_cast<std::ptrdiff_t>(best) + 1);
-    set_rank(best);
-    if (best > 0) set_rank(best - 1);
+  auto later = [](const Candidate& x, const Candidate& y) {
+    return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos;
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, decltype(later)> heap(later);
+  auto at = [&](int64_t i) -> Sym& { return sym[static_cast<size_t>(i)]; };
+  auto push = [&](int64_t i) {
+    if (at(i).next < 0) return;
+    if (const Merge* m = find_merge(at(i).id, at(at(i).next).id)) heap.push({m->rank, i});
+  };
+  for (int64_t i = 0; i < n; ++i) push(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    Sym& left = at(c.pos);
+    if (left.id < 0 || left.next < 0) continue;
+    const Merge* m = find_merge(left.id, at(left.next).id);
+    if (!m || m->rank != c.rank) continue;  // the pair changed since it was pushed
+    Sym& right = at(left.next);
+    left.id = m->result;
+    right.id = -1;
+    left.next = right.next;
+    if (left.next >= 0) at(left.next).prev = c.pos;
+    if (left.prev >= 0) push(left.prev);
+    push(c.pos);
   }
-  out.insert(out.end(), sym.begin(), sym.end());
+  for (int64_t i = 0; i >= 0; i = at(i).next) out.push_back(at(i).id);
 }
 
 void BpeTokenizer::Impl::encode_piece(std::string_view piece, std::vector<int64_t>& out) const {
