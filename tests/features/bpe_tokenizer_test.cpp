@@ -233,6 +233,17 @@ TEST(BpeTokenizer, MebibytePieceMergesByRankLeftmostFirst) {
   EXPECT_EQ(ids, want);
 }
 
+// The piece cache lives as long as the tokenizer (the daemon's whole life): long pieces must not
+// go into it, or distinct 1 MiB scripts would pin a mebibyte each, up to 2^17 of them.
+TEST(BpeTokenizer, LongPiecesAreNotCached) {
+  auto tok = runs_tokenizer();
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  for (size_t i = 0; i < 16; ++i) tok->encode(std::string(4096 + i, 'a'));
+  EXPECT_LT(tok->cached_bytes(), size_t{4096});
+  EXPECT_EQ(tok->encode("aaa aaa"), (std::vector<int64_t>{1, 0, 1, 0}));
+  EXPECT_GT(tok->cached_bytes(), size_t{0});  // short pieces still are
+}
+
 TEST(BpeText, WhitespaceRewriteAndByteTable) {
   EXPECT_EQ(bpe::rewrite_whitespace_classes("a\\d"), "a\\d");
   const std::string r = bpe::rewrite_whitespace_classes("[^\\s\\p{L}]\\s+(?!\\S)");

@@ -52,6 +52,8 @@ class BpeTokenizer {
   size_t vocab_entries() const;
   size_t merge_count() const;
   size_t added_token_count() const;
+  // Bytes the shared piece cache holds (pieces and their ids): bounded whatever the input.
+  size_t cached_bytes() const;
   // The text of a token (vocabulary entries mapped back to bytes; added tokens as written).
   // Empty for unknown ids.
   std::string token_text(int64_t id) const;

@@ -39,10 +39,14 @@ struct BpeTokenizer::Impl {
   int64_t id_limit = 0;
 
   // Pre-token -> ids, shared by all calls (scripts repeat their pieces: " --", "\n", " python").
-  // Bounded: once full, new pieces are merged without being kept.
+  // Bounded in entries and in their size: once full, new pieces are merged without being kept,
+  // and pieces longer than kCacheMaxPiece (a 1 MiB run of letters is one piece) never are, as HF's
+  // word cache (MAX_LENGTH 256); otherwise distinct long scripts would pin gigabytes for good.
   static constexpr size_t kCacheCap = 1 << 17;
+  static constexpr size_t kCacheMaxPiece = 256;
   mutable std::shared_mutex cache_mu;
   mutable std::unordered_map<std::string, std::vector<int32_t>, PieceHash, std::equal_to<>> cache;
+  mutable size_t cache_bytes = 0;  // keys and ids held by `cache`
 
   const Merge* find_merge(int32_t a, int32_t b) const {
     auto it = merges.find((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b));
@@ -247,6 +251,10 @@ void BpeTokenizer::Impl::encode_piece(std::string_view piece, std::vector<int64_
     out.push_back(byte_id[static_cast<unsigned char>(piece[0])]);
     return;
   }
+  if (piece.size() > kCacheMaxPiece) {
+    bpe(piece, out);
+    return;
+  }
   {
     std::shared_lock<std::shared_mutex> lock(cache_mu);
     auto it = cache.find(piece);
@@ -258,7 +266,9 @@ void BpeTokenizer::Impl::encode_piece(std::string_view piece, std::vector<int64_
   const size_t start = out.size();
   bpe(piece, out);
   std::unique_lock<std::shared_mutex> lock(cache_mu);
-  if (cache.size() < kCacheCap) cache.emplace(std::string(piece), std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
+  if (cache.size() >= kCacheCap) return;
+  auto [it, added] = cache.emplace(std::string(piece), std::vector<int32_t>(out.begin() + static_cast<std::ptrdiff_t>(start), out.end()));
+  if (added) cache_bytes += it->first.size() + it->second.size() * sizeof(int32_t);
 }
 
 void BpeTokenizer::Impl::encode_plain(std::string_view text, std::vector<int64_t>& out) const {
@@ -337,6 +347,11 @@ int64_t BpeTokenizer::id_limit() const { return impl_ ? impl_->id_limit : 0; }
 size_t BpeTokenizer::vocab_entries() const { return impl_ ? impl_->vocab.size() : 0; }
 size_t BpeTokenizer::merge_count() const { return impl_ ? impl_->merges.size() : 0; }
 size_t BpeTokenizer::added_token_count() const { return impl_ ? impl_->added.size() : 0; }
+size_t BpeTokenizer::cached_bytes() const {
+  if (!impl_) return 0;
+  std::shared_lock<std::shared_mutex> lock(impl_->cache_mu);
+  return impl_->cache_bytes;
+}
 
 std::string BpeTokenizer::token_text(int64_t id) const {
   if (!impl_ || id < 0 || id >= impl_->id_limit) return {};
