@@ -342,17 +342,18 @@ size_t train_epoch(CodeModel::Impl& m, const CodeModelConfig& cfg, const std::ve
 }
 
 // Early stopping: the lowest validation loss so far and a copy of the weights that reached it.
-// Without validation examples (loss NaN) every epoch is the best.
+// Without validation examples every epoch is the best. With them, a non-finite loss (NaN or inf
+// predictions: a diverged run, a float16 overflow) never counts as an improvement, so it can
+// neither replace good weights nor pass for "no validation data".
 struct BestState {
   std::vector<torch::Tensor> weights;
   double loss = std::numeric_limits<double>::infinity();
   int64_t since_best = 0;
 };
 
-void keep_if_best(const EvalResult& ev, int64_t epoch, const std::vector<torch::Tensor>& params,
-                  BestState& best, CodeTrainReport& rep) {
-  const bool has_val = !std::isnan(ev.loss);
-  if (has_val && ev.loss >= best.loss) {
+void keep_if_best(const EvalResult& ev, bool has_val, int64_t epoch,
+                  const std::vector<torch::Tensor>& params, BestState& best, CodeTrainReport& rep) {
+  if (has_val && !(std::isfinite(ev.loss) && ev.loss < best.loss)) {
     ++best.since_best;
     return;
   }
@@ -364,6 +365,21 @@ void keep_if_best(const EvalResult& ev, int64_t epoch, const std::vector<torch::
   torch::NoGradGuard no_grad;
   best.weights.clear();
   for (const auto& p : params) best.weights.push_back(p.detach().clone());
+}
+
+// A model that would predict NaN is an error, not a result: no epoch reached a finite validation
+// loss, or (without validation data) the weights kept are not finite.
+Status check_finite(const BestState& best, bool has_val) {
+  const char* hint = "lower lr, or use dtype=float32/bfloat16 for qwen2";
+  if (best.weights.empty())
+    return Status::invalid(fmt::format(
+        "code model: training diverged: no epoch reached a finite validation loss ({})", hint));
+  if (!has_val)
+    for (const auto& w : best.weights)
+      if (!torch::isfinite(w).all().item<bool>())
+        return Status::invalid(fmt::format(
+            "code model: training diverged: the weights are not finite ({})", hint));
+  return Status::ok();
 }
 
 }  // namespace
@@ -399,6 +415,7 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
     torch::optim::AdamW opt(dense, torch::optim::AdamWOptions(cfg.lr).weight_decay(cfg.weight_decay));
     LazyAdam sparse_opt(sparse, cfg.lr * cfg.embed_lr_scale, cfg.weight_decay);
     BestState best;
+    const bool has_val = !ex.val.empty();
     EpochState st{opt, sparse_opt, dense, std::vector<size_t>(ex.train.size()),
                   std::mt19937_64(cfg.seed), std::bernoulli_distribution(cfg.user_dropout)};
     std::iota(st.order.begin(), st.order.end(), size_t{0});
@@ -412,12 +429,13 @@ Result<CodeModel> CodeModel::train(const std::vector<const Job*>& train,
       rep.epochs_run = epoch;
 
       const EvalResult ev = evaluate(*impl, ex.val);
-      keep_if_best(ev, epoch, params, best, rep);
+      keep_if_best(ev, has_val, epoch, params, best, rep);
       peakcast::log(LogLevel::kDebug, fmt::format("code_model[{}] epoch {}: val loss {:.5f}, mae mem {:.4f} vram {:.4f}",
                                         cfg.encoder, epoch, ev.loss, ev.mae[0], ev.mae[1]));
       if (progress) progress("code_model[" + cfg.encoder + "] epoch", static_cast<size_t>(epoch), static_cast<size_t>(cfg.max_epochs));
-      if (!std::isnan(ev.loss) && best.since_best >= cfg.patience) break;
+      if (has_val && best.since_best >= cfg.patience) break;
     }
+    if (auto st = check_finite(best, has_val); !st) return st;
     {
       torch::NoGradGuard no_grad;
       for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best.weights[i]);
