@@ -184,6 +184,30 @@ TEST(CodeModel, LoadRefusesNewerFormatAndBrokenWeights) {
   std::filesystem::remove_all(dir);
 }
 
+// save() replaces manifest.json and weights.pt one after the other: weights from another save
+// (an interrupted one, a copied file) must be refused, not read with this manifest's user rows
+// and request statistics (same shapes: nothing else would notice).
+TEST(CodeModel, LoadRefusesWeightsFromAnotherSave) {
+  auto train = make_batch_size_jobs(40, 10);
+  auto cfg = tiny_config("bag");
+  auto a = CodeModel::train(ptrs(train), {}, cfg);
+  cfg.seed += 1;
+  auto b = CodeModel::train(ptrs(train), {}, cfg);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string dir_a = temp_dir("hash_a"), dir_b = temp_dir("hash_b");
+  ASSERT_TRUE(a->save(dir_a).is_ok());
+  ASSERT_TRUE(b->save(dir_b).is_ok());
+  ASSERT_TRUE(CodeModel::load(dir_a).ok());
+  std::filesystem::copy_file(dir_b + "/weights.pt", dir_a + "/weights.pt",
+                             std::filesystem::copy_options::overwrite_existing);
+  auto mixed = CodeModel::load(dir_a);
+  ASSERT_FALSE(mixed.ok()) << "weights of another save were loaded";
+  EXPECT_EQ(mixed.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(mixed.status().message().find("SHA-256"), std::string::npos) << mixed.status().message();
+  std::filesystem::remove_all(dir_a);
+  std::filesystem::remove_all(dir_b);
+}
+
 // A field of another JSON type than its reader expects is a clear error, not an exception
 // (nlohmann's type_error reached `peakcast predict` as "internal error").
 TEST(CodeModel, AFieldOfTheWrongTypeIsAnErrorNotAThrow) {

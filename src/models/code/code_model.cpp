@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -19,6 +20,7 @@
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
+#include "peakcast/core/hash.h"
 #include "peakcast/core/io.h"
 #include "peakcast/features/request.h"
 #include "peakcast/models/code/encoder.h"
@@ -547,6 +549,18 @@ CodeTrainReport report_from_json(const nlohmann::json& j) {
   return r;
 }
 
+// Manifests written before the hash was recorded have none: nothing to check.
+Status check_weights_hash(const nlohmann::json& manifest, const std::string& weights) {
+  if (!manifest.contains("weights_sha256")) return Status::ok();
+  const auto& want = manifest["weights_sha256"];
+  if (!want.is_string()) return Status::invalid("manifest.json: weights_sha256: not a string");
+  if (want.get<std::string>() != sha256_hex(weights))
+    return Status::invalid(
+        "weights.pt: its SHA-256 is not the manifest's weights_sha256 (the files come from two "
+        "saves: an interrupted save, or a copied weights.pt); save the model again");
+  return Status::ok();
+}
+
 }  // namespace
 
 Status CodeModel::save(const std::string& dir) const {
@@ -569,6 +583,10 @@ Status CodeModel::save(const std::string& dir) const {
   } catch (const c10::Error& e) {
     return Status::internal(std::string("code model: saving weights: ") + e.what_without_backtrace());
   }
+  // The two files are each replaced atomically, not together: the hash ties them, so weights
+  // from another save (an interrupted one, a copy) are refused instead of being read with this
+  // manifest's user rows and request statistics.
+  manifest["weights_sha256"] = sha256_hex(weights.str());
   const std::string base = (std::filesystem::path(dir) / "").string();
   if (auto st = write_file_atomic(base + "weights.pt", weights.str()); !st) return st;
   return write_file_atomic(base + "manifest.json", manifest.dump(2) + "\n");
@@ -639,8 +657,11 @@ Result<CodeModel> CodeModel::load_checked(const nlohmann::json& j, std::istream&
     std::vector<std::pair<std::string, std::vector<int64_t>>> expected;
     for (const auto& p : impl->net->named_parameters())
       expected.emplace_back(p.key(), p.value().sizes().vec());
+    std::string bytes{std::istreambuf_iterator<char>(weights), std::istreambuf_iterator<char>()};
+    if (auto st = check_weights_hash(j, bytes); !st) return st;
+    std::istringstream weights_in(std::move(bytes));
     torch::serialize::InputArchive archive;
-    archive.load_from(weights);
+    archive.load_from(weights_in);
     impl->net->load(archive);
     auto loaded = impl->net->named_parameters();
     for (const auto& [name, shape] : expected) {

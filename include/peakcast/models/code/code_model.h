@@ -84,7 +84,8 @@ class CodeModel {
   bool trained_without_scripts() const { return report().script_share == 0.0; }
 
   // Writes DIR/manifest.json (format version, config, request statistics, user vocabulary, train
-  // report) and DIR/weights.pt (torch::save of parameters). Creates DIR; files are written atomically.
+  // report, SHA-256 of the weights) and DIR/weights.pt (torch::save of parameters). Creates DIR;
+  // each file is written atomically, and load() refuses weights whose hash is not the manifest's.
   Status save(const std::string& dir) const;
   static Result<CodeModel> load(const std::string& dir, const EncoderRegistry* registry = nullptr);
   // The same from streams (manifest JSON text, weights archive).
