@@ -74,6 +74,8 @@ bool HistoryStore::add_completion(const Job& job) {
     // Censored only for the resource whose limit killed the job; the other is a measurement.
     e.tag = censored_for(job, r) ? tag : (tag & ~uint64_t{1});
     e.x = job.label(r);
+    // A valid label that is not censored is a measured peak.
+    e.completed = !e.censored() && job.state == "COMPLETED";
     if (by_script) (*by_script)[idx(r)].add(e, impl_->watermark);
     if (by_user) (*by_user)[idx(r)].add(e, impl_->watermark);
   }

@@ -202,7 +202,11 @@ KeyStats Series::stats(int64_t t, bool floor_censored) const {
   for (int i = 0; i < m; ++i) s.censored_recent += win[i].censored() ? 1 : 0;
   if (floor_censored) {
     double floor = -1.0;
-    for (int i = m - 1; i >= 0 && win[i].censored(); --i) floor = std::max(floor, win[i].x);
+    // Back to the newest run that completed with a known peak; runs that ended otherwise
+    // (cancelled, timed out, failed) are passed over: they do not lift an OOM's floor.
+    for (int i = m - 1; i >= 0 && !win[i].completed; --i) {
+      if (win[i].censored()) floor = std::max(floor, win[i].x);
+    }
     for (double& x : s.expert) x = std::max(x, floor);
   }
 

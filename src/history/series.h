@@ -28,6 +28,10 @@ struct Entry {
   // Walk-forward error of each expert on this label: |expert from the entries that had ended
   // before its submission - x|, NaN when none had. Only labels that ended before a query are read.
   std::array<float, kNumExperts> err{};
+  // The run COMPLETED and this label is its measured peak: it shows the script can finish within
+  // its limit, and only such a run ends a chain of OOMs for the floor (stats()). A cancelled,
+  // timed-out, failed or node-failed run says nothing about what the script needs.
+  bool completed = false;
 
   bool censored() const { return (tag & 1u) != 0; }
 };
@@ -39,9 +43,9 @@ class Series {
   // Inserts in order; folds old entries that no query at t >= watermark can need one by one.
   void add(const Entry& e, int64_t watermark);
   // Stats of the labels with end < t. Requires t >= every watermark passed to add() so far.
-  // floor_censored: when the most recent labels are censored (OOM runs since the last one that
-  // completed), every expert is at least the largest of them: the next run needs at least what
-  // killed them (history.h, "Censored labels").
+  // floor_censored: every expert is at least the largest censored label (OOM run) since the
+  // newest entry that `completed`, within the last kWindow visible ones: the next run needs at
+  // least what killed them (history.h, "Censored labels").
   KeyStats stats(int64_t t, bool floor_censored = false) const;
 
   // Forgets the labels that ended before t, as a series filled only with the labels that

@@ -34,6 +34,9 @@ std::vector<Job> random_trace(int n, uint64_t seed) {
     j.submit_ms = kGrid * pick(0, 2000);
     j.end_ms = j.submit_ms + kGrid * (chance(0.1) ? 0 : pick(0, 400));
     j.censored = chance(0.1);
+    // Runs that end without completing (and so without ending a chain of OOMs) among the rest.
+    static constexpr const char* kOther[] = {"CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL"};
+    j.state = j.censored ? "OUT_OF_MEMORY" : chance(0.25) ? kOther[pick(0, 3)] : "COMPLETED";
     for (Resource r : kResources) {
       j.valid[idx(r)] = chance(r == Resource::kMem ? 0.9 : 0.4);
       // A few repeated values so medians meet ties.
@@ -67,7 +70,8 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
   KeyStats s;
   if (key.empty()) return s;
   std::vector<const Job*> seen;
-  std::vector<std::tuple<int64_t, int64_t, uint64_t, double>> h;
+  // (end, submit, tag, label, completed with a known peak: ends a chain of OOMs)
+  std::vector<std::tuple<int64_t, int64_t, uint64_t, double, bool>> h;
   for (const Job* j : known) {
     if (std::any_of(seen.begin(), seen.end(),
                     [&](const Job* o) { return o->job_id == j->job_id; })) {
@@ -79,7 +83,8 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
     if (j->end_ms >= t) continue;
     uint64_t tag = detail::order_tag(*j);
     if (!censored_for(*j, r)) tag &= ~uint64_t{1};
-    h.emplace_back(j->end_ms, j->submit_ms, tag, j->label(r));
+    h.emplace_back(j->end_ms, j->submit_ms, tag, j->label(r),
+                   !censored_for(*j, r) && j->state == "COMPLETED");
   }
   std::sort(h.begin(), h.end());
   const int n = static_cast<int>(h.size());
@@ -94,7 +99,7 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
   s.expert[1] = median(last_k(3));
   s.expert[2] = median(last_k(5));
   double num = 0, den = 0;
-  for (const auto& [end, submit, tag, x] : h) {
+  for (const auto& [end, submit, tag, x, completed] : h) {
     const double w = std::exp2(-static_cast<double>(t - end) / kDecayHalfLifeMs);
     num += w * x;
     den += w;
@@ -106,8 +111,10 @@ KeyStats naive_stats(const std::vector<const Job*>& known, bool by_script,
   for (double x : win) dev.push_back(std::fabs(x - m));
   s.mad = median(dev);
   for (int i = std::max(0, n - kWindow); i < n; ++i) s.censored_recent += std::get<2>(h[i]) & 1;
-  // Exact-script level: the trailing censored labels (within the window) floor every expert.
-  for (int i = n - 1; by_script && i >= std::max(0, n - kWindow) && (std::get<2>(h[i]) & 1); --i) {
+  // Exact-script level: the censored labels since the newest run that completed with a known
+  // peak (within the window) floor every expert; runs that did not complete are passed over.
+  for (int i = n - 1; by_script && i >= std::max(0, n - kWindow) && !std::get<4>(h[i]); --i) {
+    if (!(std::get<2>(h[i]) & 1)) continue;
     for (double& x : s.expert) x = std::max(x, std::get<3>(h[i]));
   }
   s.spread = *std::max_element(s.expert.begin(), s.expert.end()) -

@@ -246,6 +246,37 @@ TEST(HistoryStore, CensoredRunFloorsTheScriptsNextEstimate) {
   EXPECT_DOUBLE_EQ(later.estimate(Expert::kLast1, 0.0), 0.5);
 }
 
+// An OOM stays the floor until a run of the script COMPLETES with a known peak, as the
+// recommendation's chain (docs/sizing.md, "Which OOM counts"): a cancelled, timed-out, failed or
+// node-failed run in between shows nothing about what the script needs. Until 2026-12-05 the
+// floor stopped at the first run that was not an OOM: after an OOM at 1.0 and a cancelled run at
+// 0.2, Last-1 fell to 0.2.
+TEST(HistoryStore, OomFloorHoldsUntilARunCompletes) {
+  HistoryStore store;
+  store.add_completion(make_job("1", "u", "s", 0, 1 * kHour, 0.30));
+  store.add_completion(make_job("2", "u", "s", 0, 2 * kHour, 0.35));
+  Job oom = make_job("3", "u", "s", 0, 3 * kHour, 1.0, true);
+  oom.state = "OUT_OF_MEMORY";
+  store.add_completion(oom);
+  int64_t end = 3 * kHour;
+  int id = 4;
+  for (const char* state : {"CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL"}) {
+    end += kHour;
+    Job j = make_job(std::to_string(id++), "u", "s", end - kHour / 2, end, 0.2);
+    j.state = state;
+    store.add_completion(j);
+    const HistoryView v = store.query("s", "u", end + 1, Resource::kMem);
+    ASSERT_EQ(v.level, Level::kExactScript);
+    for (Expert e : kEstimates) EXPECT_GE(v.estimate(e, 0.0), 1.0) << state << " " << expert_name(e);
+  }
+  // The run that completes with a peak lifts the floor.
+  end += kHour;
+  store.add_completion(make_job(std::to_string(id++), "u", "s", end - kHour / 2, end, 0.5));
+  const HistoryView later = store.query("s", "u", end + 1, Resource::kMem);
+  EXPECT_DOUBLE_EQ(later.estimate(Expert::kLast1, 0.0), 0.5);
+  EXPECT_LT(later.estimate(Expert::kMedian3, 0.0), 1.0);
+}
+
 // A censored label's walk-forward error is one-sided: an expert above it made no known error.
 TEST(HistoryStore, CensoredWalkForwardErrorIsOneSided) {
   HistoryStore store;

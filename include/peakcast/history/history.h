@@ -94,10 +94,12 @@ struct KeyStats {
 // Censored labels. An OUT_OF_MEMORY job's label for the resource that killed it (censored_for():
 // memory, or VRAM for a trace with only a GPU peak) is a lower bound, recorded at the cap. It
 // counts as a label and in censored_recent, and is read one-sided: (1) at the exact-script
-// level, while the most recent labels are censored (OOM runs since the last completed one),
-// every expert is at least the largest of them, so an OOM never lets the next estimate fall
-// below the request that failed; (2) its walk-forward error is max(0, x - expert), zero for an
-// expert at or above it. The other resource's label of such a job is a measurement.
+// level, every expert is at least the largest censored label since the script's newest run that
+// COMPLETED with a measured label (within the last kWindow labels), so an OOM never lets the next
+// estimate fall below the request that failed until a run completes -- a cancelled, timed-out or
+// failed run in between is passed over, as in sizing::trailing_oom_request; (2) its walk-forward
+// error is max(0, x - expert), zero for an expert at or above it. The other resource's label of
+// such a job is a measurement.
 
 // What the experts are worth at each level of the hierarchy before a key has a record of its
 // own: the mean walk-forward error of each expert over many jobs answered at that level
