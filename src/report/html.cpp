@@ -106,6 +106,21 @@ constexpr Section kSections[] = {
      "with the range of its waste in the table."},
 };
 
+// JSON inside a <script> element: every '<' written as \u003c. JSON has '<' only inside
+// strings, where the escape parses back to the same character; with none left, no name in the
+// data ("</script", or "<!--" then "<script", which sends HTML's tokenizer into the script's
+// double-escaped state where the element's own end tag no longer ends it) can end the element
+// or swallow the page's script after it.
+std::string json_in_script(std::string_view dump) {
+  std::string out;
+  out.reserve(dump.size());
+  for (char c : dump) {
+    if (c == '<') out += "\\u003c";
+    else out += c;
+  }
+  return out;
+}
+
 std::string now_utc() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -185,7 +200,7 @@ Result<std::string> render_html(const ReportInput& in) {
   }
   page += "<pre id=\"render-status\" hidden></pre>\n"
           "<script type=\"application/json\" id=\"peakcast-plots\">" +
-          script_safe(spec_list.dump(-1, ' ', false, json::error_handler_t::replace)) +
+          json_in_script(spec_list.dump(-1, ' ', false, json::error_handler_t::replace)) +
           "</script>\n<script>" + kApp + "</script>\n</body></html>\n";
   return page;
 }

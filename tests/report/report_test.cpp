@@ -328,6 +328,32 @@ TEST(ReportHtml, InlineTextCannotCloseItsElement) {
   EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
 }
 
+// A job id or user name is data for the plots, inlined as JSON in a <script> element. "<!--"
+// followed by "<script" there puts HTML's tokenizer into the script's double-escaped state: the
+// element's own "</script>" no longer ends it, it swallows the page's script that draws the plots,
+// and the page stays blank (checked in Chromium). No '<' may reach that element: the JSON spells
+// it \u003c, which parses back to the same string.
+TEST(ReportHtml, PlotDataCannotEscapeItsScriptElement) {
+  if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
+  const std::string hostile = "<!--<script>x</script><script>alert(1)</script>";
+  ReportInput in;
+  in.predictions = {{hostile, Resource::kMem, 0.5, 0.4, "bypass", "exact_script", 0.6, 0.9, false, ""}};
+  in.usage = {{hostile, "acct", "part", 86400, 4.0, 2.0, std::nullopt}};
+  auto page = render_html(in);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  const std::string open = "id=\"peakcast-plots\">";
+  const size_t from = page->find(open);
+  ASSERT_NE(from, std::string::npos);
+  const size_t to = page->find("</script>", from);
+  ASSERT_NE(to, std::string::npos);
+  const std::string data = page->substr(from + open.size(), to - from - open.size());
+  EXPECT_EQ(data.find('<'), std::string::npos) << data.substr(0, 400);
+  const json plots = json::parse(data);
+  EXPECT_NE(plots.dump().find(hostile), std::string::npos) << "the names survive, unchanged";
+  // The page's own script follows the data, outside it.
+  EXPECT_NE(page->find("document.querySelectorAll('table.sortable')", to), std::string::npos);
+}
+
 TEST(ReportHtml, PageCarriesEveryPlotAndNoFetch) {
   if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
   ReportInput in;
