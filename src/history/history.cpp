@@ -49,6 +49,8 @@ struct HistoryStore::Impl {
   detail::IdSet ids;
   size_t added = 0;
   int64_t watermark = std::numeric_limits<int64_t>::min();
+  // advance_pending_submit's promise; INT64_MAX: none made.
+  int64_t pending_submit = std::numeric_limits<int64_t>::max();
 };
 
 HistoryStore::HistoryStore() : impl_(std::make_unique<Impl>()) {}
@@ -76,8 +78,8 @@ bool HistoryStore::add_completion(const Job& job) {
     e.x = job.label(r);
     // A valid label that is not censored is a measured peak.
     e.completed = !e.censored() && job.state == "COMPLETED";
-    if (by_script) (*by_script)[idx(r)].add(e, impl_->watermark);
-    if (by_user) (*by_user)[idx(r)].add(e, impl_->watermark);
+    if (by_script) (*by_script)[idx(r)].add(e, impl_->watermark, impl_->pending_submit);
+    if (by_user) (*by_user)[idx(r)].add(e, impl_->watermark, impl_->pending_submit);
   }
   return true;
 }
@@ -87,6 +89,11 @@ void HistoryStore::advance_watermark(int64_t t) {
 }
 
 int64_t HistoryStore::watermark() const { return impl_->watermark; }
+
+void HistoryStore::advance_pending_submit(int64_t t) {
+  int64_t& p = impl_->pending_submit;
+  if (p == std::numeric_limits<int64_t>::max() || t > p) p = t;
+}
 
 HistoryView HistoryStore::query(const Job& job, Resource r) const {
   return query(job.script_key, job.user, job.submit_ms, r);

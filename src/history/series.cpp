@@ -37,6 +37,10 @@ bool entry_before(const Entry& a, const Entry& b) {
   return std::tie(a.end, a.submit, a.tag) < std::tie(b.end, b.submit, b.tag);
 }
 
+// The most entries an expert other than the decay mean reads (median5): the depth a walk-forward
+// error needs one by one.
+constexpr size_t kExpertDepth = 5;
+
 // What the four experts said from the first i entries (i > 0): for entry e, i is the number of
 // entries that had ended before e was submitted -- what a prediction at its submission saw.
 std::array<double, kNumExperts> experts_before(const std::vector<Entry>& log, size_t i) {
@@ -50,9 +54,18 @@ std::array<double, kNumExperts> experts_before(const std::vector<Entry>& log, si
   return {p.x, median_last(3), median_last(5), p.xs / p.ws};
 }
 
-void Series::recompute_from(size_t pos) {
+void Series::recompute_from(size_t pos, int64_t changed_end) {
   for (size_t i = pos; i < log_.size(); ++i) {
     Entry& e = log_[i];
+    if (i != pos && e.submit <= changed_end) {
+      // Its submission did not see the label that changed: its error stands (recomputing it
+      // could only lose what has been folded since).
+      const Entry& p = log_[i - 1];
+      const double w = decay(p.end, e.end);
+      e.xs = p.xs * w + e.x;
+      e.ws = p.ws * w + 1.0;
+      continue;
+    }
     // The entries visible at e's submission (end < submit) are a prefix of those before it.
     const auto seen = static_cast<size_t>(
         std::lower_bound(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(i), e.submit,
@@ -117,15 +130,24 @@ void Series::add_folded(int64_t newest_end, int64_t n) {
 // Every query from now on is at t >= watermark, so it sees at least the entries with
 // end < watermark; all but the last kWindow of those are never needed one by one again.
 // Fold only when that frees at least half the log, so the front erase stays amortized O(1).
-void Series::maybe_fold(int64_t watermark) {
+void Series::maybe_fold(int64_t watermark, int64_t submitted_from) {
   if (log_.size() <= 2 * static_cast<size_t>(kWindow)) return;
-  const auto first_invisible =
-      std::lower_bound(log_.begin(), log_.end(), watermark,
-                       [](const Entry& e, int64_t t) { return e.end < t; });
-  const auto visible = static_cast<size_t>(first_invisible - log_.begin());
+  auto ended_before = [&](int64_t t) {
+    return static_cast<size_t>(
+        std::lower_bound(log_.begin(), log_.end(), t,
+                         [](const Entry& e, int64_t tt) { return e.end < tt; }) - log_.begin());
+  };
+  const size_t visible = ended_before(watermark);
   if (visible <= static_cast<size_t>(kWindow)) return;
-  const size_t foldable = visible - static_cast<size_t>(kWindow);
-  if (2 * foldable < log_.size()) return;
+  size_t foldable = visible - static_cast<size_t>(kWindow);
+  // An entry added later (submitted at or after submitted_from) computes its walk-forward error
+  // from the kExpertDepth newest entries its submission saw: keep those visible at submitted_from,
+  // so that its error is the one a series that folds nothing gives it.
+  if (submitted_from != std::numeric_limits<int64_t>::max()) {
+    const size_t seen = ended_before(submitted_from);
+    foldable = std::min(foldable, seen > kExpertDepth ? seen - kExpertDepth : size_t{0});
+  }
+  if (foldable == 0 || 2 * foldable < log_.size()) return;
   add_folded(log_[foldable - 1].end, static_cast<int64_t>(foldable));
   log_.erase(log_.begin(), log_.begin() + static_cast<std::ptrdiff_t>(foldable));
 }
@@ -148,11 +170,13 @@ int64_t Series::forget_before(int64_t t) {
   // With nothing folded left, the kept entries' errors and accumulators are recomputed from
   // them alone, as a series that never had the forgotten labels holds them; while a batch
   // straddles t they stay as they were (the batch is only in the accumulators).
-  if ((dropped > 0 || forgotten > 0) && !folded_ && !log_.empty()) recompute_from(0);
+  if ((dropped > 0 || forgotten > 0) && !folded_ && !log_.empty()) {
+    recompute_from(0, std::numeric_limits<int64_t>::min());
+  }
   return forgotten + static_cast<int64_t>(dropped);
 }
 
-void Series::add(const Entry& e, int64_t watermark) {
+void Series::add(const Entry& e, int64_t watermark, int64_t submitted_from) {
   const auto it = std::upper_bound(log_.begin(), log_.end(), e, entry_before);
   const auto pos = static_cast<size_t>(it - log_.begin());
   if (pos == 0 && folded_) {
@@ -160,8 +184,8 @@ void Series::add(const Entry& e, int64_t watermark) {
     return;
   }
   log_.insert(it, e);
-  recompute_from(pos);
-  maybe_fold(watermark);
+  recompute_from(pos, e.end);
+  maybe_fold(watermark, submitted_from);
 }
 
 KeyStats Series::stats(int64_t t, bool floor_censored) const {

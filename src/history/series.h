@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -41,7 +42,11 @@ bool entry_before(const Entry& a, const Entry& b);
 class Series {
  public:
   // Inserts in order; folds old entries that no query at t >= watermark can need one by one.
-  void add(const Entry& e, int64_t watermark);
+  // submitted_from: every entry added later was submitted at or after it (INT64_MAX: no such
+  // promise); the kExpertDepth newest entries that had ended by then are kept too, since the
+  // walk-forward errors of those later entries read them.
+  void add(const Entry& e, int64_t watermark,
+           int64_t submitted_from = std::numeric_limits<int64_t>::max());
   // Stats of the labels with end < t. Requires t >= every watermark passed to add() so far.
   // floor_censored: every expert is at least the largest censored label (OOM run) since the
   // newest entry that `completed`, within the last kWindow visible ones: the next run needs at
@@ -65,9 +70,12 @@ class Series {
   }
 
  private:
-  void recompute_from(size_t pos);
+  // The accumulators of the entries from pos on, and the errors of those that saw a label that
+  // ended at changed_end (submitted after it) and of the one at pos (just inserted); the others'
+  // errors read only entries before pos, unchanged.
+  void recompute_from(size_t pos, int64_t changed_end);
   void fold_before_front(const Entry& e);
-  void maybe_fold(int64_t watermark);
+  void maybe_fold(int64_t watermark, int64_t submitted_from);
 
   // Labels folded together, oldest batch first: how many, and the end of the newest of them.
   // Folds whose newest labels ended within one kBatchSpanMs bucket share a batch, so a series

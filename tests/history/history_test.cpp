@@ -290,6 +290,41 @@ TEST(HistoryStore, CensoredWalkForwardErrorIsOneSided) {
   EXPECT_NEAR(s.recent_err[static_cast<int>(Expert::kLast1)], 0.05, 1e-6);
 }
 
+// The walk-forward errors do not depend on what the store folded. A run submitted after five runs
+// of its script, still running while 40 more of them end: its error needs the five labels its
+// submission saw. A replay (which folds all but the newest labels under its watermark) and a
+// store that folds nothing (predict --history, a freshly rebuilt peakcastd) must agree; until
+// 2026-12-05 the replay had folded them and left the long run without an error (err_n 9 vs 10).
+TEST(HistoryReplay, WalkForwardErrorsDoNotDependOnFolding) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back(make_job("a" + std::to_string(i), "u", "s", i * kHour, i * kHour + kHour / 2, 0.2));
+  }
+  jobs.push_back(make_job("long", "u", "s", 5 * kHour, 100 * kHour, 0.9));
+  for (int i = 0; i < 40; ++i) {
+    const int64_t at = (6 + 2 * i) * kHour;
+    jobs.push_back(make_job("b" + std::to_string(i), "u", "s", at, at + kHour, 0.3 + 0.01 * i));
+  }
+  jobs.push_back(make_job("query", "u", "s", 101 * kHour, 102 * kHour, 0.5));
+  std::vector<const Job*> order;
+  for (const Job& j : jobs) order.push_back(&j);  // already in submit order
+
+  HistoryStore replayed;
+  KeyStats got;
+  replay(order, replayed, [&](const Job& job, const HistoryStore& s) {
+    if (job.job_id == "query") got = s.query(job, Resource::kMem).exact;
+  });
+  HistoryStore whole;
+  for (const Job& j : jobs) whole.add_completion(j);
+  const KeyStats want = whole.query(jobs.back(), Resource::kMem).exact;
+
+  ASSERT_EQ(want.err_n, kErrorWindow);
+  EXPECT_EQ(got.err_n, want.err_n);
+  for (int k = 0; k < kNumExperts; ++k) {
+    EXPECT_NEAR(got.recent_err[k], want.recent_err[k], 1e-6) << expert_name(kExperts[k]);
+  }
+}
+
 TEST(HistoryStore, SameJobTwiceIsANoOp) {
   HistoryStore store;
   const Job j = make_job("42", "u", "s", 0, 10, 0.5);

@@ -20,7 +20,8 @@
 // older than its kWindow most recent visible ones can never be needed individually again; they
 // are folded into the accumulator of the entries kept (lazily, when the series grows past
 // 2*kWindow) and only counted. replay() advances the watermark to each submit time, so a replay
-// keeps at most ~2*kWindow entries per series. The service advances it to "now minus a
+// keeps at most ~2*kWindow entries per series, and more where a job is still running: the labels
+// its walk-forward error will read stay (advance_pending_submit). The service advances it to "now minus a
 // tolerance for late completions"; without a watermark nothing is folded and every query is
 // exact at any t, at O(labels) memory. A query before the watermark is a caller bug and throws
 // std::logic_error. Completions that end after a query time stay invisible to it in all cases;
@@ -198,6 +199,13 @@ class HistoryStore {
   // Times here are epoch milliseconds, as in Job.
   void advance_watermark(int64_t t);
   int64_t watermark() const;      // INT64_MIN until advanced
+  // Promise: no completion added from now on was submitted before t. Monotone. While folding, the
+  // store then keeps the labels the walk-forward errors (KeyStats::recent_err) of those
+  // completions read -- the newest few each series had at t -- so that the errors equal those of
+  // a store that folds nothing (predict --history, a freshly rebuilt peakcastd). replay() promises
+  // the submission of the oldest job still running. Without the promise a completion whose
+  // submission saw only labels folded since gets its error from the labels kept (none: no error).
+  void advance_pending_submit(int64_t t);
 
   // The view for `job` (its user and script_key) at time t = job.submit_ms.
   HistoryView query(const Job& job, Resource r) const;
