@@ -1,5 +1,6 @@
 // Requested vs used memory over time per user, account and partition: daily sums of the jobs
-// that ended that day, the 8 largest groups by requested memory by name and the rest as "other".
+// that ended that day, the 8 largest groups by requested memory by name and the rest as one
+// "other (N users)" group (a name no user, account or partition has: it has spaces).
 #include <algorithm>
 #include <map>
 
@@ -60,10 +61,16 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
     const std::vector<std::string> ranked = ranked_groups(usage, dim);
     std::map<std::string, bool> top;
     for (size_t i = 0; i < ranked.size() && i < kTopGroups; ++i) top[ranked[i]] = true;
+    // Not "other": a user, account or partition may be called that, and its line would take the
+    // rest's sums.
+    const std::string rest =
+        ranked.size() > kTopGroups
+            ? fmt::format("other ({} {}s)", ranked.size() - kTopGroups, kDims[dim])
+            : std::string();
     std::map<std::pair<std::string, int64_t>, DaySums> sums;
     for (const UsagePoint& p : usage) {
       std::string g = shown(group_of(p, dim));
-      if (!top.count(g)) g = "other";
+      if (!top.count(g)) g = rest;
       sums[{g, p.end_time_s / kDay * kDay}].add(p);
     }
     json rows = json::array();

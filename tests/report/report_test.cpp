@@ -265,7 +265,7 @@ TEST(ReportCoverage, TheIntervalResamplesScripts) {
 TEST(ReportUsage, EightLargestGroupsByNameTheRestAsOther) {
   std::vector<UsagePoint> usage;
   for (int u = 0; u < 10; ++u) {
-    // user u requests (u + 1) GB once; the two smallest (u0, u1) fall into "other".
+    // user u requests (u + 1) GB once; the two smallest (u0, u1) fall into "other (2 users)".
     usage.push_back({"u" + std::to_string(u), "acct", "part", 86400 * 10, u + 1.0, 0.5, std::nullopt});
   }
   ReportInput in;
@@ -275,16 +275,39 @@ TEST(ReportUsage, EightLargestGroupsByNameTheRestAsOther) {
     std::set<std::string> groups;
     for (const json& row : p.spec.at("data").at("values")) groups.insert(row.at("group"));
     EXPECT_EQ(groups.size(), 9u);
-    EXPECT_TRUE(groups.count("other"));
+    EXPECT_TRUE(groups.count("other (2 users)"));
     EXPECT_FALSE(groups.count("u0"));
     EXPECT_TRUE(groups.count("u9"));
     for (const json& row : p.spec.at("data").at("values")) {
-      if (row.at("group") == "other" && row.at("kind") == "requested") {
+      if (row.at("group") == "other (2 users)" && row.at("kind") == "requested") {
         EXPECT_DOUBLE_EQ(row.at("gb").get<double>(), 3.0);  // 1 + 2 GB
         EXPECT_DOUBLE_EQ(row.at("t").get<double>(), 86400.0 * 10 * 1000);  // the day, in ms
       }
     }
   }
+}
+
+// A user (account, partition) called "other" keeps its own line: the rest's sums are not added to it.
+TEST(ReportUsage, AGroupCalledOtherIsNotTheRest) {
+  std::vector<UsagePoint> usage;
+  for (int u = 0; u < 10; ++u) {
+    usage.push_back({u == 9 ? "other" : "u" + std::to_string(u), "acct", "part", 86400 * 10, u + 1.0,
+                     0.5, std::nullopt});
+  }
+  ReportInput in;
+  in.usage = usage;
+  bool seen = false;
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "usage-user") continue;
+    for (const json& row : p.spec.at("data").at("values")) {
+      if (row.at("group") == "other" && row.at("kind") == "requested") {
+        seen = true;
+        EXPECT_DOUBLE_EQ(row.at("gb").get<double>(), 10.0);  // its own request, not + u0's and u1's
+        EXPECT_EQ(row.at("jobs").get<size_t>(), 1u);
+      }
+    }
+  }
+  EXPECT_TRUE(seen);
 }
 
 // The recommended requests sit beside what the same jobs requested, not beside every job's mean.
