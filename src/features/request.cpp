@@ -85,9 +85,10 @@ Result<RequestStandardizer> RequestStandardizer::from_json(const nlohmann::json&
   if (!j.contains("format_version") || !j["format_version"].is_number_integer()) {
     return Status::invalid(where + ": format_version: missing or not an integer");
   }
-  if (j["format_version"].get<int>() > kFormatVersion) {
-    return Status::unsupported(where + ": format_version: " +
-                               std::to_string(j["format_version"].get<int>()) +
+  // Read whole: get<int>() would wrap 4294967297 to 1.
+  const int64_t version = j["format_version"].get<int64_t>();
+  if (version > kFormatVersion) {
+    return Status::unsupported(where + ": format_version: " + std::to_string(version) +
                                " is newer than this build reads (" +
                                std::to_string(kFormatVersion) + ")");
   }

@@ -86,6 +86,8 @@ TEST(RequestFeatures, FromJsonRejectsBadInput) {
   auto newer = good;
   newer["format_version"] = 99;
   EXPECT_EQ(pf::RequestStandardizer::from_json(newer).status().kind(), peakcast::ErrorKind::kUnsupported);
+  newer["format_version"] = 4294967297;  // 2^32 + 1: not format 1
+  EXPECT_EQ(pf::RequestStandardizer::from_json(newer).status().kind(), peakcast::ErrorKind::kUnsupported);
   auto short_mean = good;
   short_mean["mean"] = nlohmann::json::array({1.0, 2.0});
   auto r = pf::RequestStandardizer::from_json(short_mean);

@@ -163,6 +163,11 @@ TEST(CodeModel, LoadRefusesNewerFormatAndBrokenWeights) {
   ASSERT_FALSE(newer.ok());
   EXPECT_EQ(newer.status().kind(), ErrorKind::kUnsupported);
   EXPECT_NE(newer.status().message().find("newer"), std::string::npos);
+  j["format_version"] = (int64_t{1} << 32) + CodeModel::kFormatVersion;  // not the current format
+  ASSERT_TRUE(write_file_atomic(manifest_path, j.dump()).is_ok());
+  auto wrapped = CodeModel::load(dir);
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_EQ(wrapped.status().kind(), ErrorKind::kUnsupported);
 
   // A model trained on unredacted text (format 1) would read other tokens now: retrain.
   j["format_version"] = 1;

@@ -623,7 +623,8 @@ Result<CodeModel> CodeModel::load_checked(const nlohmann::json& j, std::istream&
     return Status::invalid(fmt::format("manifest.json: format: expected '{}'", kFormatName));
   if (!j.contains("format_version") || !j["format_version"].is_number_integer())
     return Status::invalid("manifest.json: format_version: missing or not an integer");
-  const int version = j["format_version"].get<int>();
+  // Read whole: get<int>() would wrap 4294967297 to 1 and take it for format 1.
+  const int64_t version = j["format_version"].get<int64_t>();
   if (version > kFormatVersion)
     return Status::unsupported(fmt::format(
         "manifest.json: format_version: model format {} is newer than this build reads ({}); "
