@@ -151,6 +151,7 @@ std::optional<std::string> check_row(const Row& row) {
 // Counts behind the reader's notes.
 struct SwfCounts {
   size_t unknown_wait = 0;
+  size_t unknown_wait_peaks = 0;  // of them with a memory peak, left out
   size_t no_processors = 0;
 };
 
@@ -218,8 +219,14 @@ void add_notes(const Header& header, const SwfCounts& counts, Trace& out) {
                         std::to_string(*header.time_zone / 3600) + "h");
   }
   if (counts.unknown_wait > 0) {
-    out.notes.push_back(std::to_string(counts.unknown_wait) +
-                        " SWF jobs have an unknown wait time: no start time, end = submit + run time");
+    std::string note = std::to_string(counts.unknown_wait) +
+                       " SWF jobs have an unknown wait time: no start time, end = submit + run time";
+    if (counts.unknown_wait_peaks > 0) {
+      note += "; their end is not known, so the memory peaks of " +
+              std::to_string(counts.unknown_wait_peaks) +
+              " of them are left out (as history they could be seen before they were known)";
+    }
+    out.notes.push_back(note);
   }
   if (counts.no_processors > 0) {
     out.notes.push_back(std::to_string(counts.no_processors) +
@@ -249,6 +256,13 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
     if (!why) {
       Job job = job_from_row(row.f, header, counts);
       why = read_memory(row.f, job, counts);
+      // Wait unknown: the end is only known to be at or after submit + run time, so the peak
+      // cannot be placed in time. Kept, it would be history for jobs submitted before it was
+      // known; the job stays (its request, its place in the split) without a label.
+      if (!why && !job.start_ms && job.peak_mem_bytes) {
+        job.peak_mem_bytes.reset();
+        ++counts.unknown_wait_peaks;
+      }
       if (!why) out.jobs.push_back(std::move(job));
     }
     if (why) {

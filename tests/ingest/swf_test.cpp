@@ -9,6 +9,8 @@ namespace {
 using test_util::expect_jobs_match;
 using test_util::golden;
 using test_util::shared_data;
+using test_util::temp_path;
+using test_util::write_text;
 
 TEST(Swf, GoldenRecords) {
   ReadOptions o;
@@ -74,6 +76,29 @@ TEST(Swf, NotesExplainUnknownWaitAndMissingProcessors) {
   };
   EXPECT_TRUE(has("unknown wait time"));
   EXPECT_TRUE(has("no processor count"));
+}
+
+// A job whose wait is unknown ended at or after submit + run time, when is not known: its peak is
+// not a label (as history it could be seen by a job submitted before it had ended).
+TEST(Swf, APeakWhoseEndIsUnknownIsLeftOut) {
+  const std::string path = temp_path("unknown_wait.swf");
+  write_text(path,
+             "; UnixStartTime: 1000000000\n"
+             "1 0 -1 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1 -1\n"
+             "2 10 5 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1 -1\n");
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 2u);
+  EXPECT_FALSE(trace->jobs[0].start_ms.has_value());
+  EXPECT_FALSE(trace->jobs[0].peak_mem_bytes.has_value());
+  EXPECT_FALSE(trace->jobs[0].is_valid(Resource::kMem));
+  EXPECT_TRUE(trace->jobs[0].req_mem_bytes.has_value());  // the job and its request stay
+  EXPECT_TRUE(trace->jobs[1].is_valid(Resource::kMem));   // a known wait keeps its peak
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 1u);
+  const bool noted = std::any_of(trace->notes.begin(), trace->notes.end(), [](const std::string& n) {
+    return n.find("memory peaks of 1 of them are left out") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
 }
 
 TEST(Swf, StrictModeFailsOnTheFirstBadLine) {
