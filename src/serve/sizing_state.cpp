@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "peakcast/ingest/redact.h"
 #include "peakcast/sizing/bound_walk.h"
 #include "peakcast/sizing/sim_task.h"
 
@@ -128,8 +127,7 @@ void SizingState::remember(std::string key, Issued issued) {
   }
 }
 
-std::optional<SizingState::Issued> SizingState::take_issued(const Job& job, const std::string& name,
-                                                            const cascade::JobPrediction& p) {
+std::optional<SizingState::Issued> SizingState::take_issued(const Job& job, const cascade::JobPrediction& p) {
   auto it = issued_.find(issued_key(job));
   if (it == issued_.end()) return std::nullopt;
   std::vector<Issued>& v = it->second;
@@ -144,7 +142,7 @@ std::optional<SizingState::Issued> SizingState::take_issued(const Job& job, cons
     }
     return n;
   };
-  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, name, job.answer_id, mismatch};
+  NearestAnswer<Issued, size_t, decltype(mismatch)> n{job.submit_ms, job.job_name, job.answer_id, mismatch};
   for (size_t i = 0; i < v.size(); ++i) n.offer(v[i], i);
   if (!n.best) return std::nullopt;
   Issued out = *n.best;
@@ -169,7 +167,6 @@ void SizingState::keep_taken(const std::string& key, const Issued& issued) {
 
 bool SizingState::restore_request(Job& job) {
   if (!job.req_mem_bytes || job.ran_mem_bytes) return false;
-  const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
   const std::string key = issued_key(job);
   // The answer observe() would match by time (its point is not known yet), or one already
@@ -179,7 +176,7 @@ bool SizingState::restore_request(Job& job) {
     const double r = x.recommended_bytes ? static_cast<double>(*x.recommended_bytes) : 0.0;
     return std::abs(r - static_cast<double>(*job.req_mem_bytes));
   };
-  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, name, job.answer_id, off};  // tag: already taken
+  NearestAnswer<Issued, bool, decltype(off)> n{job.submit_ms, job.job_name, job.answer_id, off};  // tag: already taken
   if (auto it = issued_.find(key); it != issued_.end()) {
     for (const Issued& x : it->second) n.offer(x, false);
   }
@@ -215,27 +212,25 @@ sizing::WorkloadSizer::Aged SizingState::age_workloads(int64_t now_ms) {
   return workloads_.age(now_ms);
 }
 
-std::optional<SizingState::Issued> SizingState::learn_completion(const Job& job, const std::string& name,
+std::optional<SizingState::Issued> SizingState::learn_completion(const Job& job,
                                                                  const cascade::JobPrediction& p) {
   if (job.ran_mem_bytes) ++learned_.lowered_jobs;  // counted once it is stored (a retry restores again)
   learn_run(job);
-  std::optional<Issued> issued = take_issued(job, name, p);
+  std::optional<Issued> issued = take_issued(job, p);
   if (issued) advise(job, *issued);
   return issued;
 }
 
 void SizingState::observe_unjudged(const Job& job) {
-  const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
   const cascade::JobPrediction any;  // no point to prefer: the nearest answer in time is taken
-  learn_completion(job, name, any);
+  learn_completion(job, any);
   ++learned_.unjudged;
 }
 
 void SizingState::observe(const Job& job, const cascade::JobPrediction& p) {
-  const std::string name = ingest::redact_script(job.job_name);
   std::lock_guard lock(mu_);
-  const std::optional<Issued> issued = learn_completion(job, name, p);
+  const std::optional<Issued> issued = learn_completion(job, p);
   ++(issued ? learned_.by_answer : learned_.as_it_stands);
   for (Resource r : kResources) {
     if (!job.is_valid(r)) continue;
@@ -296,7 +291,7 @@ size_t SizingState::load_answers(std::vector<AnswerRecord> answers, const std::v
     remember(issued_key(a.user, a.script_key), std::move(issued));
   }
   const cascade::JobPrediction any;  // no point to prefer: the nearest in time is taken
-  for (const Job& j : completed) take_issued(j, j.job_name, any);  // stored names are redacted
+  for (const Job& j : completed) take_issued(j, any);
   return learned_.answers_pending;
 }
 
@@ -322,7 +317,7 @@ SizingState::Applied SizingState::apply(const Job& job, std::optional<uint64_t> 
   const std::optional<double> cap = capacity_bytes(job, Resource::kMem);
   std::optional<sizing::WorkloadSizer::Answer> own;
   Issued issued;
-  issued.job_name = ingest::redact_script(job.job_name);
+  issued.job_name = job.job_name;
   {
     std::lock_guard lock(mu_);
     issued.answer_id = next_answer_id();

@@ -203,14 +203,15 @@ class SizingState {
   void apply_bound(Resource r, const std::string& script_key, cascade::ResourcePrediction& rp,
                    Applied& a, Issued& issued) const;
   void remember(std::string key, Issued issued);  // mu_ held; key: issued_key
-  // mu_ held; `name`: the job's name redacted (answers keep it so)
-  std::optional<Issued> take_issued(const Job& job, const std::string& name, const cascade::JobPrediction& p);
+  // mu_ held. Names are compared as they are: redacted, a job's where it entered
+  // (ingest::finalize_job: a request, slurm-sync, a trace), an answer's as the store keeps it.
+  std::optional<Issued> take_issued(const Job& job, const cascade::JobPrediction& p);
   void keep_taken(const std::string& key, const Issued& issued);  // mu_ held
   void learn_run(const Job& job);  // mu_ held: a completed run for its workload's policy
   // mu_ held: what every completion teaches besides the bound (observe, observe_unjudged): its
-  // workload's policy learns the run, and the answer given at its submission is matched (`name`:
-  // the job's name redacted; `p` prefers an answer of its points) and its advice counted.
-  std::optional<Issued> learn_completion(const Job& job, const std::string& name, const cascade::JobPrediction& p);
+  // workload's policy learns the run, and the answer given at its submission is matched (`p`
+  // prefers an answer of its points) and its advice counted.
+  std::optional<Issued> learn_completion(const Job& job, const cascade::JobPrediction& p);
   std::string next_answer_id();    // mu_ held: 16 hex digits, new for each answer
 
   SizingOptions options_;
