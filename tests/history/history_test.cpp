@@ -1,5 +1,6 @@
 // Examples of the history store's contract: strict event time, the experts on small hand-checked
 // series, the hierarchy, idempotence, the watermark and bounded memory in replay.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -323,6 +324,49 @@ TEST(HistoryReplay, WalkForwardErrorsDoNotDependOnFolding) {
   for (int k = 0; k < kNumExperts; ++k) {
     EXPECT_NEAR(got.recent_err[k], want.recent_err[k], 1e-6) << expert_name(kExperts[k]);
   }
+}
+
+// peakcastd adds completions as they arrive and keeps its watermark a tolerance behind its clock
+// (--late-tolerance), with no promise about running jobs: a run that completes within the
+// tolerance of its submission gets the walk-forward error a store that folds nothing gives it;
+// a longer one gets it from the labels kept (the daemon's bound does not judge it either).
+TEST(HistoryStore, ATrailingWatermarkKeepsTheErrorsOfRunsWithinItsTolerance) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 80; ++i) {
+    const int64_t at = 2 * i * kHour;
+    jobs.push_back(make_job("b" + std::to_string(i), "u", "s", at, at + kHour, 0.3 + 0.005 * i));
+  }
+  jobs.push_back(make_job("long", "u", "s", 70 * kHour, 160 * kHour, 0.9));  // a 90-hour run
+  const Job query = make_job("query", "u", "s", 161 * kHour, 162 * kHour, 0.5);
+  HistoryStore whole;
+  for (const Job& j : jobs) whole.add_completion(j);
+  const KeyStats want = whole.query(query, Resource::kMem).exact;
+  ASSERT_EQ(want.err_n, kErrorWindow);
+
+  auto live_stats = [&](int64_t tolerance) {
+    std::vector<const Job*> by_end;
+    for (const Job& j : jobs) by_end.push_back(&j);
+    std::stable_sort(by_end.begin(), by_end.end(),
+                     [](const Job* a, const Job* b) { return a->end_ms < b->end_ms; });
+    HistoryStore live;
+    for (const Job* j : by_end) {
+      live.add_completion(*j);
+      live.advance_watermark(j->end_ms - tolerance);  // the clock at the completion's end
+    }
+    return live.query(query, Resource::kMem).exact;
+  };
+  const KeyStats got = live_stats(96 * kHour);
+  EXPECT_EQ(got.count, want.count);
+  EXPECT_EQ(got.err_n, want.err_n);
+  for (int k = 0; k < kNumExperts; ++k) {
+    EXPECT_NEAR(got.recent_err[k], want.recent_err[k], 1e-6) << expert_name(kExperts[k]);
+    EXPECT_NEAR(got.expert[k], want.expert[k], 1e-9) << expert_name(kExperts[k]);
+  }
+  // The fixture folds: with a tolerance shorter than the long run, the labels its submission saw
+  // are folded before it completes, and its error is lost (the labels kept hold none before it).
+  const KeyStats short_tolerance = live_stats(6 * kHour);
+  EXPECT_EQ(short_tolerance.count, want.count);
+  EXPECT_EQ(short_tolerance.err_n, want.err_n - 1);
 }
 
 TEST(HistoryStore, SameJobTwiceIsANoOp) {

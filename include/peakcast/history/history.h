@@ -21,9 +21,11 @@
 // are folded into the accumulator of the entries kept (lazily, when the series grows past
 // 2*kWindow) and only counted. replay() advances the watermark to each submit time, so a replay
 // keeps at most ~2*kWindow entries per series, and more where a job is still running: the labels
-// its walk-forward error will read stay (advance_pending_submit). The service advances it to "now minus a
-// tolerance for late completions"; without a watermark nothing is folded and every query is
-// exact at any t, at O(labels) memory. A query before the watermark is a caller bug and throws
+// its walk-forward error will read stay (advance_pending_submit). The service advances it to "now
+// minus a tolerance for late completions" and promises nothing about running jobs: a run shorter
+// than the tolerance still gets its exact error, a longer one its error from the labels kept.
+// Without a watermark nothing is folded and every query is exact at any t, at O(labels) memory.
+// A query before the watermark is a caller bug and throws
 // std::logic_error. Completions that end after a query time stay invisible to it in all cases;
 // a late completion older than the kept entries is folded into them directly.
 //
