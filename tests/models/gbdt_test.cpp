@@ -4,8 +4,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 namespace pm = peakcast::models;
 
@@ -296,4 +300,69 @@ TEST(Gbdt, SameSeedSameModelAndConcurrentPredictAgrees) {
   }
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(got[t], serial) << "thread " << t;
+}
+
+// The native walker against XGBoost on the inputs and models the random probe above never makes:
+// values exactly on a split condition (`<`, not `<=`), infinities, whole rows missing, margins far
+// past the sigmoid's float range, and a logistic base_score other than 0.5. The models are edited
+// copies of a trained one (leaf values scaled, base_score changed), loaded back through XGBoost.
+TEST(Gbdt, NativePredictorMatchesXgboostOnEdgeInputsAndModels) {
+  auto d = make_regression(1500, 5, 21);
+  for (auto& y : d.y) y = y > 0.6f ? 1.0f : 0.0f;
+  auto p = small_params();
+  p.objective = pm::GbdtObjective::kBinaryLogistic;
+  p.n_rounds = 30;
+  const auto trained = pm::Booster::train(p, to_dmatrix(d));
+  const auto json = nlohmann::json::parse(trained.save_buffer(pm::ModelFormat::kJson));
+
+  // Probe rows: random, then each split condition of every tree put exactly into its feature,
+  // then +-inf and NaN in every column, then a row with everything missing.
+  auto probe = make_regression(300, 5, 22);
+  std::vector<float> rows = probe.x;
+  const auto& trees = json["learner"]["gradient_booster"]["model"]["trees"];
+  for (const auto& t : trees) {
+    for (size_t i = 0; i < t["left_children"].size(); ++i) {
+      if (t["left_children"][i].get<int>() < 0) continue;
+      std::vector<float> row(rows.begin(), rows.begin() + 5);
+      row[t["split_indices"][i].get<size_t>()] = t["split_conditions"][i].get<float>();
+      rows.insert(rows.end(), row.begin(), row.end());
+    }
+  }
+  for (float v : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  pm::kMissing}) {
+    for (size_t c = 0; c < 5; ++c) {
+      std::vector<float> row(rows.begin() + 5, rows.begin() + 10);
+      row[c] = v;
+      rows.insert(rows.end(), row.begin(), row.end());
+    }
+  }
+  rows.insert(rows.end(), 5, pm::kMissing);
+  const size_t n = rows.size() / 5;
+
+  for (const double leaf_scale : {1.0, 400.0}) {
+    for (const char* base_score : {"5E-1", "2E-1"}) {
+      auto edited = json;
+      for (auto& t : edited["learner"]["gradient_booster"]["model"]["trees"]) {
+        for (size_t i = 0; i < t["left_children"].size(); ++i) {
+          if (t["left_children"][i].get<int>() >= 0) continue;
+          t["split_conditions"][i] = t["split_conditions"][i].get<double>() * leaf_scale;
+        }
+      }
+      edited["learner"]["learner_model_param"]["base_score"] = base_score;
+      auto b = pm::Booster::load_buffer(edited.dump());
+      ASSERT_TRUE(b.ok()) << b.status().message();
+      ASSERT_TRUE(b->native_predictor());
+      std::vector<float> xgb(n);
+      b->predict_dense_xgboost(rows, n, xgb);
+      size_t differ = 0;
+      for (size_t r = 0; r < n; ++r) {
+        const float native = b->predict_row(std::span<const float>(&rows[r * 5], 5));
+        if (std::memcmp(&native, &xgb[r], sizeof(float)) != 0 && ++differ <= 3) {
+          ADD_FAILURE() << "leaf scale " << leaf_scale << ", base_score " << base_score << ", row " << r
+                        << ": native " << native << ", XGBoost " << xgb[r];
+        }
+      }
+      EXPECT_EQ(differ, 0u) << "leaf scale " << leaf_scale << ", base_score " << base_score;
+    }
+  }
 }

@@ -1,5 +1,6 @@
 #include "models/gbdt/flat_forest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -84,7 +85,13 @@ float FlatForest::predict(const float* row) const {
     }
     margin += n->value;
   }
-  if (transform_ == Transform::kSigmoid) return 1.0f / (1.0f + std::exp(-margin));
+  if (transform_ == Transform::kSigmoid) {
+    // XGBoost's common::Sigmoid, step for step: the exponent is capped at 88.7 (expf's float
+    // range), so a margin below -88.7 gives 1/expf(88.7) = 3.0e-39, not 0.
+    constexpr float kEps = 1e-16f;
+    const float x = std::min(-margin, 88.7f);
+    return 1.0f / (std::exp(x) + 1.0f + kEps);
+  }
   return margin;
 }
 
