@@ -179,6 +179,29 @@ TEST(Qwen2Checkpoint, ErrorsNameTensorAndFile) {
     EXPECT_EQ(load_error(folder_with("scaling_default", all, "rope_scaling", {{key, "default"}})), "(loaded)") << key;
 }
 
+// A header whose shape's byte count overflows 64 bits (2^62 x 64 float32 = 2^70 bytes, 0 modulo
+// 2^64) must not pass the size check with an empty data range: the loader then asked Torch for an
+// impossible tensor and the load threw out of a Result-returning API instead of naming the file.
+TEST(Qwen2Checkpoint, ShapeWhoseByteCountOverflowsIsRefused) {
+  const std::string dir = testing::fresh_dir("overflow");
+  const int64_t huge = int64_t{1} << 62;
+  testing::write_safetensors(dir + "/model.safetensors",
+                             {{"model.embed_tokens.weight", RawTensor{"F32", {huge, 64}, ""}},
+                              {"model.norm.weight", RawTensor{"F32", {64}, std::string(256, '\0')}}});
+  auto c = Checkpoint::open_file(dir + "/model.safetensors");
+  ASSERT_FALSE(c.ok()) << "a 2^70-byte tensor in 0 bytes was accepted";
+  EXPECT_NE(c.status().message().find("model.embed_tokens.weight"), std::string::npos) << c.status().message();
+  // And through the model loader, with a config that asks for exactly that shape.
+  nlohmann::json cfg = {{"model_type", "qwen2"}, {"vocab_size", huge}, {"hidden_size", 64},
+                        {"intermediate_size", 176}, {"num_hidden_layers", 1}, {"num_attention_heads", 4},
+                        {"num_key_value_heads", 2}, {"tie_word_embeddings", true}};
+  std::ofstream(dir + "/config.json") << cfg.dump();
+  std::string msg;
+  EXPECT_NO_THROW(msg = load_error(dir));
+  EXPECT_NE(msg.find("model.embed_tokens.weight"), std::string::npos) << msg;
+  fs::remove_all(dir);
+}
+
 TEST(Qwen2Checkpoint, F16IsRead) {
   REQUIRE_QWEN2_FIXTURES();
   auto t = tiny_tensors();

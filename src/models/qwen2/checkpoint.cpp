@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -229,11 +230,16 @@ Status Checkpoint::add_file(const std::string& path) {
     TensorEntry t;
     t.dtype = e["dtype"].get<std::string>();
     t.file = file_index;
+    // Checked products: a shape whose byte count wraps 64 bits (2^62 x 64 float32 is 0 modulo
+    // 2^64) would otherwise pass the size check below with an empty data range.
     uint64_t numel = 1;
+    bool overflow = false;
     for (const auto& d : e["shape"]) {
       if (!d.is_number_unsigned()) return Status::invalid(where + ": shape: not non-negative integers");
-      t.shape.push_back(d.get<int64_t>());
-      numel *= d.get<uint64_t>();
+      const uint64_t dim = d.get<uint64_t>();
+      overflow |= dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+                  __builtin_mul_overflow(numel, dim, &numel);
+      t.shape.push_back(static_cast<int64_t>(dim));
     }
     if (!e["data_offsets"][0].is_number_unsigned() || !e["data_offsets"][1].is_number_unsigned())
       return Status::invalid(where + ": data_offsets: not non-negative integers");
@@ -244,7 +250,11 @@ Status Checkpoint::add_file(const std::string& path) {
       return Status::invalid(fmt::format("{}: data ends at byte {} but the file holds {} data bytes "
                                          "(truncated file?)", where, t.end, data_size));
     const size_t es = dtype_size(t.dtype);
-    if (es != 0 && numel * es != t.end - t.begin)
+    uint64_t bytes = 0;
+    if (overflow || (es != 0 && __builtin_mul_overflow(numel, uint64_t{es}, &bytes)))
+      return Status::invalid(fmt::format("{}: shape {} of {} is more than 2^64 bytes", where,
+                                         e["shape"].dump(), t.dtype));
+    if (es != 0 && bytes != t.end - t.begin)
       return Status::invalid(fmt::format("{}: {} bytes for shape [{}] of {}", where, t.end - t.begin,
                                          fmt::join(t.shape, ", "), t.dtype));
     if (!entries_.emplace(name, std::move(t)).second)
