@@ -1,6 +1,9 @@
 // The Qwen2 forward against the fixtures' reference.json (HF modeling_qwen2 conventions), F32 and
 // BF16, batching with padding, pooling and LoRA (fresh adapters change nothing; merge equals apply).
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -158,6 +161,182 @@ TEST(Qwen2Lora, TargetsParse) {
   auto bad = parse_lora_targets("q,ffn");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("ffn"), std::string::npos);
+}
+
+// A checkpoint of another shape than the fixtures' (3 query heads per kv head, head_dim 10 given
+// explicitly and not hidden/heads, untied lm_head, theta 5e5, eps 1e-5), written here with random
+// weights and run against a float64 loop implementation of HF's Qwen2 written out below: GQA h / 3,
+// rotate_half RoPE, q/k/v bias, causal softmax, RMSNorm with eps inside the root, SwiGLU.
+struct LoopRef {
+  int64_t vocab = 97, hidden = 32, inter = 40, layers = 2, nh = 6, nkv = 2, hd = 10;
+  double theta = 5e5, eps = 1e-5;
+  std::map<std::string, std::vector<double>> w;  // name -> row-major values
+
+  std::vector<double> linear(const std::string& name, const std::vector<double>& x, int64_t out,
+                             bool bias) const {
+    const auto& m = w.at(name + ".weight");
+    const int64_t in = static_cast<int64_t>(x.size());
+    std::vector<double> y(static_cast<size_t>(out));
+    for (int64_t o = 0; o < out; ++o) {
+      double s = bias ? w.at(name + ".bias")[static_cast<size_t>(o)] : 0.0;
+      for (int64_t i = 0; i < in; ++i) s += m[static_cast<size_t>(o * in + i)] * x[static_cast<size_t>(i)];
+      y[static_cast<size_t>(o)] = s;
+    }
+    return y;
+  }
+  std::vector<double> norm(const std::string& name, const std::vector<double>& x) const {
+    double ms = 0;
+    for (double v : x) ms += v * v;
+    const double r = 1.0 / std::sqrt(ms / static_cast<double>(x.size()) + eps);
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * r * w.at(name)[i];
+    return y;
+  }
+  void rope(std::vector<double>& v, int64_t heads, int64_t pos) const {
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t j = 0; j < hd / 2; ++j) {
+        const double a = static_cast<double>(pos) / std::pow(theta, 2.0 * static_cast<double>(j) / static_cast<double>(hd));
+        double& x0 = v[static_cast<size_t>(h * hd + j)];
+        double& x1 = v[static_cast<size_t>(h * hd + j + hd / 2)];
+        const double r0 = x0 * std::cos(a) - x1 * std::sin(a), r1 = x1 * std::cos(a) + x0 * std::sin(a);
+        x0 = r0;
+        x1 = r1;
+      }
+  }
+  // Final hidden states [T][hidden] of one sequence.
+  std::vector<std::vector<double>> forward(const std::vector<int64_t>& ids) const {
+    const auto t_len = static_cast<int64_t>(ids.size());
+    std::vector<std::vector<double>> x;
+    for (int64_t id : ids) {
+      const auto& e = w.at("model.embed_tokens.weight");
+      x.emplace_back(e.begin() + id * hidden, e.begin() + (id + 1) * hidden);
+    }
+    for (int64_t l = 0; l < layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      std::vector<std::vector<double>> q, k, v;
+      for (int64_t t = 0; t < t_len; ++t) {
+        auto h = norm(p + "input_layernorm.weight", x[static_cast<size_t>(t)]);
+        q.push_back(linear(p + "self_attn.q_proj", h, nh * hd, true));
+        k.push_back(linear(p + "self_attn.k_proj", h, nkv * hd, true));
+        v.push_back(linear(p + "self_attn.v_proj", h, nkv * hd, true));
+        rope(q.back(), nh, t);
+        rope(k.back(), nkv, t);
+      }
+      for (int64_t t = 0; t < t_len; ++t) {
+        std::vector<double> att(static_cast<size_t>(nh * hd), 0.0);
+        for (int64_t h = 0; h < nh; ++h) {
+          const int64_t g = h / (nh / nkv);
+          std::vector<double> s;
+          double mx = -1e300;
+          for (int64_t u = 0; u <= t; ++u) {
+            double d = 0;
+            for (int64_t i = 0; i < hd; ++i)
+              d += q[static_cast<size_t>(t)][static_cast<size_t>(h * hd + i)] * k[static_cast<size_t>(u)][static_cast<size_t>(g * hd + i)];
+            s.push_back(d / std::sqrt(static_cast<double>(hd)));
+            mx = std::max(mx, s.back());
+          }
+          double z = 0;
+          for (double& e : s) z += (e = std::exp(e - mx));
+          for (int64_t u = 0; u <= t; ++u)
+            for (int64_t i = 0; i < hd; ++i)
+              att[static_cast<size_t>(h * hd + i)] += s[static_cast<size_t>(u)] / z * v[static_cast<size_t>(u)][static_cast<size_t>(g * hd + i)];
+        }
+        auto o = linear(p + "self_attn.o_proj", att, hidden, false);
+        for (int64_t i = 0; i < hidden; ++i) x[static_cast<size_t>(t)][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+        auto h = norm(p + "post_attention_layernorm.weight", x[static_cast<size_t>(t)]);
+        auto gate = linear(p + "mlp.gate_proj", h, inter, false), up = linear(p + "mlp.up_proj", h, inter, false);
+        for (int64_t i = 0; i < inter; ++i) {
+          const double gi = gate[static_cast<size_t>(i)];
+          gate[static_cast<size_t>(i)] = gi / (1.0 + std::exp(-gi)) * up[static_cast<size_t>(i)];
+        }
+        auto down = linear(p + "mlp.down_proj", gate, hidden, false);
+        for (int64_t i = 0; i < hidden; ++i) x[static_cast<size_t>(t)][static_cast<size_t>(i)] += down[static_cast<size_t>(i)];
+      }
+    }
+    for (auto& row : x) row = norm("model.norm.weight", row);
+    return x;
+  }
+};
+
+// Writes LoopRef's shape with random weights (float32-exact values) to a fresh folder.
+std::string write_loop_ref_checkpoint(LoopRef& r, const std::string& name) {
+  const std::string dir = testing::fresh_dir(name);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> n01(0, 1);
+  std::map<std::string, testing::RawTensor> tensors;
+  auto add = [&](const std::string& tname, std::vector<int64_t> shape, float scale, float offset) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& e : v) e = offset + scale * n01(rng);
+    r.w[tname].assign(v.begin(), v.end());
+    tensors[tname] = {"F32", shape, std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4)};
+  };
+  const int64_t q = r.nh * r.hd, kv = r.nkv * r.hd;
+  add("model.embed_tokens.weight", {r.vocab, r.hidden}, 0.5f, 0);
+  add("lm_head.weight", {r.vocab, r.hidden}, 0.2f, 0);
+  add("model.norm.weight", {r.hidden}, 0.1f, 1);
+  for (int64_t l = 0; l < r.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {r.hidden}, 0.1f, 1);
+    add(p + "post_attention_layernorm.weight", {r.hidden}, 0.1f, 1);
+    add(p + "self_attn.q_proj.weight", {q, r.hidden}, 0.3f, 0);
+    add(p + "self_attn.q_proj.bias", {q}, 0.3f, 0);
+    add(p + "self_attn.k_proj.weight", {kv, r.hidden}, 0.3f, 0);
+    add(p + "self_attn.k_proj.bias", {kv}, 0.3f, 0);
+    add(p + "self_attn.v_proj.weight", {kv, r.hidden}, 0.3f, 0);
+    add(p + "self_attn.v_proj.bias", {kv}, 0.3f, 0);
+    add(p + "self_attn.o_proj.weight", {r.hidden, q}, 0.2f, 0);
+    add(p + "mlp.gate_proj.weight", {r.inter, r.hidden}, 0.2f, 0);
+    add(p + "mlp.up_proj.weight", {r.inter, r.hidden}, 0.2f, 0);
+    add(p + "mlp.down_proj.weight", {r.hidden, r.inter}, 0.2f, 0);
+  }
+  testing::write_safetensors(dir + "/model.safetensors", tensors);
+  nlohmann::json cfg = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"},
+                        {"vocab_size", r.vocab}, {"hidden_size", r.hidden}, {"intermediate_size", r.inter},
+                        {"num_hidden_layers", r.layers}, {"num_attention_heads", r.nh},
+                        {"num_key_value_heads", r.nkv}, {"head_dim", r.hd}, {"rope_theta", r.theta},
+                        {"rms_norm_eps", r.eps}, {"tie_word_embeddings", false}, {"hidden_act", "silu"},
+                        {"rope_scaling", nullptr}, {"use_sliding_window", false}};
+  std::ofstream(dir + "/config.json") << cfg.dump(2);
+  return dir;
+}
+
+TEST(Qwen2Model, OtherShapeMatchesALoopImplementationBatchedAndAlone) {
+  LoopRef ref;
+  const std::string dir = write_loop_ref_checkpoint(ref, "loopref");
+  auto m = Qwen2Model::load(dir, torch::kFloat32);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  torch::NoGradGuard no_grad;
+  const std::vector<std::vector<int64_t>> seqs = {{3}, {5, 96, 0, 41, 41}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 90}};
+  auto ids = torch::zeros({3, 13}, torch::kInt64);
+  auto lengths = torch::tensor({1, 5, 13}, torch::kInt64);
+  for (int64_t i = 0; i < 3; ++i)
+    ids[i].slice(0, 0, static_cast<int64_t>(seqs[static_cast<size_t>(i)].size())) = torch::tensor(seqs[static_cast<size_t>(i)]);
+  const auto batched = m->forward(ids, lengths);  // [3, 13, 32]
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto want = ref.forward(seqs[i]);
+    const auto alone = m->forward(seqs[i]);  // [T, 32]
+    double worst = 0, worst_batched = 0;
+    for (size_t t = 0; t < want.size(); ++t)
+      for (size_t c = 0; c < want[t].size(); ++c) {
+        worst = std::max(worst, std::abs(alone[static_cast<int64_t>(t)][static_cast<int64_t>(c)].item<double>() - want[t][c]));
+        worst_batched = std::max(worst_batched, std::abs(batched[static_cast<int64_t>(i)][static_cast<int64_t>(t)][static_cast<int64_t>(c)].item<double>() - want[t][c]));
+      }
+    EXPECT_LT(worst, 1e-4) << "sequence " << i;
+    EXPECT_LT(worst_batched, 1e-4) << "sequence " << i << " in the padded batch";
+    // The untied head: logits = lm_head . hidden.
+    const auto logits = m->logits(alone[-1]);
+    double worst_logit = 0;
+    const auto& head = ref.w.at("lm_head.weight");
+    for (int64_t vtok = 0; vtok < ref.vocab; ++vtok) {
+      double s = 0;
+      for (int64_t c = 0; c < ref.hidden; ++c) s += head[static_cast<size_t>(vtok * ref.hidden + c)] * want.back()[static_cast<size_t>(c)];
+      worst_logit = std::max(worst_logit, std::abs(logits[vtok].item<double>() - s));
+    }
+    EXPECT_LT(worst_logit, 1e-4) << "sequence " << i;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Qwen2Config, RealShapeParameterCount) {
