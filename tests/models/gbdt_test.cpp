@@ -366,3 +366,18 @@ TEST(Gbdt, NativePredictorMatchesXgboostOnEdgeInputsAndModels) {
     }
   }
 }
+
+// XGBoost reads `seed` as a signed 64-bit integer: a GbdtParams seed of 2^63 or more used to
+// pass validate() and then fail inside training as an XgbError (a broken invariant), not as a
+// bad parameter.
+TEST(Gbdt, SeedOutsideXgboostsRangeIsABadParameter) {
+  auto p = small_params();
+  p.n_rounds = 2;
+  p.seed = uint64_t{1} << 63;
+  EXPECT_FALSE(p.validate().is_ok());
+  auto d = make_regression(50, 3, 30);
+  EXPECT_THROW((void)pm::Booster::train(p, to_dmatrix(d)), std::invalid_argument);
+  p.seed = (uint64_t{1} << 62) + 12345;  // large but representable: trains
+  EXPECT_TRUE(p.validate().is_ok());
+  EXPECT_EQ(pm::Booster::train(p, to_dmatrix(d)).num_rounds(), 2);
+}

@@ -40,7 +40,8 @@ const std::vector<options::OptionSpec<GbdtParams>>& gbdt_param_specs() {
       {"eta", &P::eta, open(0), {1}, "learning rate"},
       {"n_rounds", &P::n_rounds, {1}, {kInf}, "boosting rounds"},
       {"nthread", &P::nthread, {0}, {kInf}, "threads (0 = all cores)"},
-      {"seed", &P::seed, {-kInf}, {kInf}, "random seed"},
+      // XGBoost parses seed as a signed 64-bit integer ("expect long"): 2^63 and up fail there.
+      {"seed", &P::seed, {0}, open(9223372036854775808.0), "random seed (below 2^63)"},
       {"subsample", &P::subsample, open(0), {1}, "share of rows per tree"},
       {"colsample_bytree", &P::colsample_bytree, open(0), {1}, "share of columns per tree"},
       {"min_child_weight", &P::min_child_weight, {0}, {kInf}, "minimum hessian sum per leaf"},
