@@ -381,3 +381,24 @@ TEST(Gbdt, SeedOutsideXgboostsRangeIsABadParameter) {
   EXPECT_TRUE(p.validate().is_ok());
   EXPECT_EQ(pm::Booster::train(p, to_dmatrix(d)).num_rounds(), 2);
 }
+
+// A model with several outputs per row (here a 3-class softprob model, made by editing a trained
+// one) is not one peakcast can use: predict_dense read the first `rows` of rows x 3 values, so a
+// row got another row's class probability. Loading refuses it instead.
+TEST(Gbdt, AModelWithSeveralOutputsPerRowIsRefusedAtLoad) {
+  auto d = make_regression(300, 4, 31);
+  for (auto& y : d.y) y = y > 0.6f ? 1.0f : 0.0f;
+  auto p = small_params();
+  p.objective = pm::GbdtObjective::kBinaryLogistic;
+  p.n_rounds = 6;
+  const auto trained = pm::Booster::train(p, to_dmatrix(d));
+  auto j = nlohmann::json::parse(trained.save_buffer(pm::ModelFormat::kJson));
+  auto& learner = j["learner"];
+  learner["learner_model_param"]["num_class"] = "3";
+  learner["objective"] = {{"name", "multi:softprob"}, {"softmax_multiclass_param", {{"num_class", "3"}}}};
+  auto& model = learner["gradient_booster"]["model"];
+  for (size_t i = 0; i < model["tree_info"].size(); ++i) model["tree_info"][i] = static_cast<int>(i % 3);
+  auto loaded = pm::Booster::load_buffer(j.dump());
+  ASSERT_FALSE(loaded.ok()) << "a 3-output model was loaded as a one-output booster";
+  EXPECT_NE(loaded.status().message().find("3"), std::string::npos) << loaded.status().message();
+}

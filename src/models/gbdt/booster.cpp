@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -124,6 +126,30 @@ bool complete_model_document(std::string_view bytes) {
   return !j.is_discarded() && j.is_object();
 }
 
+// Every caller reads one value per row (predict_dense copies `rows` floats), so a model with
+// several outputs (multi-class, multi-target) would hand a row another row's value.
+Status one_output_per_row(BoosterHandle h) {
+  bst_ulong len = 0;
+  const char* text = nullptr;
+  XGB_CHECK(XGBoosterSaveJsonConfig(h, &len, &text));
+  const auto config = nlohmann::json::parse(text, text + len, nullptr, false);
+  const nlohmann::json* mp = nullptr;
+  if (config.is_object() && config.contains("learner") && config["learner"].is_object() &&
+      config["learner"].contains("learner_model_param"))
+    mp = &config["learner"]["learner_model_param"];
+  const auto count = [&](const char* key) -> long {
+    if (mp == nullptr || !mp->is_object() || !mp->contains(key) || !(*mp)[key].is_string()) return 1;
+    return std::strtol((*mp)[key].get<std::string>().c_str(), nullptr, 10);
+  };
+  const long classes = count("num_class"), targets = count("num_target");
+  if (classes > 1 || targets > 1) {
+    return Status::unsupported(fmt::format(
+        "gbdt model: {} outputs per row (num_class {}, num_target {}); peakcast's boosters have one",
+        std::max(classes, 1L) * std::max(targets, 1L), classes, targets));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Booster> Booster::load_buffer(std::string_view bytes) {
@@ -139,6 +165,7 @@ Result<Booster> Booster::load_buffer(std::string_view bytes) {
     return Status::invalid(std::string("gbdt model: not a readable XGBoost model: ") +
                            (bytes.empty() ? "empty" : detail::last_xgb_error()));
   }
+  if (Status st = one_output_per_row(raw); !st) return st;
   b.prepare();
   return b;
 }
@@ -214,6 +241,11 @@ void Booster::predict_dense_xgboost(std::span<const float> data, size_t rows,
   const float* result = nullptr;
   XGB_CHECK(XGBoosterPredictFromDense(h_.get(), iface, inplace_config_.c_str(), nullptr, &shape,
                                       &dim, &result));
+  size_t n = 1;
+  for (bst_ulong d = 0; d < dim; ++d) n *= shape[d];
+  if (n != rows) {  // load_buffer refuses such models; this guards the invariant
+    throw XgbError(fmt::format("XGBoost: {} outputs for {} rows: the model is not single-output", n, rows));
+  }
   std::copy(result, result + rows, out.begin());
 }
 
