@@ -154,6 +154,37 @@ TEST(Qwen2Lora, FreshAdapterChangesNothingAndMergeEqualsApply) {
   EXPECT_EQ(lora.parameters().size(), 2u * 7u * static_cast<size_t>(m->config().num_hidden_layers));
 }
 
+// LoRA as PEFT computes it, without fixtures: y + (alpha / r) * B A dropout(x), on the adapted
+// targets only, dropout only in training.
+TEST(Qwen2Lora, AppliesAlphaOverRankTimesBAToTheTargetsOnly) {
+  Qwen2Config c;
+  c.vocab_size = 10;
+  c.hidden_size = 8;
+  c.intermediate_size = 12;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  torch::manual_seed(5);
+  Lora lora(c, LoraOptions{.rank = 2, .alpha = 6.0, .dropout = 0.5, .targets = {Target::kK, Target::kDown}});
+  EXPECT_TRUE(lora.adapts(Target::kK));
+  EXPECT_FALSE(lora.adapts(Target::kQ));
+  for (auto& p : lora.parameters()) p.data().normal_(0.0, 1.0);
+  const auto params = lora.named_parameters();
+  const auto a = params["layers_1_down_A"], b = params["layers_1_down_B"];  // [2, 12], [8, 2]
+  ASSERT_EQ(a.sizes(), (std::vector<int64_t>{2, 12}));
+  ASSERT_EQ(b.sizes(), (std::vector<int64_t>{8, 2}));
+  lora.eval();
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({3, 12}), y = torch::randn({3, 8});
+  const auto want = y + 3.0 * torch::matmul(torch::matmul(x, a.t()), b.t());  // alpha / r = 6 / 2
+  EXPECT_LT((lora.apply(1, Target::kDown, x, y) - want).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((lora.delta(1, Target::kDown) - 3.0 * torch::matmul(b, a)).abs().max().item<double>(), 1e-5);
+  auto xq = torch::randn({3, 8}), yq = torch::randn({3, 8});
+  EXPECT_TRUE(torch::equal(lora.apply(0, Target::kQ, xq, yq), yq));  // not a target: unchanged
+  lora.train();  // dropout 0.5 on the input: the output moves
+  EXPECT_GT((lora.apply(1, Target::kDown, x, y) - want).abs().max().item<double>(), 1e-3);
+}
+
 TEST(Qwen2Lora, TargetsParse) {
   auto t = parse_lora_targets("q_proj,v,down");
   ASSERT_TRUE(t.ok());
