@@ -455,6 +455,16 @@ class Generator {
 Status validate(const SynthOptions& o) {
   if (o.users < 1) return Status::invalid("users: must be at least 1");
   if (!(o.days > 0)) return Status::invalid("days: must be positive");
+  // Every timestamp must stay one the readers take back (ingest/bounds.h: epoch seconds up to
+  // 1e11) and fit int64 ms: submissions run to about twice `days` past the start, then waits of up
+  // to 3 days and runs of up to a week. A century from a start before 2286 stays far inside.
+  if (!(o.days <= kMaxDays)) {
+    return Status::invalid(fmt::format("days: must be at most {} (a century), got {}", kMaxDays, o.days));
+  }
+  if (o.start_time < 0 || o.start_time > kMaxStartTime) {
+    return Status::invalid(fmt::format("start_time: must be epoch seconds in [0, {}], got {}",
+                                       kMaxStartTime, o.start_time));
+  }
   const std::pair<const char*, double> probs[] = {
       {"gpu_user_share", o.gpu_user_share}, {"late_user_share", o.late_user_share},
       {"burst_prob", o.burst_prob},         {"new_script_prob", o.new_script_prob},

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <regex>
@@ -322,6 +323,42 @@ TEST(Synth, RejectsBadOptions) {
   auto r = generate_trace(o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->size(), 50u);
+}
+
+// Every trace validate() lets through is one the readers take back: the JSONL reader refuses epoch
+// seconds above ingest's bound (1e11), and `--days 1e7` (a finite positive number, so the CLI
+// passed it) used to write 50 jobs of which `peakcast inspect` could read none; `--days 1e300`
+// overflowed the int64 timestamps and wrote submit_time 0.
+TEST(Synth, SpansTheReadersCannotTakeAreRefused) {
+  SynthOptions o;
+  o.jobs = 50;
+  for (double days : {1e7, 1e300, std::numeric_limits<double>::infinity()}) {
+    o.days = days;
+    const Status s = validate(o);
+    EXPECT_FALSE(s.is_ok()) << "days " << days;
+    EXPECT_NE(s.message().find("days"), std::string::npos) << s.message();
+    EXPECT_FALSE(generate_trace(o).ok()) << "days " << days;
+  }
+  o = {};
+  o.jobs = 50;
+  o.start_time = -1;
+  EXPECT_FALSE(validate(o).is_ok()) << "a submission before the epoch";
+  o.start_time = static_cast<int64_t>(1e12);
+  EXPECT_FALSE(validate(o).is_ok()) << "a start beyond what the readers take";
+  // The widest span accepted still round-trips through the reader, in submit order.
+  o = {};
+  o.jobs = 300;
+  o.days = 36525;
+  auto jobs = generate_trace(o);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  int64_t last_submit = 0;
+  for (const Job& j : *jobs) {
+    auto parsed = ingest::job_from_json(nlohmann::json::parse(ingest::job_to_jsonl_line(j)));
+    ASSERT_TRUE(parsed.ok()) << j.job_id << ": " << parsed.status().message();
+    EXPECT_GE(j.submit_ms, last_submit);
+    EXPECT_GE(j.submit_ms, o.start_time * 1000);
+    last_submit = j.submit_ms;
+  }
 }
 
 TEST(Synth, JsonlRoundTrip) {

@@ -22,7 +22,7 @@ struct SynthOptions {
   uint64_t seed = 1;
   int users = 60;                      // users over the whole trace (>= 1)
   int64_t start_time = 1704067200;     // first submission at or after this (2024-01-01T00:00Z)
-  double days = 90.0;                  // approximate span of submissions (> 0)
+  double days = 90.0;                  // approximate span of submissions (0 < days <= kMaxDays)
   double gpu_user_share = 0.4;         // share of users whose work is GPU training
   double late_user_share = 0.3;        // share of users who first appear during the trace
   double burst_prob = 0.12;            // a submission event is a burst (array or sweep)
@@ -31,7 +31,12 @@ struct SynthOptions {
   bool include_scripts = true;         // false: no script text; identity goes to `workload`
 };
 
-// Checks ranges: users >= 1, days > 0, probabilities in [0, 1].
+// Bounds that keep every timestamp readable by ingest (epoch seconds <= 1e11) and inside int64 ms.
+inline constexpr double kMaxDays = 36525.0;               // a century
+inline constexpr int64_t kMaxStartTime = 10'000'000'000;  // epoch seconds (year 2286)
+
+// Checks ranges: users >= 1, 0 < days <= kMaxDays, 0 <= start_time <= kMaxStartTime,
+// probabilities in [0, 1].
 Status validate(const SynthOptions& o);
 
 // The trace, sorted by submit time (ties by job id); job ids "1000000", "1000001", ... in that
