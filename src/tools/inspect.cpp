@@ -78,7 +78,9 @@ TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progr
       if (!j.is_valid(r)) continue;
       ++s.labelled[idx(r)];
       if (j.clipped[idx(r)]) ++s.clipped[idx(r)];
-      if (j.censored) ++s.censored[idx(r)];
+      // Only the resource whose limit killed the job has a lower bound for a label; the other
+      // keeps its measurement (a host OOM of a GPU job measured its VRAM).
+      if (censored_for(j, r)) ++s.censored[idx(r)];
       utils[idx(r)].push_back(j.label(r));
     }
     if (trace.has_submit_times) {

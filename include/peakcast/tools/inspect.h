@@ -30,7 +30,7 @@ struct TraceSummary {
   size_t jobs_with_identity = 0;    // jobs with a script key
   std::array<size_t, kNumResources> labelled{0, 0};
   std::array<size_t, kNumResources> clipped{0, 0};
-  std::array<size_t, kNumResources> censored{0, 0};  // labelled and OOM-censored
+  std::array<size_t, kNumResources> censored{0, 0};  // labelled and OOM-censored for this resource (censored_for)
   // Share of labelled jobs (per resource) whose exact script had eligible history at their
   // submission; nullopt without submit times.
   std::optional<std::array<double, kNumResources>> exact_history_share;
