@@ -6,28 +6,52 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/io.h"
+#include "peakcast/core/units.h"
 #include "peakcast/features/bpe_tokenizer.h"
 #include "peakcast/features/tokenizer.h"
 
 using namespace peakcast;
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kUsage =
+    "usage: bpe_bench [--tokenizer TOKENIZER_JSON] [--scripts JSONL] [--rounds N]\n"
+    "  --tokenizer FILE  Qwen2 tokenizer.json(.gz) (default: ../shared/data/qwen2's)\n"
+    "  --scripts JSONL   real scripts, one {\"text\": ...} per line (default: ../shared/data's\n"
+    "                    script-ai.jsonl); without either file the bench is skipped\n"
+    "  --rounds N        timed passes over the scripts per tokenizer (default 5, at least 1)\n";
+
 int main(int argc, char** argv) {
   std::string tok_path = PEAKCAST_SOURCE_DIR "/../shared/data/qwen2/tokenizer.json.gz";
   std::string scripts = PEAKCAST_SOURCE_DIR "/../shared/data/scripts/script-ai.jsonl";
   int rounds = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if (k == "--tokenizer") tok_path = argv[i + 1];
-    else if (k == "--scripts") scripts = argv[i + 1];
-    else if (k == "--rounds") rounds = std::stoi(argv[i + 1]);
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
+    if (k == "--help" || k == "-h") { std::printf("%s", kUsage); return 0; }
+    if (k != "--tokenizer" && k != "--scripts" && k != "--rounds") {
+      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kUsage);
+      return 2;
+    }
+    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n%s", k.c_str(), kUsage); return 2; }
+    const std::string v = argv[++i];
+    if (k == "--tokenizer") {
+      tok_path = v;
+    } else if (k == "--scripts") {
+      scripts = v;
+    } else {
+      const std::optional<int64_t> n = parse_int(v);
+      if (!n || *n < 1 || *n > 1000) {
+        std::fprintf(stderr, "--rounds: expected a whole number in [1, 1000], got '%s'\n", v.c_str());
+        return 2;
+      }
+      rounds = static_cast<int>(*n);
+    }
   }
   if (!std::filesystem::exists(tok_path) || !std::filesystem::exists(scripts)) {
     std::printf("bpe_bench: skipped (%s or %s absent: needs ../shared/data)\n", tok_path.c_str(), scripts.c_str());

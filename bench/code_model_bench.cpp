@@ -10,10 +10,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "peakcast/core/units.h"
 #include "peakcast/features/tokenizer.h"
 #include "peakcast/ingest/reader.h"
 #include "peakcast/models/code/code_model.h"
@@ -124,18 +126,38 @@ void real_trace(const std::string& path, int threads) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: code_model_bench [--jobs N] [--epochs E] [--calls C] [--threads T] [--swf PATH|none]\n"
+    "  --jobs N     synthetic training jobs (default 4000)\n"
+    "  --epochs E   training epochs per encoder (default 3)\n"
+    "  --calls C    batch-1 predictions timed per encoder (default 2000)\n"
+    "  --threads T  LibTorch threads for training (default 1)\n"
+    "  --swf PATH   also train `bag` on this SWF trace, 60/20 split (default: ../shared/data's\n"
+    "               LANL log when present; none: skip)\n";
+
 int main(int argc, char** argv) {
   size_t n_jobs = 4000, calls = 2000;
   int epochs = 3, threads = 1;
   std::string swf = PEAKCAST_SOURCE_DIR "/../shared/data/swf/LANL-CM5-1994-4.1-cln.first60pct.swf.gz";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--jobs") n_jobs = std::stoul(v);
-    else if (k == "--epochs") epochs = std::stoi(v);
-    else if (k == "--calls") calls = std::stoul(v);
-    else if (k == "--threads") threads = std::stoi(v);
-    else if (k == "--swf") swf = v;
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--help" || k == "-h") { std::printf("%s", kUsage); return 0; }
+    if (k != "--jobs" && k != "--epochs" && k != "--calls" && k != "--threads" && k != "--swf") {
+      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kUsage);
+      return 2;
+    }
+    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n%s", k.c_str(), kUsage); return 2; }
+    const std::string v = argv[++i];
+    if (k == "--swf") { swf = v; continue; }
+    const std::optional<int64_t> n = parse_int(v);
+    if (!n || *n < 1 || *n > 100'000'000) {
+      std::fprintf(stderr, "%s: expected a whole number in [1, 100000000], got '%s'\n", k.c_str(), v.c_str());
+      return 2;
+    }
+    if (k == "--jobs") n_jobs = static_cast<size_t>(*n);
+    else if (k == "--epochs") epochs = static_cast<int>(*n);
+    else if (k == "--calls") calls = static_cast<size_t>(*n);
+    else threads = static_cast<int>(*n);
   }
   auto jobs = synthetic_jobs(n_jobs + 500, 7);
   auto train = ptrs(jobs, 0, n_jobs), probe = ptrs(jobs, n_jobs);

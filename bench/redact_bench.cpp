@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/io.h"
+#include "peakcast/core/units.h"
 #include "peakcast/ingest/redact.h"
 
 using namespace peakcast;
@@ -45,14 +47,34 @@ double rate(const std::vector<std::string>& texts, int rounds) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: redact_bench [--scripts JSONL] [--rounds N]\n"
+    "  --scripts JSONL  real scripts, one {\"text\": ...} per line (default: ../shared/data's\n"
+    "                   script-ai.jsonl; the baseline row is skipped without it)\n"
+    "  --rounds N       best of N timed passes per row (default 3, at least 1)\n";
+
 int main(int argc, char** argv) {
   std::string scripts = PEAKCAST_SOURCE_DIR "/../shared/data/scripts/script-ai.jsonl";
   int rounds = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if (k == "--scripts") scripts = argv[i + 1];
-    else if (k == "--rounds") rounds = std::stoi(argv[i + 1]);
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
+    if (k == "--help" || k == "-h") { std::printf("%s", kUsage); return 0; }
+    if (k != "--scripts" && k != "--rounds") {
+      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kUsage);
+      return 2;
+    }
+    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n%s", k.c_str(), kUsage); return 2; }
+    const std::string v = argv[++i];
+    if (k == "--scripts") {
+      scripts = v;
+    } else {
+      const std::optional<int64_t> n = parse_int(v);
+      if (!n || *n < 1 || *n > 1000) {
+        std::fprintf(stderr, "--rounds: expected a whole number in [1, 1000], got '%s'\n", v.c_str());
+        return 2;
+      }
+      rounds = static_cast<int>(*n);
+    }
   }
   if (std::filesystem::exists(scripts)) {
     auto text = read_file(scripts);
