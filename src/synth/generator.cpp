@@ -454,6 +454,14 @@ class Generator {
 
 Status validate(const SynthOptions& o) {
   if (o.users < 1) return Status::invalid("users: must be at least 1");
+  // The whole trace is built in memory (about 4 KB a job with its script, 0.7 KB a user).
+  if (o.users > kMaxUsers) {
+    return Status::invalid(fmt::format("users: must be at most {}, got {}", kMaxUsers, o.users));
+  }
+  if (o.jobs > kMaxJobs) {
+    return Status::invalid(fmt::format("jobs: must be at most {} (the trace is built in memory, "
+                                       "about 4 KB a job), got {}", kMaxJobs, o.jobs));
+  }
   if (!(o.days > 0)) return Status::invalid("days: must be positive");
   // Every timestamp must stay one the readers take back (ingest/bounds.h: epoch seconds up to
   // 1e11) and fit int64 ms: submissions run to about twice `days` past the start, then waits of up

@@ -361,6 +361,28 @@ TEST(Synth, SpansTheReadersCannotTakeAreRefused) {
   }
 }
 
+// The generator holds every job (about 4 KB with its script) and every user (about 0.7 KB) in
+// memory: --users 2000000000 or --jobs 1000000000 used to pass validation and run until the
+// kernel killed the process, with no message. Such counts are refused up front, naming the bound.
+TEST(Synth, CountsBeyondWhatFitsInMemoryAreRefused) {
+  SynthOptions o;
+  o.jobs = kMaxJobs + 1;
+  Status s = validate(o);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("jobs"), std::string::npos) << s.message();
+  o = {};
+  o.users = kMaxUsers + 1;
+  s = validate(o);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("users"), std::string::npos) << s.message();
+  o = {};
+  o.jobs = kMaxJobs;
+  o.users = kMaxUsers;
+  ASSERT_EQ(kMaxJobs, 10'000'000u);
+  ASSERT_EQ(kMaxUsers, 1'000'000);
+  EXPECT_TRUE(validate(o).is_ok()) << "the bounds themselves are allowed";
+}
+
 TEST(Synth, JsonlRoundTrip) {
   auto jobs = make(200, 11);
   char tmpl[] = "/tmp/peakcast_synth_XXXXXX";

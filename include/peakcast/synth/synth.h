@@ -18,9 +18,9 @@
 namespace peakcast::synth {
 
 struct SynthOptions {
-  size_t jobs = 20000;                 // exactly this many jobs
+  size_t jobs = 20000;                 // exactly this many jobs (<= kMaxJobs)
   uint64_t seed = 1;
-  int users = 60;                      // users over the whole trace (>= 1)
+  int users = 60;                      // users over the whole trace (1 ..= kMaxUsers)
   int64_t start_time = 1704067200;     // first submission at or after this (2024-01-01T00:00Z)
   double days = 90.0;                  // approximate span of submissions (0 < days <= kMaxDays)
   double gpu_user_share = 0.4;         // share of users whose work is GPU training
@@ -34,9 +34,13 @@ struct SynthOptions {
 // Bounds that keep every timestamp readable by ingest (epoch seconds <= 1e11) and inside int64 ms.
 inline constexpr double kMaxDays = 36525.0;               // a century
 inline constexpr int64_t kMaxStartTime = 10'000'000'000;  // epoch seconds (year 2286)
+// Bounds on what is built in memory (about 4 KB a job with its script, 0.7 KB a user): beyond
+// them a run would end in the kernel's OOM killer, without a message.
+inline constexpr size_t kMaxJobs = 10'000'000;
+inline constexpr int kMaxUsers = 1'000'000;
 
-// Checks ranges: users >= 1, 0 < days <= kMaxDays, 0 <= start_time <= kMaxStartTime,
-// probabilities in [0, 1].
+// Checks ranges: 1 <= users <= kMaxUsers, jobs <= kMaxJobs, 0 < days <= kMaxDays,
+// 0 <= start_time <= kMaxStartTime, probabilities in [0, 1].
 Status validate(const SynthOptions& o);
 
 // The trace, sorted by submit time (ties by job id); job ids "1000000", "1000001", ... in that
