@@ -18,6 +18,8 @@ int run_synth(const SynthArgs& a) {
   synth::SynthOptions o = a.options;
   o.include_scripts = !a.no_scripts;
   if (Status s = synth::validate(o); !s) return fail(s);
+  // Before generating (minutes for millions of jobs): a mistyped path is a usage error.
+  if (Status s = check_outputs({{"--output", a.out}}); !s) return fail(s);
   Result<std::vector<Job>> jobs = synth::generate_trace(o);
   if (!jobs) return fail(jobs.status());
   if (a.out == "-") {
