@@ -1,5 +1,10 @@
 // peakcast train TRACE -o MODEL_DIR: trains the cascade (code model, gates, fusions, policy) on a
 // whole trace and writes the versioned model directory.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -31,10 +36,44 @@ Result<std::vector<Job>> load_jobs(const TrainArgs& a) {
   return std::move(trace->jobs);
 }
 
+// The model directory is written after training (minutes on a large trace): it must be a
+// directory we can write, or one we can create (its nearest existing ancestor a writable
+// directory). A typo then costs nothing.
+Status check_model_dir(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(out, ec);
+  if (ec) p = out;
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec)) {
+      return Status::invalid(fmt::format("--output: {} exists and is not a directory (the model is a directory)", out));
+    }
+    if (::access(p.c_str(), W_OK) != 0) {
+      return Status::invalid(fmt::format("--output: cannot write {}: {}", out, std::strerror(errno)));
+    }
+    return Status::ok();
+  }
+  for (fs::path up = p.parent_path(); !up.empty(); up = up.parent_path()) {
+    if (!fs::exists(up, ec)) {
+      if (up == up.parent_path()) break;
+      continue;
+    }
+    if (!fs::is_directory(up, ec)) {
+      return Status::invalid(fmt::format("--output: cannot create {}: {} is not a directory", out, up.string()));
+    }
+    if (::access(up.c_str(), W_OK) != 0) {
+      return Status::invalid(fmt::format("--output: cannot create {} in {}: {}", out, up.string(), std::strerror(errno)));
+    }
+    return Status::ok();
+  }
+  return Status::ok();
+}
+
 int run_train(TrainArgs& a) {
   if (a.trace.empty() == a.db.empty()) {
     return fail(Status::invalid("train: give a TRACE or --db FILE (one of the two)"));
   }
+  if (Status s = check_model_dir(a.out); !s) return fail(s);
   Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return fail(code.status());
   a.options.encoder = code->encoder.empty() ? "bag" : code->encoder;
