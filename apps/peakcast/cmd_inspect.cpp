@@ -17,6 +17,8 @@ struct InspectArgs {
 };
 
 int run_inspect(const InspectArgs& a) {
+  // Before reading and replaying the trace (minutes for a large one): a mistyped path is a usage error.
+  if (Status s = check_outputs({{"--json", a.json}}); !s) return fail(s);
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
   const eval::TraceSummary s = eval::summarize_trace(*trace, stderr_progress());
