@@ -17,12 +17,13 @@ Every row becomes one COMPLETED task of the process named by `Task`, tagged with
 in the order given; submit times are one second apart (Sizey's protocol does not read them).
 Only the columns named above are read, by name, so a file cut to those columns works too. A
 row without them, or with a value that is not a whole number, stops the script with its file,
-line and column.
+line and column, and leaves -o as it was (no partial trace).
 
 Needs only Python's standard library.
 """
 import argparse
 import csv
+import os
 import sys
 
 COLUMNS = ["Machine", "Task", "Realtime", "rss", "rchar", "memory", "peak_rss"]
@@ -52,14 +53,23 @@ def main():
               "submit", "start", "complete", "realtime", "rss", "peak_rss", "rchar"]
     t = 1_600_000_000_000  # epoch ms
     n = 0
-    with open(a.output, "w", newline="") as out:
-        w = csv.writer(out)
-        w.writerow(header)
-        for n, r in enumerate(rows(a.reports), 1):
-            rt = int(r["Realtime"])
-            w.writerow([n, f"{n:02x}/{n:06x}", n, r["Task"], r["Machine"], f"{r['Task']} ({r['Machine']} {n})",
-                        "COMPLETED", 0, r["memory"], t, t, t + rt, rt, r["rss"], r["peak_rss"], r["rchar"]])
-            t += 1000
+    # Written beside the output and renamed at the end: a bad row stops the script without
+    # leaving a partial trace that `peakcast simulate` would read as if it were whole.
+    tmp = a.output + ".partial"
+    try:
+        with open(tmp, "w", newline="") as out:
+            w = csv.writer(out)
+            w.writerow(header)
+            for n, r in enumerate(rows(a.reports), 1):
+                rt = int(r["Realtime"])
+                w.writerow([n, f"{n:02x}/{n:06x}", n, r["Task"], r["Machine"], f"{r['Task']} ({r['Machine']} {n})",
+                            "COMPLETED", 0, r["memory"], t, t, t + rt, rt, r["rss"], r["peak_rss"], r["rchar"]])
+                t += 1000
+        os.replace(tmp, a.output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     print(f"wrote {a.output}: {n} tasks", file=sys.stderr)
 
 
