@@ -113,6 +113,25 @@ TEST_F(TrainDb, ReportFromTheDatabase) {
   EXPECT_NE(html.find("1 of them killed for memory there"), std::string::npos);
 }
 
+// The database holds each completion's labels clipped at the daemon's util_cap; `train --db
+// --util-cap C` recorded C as the model's cap but trained on those labels as stored, so a model
+// meant to learn utilizations up to C never saw one above the daemon's cap, while `predict
+// --history` then fed its experts labels clipped at C. The labels are recomputed at C from
+// what the store keeps (peaks, requests, state, the limit the job ran under).
+TEST_F(TrainDb, UtilCapAppliesToTheStoredLabels) {
+  for (peakcast::Job& j : jobs_) {  // every completed job used 1.5x its request
+    if (j.state == "COMPLETED" && j.req_mem_bytes && j.peak_mem_bytes) j.peak_mem_bytes = *j.req_mem_bytes / 2 * 3;
+  }
+  const std::string db = make_db(true);  // stored at the daemon's cap 1.0: those labels are 1.0
+  const std::string model = (dir_ / "model").string();
+  const auto r = run(kPeakcast + " train --db " + db + " -o " + model + " --util-cap 2" + kSmallModel);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("fallback mem 1.500"), std::string::npos) << "the median label at cap 2: " << r.out;
+  const auto manifest = nlohmann::json::parse(slurp(fs::path(model) / "manifest.json"), nullptr, false);
+  ASSERT_FALSE(manifest.is_discarded());
+  EXPECT_EQ(manifest.value("util_cap", 0.0), 2.0);
+}
+
 TEST(TrainDbCli, InputErrors) {
   if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
   const std::string missing = (fs::temp_directory_path() / "peakcast_no_such.db").string();
