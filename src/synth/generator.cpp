@@ -405,7 +405,11 @@ class Generator {
       mem *= f;
       vram *= f;
     }
-    if (runtime > static_cast<double>(r.time_s)) {
+    if (j.state == "OUT_OF_MEMORY") {
+      // Killed where its memory crossed the request: within the walltime (the limit that fired
+      // is the memory one, so the state, the censored label and the user's fix stay together).
+      runtime = std::min(runtime, static_cast<double>(r.time_s));
+    } else if (runtime > static_cast<double>(r.time_s)) {
       j.state = "TIMEOUT";
       runtime = static_cast<double>(r.time_s);
     }

@@ -150,6 +150,28 @@ TEST(Synth, LabelsAndRequestsAreConsistent) {
   EXPECT_GT(mem_valid, trace().size() * 98 / 100);
 }
 
+// A job whose host memory went over its request is killed there (OUT_OF_MEMORY, peak recorded at
+// the request, label censored) before any later limit: the walltime check used to overwrite the
+// state of an OOM-killed job whose kill time fell past its walltime with TIMEOUT, leaving a
+// peak exactly at the request as an exact, uncensored label while the script was still flagged
+// for an OOM fix (4 jobs of the demo's 20,000, seed 1).
+TEST(Synth, JobsKilledAtTheirRequestAreOomAndCensored) {
+  auto check = [](const std::vector<Job>& t) {
+    size_t killed = 0;
+    for (const Job& j : t) {
+      ASSERT_TRUE(j.req_time_s.has_value());
+      EXPECT_LE(j.end_ms - *j.start_ms, *j.req_time_s * kMsPerSecond) << j.job_id << " ran past its walltime";
+      if (!j.peak_mem_bytes || *j.peak_mem_bytes != *j.req_mem_bytes) continue;
+      ++killed;
+      EXPECT_EQ(j.state, "OUT_OF_MEMORY") << j.job_id << ": host peak at the request";
+      EXPECT_TRUE(censored_for(j, Resource::kMem)) << j.job_id;
+    }
+    EXPECT_GT(killed, 0u);
+  };
+  check(trace());
+  check(make(20000, 1));  // the demo's trace
+}
+
 TEST(Synth, OomShareIsSane) {
   size_t host = 0, states = 0;
   std::map<std::string, size_t> by_state;
