@@ -120,7 +120,8 @@ Status gather(const ReportArgs& a, const sizing::RecommendConfig& recommend, rep
   }
   if (!a.db.empty()) {
     in.source = a.db + " (peakcastd database)";
-    Result<std::vector<Job>> jobs = load_db_jobs(a.db);
+    // Relabelled at --util-cap (the store keeps labels clipped at the daemon's cap).
+    Result<std::vector<Job>> jobs = load_db_jobs(a.db, a.reader.util_cap);
     if (!jobs) return jobs.status();
     Result<eval::EvalReport> r = run_eval(a, *jobs, nullptr);
     if (!r) return r.status();

@@ -27,14 +27,8 @@ struct TrainArgs {
 };
 
 Result<std::vector<Job>> load_jobs(const TrainArgs& a) {
-  if (!a.db.empty()) {
-    Result<std::vector<Job>> jobs = load_db_jobs(a.db);
-    if (!jobs) return jobs;
-    // The store keeps labels clipped at the daemon's cap; the model is trained at --util-cap,
-    // so the labels are recomputed from what is stored (peaks, requests, state, ran_mem_bytes).
-    for (Job& j : *jobs) compute_labels(j, a.reader.util_cap);
-    return jobs;
-  }
+  // Relabelled at --util-cap (the store keeps labels clipped at the daemon's cap).
+  if (!a.db.empty()) return load_db_jobs(a.db, a.reader.util_cap);
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return trace.status();
   if (!trace->has_submit_times) {

@@ -9,7 +9,7 @@
 
 namespace peakcast::app {
 
-Result<std::vector<Job>> load_db_jobs(const std::string& path) {
+Result<std::vector<Job>> load_db_jobs(const std::string& path, double util_cap) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::invalid(path + ": no such database (peakcastd --db FILE writes it)");
@@ -22,6 +22,7 @@ Result<std::vector<Job>> load_db_jobs(const std::string& path) {
   size_t scripts = 0;
   Status s = (*store)->for_each_with_scripts([&](Job&& j) {
     if (j.script) ++scripts;
+    compute_labels(j, util_cap);
     jobs.push_back(std::move(j));
   });
   if (!s) return s.with_context(path);

@@ -132,6 +132,22 @@ TEST_F(TrainDb, UtilCapAppliesToTheStoredLabels) {
   EXPECT_EQ(manifest.value("util_cap", 0.0), 2.0);
 }
 
+// `report --db --util-cap C` evaluated and plotted the labels as the daemon stored them, clipped
+// at its own cap, while the page said C: with the daemon at 1.0 and C = 2 a job that used 1.5x
+// its request showed as 1.0. The report's jobs are relabelled at C like `train --db`'s.
+TEST_F(TrainDb, ReportAppliesTheUtilCapToTheStoredLabels) {
+  for (peakcast::Job& j : jobs_) {  // every completed job used 1.5x its request
+    if (j.state == "COMPLETED" && j.req_mem_bytes && j.peak_mem_bytes) j.peak_mem_bytes = *j.req_mem_bytes / 2 * 3;
+  }
+  const std::string db = make_db(false);  // stored at the daemon's cap 1.0: those labels are 1.0
+  const std::string page = (dir_ / "db.html").string();
+  const auto r = run(kPeakcast + " report --db " + db + " -o " + page + " --util-cap 2" +
+                     " --methods hier_last1 --bootstrap 20 --latency-jobs 10" + kSmallModel);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string html = slurp(page);
+  EXPECT_NE(html.find("\"actual\":1.5"), std::string::npos) << "a job's actual utilization at cap 2";
+}
+
 TEST(TrainDbCli, InputErrors) {
   if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
   const std::string missing = (fs::temp_directory_path() / "peakcast_no_such.db").string();
