@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   cascade::CascadeConfig cfg;
   cfg.code.encoder = "bag";
   cfg.code.threads = threads;
-  cfg.gate.nthread = cfg.fusion.nthread = threads;
+  cfg.gate.nthread = cfg.fusion.nthread = cfg.tree.nthread = threads;  // as peakcast train
   if (Status st = cfg.validate(); !st) { std::printf("config: %s\n", st.message().c_str()); return 1; }
   models::code::set_torch_threads(threads);
 
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     std::printf("  policy %-4s: expert %s, tau %.2f, policy MAE %.4f (hier %s alone %.4f), encoder "
                 "share %.2f\n", std::string(resource_name(r)).c_str(),
                 std::string(history::expert_name(p.expert)).c_str(), p.tau, p.policy_mae,
-                std::string(history::expert_name(p.expert)).c_str(), p.policy_history_mae,
+                std::string(history::expert_name(p.history_expert)).c_str(), p.policy_history_mae,
                 p.policy_encoder_share);
   }
 
