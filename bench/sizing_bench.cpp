@@ -57,7 +57,10 @@ void replay(benchmark::State& state, const std::string& policy) {
   size_t jobs = 0;
   for (auto _ : state) {
     auto out = sizing::simulate(tasks(), o);
-    if (!out) state.SkipWithError(out.status().message().c_str());
+    if (!out) {
+      state.SkipWithError(out.status().message().c_str());
+      return;  // no results to count: `out` holds only the error
+    }
     jobs += out->results[0].total.jobs;
     benchmark::DoNotOptimize(out);
   }
