@@ -10,14 +10,16 @@ import argparse
 import json
 import os
 
-import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
-
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="directory for the checkpoint and reference.json")
     args = ap.parse_args()
+    # After the arguments: --help (and a usage error) need neither torch nor transformers.
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
     torch.manual_seed(20261130)
     torch.backends.cuda.matmul.allow_tf32 = False
     cfg = Qwen2Config(vocab_size=3000, hidden_size=256, intermediate_size=688, num_hidden_layers=3,
