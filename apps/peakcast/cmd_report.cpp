@@ -223,7 +223,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--methods", a->methods, "Methods to evaluate (as in `peakcast evaluate`)")
       ->default_str(a->methods);
-  cmd->add_option("--seed", a->seed, "Seed for the bootstrap and the learned methods")->default_str("42");
+  cmd->add_option("--seed", a->seed, "Seed for the bootstrap and the learned methods")
+      ->check(non_negative_number())
+      ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap, "Day-block bootstrap resamples (0 = off; at most 1,000,000)")
       ->check(CLI::Range(0, 1'000'000))
       ->default_str("1000");

@@ -287,6 +287,20 @@ TEST_F(Cli, TrainThenPredictJson) {
 
 // --history is read with the model's util_cap (as peakcastd reads its store), not the reader's
 // default of 1: a model that learned labels up to 2 sees a history run at 1.5 as 1.5.
+// A negative --seed used to wrap to 2^64 - 1 without a word (evaluate's bootstrap and learned
+// methods, report's); it is a usage error naming the option, before the trace is read.
+TEST_F(Cli, ANegativeSeedIsAUsageError) {
+  for (const std::string cmd : {"evaluate", "report"}) {
+    const std::string out = (dir_ / (cmd + ".out")).string();
+    const std::string output = cmd == "evaluate" ? " --json " : " -o ";
+    const CmdResult r = peakcast::test_support::run_shell(kBinary + " " + cmd + " " + trace_ + output + out +
+                                                          " --seed -1 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("--seed: must be 0 or more, got -1"), std::string::npos) << cmd << ": " << r.out;
+    EXPECT_FALSE(fs::exists(out)) << cmd;
+  }
+}
+
 TEST(CliPredict, HistoryIsReadWithTheModelsCap) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
   const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_cap_" + std::to_string(::getpid()));

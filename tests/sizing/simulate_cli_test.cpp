@@ -391,6 +391,8 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   expect_usage_error(trace_ + " --protocol chrono --seeds 3", "--seeds: the chrono protocol");
   expect_usage_error(trace_ + " --seeds 1000000000", "--seeds: at most 10000");
   expect_usage_error(trace_ + " --seed 4294967295 --seeds 2", "the last seed would pass");
+  // A negative --seed used to wrap to 4294967295 without a word.
+  expect_usage_error(trace_ + " --seed -1", "--seed: must be 0 or more, got -1");
   expect_usage_error(trace_ + " --threads -2", "--threads: must be 0 (all cores) or more, got -2");
   r = run("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);

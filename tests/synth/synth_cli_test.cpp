@@ -67,4 +67,15 @@ TEST_F(SynthCli, OutOfRangeOptionsAreUsageErrors) {
   }
 }
 
+// A negative --seed used to wrap to 2^64 - 1 without a word (the same trace as --seed
+// 18446744073709551615); it is a usage error naming the option, as the other bad values are.
+TEST_F(SynthCli, ANegativeSeedIsAUsageError) {
+  const std::string out = (dir_ / "t.jsonl").string();
+  const CmdResult r = run("synth --jobs 5 --seed -1 -o " + out);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--seed: must be 0 or more, got -1"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(run("synth --jobs 5 --seed 0 -o " + out).exit_code, 0);
+}
+
 }  // namespace

@@ -59,4 +59,14 @@ TEST_F(TrainCli, AModelDirectoryThatCannotBeWrittenIsRefusedBeforeTraining) {
   EXPECT_TRUE(fs::exists(fresh / "manifest.json"));
 }
 
+// A negative --seed used to wrap to 2^64 - 1 and train without a word; it is a usage error
+// naming the option, found before the trace is read.
+TEST_F(TrainCli, ANegativeSeedIsAUsageError) {
+  const fs::path out = dir_ / "model";
+  const CmdResult r = run(train(out.string()) + " --seed -1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--seed: must be 0 or more, got -1"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out / "manifest.json"));
+}
+
 }  // namespace
