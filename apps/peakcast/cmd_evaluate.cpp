@@ -172,6 +172,7 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
                   "whether its level had evidence and the level's alpha_t");
   cmd->add_option("--seed", a->seed, "Seed for the bootstrap and for methods that draw")
       ->check(non_negative_number())
+      ->check(seed_number())
       ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap,
                   "Bootstrap resamples of the intervals: MAE difference (over submit days) and "

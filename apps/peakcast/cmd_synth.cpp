@@ -51,7 +51,10 @@ void add_synth_command(CLI::App& app, int& exit_code) {
       "trace. It is the built-in demo trace and the fixture for tests.");
   synth::SynthOptions& o = a->options;
   cmd->add_option("--jobs", o.jobs, "Number of jobs")->check(positive_number())->capture_default_str();
-  cmd->add_option("--seed", o.seed, "Random seed")->check(non_negative_number())->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Random seed")
+      ->check(non_negative_number())
+      ->check(seed_number())
+      ->capture_default_str();
   cmd->add_option("--users", o.users, "Users over the whole trace")->check(positive_number())->capture_default_str();
   cmd->add_option("--days", o.days, "Approximate span of the submissions in days")->check(positive_number())->capture_default_str();
   cmd->add_flag("--no-scripts", a->no_scripts, "Leave out script text (identity goes to `workload`)");

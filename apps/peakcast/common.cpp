@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -36,6 +38,20 @@ CLI::Validator number_check(bool zero_allowed) {
 
 CLI::Validator positive_number() { return number_check(false); }
 CLI::Validator non_negative_number() { return number_check(true); }
+
+CLI::Validator seed_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        constexpr uint64_t kMaxSeed = uint64_t{1} << 62;
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+        if (!digits || errno == ERANGE || v > kMaxSeed)
+          return fmt::format("must be a whole number from 0 to {}, got {}", kMaxSeed, text);
+        return {};
+      },
+      "SEED");
+}
 
 void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
   cmd.add_option("--format", a.format,

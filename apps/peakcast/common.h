@@ -22,6 +22,9 @@ namespace peakcast::app {
 // finite number above 0, got 0") instead of a range that prints the largest double in full.
 CLI::Validator positive_number();
 CLI::Validator non_negative_number();
+// A seed: a whole number from 0 to 2^62 (XGBoost reads its seed as a signed 64-bit integer, and
+// --seeds N adds up to N - 1 to it); checked after non_negative_number, which names a negative.
+CLI::Validator seed_number();
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the system failed us (disk, internal error)

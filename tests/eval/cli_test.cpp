@@ -285,8 +285,6 @@ TEST_F(Cli, TrainThenPredictJson) {
   EXPECT_EQ(run("predict --model " + (dir_ / "missing").string() + " " + jobs).exit_code, 2);
 }
 
-// --history is read with the model's util_cap (as peakcastd reads its store), not the reader's
-// default of 1: a model that learned labels up to 2 sees a history run at 1.5 as 1.5.
 // A negative --seed used to wrap to 2^64 - 1 without a word (evaluate's bootstrap and learned
 // methods, report's); it is a usage error naming the option, before the trace is read.
 TEST_F(Cli, ANegativeSeedIsAUsageError) {
@@ -301,6 +299,23 @@ TEST_F(Cli, ANegativeSeedIsAUsageError) {
   }
 }
 
+// XGBoost reads its seed as a signed 64-bit integer: a seed of 2^63 passed the option and ended,
+// after the trace was read, in an internal error (exit 1). It is a usage error naming the option.
+TEST_F(Cli, ASeedBeyondWhatTheLearnersTakeIsAUsageError) {
+  for (const std::string cmd : {"evaluate", "report"}) {
+    const std::string out = (dir_ / (cmd + ".big.out")).string();
+    const std::string output = cmd == "evaluate" ? " --json " : " -o ";
+    const CmdResult r = peakcast::test_support::run_shell(kBinary + " " + cmd + " " + trace_ + output + out +
+                                                          " --seed 9223372036854775808 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("--seed: must be a whole number from 0 to 4611686018427387904"), std::string::npos)
+        << cmd << ": " << r.out;
+    EXPECT_FALSE(fs::exists(out)) << cmd;
+  }
+}
+
+// --history is read with the model's util_cap (as peakcastd reads its store), not the reader's
+// default of 1: a model that learned labels up to 2 sees a history run at 1.5 as 1.5.
 TEST(CliPredict, HistoryIsReadWithTheModelsCap) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
   const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_cap_" + std::to_string(::getpid()));
