@@ -45,14 +45,6 @@ double trust_clip(double f, double h, double mad, double coef, double floor);
 // Fused value gamma q + (1 - gamma) h, gamma clamped to [0, 1].
 inline double fuse(double gamma, double q, double h) { return gamma * q + (1.0 - gamma) * h; }
 
-// The error a choice is scored by. An exact label (label_exact()) scores |pred - y|; a censored one
-// that is only a lower bound (an OOM whose request was lowered, or any OOM when util_cap > 1)
-// scores max(0, y - pred): under-predicting a job that needed at least y is an error, predicting
-// more is not.
-inline double scored_error(double pred, double y, bool exact) {
-  return exact ? std::abs(pred - y) : std::max(0.0, y - pred);
-}
-
 // Split-conformal half-width: the ceil((n + 1) coverage)-th smallest |residual|; NaN when n is
 // below min_n; +inf when that rank exceeds n.
 double conformal_quantile(std::vector<double> abs_residuals, double coverage, size_t min_n);

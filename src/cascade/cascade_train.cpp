@@ -168,9 +168,7 @@ std::array<history::ExpertPriors, kNumResources> priors_of(const TrainingInput& 
     const TrainingJob& t = in.jobs[p];
     for (Resource r : kResources) {
       const auto ri = static_cast<size_t>(idx(r));
-      // A lower bound is no measure of an expert's error: only exact labels.
-      if (t.job->is_valid(r) && label_exact(*t.job, r, in.util_cap))
-        acc[ri].add(t.views[ri], std::clamp(t.job->label(r), 0.0, in.util_cap));
+      acc[ri].add_exact(t.views[ri], *t.job, r, in.util_cap);  // exact labels only
     }
   }
   return {acc[0].priors(), acc[1].priors()};

@@ -69,15 +69,14 @@ class GlobalMedian final : public Method {
 };
 
 // Priors of the combined estimate from the jobs of the given blocks (their walk-forward errors:
-// each job's history view is the one it had at its submission).
+// each job's history view is the one it had at its submission). Exact labels only, as the
+// cascade's priors: a censored label (label_exact) is a lower bound, no measure of an error.
 std::array<history::ExpertPriors, kNumResources> learn_priors(const EvalData& data, bool with_validation) {
   std::array<history::ExpertPriorAccumulator, kNumResources> acc;
   for (const JobContext& c : data.jobs) {
     const bool use = c.block == Block::kTrain || (with_validation && c.block == Block::kValidation);
     if (!use) continue;
-    for (Resource r : kResources) {
-      if (c.job->is_valid(r)) acc[idx(r)].add(c.view[idx(r)], c.job->label(r));
-    }
+    for (Resource r : kResources) acc[idx(r)].add_exact(c.view[idx(r)], *c.job, r, data.util_cap);
   }
   return {acc[0].priors(), acc[1].priors()};
 }
@@ -124,7 +123,8 @@ class HistoryPolicy final : public Method {
         for (Expert e : history::kEstimates) {
           const double pred = std::clamp(
               c.view[idx(r)].estimate(e, fallback_[idx(r)], train_priors[idx(r)]), 0.0, data.util_cap);
-          row[static_cast<size_t>(e)] = std::fabs(pred - c.job->label(r));
+          // One-sided on a lower bound, as the cascade's policy scores it.
+          row[static_cast<size_t>(e)] = scored_error(pred, c.job->label(r), label_exact(*c.job, r, data.util_cap));
         }
         errs.push_back(row);
       }

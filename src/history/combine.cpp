@@ -30,6 +30,13 @@ void ExpertPriorAccumulator::add(const HistoryView& view, double label) {
   ++n_[l];
 }
 
+bool ExpertPriorAccumulator::add_exact(const HistoryView& view, const Job& job, Resource r,
+                                       double util_cap) {
+  if (!job.is_valid(r) || !label_exact(job, r, util_cap)) return false;
+  add(view, std::clamp(job.label(r), 0.0, util_cap));
+  return true;
+}
+
 ExpertPriors ExpertPriorAccumulator::priors() const {
   ExpertPriors p;
   for (size_t l = 0; l < 2; ++l) {

@@ -2,7 +2,9 @@
 // (docs/method.md §1). A Job holds what the trace said; labels are filled by compute_labels().
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -105,6 +107,15 @@ bool censored_for(const Job& job, Resource r);
 // the capacity: its utilization was at least 1, so with labels clipped at a cap <= 1 its label,
 // the cap, is exact after all; with a cap above 1 it is only a lower bound.
 bool label_exact(const Job& job, Resource r, double util_cap);
+
+// The error a prediction of a label is scored by, wherever one is (the cascade's policy, eval's
+// history_policy and its MAE). An exact label (label_exact()) scores |pred - y|; a censored one
+// that is only a lower bound (an OOM whose request was lowered, or any OOM when util_cap > 1)
+// scores max(0, y - pred): under-predicting a job that needed at least y is an error, predicting
+// more is not.
+inline double scored_error(double pred, double y, bool exact) {
+  return exact ? std::abs(pred - y) : std::max(0.0, y - pred);
+}
 
 // Fills util/valid/clipped/censored from the request and peaks. cap > 0 (default 1.0).
 // OUT_OF_MEMORY jobs are censored: their memory label is set to the cap (a lower bound) when

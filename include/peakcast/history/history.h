@@ -170,6 +170,10 @@ Expert choose_estimate(const std::vector<std::array<double, kNumEstimates>>& abs
 class ExpertPriorAccumulator {
  public:
   void add(const HistoryView& view, double label);
+  // Adds `job`'s label for `r` (clamped to [0, util_cap]) when it is valid and exact
+  // (label_exact): a censored label is only a lower bound, no measure of an expert's error.
+  // Where the cascade and the harness learn priors. Returns whether the label was added.
+  bool add_exact(const HistoryView& view, const Job& job, Resource r, double util_cap);
   ExpertPriors priors() const;
 
  private:
