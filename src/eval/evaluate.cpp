@@ -73,7 +73,9 @@ struct SeedResults {
 };
 
 // Scores one seed's predictions of the test jobs: metrics, subgroups and routes per resource;
-// each scored job's absolute error is added to abs_err (divided by the seed count later).
+// each scored job's error is added to abs_err (divided by the seed count later). The error is
+// scored_error's, as the cascade's policy scores it: one-sided for a censored label that is only
+// a lower bound (label_exact false), so rows, subgroups and the bootstrap read the same number.
 void score_seed(const std::vector<const JobContext*>& test, const std::vector<Prediction>& preds,
                 const Scored& scored, double util_cap, bool first_seed, SeedResults& out,
                 std::array<std::vector<double>, kNumResources>& abs_err) {
@@ -88,10 +90,10 @@ void score_seed(const std::vector<const JobContext*>& test, const std::vector<Pr
       const size_t t = scored.jobs[ri][s];
       const JobContext& c = *test[t];
       const double pred = std::clamp(preds[t].util[ri], 0.0, util_cap);
-      const double label_value = c.job->label(r);
-      all.add(pred, label_value);
-      sub[static_cast<int>(c.view[ri].level)].add(pred, label_value);
-      abs_err[ri][s] += std::fabs(pred - label_value);
+      const double err = scored_error(pred, c.job->label(r), label_exact(*c.job, r, util_cap));
+      all.add_error(err);
+      sub[static_cast<int>(c.view[ri].level)].add_error(err);
+      abs_err[ri][s] += err;
       ++routes[preds[t].route[ri].empty() ? "unknown" : preds[t].route[ri]];
     }
     out.metrics[ri].push_back(all.finish());

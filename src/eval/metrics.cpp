@@ -11,13 +11,14 @@
 
 namespace peakcast::eval {
 
-void MetricsAccumulator::add(double prediction, double label) {
-  const double err = prediction - label;
+void MetricsAccumulator::add_error(double err) {
   ++n_;
-  abs_sum_ += std::fabs(err);
+  abs_sum_ += err;
   sq_sum_ += err * err;
-  if (std::fabs(err) <= kAccTolerance + 1e-9) ++within_;
+  if (err <= kAccTolerance + 1e-9) ++within_;
 }
+
+void MetricsAccumulator::add(double prediction, double label) { add_error(std::fabs(prediction - label)); }
 
 Metrics MetricsAccumulator::finish() const {
   Metrics m;

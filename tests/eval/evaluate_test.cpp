@@ -171,6 +171,54 @@ TEST(Evaluate, SubgroupsFollowHistoryLevelAtSubmission) {
   EXPECT_EQ(row->mae_diff_vs_baseline->hi, 0.0);
 }
 
+// A job killed under a lowered limit (Job::ran_mem_bytes) needed at least its label: a prediction
+// at or above it has no known error, one below it misses by the difference (scored_error, as the
+// cascade's policy scores it). The row, its subgroups and the bootstrap's per-job errors agree.
+TEST(Evaluate, ALowerBoundIsScoredOneSided) {
+  std::vector<Job> jobs = subgroup_trace();
+  auto lower_limit = [](Job& j, uint64_t killed_at_bytes) {
+    j.state = "OUT_OF_MEMORY";
+    j.peak_mem_bytes.reset();
+    j.ran_mem_bytes = killed_at_bytes;
+    const std::string key = j.script_key;
+    compute_labels(j);
+    j.script_key = key;
+  };
+  Job& x = jobs[12];  // s1's next run (Last-1 0.75), killed at 0.3 of its request
+  lower_limit(x, 300'000);
+  Job& z = jobs[14];  // a new user (the training median 0.4), killed at 0.5
+  lower_limit(z, 500'000);
+  for (const Job* j : {&x, &z}) {
+    ASSERT_TRUE(j->is_valid(Resource::kMem));
+    ASSERT_FALSE(label_exact(*j, Resource::kMem, 1.0));
+  }
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.methods = {"hier_last1", "global_median"};
+  cfg.bootstrap = 100;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  const ResultRow* row = find_row(*rep, "hier_last1", Resource::kMem);
+  ASSERT_NE(row, nullptr);
+  ASSERT_EQ(row->metrics.n, 3u);
+  // x: 0.75 is above its lower bound 0.3, no known error (two-sided it was 0.45).
+  EXPECT_EQ(row->subgroups[0].n, 1u);
+  EXPECT_EQ(row->subgroups[0].mae, 0.0);
+  EXPECT_EQ(row->subgroups[0].mse, 0.0);
+  EXPECT_EQ(row->subgroups[0].acc10, 1.0);
+  // y (exact): alice's last label, x's 0.3, against 0.5.
+  EXPECT_NEAR(row->subgroups[1].mae, 0.2, 1e-6);
+  // z: the fallback below its lower bound misses by the difference.
+  ASSERT_LT(rep->fallback[0], 0.5 - 0.01);
+  EXPECT_NEAR(row->subgroups[2].mae, 0.5 - rep->fallback[0], 1e-6);
+  EXPECT_NEAR(row->metrics.mae, (0.2 + 0.5 - rep->fallback[0]) / 3.0, 1e-6);
+  // The paired bootstrap resamples the same per-job errors as the rows.
+  const ResultRow* gm = find_row(*rep, "global_median", Resource::kMem);
+  ASSERT_TRUE(gm && gm->mae_diff_vs_baseline);
+  EXPECT_NEAR(gm->mae_diff_vs_baseline->point, gm->metrics.mae - row->metrics.mae, 1e-12);
+  EXPECT_EQ(gm->subgroups[0].mae, 0.0);  // the training median 0.4 is above x's 0.3 too
+}
+
 TEST(Evaluate, HierLast1MatchesIndependentReference) {
   std::vector<Job> jobs = random_trace(600, 11);
   MethodRegistry reg = builtins();

@@ -51,7 +51,7 @@ inline constexpr std::array<std::string_view, 3> kSubgroupNames = {"exact_script
 
 // With several seeds: `metrics` and `subgroups` are the means over seeds and `metrics_sd` the
 // sample s.d. (0 for one seed and for deterministic methods); the bootstrap resamples each job's
-// absolute error averaged over the seeds, so its point estimate equals the mean over seeds of
+// error (scored_error, as the rows: one-sided for a lower bound) averaged over the seeds, so its point estimate equals the mean over seeds of
 // MAE(method) - MAE(baseline) (MAE is linear in the per-job errors); `routes` are the first
 // seed's counts and `routing` the mean of the per-seed shares; latency is measured on the first
 // seed's model.

@@ -25,6 +25,11 @@ struct Metrics {
 // Streaming accumulator; finish() gives zeros for an empty set (n == 0 marks it).
 class MetricsAccumulator {
  public:
+  // One job by its scored error (peakcast::scored_error, >= 0): |prediction - label| for an exact
+  // label, max(0, label - prediction) for a censored one that is only a lower bound. MAE, MSE and
+  // Acc@10% all read that error, so a prediction at or above a lower bound counts as no error.
+  void add_error(double scored_error);
+  // A prediction of an exact label: add_error(|prediction - label|).
   void add(double prediction, double label);
   Metrics finish() const;
 
