@@ -1,5 +1,9 @@
 // code_only, textcnn, bilstm: the code model Q alone (docs/method.md §4), one encoder each. Trained on
-// the train block, early-stopped on the validation block; no history at prediction.
+// the train block, early-stopped on the validation block; no history at prediction. A resource
+// without a label in the train block has an untrained head: no prediction, the fallback (as the
+// history methods and the cascade answer a resource they have no label of).
+#include <algorithm>
+#include <array>
 #include <optional>
 
 #include <fmt/format.h>
@@ -26,6 +30,10 @@ class CodeOnly final : public Method {
     models::code::set_torch_threads(cfg->threads);
     const std::vector<const Job*> train = block_jobs(data, Block::kTrain);
     const std::vector<const Job*> val = block_jobs(data, Block::kValidation);
+    fallback_ = data.fallback;
+    for (Resource r : kResources) {
+      learned_[idx(r)] = std::any_of(train.begin(), train.end(), [r](const Job* j) { return j->is_valid(r); });
+    }
     Result<models::code::CodeModel> model = models::code::CodeModel::train(train, val, *cfg, progress);
     if (!model) return model.status();
     model_ = std::move(model).value();
@@ -50,14 +58,17 @@ class CodeOnly final : public Method {
   std::vector<std::pair<std::string, std::string>> choices() const override {
     if (!model_) return {};
     const models::code::CodeTrainReport& r = model_->report();
-    return {{"encoder", encoder_},
-            {"epochs_run", std::to_string(r.epochs_run)},
-            {"best_epoch", std::to_string(r.best_epoch)},
-            {"mem.validation_mae", f6(r.val_mae[0])},
-            {"vram.validation_mae", f6(r.val_mae[1])},
-            {"train_jobs", std::to_string(r.train_jobs)},
-            {"script_text", script_text_choice(model_->trained_without_scripts())},
-            {"train_seconds", f6(r.seconds)}};
+    std::vector<std::pair<std::string, std::string>> out = {
+        {"encoder", encoder_},
+        {"epochs_run", std::to_string(r.epochs_run)},
+        {"best_epoch", std::to_string(r.best_epoch)}};
+    for (Resource res : kResources) {  // an untrained head's validation error is no figure
+      if (learned_[idx(res)]) out.emplace_back(std::string(resource_name(res)) + ".validation_mae", f6(r.val_mae[idx(res)]));
+    }
+    out.emplace_back("train_jobs", std::to_string(r.train_jobs));
+    out.emplace_back("script_text", script_text_choice(model_->trained_without_scripts()));
+    out.emplace_back("train_seconds", f6(r.seconds));
+    return out;
   }
 
  private:
@@ -65,10 +76,13 @@ class CodeOnly final : public Method {
     if (!model_) throw std::logic_error(name_ + ": predict before fit");
     return *model_;
   }
-  static Prediction to_prediction(const models::code::CodePrediction& q) {
+  Prediction to_prediction(const models::code::CodePrediction& q) const {
     Prediction p;
-    p.util = {static_cast<double>(q.util[0]), static_cast<double>(q.util[1])};
-    p.route = {"encoder", "encoder"};
+    for (Resource r : kResources) {
+      const auto ri = idx(r);
+      p.util[ri] = learned_[ri] ? static_cast<double>(q.util[ri]) : fallback_[ri];
+      p.route[ri] = learned_[ri] ? "encoder" : "fallback";
+    }
     return p;
   }
 
@@ -76,6 +90,8 @@ class CodeOnly final : public Method {
   std::string encoder_;
   MethodOptions options_;
   std::optional<models::code::CodeModel> model_;
+  std::array<bool, kNumResources> learned_{false, false};  // a train-block label of the resource
+  std::array<double, kNumResources> fallback_{};
 };
 
 }  // namespace

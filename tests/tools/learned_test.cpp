@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/eval/evaluate.h"
@@ -319,6 +321,49 @@ TEST_F(LearnedOnSynth, JsonCarriesSeedsRoutingAndLatency) {
   const std::string table = render_table(*report_);
   EXPECT_NE(table.find("enc/tree/bypass/cache"), std::string::npos);
   EXPECT_NE(table.find("latency per route"), std::string::npos);
+}
+
+// A trace whose VRAM measurements begin after its train block: the code model's VRAM head never
+// saw a label, so code_only has no VRAM prediction and answers with the fallback, as the history
+// methods and the cascade do for a resource without labels (not the untrained head's output).
+TEST(Learned, CodeOnlyHasNoPredictionFromAnUntrainedHead) {
+  std::vector<Job> jobs = synth_trace();
+  std::vector<int64_t> submits;
+  for (const Job& j : jobs) submits.push_back(j.submit_ms);
+  std::sort(submits.begin(), submits.end());
+  const int64_t measured_from = submits[submits.size() * 7 / 10];
+  size_t late_vram = 0;
+  for (Job& j : jobs) {
+    if (j.submit_ms < measured_from) {
+      j.peak_vram_bytes.reset();
+      compute_labels(j);
+    } else {
+      late_vram += j.is_valid(Resource::kVram) ? 1 : 0;
+    }
+  }
+  ASSERT_GT(late_vram, 20u);
+  MethodRegistry reg = all_methods();
+  EvalConfig cfg = small_config({"global_median", "code_only"});
+  cfg.bootstrap = 0;
+  cfg.latency_jobs = 0;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  ASSERT_EQ(rep->fallback_n[idx(Resource::kVram)], 0u);
+  const ResultRow* code = find_row(*rep, "code_only", Resource::kVram);
+  const ResultRow* median = find_row(*rep, "global_median", Resource::kVram);
+  ASSERT_TRUE(code && median);
+  EXPECT_EQ(code->routes, (std::map<std::string, size_t>{{"fallback", code->metrics.n}}));
+  EXPECT_DOUBLE_EQ(code->metrics.mae, median->metrics.mae);
+  const ResultRow* mem = find_row(*rep, "code_only", Resource::kMem);
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(mem->routes, (std::map<std::string, size_t>{{"encoder", mem->metrics.n}}));
+  bool choices_found = false;
+  for (const auto& [method, choices] : rep->choices) {
+    if (method != "code_only") continue;
+    choices_found = true;
+    for (const auto& [k, v] : choices) EXPECT_NE(k, "vram.validation_mae") << v;
+  }
+  EXPECT_TRUE(choices_found);
 }
 
 // Seeds: the mean over seeds equals the mean of separate single-seed runs, the s.d. is the
