@@ -354,6 +354,13 @@ const Pattern& aws_configure_set() {
   return p;
 }
 
+// csh/tcsh `setenv NAME VALUE` (no `=`: the assignment rule does not read it). Group 1: NAME
+// (the value is read by read_value(), and taken only under a secret name).
+const Pattern& csh_setenv() {
+  static const Pattern p("(?<![A-Za-z0-9_-])setenv[ \\t]++([A-Za-z_][A-Za-z0-9_]*+)[ \\t]++");
+  return p;
+}
+
 // A netrc entry the script writes (a heredoc, or echo/printf into ~/.netrc): `machine H` (or
 // `default`), any number of `login U` / `account A`, then `password P`, on one line or over
 // several, the pieces apart by blanks, newlines or a written `\n`; up to the password's value.
@@ -812,10 +819,10 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
   });
   s = redact_expansion_defaults(s, c.secrets);
   s = redact_assignments(s, c.secrets);
-  // A secret stored by `aws configure set`, or a netrc entry's password: VALUE -> <SECRET>. In a
-  // netrc entry a written `\n` (echo -e, printf) ends a bare value. After the assignments: what
-  // they redact may be the text these patterns read before the value (a host, an option's
-  // value), and a second pass must find it as the first did.
+  // A secret stored by `aws configure set`, set by csh's `setenv`, or a netrc entry's password:
+  // VALUE -> <SECRET>. In a netrc entry a written `\n` (echo -e, printf) ends a bare value. After
+  // the assignments: what they redact may be the text these patterns read before the value (a
+  // host, an option's value), and a second pass must find it as the first did.
   auto secret_value_after = [&](const Match& m, bool netrc) -> Decision {
     std::optional<Value> v = read_value(m.subject, m.end());
     if (v && netrc && v->open.empty()) {
@@ -839,6 +846,9 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     Decision d = secret_name(m.group(1)) ? secret_value_after(m, false) : Decision{};
     if (!d.replacement) d.resume = m.begin() + 1;
     return d;
+  });
+  s = replace_all(csh_setenv(), s, [&](const Match& m) -> Decision {
+    return secret_name(m.group(1)) ? secret_value_after(m, false) : Decision{};
   });
   s = replace_all(netrc_password(), s, [&](const Match& m) { return secret_value_after(m, true); });
 

@@ -218,6 +218,21 @@ TEST(Redact, ShortPasswordFlagsAndPassNames) {
                "export BYPASS=1", "tar -cpf a.tar dir", "rsync -p a b"});
 }
 
+// csh and tcsh (PBS and SGE scripts under #!/bin/csh) set the environment with `setenv NAME
+// VALUE`: no `=`, so the assignment rule never saw the value.
+TEST(Redact, CshSetenvUnderASecretName) {
+  expect_one_secret_each({
+      {"setenv HF_TOKEN abcdef123456", "setenv HF_TOKEN <SECRET>"},
+      {"setenv AWS_SECRET_ACCESS_KEY \"wJalrXUtnFEMI/K7MDENG\"", "setenv AWS_SECRET_ACCESS_KEY \"<SECRET>\""},
+      {"if (! $?DB_PASSWORD) setenv DB_PASSWORD 'hunter 2'", "if (! $?DB_PASSWORD) setenv DB_PASSWORD '<SECRET>'"},
+      {"#!/bin/csh\n\tsetenv  WANDB_API_KEY 0123456789abcdef\npython x.py",
+       "#!/bin/csh\n\tsetenv  WANDB_API_KEY <SECRET>\npython x.py"},
+  });
+  expect_kept({"setenv OMP_NUM_THREADS 16", "setenv HF_TOKEN $MY_TOKEN", "setenv HF_TOKEN \"$MY_TOKEN\"",
+               "setenv HF_TOKEN `cat ~/.hf_token`", "setenv TOKENIZERS_PARALLELISM false",
+               "unsetenv HF_TOKEN", "setenv HF_TOKEN", "setenv HF_HOME $SCRATCH/hf"});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
