@@ -330,8 +330,10 @@ const Pattern& short_p_flag() {
   return p;
 }
 
-const Pattern& sshpass() {  // sshpass -p password
-  static const Pattern p("(\\bsshpass[ \\t]+-p[ \\t]*[\"']?)([^\\s\"'<$]+)");
+// sshpass -p password: up to the value, which read_value() reads (a quoted one whole, blanks
+// and all).
+const Pattern& sshpass() {
+  static const Pattern p("\\bsshpass[ \\t]+-p[ \\t]*+");
   return p;
 }
 
@@ -778,11 +780,29 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
   s = replace_all(curl_user(), s, [&](const Match& m) -> Decision {
     if (!curl_lines.runs_before(m.begin())) return {};
     ++c.secrets;
-    return {std::string(m.group(1)) + "<USER>:<SECRET>"};
+    // In quotes the password runs to the closing quote, blanks and all (to the line's end when
+    // the string is not closed on its line). Read byte by byte: what is read is replaced, so the
+    // text is read once.
+    size_t end = m.end();
+    if (const char open = m.group(1).back(); open == '"' || open == '\'') {
+      while (end < m.subject.size() && m.subject[end] != open && m.subject[end] != '\n') ++end;
+    }
+    return {std::string(m.group(1)) + "<USER>:<SECRET>", 0, end};
   });
   s = replace_all(sshpass(), s, [&](const Match& m) -> Decision {
+    // Whatever follows -p is the password: kept only when it is none, a placeholder or a
+    // reference (a short number or `true` is a password here).
+    const std::optional<Value> v = read_value(m.subject, m.end());
+    if (!v || v->literal.empty() || v->literal.front() == '<' ||
+        (v->literal.front() == '$' && harmless_value(v->literal))) {
+      return {};
+    }
     ++c.secrets;
-    return {std::string(m.group(1)) + "<SECRET>"};
+    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
+    out += v->open;
+    out += "<SECRET>";
+    out += v->close;
+    return {std::move(out), 0, v->end};
   });
   // mysql -pSECRET (glued: `-p` alone prompts, and the next word is the database); on a line
   // that logs in to a registry (docker/podman/helm/oras login), -p SECRET and -pSECRET.

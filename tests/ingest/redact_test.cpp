@@ -233,6 +233,17 @@ TEST(Redact, CshSetenvUnderASecretName) {
                "unsetenv HF_TOKEN", "setenv HF_TOKEN", "setenv HF_HOME $SCRATCH/hf"});
 }
 
+// A quoted password with a blank in it was redacted up to the blank: the rest survived.
+TEST(Redact, QuotedCommandPasswordsAreRedactedWhole) {
+  expect_one_secret_each({
+      {"sshpass -p \"hunter 2 pw\" ssh host", "sshpass -p \"<SECRET>\" ssh host"},
+      {"sshpass -p 'hunter 2' scp a b", "sshpass -p '<SECRET>' scp a b"},
+      {"curl --user 'alice:hunter 2 pw' https://x", "curl --user '<USER>:<SECRET>' https://x"},
+      {"curl -u \"alice:pa ss\" -o out https://x", "curl -u \"<USER>:<SECRET>\" -o out https://x"},
+  });
+  expect_kept({"sshpass -p \"$PASS\" ssh host", "sshpass -p $PASS ssh host", "curl -u \"$U:$P\" https://x"});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
