@@ -282,8 +282,9 @@ const Pattern& auth_headers() {
 
 // ---------------------------------------------------------------- rule 4: credentials
 
-const Pattern& url_credentials() {  // scheme://user:password@host
-  static const Pattern p("\\b([A-Za-z][A-Za-z0-9+.-]*://)([^\\s/:@<>\"']+):([^\\s/@<>\"']+)@");
+// scheme://user:password@host; the user may be empty (redis://:password@host).
+const Pattern& url_credentials() {
+  static const Pattern p("\\b([A-Za-z][A-Za-z0-9+.-]*://)([^\\s/:@<>\"']*+):([^\\s/@<>\"']+)@");
   return p;
 }
 
@@ -774,7 +775,7 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
   s = replace_all(url_credentials(), s, [&](const Match& m) -> Decision {
     if (m.group(3).front() == '$') return {};
     ++c.secrets;
-    return {std::string(m.group(1)) + "<USER>:<SECRET>@"};
+    return {std::string(m.group(1)) + (m.group(2).empty() ? ":<SECRET>@" : "<USER>:<SECRET>@")};
   });
   const CommandLines curl_lines(s, {"curl"});
   s = replace_all(curl_user(), s, [&](const Match& m) -> Decision {

@@ -244,6 +244,17 @@ TEST(Redact, QuotedCommandPasswordsAreRedactedWhole) {
   expect_kept({"sshpass -p \"$PASS\" ssh host", "sshpass -p $PASS ssh host", "curl -u \"$U:$P\" https://x"});
 }
 
+// `redis://:password@host` (Redis has no user name before 6) and `https://:token@host`: the
+// credentials rule wanted a user name before the ':'.
+TEST(Redact, UrlCredentialsWithAnEmptyUserName) {
+  expect_one_secret_each({
+      {"redis-cli -u redis://:hunter2pw@localhost:6379 ping", "redis-cli -u redis://:<SECRET>@localhost:6379 ping"},
+      {"export CELERY_BROKER=rediss://:Hunter2pw@cache.example.org:6380/0",
+       "export CELERY_BROKER=rediss://:<SECRET>@cache.example.org:6380/0"},
+  });
+  expect_kept({"redis-cli -u redis://:$REDIS_PW@localhost:6379", "wget https://example.org:8080/x"});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
