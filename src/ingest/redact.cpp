@@ -434,7 +434,7 @@ struct Value {
 // (a shell string may go on over the next) is read to the line's end: at least that much is a
 // secret, and never a line more, so that no redaction joins lines (which would move a later
 // value's neighbourhood and make a second pass differ from the first). Backslash escapes are
-// read inside `$'…'` and `$"…"` only; plain quotes are read as they always were.
+// read inside `"…"`, `$'…'` and `$"…"` (a `\"` does not end the string); `'…'` has none.
 std::optional<Value> read_value(std::string_view s, size_t pos) {
   if (pos >= s.size()) return std::nullopt;
   size_t open = 0;
@@ -454,7 +454,7 @@ std::optional<Value> read_value(std::string_view s, size_t pos) {
   const char quote = s[pos + open - 1];
   size_t i = pos + open;
   for (; i < s.size() && s[i] != '\n' && s[i] != quote; ++i) {
-    if (open == 2 && s[i] == '\\' && i + 1 < s.size() && s[i + 1] != '\n') ++i;
+    if ((open == 2 || quote == '"') && s[i] == '\\' && i + 1 < s.size() && s[i + 1] != '\n') ++i;
   }
   v.open = s.substr(pos, open);
   v.literal = s.substr(pos + open, i - (pos + open));

@@ -255,6 +255,16 @@ TEST(Redact, UrlCredentialsWithAnEmptyUserName) {
   expect_kept({"redis-cli -u redis://:$REDIS_PW@localhost:6379", "wget https://example.org:8080/x"});
 }
 
+// Inside double quotes `\"` is a quote in the string, not its end: what followed it survived.
+TEST(Redact, EscapedQuoteInsideADoubleQuotedSecret) {
+  expect_one_secret_each({
+      {"export DB_PASSWORD=\"abc\\\"def ghi\"", "export DB_PASSWORD=\"<SECRET>\""},
+      {"mysql --password=\"p\\\"w 2\" db", "mysql --password=\"<SECRET>\" db"},
+      {"export API_TOKEN=\"abc\\\\\" x", "export API_TOKEN=\"<SECRET>\" x"},  // `\\` then the close
+  });
+  expect_kept({"export API_TOKEN=\"$T\\\"\"", "export HF_TOKEN=\"\""});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
