@@ -288,10 +288,11 @@ const Pattern& url_credentials() {
   return p;
 }
 
-// -u user:password / --user user:password; only on lines that run curl (checked by the caller).
+// -u user:password (or glued: -uuser:password) / --user user:password; only on lines that run
+// curl (checked by the caller).
 const Pattern& curl_user() {
   static const Pattern p(
-      "((?<![A-Za-z0-9_-])(?:-u|--user)(?:[ \\t]+|=)[\"']?)([^\\s:\"'<$]+):([^\\s\"'<$]+)");
+      "((?<![A-Za-z0-9_-])(?:-u(?:[ \\t]+|=)?|--user(?:[ \\t]+|=))[\"']?)([^\\s:\"'<$]+):([^\\s\"'<$]+)");
   return p;
 }
 

@@ -265,6 +265,15 @@ TEST(Redact, EscapedQuoteInsideADoubleQuotedSecret) {
   expect_kept({"export API_TOKEN=\"$T\\\"\"", "export HF_TOKEN=\"\""});
 }
 
+// curl takes a short option's value glued to it: `-ualice:secret`.
+TEST(Redact, CurlUserGluedToItsFlag) {
+  expect_one_secret_each({
+      {"curl -ualice:hunter2 https://x", "curl -u<USER>:<SECRET> https://x"},
+      {"curl -s -u'alice:hunter2' https://x", "curl -s -u'<USER>:<SECRET>' https://x"},
+  });
+  expect_kept({"curl -u$U:$P https://x", "curl -s https://x | sort -u", "python -uc 'import a:b'"});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
