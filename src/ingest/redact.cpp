@@ -271,10 +271,12 @@ std::string redact_sk_keys(std::string_view s, int& count) {
   return out;
 }
 
-// "Bearer X", "Authorization: Basic X", "Authorization: token X" with a literal X.
+// "Bearer X", and "Authorization: X" with or without a scheme word before X ("Basic", "token",
+// "ApiKey", "SSWS", ...), X a literal. The scheme is taken possessively: in "Authorization: ApiKey
+// <SECRET>" the scheme word is never read as the value (a second pass changes nothing).
 const Pattern& auth_headers() {
   static const Pattern p(
-      "(\\bbearer[ \\t]+|\\bauthorization:[ \\t]*(?:basic|token)[ \\t]+)"
+      "(\\bbearer[ \\t]+|\\bauthorization:[ \\t]*+(?:[A-Za-z][A-Za-z0-9_-]*+[ \\t]++)?+)"
       "([A-Za-z0-9._~+/=-]{8,})",
       PCRE2_CASELESS);
   return p;

@@ -84,6 +84,24 @@ TEST(Redact, BearerAndAuthorizationHeaders) {
   EXPECT_EQ(redact_script(ref), ref);
 }
 
+// An Authorization header under a scheme other than Bearer/Basic/token (Elasticsearch's ApiKey,
+// Okta's SSWS, a bare key as some APIs take it) kept its credential.
+TEST(Redact, AuthorizationHeaderUnderAnyScheme) {
+  EXPECT_EQ(redact_script("curl -H \"Authorization: ApiKey abcdefghij0123456789\" https://es:9200"),
+            "curl -H \"Authorization: ApiKey <SECRET>\" https://es:9200");
+  EXPECT_EQ(redact_script("curl -H 'Authorization: SSWS 00abcdefghij0123456789' https://x"),
+            "curl -H 'Authorization: SSWS <SECRET>' https://x");
+  EXPECT_EQ(redact_script("curl -H \"Authorization: abcdefghij0123456789\" https://x"),
+            "curl -H \"Authorization: <SECRET>\" https://x");
+  EXPECT_EQ(redact_script("curl -H \"Proxy-Authorization:Negotiate YIIGhgYGKwYBBQUC\" u"),
+            "curl -H \"Proxy-Authorization:Negotiate <SECRET>\" u");
+  // References stay; the scheme word is never read as the value (a second pass changes nothing).
+  for (std::string s : {"curl -H \"Authorization: ApiKey ${ES_KEY}\" u", "curl -H \"Authorization: $TOKEN\" u",
+                        "# Authorization: required for the API", "curl -H \"Authorization: Negotiate <SECRET>\" u"}) {
+    EXPECT_EQ(redact_script(s), s) << s;
+  }
+}
+
 // ---- credentials
 
 TEST(Redact, UrlCurlAndSshpassCredentials) {
