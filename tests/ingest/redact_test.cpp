@@ -490,7 +490,8 @@ RC_GTEST_PROP(RedactProp, Idempotent, ()) {
       "mailto:", "sshpass -p ", "(", "[", "]", "-", "_", "AKIA", "ABCDEFGHIJKLMNOP", ";",
       "mysql ", "-p", "docker login ", "PASS", "sk-", "9", "${", ":-", "-", ":=", "}", "$'",
       "$\"", "\\", "aws configure set ", "aws_secret_access_key ", "machine ", "h ", "login ",
-      "default ", "password ", "\\n", "%s"};
+      "default ", "password ", "\\n", "%s", "setenv ", "-u", "curl -u", "://:", "Authorization: ",
+      "ApiKey "};
   auto idx = *rc::gen::container<std::vector<size_t>>(
       rc::gen::inRange<size_t>(0, kPieces.size()));
   std::string s;
