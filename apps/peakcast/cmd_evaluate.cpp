@@ -171,7 +171,6 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
                   "times, level, script, point, label and, at 0.8/0.9/0.95, the bound issued, "
                   "whether its level had evidence and the level's alpha_t");
   cmd->add_option("--seed", a->seed, "Seed for the bootstrap and for methods that draw")
-      ->check(non_negative_number())
       ->check(seed_number())
       ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap,

@@ -224,7 +224,6 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--methods", a->methods, "Methods to evaluate (as in `peakcast evaluate`)")
       ->default_str(a->methods);
   cmd->add_option("--seed", a->seed, "Seed for the bootstrap and the learned methods")
-      ->check(non_negative_number())
       ->check(seed_number())
       ->default_str("42");
   cmd->add_option("--bootstrap", a->bootstrap, "Day-block bootstrap resamples (0 = off; at most 1,000,000)")

@@ -52,7 +52,6 @@ void add_synth_command(CLI::App& app, int& exit_code) {
   synth::SynthOptions& o = a->options;
   cmd->add_option("--jobs", o.jobs, "Number of jobs")->check(positive_number())->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")
-      ->check(non_negative_number())
       ->check(seed_number())
       ->capture_default_str();
   cmd->add_option("--users", o.users, "Users over the whole trace")->check(positive_number())->capture_default_str();

@@ -143,7 +143,6 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"bag", "textcnn", "bilstm", "qwen2"}))
       ->default_str("bag");
   cmd->add_option("--seed", a->options.seed, "Seed for the code model and the boosters")
-      ->check(non_negative_number())
       ->check(seed_number())
       ->default_str("42");
   cmd->add_option("--validation", a->options.validation_share,

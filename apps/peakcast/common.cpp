@@ -43,6 +43,7 @@ CLI::Validator seed_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         constexpr uint64_t kMaxSeed = uint64_t{1} << 62;
+        if (std::string e = number_check(true)(text); !e.empty()) return e;  // not a number, or negative
         const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
         errno = 0;
         const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;

@@ -23,7 +23,7 @@ namespace peakcast::app {
 CLI::Validator positive_number();
 CLI::Validator non_negative_number();
 // A seed: a whole number from 0 to 2^62 (XGBoost reads its seed as a signed 64-bit integer, and
-// --seeds N adds up to N - 1 to it); checked after non_negative_number, which names a negative.
+// --seeds N adds up to N - 1 to it); non_negative_number's check first, with its messages.
 CLI::Validator seed_number();
 
 inline constexpr int kExitOk = 0;
