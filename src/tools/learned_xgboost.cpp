@@ -2,7 +2,8 @@
 // (cascade/tree_route.h) with the Last-1 expert leading the gate features: request and history
 // features (the four experts with their walk-forward errors, counts, MAD, spread, age, censored
 // runs at the exact-script and the user level), the user one-hot and the script's hashed
-// uni-/bi-grams. Trained on the train block, early stopping on validation; columns from train.
+// uni-/bi-grams. Trained on the train block's exact labels (label_exact), early stopping on
+// validation; columns from train.
 #include <optional>
 
 #include <fmt/format.h>
@@ -39,6 +40,9 @@ class XgboostMethod final : public Method {
       for (const JobContext& c : data.jobs) {
         if (!c.job->is_valid(r)) continue;
         if (c.block != Block::kTrain && c.block != Block::kValidation) continue;
+        // An OOM's label above a cap of 1 is only a lower bound: no exact target (as the
+        // cascade's tree route, cascade_train.cpp).
+        if (!label_exact(*c.job, r, data.util_cap)) continue;
         const bool is_train = c.block == Block::kTrain;
         (is_train ? train : valid).push_back({c.job, &c.view[ri]});
         (is_train ? ytrain : yvalid).push_back(static_cast<float>(c.job->label(r)));

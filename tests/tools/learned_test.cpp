@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/eval/evaluate.h"
@@ -364,6 +366,42 @@ TEST(Learned, CodeOnlyHasNoPredictionFromAnUntrainedHead) {
     for (const auto& [k, v] : choices) EXPECT_NE(k, "vram.validation_mae") << v;
   }
   EXPECT_TRUE(choices_found);
+}
+
+// At a cap above 1 an OOM's label is only a lower bound (label_exact): the xgboost baseline
+// leaves those out of its training targets, as the cascade's tree route does, rather than
+// learning that a job killed at its request needed exactly the request.
+TEST(Learned, XgboostTrainsOnExactLabelsOnly) {
+  constexpr double kCap = 1.5;
+  std::vector<Job> jobs = synth_trace();
+  for (Job& j : jobs) compute_labels(j, kCap);
+  EvalConfig cfg = small_config({"xgboost"});
+  cfg.util_cap = kCap;
+  cfg.bootstrap = 0;
+  cfg.latency_jobs = 0;
+  Result<Split> split = make_split(jobs, cfg.split);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  size_t valid = 0, exact = 0;
+  for (size_t i = 0; i < split->order.size(); ++i) {
+    if (split->block[i] != Block::kTrain) continue;
+    const Job& j = *split->order[i];
+    if (!j.is_valid(Resource::kMem)) continue;
+    ++valid;
+    exact += label_exact(j, Resource::kMem, kCap) ? 1 : 0;
+  }
+  ASSERT_LT(exact, valid) << "the trace needs OOM jobs in its train block";
+  MethodRegistry reg = all_methods();
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  std::optional<std::string> train_n;
+  for (const auto& [method, choices] : rep->choices) {
+    if (method != "xgboost") continue;
+    for (const auto& [k, v] : choices) {
+      if (k == "mem.train_n") train_n = v;
+    }
+  }
+  ASSERT_TRUE(train_n.has_value());
+  EXPECT_EQ(*train_n, std::to_string(exact));
 }
 
 // Seeds: the mean over seeds equals the mean of separate single-seed runs, the s.d. is the
