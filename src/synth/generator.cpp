@@ -327,7 +327,8 @@ class Generator {
     int k = 1;
     bool sweep = false;
     if (fam == Family::kAlignment) {
-      k = rng_.bernoulli(0.5) ? 1 : static_cast<int>(rng_.uniform_int(2, 8));  // reruns or an array
+      // Reruns or an array of 2-8 tasks: within its %8 throttle, so the tasks start together.
+      k = rng_.bernoulli(0.5) ? 1 : static_cast<int>(rng_.uniform_int(2, 8));
     } else if (rng_.bernoulli(o_.burst_prob)) {
       k = 1 + rng_.geometric(7.0);
       sweep = rng_.bernoulli(0.4);
@@ -346,7 +347,7 @@ class Generator {
           if (moved) sid = edited(sid, next, ui, day, false);
         }
       }
-      run_job(sid, submit, day, fam == Family::kAlignment ? i / 8 : 0);
+      run_job(sid, submit, day);
     }
   }
 
@@ -361,7 +362,7 @@ class Generator {
     return static_cast<uint64_t>(std::llround(r.mem_gib)) * unit;
   }
 
-  void run_job(int sid, double submit, double day, int array_wave) {
+  void run_job(int sid, double submit, double day) {
     Script& sc = scripts_[static_cast<size_t>(sid)];
     const User& u = users_[static_cast<size_t>(sc.user)];
     const Args& a = sc.args;
@@ -415,7 +416,6 @@ class Generator {
     }
     const double wait_median = 45.0 * (1.0 + 3.0 * r.gpus) * std::pow(std::max(1, r.cpus) / 8.0, 0.3);
     double wait = std::min(3.0 * kDay, rng_.lognormal(wait_median, 1.2));
-    wait += array_wave * e.minutes * 60.0;  // array throttle (%8): later waves wait for earlier
 
     // Whole seconds, as a scheduler's accounting records them.
     j.submit_ms = static_cast<int64_t>(std::floor(submit)) * kMsPerSecond;
