@@ -100,6 +100,74 @@ TEST(Qwen2Encoder, RefusesAdaptersOnADifferentBase) {
   fs::remove_all(dir);
 }
 
+// The weights alone do not make the base: its config.json (RoPE theta, RMSNorm eps, head
+// shapes) and the tokenizer that turns scripts into ids decide what the adapters were trained on.
+// A base folder whose config.json or tokenizer changed since training is refused, as a changed
+// weight file is; a manifest written before these were pinned (weight files only) still loads.
+TEST(Qwen2Encoder, RefusesAdaptersOnAChangedConfigOrTokenizer) {
+  REQUIRE_QWEN2_FIXTURES();
+  const std::string base = qwen2::testing::fresh_dir("encoder_pinned_base");
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(kQwen2Dir + "tiny-f32/" + f, base + "/" + f);
+  fs::copy_file(kQwen2Dir + "tokenizer.json.gz", base + "/tokenizer.json.gz");
+  auto cfg = qwen2_config(base);
+  cfg.tokenizer = base + "/tokenizer.json.gz";
+  cfg.max_epochs = 1;
+  auto train = make_batch_size_jobs(16, 7);
+  const std::string dir = qwen2::testing::fresh_dir("encoder_pinned_model");
+  std::string pin;
+  {  // Released before the files change: a process shares one loaded base per folder.
+    auto model = CodeModel::train(ptrs(train), {}, cfg);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    pin = model->config().base_sha256;
+    ASSERT_TRUE(model->save(dir).is_ok());
+  }
+  EXPECT_NE(pin.find("config.json="), std::string::npos) << pin;
+  EXPECT_NE(pin.find("tokenizer.json.gz="), std::string::npos) << pin;
+  ASSERT_TRUE(CodeModel::load(dir).ok());
+
+  // Written before config.json and the tokenizer were pinned: weight files only.
+  auto manifest = nlohmann::json::parse(*read_file(dir + "/manifest.json"));
+  std::string weights_only;
+  for (size_t at = 0; at < pin.size();) {
+    const size_t end = std::min(pin.find(';', at), pin.size());
+    const std::string entry = pin.substr(at, end - at);
+    if (entry.rfind("model.safetensors=", 0) == 0) weights_only = entry;
+    at = end + 1;
+  }
+  ASSERT_FALSE(weights_only.empty()) << pin;
+  manifest["config"]["base_sha256"] = weights_only;
+  std::ofstream(dir + "/manifest.json") << manifest.dump();
+  ASSERT_TRUE(CodeModel::load(dir).ok());
+  manifest["config"]["base_sha256"] = pin;
+  std::ofstream(dir + "/manifest.json") << manifest.dump();
+
+  // Same weight bytes, another RoPE theta.
+  auto config = nlohmann::json::parse(*read_file(base + "/config.json"));
+  const nlohmann::json original = config;
+  config["rope_theta"] = config.value("rope_theta", 10000.0) * 2.0;
+  std::ofstream(base + "/config.json") << config.dump();
+  auto theta = CodeModel::load(dir);
+  ASSERT_FALSE(theta.ok());
+  EXPECT_NE(theta.status().message().find("config.json"), std::string::npos) << theta.status().message();
+  std::ofstream(base + "/config.json") << original.dump();
+
+  // Same weights and config, a tokenizer whose two tokens swapped their ids (a valid tokenizer
+  // that turns the same script into other ids; read_file finds gzip by its magic, not the name).
+  auto tokenizer = nlohmann::json::parse(*read_file(base + "/tokenizer.json.gz"));
+  auto& vocab = tokenizer["model"]["vocab"];
+  const nlohmann::json id_a = vocab["a"], id_b = vocab["b"];
+  ASSERT_TRUE(id_a.is_number() && id_b.is_number());
+  vocab["a"] = id_b;
+  vocab["b"] = id_a;
+  std::ofstream(base + "/tokenizer.json.gz") << tokenizer.dump();
+  auto tok = CodeModel::load(dir);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("tokenizer.json.gz"), std::string::npos) << tok.status().message();
+  fs::remove_all(dir);
+  fs::remove_all(base);
+}
+
 TEST(Qwen2Encoder, ClearErrors) {
   REQUIRE_QWEN2_FIXTURES();
   auto train = make_batch_size_jobs(8, 6);

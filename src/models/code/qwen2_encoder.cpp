@@ -2,14 +2,18 @@
 // 60% head / 40% tail) -> frozen Qwen2 (Qwen2.5-Coder-1.5B) with LoRA adapters -> pooled final
 // hidden states -> linear projection. Only the adapters and the projection are parameters of
 // the module, so the saved model holds those and the config names the base folder and pins the
-// SHA-256 of its weight files. docs/qwen2.md.
+// SHA-256 of its weight files, config.json and tokenizer. docs/qwen2.md.
+#include <filesystem>
 #include <map>
 #include <mutex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/cuda.h>
 #include <torch/nn.h>
 
+#include "peakcast/core/hash.h"
+#include "peakcast/core/io.h"
 #include "peakcast/features/bpe_tokenizer.h"
 #include "peakcast/models/code/encoder.h"
 #include "peakcast/models/qwen2/model.h"
@@ -62,6 +66,13 @@ Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
   if (auto hit = cache[key].lock()) return hit;
   auto sums = qwen2::weight_file_sha256(cfg.base);
   if (!sums) return sums.status().with_context("encoder qwen2: base");
+  // The config (RoPE theta, norm eps, shapes) and the tokenizer decide what the adapters saw as
+  // much as the weights do: pinned beside them, by file name.
+  for (const std::string& path : {cfg.base + "/config.json", tok_path}) {
+    auto bytes = read_file(path);
+    if (!bytes) return bytes.status().with_context("encoder qwen2: base");
+    (*sums)[std::filesystem::path(path).filename().string()] = sha256_hex(*bytes);
+  }
   auto model = Qwen2Model::load(cfg.base, *dtype, *device);
   if (!model) return model.status().with_context("encoder qwen2: base");
   auto tok = features::BpeTokenizer::load(tok_path, {.max_added_token_id = cfg.max_added_token_id});
@@ -72,6 +83,42 @@ Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
   base->tokenizer = std::make_shared<const features::BpeTokenizer>(std::move(tok).value());
   cache[key] = base;
   return std::shared_ptr<const Base>(base);
+}
+
+// "file=sha256;file=sha256" -> {file: sha256}.
+std::map<std::string, std::string> parse_pin(const std::string& pin) {
+  std::map<std::string, std::string> out;
+  for (size_t at = 0; at < pin.size();) {
+    const size_t end = std::min(pin.find(';', at), pin.size());
+    const std::string entry = pin.substr(at, end - at);
+    if (const size_t eq = entry.rfind('='); eq != std::string::npos) out[entry.substr(0, eq)] = entry.substr(eq + 1);
+    at = end + 1;
+  }
+  return out;
+}
+
+// The files a saved model pinned must hash now as they did then. Weight files are compared
+// both ways (a file added or removed is another base); config.json and the tokenizer only when
+// the pin has them (models saved before they were pinned name the weight files alone).
+Status check_pin(const std::string& saved, const std::string& now, const std::string& dir) {
+  if (saved.empty()) return Status::ok();
+  const auto then = parse_pin(saved), current = parse_pin(now);
+  std::vector<std::string> differ;
+  for (const auto& [file, sha] : current) {
+    const auto it = then.find(file);
+    if (it == then.end()) {
+      if (file.ends_with(".safetensors")) differ.push_back(fmt::format("{} (not in the pin)", file));
+    } else if (it->second != sha) {
+      differ.push_back(fmt::format("{} ({} then, {} now)", file, it->second, sha));
+    }
+  }
+  for (const auto& [file, sha] : then) {
+    if (!current.contains(file)) differ.push_back(fmt::format("{} (pinned, not found)", file));
+  }
+  if (differ.empty()) return Status::ok();
+  return Status::invalid(fmt::format(
+      "encoder qwen2: the adapters were trained on another base than {}: {} changed; refusing to "
+      "load them onto a different base", dir, fmt::join(differ, ", ")));
 }
 
 class Qwen2Encoder : public ScriptEncoder {
@@ -135,11 +182,7 @@ class Qwen2Encoder : public ScriptEncoder {
 Result<std::shared_ptr<ScriptEncoder>> make_qwen2_encoder(const CodeModelConfig& cfg) {
   auto base = open_base(cfg);
   if (!base) return base.status();
-  if (!cfg.base_sha256.empty() && cfg.base_sha256 != (*base)->sha256)
-    return Status::invalid(fmt::format(
-        "encoder qwen2: the adapters were trained on a base whose weight files hash to {}, but {} "
-        "hashes to {}: refusing to load them onto a different base", cfg.base_sha256, cfg.base,
-        (*base)->sha256));
+  if (Status s = check_pin(cfg.base_sha256, (*base)->sha256, cfg.base); !s) return s;
   const auto& mc = (*base)->model->config();
   const int64_t limit = (*base)->tokenizer->id_limit();
   if (limit > mc.vocab_size && cfg.fold_ids == 0)

@@ -32,7 +32,7 @@ struct CodeModelConfig {
   // ---- qwen2 encoder (docs/qwen2.md): a Hugging Face Qwen2 folder with LoRA ----
   std::string base;                  // folder: config.json, model.safetensors[.index.json], tokenizer.json
   std::string tokenizer;             // tokenizer.json; empty: BASE/tokenizer.json
-  std::string base_sha256;           // set by training ("file=sha256;..."); checked when loading
+  std::string base_sha256;           // set by training ("file=sha256;...": weights, config.json, tokenizer); checked when loading
   std::string dtype = "auto";        // float32 | bfloat16 | float16 | auto (cpu f32, cuda bf16)
   std::string device = "cpu";        // cpu | cuda | cuda:N
   std::string pooling = "mean";      // mean | last | mean_last (both, concatenated)
