@@ -17,6 +17,7 @@ namespace peakcast::ingest {
 namespace {
 
 constexpr int kSwfFields = 18;
+constexpr int kMinSwfFields = 15;  // through field 15 (queue), the last one read
 // Each time field alone must stay well inside the canonical bound, so sums cannot overflow.
 constexpr double kMaxSeconds = kMaxEpochSeconds / 4;
 
@@ -103,6 +104,7 @@ struct Row {
 
 Row split_row(std::string_view line) {
   Row row;
+  row.f.fill(-1);  // trailing fields a log dropped are unknown
   size_t i = 0;
   while (i < line.size()) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
@@ -130,8 +132,11 @@ std::string field_error(int field, const std::string& why) {
 
 // Why a row cannot be a job (shape, times, processor counts), or nullopt.
 std::optional<std::string> check_row(const Row& row) {
-  if (row.count != kSwfFields) {
-    return "fields: expected 18 whitespace-separated fields, got " + std::to_string(row.count);
+  // Some logs drop trailing fields; the reader reads fields 1 to 15 (queue) and nothing after,
+  // so 15 to 18 fields make a job, as format detection (reader.cpp) takes them.
+  if (row.count < kMinSwfFields || row.count > kSwfFields) {
+    return "fields: expected 18 whitespace-separated fields (15 at least, trailing ones dropped), got " +
+           std::to_string(row.count);
   }
   if (!row.bad.empty()) return row.bad;
   const Fields& f = row.f;

@@ -121,6 +121,31 @@ TEST(Swf, WithoutHeaderTimesAreRelative) {
   EXPECT_FALSE(t.notes.empty());
 }
 
+// Some logs drop SWF's trailing fields (16 partition, 17 preceding job, 18 think time): the
+// format detection takes 15 to 18 fields as SWF, and the reader reads such a line as a job
+// (peakcast reads fields 1 to 15 only; the dropped ones are unknown, -1). Before, detection
+// accepted the file and the reader skipped every line ("none of its records could be read").
+TEST(Swf, LinesWithTrailingFieldsDroppedAreJobs) {
+  const std::string path = temp_path("short_fields.swf");
+  write_text(path,
+             "; UnixStartTime: 1000000000\n"
+             "1 0 5 100 4 -1 1000 4 3600 2000 1 7 3 12 1\n"
+             "2 10 5 100 4 -1 1000 4 3600 2000 1 7 3 12 2 -1\n"
+             "3 20 5 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1\n"
+             "4 30 5 100 4 -1 1000 4 3600 2000 1 7 3 12\n");
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 3u);
+  for (const Job& j : trace->jobs) {
+    EXPECT_TRUE(j.is_valid(Resource::kMem)) << j.job_id;
+    EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 0.5) << j.job_id;
+  }
+  EXPECT_EQ(trace->jobs[1].partition, "2");
+  ASSERT_EQ(trace->stats.skipped, 1u);
+  EXPECT_NE(trace->stats.reasons[0].find("short_fields.swf:5: fields: expected 18"), std::string::npos)
+      << trace->stats.reasons[0];
+}
+
 // A UTF-8 byte-order mark before the header is dropped, as the other readers do: left in, it hid
 // the first header line, and the times fell back to seconds from 1970.
 TEST(Swf, AByteOrderMarkDoesNotHideTheHeader) {
