@@ -117,7 +117,8 @@ struct ExpertPriors {
 // prior_e) / (err_n + kPriorJobs): a key's own recent record, shrunk towards the level's prior.
 // Combining rather than choosing one expert holds up when the workload drifts (a chosen expert
 // can be the wrong one for the next block; a weighted mean rarely is far from the best). The
-// constants were set once across all five dev traces (docs/method.md has the comparison).
+// constants were set once across all five dev traces (docs/evaluation.md, "History evidence",
+// has the comparison).
 inline constexpr double kPriorJobs = 20.0;
 inline constexpr double kCombinePower = 4.0;
 inline constexpr double kCombineEps = 1e-3;
