@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -211,6 +213,87 @@ TEST_F(ReportPage, FromJsonReportDrawsToo) {
   EXPECT_NE(html.find("id=\"sizing\""), std::string::npos);
   EXPECT_EQ(html.find("id=\"accuracy\""), std::string::npos) << "no per-job data in EVAL.json";
   check_page(chromium_, page, work_);
+}
+
+// Names any cluster user chooses (job names, job ids from a hand-made trace) or an administrator
+// sets (accounts, partitions), and that reach the page from a trace or the daemon's store: markup,
+// both quotes, backticks and template syntax, an HTML comment that opens a script, the line and
+// paragraph separators that end a JavaScript string literal, and one very long name. Each one
+// that ran would mark <html data-pwned=...>; one parsed as markup would make <b id="pwned">.
+std::vector<std::string> hostile_names() {
+  return {
+      "<script>document.documentElement.setAttribute('data-pwned','script')</script>",
+      "\"><img src=x onerror=\"document.documentElement.setAttribute('data-pwned','img')\">",
+      "'><svg onload='document.documentElement.setAttribute(`data-pwned`,`svg`)'>",
+      "${document.documentElement.setAttribute('data-pwned','template')}`x`",
+      "<!--<script>",
+      "</style></title><b id=pwned>&amp; &lt; & <",
+      "line\xE2\x80\xA8sep\xE2\x80\xA9para \\u2028 \\\" \\'",
+      "</script><script>document.documentElement.setAttribute('data-pwned','close')</script>",
+      std::string(4000, 'x') + "</script><b id=pwned>",
+  };
+}
+
+// The synthetic trace with every user, account, partition, job name and job id replaced by one
+// of the hostile names (a user keeps one name, so the history still predicts).
+void write_hostile_trace(const std::string& from, const std::string& to) {
+  const std::vector<std::string> names = hostile_names();
+  std::map<std::string, size_t> user_index;
+  std::ifstream in(from);
+  std::ofstream out(to);
+  size_t line_no = 0;
+  for (std::string line; std::getline(in, line); ++line_no) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    const size_t u = user_index.emplace(j.at("user").get<std::string>(), user_index.size()).first->second;
+    j["user"] = names[u % names.size()];
+    j["account"] = names[(u + 1) % names.size()];
+    j["partition"] = names[(u + 2) % names.size()];
+    j["job_name"] = names[line_no % names.size()];
+    j["job_id"] = names[line_no % names.size()] + "#" + std::to_string(line_no);
+    out << j.dump() << "\n";
+  }
+}
+
+// The text of a page's element as HTML escapes it (&, <, >, " and ').
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+TEST_F(ReportPage, HostileNamesAreShownAsTextAndNeverRun) {
+  const std::string synth = (work_ / "synth.jsonl").string();
+  ASSERT_EQ(run(kPeakcast + " synth --jobs 800 --seed 7 --users 9 --days 12 -o " + synth).exit_code, 0);
+  const std::string trace = (work_ / "hostile.jsonl").string();
+  write_hostile_trace(synth, trace);
+  const fs::path page = work_ / "hostile.html";
+  const auto r = run(kPeakcast + " report " + trace + " -o " + page.string() +
+                     " --methods hier_last1,history_policy --threads 1 --bootstrap 20 --latency-jobs 10");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string html = slurp(page);
+  // The tables show the names as text, whole.
+  for (const std::string& name : hostile_names()) {
+    EXPECT_NE(html.find("<td>" + escaped(name) + "</td>"), std::string::npos) << name.substr(0, 80);
+  }
+  check_page(chromium_, page, work_);
+  const Rendered dom = render(chromium_, page, work_);
+  const size_t html_tag = dom.dom.find("<html");
+  ASSERT_NE(html_tag, std::string::npos);
+  EXPECT_EQ(dom.dom.substr(html_tag, dom.dom.find('>', html_tag) - html_tag).find("data-pwned"),
+            std::string::npos)
+      << "a name ran as script: " << dom.dom.substr(html_tag, 200);
+  EXPECT_EQ(dom.dom.find("<b id=\"pwned\""), std::string::npos) << "a name was parsed as markup";
+  // The legends draw the names (SVG text), escaped: the plots carry them.
+  EXPECT_NE(dom.dom.find("&lt;!--&lt;script&gt;"), std::string::npos);
 }
 
 TEST(ReportCli, BadInputsAreUsageErrors) {
