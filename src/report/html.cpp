@@ -189,8 +189,9 @@ Result<std::string> render_html(const ReportInput& in) {
     std::string divs;
     for (const Plot& p : plots) {
       if (p.section != s.id) continue;
-      divs += fmt::format("<div class=\"plot\" id=\"plot-{}\" data-title=\"{}\"></div>\n", p.id,
-                          html_escape(p.title));
+      // The id carries EVAL.json's resource names (subgroups-RESOURCE): escaped like any name.
+      divs += fmt::format("<div class=\"plot\" id=\"plot-{}\" data-title=\"{}\"></div>\n",
+                          html_escape(p.id), html_escape(p.title));
       spec_list.push_back({{"id", p.id}, {"spec", p.spec}});
     }
     if (divs.empty()) continue;

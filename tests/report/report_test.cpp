@@ -377,6 +377,22 @@ TEST(ReportHtml, PlotDataCannotEscapeItsScriptElement) {
   EXPECT_NE(page->find("document.querySelectorAll('table.sortable')", to), std::string::npos);
 }
 
+// A plot's id carries EVAL.json's resource name (subgroups-RESOURCE) into the page's markup, as
+// its container's id attribute: a name with a quote must not end the attribute.
+TEST(ReportHtml, APlotIdFromEvalJsonStaysInsideItsAttribute) {
+  if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
+  ReportInput in;
+  in.eval = sample_eval();
+  const std::string hostile = "mem\"><b id=\"pwned\">x</b><i x=\"";
+  for (json& e : (*in.eval)["results"]) e["resource"] = hostile;
+  auto page = render_html(in);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  EXPECT_EQ(page->find("<b id=\"pwned\">"), std::string::npos);
+  EXPECT_NE(page->find("id=\"plot-subgroups-mem&quot;&gt;&lt;b id=&quot;pwned&quot;&gt;"), std::string::npos);
+  // The page's script finds the container by the id in the JSON: the same text, unescaped.
+  EXPECT_NE(page->find("\"id\":\"subgroups-mem\\\">\\u003cb id"), std::string::npos);
+}
+
 TEST(ReportHtml, PageCarriesEveryPlotAndNoFetch) {
   if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
   ReportInput in;
