@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "report_internal.h"
 
 namespace peakcast::report {
@@ -30,13 +32,20 @@ json tooltip_num(const std::string& name, const std::string& title, const std::s
 std::vector<Plot> accuracy_plots(const std::vector<PredictedJob>& preds) {
   std::vector<Plot> out;
   for (Resource r : kResources) {
-    json rows = json::array();
+    std::vector<const PredictedJob*> of_r;
     for (const PredictedJob& p : preds) {
-      if (p.resource != r) continue;
+      if (p.resource == r) of_r.push_back(&p);
+    }
+    if (of_r.empty()) continue;
+    // Past kAccuracyPoints, evenly spaced in submit order, the first and the last among them.
+    const size_t n = of_r.size(), shown = std::min(n, kAccuracyPoints);
+    json rows = json::array();
+    for (size_t k = 0; k < shown; ++k) {
+      const size_t i = shown < 2 ? 0 : k * (n - 1) / (shown - 1);
+      const PredictedJob& p = *of_r[i];
       rows.push_back({{"job", p.job_id}, {"actual", p.actual}, {"predicted", p.predicted},
                       {"route", p.route}, {"level", p.level}, {"censored", p.censored}});
     }
-    if (rows.empty()) continue;
     const std::string res(resource_name(r));
     json points = {
         {"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.45}, {"size", 18}}},
@@ -56,6 +65,11 @@ std::vector<Plot> accuracy_plots(const std::vector<PredictedJob>& preds) {
         {"encoding", {{"x", field("v", "quantitative", "predicted utilization")},
                       {"y", field("v", "quantitative", "actual utilization (peak / request)")}}}};
     json spec = base("Predicted vs actual " + res + " utilization (test jobs)", rows);
+    if (shown < n) {
+      spec["title"] = {{"text", spec["title"]},
+                       {"subtitle", fmt::format("{} of {} test jobs, evenly spaced in submit order; "
+                                                "the coverage below counts them all", shown, n)}};
+    }
     spec["height"] = 320;
     spec["layer"] = json::array({points, diagonal});
     out.push_back({"accuracy-" + res, "accuracy", "Predicted vs actual: " + res, spec});

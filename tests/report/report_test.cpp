@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "peakcast/report/report.h"
 #include "report/report_internal.h"
 
@@ -197,6 +199,43 @@ TEST(ReportPlots, EachSectionOnlyWithItsData) {
   EXPECT_FALSE(ids.count("accuracy-mem")) << "no mem predictions";
   EXPECT_TRUE(ids.count("coverage"));
   for (const char* u : {"usage-user", "usage-account", "usage-partition"}) EXPECT_TRUE(ids.count(u)) << u;
+}
+
+// A trace of a million jobs has 200,000 test jobs: one SVG point each would give a page of tens of
+// MB that no browser draws. The plot samples them evenly, says so, and the coverage counts all.
+TEST(ReportPlots, AccuracyPointsAreCappedAndTheTitleSaysSo) {
+  ReportInput in;
+  const size_t n = 3 * kAccuracyPoints + 7;
+  for (size_t i = 0; i < n; ++i) {
+    in.predictions.push_back({std::to_string(i), Resource::kMem, 0.5, 0.4, "tree", "exact_script",
+                              0.6, 0.9, false, ""});
+  }
+  in.predictions.push_back({"v", Resource::kVram, 0.5, 0.4, "tree", "exact_script", 0.6, 0.9, false, ""});
+  bool mem = false, vram = false;
+  for (const Plot& p : make_plots(in)) {
+    if (p.id == "accuracy-mem") {
+      mem = true;
+      const json& rows = p.spec.at("data").at("values");
+      EXPECT_EQ(rows.size(), kAccuracyPoints);
+      EXPECT_EQ(rows.front().at("job"), "0") << "the first test job";
+      EXPECT_NE(p.spec.at("title").dump().find(fmt::format("{} of {} test jobs", kAccuracyPoints, n)),
+                std::string::npos) << p.spec.at("title");
+      std::set<std::string> ids;
+      for (const json& r : rows) ids.insert(r.at("job").get<std::string>());
+      EXPECT_EQ(ids.size(), kAccuracyPoints) << "no job twice";
+      EXPECT_GT(std::stoul(rows.back().at("job").get<std::string>()), n - 4) << "spread to the last";
+    }
+    if (p.id == "accuracy-vram") {
+      vram = true;
+      EXPECT_EQ(p.spec.at("data").at("values").size(), 1u);
+      EXPECT_EQ(p.spec.at("title").dump().find(" of "), std::string::npos) << "all shown";
+    }
+    if (p.id == "coverage") {
+      EXPECT_EQ(p.spec.at("data").at("values").at(0).at("n"), n) << "coverage counts every job";
+    }
+  }
+  EXPECT_TRUE(mem);
+  EXPECT_TRUE(vram);
 }
 
 TEST(ReportPlots, LatencyIsTakenOncePerMethod) {

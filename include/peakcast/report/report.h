@@ -74,6 +74,11 @@ struct RecommendationOutcome {
 };
 inline constexpr size_t kPartitionRows = 20;
 
+// Points of a predicted-vs-actual plot, per resource: past it the test jobs are sampled evenly in
+// submit order (the plot's title says so), so that a trace of a million jobs still gives a page
+// a browser opens. The coverage figures count every job.
+inline constexpr size_t kAccuracyPoints = 5000;
+
 struct ReportInput {
   std::string title = "peakcast report";
   std::string source;                       // trace / database / JSON path, for the header
