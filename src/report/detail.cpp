@@ -141,8 +141,9 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     d.usage.push_back(std::move(u));
   }
   if (d.usage.size() > o.max_usage_points) {
-    d.notes.push_back(fmt::format("usage plots show the newest {} of {} jobs", o.max_usage_points,
-                                  d.usage.size()));
+    d.notes.push_back(fmt::format("the usage plots and table show the last submitted {} of the {} jobs "
+                                  "with a memory request and a peak",
+                                  o.max_usage_points, d.usage.size()));
     d.usage.erase(d.usage.begin(), d.usage.end() - static_cast<std::ptrdiff_t>(o.max_usage_points));
   }
   d.notes.push_back(fmt::format(

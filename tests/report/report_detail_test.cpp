@@ -75,5 +75,22 @@ TEST(ReportDetail, ALabelNotKnownAtTheFirstTestSubmissionChangesNoPrediction) {
   EXPECT_TRUE(noted);
 }
 
+// Past max_usage_points the usage section keeps the last submitted jobs: its table as well as its
+// plots (both read Detail::usage), and the page's note must say so, or the table's job counts and
+// group ranking read as the whole trace's.
+TEST(ReportDetail, TheUsageCapNoteNamesTheTableToo) {
+  DetailOptions o = small_model();
+  o.max_usage_points = 100;
+  auto d = build_detail(synth_jobs(), o);
+  ASSERT_TRUE(d) << d.status().message();
+  EXPECT_EQ(d->usage.size(), 100u);
+  const auto note = std::find_if(d->notes.begin(), d->notes.end(), [](const std::string& n) {
+    return n.find("usage plots") != std::string::npos;
+  });
+  ASSERT_NE(note, d->notes.end());
+  EXPECT_NE(note->find("table"), std::string::npos) << *note;
+  EXPECT_NE(note->find("last submitted"), std::string::npos) << *note;
+}
+
 }  // namespace
 }  // namespace peakcast::report
