@@ -89,10 +89,15 @@ std::vector<Plot> sim_plots(const SimResults& sim, const std::string& section) {
                               {{"field", "failed_jobs"}, {"type", "quantitative"}, {"title", "failed jobs"}},
                               {{"field", "jobs"}, {"type", "quantitative"}},
                               {{"field", "seeds"}, {"type", "quantitative"}, {"title", "seeds (means over them)"}}});
+  // Both sections draw these two plots: the description (the plot's aria-label) says whose.
+  const std::string who = section == "recommendations"
+                              ? "peakcastd's requests against the users' own: "
+                              : "sizing policies (SIM.json): ";
   auto bar = [&](const char* y, const char* title, const char* color) {
     return json{{"width", "container"},
                 {"height", 220},
                 {"title", title},
+                {"description", who + title},
                 {"data", {{"values", rows}}},
                 {"mark", {{"type", "bar"}, {"color", color}}},
                 {"encoding",

@@ -258,6 +258,15 @@ std::vector<Plot> make_plots(const ReportInput& in) {
   append(usage_plots(in.usage));
   if (in.recommendations) append(sim_plots(in.recommendations->totals, "recommendations"));
   if (in.sim) append(sim_plots(*in.sim, "sizing"));
+  // Vega labels a plot's container with its description (aria-label), else "Vega visualization"
+  // for every plot alike: the title (and subtitle) tell a screen reader which plot it is.
+  for (Plot& p : out) {
+    if (p.spec.contains("description")) continue;
+    const json& t = p.spec.at("title");
+    p.spec["description"] = t.is_string() ? t.get<std::string>()
+                                           : t.at("text").get<std::string>() + ": " +
+                                                 t.value("subtitle", std::string());
+  }
   return out;
 }
 

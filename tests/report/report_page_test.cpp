@@ -93,6 +93,8 @@ void expect_every_plot_drew(const std::string& dom, size_t expected_plots) {
     plots.emplace_back(static_cast<size_t>(it->position()), (*it)[1]);
   }
   EXPECT_EQ(plots.size(), expected_plots);
+  // Each container is labelled with its plot's description, not Vega's "Vega visualization".
+  EXPECT_EQ(dom.find("aria-label=\"Vega visualization\""), std::string::npos);
   for (size_t i = 0; i < plots.size(); ++i) {
     const size_t start = plots[i].first;
     const size_t end = i + 1 < plots.size() ? plots[i + 1].first : dom.find("</section>", start);

@@ -238,6 +238,27 @@ TEST(ReportPlots, AccuracyPointsAreCappedAndTheTitleSaysSo) {
   EXPECT_TRUE(vram);
 }
 
+// Vega labels each plot's container with the spec's description (aria-label), else with "Vega
+// visualization" for every plot alike: a screen reader could not tell one plot from the next.
+TEST(ReportPlots, EveryPlotDescribesItselfToAScreenReader) {
+  ReportInput in;
+  in.eval = sample_eval();
+  in.sim = *parse_sim(sample_sim(), "SIM.json");
+  in.predictions.push_back({"1", Resource::kVram, 0.5, 0.4, "bypass", "exact_script", 0.7, 0.9, false, ""});
+  in.usage.push_back({"ana", "ml", "gpu", 1'700'000'000, 8.0, 2.0, std::nullopt});
+  const std::vector<Plot> plots = make_plots(in);
+  ASSERT_GT(plots.size(), 8u);
+  std::set<std::string> seen;
+  for (const Plot& p : plots) {
+    ASSERT_TRUE(p.spec.contains("description")) << p.id;
+    const std::string d = p.spec.at("description").get<std::string>();
+    EXPECT_TRUE(seen.insert(d).second) << p.id << ": " << d << " describes another plot too";
+    if (p.spec.at("title").is_string()) {
+      EXPECT_NE(d.find(p.spec.at("title").get<std::string>()), std::string::npos) << p.id;
+    }
+  }
+}
+
 TEST(ReportPlots, LatencyIsTakenOncePerMethod) {
   ReportInput in;
   in.eval = sample_eval();
