@@ -56,8 +56,36 @@ std::string script_safe(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// `key` of `o`, where the page reads it, is a number (absent is fine: the page shows "–" or 0).
+Status number_if_present(const json& o, const char* key, const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_number()) return Status::ok();
+  return Status::invalid(where + "." + key + ": not a number");
+}
+
+// `key` of `o` is an object, or absent or null (the page leaves its part out).
+Status object_if_present(const json& o, const std::string& key, const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null() || it->is_object()) return Status::ok();
+  return Status::invalid(where + "." + key + ": not an object");
+}
+
+}  // namespace
+
+// Every field the tables and plots read, with the type they read it as: a wrongly typed one is an
+// input error naming it, not a type_error while drawing. The nulls evaluate writes (an empty
+// subgroup's scores, no interval, no routing, an s.d. over one seed) pass.
 Status check_eval_json(const json& j, const std::string& source) {
   if (!j.is_object()) return Status::invalid(source + ": expected `peakcast evaluate --json` output (an object)");
+  std::string baseline = "hier_last1";
+  if (auto c = j.find("config"); c != j.end() && c->is_object()) {
+    if (auto b = c->find("baseline"); b != c->end()) {
+      if (!b->is_string()) return Status::invalid(source + ": config.baseline: not text");
+      baseline = b->get<std::string>();
+    }
+  }
   auto results = j.find("results");
   if (results == j.end() || !results->is_array()) return Status::invalid(source + ": results: missing or not a list");
   for (size_t i = 0; i < results->size(); ++i) {
@@ -68,9 +96,48 @@ Status check_eval_json(const json& j, const std::string& source) {
       if (!e.contains(key) || !e[key].is_string()) return Status::invalid(where + "." + key + ": missing or not text");
     }
     if (!e.contains("mae") || !e["mae"].is_number()) return Status::invalid(where + ".mae: missing or not a number");
-    for (const char* key : {"subgroups", "routes", "latency_us"}) {
-      if (e.contains(key) && !e[key].is_object() && !e[key].is_null()) {
-        return Status::invalid(where + "." + key + ": not an object");
+    for (const char* key : {"n", "acc10"}) {
+      if (Status s = number_if_present(e, key, where); !s) return s;
+    }
+    for (const std::string& key : std::vector<std::string>{"subgroups", "routes", "latency_us", "routing",
+                                                           "mae_diff_vs_" + baseline}) {
+      if (Status s = object_if_present(e, key, where); !s) return s;
+    }
+    if (auto d = e.find("mae_diff_vs_" + baseline); d != e.end() && d->is_object()) {
+      for (const char* key : {"point", "lo", "hi"}) {
+        if (Status s = number_if_present(*d, key, where + ".mae_diff_vs_" + baseline); !s) return s;
+      }
+    }
+    if (auto r = e.find("routing"); r != e.end() && r->is_object()) {
+      for (const char* key : {"encoder_share", "tree_share", "bypass_share", "cache_share"}) {
+        if (Status s = number_if_present(*r, key, where + ".routing"); !s) return s;
+      }
+    }
+    if (auto g = e.find("subgroups"); g != e.end() && g->is_object()) {
+      for (auto it = g->begin(); it != g->end(); ++it) {
+        const std::string at = where + ".subgroups." + it.key();
+        if (!it->is_object()) return Status::invalid(at + ": not an object");
+        if (Status s = number_if_present(*it, "n", at); !s) return s;
+        // An empty subgroup (n 0) has null scores; the page shows none.
+        const json n = it->value("n", json(0));
+        if (n.get<double>() == 0) continue;
+        for (const char* key : {"mae", "acc10"}) {
+          if (Status s = number_if_present(*it, key, at); !s) return s;
+        }
+      }
+    }
+    if (auto r = e.find("routes"); r != e.end() && r->is_object()) {
+      for (auto it = r->begin(); it != r->end(); ++it) {
+        if (!it->is_number()) return Status::invalid(where + ".routes." + it.key() + ": not a number");
+      }
+    }
+    if (auto l = e.find("latency_us"); l != e.end() && l->is_object()) {
+      for (auto it = l->begin(); it != l->end(); ++it) {
+        const std::string at = where + ".latency_us." + it.key();
+        if (!it->is_object()) return Status::invalid(at + ": not an object");
+        for (const char* key : {"n", "p50", "p99"}) {
+          if (Status s = number_if_present(*it, key, at); !s) return s;
+        }
       }
     }
   }

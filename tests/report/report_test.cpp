@@ -130,6 +130,52 @@ TEST(ReportEval, ChecksTheEvaluateJsonShape) {
   EXPECT_FALSE(check_eval_json(json::parse(R"({"trace": {}})"), "E.json").is_ok());
 }
 
+// Every field the page reads from an EVAL.json is checked up front: a wrongly typed one was an
+// uncaught type_error ("peakcast: internal error", exit 1) while drawing, not an input error naming
+// the field. The nulls `peakcast evaluate --json` itself writes still pass.
+TEST(ReportEval, EveryFieldThePageReadsIsChecked) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"(/config/baseline)", "5"},
+      {R"(/results/0/n)", "null"},
+      {R"(/results/0/acc10)", "\"high\""},
+      {R"(/results/1/mae_diff_vs_hier_last1/point)", "null"},
+      {R"(/results/1/mae_diff_vs_hier_last1/lo)", "\"x\""},
+      {R"(/results/1/routing/encoder_share)", "null"},
+      {R"(/results/0/subgroups/exact_script)", "3"},
+      {R"(/results/0/subgroups/exact_script/n)", "null"},
+      {R"(/results/0/subgroups/exact_script/mae)", "null"},
+      {R"(/results/0/subgroups/user_only/acc10)", "[]"},
+      {R"(/results/0/routes/user)", "\"many\""},
+      {R"(/results/0/latency_us/exact_script)", "1"},
+      {R"(/results/1/latency_us/bypass/p99)", "null"},
+      {R"(/results/1/latency_us/bypass/n)", "\"ten\""},
+  };
+  for (const auto& [pointer, value] : cases) {
+    json eval = sample_eval();
+    eval[json::json_pointer(pointer)] = json::parse(value);
+    const Status s = check_eval_json(eval, "E.json");
+    // "/results/1/routing/x" -> "results[1].routing.x"
+    std::string field = pointer.substr(1);
+    field.replace(field.find('/'), 3, "[" + field.substr(field.find('/') + 1, 1) + "].");
+    for (size_t p = field.find('/'); p != std::string::npos; p = field.find('/')) field[p] = '.';
+    if (pointer.starts_with("/config")) field = "config.baseline";
+    EXPECT_FALSE(s.is_ok()) << pointer << " = " << value;
+    EXPECT_NE(s.message().find("E.json: " + field), std::string::npos) << s.message();
+  }
+  // What evaluate writes: an empty subgroup's nulls, no interval, no routing, sd null.
+  json eval = sample_eval();
+  eval["results"][0]["subgroups"]["none"] = {{"n", 0}, {"mae", nullptr}, {"acc10", nullptr}};
+  eval["results"][0]["mae_diff_vs_hier_last1"] = nullptr;
+  eval["results"][0]["routing"] = nullptr;
+  eval["results"][0]["sd"] = {{"mae", nullptr}};
+  EXPECT_TRUE(check_eval_json(eval, "E.json").is_ok()) << check_eval_json(eval, "E.json").message();
+  ReportInput in;
+  in.eval = eval;
+  EXPECT_NO_THROW(make_plots(in));
+  EXPECT_NO_THROW(methods_table(eval));
+  EXPECT_NO_THROW(subgroups_table(eval));
+}
+
 // A row run on one seed has no spread: its s.d. of 0 is shown as "–", not as "0.0000".
 TEST(ReportEval, TheSdOverSeedsOnlyWhereThereWereSeveral) {
   json eval = sample_eval();
