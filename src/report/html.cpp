@@ -89,8 +89,9 @@ constexpr Section kSections[] = {
      "latency per route."},
     {"usage", "Requested vs used memory",
      "Memory requested and peak used by the jobs ending each day, per user, account and "
-     "partition (the 8 largest by request; the rest as other); with the request peakcastd would "
-     "have recommended for test jobs. Click a legend entry to pick one group. The table lists the "
+     "partition (the 8 largest by request; the rest as other); with the requests peakcastd would "
+     "have recommended for test jobs, summed over the same jobs (one without a recommendation at "
+     "its own request). Click a legend entry to pick one group. The table lists the "
      "20 largest groups of each by requested memory, largest first, and the rest as one row."},
     {"recommendations", "What peakcastd's requests would have saved and cost",
      "Each test job run once at its user's request and once at the request peakcastd would have "

@@ -81,7 +81,10 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
       };
       add("requested", s.requested);
       add("used (peak)", s.used);
-      if (s.recommended_jobs) add("recommended", s.recommended);
+      // The same jobs as the requested line: one without a recommendation at its own request
+      // (as the savings section runs it), so the gap between the lines is what the
+      // recommendations change, not how many jobs had one.
+      if (s.recommended_jobs) add("recommended", s.recommended + (s.requested - s.recommended_requested));
     }
     const std::string dim_name = kDims[dim];
     json spec = {{"title", "Requested vs used memory per " + dim_name + " (GB, jobs ending each day)"},

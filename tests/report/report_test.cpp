@@ -3,6 +3,7 @@
 // Chromium is report_page_test.cpp.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -430,6 +431,35 @@ TEST(ReportUsage, TableShowsTheRequestOfTheJobsWithARecommendation) {
   EXPECT_NE(t.find("<td>2</td><td>12.00</td><td>3.00</td></tr>"), std::string::npos) << t;
   const std::string none = usage_table({{"bob", "acct", "part", 86400, 8.0, 1.0, std::nullopt}});
   EXPECT_NE(none.find("<td>0</td><td></td><td></td></tr>"), std::string::npos) << none;
+}
+
+// The plot's recommended line sums the same jobs as its requested line: a job without a
+// recommendation (a training job, a new script, no memory evidence yet) at its own request, as the
+// savings section runs it. Summed over the recommended jobs alone, a day where half the jobs had
+// one drew the recommended line at a fraction of the requested one: a saving that was not there.
+TEST(ReportUsage, PlotsRecommendedLineSumsTheSameJobsAsRequested) {
+  ReportInput in;
+  in.usage = {
+      {"alice", "acct", "part", 86400, 10.0, 3.0, 4.0},
+      {"alice", "acct", "part", 86400, 10.0, 9.0, std::nullopt},  // no recommendation
+      {"alice", "acct", "part", 2 * 86400, 10.0, 9.0, std::nullopt},  // a day with none
+  };
+  size_t checked = 0;
+  for (const Plot& p : make_plots(in)) {
+    if (!p.id.starts_with("usage-")) continue;
+    std::map<std::pair<double, std::string>, json> rows;
+    for (const json& r : p.spec.at("data").at("values")) rows[{r.at("t").get<double>(), r.at("kind")}] = r;
+    const double day1 = 86400.0 * 1000, day2 = 2 * day1;
+    const auto has = [&](double t, const char* kind) { return rows.count(std::pair<double, std::string>(t, kind)) > 0; };
+    const auto row = [&](double t, const char* kind) { return rows.at(std::pair<double, std::string>(t, kind)); };
+    ASSERT_TRUE(has(day1, "recommended")) << p.id;
+    EXPECT_DOUBLE_EQ(row(day1, "requested").at("gb").get<double>(), 20.0);
+    EXPECT_DOUBLE_EQ(row(day1, "recommended").at("gb").get<double>(), 14.0) << "4 + the other's own 10";
+    EXPECT_EQ(row(day1, "recommended").at("jobs"), 2);
+    EXPECT_FALSE(has(day2, "recommended")) << "no line where no job had a recommendation";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3u);
 }
 
 // The table ranks groups as the plot does, largest request first, and folds the tail into one
