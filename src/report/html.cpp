@@ -51,9 +51,13 @@ constexpr const char* kApp = R"js(
     var s=document.getElementById('render-status');s.textContent=JSON.stringify(status);
     s.setAttribute('data-done','1');}
   function sortable(table){var ths=table.tHead.rows[0].cells;
-    for(var c=0;c<ths.length;c++)(function(col){ths[col].addEventListener('click',function(){
-      var asc=!ths[col].classList.contains('asc');for(var k=0;k<ths.length;k++)ths[k].classList.remove('asc','desc');
-      ths[col].classList.add(asc?'asc':'desc');var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+    for(var c=0;c<ths.length;c++)(function(col){
+      ths[col].tabIndex=0;
+      ths[col].addEventListener('keydown',function(e){if(e.key==='Enter'||e.key===' '){e.preventDefault();ths[col].click();}});
+      ths[col].addEventListener('click',function(){
+      var asc=!ths[col].classList.contains('asc');for(var k=0;k<ths.length;k++){ths[k].classList.remove('asc','desc');ths[k].removeAttribute('aria-sort');}
+      ths[col].classList.add(asc?'asc':'desc');ths[col].setAttribute('aria-sort',asc?'ascending':'descending');
+      var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
       function key(r){var td=r.cells[col];var v=td.getAttribute('data-sort');if(v===null)v=td.textContent;
         var n=parseFloat(v);return isNaN(n)||!/^[-+\d.]/.test(String(v).trim())?String(v):n;}
       rows.sort(function(a,b){var x=key(a),y=key(b);var d=(typeof x==='number'&&typeof y==='number')?x-y:String(x).localeCompare(String(y));return asc?d:-d;});

@@ -298,6 +298,77 @@ TEST_F(ReportPage, HostileNamesAreShownAsTextAndNeverRun) {
   EXPECT_NE(dom.dom.find("&lt;!--&lt;script&gt;"), std::string::npos);
 }
 
+// Drives a page's tables from a page that frames it (Chromium lets file pages reach each other
+// with --allow-file-access-from-files): clicks the methods table's MAE header twice, then presses
+// Enter and Space on its first header, and reports what each did.
+const char* kSortHarness = R"html(<!doctype html>
+<html><body><iframe id="f" src="PAGE" width="1200" height="800"></iframe><pre id="out">pending</pre>
+<script>
+document.getElementById('f').addEventListener('load', function () {
+  var out = {};
+  try {
+    var t = this.contentDocument.querySelector('#methods table.sortable');
+    var ths = t.tHead.rows[0].cells;
+    function col(c) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return r.cells[c].textContent; }); }
+    function sorted(v, asc) { for (var i = 1; i < v.length; i++) { var d = parseFloat(v[i]) - parseFloat(v[i - 1]); if (asc ? d < 0 : d > 0) return false; } return true; }
+    function ariaSorts() { return Array.prototype.map.call(ths, function (h) { return h.getAttribute('aria-sort'); }); }
+    out.rows = t.tBodies[0].rows.length;
+    out.focusable = Array.prototype.every.call(ths, function (h) { return h.tabIndex === 0; });
+    ths[3].click();
+    out.click_asc = sorted(col(3), true);
+    out.aria_asc = ariaSorts();
+    ths[3].click();
+    out.click_desc = sorted(col(3), false);
+    out.aria_desc = ariaSorts();
+    ths[0].dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+    out.enter_class = ths[0].className;
+    ths[0].dispatchEvent(new KeyboardEvent('keydown', {key: ' ', bubbles: true}));
+    out.space_class = ths[0].className;
+  } catch (e) { out.error = String(e); }
+  document.getElementById('out').textContent = JSON.stringify(out);
+});
+</script></body></html>
+)html";
+
+// Sorting by a header works by mouse and by keyboard (a header takes the focus; Enter or Space
+// sorts), and the sorted column says so to a screen reader (aria-sort).
+TEST_F(ReportPage, TablesSortByMouseAndKeyboardAndSayHow) {
+  const std::string trace = (work_ / "trace.jsonl").string();
+  ASSERT_EQ(run(kPeakcast + " synth --jobs 600 --seed 6 --users 6 --days 12 -o " + trace).exit_code, 0);
+  const std::string eval = (work_ / "eval.json").string();
+  ASSERT_EQ(run(kPeakcast + " evaluate " + trace + " --methods hier_last1,hier_median3,history_policy "
+                "--bootstrap 0 --latency-jobs 0 --json " + eval).exit_code, 0);
+  const fs::path page = work_ / "sort.html";
+  ASSERT_EQ(run(kPeakcast + " report --from-json " + eval + " -o " + page.string()).exit_code, 0);
+  std::string harness = kSortHarness;
+  harness.replace(harness.find("PAGE"), 4, page.filename().string());
+  const fs::path harness_path = work_ / "sort-harness.html";
+  std::ofstream(harness_path) << harness;
+  const fs::path profile = work_ / "profile-sort";
+  fs::create_directories(profile);
+  const auto r = run(chromium_ + " " + chromium_flags(profile) + " --allow-file-access-from-files --dump-dom file://" +
+                         harness_path.string(),
+                     (work_ / "sort.log").string());
+  ASSERT_EQ(r.exit_code, 0);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("<pre id=\"out\">([^<]*)</pre>"))) << r.out.substr(0, 2000);
+  std::string text = m[1];
+  for (size_t p = text.find("&quot;"); p != std::string::npos; p = text.find("&quot;")) text.replace(p, 6, "\"");
+  const nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_TRUE(out.is_object()) << text;
+  ASSERT_FALSE(out.contains("error")) << out.dump();
+  EXPECT_GE(out.at("rows").get<int>(), 6) << "3 methods x 2 resources";
+  EXPECT_TRUE(out.at("click_asc").get<bool>()) << out.dump();
+  EXPECT_TRUE(out.at("click_desc").get<bool>()) << out.dump();
+  EXPECT_TRUE(out.at("focusable").get<bool>()) << "a header a keyboard cannot reach cannot sort";
+  const nlohmann::json asc = {nullptr, nullptr, nullptr, "ascending", nullptr, nullptr, nullptr, nullptr};
+  const nlohmann::json desc = {nullptr, nullptr, nullptr, "descending", nullptr, nullptr, nullptr, nullptr};
+  EXPECT_EQ(out.at("aria_asc"), asc);
+  EXPECT_EQ(out.at("aria_desc"), desc);
+  EXPECT_EQ(out.at("enter_class"), "asc") << "Enter sorts";
+  EXPECT_EQ(out.at("space_class"), "desc") << "Space sorts the other way";
+}
+
 TEST(ReportCli, BadInputsAreUsageErrors) {
   if (!fs::exists(kPeakcast)) GTEST_SKIP() << kPeakcast << " not built";
   const fs::path dir = fs::temp_directory_path() / ("peakcast_report_cli_" + std::to_string(::getpid()));
