@@ -96,7 +96,8 @@ constexpr Section kSections[] = {
      "partition (the 8 largest by request; the rest as other); with the requests peakcastd would "
      "have recommended for test jobs, summed over the same jobs (one without a recommendation at "
      "its own request). Click a legend entry to pick one group. The table lists the "
-     "20 largest groups of each by requested memory, largest first, and the rest as one row."},
+     "20 largest groups of each by requested memory, largest first, and the rest as one row. "
+     "GB are 10⁹ bytes here and throughout the page: Slurm's --mem=24G, 24 GiB, is 25.8 GB."},
     {"recommendations", "What peakcastd's requests would have saved and cost",
      "Each test job run once at its user's request and once at the request peakcastd would have "
      "recommended (its own request where it had none), accounted as peakcast simulate accounts "

@@ -529,6 +529,21 @@ TEST(ReportHtml, APlotIdFromEvalJsonStaysInsideItsAttribute) {
   EXPECT_NE(page->find("\"id\":\"subgroups-mem\\\">\\u003cb id"), std::string::npos);
 }
 
+// The page's GB are 10^9 bytes while Slurm's --mem=24G is 24 GiB: a 24G request reads 25.77 GB in
+// the usage table. The page says which GB it means where it first shows one.
+TEST(ReportHtml, ThePageSaysWhichGigabyteItMeans) {
+  if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
+  ReportInput in;
+  in.usage = {{"ana", "ml", "gpu", 86400, 25.769803776, 2.0, std::nullopt}};
+  auto page = render_html(in);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  const size_t usage = page->find("<section id=\"usage\">");
+  ASSERT_NE(usage, std::string::npos);
+  const std::string section = page->substr(usage, page->find("</section>", usage) - usage);
+  EXPECT_NE(section.find("GB are 10⁹ bytes"), std::string::npos) << section.substr(0, 800);
+  EXPECT_NE(section.find("24 GiB"), std::string::npos);
+}
+
 TEST(ReportHtml, PageCarriesEveryPlotAndNoFetch) {
   if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
   ReportInput in;
