@@ -75,6 +75,35 @@ TEST(ReportDetail, ALabelNotKnownAtTheFirstTestSubmissionChangesNoPrediction) {
   EXPECT_TRUE(noted);
 }
 
+// Every test job killed for memory: none has a peak the savings accounting can run, so the page has
+// no savings section. The page's notes must say why, not drop the count of killed jobs with it.
+TEST(ReportDetail, WithEveryTestJobKilledForMemoryTheNotesSayWhyNoSavings) {
+  std::vector<Job> jobs = synth_jobs();
+  const DetailOptions o = small_model();
+  const size_t cut = static_cast<size_t>(static_cast<double>(jobs.size()) * (1.0 - o.test_share));
+  size_t killed = 0;
+  for (size_t i = cut; i < jobs.size(); ++i) {
+    if (jobs[i].submit_ms < jobs[cut].submit_ms || !jobs[i].req_mem_bytes) continue;
+    jobs[i].state = "OUT_OF_MEMORY";
+    jobs[i].peak_mem_bytes = jobs[i].req_mem_bytes;
+    compute_labels(jobs[i]);
+    killed += jobs[i].censored ? 1 : 0;
+  }
+  ASSERT_GT(killed, 50u);
+  auto d = build_detail(jobs, o);
+  ASSERT_TRUE(d) << d.status().message();
+  EXPECT_FALSE(d->recommendations) << "nothing to run at either request";
+  const bool noted = std::any_of(d->notes.begin(), d->notes.end(), [&](const std::string& n) {
+    return n.find("no savings section") != std::string::npos &&
+           n.find(std::to_string(killed) + " killed for memory") != std::string::npos;
+  });
+  EXPECT_TRUE(noted) << "the notes: " << [&] {
+    std::string all;
+    for (const std::string& n : d->notes) all += n + "\n";
+    return all;
+  }();
+}
+
 // Past max_usage_points the usage section keeps the last submitted jobs: its table as well as its
 // plots (both read Detail::usage), and the page's note must say so, or the table's job counts and
 // group ranking read as the whole trace's.
