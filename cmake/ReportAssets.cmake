@@ -46,6 +46,51 @@ foreach(f ${_pc_js_files})
   list(APPEND PEAKCAST_REPORT_JS_FILES ${PEAKCAST_REPORT_JS_DIR}/node_modules/${f})
 endforeach()
 
+# The licence texts of what the page carries: the three packages and everything npm installed
+# beside them (what their browser builds bundle -- d3, semver, fast-json-patch, tslib, ... -- is a
+# subset; type definitions left out), identical texts once with every package that has it. Their
+# licences (BSD-3-Clause, ISC, MIT, 0BSD) ask that the notice travel with each copy: the page
+# shows it (src/report/html.cpp), so the binary that writes it carries it too.
+set(PEAKCAST_REPORT_NOTICES ${PEAKCAST_REPORT_JS_DIR}/third-party-notices.txt)
+if(PEAKCAST_HAVE_REPORT_JS)
+  file(GLOB _pc_pkgs LIST_DIRECTORIES true ${PEAKCAST_REPORT_JS_DIR}/node_modules/*
+       ${PEAKCAST_REPORT_JS_DIR}/node_modules/@*/*)
+  list(SORT _pc_pkgs)
+  set(_pc_keys "")
+  foreach(dir ${_pc_pkgs})
+    if(NOT EXISTS ${dir}/package.json OR dir MATCHES "/node_modules/@types/")
+      continue()
+    endif()
+    file(GLOB _pc_lic ${dir}/LICENSE* ${dir}/LICENCE* ${dir}/license* ${dir}/licence* ${dir}/COPYING*)
+    file(READ ${dir}/package.json _pc_pj)
+    string(JSON _pc_name ERROR_VARIABLE _e GET "${_pc_pj}" name)
+    string(JSON _pc_ver ERROR_VARIABLE _e GET "${_pc_pj}" version)
+    if(NOT _pc_lic)
+      string(JSON _pc_spdx ERROR_VARIABLE _e GET "${_pc_pj}" license)
+      message(WARNING "report: ${_pc_name} ${_pc_ver} ships no licence file (package.json: ${_pc_spdx})")
+      continue()
+    endif()
+    list(SORT _pc_lic)
+    list(GET _pc_lic 0 _pc_file)
+    file(READ ${_pc_file} _pc_text)
+    string(STRIP "${_pc_text}" _pc_text)
+    string(SHA256 _pc_key "${_pc_text}")
+    if(NOT DEFINED _pc_text_${_pc_key})
+      set(_pc_text_${_pc_key} "${_pc_text}")
+      list(APPEND _pc_keys ${_pc_key})
+    endif()
+    list(APPEND _pc_who_${_pc_key} "${_pc_name} ${_pc_ver}")
+  endforeach()
+  set(_pc_notices "Licences of the plotting library this page carries (Vega, Vega-Lite and vega-embed, with the\npackages npm installed beside them), each text once with the packages that ship it.\n")
+  foreach(k ${_pc_keys})
+    string(REPLACE ";" ", " _pc_names "${_pc_who_${k}}")
+    string(APPEND _pc_notices "\n== ${_pc_names} ==\n\n${_pc_text_${k}}\n")
+  endforeach()
+  # Written only when it changed, so a configure does not rebuild the report's assets.
+  file(WRITE ${PEAKCAST_REPORT_NOTICES}.new "${_pc_notices}")
+  configure_file(${PEAKCAST_REPORT_NOTICES}.new ${PEAKCAST_REPORT_NOTICES} COPYONLY)
+endif()
+
 # The versions shown in the page come from the lock file.
 file(READ ${_pc_js_src}/package-lock.json _pc_lock)
 foreach(pkg vega vega-lite vega-embed)
@@ -59,11 +104,12 @@ function(peakcast_report_assets target)
   target_compile_definitions(${target} PRIVATE
     PEAKCAST_HAVE_REPORT_JS=${PEAKCAST_HAVE_REPORT_JS}
     PEAKCAST_REPORT_JS_DIR="${PEAKCAST_REPORT_JS_DIR}"
+    PEAKCAST_REPORT_NOTICES="${PEAKCAST_REPORT_NOTICES}"
     PEAKCAST_VEGA_VERSION="${PEAKCAST_VEGA_VERSION}"
     PEAKCAST_VEGA_LITE_VERSION="${PEAKCAST_VEGA_LITE_VERSION}"
     PEAKCAST_VEGA_EMBED_VERSION="${PEAKCAST_VEGA_EMBED_VERSION}")
   if(PEAKCAST_HAVE_REPORT_JS)
     set_source_files_properties(${PROJECT_SOURCE_DIR}/src/report/assets.cpp PROPERTIES
-                                OBJECT_DEPENDS "${PEAKCAST_REPORT_JS_FILES}")
+                                OBJECT_DEPENDS "${PEAKCAST_REPORT_JS_FILES};${PEAKCAST_REPORT_NOTICES}")
   endif()
 endfunction()

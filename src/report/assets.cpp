@@ -15,11 +15,20 @@
 
 __asm__(PEAKCAST_INCBIN("peakcast_vega_js", "vega/build/vega.min.js")
         PEAKCAST_INCBIN("peakcast_vega_lite_js", "vega-lite/build/vega-lite.min.js")
-        PEAKCAST_INCBIN("peakcast_vega_embed_js", "vega-embed/build/vega-embed.min.js"));
+        PEAKCAST_INCBIN("peakcast_vega_embed_js", "vega-embed/build/vega-embed.min.js")
+        ".section .rodata\n"
+        ".global peakcast_report_notices\n"
+        "peakcast_report_notices:\n"
+        ".incbin \"" PEAKCAST_REPORT_NOTICES "\"\n"
+        ".global peakcast_report_notices_end\n"
+        "peakcast_report_notices_end:\n"
+        ".byte 0\n"
+        ".previous\n");
 
 extern "C" const char peakcast_vega_js[], peakcast_vega_js_end[];
 extern "C" const char peakcast_vega_lite_js[], peakcast_vega_lite_js_end[];
 extern "C" const char peakcast_vega_embed_js[], peakcast_vega_embed_js_end[];
+extern "C" const char peakcast_report_notices[], peakcast_report_notices_end[];
 #endif
 
 namespace peakcast::report {
@@ -33,6 +42,14 @@ std::vector<Asset> plotting_library() {
       {"vega-lite " PEAKCAST_VEGA_LITE_VERSION, std::string_view(peakcast_vega_lite_js, static_cast<size_t>(peakcast_vega_lite_js_end - peakcast_vega_lite_js))},
       {"vega-embed " PEAKCAST_VEGA_EMBED_VERSION, std::string_view(peakcast_vega_embed_js, static_cast<size_t>(peakcast_vega_embed_js_end - peakcast_vega_embed_js))},
   };
+#else
+  return {};
+#endif
+}
+
+std::string_view plotting_library_notices() {
+#if PEAKCAST_HAVE_REPORT_JS
+  return {peakcast_report_notices, static_cast<size_t>(peakcast_report_notices_end - peakcast_report_notices)};
 #else
   return {};
 #endif

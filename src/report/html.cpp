@@ -205,6 +205,9 @@ Result<std::string> render_html(const ReportInput& in) {
                         "<div class=\"grid\">\n{}</div>\n{}</section>\n",
                         s.id, s.title, html_escape(s.explain), divs, section_tables(s.id, in));
   }
+  // The plotting library's licences ask that their notices travel with every copy.
+  page += "<footer><details id=\"licences\"><summary>Licences of the plotting library this page "
+          "carries</summary><pre>" + html_escape(plotting_library_notices()) + "</pre></details></footer>\n";
   page += "<pre id=\"render-status\" hidden></pre>\n"
           "<script type=\"application/json\" id=\"peakcast-plots\">" +
           json_in_script(spec_list.dump(-1, ' ', false, json::error_handler_t::replace)) +

@@ -28,6 +28,9 @@ struct Asset {
   std::string_view text;
 };
 std::vector<Asset> plotting_library();
+// The licence texts of the plotting library and the packages installed with it
+// (cmake/ReportAssets.cmake), each once, headed by the packages that ship it.
+std::string_view plotting_library_notices();
 
 // Text safe inside HTML element content and attribute values.
 std::string html_escape(std::string_view s);

@@ -544,6 +544,29 @@ TEST(ReportHtml, ThePageSaysWhichGigabyteItMeans) {
   EXPECT_NE(section.find("24 GiB"), std::string::npos);
 }
 
+// The page inlines Vega, Vega-Lite and vega-embed, whose browser builds bundle d3, semver,
+// fast-json-patch and tslib and carry no notice of their own: the licences (BSD-3-Clause, ISC,
+// MIT, 0BSD) ask that the copyright notice travel with each copy, so the page carries them.
+TEST(ReportHtml, ThePageCarriesTheLicencesOfWhatItInlines) {
+  if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
+  ReportInput in;
+  in.eval = sample_eval();
+  auto page = render_html(in);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  const size_t at = page->find("<details id=\"licences\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string notices = page->substr(at, page->find("</details>", at) - at);
+  for (const char* pkg : {"== ", "vega ", "vega-lite ", "vega-embed ", "d3-array ", "semver ",
+                          "fast-json-patch ", "tslib ", "json-stringify-pretty-compact "}) {
+    EXPECT_NE(notices.find(pkg), std::string::npos) << pkg;
+  }
+  size_t copyrights = 0;
+  for (size_t p = notices.find("Copyright"); p != std::string::npos; p = notices.find("Copyright", p + 1)) ++copyrights;
+  EXPECT_GE(copyrights, 10u);
+  EXPECT_NE(notices.find("University of Washington Interactive Data Lab"), std::string::npos);
+  EXPECT_EQ(notices.find("<script"), std::string::npos) << "the texts are escaped";
+}
+
 TEST(ReportHtml, PageCarriesEveryPlotAndNoFetch) {
   if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
   ReportInput in;
