@@ -301,20 +301,42 @@ const Pattern& curl_user() {
 // Which lines run a command: the command's words and the line breaks are found once over the
 // text, so each match of a flag asks in O(log n) whether its line names the command before it (a
 // scan back to the line's start for every match was quadratic on one long line).
+//
+// With Scope::kCommand a word counts only where a command's name stands (after the start, a
+// blank, `/`, `(`, a backtick, a quote, `;`, `|` or `&`; before a blank, the end, a quote, `;`,
+// `|`, `&` or `)`: not `x.7z`), and the command runs from it to the end of its line (a `\` before
+// the newline continues it) or to a `;`, `|` or `&`: in `openssl ... | curl -k` the `-k` is curl's.
 class CommandLines {
  public:
-  CommandLines(std::string_view s, std::initializer_list<std::string_view> words) {
+  enum class Scope { kLine, kCommand };
+  CommandLines(std::string_view s, std::initializer_list<std::string_view> words, Scope scope = Scope::kLine) {
+    const bool command = scope == Scope::kCommand;
+    auto before_ok = [&](size_t p) {
+      if (p == 0) return true;
+      const char c = s[p - 1];
+      if (!command) return !std::isalnum(static_cast<unsigned char>(c));
+      return std::string_view(" \t\n/(`\"';|&").find(c) != std::string_view::npos;
+    };
+    auto after_ok = [&](size_t e) {
+      if (e == s.size()) return true;
+      const char c = s[e];
+      if (!command) return !std::isalnum(static_cast<unsigned char>(c));
+      return std::string_view(" \t\n\"';|&)").find(c) != std::string_view::npos;
+    };
     for (std::string_view w : words) {
       for (size_t p = s.find(w); p != std::string_view::npos; p = s.find(w, p + 1)) {
-        const bool left = p == 0 || !std::isalnum(static_cast<unsigned char>(s[p - 1]));
-        const bool right = p + w.size() == s.size() || !std::isalnum(static_cast<unsigned char>(s[p + w.size()]));
-        if (left && right) ends_.push_back(p + w.size());
+        if (before_ok(p) && after_ok(p + w.size())) ends_.push_back(p + w.size());
       }
     }
     std::sort(ends_.begin(), ends_.end());
-    for (size_t p = s.find('\n'); p != std::string_view::npos; p = s.find('\n', p + 1)) breaks_.push_back(p);
+    for (size_t p = 0; p < s.size(); ++p) {
+      const char c = s[p];
+      if (c == '\n' ? !(command && p > 0 && s[p - 1] == '\\') : command && (c == ';' || c == '|' || c == '&')) {
+        breaks_.push_back(p);
+      }
+    }
   }
-  // Whether one of the words ends at or before `pos` on the line that holds `pos`.
+  // Whether one of the words ends at or before `pos` on the line (or command) that holds `pos`.
   bool runs_before(size_t pos) const {
     const auto next_break = std::lower_bound(breaks_.begin(), breaks_.end(), pos);
     const size_t bol = next_break == breaks_.begin() ? 0 : *(next_break - 1) + 1;
@@ -395,13 +417,13 @@ const Pattern& assignments() {
 
 bool space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 
-// The bare word at `pos`: not starting with = or :, ending at white space or one of
-// ;&|()<>'"`,]; nullopt when none starts there.
-std::optional<size_t> bare_word_end(std::string_view s, size_t pos) {
+// The bare word at `pos`: not starting with = or :, ending at white space or one of `stop`
+// (by default ;&|()<>'"`,]); nullopt when none starts there.
+constexpr std::string_view kWordStop = ";&|()<>'\"`,]";
+std::optional<size_t> bare_word_end(std::string_view s, size_t pos, std::string_view stop = kWordStop) {
   if (pos >= s.size()) return std::nullopt;
   const char first = s[pos];
-  static constexpr std::string_view kStop = ";&|()<>'\"`,]";
-  if (space_byte(first) || kStop.find(first) != std::string_view::npos || first == '=' || first == ':')
+  if (space_byte(first) || stop.find(first) != std::string_view::npos || first == '=' || first == ':')
     return std::nullopt;
   // A placeholder an earlier rule left inside the word (/home/<USER>/x) is part of it, so that a
   // second pass reads the value the first one did (redaction stays idempotent).
@@ -416,7 +438,7 @@ std::optional<size_t> bare_word_end(std::string_view s, size_t pos) {
       i += ph->size();
       continue;
     }
-    if (kStop.find(s[i]) != std::string_view::npos) break;
+    if (stop.find(s[i]) != std::string_view::npos) break;
     ++i;
   }
   return i;
@@ -437,8 +459,9 @@ struct Value {
 // (a shell string may go on over the next) is read to the line's end: at least that much is a
 // secret, and never a line more, so that no redaction joins lines (which would move a later
 // value's neighbourhood and make a second pass differ from the first). Backslash escapes are
-// read inside `"…"`, `$'…'` and `$"…"` (a `\"` does not end the string); `'…'` has none.
-std::optional<Value> read_value(std::string_view s, size_t pos) {
+// read inside `"…"`, `$'…'` and `$"…"` (a `\"` does not end the string); `'…'` has none. A bare
+// word ends at white space or one of `stop`.
+std::optional<Value> read_value(std::string_view s, size_t pos, std::string_view stop = kWordStop) {
   if (pos >= s.size()) return std::nullopt;
   size_t open = 0;
   if (s[pos] == '"' || s[pos] == '\'') {
@@ -448,7 +471,7 @@ std::optional<Value> read_value(std::string_view s, size_t pos) {
   }
   Value v;
   if (open == 0) {
-    const std::optional<size_t> end = bare_word_end(s, pos);
+    const std::optional<size_t> end = bare_word_end(s, pos, stop);
     if (!end) return std::nullopt;
     v.end = *end;
     v.literal = s.substr(pos, *end - pos);
@@ -624,6 +647,69 @@ std::string redact_expansion_defaults(std::string_view s, int& count) {
     if (!d || harmless_value(d->literal(m.subject))) return {};
     ++count;
     return {with_secret_default(m.subject, m.begin(), *d, d->expansion_end), 0, d->expansion_end};
+  });
+}
+
+// A short flag that is a password under one command only, up to its value: `-X` glued to the value
+// (group 2 unset) or before blanks (group 2), or smbclient's `--user` before blanks or `=`.
+const Pattern& command_password_flags() {
+  static const Pattern p("(?<![^ \\t])(-[akKPpuU]|--user)(?:([ \\t]++|=)|(?=[^\\s=]))");
+  return p;
+}
+
+// redis-cli -a PW, openssl -k PW / -K HEXKEY, zip/unzip -P PW (or -PPW), 7z -pPW (glued: `-p`
+// alone prompts), lftp -u USER,PW, smbclient/rpcclient/smbget/smbcacls -U USER%PW (or --user):
+// the flag counts only inside that command (CommandLines::Scope::kCommand). PW -> <SECRET> (USER
+// -> <USER>) unless none, a placeholder, a reference or an option (`-…`).
+std::string redact_command_passwords(std::string_view s, int& count) {
+  using Scope = CommandLines::Scope;
+  const CommandLines redis(s, {"redis-cli"}, Scope::kCommand);
+  const CommandLines openssl(s, {"openssl"}, Scope::kCommand);
+  const CommandLines zip(s, {"zip", "unzip"}, Scope::kCommand);
+  const CommandLines sevenzip(s, {"7z", "7za", "7zr", "7zz"}, Scope::kCommand);
+  const CommandLines lftp(s, {"lftp"}, Scope::kCommand);
+  const CommandLines smb(s, {"smbclient", "rpcclient", "smbget", "smbcacls"}, Scope::kCommand);
+  static constexpr std::string_view kUserPasswordStop = ";&|()<>'\"`";  // `,` separates lftp's
+  return replace_all(command_password_flags(), s, [&](const Match& m) -> Decision {
+    const std::string_view flag = m.group(1);
+    const bool glued = !m.has(2);
+    if (m.group(2) == "=" && flag != "--user") return {};
+    const CommandLines* command = &smb;
+    bool spaced_ok = true, glued_ok = true;
+    char split = 0;  // the byte between USER and PW
+    switch (flag == "--user" ? 'U' : flag[1]) {
+      case 'a': command = &redis, glued_ok = false; break;
+      case 'k':
+      case 'K': command = &openssl, glued_ok = false; break;
+      case 'P': command = &zip; break;
+      case 'p': command = &sevenzip, spaced_ok = false; break;
+      case 'u': command = &lftp, split = ','; break;
+      default: split = '%', glued_ok = flag != "--user"; break;
+    }
+    if ((glued ? !glued_ok : !spaced_ok) || !command->runs_before(m.begin())) return {};
+    const std::optional<Value> v = read_value(m.subject, m.end(), split != 0 ? kUserPasswordStop : kWordStop);
+    if (!v) return {};
+    std::string_view password = v->literal;
+    size_t at = 0;
+    if (split != 0) {
+      at = password.find(split);
+      if (at == std::string_view::npos) return {};  // no password: the command asks for it
+      password.remove_prefix(at + 1);
+    }
+    if (password.empty() || password.front() == '<' || password.front() == '-' ||
+        (password.front() == '$' && harmless_value(password))) {
+      return v->unclosed() ? Decision{} : Decision{std::nullopt, v->end};
+    }
+    ++count;
+    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
+    out += v->open;
+    if (split != 0) {
+      if (at > 0) out += "<USER>";
+      out += split;
+    }
+    out += "<SECRET>";
+    out += v->close;
+    return {std::move(out), 0, v->end};
   });
 }
 
@@ -837,6 +923,7 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     out += v->close;
     return {std::move(out), 0, v->end};
   });
+  s = redact_command_passwords(s, c.secrets);
   s = replace_all(wandb_login(), s, [&](const Match& m) -> Decision {
     ++c.secrets;
     return {std::string(m.group(1)) + "<SECRET>"};

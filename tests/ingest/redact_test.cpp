@@ -292,6 +292,38 @@ TEST(Redact, CurlUserGluedToItsFlag) {
   expect_kept({"curl -u$U:$P https://x", "curl -s https://x | sort -u", "python -uc 'import a:b'"});
 }
 
+// Password flags of particular commands, whose letters mean other things elsewhere: redis-cli
+// -a, openssl -k/-K, zip/unzip -P, 7z -pPW (glued), lftp -u USER,PW, smbclient -U USER%PW.
+TEST(Redact, CommandPasswordFlags) {
+  expect_one_secret_each({
+      {"redis-cli -h cache -a Hunter2pw ping", "redis-cli -h cache -a <SECRET> ping"},
+      {"redis-cli -a 'my pw' --no-auth-warning", "redis-cli -a '<SECRET>' --no-auth-warning"},
+      {"openssl enc -aes-256-cbc -k Hunter2pw -in a -out b", "openssl enc -aes-256-cbc -k <SECRET> -in a -out b"},
+      {"openssl enc -d -aes-256-cbc -K 00112233445566778899aabb -iv 0 -in a",
+       "openssl enc -d -aes-256-cbc -K <SECRET> -iv 0 -in a"},
+      {"openssl enc -aes-256-cbc -pass pass:Hunter2pw -in a", "openssl enc -aes-256-cbc -pass <SECRET> -in a"},
+      {"zip -r -P Hunter2pw out.zip dir", "zip -r -P <SECRET> out.zip dir"},
+      {"unzip -o -P \"my pw\" data.zip", "unzip -o -P \"<SECRET>\" data.zip"},
+      {"7z a -pHunter2pw -mhe=on out.7z dir", "7z a -p<SECRET> -mhe=on out.7z dir"},
+      {"/usr/bin/7za x -p'my pw' in.7z", "/usr/bin/7za x -p'<SECRET>' in.7z"},
+      {"lftp -u alice,Hunter2pw sftp://host", "lftp -u <USER>,<SECRET> sftp://host"},
+      {"lftp -c \"open -u alice,Hunter2pw ftp.example.org; mirror data\"",
+       "lftp -c \"open -u <USER>,<SECRET> ftp.example.org; mirror data\""},
+      {"smbclient //srv/share -U alice%Hunter2pw -c 'get x'", "smbclient //srv/share -U <USER>%<SECRET> -c 'get x'"},
+      {"smbclient //srv/share -UCORP\\\\alice%Hunter2pw", "smbclient //srv/share -U<USER>%<SECRET>"},
+      {"smbclient //srv/s --user='alice%my pw'", "smbclient //srv/s --user='<USER>%<SECRET>'"},
+      {"zip -r out.zip dir \\\n  -P Hunter2pw", "zip -r out.zip dir \\\n  -P <SECRET>"},  // continued line
+  });
+  // References, prompts and the same letters under other commands (or after a `|`, `;`, `&&`).
+  expect_kept({"redis-cli -a $REDIS_PW ping", "redis-cli -a \"$(cat pw)\"", "openssl req -new -key k.pem -out r.csr",
+               "openssl enc -k $PW -in a",
+               "7z x -p data.7z", "7z x in.7z && mkdir -pv out", "cp x.7z y && mkdir -pv out", "tar -cpf a.7z.tar d",
+               "zip -r out.zip dir; ssh -P 22 h", "lftp -u alice sftp://host", "lftp -u alice,$PW sftp://host",
+               "smbclient //srv/share -U alice", "smbclient -U% -L srv", "smbclient //s/x -U alice%$PW",
+               "openssl s_client -connect h:443 | curl -k https://x", "kubectl get pods -a bob",
+               "ssh -p 2222 host", "ls -a; redis-cli ping", "sort -k 2 f | redis-cli -x set k"});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
@@ -305,7 +337,8 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
   // (EXPECT_TRUE: a failure names the unit, not a megabyte of text)
   for (std::string_view unit : {"a.", "node01.cluster.example.org.", "x", "eyJ", "${USER}", "a:", "sk-",
                                 "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
-                                " machine a login b", " aws configure set a"}) {
+                                " machine a login b", " aws configure set a", " -a", "lftp -u a",
+                                "smbclient -U a", "-u a,"}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
