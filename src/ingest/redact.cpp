@@ -290,6 +290,17 @@ const Pattern& url_credentials() {
   return p;
 }
 
+// A pre-signed URL's credential in its query string: Azure SAS `sig`, AWS SigV4 `X-Amz-Signature`,
+// `X-Amz-Credential` (its access key id may already be <TOKEN>), `X-Amz-Security-Token`, SigV2
+// `Signature`, GCS `X-Goog-Signature` / `X-Goog-Credential`. Group 1: up to the value, 2: the value
+// (to `&`, `#`, a blank, a quote, `<`, `>` or a `\`, an earlier placeholder being part of it).
+const Pattern& signed_url_params() {
+  static const Pattern p(
+      "([?&](?:sig|Signature|(?i:x-amz-(?:signature|credential|security-token)|x-goog-(?:signature|credential)))=)"
+      "((?:<(?:TOKEN|SECRET)>|[^\\s&#\"'<>\\\\])++)");
+  return p;
+}
+
 // -u user:password (or glued: -uuser:password) / --user user:password; only on lines that run
 // curl (checked by the caller).
 const Pattern& curl_user() {
@@ -865,6 +876,11 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     if (m.group(3).front() == '$') return {};
     ++c.secrets;
     return {std::string(m.group(1)) + (m.group(2).empty() ? ":<SECRET>@" : "<USER>:<SECRET>@")};
+  });
+  s = replace_all(signed_url_params(), s, [&](const Match& m) -> Decision {
+    if (m.group(2) == "<SECRET>" || m.group(2).front() == '$') return {};
+    ++c.secrets;
+    return {std::string(m.group(1)) + "<SECRET>"};
   });
   const CommandLines curl_lines(s, {"curl"});
   s = replace_all(curl_user(), s, [&](const Match& m) -> Decision {

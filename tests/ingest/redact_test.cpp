@@ -324,6 +324,31 @@ TEST(Redact, CommandPasswordFlags) {
                "ssh -p 2222 host", "ls -a; redis-cli ping", "sort -k 2 f | redis-cli -x set k"});
 }
 
+// A pre-signed URL carries its credential in the query: Azure SAS `sig=`, AWS SigV4
+// `X-Amz-Signature` / `X-Amz-Credential` / `X-Amz-Security-Token`, SigV2 `Signature`, GCS
+// `X-Goog-Signature` / `X-Goog-Credential`.
+TEST(Redact, SignedUrlQueryCredentials) {
+  expect_one_secret_each({
+      {"wget 'https://acct.blob.core.windows.net/c/f?sv=2020-08-04&ss=b&sig=abcDEF123%2Bxyz%3D&se=x'",
+       "wget 'https://acct.blob.core.windows.net/c/f?sv=2020-08-04&ss=b&sig=<SECRET>&se=x'"},
+      {"azcopy copy \"https://a.blob.core.windows.net/c?sig=abcDEF123%3D\" .",
+       "azcopy copy \"https://a.blob.core.windows.net/c?sig=<SECRET>\" ."},
+      {"curl -o m.bin https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256\\&X-Amz-Signature=0123456789abcdef",
+       "curl -o m.bin https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256\\&X-Amz-Signature=<SECRET>"},
+      {"wget \"https://b.s3.amazonaws.com/k?AWSAccessKeyId=x&Expires=1700000000&Signature=abcDEF%2B123%3D\"",
+       "wget \"https://b.s3.amazonaws.com/k?AWSAccessKeyId=x&Expires=1700000000&Signature=<SECRET>\""},
+      {"gsutil cp 'https://storage.googleapis.com/b/o?X-Goog-Signature=0123abcd' .",
+       "gsutil cp 'https://storage.googleapis.com/b/o?X-Goog-Signature=<SECRET>' ."},
+  });
+  // Every credential of a SigV4 URL goes, the access key id inside X-Amz-Credential with it.
+  EXPECT_EQ(redact_script("curl 'https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20240101%2F"
+                          "us-east-1%2Fs3%2Faws4_request&X-Amz-Signature=0123456789abcdef&X-Amz-Security-Token=FQoG'"),
+            "curl 'https://b.s3.amazonaws.com/k?X-Amz-Credential=<SECRET>&X-Amz-Signature=<SECRET>"
+            "&X-Amz-Security-Token=<SECRET>'");
+  expect_kept({"wget \"https://a.blob.core.windows.net/c?$SAS\"", "curl \"https://x/f?sig=$SIG\"",
+               "python x.py --sig=0.5", "echo 'sig=abc'", "curl https://x/?design=abc123"});
+}
+
 // Long runs of the bytes the patterns read, up to the daemon's 1 MiB script limit: each is
 // redacted (no PCRE2 "JIT stack limit" error, which made the daemon answer 500) and as the rules
 // say. How long they take is measured in bench/redact_bench.cpp.
@@ -338,7 +363,7 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
   for (std::string_view unit : {"a.", "node01.cluster.example.org.", "x", "eyJ", "${USER}", "a:", "sk-",
                                 "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
                                 " machine a login b", " aws configure set a", " -a", "lftp -u a",
-                                "smbclient -U a", "-u a,"}) {
+                                "smbclient -U a", "-u a,", "&sig="}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
