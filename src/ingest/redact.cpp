@@ -231,6 +231,12 @@ const Pattern& token_shapes() {
       "|npm_[A-Za-z0-9]{36}"                             // npm tokens
       "|eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}"  // JWTs
       "|https://hooks\\.slack\\.com/services/[A-Za-z0-9/_-]+"              // Slack webhooks
+      "|nvapi-[A-Za-z0-9_-]{20,}"                        // NVIDIA API keys (NGC, build.nvidia.com)
+      "|pypi-AgE[A-Za-z0-9_-]{40,}"                      // PyPI API tokens (a pypi.org macaroon)
+      "|[rs]k_(?:live|test)_[A-Za-z0-9]{20,}"            // Stripe secret and restricted keys
+      "|xapp-[0-9]-[A-Za-z0-9-]{10,}"                    // Slack app-level tokens
+      "|SG\\.[A-Za-z0-9_-]{20,}+\\.[A-Za-z0-9_-]{30,}"   // SendGrid API keys
+      "|ya29\\.[A-Za-z0-9_-]{20,}"                       // Google OAuth 2.0 access tokens
       ")");
   return p;
 }

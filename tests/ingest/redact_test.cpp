@@ -72,6 +72,30 @@ TEST(Redact, TokenShapes) {
   }
 }
 
+// NVIDIA (`nvapi-`), PyPI (`pypi-AgE…`), Stripe (`sk_live_`/`rk_live_`/`_test_`), Slack app-level
+// (`xapp-`), SendGrid (`SG.x.y`) and Google OAuth access tokens (`ya29.`) kept their shape.
+TEST(Redact, MoreTokenShapes) {
+  const std::vector<std::string> tokens = {
+      "nvapi-" + std::string(60, 'a') + "_Z-9",
+      "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
+      "sk_live_51Habcdefghijklmnopqrstuvwxyz0123",
+      "rk_live_51Habcdefghijklmnopqrstuvwxyz0123",
+      "sk_test_51Habcdefghijklmnopqrstuvwxyz0123",
+      "xapp-1-A0123456789-1234567890123-abcdef0123456789",
+      "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+      "ya29.a0AfH6SMBabcdefghijklmnopqrstuvwxyz_0123",
+  };
+  for (const auto& t : tokens) {
+    RedactionCounts c;
+    EXPECT_EQ(redact_script("run --quiet " + t + " && echo ok", &c), "run --quiet <TOKEN> && echo ok") << t;
+    EXPECT_EQ(c.tokens, 1) << t;
+  }
+  for (std::string s : {"pip install pypi-simple pypi-server", "git clone https://github.com/x/nvapi-examples",
+                        "module load SG.intel-2023", "ls ya29.txt", "mv mask_live_data x", "cd xapp-1-build"}) {
+    EXPECT_EQ(redact_script(s), s);
+  }
+}
+
 TEST(Redact, BearerAndAuthorizationHeaders) {
   EXPECT_EQ(redact_script("curl -H 'Authorization: Bearer abc.def.ghi123' https://x"),
             "curl -H 'Authorization: Bearer <SECRET>' https://x");
@@ -363,7 +387,7 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
   for (std::string_view unit : {"a.", "node01.cluster.example.org.", "x", "eyJ", "${USER}", "a:", "sk-",
                                 "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
                                 " machine a login b", " aws configure set a", " -a", "lftp -u a",
-                                "smbclient -U a", "-u a,", "&sig="}) {
+                                "smbclient -U a", "-u a,", "&sig=", "SG.a", "ya29."}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
