@@ -215,6 +215,56 @@ std::string redact_private_keys(std::string_view s, int& count) {
   return out;
 }
 
+// The two private-key formats without a PEM armour, up to the end of their last line (or to the
+// end of the text when cut off) -> "<PRIVATE KEY>":
+// - SSH2 (RFC 4716's armour, as ssh.com's and some exporters write a private key): a
+//   "---- BEGIN <…>PRIVATE KEY<…> ----" line to its "---- END …" line;
+// - PuTTY's .ppk: "PuTTY-User-Key-File-N:" to its "Private-MAC:" line (version 1: "Private-Hash:").
+// Every search runs from where the last block ended or a header was refused, and a header is
+// read on its line within 100 bytes, so the text is read once per format.
+std::string redact_unarmoured_private_keys(std::string_view s, bool putty, int& count) {
+  const std::string_view begin = putty ? "PuTTY-User-Key-File-" : "---- BEGIN ";
+  // Where the block that starts with the header ending at `hdr` ends.
+  auto block_end = [&](size_t hdr) -> size_t {
+    size_t marker = std::string_view::npos;
+    if (!putty) {
+      marker = s.find("---- END ", hdr);
+    } else {
+      for (size_t p = s.find("Private-", hdr); p != std::string_view::npos; p = s.find("Private-", p + 1)) {
+        if (s.compare(p + 8, 4, "MAC:") == 0 || s.compare(p + 8, 5, "Hash:") == 0) {
+          marker = p;
+          break;
+        }
+      }
+    }
+    if (marker == std::string_view::npos) return s.size();
+    const size_t eol = s.find('\n', marker);
+    return eol == std::string_view::npos ? s.size() : eol;
+  };
+  std::string out;
+  size_t copied = 0, pos = 0;
+  while ((pos = s.find(begin, pos)) != std::string_view::npos) {
+    const size_t hdr = pos + begin.size();
+    std::string_view line = s.substr(hdr, 100);
+    line = line.substr(0, line.find('\n'));
+    const size_t key = line.find("PRIVATE KEY");
+    const bool header = putty ? line.size() >= 2 && std::isdigit(static_cast<unsigned char>(line[0])) && line[1] == ':'
+                              : key != std::string_view::npos && line.find("----", key) != std::string_view::npos;
+    if (!header) {
+      pos = hdr;
+      continue;
+    }
+    const size_t stop = block_end(hdr);
+    out.append(s.substr(copied, pos - copied));
+    out += "<PRIVATE KEY>";
+    ++count;
+    copied = pos = stop;
+  }
+  if (copied == 0) return std::string(s);
+  out.append(s.substr(copied));
+  return out;
+}
+
 // ---------------------------------------------------------------- rule 3: token shapes
 
 const Pattern& token_shapes() {
@@ -867,6 +917,8 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
   RedactionCounts c;
   std::string s = normalize_whitespace(script);
   s = redact_private_keys(s, c.private_keys);
+  s = redact_unarmoured_private_keys(s, false, c.private_keys);
+  s = redact_unarmoured_private_keys(s, true, c.private_keys);
 
   s = replace_all(token_shapes(), s, [&](const Match&) -> Decision {
     ++c.tokens;

@@ -44,6 +44,31 @@ TEST(Redact, PrivateKeyBlocks) {
   EXPECT_EQ(redact_script(pub), pub);
 }
 
+// The SSH2 (RFC 4716, `---- BEGIN SSH2 … PRIVATE KEY ----`) and PuTTY (`PuTTY-User-Key-File-N:`
+// … `Private-MAC:`) private-key formats have no `-----BEGIN`.
+TEST(Redact, Ssh2AndPuttyPrivateKeys) {
+  RedactionCounts c;
+  EXPECT_EQ(redact_script("x\n---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"k\"\nP2/56wAAAi4AAAA3\n"
+                          "---- END SSH2 ENCRYPTED PRIVATE KEY ----\ny",
+                          &c),
+            "x\n<PRIVATE KEY>\ny");
+  EXPECT_EQ(redact_script("cat > k.ppk <<EOF\nPuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: k\n"
+                          "Public-Lines: 2\nAAAAC3Nz\nAAAAIB\nPrivate-Lines: 1\nAAAAIQDs\nPrivate-MAC: 0123abcd\nEOF",
+                          &c),
+            "cat > k.ppk <<EOF\n<PRIVATE KEY>\nEOF");
+  EXPECT_EQ(c.private_keys, 2);
+  // PuTTY's version 1 ends at Private-Hash; a block cut off goes to the end, as PEM's does.
+  EXPECT_EQ(redact_script("PuTTY-User-Key-File-1: ssh-rsa\nPrivate-Lines: 1\nAAAA\nPrivate-Hash: 01ab\nz"),
+            "<PRIVATE KEY>\nz");
+  EXPECT_EQ(redact_script("a\nPuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 1\nAAAA"), "a\n<PRIVATE KEY>");
+  EXPECT_EQ(redact_script("a\n---- BEGIN SSH2 PRIVATE KEY ----\nAAAA"), "a\n<PRIVATE KEY>");
+  // Public keys stay, and so does prose.
+  for (std::string s : {"---- BEGIN SSH2 PUBLIC KEY ----\nAAAAB3\n---- END SSH2 PUBLIC KEY ----",
+                        "# convert with puttygen k.ppk (PuTTY-User-Key-File format)", "---- BEGIN ----"}) {
+    EXPECT_EQ(redact_script(s), s);
+  }
+}
+
 // ---- token shapes
 
 TEST(Redact, TokenShapes) {
@@ -387,7 +412,8 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
   for (std::string_view unit : {"a.", "node01.cluster.example.org.", "x", "eyJ", "${USER}", "a:", "sk-",
                                 "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
                                 " machine a login b", " aws configure set a", " -a", "lftp -u a",
-                                "smbclient -U a", "-u a,", "&sig=", "SG.a", "ya29."}) {
+                                "smbclient -U a", "-u a,", "&sig=", "SG.a", "ya29.", " ---- BEGIN",
+                                "PuTTY-User-Key-File-", "Private-"}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
