@@ -786,9 +786,13 @@ std::string redact_assignments(std::string_view s, int& count) {
     std::string_view dashes = m.group(1), name = m.group(3), sep = m.group(4);
     bool spaced = sep.find_first_of("=:") == std::string_view::npos;
     if (spaced && dashes.empty()) return keep;  // "export NAME" is not NAME=value
-    if (!secret_name(name)) return keep;
+    // A docker config.json's credentials sit under JSON keys that are no secret words elsewhere
+    // ("auth" is also a scheme's or a switch's name): read only as "KEY": "VALUE".
+    const bool docker_key = m.group(2) == "\"" && sep.find(':') != std::string_view::npos &&
+                            (name == "auth" || name == "identitytoken" || name == "registrytoken");
+    if (!docker_key && !secret_name(name)) return keep;
     const std::optional<Value> v = read_value(m.subject, m.end());
-    if (!v) return keep;
+    if (!v || (docker_key && v->open != "\"")) return keep;
     // NAME=${OTHER:-WORD} (bare or in double quotes): a reference whose default, a literal, is
     // NAME's value while OTHER is unset. (Under a secret OTHER, redact_expansion_defaults() has
     // taken it already.)

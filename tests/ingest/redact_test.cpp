@@ -300,6 +300,22 @@ TEST(Redact, CshSetenvUnderASecretName) {
                "unsetenv HF_TOKEN", "setenv HF_TOKEN", "setenv HF_HOME $SCRATCH/hf"});
 }
 
+// A docker config.json written by a heredoc or an echo: `"auth"` (base64 of user:password),
+// `"identitytoken"`, `"registrytoken"` are not secret words, but under these quoted JSON keys they
+// are credentials.
+TEST(Redact, DockerConfigAuthInAHeredoc) {
+  expect_one_secret_each({
+      {"cat > ~/.docker/config.json <<EOF\n{\"auths\": {\"r.example.org\": {\"auth\": \"YWxpY2U6aHVudGVyMg==\"}}}\nEOF",
+       "cat > ~/.docker/config.json <<EOF\n{\"auths\": {\"r.example.org\": {\"auth\": \"<SECRET>\"}}}\nEOF"},
+      {"echo '{\"auths\":{\"ghcr.io\":{\"auth\":\"YWxpY2U6aHVudGVyMg==\"}}}' > config.json",
+       "echo '{\"auths\":{\"ghcr.io\":{\"auth\":\"<SECRET>\"}}}' > config.json"},
+      {"      \"identitytoken\": \"0123abcdef0123abcdef\"", "      \"identitytoken\": \"<SECRET>\""},
+      {"{\"registrytoken\": \"0123abcdef0123abcdef\"}", "{\"registrytoken\": \"<SECRET>\"}"},
+  });
+  expect_kept({"{\"auth\": \"\"}", "{\"auth\": {\"type\": \"basic\"}}", "{\"auth\": \"$AUTH\"}", "auth: required",
+               "python x.py --auth basicauth", "{\"auths\": {}}", "\"auth\": true"});
+}
+
 // A quoted password with a blank in it was redacted up to the blank: the rest survived.
 TEST(Redact, QuotedCommandPasswordsAreRedactedWhole) {
   expect_one_secret_each({
