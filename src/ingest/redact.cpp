@@ -821,6 +821,15 @@ std::string redact_assignments(std::string_view s, int& count) {
   });
 }
 
+// Perl and PHP assign with the sigil, which the assignment pattern never reads a name after (in a
+// shell `$NAME` is a reference): `my $password = "…";`, `$this->password = '…';`. Up to a quoted
+// value, which the caller takes only before a `;`; not `==`, `=~`, `=>`. Group 1: NAME.
+const Pattern& sigil_assignments() {
+  static const Pattern p(
+      "(?:(?<![A-Za-z0-9_$\\\\])\\$|->)([A-Za-z_][A-Za-z0-9_]*+)[ \\t]*+=(?![=~>])[ \\t]*+(?=[\"'])");
+  return p;
+}
+
 // ---------------------------------------------------------------- rule 6: e-mail
 
 // An address whose local part may hold shell variables (${USER}@site.edu) or a documentation
@@ -1008,6 +1017,22 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
   });
   s = redact_expansion_defaults(s, c.secrets);
   s = redact_assignments(s, c.secrets);
+  s = replace_all(sigil_assignments(), s, [&](const Match& m) -> Decision {
+    if (!secret_name(m.group(1))) return {};
+    const std::optional<Value> v = read_value(m.subject, m.end());
+    if (!v || harmless_value(v->literal)) return v && !v->unclosed() ? Decision{std::nullopt, v->end} : Decision{};
+    // A statement: `;` after the string (in a shell, `[ $TOKEN = "x" ]` or `echo $TOKEN = 'x'` is
+    // none, and stays).
+    size_t after = v->end;
+    while (after < m.subject.size() && (m.subject[after] == ' ' || m.subject[after] == '\t')) ++after;
+    if (v->unclosed() || after >= m.subject.size() || m.subject[after] != ';') return {std::nullopt, v->end};
+    ++c.secrets;
+    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
+    out += v->open;
+    out += "<SECRET>";
+    out += v->close;
+    return {std::move(out), 0, v->end};
+  });
   // A secret stored by `aws configure set`, set by csh's `setenv`, or a netrc entry's password:
   // VALUE -> <SECRET>. In a netrc entry a written `\n` (echo -e, printf) ends a bare value. After
   // the assignments: what they redact may be the text these patterns read before the value (a

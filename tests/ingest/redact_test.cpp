@@ -316,6 +316,22 @@ TEST(Redact, DockerConfigAuthInAHeredoc) {
                "python x.py --auth basicauth", "{\"auths\": {}}", "\"auth\": true"});
 }
 
+// Perl and PHP assign with the sigil: `my $password = "…";`, `$this->password = '…';`. (Not a
+// comparison: `==`, `=~`, `=>`, or a shell test or echo with no `;` after the string; not a
+// reference or a call.)
+TEST(Redact, PerlAndPhpVariableAssignments) {
+  expect_one_secret_each({
+      {"my $password = \"Hunter2pw\";", "my $password = \"<SECRET>\";"},
+      {"$db_password = 'Hunter2pw';", "$db_password = '<SECRET>';"},
+      {"our $API_KEY='abc123def';", "our $API_KEY='<SECRET>';"},
+      {"$this->password = \"Hunter2pw\";", "$this->password = \"<SECRET>\";"},
+      {"perl -e 'my $token = \"abc123def\"; print 1'", "perl -e 'my $token = \"<SECRET>\"; print 1'"},
+  });
+  expect_kept({"my $password = $ENV{DB_PASSWORD};", "if [ $password == \"\" ]; then", "[ \"$TOKEN\" = \"$X\" ]",
+               "my $token = get_token();", "$pass =~ s/x//;", "my %h = ($token => 'x');", "my $password = \"\";",
+               "echo $HF_TOKEN = 'set'", "$TOKENIZER = 'gpt2';", "if [ $TOKEN = \"abc123def\" ]; then"});
+}
+
 // A quoted password with a blank in it was redacted up to the blank: the rest survived.
 TEST(Redact, QuotedCommandPasswordsAreRedactedWhole) {
   expect_one_secret_each({
