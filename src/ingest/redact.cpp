@@ -830,6 +830,14 @@ const Pattern& sigil_assignments() {
   return p;
 }
 
+// <NAME attributes>VALUE</NAME> on one line (Maven settings.xml, Ivy, Hadoop configuration): the
+// caller takes VALUE under a secret NAME. Group 1: NAME, 2: VALUE (no `<`: the placeholder left
+// in it ends a second pass's match). Each `<` reads at most to the next `<` or newline.
+const Pattern& xml_elements() {
+  static const Pattern p("<([A-Za-z_][A-Za-z0-9_.:-]*+)(?:[ \\t][^<>\\n]*+)?>([^<\\n]++)</\\1>");
+  return p;
+}
+
 // ---------------------------------------------------------------- rule 6: e-mail
 
 // An address whose local part may hold shell variables (${USER}@site.edu) or a documentation
@@ -1032,6 +1040,14 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     out += "<SECRET>";
     out += v->close;
     return {std::move(out), 0, v->end};
+  });
+  s = replace_all(xml_elements(), s, [&](const Match& m) -> Decision {
+    if (!secret_name(m.group(1)) || harmless_value(m.group(2))) return {};
+    ++c.secrets;
+    std::string out(m.subject.substr(m.begin(), m.begin(2) - m.begin()));
+    out += "<SECRET>";
+    out += m.subject.substr(m.end(2), m.end() - m.end(2));
+    return {std::move(out)};
   });
   // A secret stored by `aws configure set`, set by csh's `setenv`, or a netrc entry's password:
   // VALUE -> <SECRET>. In a netrc entry a written `\n` (echo -e, printf) ends a bare value. After

@@ -332,6 +332,19 @@ TEST(Redact, PerlAndPhpVariableAssignments) {
                "echo $HF_TOKEN = 'set'", "$TOKENIZER = 'gpt2';", "if [ $TOKEN = \"abc123def\" ]; then"});
 }
 
+// XML configuration (Maven settings.xml, Ivy, Hadoop) holds secrets as elements:
+// `<password>…</password>`, under any secret element name.
+TEST(Redact, XmlSecretElements) {
+  expect_one_secret_each({
+      {"<server><id>x</id><username>bob</username><password>Hunter2pw</password></server>",
+       "<server><id>x</id><username>bob</username><password><SECRET></password></server>"},
+      {"  <passphrase>my pass phrase</passphrase>", "  <passphrase><SECRET></passphrase>"},
+      {"<ns:apiKey type=\"x\">abc123def</ns:apiKey>", "<ns:apiKey type=\"x\"><SECRET></ns:apiKey>"},
+  });
+  expect_kept({"<password>${env.MAVEN_PW}</password>", "<password></password>", "<max-tokens>2048</max-tokens>",
+               "# usage: login <user> <password>", "<password>a</secret>", "<token>\nabc123def\n</token>"});
+}
+
 // A quoted password with a blank in it was redacted up to the blank: the rest survived.
 TEST(Redact, QuotedCommandPasswordsAreRedactedWhole) {
   expect_one_secret_each({
@@ -445,7 +458,7 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
                                 "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
                                 " machine a login b", " aws configure set a", " -a", "lftp -u a",
                                 "smbclient -U a", "-u a,", "&sig=", "SG.a", "ya29.", " ---- BEGIN",
-                                "PuTTY-User-Key-File-", "Private-"}) {
+                                "PuTTY-User-Key-File-", "Private-", "<a", "<token>a</"}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
