@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   std::printf("%-30s %12s %12s\n", "repeated unit", "256 KiB MB/s", "1 MiB MB/s");
   for (std::string_view unit : {"a:", "sk-", "a.", "x", "eyJ", "${USER}", "mailto:", "/work/a/", "-u a:",
                                 "curl -u a:b ", "a=", "--a=", "node01.cluster.example.org.",
-                                "export PYTHONPATH=mod1:", "redis-cli -a $x ", "lftp -u a,$b ", "&sig=",
+                                "export PYTHONPATH=mod1:", "redis-cli -a $x ", "lftp -u a,$b ", "&sig=", "A_TOKEN=a\"",
                                 "&X-Amz-Signature=<TOKEN>"}) {
     const double small = rate({repeat(unit, size_t{1} << 18)}, rounds);
     const double large = rate({repeat(unit, size_t{1} << 20)}, rounds);

@@ -396,6 +396,7 @@ class CommandLines {
       }
     }
     std::sort(ends_.begin(), ends_.end());
+    if (ends_.empty()) return;  // the command is not run: no break matters
     for (size_t p = 0; p < s.size(); ++p) {
       const char c = s[p];
       if (c == '\n' ? !(command && p > 0 && s[p - 1] == '\\') : command && (c == ';' || c == '|' || c == '&')) {
@@ -559,6 +560,58 @@ std::optional<Value> read_value(std::string_view s, size_t pos, std::string_view
   return v;
 }
 
+// Where the shell word ends whose bare first part, read by read_value() from `start`, ends at
+// `end`: glued to it, a `\`-escaped byte (not a newline), a quoted string closed on its line that
+// does not start with a blank, and more bare bytes; up to white space or one of ;&|()<>`,] (as
+// for a bare word). A quote that is not closed on its line, or opens a blank, is taken to close a
+// string the assignment stands in (`echo "export TOKEN=abc" >> f`) and ends the word.
+size_t shell_word_end(std::string_view s, size_t start, size_t end) {
+  size_t i = end, backslashes = 0;
+  while (backslashes < end - start && s[end - 1 - backslashes] == '\\') ++backslashes;
+  if (backslashes % 2 == 1) {  // the bare part stopped at an escaped byte
+    if (i >= s.size() || s[i] == '\n') return end;
+    ++i;
+  }
+  static constexpr std::string_view kStop = ";&|()<>`,]";
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '\\') {
+      if (i + 1 >= s.size() || s[i + 1] == '\n') break;
+      i += 2;
+    } else if (c == '"' || c == '\'') {
+      if (i + 1 < s.size() && (s[i + 1] == ' ' || s[i + 1] == '\t')) break;
+      size_t j = i + 1;
+      for (; j < s.size() && s[j] != '\n' && s[j] != c; ++j) {
+        if (c == '"' && s[j] == '\\' && j + 1 < s.size() && s[j + 1] != '\n') ++j;
+      }
+      if (j >= s.size() || s[j] != c) break;
+      i = j + 1;
+    } else if (space_byte(c) || kStop.find(c) != std::string_view::npos) {
+      break;
+    } else {
+      ++i;
+    }
+  }
+  return i;
+}
+
+// The replacement of the text from `from` to the end of the secret value `v`, read at `at`: the
+// value's quotes kept around <SECRET>; with `whole_word`, a bare value glued to more of its shell
+// word goes whole (shell_word_end), as one bare <SECRET>.
+Decision secret_value(std::string_view s, size_t from, size_t at, const Value& v, bool whole_word) {
+  std::string out(s.substr(from, at - from));
+  if (whole_word && v.open.empty()) {
+    if (const size_t end = shell_word_end(s, at, v.end); end > v.end) {
+      out += "<SECRET>";
+      return {std::move(out), 0, end};
+    }
+  }
+  out += v.open;
+  out += "<SECRET>";
+  out += v.close;
+  return {std::move(out), 0, v.end};
+}
+
 // `${NAME:-WORD}`, `${NAME-WORD}`, `${NAME:=WORD}`, `${NAME=WORD}`: a reference, but WORD is a
 // literal the script holds. Where that literal lies: inside the quotes when WORD is one quoted
 // string, else all of WORD, to the line's end when the expansion is not closed there (as for an
@@ -668,9 +721,45 @@ bool secret_name(std::string_view name) {
 
 // Values that cannot be a literal secret: references ($VAR, ${VAR}, $(cmd); `$'…'` and `$"…"`
 // are quoted literals, not references), placeholders (<...>), booleans, short numbers.
+bool harmless_value(std::string_view v);
+
+// The length of the reference at the start of `v`: `$NAME`, `$1`, `$@` (one special byte),
+// `${…}` or `$(…)` to its matching close; 0 when none starts there or it is not closed in `v`.
+size_t reference_length(std::string_view v) {
+  if (v.size() < 2 || v[0] != '$') return 0;
+  const char c = v[1];
+  if (c == '{' || c == '(') {
+    const char close = c == '{' ? '}' : ')';
+    int depth = 0;
+    for (size_t i = 1; i < v.size(); ++i) {
+      if (v[i] == c) ++depth;
+      if (v[i] == close && --depth == 0) return i + 1;
+    }
+    return 0;
+  }
+  if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+    size_t i = 2;
+    while (i < v.size() && (std::isalnum(static_cast<unsigned char>(v[i])) || v[i] == '_')) ++i;
+    return i;
+  }
+  const bool special = std::isdigit(static_cast<unsigned char>(c)) || std::string_view("@*#?$!-").find(c) != std::string_view::npos;
+  return special ? 2 : 0;
+}
+
+// A value that starts with references: harmless unless a literal is glued to them (`${X}literal`,
+// `$1abc`: a letter or digit right after the last). A path under them (`$HOME/.token`),
+// punctuation (`${A}:${B}`, `${NAME}_x`, `$DIR.key`), a blank, or a short number stays harmless.
+bool harmless_reference(std::string_view v) {
+  size_t i = 0;
+  for (size_t n; i < v.size() && (n = reference_length(v.substr(i))) > 0;) i += n;
+  if (i == 0) return true;  // `$` alone, or a `${`/`$(` not closed in the value: as before
+  const std::string_view rest = v.substr(i);
+  return rest.empty() || !std::isalnum(static_cast<unsigned char>(rest[0])) || harmless_value(rest);
+}
+
 bool harmless_value(std::string_view v) {
   if (v.empty() || v[0] == '<') return true;
-  if (v[0] == '$') return !(v.size() > 1 && (v[1] == '\'' || v[1] == '"'));
+  if (v[0] == '$') return !(v.size() > 1 && (v[1] == '\'' || v[1] == '"')) && harmless_reference(v);
   static const std::array<std::string_view, 8> kLiterals = {"true", "false", "yes", "no",
                                                             "none", "null",  "on",  "off"};
   std::string lv = lower(v);
@@ -813,11 +902,7 @@ std::string redact_assignments(std::string_view s, int& count) {
       return keep;  // a function call or subscript: code, not a literal
     }
     ++count;
-    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
-    out += v->open;
-    out += "<SECRET>";
-    out += v->close;
-    return {std::move(out), 0, v->end};
+    return secret_value(m.subject, m.begin(), m.end(), *v, true);
   });
 }
 
@@ -1065,11 +1150,7 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     if (v->literal.starts_with('%')) return {};  // printf's "password %s": the secret is elsewhere
     if (v->literal.starts_with('-')) return {};  // an option: no key or password starts so
     ++c.secrets;
-    std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
-    out += v->open;
-    out += "<SECRET>";
-    out += v->close;
-    return {std::move(out), 0, v->end};
+    return secret_value(m.subject, m.begin(), m.end(), *v, !netrc);  // a netrc value is inside a string
   };
   s = replace_all(aws_configure_set(), s, [&](const Match& m) -> Decision {
     // Kept: go on from the next byte, since the NAME read may be another `aws configure set`.

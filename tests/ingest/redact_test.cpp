@@ -300,6 +300,33 @@ TEST(Redact, CshSetenvUnderASecretName) {
                "unsetenv HF_TOKEN", "setenv HF_TOKEN", "setenv HF_HOME $SCRATCH/hf"});
 }
 
+// The shell glues a bare word to a quoted string or a `\`-escaped byte after it (`abc"def ghi"` is
+// the one value `abcdef ghi`): only the bare part went, the rest survived. And a value that starts
+// with a reference but goes on with a literal (`${X}literal`) was taken for a reference.
+TEST(Redact, ValuesGluedToQuotesEscapesAndReferences) {
+  expect_one_secret_each({
+      {"export TOKEN=abc\"def ghi\"", "export TOKEN=<SECRET>"},
+      {"export TOKEN=abc\\ def x", "export TOKEN=<SECRET> x"},
+      {"TOKEN=abc'd e'f\"g\"; run", "TOKEN=<SECRET>; run"},
+      {"DB_PASSWORD=pa\\\"ss word", "DB_PASSWORD=<SECRET> word"},
+      {"setenv HF_TOKEN abc\"d e\" x", "setenv HF_TOKEN <SECRET> x"},
+      {"export TOKEN=${X}literal", "export TOKEN=<SECRET>"},
+      {"export API_KEY=\"${PREFIX}abc123\"", "export API_KEY=\"<SECRET>\""},
+      {"x_token=$1abc123", "x_token=<SECRET>"},
+      // A quote after the value that closes an echo's string (blank after it, or none on the
+      // line) is not part of it.
+      {"echo \"export HF_TOKEN=abc123\" >> ~/.bashrc && echo \"ok\"",
+       "echo \"export HF_TOKEN=<SECRET>\" >> ~/.bashrc && echo \"ok\""},
+      {"echo \"HF_TOKEN=abc123\"", "echo \"HF_TOKEN=<SECRET>\""},
+      // A quoted value is one string, as before: what follows it is not read.
+      {"{\"token\": \"abc123\"}", "{\"token\": \"<SECRET>\"}"},
+  });
+  // A reference followed by a path, punctuation, a blank or nothing is still a reference.
+  expect_kept({"export TOKEN_FILE=$HOME/.token", "export HF_TOKEN=${HF_TOKEN}", "TOKEN_DIR=${SCRATCH}_tokens",
+               "export HF_TOKEN=\"$X $Y\"", "echo \"export HF_TOKEN=$HF_TOKEN\" >> ~/.bashrc", "KEY_PATH=$DIR.key",
+               "x_token=$1", "API_KEY=${A}:${B}", "export HF_TOKEN=$(cat f)x", "API_KEY=\"${KEY:?unset} is set\""});
+}
+
 // A docker config.json written by a heredoc or an echo: `"auth"` (base64 of user:password),
 // `"identitytoken"`, `"registrytoken"` are not secret words, but under these quoted JSON keys they
 // are credentials.
@@ -458,7 +485,8 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
                                 "mailto:", "-u a:", "mod1:", "a=", "--a=", "${A:-", "${A:-\"", "${A:-x",
                                 " machine a login b", " aws configure set a", " -a", "lftp -u a",
                                 "smbclient -U a", "-u a,", "&sig=", "SG.a", "ya29.", " ---- BEGIN",
-                                "PuTTY-User-Key-File-", "Private-", "<a", "<token>a</"}) {
+                                "PuTTY-User-Key-File-", "Private-", "<a", "<token>a</", "TOKEN=${",
+                                "TOKEN=$X/"}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
