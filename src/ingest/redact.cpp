@@ -371,8 +371,9 @@ const Pattern& curl_user() {
 //
 // With Scope::kCommand a word counts only where a command's name stands (after the start, a
 // blank, `/`, `(`, a backtick, a quote, `;`, `|` or `&`; before a blank, the end, a quote, `;`,
-// `|`, `&` or `)`: not `x.7z`), and the command runs from it to the end of its line (a `\` before
-// the newline continues it) or to a `;`, `|` or `&`: in `openssl ... | curl -k` the `-k` is curl's.
+// `|`, `&` or `)`: not `x.7z`), and a line ending in `\` goes on on the next. Not cut at `;`, `|`
+// or `&`: those may stand inside a value a rule redacts, and a second pass would then see the
+// command run further than the first did (in `openssl … | curl -k URL` the URL is taken).
 class CommandLines {
  public:
   enum class Scope { kLine, kCommand };
@@ -397,11 +398,8 @@ class CommandLines {
     }
     std::sort(ends_.begin(), ends_.end());
     if (ends_.empty()) return;  // the command is not run: no break matters
-    for (size_t p = 0; p < s.size(); ++p) {
-      const char c = s[p];
-      if (c == '\n' ? !(command && p > 0 && s[p - 1] == '\\') : command && (c == ';' || c == '|' || c == '&')) {
-        breaks_.push_back(p);
-      }
+    for (size_t p = s.find('\n'); p != std::string_view::npos; p = s.find('\n', p + 1)) {
+      if (!(command && p > 0 && s[p - 1] == '\\')) breaks_.push_back(p);
     }
   }
   // Whether one of the words ends at or before `pos` on the line (or command) that holds `pos`.
@@ -749,12 +747,26 @@ size_t reference_length(std::string_view v) {
 // A value that starts with references: harmless unless a literal is glued to them (`${X}literal`,
 // `$1abc`: a letter or digit right after the last). A path under them (`$HOME/.token`),
 // punctuation (`${A}:${B}`, `${NAME}_x`, `$DIR.key`), a blank, or a short number stays harmless.
+// Whether, after the references `t` starts with (none or more), a literal follows glued. Not after
+// an expansion with an operator (`${X:-a b}`) or a command substitution: those may hold blanks, so
+// a bare value read before a rule redacted inside them stopped in them, and one read after did
+// not (a second pass would then differ).
+bool literal_after_references(std::string_view t) {
+  size_t i = 0, last = 0;
+  for (size_t n; i < t.size() && (n = reference_length(t.substr(i))) > 0;) last = i, i += n;
+  if (i > 0 && t[last + 1] == '(') return false;
+  if (i > 0 && t[last + 1] == '{') {
+    size_t k = last + 2;
+    while (k < i && (std::isalnum(static_cast<unsigned char>(t[k])) || t[k] == '_')) ++k;
+    if (k != i - 1) return false;  // not `${NAME}`
+  }
+  const std::string_view rest = t.substr(i);
+  return !rest.empty() && std::isalnum(static_cast<unsigned char>(rest[0])) && !harmless_value(rest);
+}
+
 bool harmless_reference(std::string_view v) {
-  size_t i = 0;
-  for (size_t n; i < v.size() && (n = reference_length(v.substr(i))) > 0;) i += n;
-  if (i == 0) return true;  // `$` alone, or a `${`/`$(` not closed in the value: as before
-  const std::string_view rest = v.substr(i);
-  return rest.empty() || !std::isalnum(static_cast<unsigned char>(rest[0])) || harmless_value(rest);
+  // `$` alone, or a `${`/`$(` not closed in the value: as before
+  return reference_length(v) == 0 || !literal_after_references(v);
 }
 
 bool harmless_value(std::string_view v) {
@@ -842,19 +854,24 @@ std::string redact_command_passwords(std::string_view s, int& count) {
       case 'u': command = &lftp, split = ','; break;
       default: split = '%', glued_ok = flag != "--user"; break;
     }
-    if ((glued ? !glued_ok : !spaced_ok) || !command->runs_before(m.begin())) return {};
     const std::optional<Value> v = read_value(m.subject, m.end(), split != 0 ? kUserPasswordStop : kWordStop);
     if (!v) return {};
+    // Kept, whether or not the flag is its command's: a closed quoted value is skipped (what is
+    // inside is no flag), after a bare one the search goes on from the flag. So the same values are
+    // read where a rule has redacted the command's name (a second pass), and a flag inside one
+    // value never reads across its quotes.
+    const Decision keep = v->open.empty() || v->unclosed() ? Decision{} : Decision{std::nullopt, v->end};
+    if ((glued ? !glued_ok : !spaced_ok) || !command->runs_before(m.begin())) return keep;
     std::string_view password = v->literal;
     size_t at = 0;
     if (split != 0) {
       at = password.find(split);
-      if (at == std::string_view::npos) return {};  // no password: the command asks for it
+      if (at == std::string_view::npos) return keep;  // no password: the command asks for it
       password.remove_prefix(at + 1);
     }
     if (password.empty() || password.front() == '<' || password.front() == '-' ||
         (password.front() == '$' && harmless_value(password))) {
-      return v->unclosed() ? Decision{} : Decision{std::nullopt, v->end};
+      return keep;
     }
     ++count;
     std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
@@ -889,6 +906,19 @@ std::string redact_assignments(std::string_view s, int& count) {
       if (const std::optional<DefaultWord> d = default_word(m.subject, at);
           d && !harmless_value(d->literal(m.subject))) {
         ++count;
+        // A literal glued after the expansion (`${X:-abc}def`, `"${X:-a b}${Y}def"`): the whole
+        // value goes, as a second pass (reading `${X:-<SECRET>}def`) would take it.
+        const size_t after = d->expansion_end;
+        const size_t limit = v->open.empty() ? bare_word_end(m.subject, after).value_or(after)
+                                             : std::max(after, v->end - v->close.size());
+        if (after < limit && literal_after_references(m.subject.substr(after, limit - after))) {
+          const size_t end = std::max({v->end, limit, after});
+          std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
+          out += v->open;
+          out += "<SECRET>";
+          out += v->close;
+          return {std::move(out), 0, end};
+        }
         const size_t end = std::max(v->end, d->expansion_end);
         return {with_secret_default(m.subject, m.begin(), *d, end), 0, end};
       }
@@ -1042,7 +1072,8 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     return {std::string(m.group(1)) + (m.group(2).empty() ? ":<SECRET>@" : "<USER>:<SECRET>@")};
   });
   s = replace_all(signed_url_params(), s, [&](const Match& m) -> Decision {
-    if (m.group(2) == "<SECRET>" || m.group(2).front() == '$') return {};
+    // A value this rule or a later one redacted (a second pass) starts with <SECRET>.
+    if (m.group(2).starts_with("<SECRET>") || m.group(2).front() == '$') return {};
     ++c.secrets;
     return {std::string(m.group(1)) + "<SECRET>"};
   });
@@ -1103,7 +1134,6 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     out += v->close;
     return {std::move(out), 0, v->end};
   });
-  s = redact_command_passwords(s, c.secrets);
   s = replace_all(wandb_login(), s, [&](const Match& m) -> Decision {
     ++c.secrets;
     return {std::string(m.group(1)) + "<SECRET>"};
@@ -1159,7 +1189,10 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
     return d;
   });
   s = replace_all(csh_setenv(), s, [&](const Match& m) -> Decision {
-    return secret_name(m.group(1)) ? secret_value_after(m, false) : Decision{};
+    // Kept: go on from NAME, which may be another `setenv` (`/home/setenv setenv NAME VALUE`).
+    Decision d = secret_name(m.group(1)) ? secret_value_after(m, false) : Decision{};
+    if (!d.replacement) d.resume = m.begin(1);
+    return d;
   });
   s = replace_all(netrc_password(), s, [&](const Match& m) { return secret_value_after(m, true); });
 
@@ -1182,6 +1215,9 @@ std::string redact_script(std::string_view script, RedactionCounts* counts) {
   });
 
   s = redact_paths(s, c.paths);
+  // Last: what the other rules redact may hold a command's name or a quote this rule reads by (a
+  // `/home/lftp` path, a value with `redis-cli` in it), so it reads the text a second pass reads.
+  s = redact_command_passwords(s, c.secrets);
 
   if (counts != nullptr) {
     counts->private_keys += c.private_keys;
