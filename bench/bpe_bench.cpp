@@ -17,6 +17,8 @@
 #include "peakcast/features/bpe_tokenizer.h"
 #include "peakcast/features/tokenizer.h"
 
+#include "bench_options.h"
+
 using namespace peakcast;
 using Clock = std::chrono::steady_clock;
 
@@ -31,15 +33,8 @@ int main(int argc, char** argv) {
   std::string tok_path = PEAKCAST_SOURCE_DIR "/../shared/data/qwen2/tokenizer.json.gz";
   std::string scripts = PEAKCAST_SOURCE_DIR "/../shared/data/scripts/script-ai.jsonl";
   int rounds = 5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "--help" || k == "-h") { std::printf("%s", kUsage); return 0; }
-    if (k != "--tokenizer" && k != "--scripts" && k != "--rounds") {
-      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kUsage);
-      return 2;
-    }
-    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n%s", k.c_str(), kUsage); return 2; }
-    const std::string v = argv[++i];
+  const bench::OptionSpec spec{"bpe_bench", kUsage, {"--tokenizer", "--scripts", "--rounds"}};
+  const auto on_value = [&](const std::string& k, const std::string& v) {
     if (k == "--tokenizer") {
       tok_path = v;
     } else if (k == "--scripts") {
@@ -52,7 +47,9 @@ int main(int argc, char** argv) {
       }
       rounds = static_cast<int>(*n);
     }
-  }
+    return 0;
+  };
+  if (const std::optional<int> done = bench::parse_options(argc, argv, spec, on_value)) return *done;
   if (!std::filesystem::exists(tok_path) || !std::filesystem::exists(scripts)) {
     std::printf("bpe_bench: skipped (%s or %s absent: needs ../shared/data)\n", tok_path.c_str(), scripts.c_str());
     return 0;

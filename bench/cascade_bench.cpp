@@ -30,6 +30,8 @@
 #include "peakcast/models/code/code_model.h"
 #include "peakcast/synth/synth.h"
 
+#include "bench_options.h"
+
 using namespace peakcast;
 using Clock = std::chrono::steady_clock;
 
@@ -93,17 +95,15 @@ void print_row(const std::string& what, const Stats& s) {
 
 const char* verdict(bool ok) { return ok ? "met" : "NOT met"; }
 
-void usage() {
-  std::fprintf(stderr,
-               "usage: cascade_bench [--trace PATH] [--threads T] [--jobs-limit N]\n"
-               "  --trace PATH     trace to read (default: the LANL SWF dev trace in ../shared/data;\n"
-               "                   a synthetic trace when that file is absent)\n"
-               "  --threads T      LibTorch and XGBoost threads (default 1); with T > 1 on a shared\n"
-               "                   machine, export OMP_WAIT_POLICY=passive first (spinning OpenMP\n"
-               "                   workers slow training many times over when another process\n"
-               "                   holds a core)\n"
-               "  --jobs-limit N   keep only the first N jobs by submit time (quick runs)\n");
-}
+constexpr const char* kUsage =
+    "usage: cascade_bench [--trace PATH] [--threads T] [--jobs-limit N]\n"
+    "  --trace PATH     trace to read (default: the LANL SWF dev trace in ../shared/data;\n"
+    "                   a synthetic trace when that file is absent)\n"
+    "  --threads T      LibTorch and XGBoost threads (default 1); with T > 1 on a shared\n"
+    "                   machine, export OMP_WAIT_POLICY=passive first (spinning OpenMP\n"
+    "                   workers slow training many times over when another process\n"
+    "                   holds a core)\n"
+    "  --jobs-limit N   keep only the first N jobs by submit time (quick runs)\n";
 
 }  // namespace
 
@@ -112,16 +112,16 @@ int main(int argc, char** argv) {
       PEAKCAST_SOURCE_DIR "/../shared/data/swf/LANL-CM5-1994-4.1-cln.first60pct.swf.gz";
   int threads = 1;
   size_t jobs_limit = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "--help" || k == "-h") { usage(); return 0; }
-    if (i + 1 >= argc) { usage(); return 2; }
-    const std::string v = argv[++i];
+  // --help prints the usage to stderr, and an error is the usage alone, as before the shared loop.
+  const bench::OptionSpec spec{"cascade_bench", kUsage, {"--trace", "--threads", "--jobs-limit"},
+                               bench::OptionErrors::kUsage, stderr};
+  const auto on_value = [&](const std::string& k, const std::string& v) {
     if (k == "--trace") trace_path = v;
     else if (k == "--threads") threads = std::max(1, std::atoi(v.c_str()));
-    else if (k == "--jobs-limit") jobs_limit = std::strtoull(v.c_str(), nullptr, 10);
-    else { usage(); return 2; }
-  }
+    else jobs_limit = std::strtoull(v.c_str(), nullptr, 10);
+    return 0;
+  };
+  if (const std::optional<int> done = bench::parse_options(argc, argv, spec, on_value)) return *done;
 
   // ---- the trace ----
   const auto t_read = Clock::now();

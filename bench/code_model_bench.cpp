@@ -21,6 +21,8 @@
 #include "peakcast/models/code/code_model.h"
 #include "peakcast/models/code/code_text.h"
 
+#include "bench_options.h"
+
 using namespace peakcast;
 using namespace peakcast::models::code;
 using Clock = std::chrono::steady_clock;
@@ -139,16 +141,12 @@ int main(int argc, char** argv) {
   size_t n_jobs = 4000, calls = 2000;
   int epochs = 3, threads = 1;
   std::string swf = PEAKCAST_SOURCE_DIR "/../shared/data/swf/LANL-CM5-1994-4.1-cln.first60pct.swf.gz";
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "--help" || k == "-h") { std::printf("%s", kUsage); return 0; }
-    if (k != "--jobs" && k != "--epochs" && k != "--calls" && k != "--threads" && k != "--swf") {
-      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kUsage);
-      return 2;
+  const bench::OptionSpec spec{"code_model_bench", kUsage, {"--jobs", "--epochs", "--calls", "--threads", "--swf"}};
+  const auto on_value = [&](const std::string& k, const std::string& v) {
+    if (k == "--swf") {
+      swf = v;
+      return 0;
     }
-    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n%s", k.c_str(), kUsage); return 2; }
-    const std::string v = argv[++i];
-    if (k == "--swf") { swf = v; continue; }
     const std::optional<int64_t> n = parse_int(v);
     if (!n || *n < 1 || *n > 100'000'000) {
       std::fprintf(stderr, "%s: expected a whole number in [1, 100000000], got '%s'\n", k.c_str(), v.c_str());
@@ -158,7 +156,9 @@ int main(int argc, char** argv) {
     else if (k == "--epochs") epochs = static_cast<int>(*n);
     else if (k == "--calls") calls = static_cast<size_t>(*n);
     else threads = static_cast<int>(*n);
-  }
+    return 0;
+  };
+  if (const std::optional<int> done = bench::parse_options(argc, argv, spec, on_value)) return *done;
   auto jobs = synthetic_jobs(n_jobs + 500, 7);
   auto train = ptrs(jobs, 0, n_jobs), probe = ptrs(jobs, n_jobs);
 

@@ -19,6 +19,8 @@
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/redact.h"
 
+#include "bench_options.h"
+
 using namespace peakcast;
 using Clock = std::chrono::steady_clock;
 
@@ -56,15 +58,8 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   std::string scripts = PEAKCAST_SOURCE_DIR "/../shared/data/scripts/script-ai.jsonl";
   int rounds = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "--help" || k == "-h") { std::printf("%s", kUsage); return 0; }
-    if (k != "--scripts" && k != "--rounds") {
-      std::fprintf(stderr, "unknown option %s\n%s", k.c_str(), kUsage);
-      return 2;
-    }
-    if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n%s", k.c_str(), kUsage); return 2; }
-    const std::string v = argv[++i];
+  const bench::OptionSpec spec{"redact_bench", kUsage, {"--scripts", "--rounds"}};
+  const auto on_value = [&](const std::string& k, const std::string& v) {
     if (k == "--scripts") {
       scripts = v;
     } else {
@@ -75,7 +70,9 @@ int main(int argc, char** argv) {
       }
       rounds = static_cast<int>(*n);
     }
-  }
+    return 0;
+  };
+  if (const std::optional<int> done = bench::parse_options(argc, argv, spec, on_value)) return *done;
   if (std::filesystem::exists(scripts)) {
     auto text = read_file(scripts);
     if (!text) {

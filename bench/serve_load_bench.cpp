@@ -31,6 +31,8 @@
 #include "peakcast/serve/http_server.h"
 #include "peakcast/serve/service.h"
 
+#include "bench_options.h"
+
 using namespace peakcast;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -245,29 +247,25 @@ class SlowClients {
 
 int main(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k == "-h" || k == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    const bool known = k == "--clients" || k == "--predictions" || k == "--complete-every" ||
-                       k == "--seed-jobs" || k == "--slow-clients";
+  const bench::OptionSpec spec{"serve_load_bench", kUsage,
+                               {"--clients", "--predictions", "--complete-every", "--seed-jobs", "--slow-clients"},
+                               bench::OptionErrors::kNumber};
+  const auto on_value = [&](const std::string& k, const std::string& value) {
     char* end = nullptr;
-    const long v = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : -1;
-    if (!known || i + 1 >= argc || *end != '\0' || v < 0 || v > 100'000'000) {
-      std::fprintf(stderr, "serve_load_bench: %s: %s\n%s", k.c_str(),
-                   known ? "expected a non-negative number after it" : "unknown option", kUsage);
+    const long v = std::strtol(value.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > 100'000'000) {
+      bench::option_error(spec, k, true);
       return 2;
     }
-    ++i;
     const int n = static_cast<int>(v);
     if (k == "--clients") a.clients = std::max(1, n);
     else if (k == "--predictions") a.predictions = n;
     else if (k == "--complete-every") a.complete_every = std::max(1, n);
     else if (k == "--seed-jobs") a.seed_jobs = n;
     else a.slow_clients = n;
-  }
+    return 0;
+  };
+  if (const std::optional<int> done = bench::parse_options(argc, argv, spec, on_value)) return *done;
   std::string tmpl = (std::filesystem::temp_directory_path() / "peakcast-load-XXXXXX").string();
   const std::string dir = mkdtemp(tmpl.data());
   const int threads = std::max(8, static_cast<int>(std::thread::hardware_concurrency()) - 1);
