@@ -88,6 +88,26 @@ bool expand(const std::string& entry, std::set<std::string>& out, std::map<std::
   return true;
 }
 
+// A socket handed to another group: its directory (owned by User/Group, with
+// RuntimeDirectoryMode) must let that group's members reach it. slurmctld (user slurm) connects
+// from the job_submit hook; with 0750 and group peakcast every connect() was EACCES, and the hook,
+// failing open, gave no prediction at all.
+TEST(SystemdUnit, TheSocketsGroupCanReachTheRuntimeDirectory) {
+  const auto s = service_settings();
+  const std::string socket_group = exec_option(s, "--socket-group");
+  ASSERT_FALSE(socket_group.empty()) << "ExecStart hands the socket to a group (the Slurm hook's)";
+  const std::string dir_group = last_value(s, "Group");
+  const std::string mode_text = last_value(s, "RuntimeDirectoryMode");
+  ASSERT_FALSE(mode_text.empty());
+  const unsigned long mode = std::stoul(mode_text, nullptr, 8);
+  if (dir_group == socket_group) {
+    EXPECT_NE(mode & 010, 0u) << "RuntimeDirectoryMode " << mode_text;
+  } else {
+    EXPECT_NE(mode & 01, 0u) << "RuntimeDirectoryMode=" << mode_text << " with Group=" << dir_group
+                             << ": group " << socket_group << " cannot reach the socket in it";
+  }
+}
+
 // --socket-group chgrps the socket (chown(2) to a group the daemon is a member of: no
 // privilege needed). SystemCallFilter=~@privileged removes @chown from @system-service, so the
 // call failed with EPERM and the daemon refused to start.
