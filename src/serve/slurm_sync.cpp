@@ -234,7 +234,7 @@ Status sync_window(CompletionStore& store, const CompletionSink& sink, const Syn
   // AdminComment holding '|') could not be told from its neighbours and was skipped, not learned.
   auto listing = run_program({o.sacct, "-a", "-P", std::string("--delimiter=") + ingest::sacct::kUnitSeparator,
                               "--noconvert", "-S", sacct_time(from), "-E", to.empty() ? "now" : to, "-s",
-                              "CD,F,TO,OOM,CA,NF,PR", std::string("--format=") + kSacctColumns},
+                              "CD,F,TO,OOM,CA,NF,PR,DL", std::string("--format=") + kSacctColumns},
                              sacct_limits(o), &stopped);
   if (!listing) return listing.status();
 

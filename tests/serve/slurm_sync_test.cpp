@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "peakcast/serve/service.h"
@@ -200,6 +201,76 @@ TEST_F(SlurmSync, AJobNamedWithAPipeIsLearned) {
   auto calls = read_file(dir.file("calls.log"));
   ASSERT_TRUE(calls.ok());
   EXPECT_NE(calls->find(std::string("--delimiter=") + ingest::sacct::kUnitSeparator), std::string::npos);
+}
+
+// A stand-in closer to sacct 22.05 on the columns and states it is asked for: `listing`
+// ('|'-delimited, header first) may hold more columns than --format names; only those named are
+// printed, in --format's order (a column it lacks prints empty), and a job (with its steps) is
+// listed only when its row's state is one -s names (by sacct's short code) and its End lies in
+// [-S, -E]. `-B` prints nothing.
+std::string write_selecting_sacct(const TempDir& dir, const std::string& listing) {
+  {
+    std::ofstream l(dir.file("full_listing.txt"));
+    l << listing;
+  }
+  return write_program(dir, "sacct", std::string() + "#!/bin/bash\n"
+      "echo \"$*\" >> '" + dir.file("calls.log") + "'\n"
+      "d='|'; S=''; E=''; F=''; ST=''\n"
+      "while [ $# -gt 0 ]; do\n"
+      "  case \"$1\" in\n"
+      "    --delimiter=*) d=\"${1#--delimiter=}\" ;;\n"
+      "    --format=*) F=\"${1#--format=}\" ;;\n"
+      "    -S) S=\"$2\"; shift ;;\n"
+      "    -E) E=\"$2\"; shift ;;\n"
+      "    -s) ST=\"$2\"; shift ;;\n"
+      "    -B) exit 0 ;;\n"
+      "  esac\n"
+      "  shift\n"
+      "done\n"
+      "[ \"$E\" = now ] && E='" + sacct_time(kClock) + "'\n"
+      R"sh(awk -F'|' -v OFS="$d" -v S="$S" -v E="$E" -v F="$F" -v ST="$ST" '
+BEGIN {
+  n = split(F, want, ","); m = split(ST, st, ",")
+  for (i = 1; i <= m; i++) asked[st[i]] = 1
+  code["COMPLETED"] = "CD"; code["FAILED"] = "F"; code["TIMEOUT"] = "TO"; code["OUT_OF_MEMORY"] = "OOM"
+  code["CANCELLED"] = "CA"; code["NODE_FAIL"] = "NF"; code["PREEMPTED"] = "PR"; code["DEADLINE"] = "DL"
+  code["BOOT_FAIL"] = "BF"
+}
+function out(   k, line) {
+  line = ""
+  for (k = 1; k <= n; k++) line = line (k > 1 ? OFS : "") (want[k] in col ? $(col[want[k]]) : "")
+  print line
+}
+NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; for (k = 1; k <= n; k++) $k = want[k]; NF = n; print; next }
+{
+  id = $(col["JobID"]); split(id, part, "."); job = part[1]
+  if (index(id, ".") == 0) {
+    s = $(col["State"]); sub(/ by .*/, "", s)
+    keep[job] = (s in code) && (code[s] in asked) && $(col["End"]) >= S && $(col["End"]) <= E
+  }
+  if (keep[job]) out()
+}' ')sh" + dir.file("full_listing.txt") + "'\n");
+}
+
+// A job that ran into its --deadline ends DEADLINE: a finished state (/v1/complete takes it;
+// its peak is a lower bound as a TIMEOUT's is), but the poll's `-s` never named it, so sacct
+// never listed such a job and the daemon never learned one.
+TEST_F(SlurmSync, AJobEndedAtItsDeadlineIsListedAndLearned) {
+  const std::string path = write_selecting_sacct(dir,
+      "JobID|JobIDRaw|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS\n"
+      "30|30|late|alice|DEADLINE|2024-05-01T21:00:00|2024-05-01T21:00:01|2024-05-01T21:40:00|1G|\n"
+      "30.batch|30|batch||CANCELLED|2024-05-01T21:00:01|2024-05-01T21:00:01|2024-05-01T21:40:00||300M\n"
+      "31|31|done|alice|COMPLETED|2024-05-01T21:00:00|2024-05-01T21:00:01|2024-05-01T21:41:00|1G|\n"
+      "31.batch|31|batch||COMPLETED|2024-05-01T21:00:01|2024-05-01T21:00:01|2024-05-01T21:41:00||200M\n");
+  SyncOptions o = at_clock(path);
+  o.fetch_scripts = false;
+  std::map<std::string, Job> got;
+  auto r = sync_once(*store, [&](const Job& j) -> Result<bool> { got[j.job_id] = j; return true; }, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(got.count("31"), 1u);
+  ASSERT_EQ(got.count("30"), 1u) << "the DEADLINE job was not listed";
+  EXPECT_EQ(got["30"].state, "DEADLINE");
+  EXPECT_EQ(got["30"].peak_mem_bytes, 300u << 20);
 }
 
 // Four jobs over three days before kClock: a first poll of that span.

@@ -1,5 +1,5 @@
 // slurm-sync: finished Slurm jobs -> completions. Polls
-//   sacct -a -P --delimiter=$'\x1f' --noconvert -S <from> -E <to> -s CD,F,TO,OOM,CA,NF,PR
+//   sacct -a -P --delimiter=$'\x1f' --noconvert -S <from> -E <to> -s CD,F,TO,OOM,CA,NF,PR,DL
 //         --format=<kSacctColumns>
 // (with TZ=UTC, so times read as UTC are right) from the cursor to now, in windows of at most
 // SyncOptions::max_window_s (halved where a listing is over max_output_bytes), parses each with
