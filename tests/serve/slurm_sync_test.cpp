@@ -273,6 +273,32 @@ TEST_F(SlurmSync, AJobEndedAtItsDeadlineIsListedAndLearned) {
   EXPECT_EQ(got["30"].peak_mem_bytes, 300u << 20);
 }
 
+// Slurm's OverMemoryKill form is the job FAILED with ExitCode 0:9 and a step "CANCELLED by 0"
+// (docs/formats.md). The poll did not ask for ExitCode, so the state pair alone decided, and a
+// job whose step root cancelled (scancel as root) and whose script then exited 1 was learned as
+// killed for memory: a censored label (a lower bound) where the run said nothing of the kind,
+// and the script's next answers raised above its request.
+TEST_F(SlurmSync, AStepCancelledByRootIsNotTakenForAMemoryKillWhenTheExitCodeSaysOtherwise) {
+  const std::string path = write_selecting_sacct(dir,
+      "JobID|JobIDRaw|JobName|User|State|ExitCode|Submit|Start|End|ReqMem|MaxRSS\n"
+      "32|32|admin|alice|FAILED|1:0|2024-05-01T21:00:00|2024-05-01T21:00:01|2024-05-01T21:40:00|1G|\n"
+      "32.batch|32|batch||FAILED|1:0|2024-05-01T21:00:01|2024-05-01T21:00:01|2024-05-01T21:40:00||100M\n"
+      "32.0|32|step||CANCELLED by 0|0:15|2024-05-01T21:00:02|2024-05-01T21:00:02|2024-05-01T21:39:59||300M\n"
+      "33|33|big|alice|FAILED|0:9|2024-05-01T21:00:00|2024-05-01T21:00:01|2024-05-01T21:41:00|1G|\n"
+      "33.batch|33|batch||CANCELLED by 0|0:9|2024-05-01T21:00:01|2024-05-01T21:00:01|2024-05-01T21:41:00||1100M\n");
+  SyncOptions o = at_clock(path);
+  o.fetch_scripts = false;
+  std::map<std::string, Job> got;
+  auto r = sync_once(*store, [&](const Job& j) -> Result<bool> { got[j.job_id] = j; return true; }, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(got.count("32"), 1u);
+  ASSERT_EQ(got.count("33"), 1u);
+  EXPECT_EQ(got["32"].state, "FAILED");
+  EXPECT_FALSE(got["32"].censored);
+  EXPECT_EQ(got["33"].state, "OUT_OF_MEMORY");  // the OverMemoryKill form is still read so
+  EXPECT_TRUE(got["33"].censored);
+}
+
 // Four jobs over three days before kClock: a first poll of that span.
 FakeSacct three_days() {
   FakeSacct f;

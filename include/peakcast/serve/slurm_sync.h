@@ -24,7 +24,9 @@
 namespace peakcast::serve {
 
 inline constexpr const char* kSacctColumns =
-    "JobID,JobIDRaw,JobName,User,Account,Partition,State,Submit,Start,End,Elapsed,Timelimit,"
+    // ExitCode: OverMemoryKill's form is FAILED 0:9 with a step CANCELLED by 0 (without it, a
+    // step root cancelled in a job that then failed read as a memory kill)
+    "JobID,JobIDRaw,JobName,User,Account,Partition,State,ExitCode,Submit,Start,End,Elapsed,Timelimit,"
     "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax,"
     "Comment,AdminComment";  // free text: the hook's answer (its id), jobstats's summary (jobstats.h)
 inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
