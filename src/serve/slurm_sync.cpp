@@ -79,10 +79,15 @@ Result<std::string> run_program(const std::vector<std::string>& argv, const RunL
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::vector<std::string> env_store;
+  // Times as the reader reads them: UTC, and sacct's standard form (SLURM_TIME_FORMAT, from an
+  // admin's shell, made every row's times unreadable: skipped, and the cursor moved past them).
   for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "TZ=", 3) != 0) env_store.emplace_back(*e);
+    if (std::strncmp(*e, "TZ=", 3) != 0 && std::strncmp(*e, "SLURM_TIME_FORMAT=", 18) != 0) {
+      env_store.emplace_back(*e);
+    }
   }
   env_store.emplace_back("TZ=UTC");
+  env_store.emplace_back("SLURM_TIME_FORMAT=standard");
   std::vector<char*> env;
   for (std::string& e : env_store) env.push_back(e.data());
   env.push_back(nullptr);

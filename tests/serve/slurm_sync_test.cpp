@@ -453,6 +453,40 @@ TEST_F(SlurmSync, ScriptsAreFetchedInBatches) {
   EXPECT_TRUE(noted);
 }
 
+// sacct prints its times as SLURM_TIME_FORMAT says ("relative": "Tod 21:40", a strftime
+// format: whatever it gives). slurm-sync handed sacct its own environment, so where an admin's
+// shell (or /etc/profile.d) set one, every row's times were unreadable: the rows were skipped as
+// malformed, the cursor moved past them, and those jobs were never learned. sacct is told the
+// standard format, as it is told TZ=UTC.
+TEST_F(SlurmSync, SacctPrintsStandardTimesWhateverTheEnvironmentSays) {
+  const std::string path = write_program(dir, "sacct", std::string() +
+      "#!/bin/bash\n"
+      "[ \"$1\" = -B ] && { echo NONE; exit 0; }\n"
+      "d='|'\n"
+      "for a in \"$@\"; do case \"$a\" in --delimiter=*) d=\"${a#--delimiter=}\";; esac; done\n"
+      "row() { local IFS=\"$d\"; echo \"$*\"; }\n"
+      "t() { case \"${SLURM_TIME_FORMAT:-standard}\" in standard) echo \"2024-05-01T$1\";; "
+      "relative) echo \"Tod ${1%:*}\";; *) date -u -d \"2024-05-01 $1\" +\"$SLURM_TIME_FORMAT\";; esac; }\n"
+      "row JobID JobIDRaw JobName User State Submit Start End ReqMem MaxRSS\n"
+      "row 50 50 job alice COMPLETED $(t 21:39:00) $(t 21:39:01) $(t 21:40:00) 1G ''\n"
+      "row 50.batch 50 batch '' COMPLETED $(t 21:39:01) $(t 21:39:01) $(t 21:40:00) '' 300M\n");
+  SyncOptions o = at_clock(path);
+  o.fetch_scripts = false;
+  o.max_window_s = o.initial_lookback_s;  // this stand-in lists its job whatever the window
+  for (const char* format : {"relative", "%d/%m %H:%M"}) {
+    SCOPED_TRACE(format);
+    ::setenv("SLURM_TIME_FORMAT", format, 1);
+    std::vector<Job> got;
+    auto r = sync_once(*store, [&](const Job& j) -> Result<bool> { got.push_back(j); return true; }, o);
+    ::unsetenv("SLURM_TIME_FORMAT");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->skipped, 0u) << (r->notes.empty() ? "" : r->notes[0]);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].end_ms, (kClock - 400) * kMsPerSecond);  // 21:40:00
+    ASSERT_TRUE(store->set_meta(kSyncCursorKey, std::to_string(kClock - 86400)).is_ok());
+  }
+}
+
 // A program that does not answer is stopped at its deadline, and what it started with it (its
 // process group); one running when a stop is asked for is stopped too.
 TEST(RunProgram, StopsAtItsDeadlineOrWhenAskedWithWhatItStarted) {

@@ -1,11 +1,12 @@
 // slurm-sync: finished Slurm jobs -> completions. Polls
 //   sacct -a -P --delimiter=$'\x1f' --noconvert -S <from> -E <to> -s CD,F,TO,OOM,CA,NF,PR,DL
 //         --format=<kSacctColumns>
-// (with TZ=UTC, so times read as UTC are right) from the cursor to now, in windows of at most
-// SyncOptions::max_window_s (halved where a listing is over max_output_bytes), parses each with
-// the sacct reader (job peak over steps, ReqMem, GPUs, state), fetches the new jobs' scripts with
-// `sacct -B -j ID,ID,...` (present when slurm.conf has AccountingStoreFlags=job_script), and hands
-// every finished job to a sink (the daemon's completion path). The cursor is persisted in the
+// (with TZ=UTC and SLURM_TIME_FORMAT=standard, so times read as UTC are right) from the cursor
+// to now, in windows of at most SyncOptions::max_window_s (halved where a listing is over
+// max_output_bytes), parses each with the sacct reader (job peak over steps, ReqMem, GPUs,
+// state), fetches the new jobs' scripts with `sacct -B -j ID,ID,...` (present when slurm.conf
+// has AccountingStoreFlags=job_script), and hands every finished job to a sink (the daemon's
+// completion path). The cursor is persisted in the
 // store's meta table and moves only after every job of a window was accepted; each poll overlaps
 // the previous one by `overlap_s` (slurmdbd receives end records late), and completions are
 // idempotent by job id, so running a poll twice, or two polls over the same window, adds nothing
@@ -90,7 +91,8 @@ struct RunLimits {
 // Why run_program stopped the program itself (SIGKILL to its process group).
 enum class RunStop { kNone, kOutput, kTimeout, kRequested };
 
-// Runs `argv` (no shell, in a process group of its own) with TZ=UTC and returns its standard
+// Runs `argv` (no shell, in a process group of its own) with TZ=UTC and
+// SLURM_TIME_FORMAT=standard (sacct's times as the reader reads them) and returns its standard
 // output; a non-zero exit is an error carrying the first line of its standard error. Output over
 // max_output_bytes, the deadline, or stop_requested stop the program and are errors saying so;
 // `stopped` (when given) says which.
