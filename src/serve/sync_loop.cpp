@@ -10,8 +10,15 @@
 namespace peakcast::serve {
 
 Result<SyncReport> sync_service(Service& service, const SyncOptions& options) {
+  // Counted as each is stored: a poll that fails on a later window keeps the earlier ones.
   return sync_once(
-      service.store(), [&service](const Job& j) { return service.add_completion(j); }, options);
+      service.store(),
+      [&service](const Job& j) {
+        Result<bool> stored = service.add_completion(j);
+        if (stored && *stored) service.sync_metrics().count_stored();
+        return stored;
+      },
+      options);
 }
 
 SyncLoop::SyncLoop(Service& service, SyncOptions options, double interval_s)

@@ -11,7 +11,6 @@ void SyncMetrics::record(const Result<SyncReport>& report, int64_t now_s) {
     return;
   }
   ok_.fetch_add(1, std::memory_order_relaxed);
-  stored_.fetch_add(report->added, std::memory_order_relaxed);
   last_success_s_.store(now_s, std::memory_order_relaxed);
 }
 

@@ -625,6 +625,42 @@ TEST(SyncLoop, AnExceptionInAPollIsAFailedPollAndTheNextOneRuns) {
   EXPECT_EQ(*service.store().count(), 2u);  // the second poll went on from the first one's cursor
 }
 
+// peakcast_sync_jobs_stored_total counts the completions the polls stored. A catch-up that
+// stores a window's jobs and then fails on a later window keeps them (the cursor moved past
+// them), but the counter took only a successful poll's total, so those never showed.
+TEST(SyncLoop, JobsStoredByAPollThatFailsLaterAreCounted) {
+  PollBench b;
+  ASSERT_NO_FATAL_FAILURE(b.open());
+  ASSERT_NO_FATAL_FAILURE(b.serve(false));
+  Service& service = *b.service;
+  // The first of three day-long windows lists job 40; sacct fails for the later ones.
+  const std::string first_end = sacct_time(kClock - 2 * 86400);
+  const std::string path = write_program(b.dir, "sacct", std::string() +
+      "#!/bin/bash\n"
+      "S=''; E=''\n"
+      "while [ $# -gt 0 ]; do case \"$1\" in -S) S=\"$2\"; shift;; -E) E=\"$2\"; shift;; esac; shift; done\n"
+      "[ \"$E\" = '" + first_end + "' ] || { echo 'sacct: error: slurmdbd: connection refused' >&2; exit 1; }\n"
+      "echo 'JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS'\n"
+      "echo '40|j40|alice|COMPLETED|" + sacct_time(kClock - 60 * 3600 - 60) + "|" + sacct_time(kClock - 60 * 3600 - 60) +
+      "|" + sacct_time(kClock - 60 * 3600) + "|1G|'\n"
+      "echo '40.batch|batch||COMPLETED|" + sacct_time(kClock - 60 * 3600 - 60) + "|" +
+      sacct_time(kClock - 60 * 3600 - 60) + "|" + sacct_time(kClock - 60 * 3600) + "||300M'\n");
+  SyncOptions o = at_clock(path);
+  o.initial_lookback_s = 3 * 86400;
+  o.fetch_scripts = false;
+  SyncLoop loop(service, o, 3600.0);
+  loop.start();
+  const std::string failed = "peakcast_sync_runs_total{result=\"failed\"} 1\n";
+  for (int i = 0; i < 400 && service.sync_metrics().render().find(failed) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  loop.stop();
+  const std::string metrics = service.sync_metrics().render();
+  ASSERT_NE(metrics.find(failed), std::string::npos) << metrics;
+  ASSERT_EQ(*service.store().count(), 1u);  // window one's job, kept
+  EXPECT_NE(metrics.find("peakcast_sync_jobs_stored_total 1\n"), std::string::npos) << metrics;
+}
+
 TEST_F(SlurmSync, FailingSacctLeavesTheCursorAlone) {
   SyncOptions o;
   o.sacct = "/bin/false";

@@ -15,6 +15,9 @@ class SyncMetrics {
  public:
   // One poll's outcome at `now_s` (epoch seconds).
   void record(const Result<SyncReport>& report, int64_t now_s);
+  // One completion a poll stored, counted as it is stored (sync_service): a poll that fails
+  // after some windows keeps what those stored, and so does the counter.
+  void count_stored() { stored_.fetch_add(1, std::memory_order_relaxed); }
   // peakcast_sync_last_success_timestamp_seconds (0: none yet), peakcast_sync_runs_total{result},
   // peakcast_sync_jobs_stored_total.
   std::string render() const;
