@@ -29,7 +29,9 @@ advised only). An answer whose recommendation is not whole bytes, or below its o
 (or, from the bound, below the bound) further than the partition's limit forces, is neither
 applied nor told: one line is logged (sane_recommendation). The daemon is sent the partitions the job may run in, as Slurm resolves
 them (the list it names, else the default one), so its rule takes their floor and limit.
-The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU.
+The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
+--mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
+advised only, never lowered).
 
 The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
 short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
@@ -327,7 +329,23 @@ local function cpus_of(d)
   return cpus
 end
 
--- Whole-job host memory in bytes, and which form was requested ("node" or "cpu"), or nil.
+-- MB per GPU in a mem_per_tres string: --mem-per-gpu=4G is "gres:gpu:4096" (slurmctld 22.05);
+-- nil when it names no GPU.
+local function mb_per_gpu(tres)
+  if type(tres) ~= "string" then return nil end
+  for item in tres:gmatch("[^,]+") do
+    item = item:gsub("^%s+", ""):gsub("^gres[:/]", "")
+    local name, rest = item:match("^([%w_%-]+)(.*)$")
+    if name == "gpu" then return tonumber(rest:match("[:=](%d+)$")) end
+  end
+  return nil
+end
+
+local gpus_of
+
+-- Whole-job host memory in bytes, and which form was requested ("node", "cpu" or "gpu"), or nil.
+-- --mem-per-gpu (mem_per_tres; min_mem_per_node and min_mem_per_cpu are then nil) counts MB x the
+-- job's GPUs, as slurmctld accounts it (sacct ReqMem).
 local function mem_of(d, cpus)
   if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then
     return d.min_mem_per_node * MIB * nodes_of(d), "node"
@@ -335,10 +353,14 @@ local function mem_of(d, cpus)
   if valid(d.min_mem_per_cpu) and d.min_mem_per_cpu > 0 then
     return d.min_mem_per_cpu * MIB * cpus, "cpu"
   end
+  local per_gpu, gpus = mb_per_gpu(d.mem_per_tres), gpus_of(d)
+  if per_gpu and per_gpu > 0 and gpus and gpus > 0 then
+    return per_gpu * MIB * gpus, "gpu"
+  end
   return nil
 end
 
-local function gpus_of(d)
+gpus_of = function(d)
   local per_job = gpus_in(d.tres_per_job)
   if per_job then return per_job end
   local per_node = gpus_in(d.tres_per_node) or gpus_in(d.gres)
@@ -572,9 +594,10 @@ end
 -- The partition limit on the job's request in its own form, in MB (nil when none): per node for
 -- --mem ("node"), per CPU for --mem-per-cpu ("cpu"). A limit of the other form is converted with
 -- the job's CPUs per node (Slurm checks --mem against MaxMemPerCPU x CPUs and --mem-per-cpu x CPUs
--- against MaxMemPerNode). With several partitions, the smallest: the job may run in any.
+-- against MaxMemPerNode). With several partitions, the smallest: the job may run in any. None for
+-- --mem-per-gpu ("gpu"): MaxMemPerNode/MaxMemPerCPU bound pn_min_memory, which it leaves unset.
 local function partition_limit_mb(d, part_list, form, cpus)
-  if type(part_list) ~= "table" then return nil end
+  if type(part_list) ~= "table" or form == "gpu" then return nil end
   local per_node_cpus = math.max(1, math.ceil(cpus / nodes_of(d)))
   local limit
   for _, p in ipairs(job_partitions(d, part_list)) do
@@ -647,9 +670,14 @@ end
 
 -- The recommendation (whole-job bytes) in the job's own form, as Slurm takes it: the flag, the
 -- job_desc field, MB per unit (rounded up) and the number of units. --mem is per node,
--- --mem-per-cpu per CPU; a job without a memory request is told --mem.
+-- --mem-per-cpu per CPU, --mem-per-gpu per GPU (its field is mem_per_tres, which the hook never
+-- writes); a job without a memory request is told --mem.
 local function in_form(d, rec, form, cpus)
   if form == "cpu" then return "--mem-per-cpu", "min_mem_per_cpu", math.ceil(rec / MIB / cpus), cpus end
+  if form == "gpu" then
+    local gpus = gpus_of(d)
+    return "--mem-per-gpu", nil, math.ceil(rec / MIB / gpus), gpus
+  end
   local nodes = nodes_of(d)
   return "--mem", "min_mem_per_node", math.ceil(rec / MIB / nodes), nodes
 end
@@ -676,7 +704,7 @@ local function tell_user(d, ans, req_mem, rec, form, cpus, part_list)
     msg = msg .. "; recommended " .. flag .. "=" .. slurm_mb(mb)
     if units > 1 then
       msg = msg .. string.format(" (%s in all over %d %s)", human(mb * units * MIB), units,
-                                 form == "cpu" and "CPUs" or "nodes")
+                                 form == "cpu" and "CPUs" or form == "gpu" and "GPUs" or "nodes")
     end
   end
   local vram = field(ans, "predictions", "vram")

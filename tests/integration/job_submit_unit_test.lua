@@ -69,6 +69,15 @@ check("per node mem x nodes", r.req_mem_bytes == 1000 * 1048576, r.req_mem_bytes
 check("gpus per node x nodes", r.req_gpus == 2)
 r = T.build_record(desc({ tres_per_task = "gres:gpu:1", num_tasks = 3, cpus_per_task = 2 }), 1000)
 check("gpus per task", r.req_gpus == 3 and r.req_cpus == 6 and r.req_mem_bytes == nil)
+-- --mem-per-gpu: slurmctld 22.05 gives it as mem_per_tres "gres:gpu:<MB>" (min_mem_per_node and
+-- min_mem_per_cpu nil), and accounts the job at MB x its GPUs (sacct ReqMem 8G for
+-- --mem-per-gpu=4G --gpus=2, read live). Before, the hook sent no memory request at all.
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:4096", tres_per_job = "gres:gpu:2" }), 1000)
+check("per gpu mem x gpus (--gpus)", r.req_mem_bytes == 8192 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_node = "gres:gpu:a100:2", min_nodes = 2 }), 1000)
+check("per gpu mem x gpus (--gres per node x nodes)", r.req_mem_bytes == 4000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000" }), 1000)
+check("per gpu mem without a GPU count: none", r.req_mem_bytes == nil, r.req_mem_bytes)
 local enc = json.encode(r)
 check("no unknown keys", not enc:find('"x') and enc:find('"user":"alice"') ~= nil, enc)
 -- The partition sent is the one(s) the job may run in, as Slurm resolves them: the daemon sizes
@@ -140,6 +149,11 @@ check("lower: never raised to the floor", d.min_mem_per_node == 200, d.min_mem_p
 d = desc({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4 })
 slurm_job_submit(d, {}, 1000)
 check("lower: --mem-per-cpu lowered", d.min_mem_per_cpu == 750 and d.min_mem_per_node == nil, d.min_mem_per_cpu)
+-- --mem-per-gpu is not a form the hook lowers (mem_per_tres is left as the user gave it).
+d = desc({ mem_per_tres = "gres:gpu:4096", tres_per_job = "gres:gpu:2" })
+slurm_job_submit(d, {}, 1000)
+check("lower: --mem-per-gpu left alone", d.mem_per_tres == "gres:gpu:4096" and d.min_mem_per_node == nil and
+      d.min_mem_per_cpu == nil, d.min_mem_per_node or d.min_mem_per_cpu)
 d = desc({})
 slurm_job_submit(d, {}, 1000)
 check("lower: no request, nothing set", d.min_mem_per_node == nil and d.min_mem_per_cpu == nil)
@@ -281,6 +295,16 @@ d = desc({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4 })
 slurm_job_submit(d, {}, 1000)
 check("advice: per CPU for --mem-per-cpu", user_msgs[1] and
       user_msgs[1]:find("recommended --mem-per-cpu=750M (2.9G in all over 4 CPUs)", 1, true), user_msgs[1])
+user_msgs = {}
+d = desc({ mem_per_tres = "gres:gpu:4096", tres_per_job = "gres:gpu:2" })
+slurm_job_submit(d, {}, 1000)
+check("advice: per GPU for --mem-per-gpu", user_msgs[1] and
+      user_msgs[1]:find("recommended --mem-per-gpu=3G (6.0G in all over 2 GPUs)", 1, true), user_msgs[1])
+user_msgs = {}
+d = desc({ mem_per_tres = "gres:gpu:4096", tres_per_job = "gres:gpu:2", partition = "percpu" })
+slurm_job_submit(d, { percpu = { name = "percpu", max_mem_per_cpu = 150 } }, 1000)
+check("advice: --mem-per-gpu is not clamped by a per-CPU limit", user_msgs[1] and
+      user_msgs[1]:find("recommended --mem-per-gpu=3G", 1, true), user_msgs[1])
 user_msgs = {}
 d = desc({ min_mem_per_node = 4096 })
 slurm_job_submit(d, {}, 1000)

@@ -185,6 +185,11 @@ else bad "sbatch map200: $sbatch_err"; fi
 check "map200: Comment carries the stand-in's prediction" is_prediction "$(comment_of "${jid[map200]:-0}")"
 if submit map400 --mem-per-cpu=400M -n 2 --gpus=2; then ok "sbatch map400 (job $job_id)"; jid[map400]=$job_id
 else bad "sbatch map400: $sbatch_err"; fi
+printf '#!/bin/bash\n# mapgpu\ntrue\n' > "$work/mapgpu.sh"
+if submit mapgpu --mem-per-gpu=300M --gpus=2 -t 5; then ok "sbatch mapgpu (job $job_id)"
+else bad "sbatch mapgpu: $sbatch_err"; fi
+check "mapgpu: request req_mem_bytes = 2 x 300 MiB (--mem-per-gpu, as sacct's ReqMem)" \
+  [ "$(request_field mapgpu req_mem_bytes)" = 629145600 ]
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
