@@ -327,7 +327,9 @@ const Scheduler* match_scheduler(std::string_view line, std::string_view* rest) 
     bool match = s.tag == "flux" ? ascii_lower(head) == "#flux:" : head == s.prefix;
     if (!match) continue;
     std::string_view r = line.substr(s.prefix.size());
-    if (s.tag != "flux" && !r.empty() && r.front() != ' ' && r.front() != '\t') continue;
+    // sbatch takes "#SBATCH--mem=4G" too: it reads options from right after the prefix.
+    const bool glued_option = s.tag == "sbatch" && !r.empty() && r.front() == '-';
+    if (s.tag != "flux" && !r.empty() && r.front() != ' ' && r.front() != '\t' && !glued_option) continue;
     *rest = r;
     return &s;
   }

@@ -2,13 +2,23 @@
 
 namespace peakcast::features::detail {
 
+namespace {
+// A line whose first non-blank character is '#': a comment (or a directive) runs to the end of
+// its line, so a backslash at its end is text, not a continuation (bash; sbatch reads each
+// #SBATCH line alone).
+bool comment_line(const std::string& line) {
+  const size_t p = line.find_first_not_of(" \t");
+  return p != std::string::npos && line[p] == '#';
+}
+}  // namespace
+
 std::vector<std::string> logical_lines(std::string_view script) {
   std::vector<std::string> lines;
   std::string cur;
   for (size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
     if (c == '\r') continue;
-    if (c == '\\' && i + 1 < script.size() &&
+    if (c == '\\' && !comment_line(cur) && i + 1 < script.size() &&
         (script[i + 1] == '\n' || (script[i + 1] == '\r' && i + 2 < script.size() &&
                                    script[i + 2] == '\n'))) {
       i += script[i + 1] == '\r' ? 2 : 1;  // continuation: join with the next line

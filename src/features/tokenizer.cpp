@@ -13,6 +13,7 @@ std::vector<std::string> tokenize_script(std::string_view script, const Tokenize
   std::vector<std::string> tokens;
   detail::TokenSink sink(tokens);
   bool seen_content = false;
+  bool seen_command = false;
   for (const std::string& raw : detail::logical_lines(script)) {
     std::string_view line = raw;
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
@@ -21,9 +22,13 @@ std::vector<std::string> tokenize_script(std::string_view script, const Tokenize
     seen_content = true;
     if (line.front() == '#') {
       if (first && line.size() > 1 && line[1] == '!') continue;  // shebang
+      // sbatch reads #SBATCH only in the first column and only before the first command line
+      // (src/sbatch/opt.c _opt_batch_script); anywhere else the line is a comment to it.
+      if (line.starts_with("#SBATCH") && (seen_command || line.size() != raw.size())) continue;
       detail::tokenize_directive(line, sink);                     // else: a comment, dropped
       continue;
     }
+    seen_command = true;
     detail::tokenize_shell_line(line, sink);
   }
   return truncate_tokens(std::move(tokens), o);

@@ -35,7 +35,9 @@ struct Word {
   bool is_op = false;   // an operator: | || & && ; ;; ( ) $( ` > >> < << <<< 2> &> >&
 };
 
-// Splits a script into logical lines: CRLF normalized, backslash-newline continuations joined.
+// Splits a script into logical lines: CRLF normalized, backslash-newline continuations joined
+// (except after a line whose first non-blank character is '#': bash ends a comment, and sbatch
+// an #SBATCH line, at its newline).
 std::vector<std::string> logical_lines(std::string_view script);
 
 // One logical line into words and operators; quotes removed, backslash escapes resolved, a '#'

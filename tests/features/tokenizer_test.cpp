@@ -120,6 +120,40 @@ TEST(Tokenizer, CommentsDroppedDirectivesKept) {
   EXPECT_FALSE(any_starts_with(t, "sbatch:--mem"));  // "#SBATCHX" is a comment
 }
 
+// sbatch's own rules for #SBATCH (22.05, each case read live through job_submit/lua): a directive
+// is a line that starts with "#SBATCH" in its first column, before the first command line (blank
+// and comment lines do not end the header); "#SBATCH--mem=" needs no blank after the prefix; an
+// unquoted '#' ends the options of the line; each line is read alone (a trailing backslash does
+// not join the next one).
+TEST(Tokenizer, SbatchDirectivesFollowSbatchRules) {
+  const std::string mem = "sbatch:--mem=bin:";
+  auto after = pf::tokenize_script("#!/bin/bash\n#SBATCH -p gpu\n\n# note\necho hi\n#SBATCH --mem=123M\n");
+  EXPECT_TRUE(has(after, "sbatch:--partition=gpu"));
+  EXPECT_TRUE(has(after, "cmd:echo"));
+  EXPECT_FALSE(any_starts_with(after, "sbatch:--mem"));  // after a command: ignored by sbatch
+
+  auto indented = pf::tokenize_script("#!/bin/bash\n   #SBATCH --mem=124M\ntrue\n");
+  EXPECT_FALSE(any_starts_with(indented, "sbatch:--mem"));  // not in the first column
+
+  auto glued = pf::tokenize_script("#!/bin/bash\n#SBATCH--mem=125M\ntrue\n");
+  EXPECT_TRUE(has(glued, mem + bin_of(125.0 * 1024 * 1024)));
+
+  auto noted = pf::tokenize_script("#SBATCH --mem=126M # note -c 2\n#sbatch --mem=1G\ntrue\n");
+  EXPECT_TRUE(has(noted, mem + bin_of(126.0 * 1024 * 1024)));
+  EXPECT_FALSE(any_starts_with(noted, "sbatch:--cpus-per-task"));
+  EXPECT_EQ(std::count_if(noted.begin(), noted.end(),
+                          [&](const std::string& t) { return t.rfind(mem, 0) == 0; }),
+            1);  // "#sbatch" is a comment
+
+  auto continued = pf::tokenize_script("#SBATCH --mem=133M \\\n#SBATCH -n 2\ntrue\n");
+  EXPECT_TRUE(has(continued, mem + bin_of(133.0 * 1024 * 1024)));
+  EXPECT_TRUE(has(continued, "sbatch:--ntasks=bin:1"));
+  // The same for a plain comment: bash does not continue a comment line, so the command after
+  // it is still a command.
+  auto after_comment = pf::tokenize_script("# see below \\\necho hi\n");
+  EXPECT_TRUE(has(after_comment, "cmd:echo"));
+}
+
 TEST(Tokenizer, QuotingAndContinuations) {
   auto t = pf::tokenize_script(
       "python run.py \\\n  --steps 1024 \\\n  --name \"my run\"\n"
