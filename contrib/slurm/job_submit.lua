@@ -400,9 +400,51 @@ local function partition_names(d, part_list)
   return names
 end
 
+-- The part_list record named NAME: slurmctld keys the table by partition name.
+local function find_partition(part_list, name)
+  local ok, p = pcall(function() return part_list[name] end)
+  if ok and p ~= nil then return p end
+  for _, q in pairs(part_list) do
+    local ok2, n = pcall(function() return q.name end)
+    if ok2 and n == name then return q end
+  end
+  return nil
+end
+
+-- The part_list records of the partitions the job may run in (partition_names; a name
+-- part_list does not hold -- one the user cannot use -- has none).
+local function job_partitions(d, part_list)
+  local out = {}
+  if type(part_list) ~= "table" then return out end
+  for _, name in ipairs(partition_names(d, part_list)) do out[#out + 1] = find_partition(part_list, name) end
+  return out
+end
+
+-- The job's time limit in minutes, or nil. Without -t (time_limit NO_VAL) slurmctld gives the job
+-- its partition's DefaultTime, else its MaxTime (sacct's Timelimit then shows it; UNLIMITED for
+-- MaxTime=INFINITE, which is no limit here either). With several partitions only a limit they all
+-- give is known; one part_list does not hold leaves it unknown.
+local function time_limit_min(d, part_list)
+  if valid(d.time_limit) then return d.time_limit end
+  local names = partition_names(d, part_list)
+  local parts = job_partitions(d, part_list)
+  if #names == 0 or #parts ~= #names then return nil end
+  local limit
+  for _, p in ipairs(parts) do
+    local ok, def = pcall(function() return p.default_time end)
+    local ok2, max = pcall(function() return p.max_time end)
+    local t = (ok and valid(def) and def) or (ok2 and valid(max) and max) or nil
+    if not t or (limit and t ~= limit) then return nil end
+    limit = t
+  end
+  return limit
+end
+
 -- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
--- part_list: slurmctld's, to name the default partition of a job that names none.
+-- part_list: slurmctld's, to name the default partition of a job that names none and to resolve
+-- the time limit of a job that asks for none.
 local function build_record(d, submit_uid, part_list)
+  local time_min = time_limit_min(d, part_list)
   local cpus = cpus_of(d)
   local mem = mem_of(d, cpus)
   local rec = {
@@ -414,7 +456,7 @@ local function build_record(d, submit_uid, part_list)
     req_cpus = cpus,
     req_mem_bytes = mem,
     req_gpus = gpus_of(d),
-    req_time_s = valid(d.time_limit) and d.time_limit * 60 or nil,
+    req_time_s = time_min and time_min * 60 or nil,
     job_name = nonempty(d.name),
     -- The partitions the job may run in, resolved as Slurm will ("gpu,cpu", or the default one):
     -- the daemon's recommendation takes their settings (floor, limit; the strictest of a list).
@@ -569,26 +611,6 @@ local function limit_field(p, key)
   local ok, v = pcall(function() return p[key] end)
   if ok and type(v) == "number" and v > 0 and v < UNLIMITED_MB then return v end
   return nil
-end
-
--- The part_list record named NAME: slurmctld keys the table by partition name.
-local function find_partition(part_list, name)
-  local ok, p = pcall(function() return part_list[name] end)
-  if ok and p ~= nil then return p end
-  for _, q in pairs(part_list) do
-    local ok2, n = pcall(function() return q.name end)
-    if ok2 and n == name then return q end
-  end
-  return nil
-end
-
--- The part_list records of the partitions the job may run in (partition_names; a name
--- part_list does not hold -- one the user cannot use -- has none).
-local function job_partitions(d, part_list)
-  local out = {}
-  if type(part_list) ~= "table" then return out end
-  for _, name in ipairs(partition_names(d, part_list)) do out[#out + 1] = find_partition(part_list, name) end
-  return out
 end
 
 -- The partition limit on the job's request in its own form, in MB (nil when none): per node for

@@ -89,6 +89,31 @@ r = T.build_record(desc({}), 1000, default_parts)
 check("partition: none named -> the default one", r.partition == "debug", r.partition)
 r = T.build_record(desc({}), 1000, {})
 check("partition: none named, no default known -> none sent", r.partition == nil, r.partition)
+-- No -t: slurmctld gives the job its partition's DefaultTime, else its MaxTime (sacct Timelimit
+-- 00:30:00 for DefaultTime=30 MaxTime=120, 01:00:00 for MaxTime=60, UNLIMITED for
+-- MaxTime=INFINITE; part_list fields read live on 22.05: an unset DefaultTime is NO_VAL,
+-- INFINITE is 4294967295). Before, the hook sent no time limit for such jobs.
+local function tpart(fields) return setmetatable({}, { __index = function(_, k) return fields[k] end }) end
+local tparts = {
+  dt = tpart({ name = "dt", flag_default = 0, default_time = 30, max_time = 120 }),
+  dn = tpart({ name = "dn", flag_default = 0, default_time = slurm.NO_VAL, max_time = 60 }),
+  dn2 = tpart({ name = "dn2", flag_default = 0, default_time = slurm.NO_VAL, max_time = 60 }),
+  debug = tpart({ name = "debug", flag_default = 1, default_time = slurm.NO_VAL, max_time = 4294967295 }),
+}
+r = T.build_record(desc({ partition = "dt" }), 1000, tparts)
+check("time: none asked -> the partition's DefaultTime", r.req_time_s == 1800, r.req_time_s)
+r = T.build_record(desc({ partition = "dn" }), 1000, tparts)
+check("time: none asked, no DefaultTime -> the partition's MaxTime", r.req_time_s == 3600, r.req_time_s)
+r = T.build_record(desc({}), 1000, tparts)
+check("time: none asked, default partition MaxTime=INFINITE -> none", r.req_time_s == nil, r.req_time_s)
+r = T.build_record(desc({ partition = "dt", time_limit = 5 }), 1000, tparts)
+check("time: the job's own -t wins", r.req_time_s == 300, r.req_time_s)
+r = T.build_record(desc({ partition = "dn,dn2" }), 1000, tparts)
+check("time: partitions that agree -> theirs", r.req_time_s == 3600, r.req_time_s)
+r = T.build_record(desc({ partition = "dt,dn" }), 1000, tparts)
+check("time: partitions that differ -> none (it depends where the job runs)", r.req_time_s == nil, r.req_time_s)
+r = T.build_record(desc({ partition = "dt" }), 1000)
+check("time: no part_list -> none", r.req_time_s == nil, r.req_time_s)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are

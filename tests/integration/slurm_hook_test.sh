@@ -117,12 +117,14 @@ set_mode() { echo "$1" > "$TEST_DIR/mode"; }
 # --- cluster and daemon ------------------------------------------------------------------------
 t0=$(date +%s)
 # Partitions for the lowering checks: a per-node and a per-CPU memory limit below the
-# recommendations, and an explicit UNLIMITED (Slurm stores it as INFINITE64).
+# recommendations, and an explicit UNLIMITED (Slurm stores it as INFINITE64). deftime gives a job
+# that asks for no time its DefaultTime (the request the hook sends must say so).
 LOWCAP_MB=300
 CPUCAP_MB=150
 export SLURM_CONF_EXTRA="PartitionName=lowcap Nodes=ALL MaxMemPerNode=$LOWCAP_MB State=UP
 PartitionName=cpucap Nodes=ALL MaxMemPerCPU=$CPUCAP_MB State=UP
-PartitionName=unlimited Nodes=ALL MaxMemPerNode=UNLIMITED State=UP"
+PartitionName=unlimited Nodes=ALL MaxMemPerNode=UNLIMITED State=UP
+PartitionName=deftime Nodes=ALL DefaultTime=30 MaxTime=120 State=UP"
 if ! PEAKCAST_SOCKET="$PEAKCAST_SOCKET" "$cluster" start "$TEST_DIR/cluster"; then
   bad "cluster starts"; finish
 fi
@@ -190,6 +192,11 @@ if submit mapgpu --mem-per-gpu=300M --gpus=2 -t 5; then ok "sbatch mapgpu (job $
 else bad "sbatch mapgpu: $sbatch_err"; fi
 check "mapgpu: request req_mem_bytes = 2 x 300 MiB (--mem-per-gpu, as sacct's ReqMem)" \
   [ "$(request_field mapgpu req_mem_bytes)" = 629145600 ]
+printf '#!/bin/bash\n# mapdeft\ntrue\n' > "$work/mapdeft.sh"
+if submit mapdeft -p deftime --mem=100M; then ok "sbatch mapdeft (job $job_id)"
+else bad "sbatch mapdeft: $sbatch_err"; fi
+check "mapdeft: no -t: request req_time_s = the partition's DefaultTime (1800)" \
+  [ "$(request_field mapdeft req_time_s)" = 1800 ]
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
