@@ -29,6 +29,9 @@ advised only). An answer whose recommendation is not whole bytes, or below its o
 (or, from the bound, below the bound) further than the partition's limit forces, is neither
 applied nor told: one line is logged (sane_recommendation). The daemon is sent the partitions the job may run in, as Slurm resolves
 them (the list it names, else the default one), so its rule takes their floor and limit.
+A job that asks for no time or no memory is sent what slurmctld will give it, as sacct later shows
+it: the partition's DefaultTime (else MaxTime) and DefMemPerCPU x CPUs (or DefMemPerNode x nodes);
+slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list, so under it none is sent.
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -440,13 +443,39 @@ local function time_limit_min(d, part_list)
   return limit
 end
 
+-- The whole-job memory, in bytes, that slurmctld gives a job that asks for none (no --mem,
+-- --mem-per-cpu or --mem-per-gpu): its partition's DefMemPerCPU x CPUs or DefMemPerNode x nodes,
+-- what sacct's ReqMem then shows. nil when unknown: a partition that sets neither (part_list's
+-- def_mem_per_node 0) takes slurm.conf's global DefMemPerCPU/DefMemPerNode, which part_list does
+-- not show, or the node's whole memory; with several partitions, unless they all give the same.
+-- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
+local function default_mem_of(d, part_list, cpus)
+  local names = partition_names(d, part_list)
+  local parts = job_partitions(d, part_list)
+  if #names == 0 or #parts ~= #names then return nil end
+  local total
+  for _, p in ipairs(parts) do
+    local ok, per_cpu = pcall(function() return p.def_mem_per_cpu end)
+    local ok2, per_node = pcall(function() return p.def_mem_per_node end)
+    local bytes  -- (a value past 2^62 MB is INFINITE, as in limit_field)
+    if ok and valid(per_cpu) and per_cpu > 0 and per_cpu < 2 ^ 62 then
+      bytes = per_cpu * MIB * cpus
+    elseif ok2 and valid(per_node) and per_node > 0 and per_node < 2 ^ 62 then
+      bytes = per_node * MIB * nodes_of(d)
+    end
+    if not bytes or (total and bytes ~= total) then return nil end
+    total = bytes
+  end
+  return total
+end
+
 -- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
 -- part_list: slurmctld's, to name the default partition of a job that names none and to resolve
 -- the time limit of a job that asks for none.
 local function build_record(d, submit_uid, part_list)
   local time_min = time_limit_min(d, part_list)
   local cpus = cpus_of(d)
-  local mem = mem_of(d, cpus)
+  local mem = mem_of(d, cpus) or default_mem_of(d, part_list, cpus)
   local rec = {
     __keys = { "job_id", "user", "submit_time", "req_cpus", "req_mem_bytes", "req_gpus",
                "req_time_s", "script", "job_name", "partition", "account" },

@@ -114,6 +114,29 @@ r = T.build_record(desc({ partition = "dt,dn" }), 1000, tparts)
 check("time: partitions that differ -> none (it depends where the job runs)", r.req_time_s == nil, r.req_time_s)
 r = T.build_record(desc({ partition = "dt" }), 1000)
 check("time: no part_list -> none", r.req_time_s == nil, r.req_time_s)
+-- No --mem/--mem-per-cpu/--mem-per-gpu: slurmctld gives the job its partition's DefMemPerCPU x
+-- CPUs or DefMemPerNode x nodes (sacct ReqMem 300M for DefMemPerCPU=300 -n 1, 700M for
+-- DefMemPerNode=700; part_list shows the one a partition sets, read live on 22.05). A partition
+-- that sets neither (def_mem_per_node 0) takes slurm.conf's global default, which part_list does
+-- not show: unknown, as before.
+local mparts = {
+  dc = tpart({ name = "dc", flag_default = 0, def_mem_per_cpu = 300 }),
+  dn = tpart({ name = "dn", flag_default = 0, def_mem_per_node = 700 }),
+  dn2 = tpart({ name = "dn2", flag_default = 0, def_mem_per_node = 700 }),
+  debug = tpart({ name = "debug", flag_default = 1, def_mem_per_node = 0 }),
+}
+r = T.build_record(desc({ partition = "dc", num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: none asked -> DefMemPerCPU x CPUs", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dn", min_nodes = 2 }), 1000, mparts)
+check("mem: none asked -> DefMemPerNode x nodes", r.req_mem_bytes == 1400 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dn,dn2" }), 1000, mparts)
+check("mem: partitions that agree -> theirs", r.req_mem_bytes == 700 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc,dn" }), 1000, mparts)
+check("mem: partitions that differ -> none", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({}), 1000, mparts)
+check("mem: the global default (not in part_list) -> none", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc", min_mem_per_node = 100 }), 1000, mparts)
+check("mem: the job's own request wins", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are
@@ -182,6 +205,10 @@ check("lower: --mem-per-gpu left alone", d.mem_per_tres == "gres:gpu:4096" and d
 d = desc({})
 slurm_job_submit(d, {}, 1000)
 check("lower: no request, nothing set", d.min_mem_per_node == nil and d.min_mem_per_cpu == nil)
+d = desc({ partition = "dc" })
+slurm_job_submit(d, mparts, 1000)
+check("lower: a partition's default memory is not lowered", d.min_mem_per_node == nil and d.min_mem_per_cpu == nil,
+      d.min_mem_per_node or d.min_mem_per_cpu)
 -- A partition limit below the recommendation: lowered to the limit, never above it.
 local parts = { { name = "small", max_mem_per_node = 600 }, { name = "big", max_mem_per_node = 900 } }
 d = desc({ min_mem_per_node = 1000, partition = "small" })

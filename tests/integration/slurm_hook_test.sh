@@ -118,13 +118,14 @@ set_mode() { echo "$1" > "$TEST_DIR/mode"; }
 t0=$(date +%s)
 # Partitions for the lowering checks: a per-node and a per-CPU memory limit below the
 # recommendations, and an explicit UNLIMITED (Slurm stores it as INFINITE64). deftime gives a job
-# that asks for no time its DefaultTime (the request the hook sends must say so).
+# that asks for no time its DefaultTime, and one that asks for no memory its DefMemPerCPU (the
+# request the hook sends must say so, as sacct will).
 LOWCAP_MB=300
 CPUCAP_MB=150
 export SLURM_CONF_EXTRA="PartitionName=lowcap Nodes=ALL MaxMemPerNode=$LOWCAP_MB State=UP
 PartitionName=cpucap Nodes=ALL MaxMemPerCPU=$CPUCAP_MB State=UP
 PartitionName=unlimited Nodes=ALL MaxMemPerNode=UNLIMITED State=UP
-PartitionName=deftime Nodes=ALL DefaultTime=30 MaxTime=120 State=UP"
+PartitionName=deftime Nodes=ALL DefaultTime=30 MaxTime=120 DefMemPerCPU=300 State=UP"
 if ! PEAKCAST_SOCKET="$PEAKCAST_SOCKET" "$cluster" start "$TEST_DIR/cluster"; then
   bad "cluster starts"; finish
 fi
@@ -197,6 +198,11 @@ if submit mapdeft -p deftime --mem=100M; then ok "sbatch mapdeft (job $job_id)"
 else bad "sbatch mapdeft: $sbatch_err"; fi
 check "mapdeft: no -t: request req_time_s = the partition's DefaultTime (1800)" \
   [ "$(request_field mapdeft req_time_s)" = 1800 ]
+printf '#!/bin/bash\n# mapdefm\ntrue\n' > "$work/mapdefm.sh"
+if submit mapdefm -p deftime -n 2 -t 5; then ok "sbatch mapdefm (job $job_id)"
+else bad "sbatch mapdefm: $sbatch_err"; fi
+check "mapdefm: no --mem: request req_mem_bytes = DefMemPerCPU x 2 CPUs (600 MiB)" \
+  [ "$(request_field mapdefm req_mem_bytes)" = 629145600 ]
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
