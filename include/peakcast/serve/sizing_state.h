@@ -81,7 +81,7 @@ struct SizingOptions {
 class SizingState {
  public:
   static constexpr int64_t kIssuedMatchMs = 60'000;  // answer vs completion submit time
-  static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (42 MiB, sizing_bench)
+  static constexpr size_t kMaxIssued = 100'000;      // answers kept for matching (56 MiB, sizing_bench)
   static constexpr size_t kMaxIssuedPerScript = 4096;  // of one user and script (a burst)
   // Answers already matched, kept for restore_request: the tasks of a job array share the one
   // answer the hook got for the array (and its submit time); the first to complete takes it.
