@@ -86,9 +86,15 @@ if(PEAKCAST_HAVE_REPORT_JS)
     string(REPLACE ";" ", " _pc_names "${_pc_who_${k}}")
     string(APPEND _pc_notices "\n== ${_pc_names} ==\n\n${_pc_text_${k}}\n")
   endforeach()
-  # Written only when it changed, so a configure does not rebuild the report's assets.
-  file(WRITE ${PEAKCAST_REPORT_NOTICES}.new "${_pc_notices}")
-  configure_file(${PEAKCAST_REPORT_NOTICES}.new ${PEAKCAST_REPORT_NOTICES} COPYONLY)
+  # Written only when it changed, so a configure does not rebuild the report's assets (not with
+  # configure_file: its input would become a configure dependency, re-running CMake every build).
+  set(_pc_old "")
+  if(EXISTS ${PEAKCAST_REPORT_NOTICES})
+    file(READ ${PEAKCAST_REPORT_NOTICES} _pc_old)
+  endif()
+  if(NOT _pc_old STREQUAL _pc_notices)
+    file(WRITE ${PEAKCAST_REPORT_NOTICES} "${_pc_notices}")
+  endif()
 endif()
 
 # The versions shown in the page come from the lock file.
