@@ -423,24 +423,32 @@ local function job_partitions(d, part_list)
   return out
 end
 
+-- value_of(p) for each of the job's partitions when every one of them is in part_list and they
+-- all give the same non-nil value; otherwise nil (unknown).
+local function agreed_by_partitions(d, part_list, value_of)
+  local names = partition_names(d, part_list)
+  local parts = job_partitions(d, part_list)
+  if #names == 0 or #parts ~= #names then return nil end
+  local agreed
+  for _, p in ipairs(parts) do
+    local v = value_of(p)
+    if v == nil or (agreed ~= nil and v ~= agreed) then return nil end
+    agreed = v
+  end
+  return agreed
+end
+
 -- The job's time limit in minutes, or nil. Without -t (time_limit NO_VAL) slurmctld gives the job
 -- its partition's DefaultTime, else its MaxTime (sacct's Timelimit then shows it; UNLIMITED for
 -- MaxTime=INFINITE, which is no limit here either). With several partitions only a limit they all
 -- give is known; one part_list does not hold leaves it unknown.
 local function time_limit_min(d, part_list)
   if valid(d.time_limit) then return d.time_limit end
-  local names = partition_names(d, part_list)
-  local parts = job_partitions(d, part_list)
-  if #names == 0 or #parts ~= #names then return nil end
-  local limit
-  for _, p in ipairs(parts) do
+  return agreed_by_partitions(d, part_list, function(p)
     local ok, def = pcall(function() return p.default_time end)
     local ok2, max = pcall(function() return p.max_time end)
-    local t = (ok and valid(def) and def) or (ok2 and valid(max) and max) or nil
-    if not t or (limit and t ~= limit) then return nil end
-    limit = t
-  end
-  return limit
+    return (ok and valid(def) and def) or (ok2 and valid(max) and max) or nil
+  end)
 end
 
 -- The whole-job memory, in bytes, that slurmctld gives a job that asks for none (no --mem,
@@ -450,23 +458,14 @@ end
 -- not show, or the node's whole memory; with several partitions, unless they all give the same.
 -- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
 local function default_mem_of(d, part_list, cpus)
-  local names = partition_names(d, part_list)
-  local parts = job_partitions(d, part_list)
-  if #names == 0 or #parts ~= #names then return nil end
-  local total
-  for _, p in ipairs(parts) do
+  return agreed_by_partitions(d, part_list, function(p)
     local ok, per_cpu = pcall(function() return p.def_mem_per_cpu end)
     local ok2, per_node = pcall(function() return p.def_mem_per_node end)
-    local bytes  -- (a value past 2^62 MB is INFINITE, as in limit_field)
-    if ok and valid(per_cpu) and per_cpu > 0 and per_cpu < 2 ^ 62 then
-      bytes = per_cpu * MIB * cpus
-    elseif ok2 and valid(per_node) and per_node > 0 and per_node < 2 ^ 62 then
-      bytes = per_node * MIB * nodes_of(d)
-    end
-    if not bytes or (total and bytes ~= total) then return nil end
-    total = bytes
-  end
-  return total
+    -- (a value past 2^62 MB is INFINITE, as in limit_field)
+    if ok and valid(per_cpu) and per_cpu > 0 and per_cpu < 2 ^ 62 then return per_cpu * MIB * cpus end
+    if ok2 and valid(per_node) and per_node > 0 and per_node < 2 ^ 62 then return per_node * MIB * nodes_of(d) end
+    return nil
+  end)
 end
 
 -- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
