@@ -8,7 +8,6 @@
 
 #include "peakcast/cascade/prediction.h"
 #include "peakcast/eval/coverage.h"
-#include "peakcast/sizing/sim_task.h"
 #include "peakcast/tools/model_tools.h"
 #include "report_internal.h"
 
@@ -122,22 +121,8 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   const std::vector<DaemonAnswer> answers =
       replay_daemon(runs_of(warm, warm_preds), runs_of(test, preds), jobs, ro, stored);
   Detail d;
-  d.recommendations = recommendation_outcome(test, answers);
-  if (!d.recommendations) {
-    // No section, and with it went its notes: say why here (recommendation_outcome's filter).
-    size_t killed = 0;
-    for (const Job& j : test) {
-      const std::optional<sizing::SimTask> task = sizing::sim_task(j, false);
-      if (task && task->info.request_bytes > 0.0 && task->runtime_ms > 0.0 && task->censored) ++killed;
-    }
-    d.notes.push_back(fmt::format(
-        "no savings section: none of the {} test jobs has a memory request, a recorded peak and a run "
-        "time{}",
-        test.size(),
-        killed > 0 ? fmt::format(" but for {} killed for memory, whose peak is not known (only that it "
-                                 "was above the memory they held)", killed)
-                   : std::string()));
-  }
+  // No section, and with it would go its notes: the reason goes to the page's own notes.
+  d.recommendations = recommendation_outcome(test, answers, &d.notes);
   for (size_t i = 0; i < test.size() && i < preds.size(); ++i) {
     add_predictions(test[i], preds[i], answers[i], o.bound_coverage, d.predictions);
   }

@@ -86,8 +86,10 @@ struct DaemonAnswer {
   std::string source;  // "workload" (its own policy), "bound" or "" (none): serve::SizingState's
 };
 // The test jobs at their users' requests and at the recommendations (src/report/savings.cpp).
+// nullopt when no test job can be run at both; then, with why_none, a note says why.
 std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Job>& test,
-                                                           const std::vector<DaemonAnswer>& answers);
+                                                           const std::vector<DaemonAnswer>& answers,
+                                                           std::vector<std::string>* why_none = nullptr);
 
 struct ReplayOptions {
   double util_cap = 1.0;

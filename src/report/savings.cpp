@@ -14,7 +14,8 @@
 namespace peakcast::report {
 
 std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Job>& test,
-                                                           const std::vector<DaemonAnswer>& answers) {
+                                                           const std::vector<DaemonAnswer>& answers,
+                                                           std::vector<std::string>* why_none) {
   sizing::Tally asked, answered;
   std::map<std::string, RecommendationOutcome::Partition> by_partition;
   size_t recommended = 0, lower = 0, killed = 0;
@@ -54,7 +55,18 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
     out.partitions.resize(kPartitionRows - 1);
     out.partitions.push_back(std::move(other));
   }
-  if (asked.jobs == 0) return std::nullopt;
+  if (asked.jobs == 0) {
+    if (why_none) {
+      why_none->push_back(fmt::format(
+          "no savings section: none of the {} test jobs has a memory request, a recorded peak and a "
+          "run time{}",
+          test.size(),
+          killed > 0 ? fmt::format(" but for {} killed for memory, whose peak is not known (only that "
+                                   "it was above the memory they held)", killed)
+                     : std::string()));
+    }
+    return std::nullopt;
+  }
   out.totals.source = "the test block";
   out.totals.results = sizing::summarize_seeds({{"users' requests", asked}, {"peakcastd's", answered}});
   out.totals.notes.push_back(fmt::format(
