@@ -31,7 +31,8 @@ applied nor told: one line is logged (sane_recommendation). The daemon is sent t
 them (the list it names, else the default one), so its rule takes their floor and limit.
 A job that asks for no time or no memory is sent what slurmctld will give it, as sacct later shows
 it: the partition's DefaultTime (else MaxTime) and DefMemPerCPU x CPUs (or DefMemPerNode x nodes);
-slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list, so under it none is sent.
+slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list: set SLURM_CONF_DEF_MEM_PER_CPU
+(or _NODE) below to it, else a job under it is sent with none.
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -76,6 +77,14 @@ local LOWER_MEM_MIN_FRACTION = 0.1
 -- default account) is listed. The others are advised only.
 local LOWER_MEM_PARTITIONS = nil
 local LOWER_MEM_ACCOUNTS = nil
+-- SLURM_CONF_DEF_MEM_PER_CPU / SLURM_CONF_DEF_MEM_PER_NODE: slurm.conf's global DefMemPerCPU or
+-- DefMemPerNode in MB, copied here by the site (nil = not set there). A job that asks for no
+-- memory in a partition that sets neither gets the global one from slurmctld, but job_submit/lua
+-- shows the hook only the partitions' own (22.05 exposes no slurm.conf value but CLUSTER_NAME), so
+-- without it such a job is sent with no memory request. Keep it equal to slurm.conf (`scontrol show
+-- config | grep DefMemPer`): a stale value only misstates what the daemon is told was asked.
+local SLURM_CONF_DEF_MEM_PER_CPU = nil
+local SLURM_CONF_DEF_MEM_PER_NODE = nil
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
@@ -453,17 +462,22 @@ end
 
 -- The whole-job memory, in bytes, that slurmctld gives a job that asks for none (no --mem,
 -- --mem-per-cpu or --mem-per-gpu): its partition's DefMemPerCPU x CPUs or DefMemPerNode x nodes,
--- what sacct's ReqMem then shows. nil when unknown: a partition that sets neither (part_list's
--- def_mem_per_node 0) takes slurm.conf's global DefMemPerCPU/DefMemPerNode, which part_list does
--- not show, or the node's whole memory; with several partitions, unless they all give the same.
+-- what sacct's ReqMem then shows. A partition that sets neither (part_list's def_mem_per_node 0)
+-- takes slurm.conf's global DefMemPerCPU/DefMemPerNode, which part_list does not show: the site's
+-- SLURM_CONF_DEF_MEM_PER_CPU/_NODE. nil when unknown: neither set (the job then gets the node's
+-- whole memory), or several partitions that do not all give the same.
 -- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
 local function default_mem_of(d, part_list, cpus)
+  local function mb(v) return valid(v) and v > 0 and v < 2 ^ 62 and v or nil end  -- past 2^62: INFINITE
   return agreed_by_partitions(d, part_list, function(p)
     local ok, per_cpu = pcall(function() return p.def_mem_per_cpu end)
     local ok2, per_node = pcall(function() return p.def_mem_per_node end)
-    -- (a value past 2^62 MB is INFINITE, as in limit_field)
-    if ok and valid(per_cpu) and per_cpu > 0 and per_cpu < 2 ^ 62 then return per_cpu * MIB * cpus end
-    if ok2 and valid(per_node) and per_node > 0 and per_node < 2 ^ 62 then return per_node * MIB * nodes_of(d) end
+    per_cpu, per_node = ok and mb(per_cpu), ok2 and mb(per_node)
+    if not per_cpu and not per_node then
+      per_cpu, per_node = mb(SLURM_CONF_DEF_MEM_PER_CPU), mb(SLURM_CONF_DEF_MEM_PER_NODE)
+    end
+    if per_cpu then return per_cpu * MIB * cpus end
+    if per_node then return per_node * MIB * nodes_of(d) end
     return nil
   end)
 end
@@ -898,6 +912,9 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.lower_mem_min_fraction = LOWER_MEM_MIN_FRACTION
   PEAKCAST_TEST.set_lower_mem_scope = function(partitions, accounts)
     LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts
+  end
+  PEAKCAST_TEST.set_slurm_conf_def_mem = function(per_cpu, per_node)
+    SLURM_CONF_DEF_MEM_PER_CPU, SLURM_CONF_DEF_MEM_PER_NODE = per_cpu, per_node
   end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
   PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end

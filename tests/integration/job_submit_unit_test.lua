@@ -118,7 +118,7 @@ check("time: no part_list -> none", r.req_time_s == nil, r.req_time_s)
 -- CPUs or DefMemPerNode x nodes (sacct ReqMem 300M for DefMemPerCPU=300 -n 1, 700M for
 -- DefMemPerNode=700; part_list shows the one a partition sets, read live on 22.05). A partition
 -- that sets neither (def_mem_per_node 0) takes slurm.conf's global default, which part_list does
--- not show: unknown, as before.
+-- not show: unknown unless the site gives it (below).
 local mparts = {
   dc = tpart({ name = "dc", flag_default = 0, def_mem_per_cpu = 300 }),
   dn = tpart({ name = "dn", flag_default = 0, def_mem_per_node = 700 }),
@@ -137,6 +137,23 @@ r = T.build_record(desc({}), 1000, mparts)
 check("mem: the global default (not in part_list) -> none", r.req_mem_bytes == nil, r.req_mem_bytes)
 r = T.build_record(desc({ partition = "dc", min_mem_per_node = 100 }), 1000, mparts)
 check("mem: the job's own request wins", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
+-- The global default, given to the hook as SLURM_CONF_DEF_MEM_PER_CPU/_NODE (slurm.conf's
+-- DefMemPerCPU/DefMemPerNode; 22.05's Lua API does not show it): slurmctld gives it to a job in a
+-- partition that sets neither (sacct ReqMem 1000M for the test cluster's global DefMemPerCPU=500
+-- -n 2 in debug), and a partition's own wins over it.
+T.set_slurm_conf_def_mem(500, nil)
+r = T.build_record(desc({ num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: global DefMemPerCPU x CPUs where the partition sets none", r.req_mem_bytes == 1000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc", num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: the partition's DefMemPerCPU wins over the global one", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dn,debug" }), 1000, mparts)
+check("mem: partition DefMemPerNode 700 vs global 500/CPU -> none", r.req_mem_bytes == nil, r.req_mem_bytes)
+T.set_slurm_conf_def_mem(nil, 700)
+r = T.build_record(desc({ partition = "dn,debug", min_nodes = 2 }), 1000, mparts)
+check("mem: global DefMemPerNode x nodes, agreeing with a partition's", r.req_mem_bytes == 1400 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 100 }), 1000, mparts)
+check("mem: the job's own request wins over the global default", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
+T.set_slurm_conf_def_mem(nil, nil)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are

@@ -91,6 +91,7 @@ start() {
   : > "$dir/run/pids"
   local lua="${JOB_SUBMIT_LUA:-$repo/contrib/slurm/job_submit.lua}"
   local psock="${PEAKCAST_SOCKET:-$dir/peakcastd.sock}"
+  local def_mem_per_cpu=500  # slurm.conf's global DefMemPerCPU, and the hook's copy of it
   local msock="$dir/munge/munge.socket"
   local myport dbdport ctldport dport
   myport=$(free_port) && dbdport=$(free_port) && ctldport=$(free_port) && dport=$(free_port) \
@@ -158,7 +159,7 @@ JobSubmitPlugins=lua
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=500
+DefMemPerCPU=$def_mem_per_cpu
 MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
@@ -187,7 +188,9 @@ StorageLoc=slurm_acct_db
 EOF
   chmod 600 "$dir/etc/slurmdbd.conf"
   [ -f "$lua" ] || die "no hook at $lua"
-  sed "s|^local SOCKET_PATH = .*|local SOCKET_PATH = \"$psock\"|" "$lua" > "$dir/etc/job_submit.lua"
+  sed -e "s|^local SOCKET_PATH = .*|local SOCKET_PATH = \"$psock\"|" \
+      -e "s|^local SLURM_CONF_DEF_MEM_PER_CPU = .*|local SLURM_CONF_DEF_MEM_PER_CPU = $def_mem_per_cpu|" \
+      "$lua" > "$dir/etc/job_submit.lua"
   cat > "$dir/env.sh" <<EOF
 export SLURM_CONF=$dir/etc/slurm.conf
 export SLURM_CLUSTER_DIR=$dir

@@ -203,6 +203,15 @@ if submit mapdefm -p deftime -n 2 -t 5; then ok "sbatch mapdefm (job $job_id)"
 else bad "sbatch mapdefm: $sbatch_err"; fi
 check "mapdefm: no --mem: request req_mem_bytes = DefMemPerCPU x 2 CPUs (600 MiB)" \
   [ "$(request_field mapdefm req_mem_bytes)" = 629145600 ]
+# debug sets no default memory: slurmctld gives the job slurm.conf's global DefMemPerCPU=500,
+# which the hook knows only as its SLURM_CONF_DEF_MEM_PER_CPU (slurm_cluster.sh sets both).
+printf '#!/bin/bash\n# mapglob\ntrue\n' > "$work/mapglob.sh"
+if submit mapglob -n 2 -t 5; then ok "sbatch mapglob (job $job_id)"; jid[mapglob]=$job_id
+else bad "sbatch mapglob: $sbatch_err"; fi
+check "mapglob: no --mem in debug: request req_mem_bytes = global DefMemPerCPU x 2 CPUs (1000 MiB)" \
+  [ "$(request_field mapglob req_mem_bytes)" = 1048576000 ]
+check "mapglob: slurmctld gave it the global default (MinMemoryCPU=500M)" \
+  bash -c "scontrol show job '${jid[mapglob]:-0}' | grep -q 'MinMemoryCPU=500M'"
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
