@@ -69,6 +69,11 @@ void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
                  "sacct output without a header (-n): the --format column names, comma separated");
   cmd.add_option("--scripts-dir", a.scripts_dir, "sacct: folder of <jobid>.sh job scripts");
   cmd.add_option("--scripts-dump", a.scripts_dump, "sacct: file of concatenated `sacct -B` output");
+  cmd.add_option("--sacct-timezone", a.sacct_timezone,
+                 "sacct: the time zone its Submit/Start/End were printed in, a tz database name such "
+                 "as Europe/Berlin (sacct prints the local time of the host it ran on unless run with "
+                 "TZ=UTC; times with an offset are read as they say)")
+      ->default_str("UTC");
 }
 
 void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>& code_options) {
@@ -124,6 +129,7 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a, b
   }
   o.scripts_dir = a.scripts_dir;
   o.scripts_dump = a.scripts_dump;
+  o.sacct_timezone = a.sacct_timezone;
   o.sizey_rows = sizey_rows;
   Result<ingest::Trace> trace = ingest::read_trace(path, o);
   if (!trace) return trace;

@@ -38,9 +38,11 @@ struct ReaderArgs {
   std::string columns;
   std::string scripts_dir;
   std::string scripts_dump;
+  std::string sacct_timezone;
 };
 
-// --format, --strict, --util-cap, --user, --columns, --scripts-dir, --scripts-dump.
+// --format, --strict, --util-cap, --user, --columns, --scripts-dir, --scripts-dump,
+// --sacct-timezone.
 void add_reader_options(CLI::App& cmd, ReaderArgs& args);
 
 // Reads the trace and prints the reader summary to stderr (every command does); `sizey_rows`

@@ -132,7 +132,7 @@ std::optional<int64_t> parse_slurm_duration(std::string_view text) {
   return s <= kMaxDurationS ? std::optional<int64_t>(s) : std::nullopt;
 }
 
-std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s) {
+std::optional<Timestamp> parse_timestamp(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;
   size_t digits = 0, dots = 0;
@@ -143,14 +143,14 @@ std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_off
   if (digits == text.size()) {
     auto v = parse_int(text);
     if (!v) return std::nullopt;
-    if (text.size() >= 13) return *v;  // epoch milliseconds
+    if (text.size() >= 13) return Timestamp{*v, false};  // epoch milliseconds
     if (*v > INT64_MAX / 1000) return std::nullopt;
-    return *v * 1000;
+    return Timestamp{*v * 1000, false};
   }
   if (dots == 1 && digits + 1 == text.size() && text.front() != '.' && text.back() != '.') {
     auto v = parse_double(text);  // fractional epoch seconds
     if (!v || *v >= 9.2e15) return std::nullopt;
-    return static_cast<int64_t>(std::floor(*v * 1000.0 + 0.5));
+    return Timestamp{static_cast<int64_t>(std::floor(*v * 1000.0 + 0.5)), false};
   }
   // YYYY-MM-DD[(T| )HH:MM[:SS[.fff]][Z|+HH:MM|-HH:MM]], read by hand: sscanf stopped at the
   // last field it knew and took "2023-01-23T10:00:00garbage" for a time.
@@ -227,9 +227,16 @@ std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_off
   tm.tm_hour = h;
   tm.tm_min = mi;
   tm.tm_sec = sec;
-  // A zone in the text wins; without one (sacct and Nextflow print local time bare) the caller's.
-  const int64_t offset_s = zone_s ? *zone_s : utc_offset_s;
-  return (static_cast<int64_t>(timegm(&tm)) - offset_s) * 1000 + frac_ms;
+  // Without a zone in the text (sacct and Nextflow print local time bare) the wall clock as if it
+  // were UTC: the caller knows the zone.
+  const int64_t ms = (static_cast<int64_t>(timegm(&tm)) - zone_s.value_or(0)) * 1000 + frac_ms;
+  return Timestamp{ms, !zone_s.has_value()};
+}
+
+std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s) {
+  std::optional<Timestamp> t = parse_timestamp(text);
+  if (!t) return std::nullopt;
+  return t->wall_clock ? t->ms - utc_offset_s * 1000 : t->ms;
 }
 
 }  // namespace peakcast

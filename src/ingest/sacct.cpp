@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "peakcast/core/io.h"
+#include "peakcast/core/time_zone.h"
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/jobstats.h"
 #include "peakcast/ingest/bounds.h"
@@ -258,11 +259,24 @@ struct Record {
 
 bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
 
-// Reads a time field (epoch ms out): epoch or ISO, within the canonical schema's range.
-std::optional<FieldError> read_time(const Row& row, Col c, std::optional<int64_t>& out) {
+// Reads a time field (epoch ms out): epoch or ISO, within the canonical schema's range. An ISO
+// time without an offset is the wall clock of `zone` (ReadOptions::sacct_timezone), else UTC.
+std::optional<FieldError> read_time(const Row& row, Col c, const TimeZone* zone,
+                                    std::optional<int64_t>& out) {
   std::string_view v = row.get(c);
-  out = parse_timestamp_ms(v);
-  if (!out) return FieldError{c, quoted(v) + " is not a time"};
+  const std::optional<Timestamp> t = parse_timestamp(v);
+  if (!t) return FieldError{c, quoted(v) + " is not a time"};
+  out = t->ms;
+  if (t->wall_clock && zone != nullptr) {
+    int64_t local_s = t->ms / 1000, ms = t->ms % 1000;
+    if (ms < 0) {
+      ms += 1000;
+      --local_s;
+    }
+    const Result<int64_t> utc_s = zone->utc_of_local(local_s);
+    if (!utc_s) return FieldError{c, quoted(v) + ": " + utc_s.status().message()};
+    out = *utc_s * 1000 + ms;
+  }
   if (*out < 0 || static_cast<double>(*out) / 1000.0 > kMaxEpochSeconds) {
     return FieldError{c, quoted(v) + " is out of range"};
   }
@@ -279,20 +293,20 @@ std::optional<FieldError> read_seconds(Col c, std::string_view v, std::optional<
 }
 
 // Submit, Start, End (End=Unknown: not finished yet) and the elapsed time.
-std::optional<FieldError> read_job_times(const Row& row, Record& r) {
+std::optional<FieldError> read_job_times(const Row& row, const TimeZone* zone, Record& r) {
   Job& j = r.job;
   if (row.layout->has(kSubmit)) {
     std::optional<int64_t> t;
-    if (auto e = read_time(row, kSubmit, t)) return e;
+    if (auto e = read_time(row, kSubmit, zone, t)) return e;
     j.submit_ms = *t;
   }
   if (std::string_view v = row.get(kStart); !v.empty() && !is_unknown_time(v)) {
-    if (auto e = read_time(row, kStart, j.start_ms)) return e;
+    if (auto e = read_time(row, kStart, zone, j.start_ms)) return e;
   }
   if (std::string_view v = row.get(kEnd); v == "Unknown") {
     r.unfinished = true;
   } else if (!v.empty() && v != "None") {
-    if (auto e = read_time(row, kEnd, r.end)) return e;
+    if (auto e = read_time(row, kEnd, zone, r.end)) return e;
   }
   if (std::string_view v = row.get(kElapsedRaw); !v.empty()) {
     return read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed);
@@ -368,7 +382,7 @@ std::optional<FieldError> check_end(const Row& row, const Record& r) {
   return std::nullopt;
 }
 
-std::optional<FieldError> read_job_row(const Row& row, Record& r) {
+std::optional<FieldError> read_job_row(const Row& row, const TimeZone* zone, Record& r) {
   Job& j = r.job;
   j.job_name = std::string(row.get(kJobName));
   // The daemon's answer, where the hook wrote it into the comment (its COMMENT_FIELD: either).
@@ -386,7 +400,7 @@ std::optional<FieldError> read_job_row(const Row& row, Record& r) {
     j.state = normalize_state(row.get(kState));
     for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
   }
-  if (auto e = read_job_times(row, r)) return e;
+  if (auto e = read_job_times(row, zone, r)) return e;
   if (auto e = read_time_limit(row, j)) return e;
   if (auto e = read_counts(row, r)) return e;
   if (auto e = check_end(row, r)) return e;
@@ -647,9 +661,10 @@ class StepJoin {
 // the step join, then turns its records into Jobs.
 class SacctReader {
  public:
-  SacctReader(const std::string& name, const ReadOptions& o, bool columns_hint, Trace& out)
-      : name_(name), o_(o), hint_(columns_hint ? kColumnsHint : std::string_view()), out_(out),
-        join_(tally_, out.stats) {}
+  SacctReader(const std::string& name, const ReadOptions& o, bool columns_hint, const TimeZone* zone,
+              Trace& out)
+      : name_(name), o_(o), hint_(columns_hint ? kColumnsHint : std::string_view()), zone_(zone),
+        out_(out), join_(tally_, out.stats) {}
 
   // The --columns layout for output without a header (`sacct -n`).
   Status set_columns(const std::vector<std::string>& columns) {
@@ -798,7 +813,7 @@ class SacctReader {
     Record r;
     r.line = lineno;
     r.job.job_id = key;
-    if (auto e = read_job_row(row, r)) {
+    if (auto e = read_job_row(row, zone_, r)) {
       join_.reject_job(key);
       return fail(lineno, *e);
     }
@@ -842,6 +857,7 @@ class SacctReader {
   const std::string& name_;
   const ReadOptions& o_;
   std::string_view hint_;  // appended to a refused header (SacctOptions::columns_hint)
+  const TimeZone* zone_;   // where times without an offset were printed; nullptr: UTC
   Trace& out_;
   std::optional<Layout> layout_, first_layout_;
   std::vector<std::string> columns_;  // --columns, as column keys; empty without it
@@ -862,7 +878,13 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   // Scripts first: a bad --scripts path should fail before any work.
   auto scripts = sacct::ScriptSources::open(o);
   if (!scripts) return scripts.status();
-  SacctReader reader(name, o, so.columns_hint, out);
+  std::optional<TimeZone> zone;  // ReadOptions::sacct_timezone; a name that is not a zone fails the read
+  if (!o.sacct_timezone.empty()) {
+    Result<TimeZone> z = TimeZone::load(o.sacct_timezone);
+    if (!z) return z.status();
+    zone = std::move(*z);
+  }
+  SacctReader reader(name, o, so.columns_hint, zone ? &*zone : nullptr, out);
   if (!o.columns.empty()) {
     if (Status s = reader.set_columns(o.columns); !s) return s;
   }

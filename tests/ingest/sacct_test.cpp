@@ -11,6 +11,7 @@
 #include "golden_util.h"  // gtest first: rapidcheck/gtest.h needs it
 #include <rapidcheck/gtest.h>
 #include "peakcast/core/io.h"
+#include "peakcast/core/time_zone.h"
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/reader.h"
 #include "peakcast/ingest/sacct.h"
@@ -134,6 +135,56 @@ TEST(Sacct, OverMemoryKillIsCensored) {
   finalize_trace(u, 1.0);
   ASSERT_EQ(u.jobs.size(), 1u);
   EXPECT_TRUE(u.jobs[0].censored);
+}
+
+// sacct prints Submit/Start/End as the wall clock of the host it ran on, without an offset,
+// unless run with TZ=UTC. A file written in Europe/Berlin across the 2023-03-26 change to summer
+// time (02:00 CET -> 03:00 CEST): this job ran one hour, from 00:30 to 01:30 UTC. Read as UTC it
+// ran two and started an hour late; read in the zone it was written in, as it ran. A time with
+// an offset is read as it says, whatever the zone; one the clocks skipped is a malformed row.
+TEST(Sacct, LocalTimesAreReadInTheZoneTheFileWasWrittenIn) {
+  if (!TimeZone::load("Europe/Berlin")) GTEST_SKIP() << "no Europe/Berlin in the system's tz database";
+  const std::string text =
+      "JobID|User|State|Submit|Start|End|ReqMem|MaxRSS\n"
+      "41|al|COMPLETED|2023-03-26T01:20:00|2023-03-26T01:30:00|2023-03-26T03:30:00|100M|\n"
+      "41.batch||COMPLETED|2023-03-26T01:30:00|2023-03-26T01:30:00|2023-03-26T03:30:00||20M\n"
+      "42|al|COMPLETED|2023-10-28T12:00:00+02:00|2023-10-28T12:00:00Z|1698494400|100M|\n";
+  const int64_t k0030z = 1679790600000;  // 2023-03-26T00:30:00Z
+  ReadOptions o = sacct_options();
+  o.sacct_timezone = "Europe/Berlin";
+  Trace berlin;
+  ASSERT_TRUE(parse_sacct(text, "berlin", o, berlin));
+  ASSERT_EQ(berlin.jobs.size(), 2u) << (berlin.stats.reasons.empty() ? "" : berlin.stats.reasons[0]);
+  const Job* j = find_job(berlin, "41");
+  EXPECT_EQ(j->submit_ms, k0030z - 600000);
+  EXPECT_EQ(j->start_ms, k0030z);
+  EXPECT_EQ(j->end_ms, k0030z + 3600000);
+  const Job* k = find_job(berlin, "42");  // offsets and epochs: as they say
+  EXPECT_EQ(k->submit_ms, 1698487200000);
+  EXPECT_EQ(k->start_ms, 1698494400000);
+  EXPECT_EQ(k->end_ms, 1698494400000);
+
+  Trace utc;  // the default: UTC, as before
+  ASSERT_TRUE(parse_sacct(text, "utc", sacct_options(), utc));
+  EXPECT_EQ(find_job(utc, "41")->start_ms, k0030z + 3600000);
+  EXPECT_EQ(find_job(utc, "41")->end_ms, k0030z + 3 * 3600000);
+  EXPECT_EQ(find_job(utc, "42")->submit_ms, 1698487200000);
+
+  Trace skipped;  // 02:30 never showed on Berlin's clocks that night
+  ASSERT_TRUE(parse_sacct("JobID|User|State|Submit|End|ReqMem|MaxRSS\n"
+                          "43|al|COMPLETED|2023-03-26T02:30:00|2023-03-26T04:00:00|100M|\n",
+                          "gap", o, skipped));
+  EXPECT_TRUE(skipped.jobs.empty());
+  ASSERT_EQ(skipped.stats.skipped, 1u);
+  EXPECT_NE(skipped.stats.reasons[0].find("Submit"), std::string::npos) << skipped.stats.reasons[0];
+  EXPECT_NE(skipped.stats.reasons[0].find("skipped"), std::string::npos) << skipped.stats.reasons[0];
+
+  ReadOptions unknown = sacct_options();  // a name that is no zone fails the read, not each row
+  unknown.sacct_timezone = "Europe/Atlantis";
+  Trace none;
+  const Status s = parse_sacct(text, "unknown", unknown, none);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("Europe/Atlantis"), std::string::npos) << s.message();
 }
 
 TEST(Sacct, StrictModeDoesNotTreatRunningJobsAsErrors) {

@@ -25,6 +25,15 @@ std::optional<int64_t> parse_slurm_duration(std::string_view text);
 // text after the time is nullopt.
 std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_offset_s = 0);
 
+// parse_timestamp_ms's reading, saying whether the text gave the instant (epoch forms, a zone) or
+// only a wall-clock time (a calendar form without a zone: `ms` reads it as if it were UTC, for
+// the caller to place in its zone; TimeZone::utc_of_local).
+struct Timestamp {
+  int64_t ms = 0;
+  bool wall_clock = false;
+};
+std::optional<Timestamp> parse_timestamp(std::string_view text);
+
 std::optional<double> parse_double(std::string_view text);
 std::optional<int64_t> parse_int(std::string_view text);
 

@@ -31,6 +31,11 @@ struct ReadOptions {
   std::vector<std::string> columns;  // sacct -n output: the --format column names, in order
   std::string scripts_dir;           // sacct: folder of <jobid>.sh job scripts
   std::string scripts_dump;          // sacct: file of concatenated `sacct -B` outputs
+  // sacct: the tz database zone ("Europe/Berlin") the file's times were printed in. sacct prints
+  // Submit/Start/End as the local wall clock of the host it ran on, without an offset, unless run
+  // with TZ=UTC; "" reads them as UTC. A time with an offset ("...+01:00", "Z") or an epoch
+  // number is read as it says, whatever the zone.
+  std::string sacct_timezone;
   // Nextflow: read the task rows as Sizey's protocol does (`simulate --protocol sizey`), which
   // reads process, rss, rchar, realtime and memory and no status: CACHED tasks are kept (their
   // figures are the earlier run's, which Sizey's reader takes as any row's), times are not

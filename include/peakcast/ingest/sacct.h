@@ -21,7 +21,9 @@
 // - Request: ReqMem (see parse_req_mem), else ReqTRES `mem=`, else AllocTRES `mem=`; CPUs from
 //   ReqCPUS, else NCPUS, else ReqTRES/AllocTRES `cpu=`; GPUs from AllocTRES, else ReqTRES;
 //   walltime from Timelimit, else TimelimitRaw (minutes).
-// - Times: Submit/Start/End in ISO local time (read as UTC: ordering is what matters) or epoch.
+// - Times: Submit/Start/End in ISO form or epoch. ISO without an offset is sacct's local time:
+//   the wall clock of ReadOptions::sacct_timezone (TimeZone::utc_of_local), else read as UTC;
+//   a time the zone's clocks skipped makes the row malformed.
 //   A job whose End is `Unknown`, or whose state is RUNNING/PENDING/..., is still going: it is
 //   left out and counted in a note, not as a malformed line. No Submit column → the trace has
 //   no submit times (Trace.has_submit_times = false, with a note); end_time is End if present,
