@@ -3,34 +3,74 @@
 namespace peakcast::features::detail {
 
 namespace {
-// A line whose first non-blank character is '#': a comment (or a directive) runs to the end of
-// its line, so a backslash at its end is text, not a continuation (bash; sbatch reads each
-// #SBATCH line alone).
-bool comment_line(const std::string& line) {
-  const size_t p = line.find_first_not_of(" \t");
-  return p != std::string::npos && line[p] == '#';
-}
+// Whether the logical line read so far has entered a comment: a '#' that starts a word (at the
+// start, or after a blank or one of bash's operator characters | & ; ( ) < >), outside quotes and
+// not escaped, runs to the end of its line, so a backslash at its end is comment text, not a
+// continuation (bash). That covers a whole comment or directive line (sbatch also reads each
+// #SBATCH line alone) and a trailing "cmd # note \". Fed one character at a time, so a long
+// chain of continuations is read once.
+class CommentScan {
+ public:
+  bool in_comment() const { return comment_; }
+  void feed(char c) {
+    if (comment_) return;
+    if (escaped_) {  // the character after a backslash, in double quotes as outside them
+      escaped_ = false;
+      word_start_ = false;
+      return;
+    }
+    if (quote_ == '\'') {
+      if (c == '\'') quote_ = 0;
+      return;
+    }
+    if (c == '\\') {
+      escaped_ = true;
+      return;
+    }
+    if (quote_ == '"') {
+      if (c == '"') quote_ = 0;
+      return;
+    }
+    if (c == '#' && word_start_) {
+      comment_ = true;
+      return;
+    }
+    if (c == '\'' || c == '"') quote_ = c;
+    word_start_ = c == ' ' || c == '\t' || c == '|' || c == '&' || c == ';' || c == '(' ||
+                  c == ')' || c == '<' || c == '>';
+  }
+
+ private:
+  char quote_ = 0;
+  bool escaped_ = false;
+  bool word_start_ = true;
+  bool comment_ = false;
+};
 }  // namespace
 
 std::vector<std::string> logical_lines(std::string_view script) {
   std::vector<std::string> lines;
   std::string cur;
+  CommentScan scan;
   for (size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
     if (c == '\r') continue;
-    if (c == '\\' && !comment_line(cur) && i + 1 < script.size() &&
+    if (c == '\\' && !scan.in_comment() && i + 1 < script.size() &&
         (script[i + 1] == '\n' || (script[i + 1] == '\r' && i + 2 < script.size() &&
                                    script[i + 2] == '\n'))) {
       i += script[i + 1] == '\r' ? 2 : 1;  // continuation: join with the next line
       cur.push_back(' ');
+      scan.feed(' ');
       continue;
     }
     if (c == '\n') {
       lines.push_back(std::move(cur));
       cur.clear();
+      scan = CommentScan{};
       continue;
     }
     cur.push_back(c);
+    scan.feed(c);
   }
   if (!cur.empty()) lines.push_back(std::move(cur));
   return lines;

@@ -36,8 +36,8 @@ struct Word {
 };
 
 // Splits a script into logical lines: CRLF normalized, backslash-newline continuations joined
-// (except after a line whose first non-blank character is '#': bash ends a comment, and sbatch
-// an #SBATCH line, at its newline).
+// (except inside a comment, a '#' that starts a word outside quotes, whether the whole line or
+// after a command: bash ends a comment, and sbatch an #SBATCH line, at its newline).
 std::vector<std::string> logical_lines(std::string_view script);
 
 // One logical line into words and operators; quotes removed, backslash escapes resolved, a '#'

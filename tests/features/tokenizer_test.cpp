@@ -154,6 +154,25 @@ TEST(Tokenizer, SbatchDirectivesFollowSbatchRules) {
   EXPECT_TRUE(has(after_comment, "cmd:echo"));
 }
 
+// bash: a '#' that starts a word begins a comment that runs to the end of its line, and a
+// backslash inside a comment is text: the next line is not joined to it. A '#' inside a word, in
+// quotes or escaped starts no comment, so a backslash after it still continues the line.
+TEST(Tokenizer, TrailingCommentEndsItsLine) {
+  auto noted = pf::tokenize_script("echo start # see notes \\\npython train.py --steps 1024\n");
+  EXPECT_TRUE(has(noted, "cmd:python"));
+  EXPECT_TRUE(has(noted, "--steps=bin:10"));
+  auto after_op = pf::tokenize_script("cd /work;# note \\\nmake -j 4\n");
+  EXPECT_TRUE(has(after_op, "cmd:make"));
+  for (const char* not_comment : {"python run.py a#b \\\n  --steps 1024\n",
+                                  "python run.py '# x' \\\n  --steps 1024\n",
+                                  "python run.py \\# \\\n  --steps 1024\n",
+                                  "python run.py ${#x} \\\n  --steps 1024\n"}) {
+    auto t = pf::tokenize_script(not_comment);
+    EXPECT_TRUE(has(t, "--steps=bin:10")) << not_comment;  // joined: an argument of python
+    EXPECT_EQ(std::count(t.begin(), t.end(), "cmd:python"), 1) << not_comment;
+  }
+}
+
 TEST(Tokenizer, QuotingAndContinuations) {
   auto t = pf::tokenize_script(
       "python run.py \\\n  --steps 1024 \\\n  --name \"my run\"\n"
