@@ -13,7 +13,8 @@ std::vector<std::string> tokenize_script(std::string_view script, const Tokenize
   std::vector<std::string> tokens;
   detail::TokenSink sink(tokens);
   bool seen_content = false;
-  bool seen_command = false;
+  bool seen_command = false;     // sbatch: a line that is not blank and not a '#' line
+  bool seen_executable = false;  // qsub: the same, but a line with ':' in its first column is not
   for (const std::string& raw : detail::logical_lines(script)) {
     std::string_view line = raw;
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
@@ -25,10 +26,16 @@ std::vector<std::string> tokenize_script(std::string_view script, const Tokenize
       // sbatch reads #SBATCH only in the first column and only before the first command line
       // (src/sbatch/opt.c _opt_batch_script); anywhere else the line is a comment to it.
       if (line.starts_with("#SBATCH") && (seen_command || line.size() != raw.size())) continue;
+      // qsub (PBS Pro/OpenPBS, Torque) reads #PBS after leading blanks too, but only before the
+      // first executable line (pbs_ispbsdir, pbs_isexecutable; POSIX qsub: "if directives occur
+      // on subsequent lines, the utility shall ignore those directives"). bsub reads #BSUB lines
+      // wherever they are (IBM's own job_script example sets -P after the commands).
+      if (line.starts_with("#PBS") && seen_executable) continue;
       detail::tokenize_directive(line, sink);                     // else: a comment, dropped
       continue;
     }
     seen_command = true;
+    if (raw.front() != ':') seen_executable = true;
     detail::tokenize_shell_line(line, sink);
   }
   return truncate_tokens(std::move(tokens), o);

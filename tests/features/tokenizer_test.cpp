@@ -154,6 +154,27 @@ TEST(Tokenizer, SbatchDirectivesFollowSbatchRules) {
   EXPECT_TRUE(has(after_comment, "cmd:echo"));
 }
 
+// qsub's rules for #PBS (OpenPBS check_job_script.c pbs_ispbsdir / pbs_isexecutable, POSIX qsub):
+// leading blanks before the prefix are allowed, directives after the first executable line are
+// ignored, and a line with ':' in its first column is not executable. bsub reads #BSUB lines
+// wherever they are (IBM LSF 10.1, bsub job_script: "#BSUB -P myproj" after the commands applies).
+TEST(Tokenizer, PbsAndBsubDirectivesFollowTheirSchedulers) {
+  auto after = pf::tokenize_script("#!/bin/bash\n#PBS -q gpu\n\n# note\ncd $PBS_O_WORKDIR\n#PBS -l mem=4gb\n");
+  EXPECT_TRUE(has(after, "pbs:-q"));
+  EXPECT_TRUE(has(after, "cmd:cd"));
+  EXPECT_FALSE(any_starts_with(after, "pbs:-l"));  // after the first command: ignored by qsub
+
+  auto indented = pf::tokenize_script("#!/bin/bash\n   #PBS -l walltime=01:00:00\ntrue\n");
+  EXPECT_TRUE(any_starts_with(indented, "pbs:-l"));  // qsub skips leading blanks
+
+  auto colon = pf::tokenize_script("#!/bin/sh\n: ${DATA:=/scratch}\n#PBS -l ncpus=8\ntrue\n");
+  EXPECT_TRUE(any_starts_with(colon, "pbs:-l"));  // ':' in column 1 is not executable to qsub
+
+  auto bsub = pf::tokenize_script("#!/bin/sh\n#BSUB -n 2\nmyjob1 arg1\n#BSUB -P myproj\n");
+  EXPECT_TRUE(has(bsub, "bsub:-n=bin:1"));
+  EXPECT_TRUE(has(bsub, "bsub:-P"));  // bsub reads #BSUB after commands too
+}
+
 // bash: a '#' that starts a word begins a comment that runs to the end of its line, and a
 // backslash inside a comment is text: the next line is not joined to it. A '#' inside a word, in
 // quotes or escaped starts no comment, so a backslash after it still continues the line.

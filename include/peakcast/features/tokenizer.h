@@ -32,8 +32,11 @@ struct TokenizerOptions {
 //   modules      "module:load!" (subcommand), "module:cuda", "module:cuda/11.8"
 //   other        "var:SLURM_NTASKS" ($ references), "path:scratch" (pieces split on / . _ - ...;
 //                digit-only pieces dropped), "w:hello", "size:bin:36" ("64G"), "op:|", "op:>"
-// Comments other than directives and the shebang are dropped; backslash-newline continuations are
-// joined; quotes are removed and a quoted argument with spaces ("bash -c '...'") is tokenized as
+// A directive line counts where its scheduler reads it: #SBATCH in the first column before the
+// first command (sbatch), #PBS after leading blanks too but before the first executable line
+// (qsub), #BSUB anywhere (bsub); elsewhere it is a comment. Comments other than directives and
+// the shebang are dropped; backslash-newline continuations are joined, except inside a comment
+// (bash: "cmd # note \" does not continue); quotes are removed and a quoted argument with spaces ("bash -c '...'") is tokenized as
 // arguments. Longer than max_tokens: the first floor(head_share * max) and the last rest kept.
 std::vector<std::string> tokenize_script(std::string_view script, const TokenizerOptions& o = {});
 
