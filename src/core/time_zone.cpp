@@ -28,7 +28,10 @@ struct Counts {
 // The counts of a TZif header at `at` (RFC 8536 section 3.1), or nullopt when it is not one.
 std::optional<Counts> header(std::string_view s, size_t at) {
   if (s.size() < at + 44 || s.substr(at, 4) != "TZif") return std::nullopt;
-  auto count = [&](size_t k) { return static_cast<size_t>(be_int(s, at + 20 + 4 * k, 4)); };
+  // Four-octet unsigned counts: at most 2^32 - 1 each, so block_size stays far below 2^64.
+  auto count = [&](size_t k) {
+    return static_cast<size_t>(static_cast<uint32_t>(be_int(s, at + 20 + 4 * k, 4)));
+  };
   return Counts{count(0), count(1), count(2), count(3), count(4), count(5)};
 }
 

@@ -2,8 +2,13 @@
 #include "peakcast/core/time_zone.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace peakcast {
 namespace {
@@ -53,6 +58,29 @@ TEST(TimeZone, NamesOutsideTheDatabaseAreRefused) {
     Result<TimeZone> z = TimeZone::load(name);
     EXPECT_FALSE(z) << name;
   }
+}
+
+// A zone file whose header counts more transitions than it holds: the count is a four-octet
+// unsigned integer (RFC 8536); read as a signed one and multiplied, it wrapped to a size the
+// truncation check passed, and the reader walked 2^64 - 1 transitions past the file's end.
+TEST(TimeZone, AHeaderCountingMoreThanTheFileHoldsIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("peakcast-tzdir-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string tzif = "TZif1" + std::string(15, '\0');
+  const unsigned char counts[24] = {0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 0,         // isut, isstd, leap
+                                    0xff, 0xff, 0xff, 0xff,  0, 0, 0, 1,  0, 0, 0, 0};  // time, type, chars
+  tzif.append(reinterpret_cast<const char*>(counts), sizeof counts);
+  tzif.append(std::string(20, '\0'));
+  std::ofstream(dir / "Broken", std::ios::binary) << tzif;
+  const char* old = std::getenv("TZDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TZDIR", dir.c_str(), 1);
+  Result<TimeZone> z = TimeZone::load("Broken");
+  if (old != nullptr) ::setenv("TZDIR", saved.c_str(), 1); else ::unsetenv("TZDIR");
+  fs::remove_all(dir);
+  ASSERT_FALSE(z);
+  EXPECT_NE(z.status().message().find("truncated"), std::string::npos) << z.status().message();
 }
 
 }  // namespace
