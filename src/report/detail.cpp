@@ -141,12 +141,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     }
     d.usage.push_back(std::move(u));
   }
-  if (d.usage.size() > o.max_usage_points) {
-    d.notes.push_back(fmt::format("the usage plots and table show the last submitted {} of the {} jobs "
-                                  "with a memory request and a peak",
-                                  o.max_usage_points, d.usage.size()));
-    d.usage.erase(d.usage.begin(), d.usage.end() - static_cast<std::ptrdiff_t>(o.max_usage_points));
-  }
+  if (auto note = keep_whole_usage_days(d.usage, o.max_usage_points)) d.notes.push_back(std::move(*note));
   d.notes.push_back(fmt::format(
       "per-job plots: the cascade trained on the {} jobs that had ended by the first submission of "
       "the last {:.0f}% ({} still running then left out) and predicted the {} after, each with the "

@@ -46,6 +46,11 @@ std::string methods_table(const nlohmann::json& eval);
 std::string subgroups_table(const nlohmann::json& eval);
 std::string coverage_table(const std::vector<PredictedJob>& predictions);
 std::string usage_table(const std::vector<UsagePoint>& usage);
+// Past `max_points` jobs, keeps those of the most recent whole days (UTC, by the day a job ended,
+// as the usage plots sum them) that fit in max_points, in their order: a day cut in half would draw
+// a false low first day. When the last day alone holds more, an even sample of max_points of its
+// jobs. Returns the page's note saying which jobs were kept; nullopt when all were.
+std::optional<std::string> keep_whole_usage_days(std::vector<UsagePoint>& usage, size_t max_points);
 std::string sim_table(const SimResults& sim);
 std::string partition_table(const std::vector<RecommendationOutcome::Partition>& partitions);
 

@@ -2,8 +2,10 @@
 // that ended that day, the 8 largest groups by requested memory by name and the rest as one
 // "other (N users)" group (a name no user, account or partition has: it has spaces).
 #include <algorithm>
+#include <ctime>
 #include <map>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "report_internal.h"
@@ -17,6 +19,16 @@ constexpr size_t kTopGroups = 8;    // named in a plot
 constexpr size_t kTableGroups = 20;  // named in the table
 constexpr int64_t kDay = 86400;
 constexpr const char* kDims[] = {"user", "account", "partition"};
+
+// The start of the UTC day a job ended on: the plots' x, and the unit the cap keeps whole.
+int64_t day_of(const UsagePoint& p) {
+  const int64_t d = p.end_time_s / kDay - (p.end_time_s % kDay < 0 ? 1 : 0);
+  return d * kDay;
+}
+
+std::string date_of(int64_t day_start_s) {
+  return fmt::format("{:%Y-%m-%d}", fmt::gmtime(static_cast<std::time_t>(day_start_s)));
+}
 
 const std::string& group_of(const UsagePoint& p, int dim) {
   return dim == 0 ? p.user : (dim == 1 ? p.account : p.partition);
@@ -71,7 +83,7 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
     for (const UsagePoint& p : usage) {
       std::string g = shown(group_of(p, dim));
       if (!top.count(g)) g = rest;
-      sums[{g, p.end_time_s / kDay * kDay}].add(p);
+      sums[{g, day_of(p)}].add(p);
     }
     json rows = json::array();
     for (auto& [key, s] : sums) {
@@ -149,6 +161,44 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
     }
   }
   return t + "</tbody></table>\n";
+}
+
+std::optional<std::string> keep_whole_usage_days(std::vector<UsagePoint>& usage, size_t max_points) {
+  if (usage.size() <= max_points) return std::nullopt;
+  const size_t total = usage.size();
+  std::map<int64_t, size_t> per_day;
+  for (const UsagePoint& p : usage) ++per_day[day_of(p)];
+  size_t kept = 0, days = 0;
+  int64_t first_day = 0;
+  for (auto it = per_day.rbegin(); it != per_day.rend() && kept + it->second <= max_points; ++it) {
+    kept += it->second;
+    first_day = it->first;
+    ++days;
+  }
+  if (days > 0) {
+    std::erase_if(usage, [&](const UsagePoint& p) { return day_of(p) < first_day; });
+    const int64_t last_day = per_day.rbegin()->first;
+    return fmt::format(
+        "the usage plots and table show the {} jobs that ended on the last {} day{} ({}{} UTC) of the {} "
+        "jobs with a memory request and a peak: the most recent whole days that fit in {} jobs",
+        kept, days, days == 1 ? "" : "s", date_of(first_day),
+        days == 1 ? std::string() : " to " + date_of(last_day), total, max_points);
+  }
+  // The last day alone holds more than max_points: every how-manyth of its jobs, in their order.
+  const int64_t last_day = per_day.rbegin()->first;
+  const size_t on_last_day = per_day.rbegin()->second;
+  std::vector<UsagePoint> day;
+  for (UsagePoint& p : usage) {
+    if (day_of(p) == last_day) day.push_back(std::move(p));
+  }
+  std::vector<UsagePoint> sample;
+  for (size_t i = 0; i < max_points; ++i) sample.push_back(std::move(day[i * on_last_day / max_points]));
+  usage = std::move(sample);
+  return fmt::format(
+      "the usage plots and table show the last day ({} UTC) alone, and of its {} jobs (more than the {} "
+      "a page keeps) an even sample of {}, so that day's sums are of the sample only ({} jobs with a "
+      "memory request and a peak in all)",
+      date_of(last_day), on_last_day, max_points, usage.size(), total);
 }
 
 }  // namespace peakcast::report

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "peakcast/report/report.h"
 #include "peakcast/synth/synth.h"
@@ -104,21 +105,44 @@ TEST(ReportDetail, WithEveryTestJobKilledForMemoryTheNotesSayWhyNoSavings) {
   }();
 }
 
-// Past max_usage_points the usage section keeps the last submitted jobs: its table as well as its
-// plots (both read Detail::usage), and the page's note must say so, or the table's job counts and
-// group ranking read as the whole trace's.
+// Past max_usage_points the usage section keeps the most recent whole days: its table as well as
+// its plots (both read Detail::usage), and the page's note must say so, or the table's job counts
+// and group ranking read as the whole trace's.
 TEST(ReportDetail, TheUsageCapNoteNamesTheTableToo) {
   DetailOptions o = small_model();
   o.max_usage_points = 100;
   auto d = build_detail(synth_jobs(), o);
   ASSERT_TRUE(d) << d.status().message();
-  EXPECT_EQ(d->usage.size(), 100u);
+  EXPECT_LE(d->usage.size(), 100u);
+  EXPECT_GT(d->usage.size(), 0u);
   const auto note = std::find_if(d->notes.begin(), d->notes.end(), [](const std::string& n) {
     return n.find("usage plots") != std::string::npos;
   });
   ASSERT_NE(note, d->notes.end());
   EXPECT_NE(note->find("table"), std::string::npos) << *note;
-  EXPECT_NE(note->find("last submitted"), std::string::npos) << *note;
+  EXPECT_NE(note->find("the most recent whole days that fit in 100 jobs"), std::string::npos) << *note;
+}
+
+// The usage plots sum the jobs that ended each day: a cap that kept the last submitted jobs cut
+// the first day it kept, which drew as a false low day. Every day kept holds all its jobs.
+TEST(ReportDetail, TheUsageCapKeepsWholeDays) {
+  DetailOptions o = small_model();
+  o.max_usage_points = 100;
+  const std::vector<Job> jobs = synth_jobs();
+  auto d = build_detail(jobs, o);
+  ASSERT_TRUE(d) << d.status().message();
+  ASSERT_GT(d->usage.size(), 0u);
+  constexpr int64_t kDaySeconds = 86400;
+  std::map<int64_t, size_t> in_trace, kept;
+  for (const Job& j : jobs) {
+    if (j.req_mem_bytes && j.peak_mem_bytes) ++in_trace[j.end_ms / 1000 / kDaySeconds];
+  }
+  for (const UsagePoint& p : d->usage) ++kept[p.end_time_s / kDaySeconds];
+  for (const auto& [day, n] : kept) EXPECT_EQ(n, in_trace[day]) << "day " << day << " cut";
+  // And they are the most recent days: the next one back would not have fitted.
+  const auto before = in_trace.find(kept.begin()->first - 1);
+  ASSERT_NE(before, in_trace.end());
+  EXPECT_GT(d->usage.size() + before->second, o.max_usage_points);
 }
 
 }  // namespace

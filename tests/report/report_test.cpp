@@ -417,6 +417,64 @@ TEST(ReportUsage, AGroupCalledOtherIsNotTheRest) {
   EXPECT_TRUE(seen);
 }
 
+// The usage cap keeps whole days: the plots sum each day, so a day cut in half would draw a false
+// low first day. Four days of 30, 40, 50 and 60 jobs (ending on them, submitted interleaved) under
+// a cap of 120: the last two days whole (110 jobs), none of the third from last.
+TEST(ReportUsage, TheCapKeepsTheMostRecentWholeDays) {
+  const int64_t day = 86400, first = 20'000 * day;  // 2024-10-04
+  std::vector<UsagePoint> usage;
+  const size_t per_day[] = {30, 40, 50, 60};
+  for (size_t i = 0; i < 60; ++i) {
+    for (int64_t d = 0; d < 4; ++d) {
+      if (i < per_day[d]) usage.push_back({"u" + std::to_string(i), "a", "p", first + d * day + 3600, 1.0 + static_cast<double>(i), 0.5, std::nullopt});
+    }
+  }
+  std::vector<UsagePoint> kept = usage;
+  const auto note = keep_whole_usage_days(kept, 120);
+  ASSERT_TRUE(note);
+  ASSERT_EQ(kept.size(), 110u);
+  std::map<int64_t, size_t> days;
+  for (const UsagePoint& p : kept) ++days[p.end_time_s / day * day];
+  EXPECT_EQ(days, (std::map<int64_t, size_t>{{first + 2 * day, 50}, {first + 3 * day, 60}}));
+  // In their order (the input's, filtered).
+  std::vector<UsagePoint> want;
+  for (const UsagePoint& p : usage) {
+    if (p.end_time_s >= first + 2 * day) want.push_back(p);
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].end_time_s, want[i].end_time_s);
+    EXPECT_EQ(kept[i].requested_gb, want[i].requested_gb);
+  }
+  EXPECT_NE(note->find("the 110 jobs that ended on the last 2 days (2024-10-06 to 2024-10-07 UTC) of the 180"),
+            std::string::npos) << *note;
+  EXPECT_NE(note->find("table"), std::string::npos) << *note;
+  // Under the cap, or exactly at it: all kept, no note.
+  std::vector<UsagePoint> all = usage;
+  EXPECT_FALSE(keep_whole_usage_days(all, 180));
+  EXPECT_EQ(all.size(), 180u);
+}
+
+// A last day with more jobs than the cap: an even sample of that day, and the note says its sums
+// are of the sample.
+TEST(ReportUsage, ALastDayBiggerThanTheCapIsSampledEvenlyAndSaysSo) {
+  const int64_t day = 86400, first = 20'000 * day;
+  std::vector<UsagePoint> usage;
+  for (int i = 0; i < 10; ++i) usage.push_back({"u", "a", "p", first + 100, 1.0, 0.5, std::nullopt});
+  for (int i = 0; i < 300; ++i) {
+    usage.push_back({"u", "a", "p", first + day + i, static_cast<double>(i), 0.5, std::nullopt});
+  }
+  const auto note = keep_whole_usage_days(usage, 100);
+  ASSERT_TRUE(note);
+  ASSERT_EQ(usage.size(), 100u);
+  for (size_t i = 0; i < usage.size(); ++i) {
+    EXPECT_EQ(usage[i].requested_gb, 3.0 * static_cast<double>(i)) << "every third job of the last day";
+  }
+  EXPECT_NE(note->find("last day (2024-10-05 UTC) alone"), std::string::npos) << *note;
+  EXPECT_NE(note->find("of its 300 jobs"), std::string::npos) << *note;
+  EXPECT_NE(note->find("an even sample of 100"), std::string::npos) << *note;
+  EXPECT_NE(note->find("sums are of the sample only"), std::string::npos) << *note;
+}
+
 // The recommended requests sit beside what the same jobs requested, not beside every job's mean.
 TEST(ReportUsage, TableShowsTheRequestOfTheJobsWithARecommendation) {
   const std::vector<UsagePoint> usage = {

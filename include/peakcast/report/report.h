@@ -102,7 +102,7 @@ struct DetailOptions {
   double util_cap = 1.0;
   std::vector<std::pair<std::string, std::string>> code_options;
   std::string encoder = "bag";  // the cascade's script encoder (`--code-option encoder=NAME`)
-  size_t max_usage_points = 20000;  // last submitted jobs kept for the usage plots and table
+  size_t max_usage_points = 20000;  // usage plots and table: past it, the last whole days (UTC, by end) that fit
   // Upper bounds and recommended requests are peakcastd's, with its settings: the online bound's
   // coverage (`--bound-coverage`), the completions it is rebuilt from at start
   // (`--bound-rebuild-jobs`), the recommendation settings (`--sizing-config`) and the scripts'
