@@ -97,10 +97,14 @@ std::string partition_table(const std::vector<RecommendationOutcome::Partition>&
       "<th>waste at users' requests (GB·h)</th><th>waste at peakcastd's (GB·h)</th><th>saved (GB·h)</th>"
       "<th>failed attempts at users' / peakcastd's</th><th>jobs that failed at users' / peakcastd's</th>"
       "</tr></thead><tbody>\n";
+  // The jobs without a partition, called what no partition of the table is (as the usage section
+  // calls them: a partition called "(none)" read as theirs until 2026-12-06).
+  std::string none = "(no partition)";
+  while (std::any_of(partitions.begin(), partitions.end(), [&](const auto& p) { return p.name == none; })) none += "*";
   for (const RecommendationOutcome::Partition& p : partitions) {
     t += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>"
                      "<td>{} / {}</td><td>{} / {}</td></tr>\n",
-                     p.name.empty() ? "(none)" : html_escape(p.name), p.asked.jobs, p.asked.waste_gbh,
+                     html_escape(p.name.empty() ? none : p.name), p.asked.jobs, p.asked.waste_gbh,
                      p.answered.waste_gbh, p.asked.waste_gbh - p.answered.waste_gbh, p.asked.failures,
                      p.answered.failures, p.asked.failed_jobs, p.answered.failed_jobs);
   }

@@ -34,12 +34,10 @@ const std::string& group_of(const UsagePoint& p, int dim) {
   return dim == 0 ? p.user : (dim == 1 ? p.account : p.partition);
 }
 
-std::string shown(const std::string& g) { return g.empty() ? "(none)" : g; }
-
-// The groups of one dimension, largest requested total first.
+// The groups of one dimension by name ("" for the jobs without one), largest requested total first.
 std::vector<std::string> ranked_groups(const std::vector<UsagePoint>& usage, int dim) {
   std::map<std::string, double> req;
-  for (const UsagePoint& p : usage) req[shown(group_of(p, dim))] += p.requested_gb;
+  for (const UsagePoint& p : usage) req[group_of(p, dim)] += p.requested_gb;
   std::vector<std::pair<double, std::string>> order;
   for (auto& [g, v] : req) order.emplace_back(-v, g);
   std::sort(order.begin(), order.end());
@@ -47,6 +45,21 @@ std::vector<std::string> ranked_groups(const std::vector<UsagePoint>& usage, int
   for (auto& [v, g] : order) out.push_back(g);
   return out;
 }
+
+// What the page calls a group of `ranked`: its name, and the jobs without one "(no user)" (account,
+// partition), with a star added while a group of that dimension is called so: the plots draw
+// one line per label, so the jobs without a name must never share one with a named group (until
+// 2026-12-06 they were "(none)", and a user called "(none)" took their sums).
+class GroupLabels {
+ public:
+  GroupLabels(const std::vector<std::string>& ranked, int dim) : none_(fmt::format("(no {})", kDims[dim])) {
+    while (std::find(ranked.begin(), ranked.end(), none_) != ranked.end()) none_ += "*";
+  }
+  const std::string& operator()(const std::string& name) const { return name.empty() ? none_ : name; }
+
+ private:
+  std::string none_;
+};
 
 struct DaySums {
   double requested = 0, used = 0, recommended = 0;
@@ -71,6 +84,7 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
   if (usage.empty()) return out;
   for (int dim = 0; dim < 3; ++dim) {
     const std::vector<std::string> ranked = ranked_groups(usage, dim);
+    const GroupLabels label(ranked, dim);
     std::map<std::string, bool> top;
     for (size_t i = 0; i < ranked.size() && i < kTopGroups; ++i) top[ranked[i]] = true;
     // Not "other": a user, account or partition may be called that, and its line would take the
@@ -81,9 +95,8 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
             : std::string();
     std::map<std::pair<std::string, int64_t>, DaySums> sums;
     for (const UsagePoint& p : usage) {
-      std::string g = shown(group_of(p, dim));
-      if (!top.count(g)) g = rest;
-      sums[{g, day_of(p)}].add(p);
+      const std::string& g = group_of(p, dim);
+      sums[{top.count(g) ? label(g) : rest, day_of(p)}].add(p);
     }
     json rows = json::array();
     for (auto& [key, s] : sums) {
@@ -136,18 +149,19 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
     // Largest requested total first, as the plot ranks them; past kTableGroups one "other" row,
     // so that a site with thousands of users still reads at a glance.
     const std::vector<std::string> ranked = ranked_groups(usage, dim);
+    const GroupLabels label(ranked, dim);
     std::map<std::string, size_t> rank;
     for (size_t i = 0; i < ranked.size(); ++i) rank[ranked[i]] = i;
     const size_t named = ranked.size() > kTableGroups + 1 ? kTableGroups : ranked.size();
     std::vector<DaySums> g(named + 1);
     for (const UsagePoint& p : usage) {
-      g[std::min(rank.at(shown(group_of(p, dim))), named)].add(p);
+      g[std::min(rank.at(group_of(p, dim)), named)].add(p);
     }
     for (size_t i = 0; i < g.size(); ++i) {
       const DaySums& s = g[i];
       if (s.jobs == 0) continue;
       const std::string name =
-          i < named ? ranked[i] : fmt::format("other ({} {}s)", ranked.size() - named, kDims[dim]);
+          i < named ? label(ranked[i]) : fmt::format("other ({} {}s)", ranked.size() - named, kDims[dim]);
       const double n = static_cast<double>(s.jobs);
       const double k = static_cast<double>(s.recommended_jobs);
       const std::string their_request = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended_requested / k) : "";

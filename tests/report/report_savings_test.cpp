@@ -135,6 +135,19 @@ TEST(ReportSavings, PastTwentyPartitionsTheRestIsOneRow) {
   EXPECT_NEAR(other.answered.waste_gbh, 3.0 * (1 + 2 + 3 + 4 + 5 + 6), 1e-9);
 }
 
+// The jobs without a partition and a partition called "(none)" are two rows the table tells apart
+// (both were "(none)" until 2026-12-06); a partition called "(no partition)" too.
+TEST(ReportSavings, JobsWithoutAPartitionAreNotAPartitionCalledNone) {
+  const std::optional<RecommendationOutcome> outcome = recommendation_outcome(
+      {job(0, 8, 1, 1, ""), job(1, 8, 1, 2, "(none)"), job(2, 8, 1, 3, "(no partition)")},
+      {recommend(4), recommend(4), recommend(4)});
+  ASSERT_TRUE(outcome.has_value());
+  const std::string table = partition_table(outcome->partitions);
+  EXPECT_NE(table.find("<td>(none)</td><td>1</td><td>14.0</td>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td>(no partition)</td><td>1</td><td>21.0</td>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td>(no partition)*</td><td>1</td><td>7.0</td>"), std::string::npos) << table;
+}
+
 TEST(ReportSavings, OnePartitionNeedsNoPartitionTable) {
   const std::optional<RecommendationOutcome> outcome =
       recommendation_outcome({job(0, 8, 1, 1), job(1, 8, 2, 1)}, {recommend(4), recommend(4)});

@@ -475,6 +475,33 @@ TEST(ReportUsage, ALastDayBiggerThanTheCapIsSampledEvenlyAndSaysSo) {
   EXPECT_NE(note->find("sums are of the sample only"), std::string::npos) << *note;
 }
 
+// A user called "(none)" is not the jobs without a user (until 2026-12-06 both were "(none)",
+// one line and one row with both's sums); the jobs without one never share a name with a user.
+TEST(ReportUsage, AUserCalledNoneIsNotTheJobsWithoutAUser) {
+  ReportInput in;
+  in.usage = {{"", "acct", "part", 86400, 4.0, 1.0, std::nullopt},
+              {"", "acct", "part", 86400, 4.0, 1.0, std::nullopt},
+              {"(none)", "acct", "part", 86400, 10.0, 1.0, std::nullopt}};
+  std::map<std::string, std::pair<double, size_t>> requested;  // group: gb, jobs
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "usage-user") continue;
+    for (const json& row : p.spec.at("data").at("values")) {
+      if (row.at("kind") == "requested") {
+        requested[row.at("group").get<std::string>()] = {row.at("gb").get<double>(), row.at("jobs").get<size_t>()};
+      }
+    }
+  }
+  EXPECT_EQ(requested, (std::map<std::string, std::pair<double, size_t>>{{"(none)", {10.0, 1}}, {"(no user)", {8.0, 2}}}));
+  const std::string t = usage_table(in.usage);
+  EXPECT_NE(t.find("<td>user</td><td>(none)</td><td>1</td><td>10.00</td>"), std::string::npos) << t;
+  EXPECT_NE(t.find("<td>user</td><td>(no user)</td><td>2</td><td>4.00</td>"), std::string::npos) << t;
+  // A user called "(no user)": the jobs without one take a name no user has.
+  in.usage[2].user = "(no user)";
+  const std::string starred = usage_table(in.usage);
+  EXPECT_NE(starred.find("<td>user</td><td>(no user)</td><td>1</td><td>10.00</td>"), std::string::npos) << starred;
+  EXPECT_NE(starred.find("<td>user</td><td>(no user)*</td><td>2</td><td>4.00</td>"), std::string::npos) << starred;
+}
+
 // The recommended requests sit beside what the same jobs requested, not beside every job's mean.
 TEST(ReportUsage, TableShowsTheRequestOfTheJobsWithARecommendation) {
   const std::vector<UsagePoint> usage = {
