@@ -50,6 +50,8 @@ constexpr const char* kApp = R"js(
       if(drew(el))status.drawn++;else status.empty.push(p.id);}
     var s=document.getElementById('render-status');s.textContent=JSON.stringify(status);
     s.setAttribute('data-done','1');}
+  // Text by numeric collation: node9 before node10, job_2 before job_10.
+  var collate=new Intl.Collator(undefined,{numeric:true}).compare;
   function sortable(table){var ths=table.tHead.rows[0].cells;
     for(var c=0;c<ths.length;c++)(function(col){
       ths[col].tabIndex=0;
@@ -60,7 +62,7 @@ constexpr const char* kApp = R"js(
       var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
       function key(r){var td=r.cells[col];var v=td.getAttribute('data-sort');if(v===null)v=td.textContent;
         var n=parseFloat(v);return isNaN(n)||!/^[-+\d.]/.test(String(v).trim())?String(v):n;}
-      rows.sort(function(a,b){var x=key(a),y=key(b);var d=(typeof x==='number'&&typeof y==='number')?x-y:String(x).localeCompare(String(y));return asc?d:-d;});
+      rows.sort(function(a,b){var x=key(a),y=key(b);var d=(typeof x==='number'&&typeof y==='number')?x-y:collate(String(x),String(y));return asc?d:-d;});
       rows.forEach(function(r){body.appendChild(r);});});})(c);}
   document.querySelectorAll('table.sortable').forEach(sortable);
   draw();

@@ -155,6 +155,33 @@ class ReportPage : public ::testing::Test {
     std::error_code ec;
     if (!work_.empty()) fs::remove_all(work_, ec);
   }
+  // Loads `harness` (a page that frames PAGE and writes what it saw to <pre id="out"> as JSON)
+  // with `page` framed; null when Chromium failed or wrote nothing (the failure says why).
+  nlohmann::json drive(const std::string& harness, const fs::path& page) {
+    std::string text = harness;
+    text.replace(text.find("PAGE"), 4, page.filename().string());
+    const fs::path harness_path = work_ / (page.stem().string() + "-harness.html");
+    std::ofstream(harness_path) << text;
+    const fs::path profile = work_ / ("profile-" + page.stem().string());
+    fs::create_directories(profile);
+    const auto r = run(chromium_ + " " + chromium_flags(profile) +
+                           " --allow-file-access-from-files --dump-dom file://" + harness_path.string(),
+                       (work_ / (page.stem().string() + "-harness.log")).string());
+    EXPECT_EQ(r.exit_code, 0);
+    std::smatch m;
+    if (!std::regex_search(r.out, m, std::regex("<pre id=\"out\">([^<]*)</pre>"))) {
+      ADD_FAILURE() << "no output from the harness: " << r.out.substr(0, 2000);
+      return nullptr;
+    }
+    std::string out = m[1];
+    for (size_t p = out.find("&quot;"); p != std::string::npos; p = out.find("&quot;")) out.replace(p, 6, "\"");
+    nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+    if (!j.is_object()) {
+      ADD_FAILURE() << "not JSON: " << out;
+      return nullptr;
+    }
+    return j;
+  }
   std::string chromium_;
   fs::path work_;
 };
@@ -340,22 +367,8 @@ TEST_F(ReportPage, TablesSortByMouseAndKeyboardAndSayHow) {
                 "--bootstrap 0 --latency-jobs 0 --json " + eval).exit_code, 0);
   const fs::path page = work_ / "sort.html";
   ASSERT_EQ(run(kPeakcast + " report --from-json " + eval + " -o " + page.string()).exit_code, 0);
-  std::string harness = kSortHarness;
-  harness.replace(harness.find("PAGE"), 4, page.filename().string());
-  const fs::path harness_path = work_ / "sort-harness.html";
-  std::ofstream(harness_path) << harness;
-  const fs::path profile = work_ / "profile-sort";
-  fs::create_directories(profile);
-  const auto r = run(chromium_ + " " + chromium_flags(profile) + " --allow-file-access-from-files --dump-dom file://" +
-                         harness_path.string(),
-                     (work_ / "sort.log").string());
-  ASSERT_EQ(r.exit_code, 0);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("<pre id=\"out\">([^<]*)</pre>"))) << r.out.substr(0, 2000);
-  std::string text = m[1];
-  for (size_t p = text.find("&quot;"); p != std::string::npos; p = text.find("&quot;")) text.replace(p, 6, "\"");
-  const nlohmann::json out = nlohmann::json::parse(text, nullptr, false);
-  ASSERT_TRUE(out.is_object()) << text;
+  const nlohmann::json out = drive(kSortHarness, page);
+  ASSERT_TRUE(out.is_object());
   ASSERT_FALSE(out.contains("error")) << out.dump();
   EXPECT_GE(out.at("rows").get<int>(), 6) << "3 methods x 2 resources";
   EXPECT_TRUE(out.at("click_asc").get<bool>()) << out.dump();
@@ -367,6 +380,46 @@ TEST_F(ReportPage, TablesSortByMouseAndKeyboardAndSayHow) {
   EXPECT_EQ(out.at("aria_desc"), desc);
   EXPECT_EQ(out.at("enter_class"), "asc") << "Enter sorts";
   EXPECT_EQ(out.at("space_class"), "desc") << "Space sorts the other way";
+}
+
+// Sorts the methods table by its method column, then by its MAE column (ascending each), and
+// reports both columns' text in the order they came.
+const char* kCollationHarness = R"html(<!doctype html>
+<html><body><iframe id="f" src="PAGE" width="1200" height="800"></iframe><pre id="out">pending</pre>
+<script>
+document.getElementById('f').addEventListener('load', function () {
+  var out = {};
+  try {
+    var t = this.contentDocument.querySelector('#methods table.sortable');
+    var ths = t.tHead.rows[0].cells;
+    function col(c) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return r.cells[c].textContent; }); }
+    ths[0].click();
+    out.by_method = col(0);
+    ths[3].click();
+    out.by_mae = col(3);
+  } catch (e) { out.error = String(e); }
+  document.getElementById('out').textContent = JSON.stringify(out);
+});
+</script></body></html>
+)html";
+
+// Names with numbers in them (nodes, job names, users) sort as a person counts: node9 before
+// node10, job_2 before job_10; number columns still sort as numbers (9 before 10 before 100).
+TEST_F(ReportPage, TextColumnsSortWithNumericCollation) {
+  nlohmann::json results = nlohmann::json::array();
+  const std::vector<std::pair<std::string, double>> methods = {
+      {"node10", 10.0}, {"job_10", 100.0}, {"node9", 9.0}, {"node1", 0.5}, {"job_2", 20.0}};
+  for (const auto& [method, mae] : methods) results.push_back({{"method", method}, {"resource", "mem"}, {"mae", mae}});
+  const fs::path eval = work_ / "collate-eval.json";
+  std::ofstream(eval) << nlohmann::json{{"results", results}}.dump();
+  const fs::path page = work_ / "collate.html";
+  const auto r = run(kPeakcast + " report --from-json " + eval.string() + " -o " + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json out = drive(kCollationHarness, page);
+  ASSERT_TRUE(out.is_object());
+  ASSERT_FALSE(out.contains("error")) << out.dump();
+  EXPECT_EQ(out.at("by_method"), nlohmann::json({"job_2", "job_10", "node1", "node9", "node10"})) << out.dump();
+  EXPECT_EQ(out.at("by_mae"), nlohmann::json({"0.5000", "9.0000", "10.0000", "20.0000", "100.0000"})) << out.dump();
 }
 
 TEST(ReportCli, BadInputsAreUsageErrors) {
