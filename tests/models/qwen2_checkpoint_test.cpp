@@ -8,6 +8,7 @@
 
 #include "models/qwen2_test_util.h"
 #include "peakcast/core/io.h"
+#include "peakcast/core/log.h"
 #include "peakcast/models/qwen2/model.h"
 
 namespace peakcast::models::qwen2 {
@@ -282,6 +283,45 @@ TEST(Qwen2Checkpoint, ExplicitHeadDimWiderThanHiddenOverHeads) {
     const auto e = load_error(folder_with("head_dim_bad", t, "head_dim", bad));
     EXPECT_NE(e.find("head_dim"), std::string::npos) << bad << ": " << e;
   }
+}
+
+// The warnings Qwen2Model::load logs for a folder.
+std::vector<std::string> load_warnings(const std::string& dir) {
+  std::vector<std::string> warnings;
+  set_log_sink([&warnings](LogLevel level, std::string_view m) {
+    if (level == LogLevel::kWarn) warnings.emplace_back(m);
+  });
+  auto m = Qwen2Model::load(dir, torch::kFloat32);
+  set_log_sink({});
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return warnings;
+}
+
+// A checkpoint with more layers than config.json's num_hidden_layers loads the first ones, as
+// transformers does, but says how many it left unread (transformers warns of unused weights).
+TEST(Qwen2Checkpoint, LayersPastNumHiddenLayersAreIgnoredWithAWarning) {
+  REQUIRE_QWEN2_FIXTURES();
+  auto t = tiny_tensors();
+  EXPECT_TRUE(load_warnings(kQwen2Dir + "tiny-f32").empty()) << "every layer read";
+  auto one = load_warnings(folder_with("one_layer", t, "num_hidden_layers", 1));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(one[0].find("1 layer past config.json's num_hidden_layers 1"), std::string::npos) << one[0];
+  EXPECT_NE(one[0].find("model.layers.1"), std::string::npos) << one[0];
+  EXPECT_NE(one[0].find("12 tensors"), std::string::npos) << one[0];
+  // Bare names (no "model."), two layers past a config of two.
+  std::map<std::string, RawTensor> bare;
+  for (const auto& [name, r] : t) {
+    bare[name.substr(6)] = r;
+    if (name.starts_with("model.layers.1.")) {
+      bare["layers.2." + name.substr(15)] = r;
+      bare["layers.3." + name.substr(15)] = r;
+    }
+  }
+  auto two = load_warnings(folder_with("four_layers", bare));
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_NE(two[0].find("2 layers past config.json's num_hidden_layers 2 (layers.2 to layers.3, 24 tensors)"),
+            std::string::npos)
+      << two[0];
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 // Qwen2 forward: loading, embedding, blocks, final norm, pooling.
 #include "peakcast/models/qwen2/model.h"
 
+#include <charconv>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
+
+#include "peakcast/core/log.h"
 
 namespace peakcast::models::qwen2 {
 namespace {
@@ -21,6 +25,33 @@ std::pair<int64_t, int64_t> target_shape(const Qwen2Config& c, Target t) {
     case Target::kDown: return {h, i};
   }
   return {0, 0};
+}
+
+// Warns of the checkpoint's layers past config.json's num_hidden_layers (`prefix` "model." or ""):
+// they are not read, as transformers' from_pretrained does not read them (it warns of unused
+// weights too), but a config edited down, or one of another model, would otherwise go unnoticed.
+void warn_of_unread_layers(const Checkpoint& ckpt, const std::string& prefix, int64_t num_hidden_layers,
+                           const std::string& dir) {
+  const std::string layers = prefix + "layers.";
+  std::set<int64_t> unread;
+  size_t tensors = 0;
+  for (const auto& [name, entry] : ckpt.tensors()) {
+    if (!name.starts_with(layers)) continue;
+    int64_t index = -1;
+    const char* first = name.data() + layers.size();
+    const auto [end, ec] = std::from_chars(first, name.data() + name.size(), index);
+    if (ec != std::errc() || end == first || *end != '.' || index < num_hidden_layers) continue;
+    unread.insert(index);
+    ++tensors;
+  }
+  if (unread.empty()) return;
+  const std::string which =
+      unread.size() == 1 ? fmt::format("{}{}", layers, *unread.begin())
+                         : fmt::format("{}{} to {}{}", layers, *unread.begin(), layers, *unread.rbegin());
+  log(LogLevel::kWarn,
+      fmt::format("{}: the checkpoint has {} layer{} past config.json's num_hidden_layers {} ({}, {} "
+                  "tensors): ignored, not read",
+                  dir, unread.size(), unread.size() == 1 ? "" : "s", num_hidden_layers, which, tensors));
 }
 
 // The dtype's most negative finite value (HF's finfo(dtype).min for the causal mask).
@@ -129,6 +160,7 @@ Result<Qwen2Model> Qwen2Model::load(const std::string& dir, torch::ScalarType dt
     m.layers_.push_back(std::move(w));
   }
   if (!err) return err;
+  warn_of_unread_layers(*ckpt, base, c.num_hidden_layers, dir);
   // Not every LibTorch has half-precision kernels on the CPU (Debian's has no float16 matrix
   // product there). One token through the model finds out now, with a reason, instead of at the
   // first record with a LibTorch stack trace.
