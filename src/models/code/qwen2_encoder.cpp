@@ -67,15 +67,18 @@ Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
   auto sums = qwen2::weight_file_sha256(cfg.base);
   if (!sums) return sums.status().with_context("encoder qwen2: base");
   // The config (RoPE theta, norm eps, shapes) and the tokenizer decide what the adapters saw as
-  // much as the weights do: pinned beside them, by file name.
+  // much as the weights do: pinned beside them, by file name. The tokenizer's text is read (and
+  // gunzipped) once, for its hash and its parse (until 2026-12-06 BpeTokenizer::load read it again).
+  std::string tok_text;
   for (const std::string& path : {cfg.base + "/config.json", tok_path}) {
     auto bytes = read_file(path);
     if (!bytes) return bytes.status().with_context("encoder qwen2: base");
     (*sums)[std::filesystem::path(path).filename().string()] = sha256_hex(*bytes);
+    if (path == tok_path) tok_text = std::move(bytes).value();
   }
   auto model = Qwen2Model::load(cfg.base, *dtype, *device);
   if (!model) return model.status().with_context("encoder qwen2: base");
-  auto tok = features::BpeTokenizer::load(tok_path, {.max_added_token_id = cfg.max_added_token_id});
+  auto tok = features::BpeTokenizer::from_json(tok_text, tok_path, {.max_added_token_id = cfg.max_added_token_id});
   if (!tok) return tok.status().with_context("encoder qwen2: tokenizer");
   auto base = std::make_shared<Base>();
   for (const auto& [file, sha] : *sums) base->sha256 += (base->sha256.empty() ? "" : ";") + file + "=" + sha;
