@@ -970,11 +970,13 @@ const Pattern& emails() {
 }
 
 // Scheduler notification directives: the value is an address (or a user name) whatever it looks
-// like. Slurm --mail-user, PBS/UGE -M, LSF -u, PJM --mail-list, Cobalt --notify.
+// like. Slurm --mail-user, PBS/UGE -M, LSF -u, PJM --mail-list, Cobalt --notify. The first such
+// option on the line (until 2026-12-06 the last -M or -u: one inside a value that a command's
+// password flag later took left a second pass to read an earlier one).
 const Pattern& mail_directives() {
   static const Pattern p(
-      "^([ \\t]*#(?:SBATCH[ \\t][^\\n]*?--mail-user|PBS(?:[ \\t][^\\n]*?)?[ \\t]-M|"
-      "\\$(?:[ \\t][^\\n]*?)?[ \\t]-M|BSUB(?:[ \\t][^\\n]*?)?[ \\t]-u|PJM[ \\t][^\\n]*?--mail-list|"
+      "^([ \\t]*#(?:SBATCH[ \\t][^\\n]*?--mail-user|PBS(?:[ \\t][^\\n]*?)??[ \\t]-M|"
+      "\\$(?:[ \\t][^\\n]*?)??[ \\t]-M|BSUB(?:[ \\t][^\\n]*?)??[ \\t]-u|PJM[ \\t][^\\n]*?--mail-list|"
       "COBALT[ \\t][^\\n]*?--notify)(?:[ \\t]*=[ \\t]*|[ \\t]+))"
       "(<[^>\\n]*>|\"[^\"\\n]*\"|'[^'\\n]*'|[^\\s#]+)",
       PCRE2_MULTILINE);
@@ -1040,7 +1042,15 @@ std::string redact_paths(std::string_view s, int& count) {
     ++count;
     return {m.has(2) ? std::string("/work/<GROUP>/<USER>") : std::string("/work/<GROUP>")};
   });
-  out = replace_all(tilde_users(), out, [&](const Match&) -> Decision {
+  out = replace_all(tilde_users(), out, [&](const Match& m) -> Decision {
+    // `~HF_TOKEN=…` is a secret's assignment, which the assignment rule has read (and, a value
+    // such as `${X}@…` being harmless, skipped whole): as `~<USER>=` a second pass would read
+    // the value's inside instead.
+    size_t after = m.end();
+    while (after < m.subject.size() && (m.subject[after] == ' ' || m.subject[after] == '\t')) ++after;
+    if (after < m.subject.size() && (m.subject[after] == '=' || m.subject[after] == ':') && secret_name(m.group(1))) {
+      return {};
+    }
     ++count;
     return {std::string("~<USER>")};
   });

@@ -659,6 +659,21 @@ TEST(Redact, IdempotentOnExamples) {
   }
 }
 
+// Texts where one rule's redaction moved what another reads, found by the property at a larger
+// size (RC_PARAMS="max_success=100000 max_size=150"), shrunk: a `#PBS -M` line whose second `-M`
+// stood inside a value a command's password flag took; `~NAME=` under a secret name, whose
+// harmless value the assignment rule skipped, turned into `~<USER>=`.
+TEST(Redact, IdempotentWhereRulesOverlap) {
+  for (const std::string s : {"#PBS -M redis-cli -a ' -M a", "#PBS -M smbclient -U\" -M o %s", "#PBS -M 7z -p' -M f",
+                              "#PBS -M openssl -k \" -M s", "~HF_TOKEN=${X}@HF_TOKEN=export", "~Credential=$=TOKEN=v"}) {
+    const std::string once = redact_script(s);
+    EXPECT_EQ(redact_script(once), once) << s;
+  }
+  // The first -M is the directive's: `#PBS -M a -M b` names a, b stays as written.
+  EXPECT_EQ(redact_script("#PBS -M a@x.org -M bob"), "#PBS -M <EMAIL> -M bob");
+  EXPECT_EQ(redact_script("#PBS -l nodes=1 -M alice -M bob"), "#PBS -l nodes=1 -M <EMAIL> -M bob");
+}
+
 // Random scripts glued from fragments that exercise every rule and their boundaries.
 RC_GTEST_PROP(RedactProp, Idempotent, ()) {
   static const std::vector<std::string> kPieces = {
