@@ -357,11 +357,14 @@ const Pattern& signed_url_params() {
   return p;
 }
 
-// -u user:password (or glued: -uuser:password) / --user user:password; only on lines that run
-// curl (checked by the caller).
+// -u user:password (or glued: -uuser:password) / --user user:password, and the proxy's -U /
+// --proxy-user; only on lines that run curl (checked by the caller). The user may be a reference
+// (`$USER:pw`, `${USER}:pw`: until 2026-12-06 these kept the password, and the proxy's were not
+// read); a password that starts with `$` is one.
 const Pattern& curl_user() {
   static const Pattern p(
-      "((?<![A-Za-z0-9_-])(?:-u(?:[ \\t]+|=)?|--user(?:[ \\t]+|=))[\"']?)([^\\s:\"'<$]+):([^\\s\"'<$]+)");
+      "((?<![A-Za-z0-9_-])(?:-[uU](?:[ \\t]+|=)?|--(?:proxy-)?user(?:[ \\t]+|=))[\"']?)"
+      "((?:\\$\\{[A-Za-z_][A-Za-z0-9_]*+\\}|\\$[A-Za-z_][A-Za-z0-9_]*+|[^\\s:\"'<$])++):([^\\s\"'<$]+)");
   return p;
 }
 
@@ -470,14 +473,15 @@ const Pattern& netrc_password() {
 
 // ---------------------------------------------------------------- rule 5: secret assignments
 
-// NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE: the
+// NAME=VALUE, NAME: VALUE, --NAME=VALUE, --NAME VALUE, "NAME": "VALUE", env["NAME"] = VALUE, and
+// Perl's, PHP's or Ruby's fat comma NAME => VALUE (the caller takes only a quoted VALUE): the
 // part up to the value. Group 1: dashes, 2: quote around the name, 3: name, 4: separator. The
 // value is read by read_value(), and only after a secret name: a pattern that matched the value too
 // read a whole `a:b:c:...` run for every name in it, quadratic in the length of such a run.
 const Pattern& assignments() {
   static const Pattern p(
       "(?<![A-Za-z0-9_$./>-])(?<!\\$\\{)(-{0,2})([\"']?)([A-Za-z_][A-Za-z0-9_.-]*+)\\2\\]?"
-      "([ \\t]*[=:][ \\t]*|[ \\t]+)");
+      "([ \\t]*=>[ \\t]*|[ \\t]*[=:][ \\t]*|[ \\t]+)");
   return p;
 }
 
@@ -886,6 +890,60 @@ std::string redact_command_passwords(std::string_view s, int& count) {
   });
 }
 
+// openssl's pass-phrase arguments that say where the phrase is (openssl-passphrase-options(1)):
+// `env:VAR`, `file:PATH`, `fd:N`, `stdin`. Not `pass:PHRASE`.
+bool openssl_passphrase_source(std::string_view v) {
+  for (std::string_view source : {"env:", "file:", "fd:"}) {
+    if (v.size() > source.size() && v.starts_with(source)) return true;
+  }
+  return v == "stdin";
+}
+
+// For a `pass:` match (NAME `pass`, separator `:`) that opens a quoted argument of openssl's
+// `-pass`, `-passin` or `-passout` (`-passin "pass:a b c"`): where the phrase ends, at the closing
+// quote or the line's end; nullopt otherwise.
+std::optional<size_t> openssl_quoted_phrase_end(const Match& m) {
+  const std::string_view s = m.subject;
+  if (m.group(3) != "pass" || m.group(4) != ":" || !m.group(1).empty() || m.begin() == 0) return std::nullopt;
+  const char quote = s[m.begin() - 1];
+  if (quote != '"' && quote != '\'') return std::nullopt;
+  std::string_view before = s.substr(0, m.begin() - 1);
+  while (!before.empty() && (before.back() == ' ' || before.back() == '\t' || before.back() == '=')) {
+    before.remove_suffix(1);
+  }
+  if (!(before.ends_with(" -pass") || before.ends_with(" -passin") || before.ends_with(" -passout"))) {
+    return std::nullopt;
+  }
+  size_t end = m.end();
+  while (end < s.size() && s[end] != quote && s[end] != '\n') {
+    if (quote == '"' && s[end] == '\\' && end + 1 < s.size() && s[end + 1] != '\n') ++end;
+    ++end;
+  }
+  return std::min(end, s.size());
+}
+
+// Whether a literal follows the references `word` starts with, read as the shell reads the word:
+// its quotes and `\` dropped (`$X"abc"` and `$X\abc` are X's value then `abc`). As for
+// literal_after_references(): not after `$(…)` or an expansion with an operator.
+bool quoted_literal_after_references(std::string_view word) {
+  size_t i = 0, last = 0;
+  for (size_t n; i < word.size() && (n = reference_length(word.substr(i))) > 0;) last = i, i += n;
+  if (i == 0 || i == word.size()) return false;
+  if (word[last + 1] == '(') return false;
+  if (word[last + 1] == '{') {
+    size_t k = last + 2;
+    while (k < i && (std::isalnum(static_cast<unsigned char>(word[k])) || word[k] == '_')) ++k;
+    if (k != i - 1) return false;  // not `${NAME}`
+  }
+  std::string rest;
+  for (size_t k = i; k < word.size(); ++k) {
+    if (word[k] == '"' || word[k] == '\'') continue;
+    if (word[k] == '\\' && k + 1 < word.size()) ++k;
+    rest += word[k];
+  }
+  return !rest.empty() && std::isalnum(static_cast<unsigned char>(rest[0])) && !harmless_value(rest);
+}
+
 std::string redact_assignments(std::string_view s, int& count) {
   return replace_all(assignments(), s, [&](const Match& m) -> Decision {
     Decision keep{std::nullopt, m.end(3)};
@@ -899,6 +957,22 @@ std::string redact_assignments(std::string_view s, int& count) {
     if (!docker_key && !secret_name(name)) return keep;
     const std::optional<Value> v = read_value(m.subject, m.end());
     if (!v || (docker_key && v->open != "\"")) return keep;
+    // A fat comma's bare value is code (`token => sub {…}`); a JSON or YAML object or list that
+    // starts after the name is no value: its own names are read (`"credentials": {"token": …}`).
+    if (v->open.empty() && (sep.find("=>") != std::string_view::npos || v->literal == "{" ||
+                            v->literal == "[" || v->literal == "{}")) {
+      return v->literal.front() == '{' || v->literal.front() == '[' ? Decision{std::nullopt, v->end} : keep;
+    }
+    // openssl's pass-phrase argument other than `pass:PHRASE` says where the phrase is.
+    if (dashes == "-" && name == "pass" && openssl_passphrase_source(v->literal)) {
+      return v->unclosed() ? keep : Decision{std::nullopt, v->end};
+    }
+    // openssl's `"pass:PHRASE"` in quotes: the phrase runs to the closing quote, blanks and all.
+    if (const std::optional<size_t> close = openssl_quoted_phrase_end(m)) {
+      if (harmless_value(m.subject.substr(m.end(), *close - m.end()))) return {std::nullopt, std::max(*close, m.end())};
+      ++count;
+      return {std::string(m.subject.substr(m.begin(), m.end() - m.begin())) + "<SECRET>", 0, *close};
+    }
     // NAME=${OTHER:-WORD} (bare or in double quotes): a reference whose default, a literal, is
     // NAME's value while OTHER is unset. (Under a secret OTHER, redact_expansion_defaults() has
     // taken it already.)
@@ -924,6 +998,25 @@ std::string redact_assignments(std::string_view s, int& count) {
       }
     }
     if (harmless_value(v->literal)) {
+      // A reference the shell glues a literal to (`$X"abc"`, `$X\abc`): the whole word goes.
+      // (The word is read to its end only when a letter or digit follows the references, past
+      // quotes and `\`: a word with more names in it is then a secret and goes whole, so no
+      // stretch of text is read once per name.)
+      if (v->open.empty()) {
+        size_t refs = 0;
+        for (size_t n; refs < v->literal.size() && (n = reference_length(v->literal.substr(refs))) > 0;) refs += n;
+        size_t next = m.end() + refs;
+        while (next < m.subject.size() && (m.subject[next] == '"' || m.subject[next] == '\'' || m.subject[next] == '\\')) {
+          ++next;
+        }
+        if (refs > 0 && next < m.subject.size() && std::isalnum(static_cast<unsigned char>(m.subject[next]))) {
+          const size_t end = shell_word_end(m.subject, m.end(), v->end);
+          if (quoted_literal_after_references(m.subject.substr(m.end(), end - m.end()))) {
+            ++count;
+            return {std::string(m.subject.substr(m.begin(), m.end() - m.begin())) + "<SECRET>", 0, end};
+          }
+        }
+      }
       // Skip the whole value; past an unclosed one only the name, as before such values were read.
       return v->unclosed() ? keep : Decision{std::nullopt, v->end};
     }

@@ -444,6 +444,72 @@ TEST(Redact, CommandPasswordFlags) {
                "ls -a; redis-cli ping", "sort -k 2 f | redis-cli -x set k", "7z x a.7z\nmkdir -pv out"});
 }
 
+// openssl's pass-phrase arguments `env:VAR`, `file:PATH`, `fd:N` and `stdin` name where the
+// pass phrase is, not the phrase: they were redacted as `-pass`'s value. `pass:PHRASE` is one,
+// and a quoted one goes whole (`"pass:a b c"` kept ` b c`).
+TEST(Redact, OpensslPassphraseReferencesStay) {
+  expect_kept({"openssl enc -aes-256-cbc -pass env:ENC_PW -in a", "openssl enc -d -pass file:/run/pw.txt -in a",
+               "openssl enc -pass fd:3 -in a", "openssl enc -pass stdin -in a", "openssl enc -pass 'env:PW' -in a",
+               "openssl rsa -passin env:PW -passout file:out.pw -in k"});
+  EXPECT_EQ(redact_script("openssl enc -pass file:/home/alice/pw -in a"), "openssl enc -pass file:/home/<USER>/pw -in a");
+  expect_one_secret_each({
+      {"openssl enc -aes-256-cbc -pass pass:Hunter2pw -in a", "openssl enc -aes-256-cbc -pass <SECRET> -in a"},
+      {"openssl enc -pass envy:Hunter2pw -in a", "openssl enc -pass <SECRET> -in a"},
+      {"openssl pkcs12 -passin \"pass:a b c\" -in k", "openssl pkcs12 -passin \"pass:<SECRET>\" -in k"},
+  });
+}
+
+// A JSON or YAML object (or list) that starts after a secret name is no value: `"credentials": {`
+// lost its `{`. The values inside it are read under their own names.
+TEST(Redact, ObjectStartAfterASecretNameIsNoValue) {
+  expect_kept({"{\"credentials\": {", "  \"password\": {", "credentials: {", "\"secrets\": [", "\"credentials\": {}",
+               "\"credentials\": []"});
+  expect_one_secret_each({
+      {"\"credentials\": {\"token\": \"abc123def\"}", "\"credentials\": {\"token\": \"<SECRET>\"}"},
+      {"userPassword: {SSHA}abc123def", "userPassword: <SECRET>"},
+  });
+}
+
+// curl's -u / --user with a reference as the user name (`$USER:pw`) kept the password, and the
+// proxy's credentials (-U / --proxy-user USER:PW) were not read at all.
+TEST(Redact, CurlUserWithAReferenceAndProxyUser) {
+  expect_one_secret_each({
+      {"curl -u $USER:Hunter2 https://x", "curl -u <USER>:<SECRET> https://x"},
+      {"curl --user ${USER}:Hunter2 https://x", "curl --user <USER>:<SECRET> https://x"},
+      {"curl -u \"$USER:pa ss\" https://x", "curl -u \"<USER>:<SECRET>\" https://x"},
+      {"curl -U alice:Hunter2 -x http://proxy:3128 https://x", "curl -U <USER>:<SECRET> -x http://proxy:3128 https://x"},
+      {"curl --proxy-user alice:Hunter2 https://x", "curl --proxy-user <USER>:<SECRET> https://x"},
+  });
+  expect_kept({"curl -u $U:$P https://x", "curl -u alice: https://x", "curl -U alice -x http://p https://x",
+               "curl --proxy-user \"$PU:$PP\" https://x", "sort -U a:b"});
+}
+
+// Perl, PHP and Ruby write a hash entry with a fat comma: `password => '…'`. Only a quoted value is
+// read (`token => sub {…}` is code).
+TEST(Redact, FatCommaSecrets) {
+  expect_one_secret_each({
+      {"my %h = (password => 'Hunter2pw');", "my %h = (password => '<SECRET>');"},
+      {"  'password' => 'Hunter2pw',", "  'password' => '<SECRET>',"},
+      {"$cfg = array(\"api_key\" => \"abc123def\");", "$cfg = array(\"api_key\" => \"<SECRET>\");"},
+      {"conn(:password => \"Hunter2pw\")", "conn(:password => \"<SECRET>\")"},
+  });
+  expect_kept({"password => $ENV{PW},", "token => sub { 1 }", "my %h = ($token => 'x');", "password => '',",
+               "password => \"$PW\"", "tokens => 'abc123def'"});
+}
+
+// A reference glued to a quoted literal (`$X"abc"`) is one shell word whose literal part is the
+// secret: it was read as the reference alone, and the literal survived.
+TEST(Redact, ReferenceGluedToAQuotedLiteral) {
+  expect_one_secret_each({
+      {"TOKEN=$X\"abc123\"", "TOKEN=<SECRET>"},
+      {"export TOKEN=$PREFIX'abc123def' x", "export TOKEN=<SECRET> x"},
+      {"API_KEY=${X}\"abc\"; run", "API_KEY=<SECRET>; run"},
+      {"TOKEN=$X\\abc", "TOKEN=<SECRET>"},
+  });
+  expect_kept({"TOKEN=$X\"/path\"", "TOKEN_DIR=$X\"_x\"", "TOKEN=$X\"$Y\"", "TOKEN=$X\" is set\"",
+               "echo \"export HF_TOKEN=$HF_TOKEN\" >> ~/.bashrc", "TOKEN=$X\"\""});
+}
+
 // A pre-signed URL carries its credential in the query: Azure SAS `sig=`, AWS SigV4
 // `X-Amz-Signature` / `X-Amz-Credential` / `X-Amz-Security-Token`, SigV2 `Signature`, GCS
 // `X-Goog-Signature` / `X-Goog-Credential`.
