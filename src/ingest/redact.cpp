@@ -374,9 +374,12 @@ const Pattern& curl_user() {
 //
 // With Scope::kCommand a word counts only where a command's name stands (after the start, a
 // blank, `/`, `(`, a backtick, a quote, `;`, `|` or `&`; before a blank, the end, a quote, `;`,
-// `|`, `&` or `)`: not `x.7z`), and a line ending in `\` goes on on the next. Not cut at `;`, `|`
-// or `&`: those may stand inside a value a rule redacts, and a second pass would then see the
-// command run further than the first did (in `openssl … | curl -k URL` the URL is taken).
+// `|`, `&` or `)`: not `x.7z`), a line ending in `\` goes on on the next, and the command ends at
+// `;`, `|` or `&` outside quotes (`&&`, `||`, a pipe, a list; not the `&` of `2>&1` or `&>`).
+// Quotes are read as read_value() reads a value (`"…"` and `$'…'` with `\` escapes, `'…'`
+// without; not closed: to the line's end), so a value a rule redacts keeps its quotes' pairing,
+// and a second pass cuts the command where the first did. Until 2026-12-06 the command ran to the
+// line's end (`7z x a.7z && mkdir -pv out` lost its `v`).
 class CommandLines {
  public:
   enum class Scope { kLine, kCommand };
@@ -401,9 +404,51 @@ class CommandLines {
     }
     std::sort(ends_.begin(), ends_.end());
     if (ends_.empty()) return;  // the command is not run: no break matters
-    for (size_t p = s.find('\n'); p != std::string_view::npos; p = s.find('\n', p + 1)) {
-      if (!(command && p > 0 && s[p - 1] == '\\')) breaks_.push_back(p);
+    if (!command) {
+      for (size_t p = s.find('\n'); p != std::string_view::npos; p = s.find('\n', p + 1)) breaks_.push_back(p);
+      return;
     }
+    // The `&` of `2>&1`, `<&3`, `&>log`; not one after a placeholder (`-P<SECRET>&`: the value a
+    // rule left there ended before the `&` when it was read).
+    auto redirection = [&](size_t p) {
+      if (p + 1 < s.size() && s[p + 1] == '>') return true;
+      if (p == 0 || (s[p - 1] != '>' && s[p - 1] != '<')) return false;
+      const std::string_view before = s.substr(0, p);
+      return !before.ends_with("<SECRET>") && !before.ends_with("<USER>");
+    };
+    quote_at_.assign(s.size() + 1, 0);
+    char quote = 0;
+    for (size_t p = 0; p < s.size(); ++p) {
+      quote_at_[p] = quote;
+      const char c = s[p];
+      if (c == '\n') {
+        if (p > 0 && s[p - 1] == '\\') continue;  // the command goes on on the next line
+        breaks_.push_back(p);
+        quote = 0;
+      } else if (quote == 0 && (c == ';' || c == '|' || (c == '&' && !redirection(p)))) {
+        breaks_.push_back(p);
+      } else {
+        const size_t from = p;
+        quote = quote_after(s, p, quote);
+        if (p > from) quote_at_[p] = quote_at_[from];  // an escaped byte
+      }
+    }
+    quote_at_[s.size()] = quote;
+  }
+  // Whether `replacement`, put for the text from `begin` to `end`, leaves every command where it
+  // was: no command ends inside that text, and after the replacement the quotes stand open as
+  // after the text. (Not so where a value's quote closes a string the command stands in, as in
+  // `"zip -P"&"`: the text is then kept, or a second pass would cut the command elsewhere.)
+  // A text that ends in `\` or `$` is kept too: the byte after it would no longer be escaped (a
+  // quote, a newline that continues the command), or a quote after it no longer open `$'…'`.
+  bool keeps_commands(std::string_view s, size_t begin, size_t end, std::string_view replacement) const {
+    if (quote_at_.empty()) return true;
+    if (end > begin && (s[end - 1] == '\\' || s[end - 1] == '$')) return false;
+    const auto next_break = std::lower_bound(breaks_.begin(), breaks_.end(), begin);
+    if (next_break != breaks_.end() && *next_break < end) return false;
+    char quote = quote_at_[begin];
+    for (size_t p = 0; p < replacement.size(); ++p) quote = quote_after(replacement, p, quote);
+    return quote == quote_at_[end];
   }
   // Whether one of the words ends at or before `pos` on the line (or command) that holds `pos`.
   bool runs_before(size_t pos) const {
@@ -414,7 +459,22 @@ class CommandLines {
   }
 
  private:
+  // The quote open after the byte at `p` (`'`, `"`, or 'A' for `$'…'`; 0 for none) when `quote`
+  // was open before it; past a `\` (outside `'…'`) `p` moves on to the byte it escapes.
+  static char quote_after(std::string_view s, size_t& p, char quote) {
+    const char c = s[p];
+    if (quote == '\'') return c == '\'' ? 0 : quote;
+    if (c == '\\') {
+      if (p + 1 < s.size() && s[p + 1] != '\n') ++p;
+      return quote;
+    }
+    if (quote != 0) return c == (quote == 'A' ? '\'' : '"') ? 0 : quote;
+    if (c == '\'' || c == '"') return c == '\'' && p > 0 && s[p - 1] == '$' ? 'A' : c;
+    return 0;
+  }
+
   std::vector<size_t> ends_, breaks_;
+  std::vector<char> quote_at_;  // Scope::kCommand: the quote open before each byte (and the end)
 };
 
 // A short `-p` flag with its value: glued (`-pSECRET`, group 2) or after a space or '=' (group 3).
@@ -877,7 +937,6 @@ std::string redact_command_passwords(std::string_view s, int& count) {
         (password.front() == '$' && harmless_value(password))) {
       return keep;
     }
-    ++count;
     std::string out(m.subject.substr(m.begin(), m.end() - m.begin()));
     out += v->open;
     if (split != 0) {
@@ -886,7 +945,12 @@ std::string redact_command_passwords(std::string_view s, int& count) {
     }
     out += "<SECRET>";
     out += v->close;
-    return {std::move(out), 0, v->end};
+    // A bare value goes with what the shell glues to it (`-P ab\"c`, `-pab"c d"`): left, an escape
+    // or a quote it held would pair differently on a second pass, and cut the command elsewhere.
+    const size_t end = v->open.empty() ? shell_word_end(m.subject, m.end(), v->end) : v->end;
+    if (!command->keeps_commands(m.subject, m.begin(), end, out)) return keep;
+    ++count;
+    return {std::move(out), 0, end};
   });
 }
 

@@ -436,7 +436,6 @@ TEST(Redact, CommandPasswordFlags) {
       {"zip -r out.zip dir \\\n  -P Hunter2pw", "zip -r out.zip dir \\\n  -P <SECRET>"},  // continued line
   });
   // References, prompts, and the same letters under other commands or before the command's name.
-  // (After it on its line they are taken: `7z x a.7z && mkdir -pv out` loses `v`, a known limit.)
   expect_kept({"redis-cli -a $REDIS_PW ping", "redis-cli -a \"$(cat pw)\"", "openssl req -new -key k.pem -out r.csr",
                "openssl enc -k $PW -in a", "7z x -p data.7z", "cp x.7z y && mkdir -pv out", "tar -cpf a.7z.tar d",
                "lftp -u alice sftp://host", "lftp -u alice,$PW sftp://host", "smbclient //srv/share -U alice",
@@ -508,6 +507,23 @@ TEST(Redact, ReferenceGluedToAQuotedLiteral) {
   });
   expect_kept({"TOKEN=$X\"/path\"", "TOKEN_DIR=$X\"_x\"", "TOKEN=$X\"$Y\"", "TOKEN=$X\" is set\"",
                "echo \"export HF_TOKEN=$HF_TOKEN\" >> ~/.bashrc", "TOKEN=$X\"\""});
+}
+
+// A command's password flag is read only in that command: up to `;`, `&&`, `||`, `|` or `&`
+// outside quotes. `7z x a.7z && mkdir -pv out` lost its `v`, and `ls -a x` after `redis-cli …;`
+// its `x`.
+TEST(Redact, CommandPasswordFlagsEndWithTheirCommand) {
+  expect_kept({"7z x a.7z && mkdir -pv out", "redis-cli ping; ls -a x", "zip a.zip x | sort -k 2 -u a",
+               "openssl enc -d -in a | curl -k https://x", "7z x a.7z || mkdir -pv out", "unzip a.zip & ls -P x",
+               "smbclient -L srv; ls -U a%b"});
+  expect_one_secret_each({
+      {"7z x -pHunter2 a.7z && mkdir -pv out", "7z x -p<SECRET> a.7z && mkdir -pv out"},
+      {"7z a \"x;y\" -pHunter2 z", "7z a \"x;y\" -p<SECRET> z"},
+      {"7z a x\\;y -pHunter2 z", "7z a x\\;y -p<SECRET> z"},
+      {"cd d && zip -P Hunter2pw a.zip x", "cd d && zip -P <SECRET> a.zip x"},
+      {"zip a.zip x 2>&1 -P Hunter2pw", "zip a.zip x 2>&1 -P <SECRET>"},
+      {"redis-cli -a 'a;b|c' ping; ls -a x", "redis-cli -a '<SECRET>' ping; ls -a x"},
+  });
 }
 
 // A pre-signed URL carries its credential in the query: Azure SAS `sig=`, AWS SigV4
@@ -728,10 +744,12 @@ TEST(Redact, IdempotentOnExamples) {
 // Texts where one rule's redaction moved what another reads, found by the property at a larger
 // size (RC_PARAMS="max_success=100000 max_size=150"), shrunk: a `#PBS -M` line whose second `-M`
 // stood inside a value a command's password flag took; `~NAME=` under a secret name, whose
-// harmless value the assignment rule skipped, turned into `~<USER>=`.
+// harmless value the assignment rule skipped, turned into `~<USER>=`; a command password whose
+// value held the `\` that continued its line, or a quote that closed the string around it.
 TEST(Redact, IdempotentWhereRulesOverlap) {
   for (const std::string s : {"#PBS -M redis-cli -a ' -M a", "#PBS -M smbclient -U\" -M o %s", "#PBS -M 7z -p' -M f",
-                              "#PBS -M openssl -k \" -M s", "~HF_TOKEN=${X}@HF_TOKEN=export", "~Credential=$=TOKEN=v"}) {
+                              "#PBS -M openssl -k \" -M s", "~HF_TOKEN=${X}@HF_TOKEN=export", "~Credential=$=TOKEN=v",
+                              "'7z -p\\\nredis-cli -a '\"", "\"zip -P\"&\" -PA", "redis-cli -a E& -a e"}) {
     const std::string once = redact_script(s);
     EXPECT_EQ(redact_script(once), once) << s;
   }
