@@ -418,15 +418,25 @@ class CommandLines {
     };
     quote_at_.assign(s.size() + 1, 0);
     char quote = 0;
+    // Inside `$(…)` or backticks (on the line) a `;` or `|` ends the substituted command, not the
+    // one around it (`7z a $(ls; echo) -pPW`); a command in there runs to the line's end, as all
+    // did until 2026-12-06.
+    size_t depth = 0;
+    bool backtick = false;
     for (size_t p = 0; p < s.size(); ++p) {
       quote_at_[p] = quote;
       const char c = s[p];
       if (c == '\n') {
         if (p > 0 && s[p - 1] == '\\') continue;  // the command goes on on the next line
         breaks_.push_back(p);
-        quote = 0;
+        quote = 0, depth = 0, backtick = false;
       } else if (quote == 0 && (c == ';' || c == '|' || (c == '&' && !redirection(p)))) {
-        breaks_.push_back(p);
+        if (depth == 0 && !backtick) breaks_.push_back(p);
+      } else if (quote == 0 && (c == '`' || (c == '(' && (depth > 0 || (p > 0 && s[p - 1] == '$'))) ||
+                                (c == ')' && depth > 0))) {
+        if (c == '`') backtick = !backtick;
+        if (c == '(') ++depth;
+        if (c == ')') --depth;
       } else {
         const size_t from = p;
         quote = quote_after(s, p, quote);
@@ -440,10 +450,15 @@ class CommandLines {
   // after the text. (Not so where a value's quote closes a string the command stands in, as in
   // `"zip -P"&"`: the text is then kept, or a second pass would cut the command elsewhere.)
   // A text that ends in `\` or `$` is kept too: the byte after it would no longer be escaped (a
-  // quote, a newline that continues the command), or a quote after it no longer open `$'…'`.
+  // quote, a newline that continues the command), or a quote after it no longer open `$'…'`; so
+  // is one with a parenthesis or backtick outside quotes (a substitution would start or end
+  // elsewhere).
   bool keeps_commands(std::string_view s, size_t begin, size_t end, std::string_view replacement) const {
     if (quote_at_.empty()) return true;
     if (end > begin && (s[end - 1] == '\\' || s[end - 1] == '$')) return false;
+    for (size_t p = begin; p < end; ++p) {  // a substitution opened or closed inside (read once: replaced)
+      if (quote_at_[p] == 0 && (s[p] == '(' || s[p] == ')' || s[p] == '`')) return false;
+    }
     const auto next_break = std::lower_bound(breaks_.begin(), breaks_.end(), begin);
     if (next_break != breaks_.end() && *next_break < end) return false;
     char quote = quote_at_[begin];

@@ -526,6 +526,17 @@ TEST(Redact, CommandPasswordFlagsEndWithTheirCommand) {
   });
 }
 
+// A `;` or `|` inside a command substitution is not the end of the command around it: the
+// password after `$(ls; echo)` was kept once commands were cut at `;`.
+TEST(Redact, CommandPasswordFlagsGoOnPastACommandSubstitution) {
+  expect_one_secret_each({
+      {"7z a $(ls; echo) -pHunter2 x", "7z a $(ls; echo) -p<SECRET> x"},
+      {"zip -r `ls | head` -P Hunter2pw out.zip", "zip -r `ls | head` -P <SECRET> out.zip"},
+      {"7z a $(f $(g; h) | k) -pHunter2 x", "7z a $(f $(g; h) | k) -p<SECRET> x"},
+  });
+  expect_kept({"(cd d; 7z x a.7z) && mkdir -pv out", "x=$(7z l a.7z); mkdir -pv out"});
+}
+
 // A pre-signed URL carries its credential in the query: Azure SAS `sig=`, AWS SigV4
 // `X-Amz-Signature` / `X-Amz-Credential` / `X-Amz-Security-Token`, SigV2 `Signature`, GCS
 // `X-Goog-Signature` / `X-Goog-Credential`.
