@@ -578,7 +578,8 @@ TEST(Redact, LongRunsAreRedactedAsTheRulesSay) {
                                 " machine a login b", " aws configure set a", " -a", "lftp -u a",
                                 "smbclient -U a", "-u a,", "&sig=", "SG.a", "ya29.", " ---- BEGIN",
                                 "PuTTY-User-Key-File-", "Private-", "<a", "<token>a</", "TOKEN=${",
-                                "TOKEN=$X/"}) {
+                                "TOKEN=$X/", "TOKEN=$X\"_", "password => a", "\"credentials\": {", "curl -u $a",
+                                " -pass env:a", "7z ;", "7z '", "7z -pa$(", "a&"}) {
     const std::string s = repeat(unit, mib);
     std::string r;
     ASSERT_NO_THROW(r = redact_script(s)) << unit;
