@@ -15,6 +15,8 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
     std::string sacct = "sacct";
     int64_t overlap_s = 600;
     int64_t lookback_s = 7 * 24 * 3600;
+    int64_t rescan_interval_s = serve::SyncOptions{}.rescan_interval_s;
+    int64_t rescan_lookback_s = serve::SyncOptions{}.rescan_lookback_s;
     uint64_t gpu_mem_bytes = 0;
     double util_cap = 1.0;
     bool no_scripts = false;
@@ -29,6 +31,14 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--overlap", args->overlap_s, "Seconds each poll re-reads before the previous one")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{604800}));
   cmd->add_option("--lookback", args->lookback_s, "First poll: seconds back from now")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{315360000}));
+  cmd->add_option("--rescan-interval", args->rescan_interval_s,
+                  "Every S seconds (the last re-scan's time is kept in --db), after the poll, read the "
+                  "jobs that ended in the last --rescan-lookback again and store those not stored: "
+                  "records slurmdbd received later than --overlap after the job's end; 0: never")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{31536000}));
+  cmd->add_option("--rescan-lookback", args->rescan_lookback_s,
+                  "Seconds back from now that a re-scan reads (up to where the polls read on)")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{315360000}));
   cmd->add_option("--gpu-mem-bytes", args->gpu_mem_bytes,
                   "Capacity of one GPU when sacct's GRES type does not say it (VRAM labels): 40G, "
@@ -47,6 +57,8 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
     o.sacct = args->sacct;
     o.overlap_s = args->overlap_s;
     o.initial_lookback_s = args->lookback_s;
+    o.rescan_interval_s = args->rescan_interval_s;
+    o.rescan_lookback_s = args->rescan_lookback_s;
     o.fetch_scripts = !args->no_scripts;
     o.util_cap = args->util_cap;
     if (args->gpu_mem_bytes > 0) o.default_gpu_mem_bytes = args->gpu_mem_bytes;
@@ -70,6 +82,20 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
     }
     for (const std::string& note : report->notes) std::cerr << "note: " << note << "\n";
     std::cout << "slurm-sync: " << serve::describe(*report) << "\n";
+    auto due = serve::rescan_due(s, o);
+    if (due && *due) {
+      o.on_window = nullptr;
+      auto rescan = serve::rescan_once(s, [&s](const Job& j) { return s.insert(j); }, o);
+      if (rescan) {
+        for (const std::string& note : rescan->notes) std::cerr << "note: " << note << "\n";
+        std::cout << "slurm-sync: " << serve::describe(*rescan) << "\n";
+      }
+      due = rescan.ok() ? Result<bool>(true) : Result<bool>(rescan.status().with_context("re-scan"));
+    }
+    if (!due) {
+      exit_code = fail(due.status());
+      return;
+    }
     exit_code = kExitOk;
   });
 }

@@ -186,6 +186,14 @@ void add_sync_options(CLI::App& app, DaemonArgs& a) {
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{7} * 86400));
   app.add_option("--sync-lookback", a.sync.initial_lookback_s, "First poll: seconds back from now")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
+  app.add_option("--sync-rescan-interval", a.sync.rescan_interval_s,
+                 "Every S seconds (after a poll), read the jobs that ended in the last "
+                 "--sync-rescan-lookback again and store those not stored: records slurmdbd received "
+                 "later than --sync-overlap after the job's end; 0: never")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{365} * 86400));
+  app.add_option("--sync-rescan-lookback", a.sync.rescan_lookback_s,
+                 "Seconds back from now that each re-scan reads (up to where the polls read on)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{3650} * 86400));
   app.add_option("--gpu-mem-bytes", a.gpu_mem_bytes,
                  "Sync: capacity of one GPU when sacct's GRES type does not say it: 40G, 81920M, or a "
                  "bare number of bytes")
@@ -404,6 +412,11 @@ int run(int argc, char** argv) {
                                              "next poll goes on from there)"
                                            : "")
               << "\n";
+    if (start_signals.stopping()) return kExitOk;
+    // The re-scan too when it is due (cron: its time is kept in the database).
+    auto rescan = serve::rescan_service_if_due(service, a.sync);
+    if (!rescan) return fail(rescan.status().with_context("re-scan"));
+    if (*rescan) std::cout << "slurm-sync: " << serve::describe(**rescan) << "\n";
     return kExitOk;
   }
   if (start_signals.finish() != 0) return stopped_before_serving();  // one since the check above

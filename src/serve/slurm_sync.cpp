@@ -320,34 +320,39 @@ Status sync_window(CompletionStore& store, const CompletionSink& sink, const Syn
 
 }  // namespace
 
-Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
-                             const SyncOptions& o) {
-  const int64_t started = o.clock ? o.clock() : system_now();
-  SyncReport report;
+namespace {
+
+// The cursor (kSyncCursorKey), or nullopt before the first poll.
+Result<std::optional<int64_t>> read_cursor(CompletionStore& store) {
   auto cursor = store.get_meta(kSyncCursorKey);
   if (!cursor) return cursor.status();
-  report.since = started - o.initial_lookback_s;
-  if (*cursor) {
-    try {
-      report.since = std::stoll(**cursor);
-    } catch (const std::exception&) {
-      return Status::invalid(std::string(kSyncCursorKey) + ": not a number in the database: " + **cursor);
-    }
+  if (!*cursor) return std::optional<int64_t>();
+  try {
+    return std::optional<int64_t>(std::stoll(**cursor));
+  } catch (const std::exception&) {
+    return Status::invalid(std::string(kSyncCursorKey) + ": not a number in the database: " + **cursor);
   }
-  // In windows of at most max_window_s, the last one up to now; a window whose listing is over
-  // max_output_bytes is asked again at half its span (down to min_window_s). The cursor moves
-  // after each window: an interrupted catch-up goes on from there.
-  const int64_t end = started;
+}
+
+// sacct's finished jobs that ended in [from, end] into the sink, in windows of at most
+// max_window_s; a window whose listing is over max_output_bytes is asked again at half its span
+// (down to min_window_s). `end_is_now`: the last window is asked up to `-E now`. After each
+// window, `window_done(to, last)` (the poll moves its cursor there). false: stopped
+// (stop_requested) before the end; the windows done are kept.
+Result<bool> read_windows(CompletionStore& store, const CompletionSink& sink, const SyncOptions& o, int64_t from,
+                          int64_t end, bool end_is_now, SyncReport& report,
+                          const std::function<Status(int64_t to, bool last)>& window_done) {
   const int64_t max_span = std::max<int64_t>(o.max_window_s, 1);
-  int64_t from = report.since, span = max_span;
+  int64_t span = max_span;
   std::unordered_set<std::string> seen;  // the last window's job ids
   while (true) {
-    if (o.stop_requested && o.stop_requested()) return report;
+    if (o.stop_requested && o.stop_requested()) return false;
     const bool last = from + span >= end;
     const int64_t to = last ? end : from + span;
     RunStop stopped = RunStop::kNone;  // where set, nothing of the window was stored
-    Status s = sync_window(store, sink, o, from, last ? std::string() : sacct_time(to), report, stopped, seen);
-    if (stopped == RunStop::kRequested) return report;
+    Status s = sync_window(store, sink, o, from, last && end_is_now ? std::string() : sacct_time(to), report,
+                           stopped, seen);
+    if (stopped == RunStop::kRequested) return false;
     if (!s && stopped == RunStop::kOutput && span > o.min_window_s) {
       span = std::max<int64_t>(span / 2, o.min_window_s);
       continue;
@@ -359,22 +364,79 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
       return s;
     }
     ++report.windows;
-    const int64_t next_cursor = last ? started - o.overlap_s : std::min(to, started - o.overlap_s);
-    if (Status c = store.set_meta(kSyncCursorKey, std::to_string(next_cursor)); !c) return c;
+    if (Status d = window_done(to, last); !d) return d;
     if (o.on_window) o.on_window(report, from, to);
-    if (last) break;
+    if (last) return true;
     from = to;
     span = std::min(span * 2, max_span);  // back up after a dense stretch
   }
+}
+
+}  // namespace
+
+Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
+                             const SyncOptions& o) {
+  const int64_t started = o.clock ? o.clock() : system_now();
+  SyncReport report;
+  auto cursor = read_cursor(store);
+  if (!cursor) return cursor.status();
+  report.since = cursor->value_or(started - o.initial_lookback_s);
+  // Up to now; the cursor moves after each window: an interrupted catch-up goes on from there.
+  auto done = read_windows(store, sink, o, report.since, started, /*end_is_now=*/true, report,
+                           [&](int64_t to, bool last) {
+                             const int64_t next = last ? started - o.overlap_s : std::min(to, started - o.overlap_s);
+                             return store.set_meta(kSyncCursorKey, std::to_string(next));
+                           });
+  if (!done) return done.status();
+  return report;
+}
+
+Result<bool> rescan_due(CompletionStore& store, const SyncOptions& o) {
+  if (o.rescan_interval_s <= 0 || o.rescan_lookback_s <= 0) return false;
+  const int64_t now = o.clock ? o.clock() : system_now();
+  auto last = store.get_meta(kSyncRescanKey);
+  if (!last) return last.status();
+  if (!*last) return true;
+  try {
+    return now - std::stoll(**last) >= o.rescan_interval_s;
+  } catch (const std::exception&) {
+    return true;  // unreadable: re-scan, and write it anew
+  }
+}
+
+Result<SyncReport> rescan_once(CompletionStore& store, const CompletionSink& sink, const SyncOptions& o) {
+  const int64_t started = o.clock ? o.clock() : system_now();
+  SyncReport report;
+  report.rescan = true;
+  auto cursor = read_cursor(store);
+  if (!cursor) return cursor.status();
+  // What the polls no longer reach: from the look-back to the cursor (the next poll reads on
+  // from there). Before the first poll, nothing.
+  report.since = started - o.rescan_lookback_s;
+  report.until = std::min(cursor->value_or(report.since), started);
+  if (report.since < report.until) {
+    auto done = read_windows(store, sink, o, report.since, report.until, /*end_is_now=*/false, report,
+                             [](int64_t, bool) { return Status::ok(); });
+    if (!done) return done.status();
+    if (!*done) return report;  // stopped: due again at the next poll
+  }
+  if (Status s = store.set_meta(kSyncRescanKey, std::to_string(started)); !s) return s;
   return report;
 }
 
 std::string describe_window(const SyncReport& r, int64_t from, int64_t to) {
-  return "window " + std::to_string(r.windows) + ", " + sacct_time(from) + " .. " + sacct_time(to) + ": " +
+  return std::string(r.rescan ? "re-scan " : "") + "window " + std::to_string(r.windows) + ", " + sacct_time(from) + " .. " + sacct_time(to) + ": " +
          std::to_string(r.finished) + " finished job(s) so far, " + std::to_string(r.added) + " new";
 }
 
 std::string describe(const SyncReport& r) {
+  if (r.rescan) {
+    return "re-scan of the jobs that ended " + sacct_time(r.since) + " .. " + sacct_time(r.until) + ": " +
+           std::to_string(r.finished) + " finished job(s), " + std::to_string(r.added) +
+           " stored late (slurmdbd recorded them after the polls' overlap; " + std::to_string(r.with_script) +
+           " with script), " + std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
+           " malformed row(s) skipped" + (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "");
+  }
   return std::to_string(r.finished) + " finished job(s) since " + sacct_time(r.since) + ": " +
          std::to_string(r.added) + " new (" + std::to_string(r.with_script) + " with script), " +
          std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +

@@ -21,6 +21,29 @@ Result<SyncReport> sync_service(Service& service, const SyncOptions& options) {
       options);
 }
 
+Result<SyncReport> rescan_service(Service& service, const SyncOptions& options) {
+  return rescan_once(
+      service.store(),
+      [&service](const Job& j) {
+        Result<bool> stored = service.add_completion(j);
+        if (stored && *stored) {
+          service.sync_metrics().count_stored();
+          service.sync_metrics().count_rescan_stored();
+        }
+        return stored;
+      },
+      options);
+}
+
+Result<std::optional<SyncReport>> rescan_service_if_due(Service& service, const SyncOptions& options) {
+  auto due = rescan_due(service.store(), options);
+  if (!due) return due.status();
+  if (!*due) return std::optional<SyncReport>();
+  auto report = rescan_service(service, options);
+  if (!report) return report.status();
+  return std::optional<SyncReport>(std::move(*report));
+}
+
 SyncLoop::SyncLoop(Service& service, SyncOptions options, double interval_s)
     : service_(service), options_(std::move(options)), interval_(interval_s) {
   // A catch-up of many windows ends at the next one when the daemon stops (the cursor keeps
@@ -61,37 +84,62 @@ void SyncLoop::run() {
   }
 }
 
+namespace {
+
 // An exception is the poll's failure, never the daemon's: thrown out of this thread it would
 // call std::terminate. The cursor stays where the last finished window left it, so the next
 // interval reads the rest again (idempotent by job id). Its message is logged without the JSON
-// parser's, which quotes the bytes it read (a script's secret, say).
-Result<SyncReport> SyncLoop::poll_guarded() {
+// parser's, which quotes the bytes it read (a script's secret, say). `what`: "poll" or "re-scan".
+template <typename F>
+auto guarded(const std::string& what, F&& run) -> decltype(run()) {
   try {
-    return sync_service(service_, options_);
+    return run();
   } catch (const nlohmann::json::exception& e) {
-    return Status::internal("poll failed on a JSON error (id " + std::to_string(e.id) +
+    return Status::internal(what + " failed on a JSON error (id " + std::to_string(e.id) +
                             "); retried at the next interval");
   } catch (const std::exception& e) {
-    std::string what = std::string(e.what()).substr(0, 200);
-    for (char& c : what) {
+    std::string text = std::string(e.what()).substr(0, 200);
+    for (char& c : text) {
       if (c < 0x20 || c > 0x7e) c = '?';
     }
-    return Status::internal("poll failed on an unexpected error (" + what + "); retried at the next interval");
+    return Status::internal(what + " failed on an unexpected error (" + text + "); retried at the next interval");
   } catch (...) {
-    return Status::internal("poll failed on an unexpected error; retried at the next interval");
+    return Status::internal(what + " failed on an unexpected error; retried at the next interval");
   }
 }
 
+int64_t epoch_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void log_notes(const SyncReport& report) {
+  for (const std::string& n : report.notes) log(LogLevel::kDebug, "slurm-sync: " + n);
+}
+
+}  // namespace
+
 void SyncLoop::poll_once() {
-  auto report = poll_guarded();
-  service_.sync_metrics().record(report, std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::system_clock::now().time_since_epoch()).count());
+  auto report = guarded("poll", [this] { return sync_service(service_, options_); });
+  service_.sync_metrics().record(report, epoch_now());
   if (!report) {
     log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
     return;
   }
   if (report->added > 0 || report->skipped > 0) log(LogLevel::kInfo, "slurm-sync: " + describe(*report));
-  for (const std::string& n : report->notes) log(LogLevel::kDebug, "slurm-sync: " + n);
+  log_notes(*report);
+  // The re-scan after a poll that succeeded (sacct answers), when it is due.
+  auto rescan = guarded("re-scan", [this] { return rescan_service_if_due(service_, options_); });
+  if (rescan && !*rescan) return;  // not due
+  service_.sync_metrics().record_rescan(rescan ? Result<SyncReport>(**rescan) : Result<SyncReport>(rescan.status()),
+                                        epoch_now());
+  if (!rescan) {
+    log(LogLevel::kWarn, "slurm-sync: re-scan: " + rescan.status().message());
+    return;
+  }
+  // Every re-scan is logged (daily by default): that it ran, and what it found late.
+  log(LogLevel::kInfo, "slurm-sync: " + describe(**rescan));
+  log_notes(**rescan);
 }
 
 }  // namespace peakcast::serve

@@ -661,6 +661,119 @@ TEST(SyncLoop, JobsStoredByAPollThatFailsLaterAreCounted) {
   EXPECT_NE(metrics.find("peakcast_sync_jobs_stored_total 1\n"), std::string::npos) << metrics;
 }
 
+// Listing rows (header not included) of a finished job `id` of alice that ended at `end`.
+std::string finished_job_rows(const std::string& id, int64_t end) {
+  const std::string t = sacct_time(end - 60), e = sacct_time(end);
+  return id + "|j" + id + "|alice|COMPLETED|" + t + "|" + t + "|" + e + "|1G|\n" +
+         id + ".batch|batch||COMPLETED|" + t + "|" + t + "|" + e + "||300M\n";
+}
+
+uint64_t metric(const std::string& text, const std::string& sample) {
+  const size_t at = text.find("\n" + sample + " ");  // a sample's line, not its HELP
+  if (at == std::string::npos) return ~uint64_t{0};
+  return std::stoull(text.substr(at + sample.size() + 2));
+}
+
+// slurmdbd received a job's record later than --sync-overlap after its end (slurmdbd down, or a
+// slurmctld that was down sending its backlog): the job ended before the cursor, and no poll
+// lists it again. The daily re-scan reads the last two days again and stores it, counted in the
+// metrics once; the jobs it reads again that were stored are not stored or counted again.
+TEST(SyncLoop, AJobSlurmdbdRecordedAfterTheOverlapIsStoredByTheRescan) {
+  PollBench b;
+  ASSERT_NO_FATAL_FAILURE(b.open());
+  ASSERT_NO_FATAL_FAILURE(b.serve());
+  Service& service = *b.service;
+  int64_t now = kClock;
+  FakeSacct f;  // jobs 12 and 13 ended within the overlap
+  f.listing = "JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS\n" + finished_job_rows("12", kClock - 400) +
+              finished_job_rows("13", kClock - 390);
+  f.now_iso = sacct_time(kClock);
+  SyncOptions o = at_clock(write_fake_sacct(b.dir.path(), f));
+  o.clock = [&now] { return now; };
+  o.initial_lookback_s = 3600;
+  o.fetch_scripts = false;
+  const auto poll_and_rescan = [&]() -> Result<std::optional<SyncReport>> {
+    auto polled = sync_service(service, o);
+    if (!polled) return polled.status();
+    return rescan_service_if_due(service, o);
+  };
+
+  auto first = poll_and_rescan();  // jobs 12 and 13; the first re-scan has nothing behind the cursor
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ((*first)->added, 0u);
+  EXPECT_EQ(*service.store().count(), 2u);
+
+  // Job 50 ended an hour before kClock; slurmdbd has it only now, ten minutes later.
+  f.listing += finished_job_rows("50", kClock - 3600);
+  now = kClock + 600;
+  f.now_iso = sacct_time(now);
+  o.sacct = write_fake_sacct(b.dir.path(), f);
+  auto second = poll_and_rescan();
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_FALSE(second->has_value());  // not due for a day
+  EXPECT_EQ(*service.store().count(), 2u) << "a poll lists from the cursor minus the overlap only";
+
+  now = kClock + 86400 + 600;
+  f.now_iso = sacct_time(now);
+  o.sacct = write_fake_sacct(b.dir.path(), f);
+  auto third = poll_and_rescan();
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  ASSERT_TRUE(third->has_value()) << "a day since the last re-scan";
+  const SyncReport& rescan = **third;
+  EXPECT_EQ(rescan.added, 1u);
+  EXPECT_EQ(rescan.known, 2u);  // 12 and 13, read again
+  EXPECT_EQ(rescan.since, now - o.rescan_lookback_s);
+  EXPECT_EQ(rescan.until, now - o.overlap_s);  // where the poll before it left the cursor
+  EXPECT_EQ(*service.store().count(), 3u);
+  ASSERT_TRUE((*service.store().find("50")).has_value());
+  EXPECT_NE(describe(rescan).find("1 stored late"), std::string::npos) << describe(rescan);
+  EXPECT_EQ(*(*service.store().get_meta(kSyncRescanKey)), std::to_string(now));
+  EXPECT_EQ(*(*service.store().get_meta(kSyncCursorKey)), std::to_string(now - o.overlap_s));  // unmoved
+
+  auto again = rescan_service(service, o);  // everything known
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->added, 0u);
+  EXPECT_EQ(again->known, 3u);
+  const std::string text = service.sync_metrics().render();
+  EXPECT_EQ(metric(text, "peakcast_sync_jobs_stored_total"), 3u) << text;
+  EXPECT_EQ(metric(text, "peakcast_sync_rescan_jobs_stored_total"), 1u) << text;
+}
+
+// A re-scan over thousands of stored jobs: sacct's listing and a lookup each, no script fetch,
+// nothing handed to the sink (no store write, no count in the metrics).
+TEST_F(SlurmSync, ARescanOfKnownJobsStoresAndFetchesNothing) {
+  FakeSacct f;
+  f.listing = "JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS\n";
+  constexpr int kJobs = 2000;
+  for (int i = 0; i < kJobs; ++i) f.listing += finished_job_rows(std::to_string(1000 + i), kClock - 600 - 50 * i);
+  f.now_iso = sacct_time(kClock);
+  SyncOptions o = at_clock(write_fake_sacct(dir.path(), f));
+  o.initial_lookback_s = 2 * 86400;
+  size_t handed = 0;
+  const CompletionSink sink = [&](const Job& j) -> Result<bool> {
+    ++handed;
+    return store->insert(j);
+  };
+  auto polled = sync_once(*store, sink, o);
+  ASSERT_TRUE(polled.ok()) << polled.status().message();
+  ASSERT_EQ(polled->added, size_t{kJobs});
+  ASSERT_EQ(*store->count(), size_t{kJobs});
+  ASSERT_TRUE(::unlink(dir.file("calls.log").c_str()) == 0);
+
+  handed = 0;
+  auto rescan = rescan_once(*store, sink, o);
+  ASSERT_TRUE(rescan.ok()) << rescan.status().message();
+  EXPECT_EQ(rescan->finished, size_t{kJobs});  // up to the cursor, where the newest ended
+  EXPECT_EQ(rescan->known, size_t{kJobs});
+  EXPECT_EQ(rescan->added, 0u);
+  EXPECT_EQ(handed, 0u);
+  EXPECT_EQ(*store->count(), size_t{kJobs});
+  auto calls = read_file(dir.file("calls.log"));
+  ASSERT_TRUE(calls.ok());
+  EXPECT_EQ(calls->find("-B"), std::string::npos) << "no script fetch for known jobs";
+}
+
 TEST_F(SlurmSync, FailingSacctLeavesTheCursorAlone) {
   SyncOptions o;
   o.sacct = "/bin/false";

@@ -11,6 +11,13 @@
 // the previous one by `overlap_s` (slurmdbd receives end records late), and completions are
 // idempotent by job id, so running a poll twice, or two polls over the same window, adds nothing
 // twice.
+//
+// A record slurmdbd receives later than the overlap after the job's end (slurmdbd or its
+// database down, a slurmctld that was down and sends its backlog when it is back) lies behind
+// the cursor and no poll reads it. The re-scan (rescan_once) reads the last rescan_lookback_s
+// again, once every rescan_interval_s (its time kept in the meta table, so a restart or a cron
+// `peakcast slurm-sync` does not re-scan early), and stores only what is not stored: the known
+// jobs cost a listing and a lookup each, no script fetch and no store write.
 #pragma once
 
 #include <functional>
@@ -31,6 +38,7 @@ inline constexpr const char* kSacctColumns =
     "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax,"
     "Comment,AdminComment";  // free text: the hook's answer (its id), jobstats's summary (jobstats.h)
 inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
+inline constexpr const char* kSyncRescanKey = "slurm_sync.rescan";  // when the last re-scan ended (epoch s)
 
 struct SyncReport;
 
@@ -38,6 +46,10 @@ struct SyncOptions {
   std::string sacct = "sacct";        // program (PATH lookup) or path
   int64_t overlap_s = 600;            // each poll starts this long before the last one did
   int64_t initial_lookback_s = 7 * 24 * 3600;  // first poll: from now minus this
+  // The re-scan (rescan_once): every rescan_interval_s (0: never), the jobs that ended in the
+  // last rescan_lookback_s up to the cursor are read again.
+  int64_t rescan_interval_s = 24 * 3600;
+  int64_t rescan_lookback_s = 2 * 24 * 3600;
   bool fetch_scripts = true;          // sacct -B for the new jobs
   double util_cap = 1.0;
   std::optional<uint64_t> default_gpu_mem_bytes;  // capacity of an untyped GPU (VRAM labels)
@@ -62,7 +74,9 @@ struct SyncOptions {
 };
 
 struct SyncReport {
-  int64_t since = 0;        // cursor used (-S)
+  bool rescan = false;      // a re-scan (rescan_once), not a poll
+  int64_t since = 0;        // cursor used (-S); a re-scan's start
+  int64_t until = 0;        // a re-scan's end (the cursor); a poll reads up to now
   size_t finished = 0;      // finished jobs sacct listed
   size_t added = 0;         // new completions
   size_t known = 0;         // already stored (earlier poll)
@@ -73,7 +87,9 @@ struct SyncReport {
 };
 
 // One line for people: "N finished job(s) since T: A new (S with script), K already known, M
-// malformed row(s) skipped", and " (W sacct windows)" when there were several.
+// malformed row(s) skipped", and " (W sacct windows)" when there were several; for a re-scan,
+// "re-scan of the jobs that ended T .. U: N finished job(s), A stored late (...), K already
+// known, ...".
 std::string describe(const SyncReport& report);
 // One line of a catch-up's progress after a window: "window N, FROM .. TO: F finished job(s) so
 // far, A new" (peakcast slurm-sync and peakcastd say it so).
@@ -113,5 +129,16 @@ std::string gpu_mem_option_transform(std::string& text);
 // the cursor and says which jobs are known (to skip their script fetch).
 Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
                              const SyncOptions& options);
+
+// Whether a re-scan is due (SyncOptions::clock): rescan_interval_s and rescan_lookback_s above 0
+// and no re-scan ended in the last rescan_interval_s (kSyncRescanKey).
+Result<bool> rescan_due(CompletionStore& store, const SyncOptions& options);
+// The re-scan: sacct's finished jobs that ended from now minus rescan_lookback_s up to the
+// cursor, in windows as a poll reads them; the known ones are counted (known), the others go to
+// the sink (added: those slurmdbd recorded late). The cursor does not move; the re-scan's time is
+// kept (kSyncRescanKey) once it has read every window (not when it fails or is stopped: then it
+// is due again at the next poll). Before the first poll (no cursor) there is nothing to re-read.
+Result<SyncReport> rescan_once(CompletionStore& store, const CompletionSink& sink,
+                               const SyncOptions& options);
 
 }  // namespace peakcast::serve

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "peakcast/core/status.h"
@@ -14,10 +15,17 @@ namespace peakcast::serve {
 
 // One poll into the service: new finished jobs are added as completions (history and store).
 Result<SyncReport> sync_service(Service& service, const SyncOptions& options);
+// One re-scan into the service (rescan_once); what it stores is counted in the sync metrics
+// (count_stored and count_rescan_stored) as it is stored.
+Result<SyncReport> rescan_service(Service& service, const SyncOptions& options);
+// rescan_service when rescan_due; nullopt when it is not.
+Result<std::optional<SyncReport>> rescan_service_if_due(Service& service, const SyncOptions& options);
 
 // Background polls: one every `interval_s`, each recorded in the service's sync metrics and
 // logged; a failed poll (an error, or an exception thrown on the way) is logged, counted as
-// failed (peakcast_sync_runs_total{result="failed"}) and retried at the next interval.
+// failed (peakcast_sync_runs_total{result="failed"}) and retried at the next interval. After a
+// poll that succeeded, the re-scan when it is due (rescan_due), recorded and logged apart
+// (peakcast_sync_rescans_total); a failed re-scan is due again after the next poll.
 class SyncLoop {
  public:
   SyncLoop(Service& service, SyncOptions options, double interval_s);
@@ -32,8 +40,7 @@ class SyncLoop {
 
  private:
   void run();
-  void poll_once();
-  Result<SyncReport> poll_guarded();  // sync_service, an exception turned into its Status
+  void poll_once();  // the poll, then the re-scan when due; an exception is its failure
 
   Service& service_;
   SyncOptions options_;

@@ -18,13 +18,20 @@ class SyncMetrics {
   // One completion a poll stored, counted as it is stored (sync_service): a poll that fails
   // after some windows keeps what those stored, and so does the counter.
   void count_stored() { stored_.fetch_add(1, std::memory_order_relaxed); }
+  // One re-scan's outcome (rescan_once) at `now_s`.
+  void record_rescan(const Result<SyncReport>& report, int64_t now_s);
+  // One completion a re-scan stored (one slurmdbd recorded late), counted as it is stored; it is
+  // counted by count_stored() too. A known job the re-scan reads again is counted by neither.
+  void count_rescan_stored() { rescan_stored_.fetch_add(1, std::memory_order_relaxed); }
   // peakcast_sync_last_success_timestamp_seconds (0: none yet), peakcast_sync_runs_total{result},
-  // peakcast_sync_jobs_stored_total.
+  // peakcast_sync_jobs_stored_total, peakcast_sync_last_rescan_timestamp_seconds,
+  // peakcast_sync_rescans_total{result}, peakcast_sync_rescan_jobs_stored_total.
   std::string render() const;
 
  private:
-  std::atomic<int64_t> last_success_s_{0};
+  std::atomic<int64_t> last_success_s_{0}, last_rescan_s_{0};
   std::atomic<uint64_t> ok_{0}, failed_{0}, stored_{0};
+  std::atomic<uint64_t> rescan_ok_{0}, rescan_failed_{0}, rescan_stored_{0};
 };
 
 }  // namespace peakcast::serve
