@@ -25,7 +25,7 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "slurm-sync",
       "Poll sacct once for finished jobs and store them as completions in peakcastd's database "
-      "(idempotent by job id; a persisted cursor; safe to run twice or from cron)");
+      "(idempotent by run: job id and submit time; a persisted cursor; safe to run twice or from cron)");
   cmd->add_option("--db", args->db, "SQLite database of completions (peakcastd --db)")->required();
   cmd->add_option("--sacct", args->sacct, "sacct program to run")->capture_default_str();
   cmd->add_option("--overlap", args->overlap_s, "Seconds each poll re-reads before the previous one")

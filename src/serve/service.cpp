@@ -414,7 +414,7 @@ Reply Service::complete(std::string_view body) {
 }
 
 std::optional<ApiError> Service::conflict(const Job& job) {
-  Result<std::optional<Job>> known = store_->find(job.job_id);
+  Result<std::optional<Job>> known = store_->find_run(job);  // the run it is (a requeue's next run is not)
   if (!known) {
     ApiError e = from_status(known.status());
     e.message = "completion " + job.job_id + ": already stored, but cannot be compared: " + e.message;

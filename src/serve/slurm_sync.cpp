@@ -230,7 +230,7 @@ Result<bool> fetch_scripts(const SyncOptions& o, const std::vector<std::string>&
 
 // One window of the poll: sacct's finished jobs in [from, to] (`to` empty: now) into the sink.
 // `stopped`: why a sacct call was cut short (nothing of the window was stored then).
-// `seen`: the job ids of the window before, which sacct lists again when they ended on the
+// `seen`: the runs (job id, submit time) of the window before, which sacct lists again when they ended on the
 // boundary (left out); replaced by this window's.
 Status sync_window(CompletionStore& store, const CompletionSink& sink, const SyncOptions& o,
                    int64_t from, const std::string& to, SyncReport& report, RunStop& stopped,
@@ -270,8 +270,9 @@ Status sync_window(CompletionStore& store, const CompletionSink& sink, const Syn
   });
   std::unordered_set<std::string> now_seen;
   std::erase_if(trace.jobs, [&](const Job& j) {
-    now_seen.insert(j.job_id);
-    return seen.count(j.job_id) > 0;
+    const std::string run = j.job_id + '@' + std::to_string(j.submit_ms);  // a requeued job's runs apart
+    now_seen.insert(run);
+    return seen.count(run) > 0;
   });
   seen = std::move(now_seen);
   report.skipped += trace.stats.skipped;
@@ -284,7 +285,7 @@ Status sync_window(CompletionStore& store, const CompletionSink& sink, const Syn
   std::vector<std::string> want;
   for (size_t i = 0; i < trace.jobs.size(); ++i) {
     Job& job = trace.jobs[i];
-    auto has = store.contains(job.job_id);
+    auto has = store.contains_run(job);  // a requeued job's later run is not known
     if (!has) return has.status();
     known[i] = *has;
     if (!known[i] && o.fetch_scripts && (!job.script || job.script->empty())) want.push_back(job.job_id);
@@ -344,7 +345,7 @@ Result<bool> read_windows(CompletionStore& store, const CompletionSink& sink, co
                           const std::function<Status(int64_t to, bool last)>& window_done) {
   const int64_t max_span = std::max<int64_t>(o.max_window_s, 1);
   int64_t span = max_span;
-  std::unordered_set<std::string> seen;  // the last window's job ids
+  std::unordered_set<std::string> seen;  // the last window's runs
   while (true) {
     if (o.stop_requested && o.stop_requested()) return false;
     const bool last = from + span >= end;

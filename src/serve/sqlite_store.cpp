@@ -56,9 +56,11 @@ Status db_error(sqlite3* db, int rc, const std::string& what) {
   }
 }
 
-constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS completions (
-  job_id TEXT PRIMARY KEY NOT NULL,
+// The completions table of version 6 (`{table}`: its name), answer_id (version 5) included, keyed
+// by run (store.h): job_id and submit_time.
+constexpr const char* kCompletionsTable = R"sql(
+CREATE TABLE {table} (
+  job_id TEXT NOT NULL,
   user TEXT NOT NULL,
   script_key TEXT NOT NULL,
   submit_time INTEGER NOT NULL,
@@ -83,12 +85,39 @@ CREATE TABLE IF NOT EXISTS completions (
   workload TEXT,
   script TEXT,
   stored_at INTEGER NOT NULL DEFAULT (strftime('%s','now')),
-  ran_mem_bytes INTEGER
+  ran_mem_bytes INTEGER,
+  answer_id TEXT,
+  PRIMARY KEY (job_id, submit_time)
 );
+)sql";
+constexpr const char* kCompletionsIndexes = R"sql(
 CREATE INDEX IF NOT EXISTS completions_user ON completions(user, end_time);
 CREATE INDEX IF NOT EXISTS completions_script ON completions(script_key, end_time);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
 )sql";
+
+std::string completions_table(const std::string& name) {
+  std::string sql = kCompletionsTable;
+  sql.replace(sql.find("{table}"), 7, name);
+  return sql;
+}
+
+// Version 6 from 5 (after the steps that bring an older file to 5): SQLite cannot change a
+// primary key in place; the table is copied into one of version 6 (its rows as they are, stored_at
+// included) and takes its place.
+std::string rebuild_completions_v6() {
+  return completions_table("completions_v6") +
+         "INSERT INTO completions_v6 (job_id, user, script_key, submit_time, start_time, end_time, state, "
+         "req_cpus, req_mem_bytes, req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, "
+         "mem_util, vram_util, valid_mask, clipped_mask, censored, job_name, partition, account, workload, "
+         "script, stored_at, ran_mem_bytes, answer_id) SELECT job_id, user, script_key, submit_time, start_time, "
+         "end_time, state, req_cpus, req_mem_bytes, req_gpus, req_time_s, gpu_mem_bytes, peak_mem_bytes, "
+         "peak_vram_bytes, mem_util, vram_util, valid_mask, clipped_mask, censored, job_name, partition, "
+         "account, workload, script, stored_at, ran_mem_bytes, answer_id FROM completions;"
+         "DROP TABLE completions;"
+         "ALTER TABLE completions_v6 RENAME TO completions;" +
+         std::string(kCompletionsIndexes);
+}
 
 // Version 5: the answer id a completion carried (Job::answer_id). (No index on end_time for the
 // start's scan in end-time order: measured on 1,000,000 completions, the daemon read them in
@@ -130,6 +159,9 @@ constexpr const char* kColumnsV1 = PEAKCAST_COLUMNS_V1 "NULL, NULL";
 constexpr const char* kColumnsV2 = PEAKCAST_COLUMNS_V1 "ran_mem_bytes, NULL";
 #undef PEAKCAST_COLUMNS_V1
 constexpr int kScriptColumn = 25;  // after kColumns, where a scan selects it
+// The stored rows that are the run ?1 (job_id), ?4 (submit_time), ?6 (end_time) (store.h): its
+// submit time, or a span that overlaps its own. The primary key's index finds the job id's rows.
+constexpr const char* kSameRun = "job_id = ?1 AND (submit_time = ?4 OR (submit_time < ?6 AND end_time > ?4))";
 
 // Bytes are uint64 in the Job and int64 in SQLite: stored bit for bit.
 template <typename T>
@@ -302,6 +334,35 @@ class SqliteStore final : public CompletionStore {
     if (rc == SQLITE_ROW) return std::optional<Job>(job_from_row(u.get()));
     if (rc == SQLITE_DONE) return std::optional<Job>();
     return db_error(db_.get(), rc, "looking up job " + job_id);
+  }
+
+  Result<bool> contains_run(const Job& run) override {
+    std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
+    StmtUse u(contains_run_.get());
+    bind_run(u.get(), run);
+    const int rc = sqlite3_step(u.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return db_error(db_.get(), rc, "looking up job " + run.job_id);
+  }
+
+  Result<std::optional<Job>> find_run(const Job& run) override {
+    std::lock_guard lock(mu_);
+    if (Status w = writable(); !w) return w;
+    StmtUse u(find_run_.get());
+    bind_run(u.get(), run);
+    const int rc = sqlite3_step(u.get());
+    if (rc == SQLITE_ROW) return std::optional<Job>(job_from_row(u.get()));
+    if (rc == SQLITE_DONE) return std::optional<Job>();
+    return db_error(db_.get(), rc, "looking up job " + run.job_id);
+  }
+
+  // kSameRun's parameters, where the insert has them.
+  static void bind_run(sqlite3_stmt* s, const Job& run) {
+    bind_text(s, 1, run.job_id);
+    bind_epoch(s, 4, run.submit_ms);
+    bind_epoch(s, 6, run.end_ms);
   }
 
   Status for_each(const std::function<void(Job&&)>& visit) override {
@@ -608,24 +669,30 @@ class SqliteStore final : public CompletionStore {
     }
     const bool as_it_is = options_.query_only && *v < kSchemaVersion;  // a reader does not migrate
     if (*v == 0) {  // a new file
-      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + kSchema + kV5Completions + kAnswersSchema + "PRAGMA user_version=" +
+      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + completions_table("completions") +
+                          kCompletionsIndexes + kAnswersSchema + "PRAGMA user_version=" +
                           std::to_string(kSchemaVersion) + ";COMMIT;");
           !s) {
         exec("ROLLBACK");
         return s.with_context(path);
       }
     } else if (as_it_is) {
-      columns_ = *v == 1 ? kColumnsV1 : kColumnsV2;  // no ran_mem_bytes (1), no answer_id (< 5)
+      // no ran_mem_bytes (1), no answer_id (< 5); keyed by job_id (< 6): read the same
+      columns_ = *v == 1 ? kColumnsV1 : *v < 5 ? kColumnsV2 : kColumns;
     } else if (*v < kSchemaVersion) {
       // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem),
-      // version 3 the answers on record, version 4 their job_name, version 5 answer ids.
-      std::string answers = kAnswersSchema;  // versions 1 and 2 have none: created whole
-      if (*v == 3) answers = "ALTER TABLE answers ADD COLUMN job_name TEXT;ALTER TABLE answers ADD COLUMN answer_id TEXT;";
-      if (*v == 4) answers = "ALTER TABLE answers ADD COLUMN answer_id TEXT;";
-      const std::string sql = std::string("BEGIN IMMEDIATE;") +
-                              (*v == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
-                              kV5Completions + answers + "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
-                              ";COMMIT;";
+      // version 3 the answers on record, version 4 their job_name, version 5 answer ids, version 6
+      // keys the completions by run (the table rebuilt: a copy of every row, once).
+      std::string steps;
+      if (*v < 5) {
+        std::string answers = kAnswersSchema;  // versions 1 and 2 have none: created whole
+        if (*v == 3) answers = "ALTER TABLE answers ADD COLUMN job_name TEXT;ALTER TABLE answers ADD COLUMN answer_id TEXT;";
+        if (*v == 4) answers = "ALTER TABLE answers ADD COLUMN answer_id TEXT;";
+        steps = std::string(*v == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
+                kV5Completions + answers;
+      }
+      const std::string sql = "BEGIN IMMEDIATE;" + steps + rebuild_completions_v6() + "PRAGMA user_version=" +
+                              std::to_string(kSchemaVersion) + ";COMMIT;";
       if (Status s = exec(sql); !s) {
         exec("ROLLBACK");
         return s.with_context(path + ": migrating the database from schema version " + std::to_string(*v) +
@@ -637,14 +704,21 @@ class SqliteStore final : public CompletionStore {
     // (which names columns it may lack) is not prepared there.
     Status s = as_it_is
                    ? Status::ok()
-                   : prepare("INSERT OR IGNORE INTO completions (job_id, user, script_key, submit_time, "
+                   // One statement: the check and the write are one step for another writer
+                   // (peakcast slurm-sync on the same file) too.
+                   : prepare(std::string("INSERT OR IGNORE INTO completions (job_id, user, script_key, submit_time, "
                              "start_time, end_time, state, req_cpus, req_mem_bytes, req_gpus, req_time_s, "
                              "gpu_mem_bytes, peak_mem_bytes, peak_vram_bytes, mem_util, vram_util, "
                              "valid_mask, clipped_mask, censored, job_name, partition, account, workload, "
-                             "script, ran_mem_bytes, answer_id) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
-                             "?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)", insert_);
+                             "script, ran_mem_bytes, answer_id) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
+                             "?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26 WHERE NOT EXISTS "
+                             "(SELECT 1 FROM completions WHERE ") + kSameRun + ")", insert_);
     if (s) s = prepare("SELECT 1 FROM completions WHERE job_id = ?1", contains_);
-    if (s) s = prepare(std::string("SELECT ") + columns_ + " FROM completions WHERE job_id = ?1", find_);
+    if (s) s = prepare(std::string("SELECT ") + columns_ +
+                       " FROM completions WHERE job_id = ?1 ORDER BY submit_time DESC LIMIT 1", find_);
+    if (s) s = prepare(std::string("SELECT 1 FROM completions WHERE ") + kSameRun + " LIMIT 1", contains_run_);
+    if (s) s = prepare(std::string("SELECT ") + columns_ + " FROM completions WHERE " + kSameRun +
+                       " ORDER BY submit_time DESC LIMIT 1", find_run_);
     if (s) s = prepare(std::string("SELECT ") + columns_ +
                        " FROM completions WHERE user = ?1 ORDER BY end_time DESC LIMIT ?2", recent_user_);
     if (s) s = prepare(std::string("SELECT ") + columns_ +
@@ -682,7 +756,8 @@ class SqliteStore final : public CompletionStore {
   std::string checkpoint_error_;  // guarded by mu_ (the WAL hook runs inside insert)
   uint64_t checkpoint_failures_ = 0;
   // Declared after db_: finalized before the connection closes.
-  StmtPtr insert_, contains_, find_, recent_user_, recent_script_, count_, get_meta_, set_meta_;
+  StmtPtr insert_, contains_, find_, contains_run_, find_run_, recent_user_, recent_script_, count_, get_meta_,
+      set_meta_;
   // The answers on record: absent where a reader opened a file from before version 4.
   StmtPtr insert_answer_, prune_answers_, select_answers_, sync_normal_, sync_full_;
   // Answers waiting for the writer (record_answer), bounded.

@@ -61,6 +61,8 @@ class FaultyStore final : public CompletionStore {
   }
   Result<bool> contains(const std::string& id) override { return inner_->contains(id); }
   Result<std::optional<Job>> find(const std::string& id) override { return inner_->find(id); }
+  Result<bool> contains_run(const Job& run) override { return inner_->contains_run(run); }
+  Result<std::optional<Job>> find_run(const Job& run) override { return inner_->find_run(run); }
   StoreHealth health() override {
     StoreHealth h = inner_->health();
     h.answers_not_kept += answers_refused_.load();

@@ -140,6 +140,13 @@ TEST(ServiceLimits, ReusedJobIdWithOtherContentGets409) {
   json extended = first;
   extended["x_note"] = "resent by the epilog";
   EXPECT_EQ(f.service->complete(extended.dump()).status, 200);
+  // A later run under the id (Slurm requeued the job: a new submit time after the first run's
+  // end) is a run of its own, not a conflict.
+  json requeued = completion_json("42", "bob", "#!/bin/sh\nx\n", kNow - 40, kNow - 10, kGiB, kGiB);
+  r = f.service->complete(requeued.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["stored"], true);
+  EXPECT_EQ(f.stored(), 2u);
 }
 
 TEST(ServiceLimits, HealthReportsTheStoreSettings) {

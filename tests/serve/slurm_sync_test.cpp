@@ -774,6 +774,55 @@ TEST_F(SlurmSync, ARescanOfKnownJobsStoresAndFetchesNothing) {
   EXPECT_EQ(calls->find("-B"), std::string::npos) << "no script fetch for known jobs";
 }
 
+// A job requeued after it completed (scontrol requeue): Slurm keeps its id and gives it a new
+// submit time once the first run has ended; sacct (without --duplicates) then lists the second
+// run only. The store keyed completions by job id, so the second run was taken as known and
+// never learned. It is a run of its own; read again, it is known.
+TEST_F(SlurmSync, ASecondRunOfARequeuedJobIsLearnedAsARunOfItsOwn) {
+  ASSERT_NO_FATAL_FAILURE(serve());
+  const std::string header = "JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS\n";
+  const auto run = [](int64_t submit, int64_t end, const std::string& peak) {
+    const std::string s = sacct_time(submit), t = sacct_time(submit + 10), e = sacct_time(end);
+    return "60|again|carol|COMPLETED|" + s + "|" + t + "|" + e + "|1G|\n" +
+           "60.batch|batch||COMPLETED|" + t + "|" + t + "|" + e + "||" + peak + "\n";
+  };
+  int64_t now = kClock;
+  FakeSacct f;
+  f.listing = header + run(kClock - 3000, kClock - 2400, "300M");
+  f.now_iso = sacct_time(now);
+  SyncOptions o = at_clock(write_fake_sacct(dir.path(), f));
+  o.clock = [&now] { return now; };
+  o.initial_lookback_s = 3600;
+  o.fetch_scripts = false;
+  const CompletionSink sink = into_service();
+  auto first = sync_once(service->store(), sink, o);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->added, 1u);
+
+  now = kClock + 1200;  // requeued at kClock - 2300, its second run ended at kClock + 900
+  f.listing = header + run(kClock - 2300, kClock + 900, "700M");
+  f.now_iso = sacct_time(now);
+  o.sacct = write_fake_sacct(dir.path(), f);
+  auto second = sync_once(service->store(), sink, o);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->added, 1u);
+  EXPECT_EQ(second->known, 0u);
+  EXPECT_EQ(*service->store().count(), 2u);
+  EXPECT_EQ(service->history_size(), 2u);
+  auto rows = service->store().recent(HistoryFilter{"carol", ""}, 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].peak_mem_bytes, 700ull << 20);  // newest first
+  EXPECT_EQ((*rows)[1].peak_mem_bytes, 300ull << 20);
+  EXPECT_EQ((**service->store().find("60")).submit_ms, (kClock - 2300) * 1000);  // the last run
+
+  auto third = sync_once(service->store(), sink, o);  // the same run read again
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_EQ(third->added, 0u);
+  EXPECT_EQ(third->known, 1u);
+  EXPECT_EQ(*service->store().count(), 2u);
+}
+
 TEST_F(SlurmSync, FailingSacctLeavesTheCursorAlone) {
   SyncOptions o;
   o.sacct = "/bin/false";

@@ -169,6 +169,103 @@ TEST(SqliteStore, KeepsTheLimitALoweredJobRanUnder) {
 // A database of schema version 1 (before ran_mem_bytes): the daemon migrates it and keeps its
 // completions; a reader (query_only, `peakcast report --db` while the daemon runs) reads it as
 // it is and changes nothing.
+// A job Slurm requeued keeps its id and gets a new submit time once its first run has ended: the
+// later run is stored as a run of its own (keyed by job id alone, it was "already stored"). The
+// same run again, or reported with its submit time rounded otherwise (its span overlaps the
+// stored one's), is the run already stored.
+TEST(SqliteStore, ARequeuedJobsLaterRunIsARunOfItsOwn) {
+  TempDir dir;
+  auto s = open_sqlite_store(dir.file("r.db"));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Job first = sample_job("7");
+  first.submit_ms = 100'000;
+  first.end_ms = 200'000;
+  ASSERT_TRUE(*(*s)->insert(first));
+  Job second = first;
+  second.submit_ms = 200'000;  // requeued as the first run ended (the same second)
+  second.end_ms = 300'000;
+  EXPECT_TRUE(*(*s)->contains_run(first));
+  EXPECT_FALSE(*(*s)->contains_run(second));
+  ASSERT_TRUE(*(*s)->insert(second));
+  EXPECT_FALSE(*(*s)->insert(second));
+  Job rounded = first;
+  rounded.submit_ms = 100'400;  // a client's fraction of a second
+  EXPECT_FALSE(*(*s)->insert(rounded));
+  EXPECT_EQ((**(*s)->find_run(rounded)).submit_ms, 100'000);
+  EXPECT_EQ((**(*s)->find("7")).submit_ms, 200'000);  // the last run
+  Job instant = sample_job("8");  // submitted and ended in the same millisecond
+  instant.submit_ms = instant.end_ms = 500'000;
+  ASSERT_TRUE(*(*s)->insert(instant));
+  EXPECT_FALSE(*(*s)->insert(instant));
+  EXPECT_EQ(*(*s)->count(), 3u);
+}
+
+// A database written by schema version 5 (completions keyed by job_id): a reader reads it as it
+// is; the daemon migrates it to runs keyed by (job_id, submit_time), keeping every row and
+// column, and then stores a requeued job's later run.
+TEST(SqliteStore, MigratesAVersionFiveDatabaseToRuns) {
+  TempDir dir;
+  const std::string path = dir.file("v5.db");
+  exec_sql(path,
+           "PRAGMA journal_mode=WAL;"
+           "CREATE TABLE completions (job_id TEXT PRIMARY KEY NOT NULL, user TEXT NOT NULL, script_key TEXT NOT "
+           "NULL, submit_time INTEGER NOT NULL, start_time INTEGER, end_time INTEGER NOT NULL, state TEXT NOT NULL, "
+           "req_cpus REAL, req_mem_bytes INTEGER, req_gpus INTEGER, req_time_s INTEGER, gpu_mem_bytes INTEGER, "
+           "peak_mem_bytes INTEGER, peak_vram_bytes INTEGER, mem_util REAL NOT NULL, vram_util REAL NOT NULL, "
+           "valid_mask INTEGER NOT NULL, clipped_mask INTEGER NOT NULL, censored INTEGER NOT NULL, job_name TEXT "
+           "NOT NULL, partition TEXT NOT NULL, account TEXT NOT NULL, workload TEXT, script TEXT, stored_at "
+           "INTEGER NOT NULL DEFAULT (strftime('%s','now')), ran_mem_bytes INTEGER, answer_id TEXT);"
+           "CREATE INDEX completions_user ON completions(user, end_time);"
+           "CREATE INDEX completions_script ON completions(script_key, end_time);"
+           "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);"
+           "CREATE TABLE answers (seq INTEGER PRIMARY KEY, user TEXT NOT NULL, script_key TEXT NOT NULL, "
+           "submit_time INTEGER NOT NULL, req_mem_bytes INTEGER, recommended_mem_bytes INTEGER, mem_util REAL, "
+           "mem_upper REAL, vram_util REAL, vram_upper REAL, answered_at INTEGER NOT NULL DEFAULT "
+           "(strftime('%s','now')), job_name TEXT, answer_id TEXT);"
+           "INSERT INTO completions (job_id, user, script_key, submit_time, start_time, end_time, state, "
+           "req_mem_bytes, peak_mem_bytes, mem_util, vram_util, valid_mask, clipped_mask, censored, job_name, "
+           "partition, account, script, stored_at, ran_mem_bytes, answer_id) VALUES ('7', 'u', 'k', 100, 110, "
+           "200, 'COMPLETED', 1024, 512, 0.5, 0, 1, 0, 0, 'n', 'p', 'a', 'echo', 1234, 2048, 'a1');"
+           "INSERT INTO meta VALUES ('slurm_sync.cursor', '150');"
+           "PRAGMA user_version=5;");
+  ASSERT_FALSE(HasFailure());
+  {
+    auto r = open_sqlite_store(path, SqliteOptions{.query_only = true});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    auto found = (*r)->find("7");
+    ASSERT_TRUE(found.ok() && found->has_value()) << found.status().message();
+    EXPECT_EQ((*found)->answer_id, "a1");  // version 5 has it
+  }
+  EXPECT_EQ(user_version(path), 5);
+  {
+    auto s = open_sqlite_store(path, SqliteOptions{.store_scripts = true});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(user_version(path), kSchemaVersion);
+    std::vector<Job> all;
+    ASSERT_TRUE((*s)->for_each_with_scripts([&](Job&& x) { all.push_back(std::move(x)); }).is_ok());
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].job_id, "7");
+    EXPECT_EQ(all[0].submit_ms, 100'000);
+    EXPECT_EQ(all[0].start_ms, std::optional<int64_t>(110'000));
+    EXPECT_EQ(all[0].peak_mem_bytes, std::optional<uint64_t>(512));
+    EXPECT_EQ(all[0].ran_mem_bytes, std::optional<uint64_t>(2048));
+    EXPECT_EQ(all[0].answer_id, "a1");
+    EXPECT_EQ(all[0].script, std::optional<std::string>("echo"));
+    EXPECT_EQ(**(*s)->get_meta("slurm_sync.cursor"), "150");
+    Job later = all[0];
+    later.submit_ms = 300'000;
+    later.start_ms = 310'000;
+    later.end_ms = 400'000;
+    EXPECT_FALSE(*(*s)->insert(all[0]));
+    EXPECT_TRUE(*(*s)->insert(later));
+    EXPECT_EQ(*(*s)->count(), 2u);
+  }
+  EXPECT_EQ(query_int(path, "SELECT stored_at FROM completions WHERE submit_time = 100"), 1234);
+  EXPECT_EQ(query_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN ('completions_user', "
+                            "'completions_script')"),
+            2);
+}
+
 TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
   TempDir dir;
   const std::string path = dir.file("v1.db");

@@ -9,8 +9,8 @@
 // completion path). The cursor is persisted in the
 // store's meta table and moves only after every job of a window was accepted; each poll overlaps
 // the previous one by `overlap_s` (slurmdbd receives end records late), and completions are
-// idempotent by job id, so running a poll twice, or two polls over the same window, adds nothing
-// twice.
+// idempotent by run (job id and submit time: store.h), so running a poll twice, or two polls
+// over the same window, adds nothing twice.
 //
 // A record slurmdbd receives later than the overlap after the job's end (slurmdbd or its
 // database down, a slurmctld that was down and sends its backlog when it is back) lies behind

@@ -2,8 +2,16 @@
 // SQLite implementation. Tests wrap the interface to inject faults (disk full, read-only).
 //
 // Contract: insert() returns only after the row is committed (SQLite: WAL, synchronous=FULL), so
-// a 2xx sent after it survives a crash. Inserting a job_id that is already stored changes
-// nothing and returns false. Implementations are internally synchronized (any thread may call).
+// a 2xx sent after it survives a crash. Inserting a run that is already stored changes nothing
+// and returns false. Implementations are internally synchronized (any thread may call).
+//
+// A run is a job id and its submit time, as slurmdbd keys a job record (id_job, time_submit).
+// Slurm keeps the id of a job it requeues (scontrol requeue, --requeue after a node failure)
+// and resets its submit time once the first run has ended; sacct without --duplicates lists the
+// last run only. A later run of a stored job id is stored as a run of its own. A completion is a
+// run already stored when a stored one has its job id and either its submit time or a span
+// [submit_time, end_time] that overlaps its own: the same run reported with a submit time
+// rounded otherwise (a client's fraction, sacct's whole seconds) is not a second run.
 #pragma once
 
 #include <array>
@@ -64,9 +72,14 @@ class CompletionStore {
   // `job` has labels and script_key filled. The script is kept only when the store was opened
   // with store_scripts. true: stored now; false: already there (no change).
   virtual Result<bool> insert(const Job& job) = 0;
+  // Whether a run of this job id is stored.
   virtual Result<bool> contains(const std::string& job_id) = 0;
-  // The stored completion with this id (no script), or nullopt.
+  // The stored run of this id that was submitted last (no script), or nullopt.
   virtual Result<std::optional<Job>> find(const std::string& job_id) = 0;
+  // Whether `run` (its job_id, submit_ms, end_ms) is stored (see the top of this file), and the
+  // stored run it is (no script). Default: by job id alone.
+  virtual Result<bool> contains_run(const Job& run) { return contains(run.job_id); }
+  virtual Result<std::optional<Job>> find_run(const Job& run) { return find(run.job_id); }
   // Every stored completion (request, times, state, peaks, labels, script_key; no script), in
   // end-time order.
   virtual Status for_each(const std::function<void(Job&&)>& visit) = 0;
@@ -111,8 +124,9 @@ struct SqliteOptions {
 };
 
 // PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes), 3 the answers table, 4 the
-// answers' job_name, 5 the answers' and the completions' answer_id.
-inline constexpr int kSchemaVersion = 5;
+// answers' job_name, 5 the answers' and the completions' answer_id, 6 keys the completions by
+// (job_id, submit_time) instead of job_id (a requeued job's runs; the table is rebuilt).
+inline constexpr int kSchemaVersion = 6;
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
 // the schema. A database with a newer user_version is refused; an older one is migrated (a
