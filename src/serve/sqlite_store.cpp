@@ -160,8 +160,12 @@ constexpr const char* kColumnsV2 = PEAKCAST_COLUMNS_V1 "ran_mem_bytes, NULL";
 #undef PEAKCAST_COLUMNS_V1
 constexpr int kScriptColumn = 25;  // after kColumns, where a scan selects it
 // The stored rows that are the run ?1 (job_id), ?4 (submit_time), ?6 (end_time) (store.h): its
-// submit time, or a span that overlaps its own. The primary key's index finds the job id's rows.
-constexpr const char* kSameRun = "job_id = ?1 AND (submit_time = ?4 OR (submit_time < ?6 AND end_time > ?4))";
+// submit second, or a span that overlaps its own, compared at whole seconds (Slurm's times are;
+// a client's may carry milliseconds of the same run). The primary key's index finds the job id's
+// rows.
+constexpr const char* kSameRun =
+    "job_id = ?1 AND (CAST(submit_time AS INTEGER) = CAST(?4 AS INTEGER) OR "
+    "(CAST(submit_time AS INTEGER) < CAST(?6 AS INTEGER) AND CAST(end_time AS INTEGER) > CAST(?4 AS INTEGER)))";
 
 // Bytes are uint64 in the Job and int64 in SQLite: stored bit for bit.
 template <typename T>

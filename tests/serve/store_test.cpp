@@ -200,6 +200,35 @@ TEST(SqliteStore, ARequeuedJobsLaterRunIsARunOfItsOwn) {
   EXPECT_EQ(*(*s)->count(), 3u);
 }
 
+// Slurm's times are whole seconds and a client's may carry milliseconds: runs are told apart at
+// whole seconds. Compared as they were stored, a job that ran within one second, posted with
+// milliseconds and polled from sacct, was two runs; and a requeued run submitted in the second
+// the first run ended (kept with milliseconds) was taken for the first one.
+TEST(SqliteStore, RunsAreToldApartAtWholeSeconds) {
+  TempDir dir;
+  auto s = open_sqlite_store(dir.file("w.db"));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  Job posted = sample_job("9");
+  posted.submit_ms = 1'000'400;
+  posted.end_ms = 1'000'900;
+  ASSERT_TRUE(*(*s)->insert(posted));
+  Job polled = posted;  // the same run as sacct prints it
+  polled.submit_ms = polled.end_ms = 1'000'000;
+  EXPECT_TRUE(*(*s)->contains_run(polled));
+  EXPECT_FALSE(*(*s)->insert(polled));
+
+  Job first = sample_job("10");
+  first.submit_ms = 1'500'000;
+  first.end_ms = 2'000'700;
+  ASSERT_TRUE(*(*s)->insert(first));
+  Job requeued = first;  // submitted again in the second the first run ended
+  requeued.submit_ms = 2'000'000;
+  requeued.end_ms = 2'100'000;
+  EXPECT_FALSE(*(*s)->contains_run(requeued));
+  EXPECT_TRUE(*(*s)->insert(requeued));
+  EXPECT_EQ(*(*s)->count(), 3u);
+}
+
 // A database written by schema version 5 (completions keyed by job_id): a reader reads it as it
 // is; the daemon migrates it to runs keyed by (job_id, submit_time), keeping every row and
 // column, and then stores a requeued job's later run.

@@ -10,8 +10,9 @@
 // and resets its submit time once the first run has ended; sacct without --duplicates lists the
 // last run only. A later run of a stored job id is stored as a run of its own. A completion is a
 // run already stored when a stored one has its job id and either its submit time or a span
-// [submit_time, end_time] that overlaps its own: the same run reported with a submit time
-// rounded otherwise (a client's fraction, sacct's whole seconds) is not a second run.
+// [submit_time, end_time] that overlaps its own, compared at whole seconds: the same run
+// reported with a submit time rounded otherwise (a client's fraction, sacct's whole seconds) is
+// not a second run.
 #pragma once
 
 #include <array>
