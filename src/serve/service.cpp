@@ -75,9 +75,15 @@ std::vector<std::string> differing_fields(const Job& a, const Job& b) {
   };
   cmp("user", a.user, b.user);
   cmp("script", a.script_key, b.script_key);
-  cmp("submit_time", a.submit_ms, b.submit_ms);
-  cmp("start_time", a.start_ms, b.start_ms);
-  cmp("end_time", a.end_ms, b.end_ms);
+  // Times at whole seconds, as the store tells runs apart (store.h): sacct's and a client's
+  // milliseconds of the same run are the same times (epoch times here are >= 0: readers refuse others).
+  const auto second = [](int64_t ms) { return ms / kMsPerSecond; };
+  const auto opt_second = [&](const std::optional<int64_t>& ms) {
+    return ms ? std::optional<int64_t>(second(*ms)) : std::nullopt;
+  };
+  cmp("submit_time", second(a.submit_ms), second(b.submit_ms));
+  cmp("start_time", opt_second(a.start_ms), opt_second(b.start_ms));
+  cmp("end_time", second(a.end_ms), second(b.end_ms));
   cmp("state", a.state, b.state);
   cmp("req_cpus", a.req_cpus, b.req_cpus);
   // The memory limit as the completion reported it: where the daemon learned a lowered job at its

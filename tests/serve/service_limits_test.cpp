@@ -149,6 +149,29 @@ TEST(ServiceLimits, ReusedJobIdWithOtherContentGets409) {
   EXPECT_EQ(f.stored(), 2u);
 }
 
+// The same run posted with milliseconds after sacct stored it in whole seconds (or the other way
+// round) is a repeat, not a conflict: the store tells runs apart at whole seconds, and so does
+// the content check.
+TEST(ServiceLimits, TheSameRunWithMillisecondsIsADuplicateNotAConflict) {
+  Fixture f;
+  const json polled = completion_json("43", "bob", "#!/bin/sh\nx\n", kNow - 100, kNow - 50, kGiB, kGiB / 2);
+  ASSERT_EQ(f.service->complete(polled.dump()).status, 200);
+  json posted = polled;
+  posted["submit_time"] = static_cast<double>(kNow - 100) + 0.4;
+  posted["end_time"] = static_cast<double>(kNow - 50) + 0.7;
+  Reply r = f.service->complete(posted.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body_of(r)["duplicate"], true) << r.body;
+  EXPECT_EQ(f.stored(), 1u);
+  // Other content in the same run is still a conflict, and the message names what differs.
+  posted["peak_mem_bytes"] = kGiB;
+  r = f.service->complete(posted.dump());
+  EXPECT_EQ(r.status, 409) << r.body;
+  const std::string msg = body_of(r)["error"]["message"];
+  EXPECT_NE(msg.find("peak_mem_bytes"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("end_time"), std::string::npos) << msg;
+}
+
 TEST(ServiceLimits, HealthReportsTheStoreSettings) {
   Fixture f;
   const json h = body_of(f.service->healthz());
