@@ -259,7 +259,7 @@ Status sync_window(CompletionStore& store, const CompletionSink& sink, const Syn
   // the state they are in now: one requeued since has no final peak yet. The reader leaves out
   // the states it knows as unfinished (RUNNING, REQUEUED...); this takes the rest that are not a
   // final state (SPECIAL_EXIT: requeued and held by an epilog; REVOKED; one this build does not
-  // know). Stored, it would be learned as an exact label and hold its job_id against its real
+  // know). Stored, it would be learned as an exact label and hold its run (job id and submit time) against its real
   // completion, as /v1/complete refuses it (422). It is listed again in the window where it ends.
   std::erase_if(trace.jobs, [&](const Job& j) {
     if (is_finished_state(j.state)) return false;

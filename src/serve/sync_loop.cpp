@@ -88,7 +88,7 @@ namespace {
 
 // An exception is the poll's failure, never the daemon's: thrown out of this thread it would
 // call std::terminate. The cursor stays where the last finished window left it, so the next
-// interval reads the rest again (idempotent by job id). Its message is logged without the JSON
+// interval reads the rest again (idempotent by run: job id and submit time). Its message is logged without the JSON
 // parser's, which quotes the bytes it read (a script's secret, say). `what`: "poll" or "re-scan".
 template <typename F>
 auto guarded(const std::string& what, F&& run) -> decltype(run()) {

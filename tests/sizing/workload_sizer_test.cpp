@@ -187,7 +187,7 @@ TEST(WorkloadSizer, PastTheMemoryBudgetTheLeastRecentlyUsedGo) {
 // and 1,000 runs.
 TEST(WorkloadSizer, ItsMemoryEstimateIsTheHeapItHolds) {
 #ifdef __SANITIZE_ADDRESS__
-  // AddressSanitizer's allocator replaces glibc's: mallinfo2 counts nothing (scripts/sanitize.sh).
+  // AddressSanitizer's allocator replaces glibc's: mallinfo2 counts nothing.
   GTEST_SKIP() << "mallinfo2 reads glibc's heap, which AddressSanitizer's allocator replaces";
 #endif
   for (int runs : {10, 100, 1000}) {

@@ -38,7 +38,7 @@ inline constexpr const char* kSacctColumns =
     "NCPUS,ReqCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,TRESUsageInMax,"
     "Comment,AdminComment";  // free text: the hook's answer (its id), jobstats's summary (jobstats.h)
 inline constexpr const char* kSyncCursorKey = "slurm_sync.cursor";
-inline constexpr const char* kSyncRescanKey = "slurm_sync.rescan";  // when the last re-scan ended (epoch s)
+inline constexpr const char* kSyncRescanKey = "slurm_sync.rescan";  // when the last finished re-scan started (epoch s)
 
 struct SyncReport;
 
@@ -131,7 +131,7 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
                              const SyncOptions& options);
 
 // Whether a re-scan is due (SyncOptions::clock): rescan_interval_s and rescan_lookback_s above 0
-// and no re-scan ended in the last rescan_interval_s (kSyncRescanKey).
+// and no finished re-scan started in the last rescan_interval_s (kSyncRescanKey).
 Result<bool> rescan_due(CompletionStore& store, const SyncOptions& options);
 // The re-scan: sacct's finished jobs that ended from now minus rescan_lookback_s up to the
 // cursor, in windows as a poll reads them; the known ones are counted (known), the others go to
