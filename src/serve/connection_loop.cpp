@@ -43,6 +43,7 @@ constexpr double kLingerS = 1.0;
 // connection closes: re-armed at once, level-triggered, it fired again at once, and the workers
 // spun (65% of a core, 400,000 log lines in 5 s).
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+constexpr auto kFdWarningEvery = std::chrono::seconds(60);
 // Descriptors the daemon needs beside its connections: SQLite's three files, a sacct call's
 // pipes, the admin socket and its client, a model reload's files.
 constexpr size_t kReservedFds = 16;
@@ -122,6 +123,12 @@ struct ConnectionLoop::Impl {
   std::atomic<bool> any_paused{false};
   Clock::time_point resume_at;
   std::atomic<bool> out_of_fds{false};  // an episode is under way (logged once, at its start)
+  // When the last episode's warning was logged (steady clock, ns; 0: never), and whether the
+  // episode under way was: episodes that follow one within kFdWarningEvery are not logged (a
+  // descriptor freed for a moment ends an episode, and the next accept starts another), nor is
+  // their end.
+  std::atomic<int64_t> last_fd_warning_ns{0};
+  std::atomic<bool> fd_episode_logged{false};
 
   Impl(const HttpLimits& l, int t, Handler h, Refusal r)
       : limits(l), threads(t), handle(std::move(h)), refusal(std::move(r)) {
@@ -197,6 +204,17 @@ struct ConnectionLoop::Impl {
     any_paused = false;
   }
 
+  // Whether the episode starting now is logged: none was in the last kFdWarningEvery.
+  bool fd_warning_due() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+    const int64_t every = std::chrono::duration_cast<std::chrono::nanoseconds>(kFdWarningEvery).count();
+    int64_t last = last_fd_warning_ns.load();
+    if (last != 0 && now - last < every) return false;
+    if (!last_fd_warning_ns.compare_exchange_strong(last, now)) return false;
+    fd_episode_logged = true;
+    return true;
+  }
+
   // Accepts what is waiting; false: out of descriptors, the listener is to pause.
   bool accept_all(int listener) {
     while (true) {
@@ -204,7 +222,7 @@ struct ConnectionLoop::Impl {
       if (fd < 0) {
         if (errno == EINTR) continue;
         if (errno != EMFILE && errno != ENFILE) return true;  // EAGAIN: all taken
-        if (!out_of_fds.exchange(true)) {
+        if (!out_of_fds.exchange(true) && fd_warning_due()) {
           log(LogLevel::kWarn, std::string("http: out of file descriptors (") +
                                    (errno == EMFILE ? "EMFILE: the daemon's RLIMIT_NOFILE" : "ENFILE: the system's") +
                                    "): new connections wait until one closes (raise LimitNOFILE or lower "
@@ -212,7 +230,9 @@ struct ConnectionLoop::Impl {
         }
         return false;
       }
-      if (out_of_fds.exchange(false)) log(LogLevel::kInfo, "http: accepting connections again");
+      if (out_of_fds.exchange(false) && fd_episode_logged.exchange(false)) {
+        log(LogLevel::kInfo, "http: accepting connections again");
+      }
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->deadline = after(limits.idle_timeout_s);
