@@ -399,7 +399,9 @@ Result<bool> rescan_due(CompletionStore& store, const SyncOptions& o) {
   if (!last) return last.status();
   if (!*last) return true;
   try {
-    return now - std::stoll(**last) >= o.rescan_interval_s;
+    const int64_t at = std::stoll(**last);
+    // A time after now: the clock stepped back since; waiting for it would hold re-scans off.
+    return at > now || now - at >= o.rescan_interval_s;
   } catch (const std::exception&) {
     return true;  // unreadable: re-scan, and write it anew
   }

@@ -740,6 +740,22 @@ TEST(SyncLoop, AJobSlurmdbdRecordedAfterTheOverlapIsStoredByTheRescan) {
   EXPECT_EQ(metric(text, "peakcast_sync_rescan_jobs_stored_total"), 1u) << text;
 }
 
+// The time of the last re-scan is the host's clock as it was: after the clock steps back (an NTP
+// correction, a VM restored), a stored time in the future held every re-scan off until the clock
+// passed it and an interval more. It is due then, and again an interval after.
+TEST_F(SlurmSync, ARescanTimeInTheFutureIsDue) {
+  SyncOptions o;
+  int64_t now = kClock;
+  o.clock = [&now] { return now; };
+  ASSERT_TRUE(store->set_meta(kSyncRescanKey, std::to_string(kClock - 3600)).is_ok());
+  EXPECT_FALSE(*rescan_due(*store, o));  // an hour ago: not due for a day
+  ASSERT_TRUE(store->set_meta(kSyncRescanKey, std::to_string(kClock + 3 * 86400)).is_ok());
+  EXPECT_TRUE(*rescan_due(*store, o)) << "the clock stepped back three days";
+  now = kClock + 86400;
+  ASSERT_TRUE(store->set_meta(kSyncRescanKey, std::to_string(kClock)).is_ok());
+  EXPECT_TRUE(*rescan_due(*store, o));
+}
+
 // A re-scan over thousands of stored jobs: sacct's listing and a lookup each, no script fetch,
 // nothing handed to the sink (no store write, no count in the metrics).
 TEST_F(SlurmSync, ARescanOfKnownJobsStoresAndFetchesNothing) {

@@ -131,7 +131,8 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
                              const SyncOptions& options);
 
 // Whether a re-scan is due (SyncOptions::clock): rescan_interval_s and rescan_lookback_s above 0
-// and no finished re-scan started in the last rescan_interval_s (kSyncRescanKey).
+// and no finished re-scan started in the last rescan_interval_s (kSyncRescanKey; a time after
+// now, the clock stepped back since, counts as none).
 Result<bool> rescan_due(CompletionStore& store, const SyncOptions& options);
 // The re-scan: sacct's finished jobs that ended from now minus rescan_lookback_s up to the
 // cursor, in windows as a poll reads them; the known ones are counted (known), the others go to
