@@ -433,17 +433,18 @@ std::string describe_window(const SyncReport& r, int64_t from, int64_t to) {
 }
 
 std::string describe(const SyncReport& r) {
+  // What a poll and a re-scan both say after what they added.
+  const std::string rest = std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
+                           " malformed row(s) skipped" +
+                           (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "");
   if (r.rescan) {
     return "re-scan of the jobs that ended " + sacct_time(r.since) + " .. " + sacct_time(r.until) + ": " +
            std::to_string(r.finished) + " finished job(s), " + std::to_string(r.added) +
            " stored late (slurmdbd recorded them after the polls' overlap; " + std::to_string(r.with_script) +
-           " with script), " + std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
-           " malformed row(s) skipped" + (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "");
+           " with script), " + rest;
   }
   return std::to_string(r.finished) + " finished job(s) since " + sacct_time(r.since) + ": " +
-         std::to_string(r.added) + " new (" + std::to_string(r.with_script) + " with script), " +
-         std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
-         " malformed row(s) skipped" + (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "");
+         std::to_string(r.added) + " new (" + std::to_string(r.with_script) + " with script), " + rest;
 }
 
 }  // namespace peakcast::serve
