@@ -1,8 +1,7 @@
-// The Slurm `sacct -P` reader: header/columns, row repair, job-step join, and the Job record.
-// The rules are in include/peakcast/ingest/sacct.h; field pieces live in sacct_fields.cpp and
-// script loading (ScriptSources) in sacct_scripts.cpp.
+// The Slurm `sacct -P` reader: the header and its columns, row repair, the job-step join and the
+// notes. The rules are in include/peakcast/ingest/sacct.h; one row's fields and a record's final
+// Job are read in sacct_record.cpp (sacct_internal.h lists the reader's files).
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <deque>
 #include <string>
@@ -11,26 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "peakcast/core/io.h"
-#include "peakcast/core/time_zone.h"
-#include "peakcast/core/units.h"
-#include "peakcast/ingest/jobstats.h"
-#include "peakcast/ingest/bounds.h"
-#include "peakcast/ingest/reader.h"
-#include "peakcast/ingest/sacct.h"
+#include "sacct_internal.h"
 
 namespace peakcast::ingest {
 namespace {
 
-using sacct::ReqMem;
-
-constexpr uint64_t kMiB = 1024ull * 1024ull;
-
-enum Col : int {
-  kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
-  kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
-  kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kComment, kAdminComment, kExitCode, kNumCols
-};
+using namespace sacct_detail;
 
 // Header names as sacct prints them; matched case-insensitively.
 constexpr std::pair<std::string_view, Col> kColumnNames[] = {
@@ -55,11 +40,6 @@ constexpr std::string_view kDisplayNames[kNumCols] = {
 constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",
                                           "submitline", "workdir", "constraints"};
 
-// States of jobs that have not finished: no label yet, left out (not malformed).
-constexpr std::string_view kUnfinished[] = {
-    "RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "COMPLETING",
-    "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"};
-
 std::string column_key(std::string_view name) {
   name = trim(name);
   if (size_t pct = name.find('%'); pct != std::string_view::npos) name = name.substr(0, pct);
@@ -72,15 +52,6 @@ bool is_free_text(const std::string& key) {
   }
   return false;
 }
-
-struct Layout {
-  size_t ncols = 0;
-  std::array<int, kNumCols> at{};
-  int free_col = -1;         // absorbs extra '|' in a row; -1: none can
-  bool trailing_pipe = false;  // `sacct -p`
-  char delimiter = '|';        // the header's: '|', or sacct::kUnitSeparator (`--delimiter`)
-  bool has(Col c) const { return at[c] >= 0; }
-};
 
 // What a refused header adds for the CLI's reader (SacctOptions::columns_hint).
 constexpr std::string_view kColumnsHint =
@@ -137,17 +108,6 @@ std::vector<std::string> header_names(std::vector<std::string_view> fields, bool
   return names;
 }
 
-// One data row with its fields fitted to the layout.
-struct Row {
-  std::vector<std::string_view> f;
-  std::string merged;  // owns a free-text field that contained '|'
-  const Layout* layout = nullptr;
-  std::string_view get(Col c) const {
-    const int i = layout->at[c];
-    return i < 0 ? std::string_view() : trim(f[static_cast<size_t>(i)]);
-  }
-};
-
 // Fits split fields to the columns; returns an empty string or why it cannot.
 std::string fit_row(Row& row, const Layout& l, bool& repaired) {
   repaired = false;
@@ -175,353 +135,6 @@ std::string fit_row(Row& row, const Layout& l, bool& repaired) {
     repaired = true;
   }
   return {};
-}
-
-// What one row (job or step) says about the outcome.
-struct Usage {
-  std::optional<uint64_t> peak_mem;
-  std::optional<uint64_t> peak_vram;
-  bool oom = false;
-  bool cancelled_by_root = false;  // a row "CANCELLED by 0": OverMemoryKill's step (see finish_job)
-  std::optional<ReqMem> req_mem;
-};
-
-void merge_usage(Usage& into, const Usage& u) {
-  auto max_opt = [](std::optional<uint64_t>& a, const std::optional<uint64_t>& b) {
-    if (b && (!a || *b > *a)) a = b;
-  };
-  max_opt(into.peak_mem, u.peak_mem);
-  max_opt(into.peak_vram, u.peak_vram);
-  into.oom = into.oom || u.oom;
-  into.cancelled_by_root = into.cancelled_by_root || u.cancelled_by_root;
-  if (!into.req_mem) into.req_mem = u.req_mem;
-}
-
-// A failed field: which one and why.
-struct FieldError {
-  Col col;
-  std::string why;
-};
-
-std::string quoted(std::string_view v) { return "\"" + std::string(v) + "\""; }
-
-// Reads the usage fields a job or step row may carry. Sizes without a suffix are bytes.
-std::optional<FieldError> read_usage(const Row& row, Usage& u) {
-  auto tres_size = [&](Col c, std::string_view key,
-                       std::optional<uint64_t>& out) -> std::optional<FieldError> {
-    const std::string_view tres = row.get(c);
-    if (tres.empty()) return std::nullopt;
-    auto v = sacct::tres_value(tres, key);
-    if (!v || v->empty()) return std::nullopt;
-    auto bytes = parse_size(*v);
-    if (!bytes) return FieldError{c, std::string(key) + "=" + quoted(*v) + " is not a size"};
-    out = bytes;
-    return std::nullopt;
-  };
-  std::optional<uint64_t> tot, max_rss, tres_max;
-  if (auto e = tres_size(kTresTot, "mem", tot)) return e;
-  if (auto e = tres_size(kTresMax, "mem", tres_max)) return e;
-  if (std::string_view v = row.get(kMaxRss); !v.empty()) {
-    max_rss = parse_size(v);
-    if (!max_rss) return FieldError{kMaxRss, quoted(v) + " is not a size"};
-  }
-  u.peak_mem = tot ? tot : (max_rss ? max_rss : tres_max);
-  std::optional<uint64_t> vram_tot, vram_max;
-  if (auto e = tres_size(kTresTot, "gres/gpumem", vram_tot)) return e;
-  if (auto e = tres_size(kTresMax, "gres/gpumem", vram_max)) return e;
-  u.peak_vram = vram_tot ? vram_tot : vram_max;
-  if (row.layout->has(kState)) {
-    u.oom = normalize_state(row.get(kState)) == "OUT_OF_MEMORY";
-    u.cancelled_by_root = row.get(kState) == "CANCELLED by 0";
-  }
-  if (std::string_view v = row.get(kReqMem); !v.empty()) {
-    u.req_mem = sacct::parse_req_mem(v);
-    if (!u.req_mem) return FieldError{kReqMem, quoted(v) + " is not a memory request"};
-  }
-  return std::nullopt;
-}
-
-// Everything read from a job row, before its steps are folded in.
-struct Record {
-  Job job;
-  size_t line = 0;
-  std::string job_id_raw;
-  Usage usage;
-  std::optional<int64_t> end, elapsed, nodes;
-  std::optional<double> ncpus, req_cpus;
-  std::string req_tres, alloc_tres;
-  std::string exit_code;  // the job row's ExitCode, "exit:signal"; empty without the column
-  bool unfinished = false;
-  bool superseded = false;
-  bool rejected = false;  // a step row of it was malformed (StepJoin::reject_step)
-  std::optional<jobstats::Summary> jobstats;  // AdminComment's summary, when it had one
-};
-
-bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
-
-// Reads a time field (epoch ms out): epoch or ISO, within the canonical schema's range. An ISO
-// time without an offset is the wall clock of `zone` (ReadOptions::sacct_timezone), else UTC.
-std::optional<FieldError> read_time(const Row& row, Col c, const TimeZone* zone,
-                                    std::optional<int64_t>& out) {
-  std::string_view v = row.get(c);
-  const std::optional<Timestamp> t = parse_timestamp(v);
-  if (!t) return FieldError{c, quoted(v) + " is not a time"};
-  out = t->ms;
-  if (t->wall_clock && zone != nullptr) {
-    int64_t local_s = t->ms / 1000, ms = t->ms % 1000;
-    if (ms < 0) {
-      ms += 1000;
-      --local_s;
-    }
-    const Result<int64_t> utc_s = zone->utc_of_local(local_s);
-    if (!utc_s) return FieldError{c, quoted(v) + ": " + utc_s.status().message()};
-    out = *utc_s * 1000 + ms;
-  }
-  if (*out < 0 || static_cast<double>(*out) / 1000.0 > kMaxEpochSeconds) {
-    return FieldError{c, quoted(v) + " is out of range"};
-  }
-  return std::nullopt;
-}
-
-std::optional<FieldError> read_seconds(Col c, std::string_view v, std::optional<int64_t> s,
-                                       std::optional<int64_t>& out) {
-  if (!s || *s < 0 || static_cast<double>(*s) > kMaxEpochSeconds) {
-    return FieldError{c, quoted(v) + " is not a duration"};
-  }
-  out = s;
-  return std::nullopt;
-}
-
-// Submit, Start, End (End=Unknown: not finished yet) and the elapsed time.
-std::optional<FieldError> read_job_times(const Row& row, const TimeZone* zone, Record& r) {
-  Job& j = r.job;
-  if (row.layout->has(kSubmit)) {
-    std::optional<int64_t> t;
-    if (auto e = read_time(row, kSubmit, zone, t)) return e;
-    j.submit_ms = *t;
-  }
-  if (std::string_view v = row.get(kStart); !v.empty() && !is_unknown_time(v)) {
-    if (auto e = read_time(row, kStart, zone, j.start_ms)) return e;
-  }
-  if (std::string_view v = row.get(kEnd); v == "Unknown") {
-    r.unfinished = true;
-  } else if (!v.empty() && v != "None") {
-    if (auto e = read_time(row, kEnd, zone, r.end)) return e;
-  }
-  if (std::string_view v = row.get(kElapsedRaw); !v.empty()) {
-    return read_seconds(kElapsedRaw, v, parse_int(v), r.elapsed);
-  }
-  if (std::string_view d = row.get(kElapsed); !d.empty()) {
-    return read_seconds(kElapsed, d, d.size() > 20 ? std::nullopt : parse_slurm_duration(d),
-                        r.elapsed);
-  }
-  return std::nullopt;
-}
-
-// The time limit: Timelimit ("1-00:00:00"), else TimelimitRaw (minutes); none when unlimited.
-std::optional<FieldError> read_time_limit(const Row& row, Job& j) {
-  if (std::string_view v = row.get(kTimelimit); !v.empty()) {
-    if (v == "UNLIMITED" || v == "Partition_Limit" || v == "INVALID") return std::nullopt;
-    auto s = v.size() > 20 ? std::nullopt : parse_slurm_duration(v);
-    return read_seconds(kTimelimit, v, s, j.req_time_s);
-  }
-  std::string_view raw = row.get(kTimelimitRaw);
-  if (raw.empty() || raw == "UNLIMITED" || raw == "Partition_Limit") return std::nullopt;
-  auto minutes = parse_int(raw);
-  if (!minutes || *minutes < 0 || static_cast<double>(*minutes) > kMaxEpochSeconds / 60) {
-    return FieldError{kTimelimitRaw, quoted(raw) + " is not minutes"};
-  }
-  j.req_time_s = *minutes * 60;
-  return std::nullopt;
-}
-
-// CPU and node counts, the TRES strings, and the GPU count they give.
-std::optional<FieldError> read_counts(const Row& row, Record& r) {
-  auto count = [&](Col c, std::optional<double>& out) -> std::optional<FieldError> {
-    std::string_view v = row.get(c);
-    if (v.empty()) return std::nullopt;
-    out = parse_double(v);
-    if (!out || *out < 0 || *out > kMaxCount) return FieldError{c, quoted(v) + " is not a count"};
-    return std::nullopt;
-  };
-  if (auto e = count(kNcpus, r.ncpus)) return e;
-  if (auto e = count(kReqCpus, r.req_cpus)) return e;
-  if (std::string_view v = row.get(kNNodes); !v.empty()) {
-    r.nodes = parse_int(v);
-    if (!r.nodes || *r.nodes < 0 || static_cast<double>(*r.nodes) > kMaxCount) {
-      return FieldError{kNNodes, quoted(v) + " is not a count"};
-    }
-  }
-  r.req_tres = std::string(row.get(kReqTres));
-  r.alloc_tres = std::string(row.get(kAllocTres));
-  for (Col c : {kAllocTres, kReqTres}) {
-    std::string_view tres = row.get(c);
-    if (tres.find("gres/gpu=") == std::string_view::npos &&
-        tres.find("gres/gpu:") == std::string_view::npos) {
-      continue;
-    }
-    auto gpus = sacct::tres_gpus(tres);
-    if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(tres)};
-    if (!r.job.req_gpus) r.job.req_gpus = gpus;
-  }
-  return std::nullopt;
-}
-
-// A finished job needs an end at or after its submission (history is ordered by it) and
-// after its start.
-std::optional<FieldError> check_end(const Row& row, const Record& r) {
-  if (r.unfinished) return std::nullopt;
-  const Job& j = r.job;
-  std::optional<int64_t> end = r.end;
-  if (!end && j.start_ms && r.elapsed) end = *j.start_ms + *r.elapsed * kMsPerSecond;
-  if (row.layout->has(kSubmit)) {
-    if (!end) return FieldError{kEnd, "no end time for a finished job"};
-    if (*end < j.submit_ms) return FieldError{kEnd, "before Submit"};
-  }
-  if (end && j.start_ms && *j.start_ms > *end) return FieldError{kStart, "after End"};
-  return std::nullopt;
-}
-
-std::optional<FieldError> read_job_row(const Row& row, const TimeZone* zone, Record& r) {
-  Job& j = r.job;
-  j.job_name = std::string(row.get(kJobName));
-  // The daemon's answer, where the hook wrote it into the comment (its COMMENT_FIELD: either).
-  j.answer_id = sacct::answer_id_in_comment(row.get(kComment));
-  if (j.answer_id.empty()) j.answer_id = sacct::answer_id_in_comment(row.get(kAdminComment));
-  j.user = std::string(row.get(kUser));
-  j.account = std::string(row.get(kAccount));
-  j.partition = std::string(row.get(kPartition));
-  r.job_id_raw = std::string(row.get(kJobIdRaw));
-  r.exit_code = std::string(row.get(kExitCode));
-  if (row.layout->has(kState)) {
-    // normalize_state() reads "" as COMPLETED (a record with no state at all); an empty field
-    // in a column sacct always fills is a damaged row, not a job that completed.
-    if (row.get(kState).empty()) return FieldError{kState, "empty"};
-    j.state = normalize_state(row.get(kState));
-    for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
-  }
-  if (auto e = read_job_times(row, zone, r)) return e;
-  if (auto e = read_time_limit(row, j)) return e;
-  if (auto e = read_counts(row, r)) return e;
-  if (auto e = check_end(row, r)) return e;
-  return read_usage(row, r.usage);
-}
-
-// Counts behind the notes the reader leaves for the user.
-struct Tally {
-  size_t unfinished = 0, one_node_assumed = 0, no_cpu_count = 0, zero_req_mem = 0;
-  size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
-  size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0, over_memory_kill = 0;
-  std::string first_unfinished, first_jobstats_bad;
-};
-
-// A job row's AdminComment: a jobstats summary is kept for finish_job(); a malformed one is
-// counted and left out, never fatal.
-void read_jobstats(const Row& row, const std::string& at, Record& r, Tally& tally) {
-  auto d = jobstats::decode_admin_comment(row.get(kAdminComment));
-  if (!d) {
-    if (tally.jobstats_bad++ == 0) {
-      tally.first_jobstats_bad = at + ": AdminComment: " + d.status().message();
-    }
-    return;
-  }
-  if (d->kind == jobstats::Kind::kSummary) r.jobstats = std::move(d->summary);
-  if (d->kind == jobstats::Kind::kShort || d->kind == jobstats::Kind::kNoData) ++tally.jobstats_empty;
-}
-
-std::optional<double> tres_count(std::string_view tres, std::string_view key) {
-  if (auto v = sacct::tres_value(tres, key)) {
-    auto n = parse_double(*v);
-    if (n && *n >= 0 && *n <= kMaxCount) return n;
-  }
-  return std::nullopt;
-}
-
-std::optional<uint64_t> tres_mem_mb(std::string_view tres) {
-  if (auto v = sacct::tres_value(tres, "mem")) return parse_size(*v, kMiB);
-  return std::nullopt;
-}
-
-// A jobstats summary's labels (jobstats.h): the busiest GPU's peak and capacity; host memory
-// only where sacct had none.
-void apply_jobstats(const jobstats::Summary& s, Job& j, Tally& tally) {
-  bool used = false;
-  if (const jobstats::Gpu* g = jobstats::busiest_gpu(s)) {
-    if (!j.req_gpus || *j.req_gpus <= 0) j.req_gpus = static_cast<int>(s.gpus.size());
-    const double peak = static_cast<double>(g->used_bytes) * static_cast<double>(*j.req_gpus);
-    if (peak < kMaxBytes) {
-      j.peak_vram_bytes = static_cast<uint64_t>(peak);
-      if (g->total_bytes) j.gpu_mem_bytes = g->total_bytes;
-      used = true;
-    }
-  }
-  if (!j.peak_mem_bytes && s.used_memory_bytes) {
-    j.peak_mem_bytes = s.used_memory_bytes;
-    used = true;
-  }
-  if (!j.req_mem_bytes && s.total_memory_bytes && *s.total_memory_bytes > 0) {
-    j.req_mem_bytes = s.total_memory_bytes;
-    used = true;
-  }
-  if (used) ++tally.jobstats_used;
-}
-
-// Turns a record into the final Job (request totals, peaks, GPU capacity, end time).
-void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
-  Job& j = r.job;
-  std::optional<double> tres_cpus = tres_count(r.req_tres, "cpu");
-  if (!tres_cpus) tres_cpus = tres_count(r.alloc_tres, "cpu");
-  j.req_cpus = r.req_cpus ? r.req_cpus : (r.ncpus ? r.ncpus : tres_cpus);
-  if (r.usage.req_mem) {
-    const ReqMem& m = *r.usage.req_mem;
-    // A per-CPU request is enforced on the allocated CPUs (NCPUS), which can exceed ReqCPUS.
-    std::optional<double> cpus = r.ncpus ? r.ncpus : (r.req_cpus ? r.req_cpus : tres_cpus);
-    if (m.per == ReqMem::Per::kNode && !r.nodes) ++tally.one_node_assumed;
-    if (m.per == ReqMem::Per::kCpu && !(cpus && *cpus > 0)) ++tally.no_cpu_count;
-    j.req_mem_bytes = sacct::req_mem_total(m, r.nodes, cpus);
-  } else {
-    j.req_mem_bytes = tres_mem_mb(r.req_tres);
-    if (!j.req_mem_bytes) j.req_mem_bytes = tres_mem_mb(r.alloc_tres);
-  }
-  if (j.req_mem_bytes && *j.req_mem_bytes == 0) {
-    j.req_mem_bytes.reset();  // 0 = no limit / whole node: no ratio to learn from
-    ++tally.zero_req_mem;
-  }
-  j.peak_mem_bytes = r.usage.peak_mem;
-  j.peak_vram_bytes = r.usage.peak_vram;
-  if (r.usage.oom) j.state = "OUT_OF_MEMORY";
-  // JobAcctGatherParams=OverMemoryKill (no cgroup enforcement): slurmstepd kills a job over its
-  // memory limit, which ends FAILED with ExitCode 0:9 (signal 9) and a step "CANCELLED by 0".
-  // Its label is a lower bound, as for OUT_OF_MEMORY. Without an ExitCode column the state
-  // pair alone decides (a user's or admin's scancel ends the job CANCELLED, not FAILED).
-  if (j.state == "FAILED" && r.usage.cancelled_by_root &&
-      (r.exit_code.empty() || r.exit_code == "0:9")) {
-    j.state = "OUT_OF_MEMORY";
-    ++tally.over_memory_kill;
-  }
-  if (r.jobstats) apply_jobstats(*r.jobstats, j, tally);
-  if (j.req_gpus && *j.req_gpus > 0 && !j.gpu_mem_bytes) {
-    std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);
-    if (!type) type = sacct::tres_gpu_type(r.req_tres);
-    if (type) {
-      if (auto it = so.gpu_mem_by_type.find(*type); it != so.gpu_mem_by_type.end()) {
-        j.gpu_mem_bytes = it->second;
-      } else {
-        j.gpu_mem_bytes = sacct::gpu_mem_from_type(*type);
-      }
-    }
-    if (!j.gpu_mem_bytes) j.gpu_mem_bytes = so.default_gpu_mem_bytes;
-    if (!j.gpu_mem_bytes && j.peak_vram_bytes) ++tally.gpu_no_capacity;
-  }
-  if (r.end) {
-    j.end_ms = *r.end;
-  } else if (j.start_ms && r.elapsed) {
-    j.end_ms = *j.start_ms + *r.elapsed * kMsPerSecond;
-  } else if (j.start_ms) {
-    j.end_ms = *j.start_ms;  // only without Submit: the lower bound we know
-  } else {
-    j.end_ms = 0;
-  }
 }
 
 std::string where(const std::string& name, size_t line) {
