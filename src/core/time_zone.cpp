@@ -104,7 +104,7 @@ int64_t TimeZone::offset_at(int64_t utc_s) const {
   return offset_after_[static_cast<size_t>(it - transitions_.begin() - 1)];
 }
 
-Result<int64_t> TimeZone::utc_of_local(int64_t local_s) const {
+Result<int64_t> TimeZone::utc_of_local(int64_t local_s, TwiceShown twice) const {
   // Offsets stay within a day of UTC: the offsets in force within two days of local_s are every
   // candidate; a candidate holds when the instant it gives has that very offset.
   std::vector<int64_t> offsets = {offset_at(local_s - 2 * kDayS)};
@@ -114,7 +114,8 @@ Result<int64_t> TimeZone::utc_of_local(int64_t local_s) const {
   std::optional<int64_t> utc;
   for (int64_t o : offsets) {
     const int64_t t = local_s - o;
-    if (offset_at(t) == o && (!utc || t < *utc)) utc = t;  // twice shown: the earlier instant
+    if (offset_at(t) != o) continue;
+    if (!utc || (twice == TwiceShown::kEarlier ? t < *utc : t > *utc)) utc = t;
   }
   if (!utc) {
     return Status::invalid(fmt::format("no such local time in {} (the clocks skipped it)", name_));

@@ -21,6 +21,10 @@ bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None";
 
 // Reads a time field (epoch ms out): epoch or ISO, within the canonical schema's range. An ISO
 // time without an offset is the wall clock of `zone` (ReadOptions::sacct_timezone), else UTC.
+// A wall-clock time the clocks showed twice (the hour after the autumn change) is the later
+// instant for End and the earlier for Submit and Start: a job is never taken to have ended
+// before it did, so it is never history for a job submitted before its real end (no leakage),
+// and never to have started or been submitted after it did.
 std::optional<FieldError> read_time(const Row& row, Col c, const TimeZone* zone,
                                     std::optional<int64_t>& out) {
   std::string_view v = row.get(c);
@@ -33,7 +37,8 @@ std::optional<FieldError> read_time(const Row& row, Col c, const TimeZone* zone,
       ms += 1000;
       --local_s;
     }
-    const Result<int64_t> utc_s = zone->utc_of_local(local_s);
+    const Result<int64_t> utc_s = zone->utc_of_local(
+        local_s, c == kEnd ? TimeZone::TwiceShown::kLater : TimeZone::TwiceShown::kEarlier);
     if (!utc_s) return FieldError{c, quoted(v) + ": " + utc_s.status().message()};
     out = *utc_s * 1000 + ms;
   }

@@ -39,6 +39,10 @@ TEST(TimeZone, BerlinAcrossBothChangesOf2023) {
   EXPECT_NE(gap.status().message().find("skipped"), std::string::npos) << gap.status().message();
   // 2023-10-29 03:00 CEST -> 02:00 CET: 02:30 showed twice; the earlier instant (CEST).
   EXPECT_EQ(*z->utc_of_local(wall(2023, 10, 29, 2, 30)), wall(2023, 10, 29, 0, 30));
+  EXPECT_EQ(*z->utc_of_local(wall(2023, 10, 29, 2, 30), TimeZone::TwiceShown::kLater),
+            wall(2023, 10, 29, 1, 30));  // ... or the later (CET), when asked
+  EXPECT_EQ(*z->utc_of_local(wall(2023, 10, 29, 3, 30), TimeZone::TwiceShown::kLater),
+            wall(2023, 10, 29, 2, 30));  // shown once: the one instant either way
   EXPECT_EQ(*z->utc_of_local(wall(2023, 10, 29, 3, 30)), wall(2023, 10, 29, 2, 30));
 }
 

@@ -187,6 +187,30 @@ TEST(Sacct, LocalTimesAreReadInTheZoneTheFileWasWrittenIn) {
   EXPECT_NE(s.message().find("Europe/Atlantis"), std::string::npos) << s.message();
 }
 
+// Berlin's clocks showed 02:00-03:00 twice on 2023-10-29 (03:00 CEST -> 02:00 CET: 00:00-01:00Z,
+// then 01:00-02:00Z). An End in that hour is the later instant, Submit and Start the earlier: a
+// job is never taken to have ended before it did, so it cannot be history for a job submitted
+// before its real end. Job 61 ran from 02:50 CEST (00:50Z) to 02:20 CET (01:20Z); read with the
+// earlier instant for both, it "ended before it started" and was skipped.
+TEST(Sacct, ATimeTheClocksShowedTwiceEndsLateAndStartsEarly) {
+  if (!TimeZone::load("Europe/Berlin")) GTEST_SKIP() << "no Europe/Berlin in the system's tz database";
+  ReadOptions o = sacct_options();
+  o.sacct_timezone = "Europe/Berlin";
+  Trace t;
+  ASSERT_TRUE(parse_sacct("JobID|User|State|Submit|Start|End|ReqMem|MaxRSS\n"
+                          "61|al|COMPLETED|2023-10-29T02:45:00|2023-10-29T02:50:00|2023-10-29T02:20:00|100M|20M\n"
+                          "62|al|COMPLETED|2023-10-29T01:00:00Z|2023-10-29T01:00:00Z|2023-10-29T01:30:00Z|100M|20M\n",
+                          "autumn", o, t));
+  ASSERT_EQ(t.jobs.size(), 2u) << (t.stats.reasons.empty() ? "" : t.stats.reasons[0]);
+  const int64_t k0000z = 1698537600000;  // 2023-10-29T00:00:00Z
+  const Job* j = find_job(t, "61");
+  EXPECT_EQ(j->submit_ms, k0000z + 45 * 60000);
+  EXPECT_EQ(j->start_ms, k0000z + 50 * 60000);
+  EXPECT_EQ(j->end_ms, k0000z + 80 * 60000);
+  // 62 was submitted at 01:00Z, before 61's end: 61 must not be history for it.
+  EXPECT_GT(j->end_ms, find_job(t, "62")->submit_ms);
+}
+
 TEST(Sacct, StrictModeDoesNotTreatRunningJobsAsErrors) {
   ReadOptions o = sacct_options();
   o.strict = true;

@@ -25,12 +25,15 @@ class TimeZone {
   // The offset from UTC, in seconds east, in force at a UTC instant (seconds since the epoch).
   int64_t offset_at(int64_t utc_s) const;
 
+  // Which instant a time the clocks showed twice (the hour after a fall-back transition) is.
+  enum class TwiceShown { kEarlier, kLater };
+
   // The UTC instant of a local wall-clock time, given as seconds since 1970-01-01 00:00:00 on
-  // the zone's own calendar. A time the clocks showed twice (the hour after a fall-back
-  // transition) is the earlier instant; a time they never showed (skipped by a spring-forward
-  // transition) is an error, as is a time after the last transition a "slim" zone file lists
-  // (its later rules are in a POSIX TZ footer this reader does not evaluate).
-  Result<int64_t> utc_of_local(int64_t local_s) const;
+  // the zone's own calendar. A time the clocks showed twice is the instant `twice` names; a time
+  // they never showed (skipped by a spring-forward transition) is an error, as is a time after
+  // the last transition a "slim" zone file lists (its later rules are in a POSIX TZ footer this
+  // reader does not evaluate).
+  Result<int64_t> utc_of_local(int64_t local_s, TwiceShown twice = TwiceShown::kEarlier) const;
 
  private:
   std::string name_;
