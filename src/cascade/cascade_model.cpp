@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "peakcast/core/units.h"
+
 #include "cascade/cascade_internal.h"
 
 namespace peakcast::cascade {
@@ -139,7 +141,7 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
   }
 
   const auto cap_bytes = capacity_bytes(job, r);
-  if (cap_bytes) p.bytes = static_cast<uint64_t>(std::llround(p.util * *cap_bytes));
+  if (cap_bytes) p.bytes = bytes_from_double(p.util * *cap_bytes);
   const UpperBound& ub = m.upper[ri];
   double hw = ub.q[static_cast<size_t>(route_class(v.level, pre.bypass))];
   if (std::isnan(hw)) hw = ub.pooled;
@@ -149,7 +151,7 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
     if (cap_bytes) {
       const bool oom_recent = r == Resource::kMem && v.exact.count > 0 && v.exact.censored_recent > 0;
       const double share = oom_recent ? 1.0 : std::min(*p.upper_util, 1.0);
-      p.recommended_bytes = static_cast<uint64_t>(std::llround(share * *cap_bytes));
+      p.recommended_bytes = bytes_from_double(share * *cap_bytes);
       if (oom_recent) p.rationale += "; recent run(s) hit OUT_OF_MEMORY: keep the full request";
     }
   }
@@ -163,7 +165,7 @@ ResourcePrediction not_learned(const CascadeModel::Impl& m, const Job& job, Reso
   p.util = std::clamp(m.fallback[idx(r)], 0.0, m.util_cap);
   p.history_level = std::string(history::level_name(history::Level::kNone));
   const auto cap_bytes = capacity_bytes(job, r);
-  if (cap_bytes) p.bytes = static_cast<uint64_t>(std::llround(p.util * *cap_bytes));
+  if (cap_bytes) p.bytes = bytes_from_double(p.util * *cap_bytes);
   const std::string res(resource_name(r));
   p.rationale = res + ": the model was trained without any " + res + " label; no prediction (fallback " +
                 fixed3(p.util) + ", no bound)";

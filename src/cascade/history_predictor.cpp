@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "peakcast/core/units.h"
+
 namespace peakcast::cascade {
 namespace {
 
@@ -71,7 +73,7 @@ ResourcePrediction HistoryPredictor::predict_one(const Job& job, Resource r,
   ResourcePrediction p;
   const double raw = view.estimate(e, config_.fallback[idx(r)]);
   p.util = std::clamp(raw, 0.0, config_.util_cap);
-  if (auto cap = capacity_bytes(job, r)) p.bytes = static_cast<uint64_t>(std::llround(p.util * *cap));
+  if (auto cap = capacity_bytes(job, r)) p.bytes = bytes_from_double(p.util * *cap);
   p.history_level = std::string(history::level_name(view.level));
   const std::string res(resource_name(r));
   if (view.level == history::Level::kNone) {

@@ -4,6 +4,7 @@
 #include <climits>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <ctime>
 #include <string>
 
@@ -237,6 +238,12 @@ std::optional<int64_t> parse_timestamp_ms(std::string_view text, int64_t utc_off
   std::optional<Timestamp> t = parse_timestamp(text);
   if (!t) return std::nullopt;
   return t->wall_clock ? t->ms - utc_offset_s * 1000 : t->ms;
+}
+
+uint64_t bytes_from_double(double bytes) {
+  if (!(bytes > 0)) return 0;
+  if (bytes >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();  // 2^64
+  return static_cast<uint64_t>(std::round(bytes));  // doubles this large are whole: no rounding up to 2^64
 }
 
 }  // namespace peakcast

@@ -1,3 +1,6 @@
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "peakcast/core/job.h"
@@ -212,5 +215,18 @@ TEST(Units, ParseSizeAboveInt64Range) {
   ASSERT_TRUE(big);
   EXPECT_GT(*big, 9223372036854775807ULL);
   EXPECT_FALSE(parse_size("20000P"));  // ~2.3e19 > uint64 range
+}
+
+TEST(Units, BytesFromDoubleRoundsAndSaturates) {
+  EXPECT_EQ(bytes_from_double(2.5), 3u);
+  EXPECT_EQ(bytes_from_double(1e9 + 0.4), 1'000'000'000u);
+  EXPECT_EQ(bytes_from_double(0.0), 0u);
+  EXPECT_EQ(bytes_from_double(-5.0), 0u);
+  EXPECT_EQ(bytes_from_double(std::nan("")), 0u);
+  EXPECT_EQ(bytes_from_double(1.8e19), 18'000'000'000'000'000'000ull);
+  EXPECT_EQ(bytes_from_double(18446744073709549568.0), 18446744073709549568ull);  // the last double below 2^64
+  EXPECT_EQ(bytes_from_double(18446744073709551616.0), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(bytes_from_double(1e300), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(bytes_from_double(std::numeric_limits<double>::infinity()), std::numeric_limits<uint64_t>::max());
 }
 }  // namespace peakcast

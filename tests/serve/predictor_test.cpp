@@ -1,3 +1,5 @@
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -40,6 +42,38 @@ TEST(LoadPredictor, RefusesNewerVersionsUnknownKindsAndKeys) {
   ASSERT_FALSE(expert.ok());
   EXPECT_NE(expert.status().message().find("experts.mem"), std::string::npos);
   EXPECT_FALSE(load_predictor(dir.file("absent")).ok());
+}
+
+// A request's capacity can pass 2^64 bytes (a JSON body may give 1e7 GPUs of 1.8e19 bytes each):
+// the answer is saturated, not the value an out-of-range llround happens to give (2^63 on x86-64).
+TEST(HistoryPredictor, BytesPastTwoToThe64AreSaturated) {
+  HistoryPredictor p(HistoryPredictorConfig{});
+  history::HistoryStore h;
+  Job done;
+  done.job_id = "1";
+  done.user = "u";
+  done.script_key = "s";
+  done.submit_ms = 10;
+  done.end_ms = 20;
+  done.req_mem_bytes = 1000;
+  done.peak_mem_bytes = 900;
+  done.req_gpus = 1;
+  done.gpu_mem_bytes = 100;
+  done.peak_vram_bytes = 80;
+  compute_labels(done);
+  h.add_completion(done);
+  Job q;
+  q.job_id = "huge";
+  q.user = "u";
+  q.script_key = "s";
+  q.submit_ms = 30;
+  q.req_mem_bytes = 18'000'000'000'000'000'000ull;  // 0.9 of it fits
+  q.req_gpus = 10'000'000;
+  q.gpu_mem_bytes = 18'000'000'000'000'000'000ull;
+  JobPrediction a = p.predict(q, h);
+  EXPECT_EQ(a.mem.bytes, 16'200'000'000'000'000'000ull);
+  ASSERT_TRUE(a.vram.has_value());
+  EXPECT_EQ(a.vram->bytes, std::numeric_limits<uint64_t>::max());
 }
 
 TEST(HistoryPredictor, HierarchyAndBytes) {

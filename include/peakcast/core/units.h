@@ -37,4 +37,10 @@ std::optional<Timestamp> parse_timestamp(std::string_view text);
 std::optional<double> parse_double(std::string_view text);
 std::optional<int64_t> parse_int(std::string_view text);
 
+// A byte count from a double (a utilization times a capacity): rounded to the nearest byte, 0
+// for NaN and anything not above 0, UINT64_MAX at or above 2^64. Converting a double out of an
+// integer type's range is undefined behaviour, and std::llround's result out of range is
+// unspecified (LLONG_MIN on x86-64, which read as unsigned is 2^63 bytes).
+uint64_t bytes_from_double(double bytes);
+
 }  // namespace peakcast
