@@ -21,13 +21,19 @@ Status field_error(const std::string& source, const std::string& field, const st
   return Status::invalid(source + ": " + field + ": " + why);
 }
 
-// A size: a non-negative number of bytes, or a string with a unit ("4G").
+// A size: a non-negative number of bytes up to 1.8e19 (parse_size's and the readers' limit: the
+// arithmetic on it stays below 2^64), or a string with a unit ("4G").
 Result<uint64_t> read_size(const json& v, const std::string& source, const std::string& field) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  constexpr uint64_t kMaxSize = 18'000'000'000'000'000'000ull;
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() <= kMaxSize) return v.get<uint64_t>();
+    return field_error(source, field, "must be at most 1.8e19 bytes");
+  }
   if (v.is_number()) {
     const double d = v.get<double>();
-    if (d >= 0 && d < 1.8e19) return static_cast<uint64_t>(std::llround(d));
-    return field_error(source, field, "must be a non-negative size in bytes");
+    // Not llround: its result past INT64_MAX (9.2e18) is unspecified.
+    if (d >= 0 && d <= 1.8e19) return static_cast<uint64_t>(std::round(d));
+    return field_error(source, field, "must be a non-negative size in bytes, at most 1.8e19");
   }
   if (v.is_string()) {
     if (auto b = parse_size(v.get<std::string>())) return *b;

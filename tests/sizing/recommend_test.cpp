@@ -286,6 +286,25 @@ TEST(RecommendConfigFile, ErrorsNameTheFileAndTheField) {
   }
 }
 
+// Sizes are at most 1.8e19 bytes, as parse_size and the trace readers keep them: a floor of
+// UINT64_MAX became the recommendation, and a double of it, converted back, was out of uint64's
+// range (undefined). Floats between 9.2e18 and 1.8e19 are read as they are (llround gave 2^63).
+TEST(RecommendConfigFile, SizesAreAtMostOnePointEightE19Bytes) {
+  for (const char* bad : {R"({"default": {"floor_bytes": 18446744073709551615}})",
+                          R"({"default": {"margin_bytes": 18000000000000000001}})",
+                          R"({"default": {"floor_bytes": 1.9e19}})"}) {
+    auto c = parse_recommend_config(bad, "sizing.json");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().message().rfind("sizing.json: default.", 0), 0u) << c.status().message();
+    EXPECT_NE(c.status().message().find("1.8e19"), std::string::npos) << c.status().message();
+  }
+  auto c = parse_recommend_config(R"({"default": {"margin_bytes": 1e19, "floor_bytes": 18000000000000000000}})",
+                                  "sizing.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->defaults.margin_bytes, 10'000'000'000'000'000'000ull);
+  EXPECT_EQ(c->defaults.floor_bytes, 18'000'000'000'000'000'000ull);
+}
+
 TEST(RecommendConfigFile, MissingFileSaysSo) {
   auto c = load_recommend_config("/nonexistent/sizing.json");
   ASSERT_FALSE(c.ok());
