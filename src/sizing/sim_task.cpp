@@ -80,6 +80,8 @@ size_t give_default_request(std::vector<SimTask>& tasks, const std::vector<Job>&
       const std::optional<double> cpus = t.row < jobs.size() ? jobs[t.row].req_cpus : std::nullopt;
       bytes = d.per_cpu_bytes * (cpus && *cpus >= 1.0 ? std::ceil(*cpus) : 1.0);
     }
+    // At most the readers' largest request (1.8e19 bytes): the policies convert it to uint64.
+    bytes = std::min(bytes, 1.8e19);
     t.info.request_bytes = bytes;
     ++given;
   }

@@ -142,6 +142,15 @@ TEST(DefaultRequest, OnlyTasksWithoutARequestGetTheSlurmDefault) {
   EXPECT_EQ(per_cpu[0].info.request_bytes, 3e9);  // 3 CPUs
   EXPECT_EQ(per_cpu[1].info.request_bytes, 5e9);
   EXPECT_EQ(per_cpu[2].info.request_bytes, 1e9);  // CPUs unknown: one
+
+  // 1e7 CPUs (the readers' largest count) of 10000P each is 1.1e26 bytes, past 2^64: the policies
+  // convert requests to uint64 (out of range: undefined). It is the largest request a reader keeps.
+  auto huge = tasks;
+  std::vector<Job> many = jobs;
+  many[0].req_cpus = 1e7;
+  EXPECT_EQ(give_default_request(huge, many, DefaultMemory{.per_cpu_bytes = 10000.0 * 1125899906842624.0}), 2u);
+  EXPECT_EQ(huge[0].info.request_bytes, 1.8e19);
+  EXPECT_EQ(huge[2].info.request_bytes, 10000.0 * 1125899906842624.0);  // one CPU's: below it
 }
 
 TEST(SizeyTaskTypes, KeepsTypesWithEnoughTasksAndNoZeroRuntime) {
