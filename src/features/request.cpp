@@ -1,5 +1,6 @@
 #include "peakcast/features/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -63,7 +64,9 @@ void RequestStandardizer::fit(const std::vector<const Job*>& train) {
 std::array<float, kNumRequestFeatures> RequestStandardizer::transform(const Job& job) const {
   auto f = raw_request_features(job);
   for (int k = 0; k < kNumRequestFeatures; ++k) {
-    f[k] = static_cast<float>((f[k] - mean_[k]) / std_[k]);
+    // Held within a million deviations: a double past float's range converts with undefined
+    // behaviour (a file's mean of 1e300); no request the readers accept comes near.
+    f[k] = static_cast<float>(std::clamp((f[k] - mean_[k]) / std_[k], -1e6, 1e6));
   }
   return f;
 }
@@ -121,8 +124,8 @@ Result<RequestStandardizer> RequestStandardizer::from_json(const nlohmann::json&
     }
   }
   for (int k = 0; k < kNumRequestFeatures; ++k) {
-    if (!(s.std_[k] > 0)) {
-      return Status::invalid(where + ": std[" + std::to_string(k) + "]: must be > 0");
+    if (!(s.std_[k] > 1e-8)) {  // fit() leaves every std above 1e-8
+      return Status::invalid(where + ": std[" + std::to_string(k) + "]: must be > 1e-8");
     }
   }
   s.fitted_ = true;

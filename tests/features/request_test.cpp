@@ -97,4 +97,24 @@ TEST(RequestFeatures, FromJsonRejectsBadInput) {
   zero_std["std"][3] = 0.0;
   EXPECT_FALSE(pf::RequestStandardizer::from_json(zero_std).ok());
   EXPECT_FALSE(pf::RequestStandardizer::from_json(nlohmann::json::array()).ok());
+  // fit() leaves every std above 1e-8 (a constant feature gets 1): a smaller one is no file it
+  // wrote, and would send a feature past float's range (its conversion: undefined).
+  auto tiny_std = good;
+  tiny_std["std"][2] = 1e-300;
+  auto t = pf::RequestStandardizer::from_json(tiny_std);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("std[2]"), std::string::npos) << t.status().message();
+}
+
+// A standardized feature stays within float's range whatever the file's mean and the request:
+// beyond a million standard deviations it is held there.
+TEST(RequestFeatures, AStandardizedFeatureIsHeldWithinAMillionDeviations) {
+  auto j = pf::RequestStandardizer().to_json();
+  j["mean"][0] = -1e300;
+  j["mean"][1] = 1e300;
+  auto s = pf::RequestStandardizer::from_json(j);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const auto f = s->transform(make_job(5, 13, 1, 7));
+  EXPECT_EQ(f[0], 1e6f);
+  EXPECT_EQ(f[1], -1e6f);
 }
