@@ -17,6 +17,19 @@ using nlohmann::json;
 json num_or_null(double v) { return std::isnan(v) ? json(nullptr) : json(v); }
 double null_to_nan(const json& v) { return v.is_number() ? v.get<double>() : std::nan(""); }
 
+// A count field (absent: 0): a whole number from 0 to 2^53. nlohmann converts a float to size_t
+// with a cast, undefined past size_t's range ("n": 1e300); a negative integer would wrap.
+Result<size_t> count_in(const json& j, const std::string& key) {
+  if (!j.is_object() || !j.contains(key)) return size_t{0};
+  const json& v = j[key];
+  if (v.is_number_unsigned()) return v.get<size_t>();
+  if (v.is_number()) {
+    const double d = v.get<double>();
+    if (d >= 0 && d <= 9007199254740992.0 && d == std::floor(d)) return static_cast<size_t>(d);
+  }
+  return Status::invalid(key + ": expected a count (a whole number >= 0), got " + v.dump());
+}
+
 json names_json(const auto& names) {
   json a = json::array();
   for (auto n : names) a.push_back(std::string(n));
@@ -58,7 +71,9 @@ Result<ResourcePolicy> policy_from_json(const json& j) {
   p.tau = j["tau"].get<double>();
   p.trust_coef = j["trust_coef"].get<double>();
   p.trust_floor = j["trust_floor"].get<double>();
-  p.policy_n = j.value("policy_n", size_t{0});
+  auto policy_n = count_in(j, "policy_n");
+  if (!policy_n) return policy_n.status();
+  p.policy_n = *policy_n;
   p.policy_mae = j.value("policy_mae", 0.0);
   p.policy_encoder_share = j.value("policy_encoder_share", 0.0);
   p.policy_history_mae = j.value("policy_history_mae", 0.0);
@@ -83,10 +98,14 @@ Result<UpperBound> upper_from_json(const json& j) {
     const std::string name(route_class_name(c));
     const json& cj = j["classes"].value(name, json::object());
     u.q[static_cast<size_t>(c)] = null_to_nan(cj.value("q", json(nullptr)));
-    u.n[static_cast<size_t>(c)] = cj.value("n", size_t{0});
+    auto n = count_in(cj, "n");
+    if (!n) return Status::invalid("classes." + name + "." + n.status().message());
+    u.n[static_cast<size_t>(c)] = *n;
   }
   u.pooled = null_to_nan(j.value("pooled", json(nullptr)));
-  u.pooled_n = j.value("pooled_n", size_t{0});
+  auto pooled_n = count_in(j, "pooled_n");
+  if (!pooled_n) return pooled_n.status();
+  u.pooled_n = *pooled_n;
   return u;
 }
 
@@ -123,8 +142,13 @@ TrainingSets sets_from_json(const json& j) {
   s.code_early_stopping = list(j.value("code_early_stopping", json()));
   s.gate_fusion = list(j.value("gate_fusion", json()));
   s.policy = list(j.value("policy", json()));
-  s.gate_fusion_purged = j.value("gate_fusion_purged", size_t{0});
-  s.fusion_censored_dropped = j.value("fusion_censored_dropped", size_t{0});
+  // Counts the training report shows: one that is no count reads as 0.
+  const auto count = [&](const char* key) {
+    const Result<size_t> n = count_in(j, key);
+    return n ? *n : size_t{0};
+  };
+  s.gate_fusion_purged = count("gate_fusion_purged");
+  s.fusion_censored_dropped = count("fusion_censored_dropped");
   for (Resource r : kResources) {
     const auto ri = idx(r);
     const std::string rn(resource_name(r));
@@ -144,7 +168,9 @@ Result<Component> component_from_json(const std::string& dir, const json& j) {
     return Status::invalid("expected {\"file\": ..., \"constant\": ..., \"n\": ...}");
   Component c;
   c.constant = j["constant"].get<double>();
-  c.n = j.value("n", size_t{0});
+  auto n = count_in(j, "n");
+  if (!n) return n.status();
+  c.n = *n;
   const json& f = j.value("file", json(nullptr));
   if (f.is_string()) {
     auto b = models::Booster::load_file((std::filesystem::path(dir) / f.get<std::string>()).string());

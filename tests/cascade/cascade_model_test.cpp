@@ -390,6 +390,26 @@ TEST_F(CascadeModelTest, AFieldOfTheWrongTypeIsAnErrorNotAThrow) {
   ASSERT_TRUE(j.contains("features"));
   j["features"]["gate_mean"] = 3;
   expect_refused(j, "features.gate_mean a number");
+  // Counts are whole numbers >= 0: nlohmann converts a float to size_t with a cast, undefined
+  // past its range (1e300); a negative integer wrapped.
+  for (const nlohmann::json& bad : {nlohmann::json(1e300), nlohmann::json(-1), nlohmann::json(2.5)}) {
+    j = good;
+    j["upper_bound"]["mem"]["classes"]["bypass"]["n"] = bad;
+    expect_refused(j, "upper_bound.mem.classes.bypass.n " + bad.dump());
+    j = good;
+    j["upper_bound"]["mem"]["pooled_n"] = bad;
+    expect_refused(j, "upper_bound.mem.pooled_n " + bad.dump());
+    j = good;
+    j["policy"]["mem"]["policy_n"] = bad;
+    expect_refused(j, "policy.mem.policy_n " + bad.dump());
+    j = good;
+    j["components"]["mem"]["gate"]["n"] = bad;
+    expect_refused(j, "components.mem.gate.n " + bad.dump());
+  }
+  j = good;
+  j["upper_bound"]["mem"]["pooled_n"] = 157.0;  // a whole float is a count
+  ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", j.dump()).is_ok());
+  EXPECT_TRUE(load_predictor(dir).ok());
   ASSERT_TRUE(write_file_atomic(dir + "/manifest.json", good.dump()).is_ok());
   EXPECT_TRUE(load_predictor(dir).ok());
   std::filesystem::remove_all(dir);
