@@ -32,7 +32,8 @@ them (the list it names, else the default one), so its rule takes their floor an
 A job that asks for no time or no memory is sent what slurmctld will give it, as sacct later shows
 it: the partition's DefaultTime (else MaxTime) and DefMemPerCPU x CPUs (or DefMemPerNode x nodes);
 slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list: set SLURM_CONF_DEF_MEM_PER_CPU
-(or _NODE) below to it, else a job under it is sent with none.
+(or _NODE) below to it, else a job under it is sent with none. A job that asks for GPUs is sent
+DefMemPerGPU x its GPUs instead where SLURM_CONF_DEF_MEM_PER_GPU is set (no Lua field shows it).
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -85,6 +86,14 @@ local LOWER_MEM_ACCOUNTS = nil
 -- config | grep DefMemPer`): a stale value only misstates what the daemon is told was asked.
 local SLURM_CONF_DEF_MEM_PER_CPU = nil
 local SLURM_CONF_DEF_MEM_PER_NODE = nil
+-- SLURM_CONF_DEF_MEM_PER_GPU: slurm.conf's global DefMemPerGPU in MB (nil = not set there), host
+-- memory per allocated GPU. Under select/cons_tres a job that asks for GPUs and no memory gets it
+-- x its GPUs instead of any DefMemPerCPU/DefMemPerNode (a partition's own DefMemPerGPU first). No
+-- Lua field shows either (Slurm keeps them in job_defaults, which part_list does not expose), so
+-- set this to the global one; a partition with a DefMemPerGPU of its own is then misstated. A job
+-- whose GPU count the request does not state (--gpus-per-socket; --gpus-per-task without -n) is
+-- sent with no memory request.
+local SLURM_CONF_DEF_MEM_PER_GPU = nil
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
@@ -355,9 +364,24 @@ end
 
 local gpus_of
 
+-- The job's GPUs where its request states how many: --gpus (tres_per_job), --gres/--gpus-per-node
+-- (tres_per_node x nodes), --gpus-per-task (tres_per_task x -n, when -n is given). nil otherwise:
+-- --gpus-per-socket counts sockets the request does not name, and without -n the task count is
+-- slurmctld's to choose. Memory per GPU is multiplied by this count only, never by a guess.
+local function gpu_count_of(d)
+  local per_job = gpus_in(d.tres_per_job)
+  if per_job then return per_job end
+  local per_node = gpus_in(d.tres_per_node) or gpus_in(d.gres)
+  if per_node then return per_node * nodes_of(d) end
+  local per_task = gpus_in(d.tres_per_task)
+  if per_task and valid(d.num_tasks) and d.num_tasks >= 1 then return per_task * d.num_tasks end
+  return nil
+end
+
 -- Whole-job host memory in bytes, and which form was requested ("node", "cpu" or "gpu"), or nil.
--- --mem-per-gpu (mem_per_tres; min_mem_per_node and min_mem_per_cpu are then nil) counts MB x the
--- job's GPUs, as slurmctld accounts it (sacct ReqMem).
+-- --mem-per-gpu (mem_per_tres; min_mem_per_node and min_mem_per_cpu are then nil; job_desc has
+-- no mem_per_gpu field) counts MB x the job's GPUs, as slurmctld accounts it (sacct ReqMem), where
+-- the request states the count (gpu_count_of).
 local function mem_of(d, cpus)
   if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then
     return d.min_mem_per_node * MIB * nodes_of(d), "node"
@@ -365,7 +389,7 @@ local function mem_of(d, cpus)
   if valid(d.min_mem_per_cpu) and d.min_mem_per_cpu > 0 then
     return d.min_mem_per_cpu * MIB * cpus, "cpu"
   end
-  local per_gpu, gpus = mb_per_gpu(d.mem_per_tres), gpus_of(d)
+  local per_gpu, gpus = mb_per_gpu(d.mem_per_tres), gpu_count_of(d)
   if per_gpu and per_gpu > 0 and gpus and gpus > 0 then
     return per_gpu * MIB * gpus, "gpu"
   end
@@ -464,11 +488,20 @@ end
 -- --mem-per-cpu or --mem-per-gpu): its partition's DefMemPerCPU x CPUs or DefMemPerNode x nodes,
 -- what sacct's ReqMem then shows. A partition that sets neither (part_list's def_mem_per_node 0)
 -- takes slurm.conf's global DefMemPerCPU/DefMemPerNode, which part_list does not show: the site's
--- SLURM_CONF_DEF_MEM_PER_CPU/_NODE. nil when unknown: neither set (the job then gets the node's
--- whole memory), or several partitions that do not all give the same.
+-- SLURM_CONF_DEF_MEM_PER_CPU/_NODE. A job that asks for GPUs gets DefMemPerGPU x its GPUs instead
+-- where one is set (select/cons_tres: _verify_node_state clears the per-CPU/per-node default when
+-- the job's GPUs carry a default memory, partition's DefMemPerGPU else the global one; 22.05's
+-- select/cons_common): the site's SLURM_CONF_DEF_MEM_PER_GPU. nil when unknown: none set (the job
+-- then gets the node's whole memory), several partitions that do not all give the same, or a
+-- DefMemPerGPU job whose GPU count the request does not state (gpu_count_of).
 -- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
 local function default_mem_of(d, part_list, cpus)
   local function mb(v) return valid(v) and v > 0 and v < 2 ^ 62 and v or nil end  -- past 2^62: INFINITE
+  local per_gpu = mb(SLURM_CONF_DEF_MEM_PER_GPU)
+  if per_gpu and (gpus_of(d) or 0) > 0 then
+    local gpus = gpu_count_of(d)
+    return gpus and gpus > 0 and per_gpu * MIB * gpus or nil
+  end
   return agreed_by_partitions(d, part_list, function(p)
     local ok, per_cpu = pcall(function() return p.def_mem_per_cpu end)
     local ok2, per_node = pcall(function() return p.def_mem_per_node end)
@@ -488,7 +521,9 @@ end
 local function build_record(d, submit_uid, part_list)
   local time_min = time_limit_min(d, part_list)
   local cpus = cpus_of(d)
-  local mem = mem_of(d, cpus) or default_mem_of(d, part_list, cpus)
+  -- A --mem-per-gpu whose GPU count is unknown is still the job's own request: no default then.
+  local mem = mem_of(d, cpus)
+  if not mem and not mb_per_gpu(d.mem_per_tres) then mem = default_mem_of(d, part_list, cpus) end
   local rec = {
     __keys = { "job_id", "user", "submit_time", "req_cpus", "req_mem_bytes", "req_gpus",
                "req_time_s", "script", "job_name", "partition", "account" },
@@ -739,7 +774,7 @@ end
 local function in_form(d, rec, form, cpus)
   if form == "cpu" then return "--mem-per-cpu", "min_mem_per_cpu", math.ceil(rec / MIB / cpus), cpus end
   if form == "gpu" then
-    local gpus = gpus_of(d)
+    local gpus = gpu_count_of(d)
     return "--mem-per-gpu", nil, math.ceil(rec / MIB / gpus), gpus
   end
   local nodes = nodes_of(d)
@@ -913,8 +948,9 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.set_lower_mem_scope = function(partitions, accounts)
     LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts
   end
-  PEAKCAST_TEST.set_slurm_conf_def_mem = function(per_cpu, per_node)
+  PEAKCAST_TEST.set_slurm_conf_def_mem = function(per_cpu, per_node, per_gpu)
     SLURM_CONF_DEF_MEM_PER_CPU, SLURM_CONF_DEF_MEM_PER_NODE = per_cpu, per_node
+    SLURM_CONF_DEF_MEM_PER_GPU = per_gpu
   end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
   PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end

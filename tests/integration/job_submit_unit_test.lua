@@ -78,6 +78,15 @@ r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_node = "gres:
 check("per gpu mem x gpus (--gres per node x nodes)", r.req_mem_bytes == 4000 * 1048576, r.req_mem_bytes)
 r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000" }), 1000)
 check("per gpu mem without a GPU count: none", r.req_mem_bytes == nil, r.req_mem_bytes)
+-- The count is read only where the request states it (job_desc has no mem_per_gpu field:
+-- --mem-per-gpu is mem_per_tres): --gpus-per-task x -n; not --gpus-per-socket (sockets per node
+-- are not in the request) nor --gpus-per-task without -n (slurmctld picks the tasks).
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_task = "gres:gpu:1", num_tasks = 3 }), 1000)
+check("per gpu mem x gpus (--gpus-per-task x -n)", r.req_mem_bytes == 3000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_socket = "gres:gpu:1" }), 1000)
+check("per gpu mem with --gpus-per-socket: none", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_task = "gres:gpu:1" }), 1000)
+check("per gpu mem with --gpus-per-task, no -n: none", r.req_mem_bytes == nil, r.req_mem_bytes)
 local enc = json.encode(r)
 check("no unknown keys", not enc:find('"x') and enc:find('"user":"alice"') ~= nil, enc)
 -- The partition sent is the one(s) the job may run in, as Slurm resolves them: the daemon sizes
@@ -153,7 +162,30 @@ r = T.build_record(desc({ partition = "dn,debug", min_nodes = 2 }), 1000, mparts
 check("mem: global DefMemPerNode x nodes, agreeing with a partition's", r.req_mem_bytes == 1400 * 1048576, r.req_mem_bytes)
 r = T.build_record(desc({ min_mem_per_cpu = 100 }), 1000, mparts)
 check("mem: the job's own request wins over the global default", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
-T.set_slurm_conf_def_mem(nil, nil)
+-- A --mem-per-gpu whose GPU count is unknown is the job's own request: no default stands in.
+r = T.build_record(desc({ partition = "dc", mem_per_tres = "gres:gpu:1000", tres_per_socket = "gres:gpu:1" }), 1000, mparts)
+check("mem: --mem-per-gpu, count unknown -> none, not the partition's default", r.req_mem_bytes == nil, r.req_mem_bytes)
+-- slurm.conf's global DefMemPerGPU, given as SLURM_CONF_DEF_MEM_PER_GPU (no Lua field shows it,
+-- nor a partition's own: both are in job_defaults): under select/cons_tres a job that asks for
+-- GPUs and no memory gets it x its GPUs, in place of any DefMemPerCPU/DefMemPerNode (the
+-- partition's included); a job without GPUs keeps those.
+T.set_slurm_conf_def_mem(500, nil, 2000)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:2", num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: global DefMemPerGPU x GPUs (--gpus)", r.req_mem_bytes == 4000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc", tres_per_node = "gres:gpu:1", min_nodes = 2 }), 1000, mparts)
+check("mem: DefMemPerGPU wins over the partition's DefMemPerCPU for a GPU job", r.req_mem_bytes == 4000 * 1048576,
+      r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_task = "gres:gpu:1", num_tasks = 3 }), 1000, mparts)
+check("mem: DefMemPerGPU x --gpus-per-task x -n", r.req_mem_bytes == 6000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: no GPUs -> DefMemPerCPU as before", r.req_mem_bytes == 1000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_socket = "gres:gpu:1" }), 1000, mparts)
+check("mem: DefMemPerGPU, GPU count not stated -> none", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:2", min_mem_per_node = 100 }), 1000, mparts)
+check("mem: the job's own --mem wins over DefMemPerGPU", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:2", mem_per_tres = "gres:gpu:300" }), 1000, mparts)
+check("mem: the job's own --mem-per-gpu wins over DefMemPerGPU", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
+T.set_slurm_conf_def_mem(nil, nil, nil)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are
