@@ -3,15 +3,20 @@
 namespace peakcast::features::detail {
 
 namespace {
-// Whether the logical line read so far has entered a comment: a '#' that starts a word (at the
-// start, or after a blank or one of bash's operator characters | & ; ( ) < >), outside quotes and
-// not escaped, runs to the end of its line, so a backslash at its end is comment text, not a
-// continuation (bash). That covers a whole comment or directive line (sbatch also reads each
-// #SBATCH line alone) and a trailing "cmd # note \". Fed one character at a time, so a long
-// chain of continuations is read once.
-class CommentScan {
+// Whether a backslash read next would join the next line to the logical line read so far. Not
+// when it is itself escaped (POSIX sh, XCU 2.2.1: "\\" + newline is a literal backslash, and the
+// line ends there). Inside single quotes a backslash is an ordinary character (2.2.2), but the
+// newline after it is inside the open quote too, so the command goes on to the next line all the
+// same: the line is joined, as the other shell that reads such a string (bash -c '...',
+// env_parallel '...', a sed script) joins it. And not in a comment: a '#' that starts a word (at
+// the start, or after a blank or one of bash's operator characters | & ; ( ) < >), outside quotes
+// and not escaped, runs to the end of its line, so a backslash at its end is comment text (bash).
+// That covers a whole comment or directive line (sbatch also reads each #SBATCH line alone) and a
+// trailing "cmd # note \". Fed one character at a time, so a long chain of continuations is read
+// once.
+class LineScan {
  public:
-  bool in_comment() const { return comment_; }
+  bool backslash_continues() const { return !comment_ && !escaped_; }
   void feed(char c) {
     if (comment_) return;
     if (escaped_) {  // the character after a backslash, in double quotes as outside them
@@ -51,11 +56,11 @@ class CommentScan {
 std::vector<std::string> logical_lines(std::string_view script) {
   std::vector<std::string> lines;
   std::string cur;
-  CommentScan scan;
+  LineScan scan;
   for (size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
     if (c == '\r') continue;
-    if (c == '\\' && !scan.in_comment() && i + 1 < script.size() &&
+    if (c == '\\' && scan.backslash_continues() && i + 1 < script.size() &&
         (script[i + 1] == '\n' || (script[i + 1] == '\r' && i + 2 < script.size() &&
                                    script[i + 2] == '\n'))) {
       i += script[i + 1] == '\r' ? 2 : 1;  // continuation: join with the next line
@@ -66,7 +71,7 @@ std::vector<std::string> logical_lines(std::string_view script) {
     if (c == '\n') {
       lines.push_back(std::move(cur));
       cur.clear();
-      scan = CommentScan{};
+      scan = LineScan{};
       continue;
     }
     cur.push_back(c);

@@ -36,8 +36,11 @@ struct Word {
 };
 
 // Splits a script into logical lines: CRLF normalized, backslash-newline continuations joined
-// (except inside a comment, a '#' that starts a word outside quotes, whether the whole line or
-// after a command: bash ends a comment, and sbatch an #SBATCH line, at its newline).
+// (not when the backslash is itself escaped: "\\" at the end of a line is a literal backslash, and
+// not inside a comment, a '#' that starts a word outside quotes, whether the whole line or after a
+// command: bash ends a comment, and sbatch an #SBATCH line, at its newline). A backslash-newline in
+// single quotes is joined too: the quote is open, so the command goes on. A newline inside open
+// quotes without a backslash ends the line all the same.
 std::vector<std::string> logical_lines(std::string_view script);
 
 // One logical line into words and operators; quotes removed, backslash escapes resolved, a '#'

@@ -194,6 +194,25 @@ TEST(Tokenizer, TrailingCommentEndsItsLine) {
   }
 }
 
+// POSIX sh (XCU 2.2.1): a backslash that is itself escaped continues nothing: a line ending in
+// "\\" ends there, with a literal backslash. An odd run of backslashes ends in an escaping one
+// ("\\\" + newline continues), and so does a backslash in double quotes. In single quotes the
+// backslash is an ordinary character, but the newline is inside the open quote, so the command
+// still goes on to the next line (the quoted script that `bash -c` or env_parallel runs).
+TEST(Tokenizer, BackslashNewlineContinuesOnlyWhereItEscapes) {
+  auto escaped = pf::tokenize_script("echo C:\\\\\npython train.py --steps 1024\n");
+  EXPECT_EQ(std::count(escaped.begin(), escaped.end(), "cmd:python"), 1);
+  EXPECT_TRUE(has(escaped, "--steps=bin:10"));
+  for (const char* joined : {"python run.py C:\\\\\\\n  --steps 1024\n",
+                             "python run.py \"a \\\n  b\" --steps 1024\n",
+                             "python run.py 'a'\\\n  --steps 1024\n",
+                             "python run.py -c 'a \\\n  b' --steps 1024\n"}) {
+    auto t = pf::tokenize_script(joined);
+    EXPECT_TRUE(has(t, "--steps=bin:10")) << joined;  // an argument of python: joined
+    EXPECT_EQ(std::count(t.begin(), t.end(), "cmd:python"), 1) << joined;
+  }
+}
+
 TEST(Tokenizer, QuotingAndContinuations) {
   auto t = pf::tokenize_script(
       "python run.py \\\n  --steps 1024 \\\n  --name \"my run\"\n"
