@@ -15,9 +15,25 @@ std::vector<std::string> tokenize_script(std::string_view script, const Tokenize
   bool seen_content = false;
   bool seen_command = false;     // sbatch: a line that is not blank and not a '#' line
   bool seen_executable = false;  // qsub: the same, but a line with ':' in its first column is not
-  for (const std::string& raw : detail::logical_lines(script)) {
-    std::string_view line = raw;
-    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  auto left_trimmed = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    return s;
+  };
+  std::vector<std::string> lines = detail::logical_lines(script);
+  for (size_t k = 0; k < lines.size(); ++k) {
+    std::string& raw = lines[k];
+    std::string_view line = left_trimmed(raw);
+    // qsub joins a directive it reads (before the first executable line) that ends in a
+    // backslash with the next line, backslash and newline removed, and again while the joined
+    // text ends in one (OpenPBS qsub.c get_script). logical_lines leaves a '#' line's backslash
+    // in place (a comment to the shell), so the join is done here.
+    if (line.starts_with("#PBS") && !seen_executable && raw.ends_with('\\')) {
+      while (raw.ends_with('\\') && k + 1 < lines.size()) {
+        raw.pop_back();
+        raw += lines[++k];
+      }
+      line = left_trimmed(raw);
+    }
     if (line.empty()) continue;
     bool first = !seen_content;
     seen_content = true;

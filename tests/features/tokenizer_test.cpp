@@ -170,6 +170,20 @@ TEST(Tokenizer, PbsAndBsubDirectivesFollowTheirSchedulers) {
   auto colon = pf::tokenize_script("#!/bin/sh\n: ${DATA:=/scratch}\n#PBS -l ncpus=8\ntrue\n");
   EXPECT_TRUE(any_starts_with(colon, "pbs:-l"));  // ':' in column 1 is not executable to qsub
 
+  // qsub joins a directive line that ends in a backslash with the next line, backslash and
+  // newline removed (OpenPBS qsub.c get_script: "next line is continuation of this line"), so
+  // that line is part of the directive, not the first command; a comment line's backslash (and a
+  // #PBS line after the first command, a comment to qsub) joins nothing.
+  auto cont = pf::tokenize_script(
+      "#!/bin/bash\n#PBS -l select=1:ncpus=8,\\\nwalltime=12:00:00 \\\n  -N train\n#PBS -q gpu\npython t.py\n");
+  EXPECT_TRUE(has(cont, "pbs:-l:walltime=hbin:3"));
+  EXPECT_TRUE(has(cont, "pbs:-N"));
+  EXPECT_TRUE(has(cont, "pbs:-q"));  // the continuation is no command: later #PBS lines count
+  EXPECT_FALSE(any_starts_with(cont, "env:walltime"));  // not an assignment command
+  EXPECT_FALSE(has(cont, "cmd:train"));
+  auto late = pf::tokenize_script("#!/bin/bash\ntrue\n#PBS -q gpu \\\nmake -j 4\n");
+  EXPECT_TRUE(has(late, "cmd:make"));
+
   auto bsub = pf::tokenize_script("#!/bin/sh\n#BSUB -n 2\nmyjob1 arg1\n#BSUB -P myproj\n");
   EXPECT_TRUE(has(bsub, "bsub:-n=bin:1"));
   EXPECT_TRUE(has(bsub, "bsub:-P"));  // bsub reads #BSUB after commands too
