@@ -199,7 +199,7 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
       ->default_str("0");
   cmd->add_option("--folds-share", a->folds_share,
                   "Share of the jobs (the most recent) the rolling-origin folds cover")
-      ->check(CLI::Range(0.05, 0.95))
+      ->check(finite_range(0.05, 0.95))
       ->default_str("0.5");
   cmd->add_option("--encoder", a->encoder,
                   "Script encoder of code_only and cascade (default bag; qwen2 needs "

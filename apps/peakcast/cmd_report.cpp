@@ -238,7 +238,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--bound-coverage", a->bound_coverage,
                   "Nominal coverage of the online upper bound (peakcastd's --bound-coverage)")
-      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+      ->capture_default_str()->check(finite_range(0.5, 0.999));
   cmd->add_option("--bound-rebuild-jobs", a->bound_rebuild_jobs,
                   "Completions before the test block replayed into the online bound first, as "
                   "peakcastd does at start (its --bound-rebuild-jobs)")

@@ -147,7 +147,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->default_str("42");
   cmd->add_option("--validation", a->options.validation_share,
                   "Share of the jobs (latest by submit time) in the validation block")
-      ->check(CLI::Range(0.01, 0.9))
+      ->check(finite_range(0.01, 0.9))
       ->default_str("0.2");
   add_learning_options(*cmd, a->options.threads, a->code_options);
   cmd->callback([a, &exit_code] { exit_code = run_train(*a); });

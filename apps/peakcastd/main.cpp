@@ -4,15 +4,18 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "peakcast/cascade/predictor.h"
 #include "peakcast/core/log.h"
+#include "peakcast/core/units.h"
 #include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/http_server.h"
 #include "peakcast/serve/model_slot.h"
@@ -26,6 +29,20 @@ namespace {
 using namespace peakcast;
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+
+// A number of seconds or a share from lo to hi. CLI::Range lets "nan" through (both of its
+// comparisons are false), and a NaN timeout reached a cast to time_t (undefined) at start.
+CLI::Validator finite_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        const std::optional<double> v = parse_double(text);
+        if (!v || !std::isfinite(*v) || *v < lo || *v > hi) {
+          return fmt::format("must be a number from {} to {}, got '{}'", lo, hi, text);
+        }
+        return {};
+      },
+      fmt::format("[{} - {}]", lo, hi));
+}
 
 int fail(const Status& s) {
   std::cerr << "peakcastd: error: " << s.message() << "\n";
@@ -46,10 +63,10 @@ void add_http_options(CLI::App& app, serve::HttpLimits& l) {
   app.add_option("--request-timeout", l.request_timeout_s,
                  "Seconds a client has to send one whole request (headers and body), from its first "
                  "byte; a slower one gets 408 and is closed")
-      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+      ->capture_default_str()->check(finite_range(0.05, 3600.0));
   app.add_option("--idle-timeout", l.idle_timeout_s,
                  "Seconds a keep-alive connection may wait between requests")
-      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+      ->capture_default_str()->check(finite_range(0.05, 3600.0));
   app.add_option("--max-connections", l.max_connections,
                  "Open connections at most; more get 503 and are closed. Each is a file descriptor: "
                  "the start warns when RLIMIT_NOFILE leaves fewer (then accepting pauses while none is free)")
@@ -99,7 +116,7 @@ void add_sizing_options(CLI::App& app, DaemonArgs& a) {
       ->check(CLI::ExistingFile);
   app.add_option("--bound-coverage", a.sizing.bound.coverage,
                  "Nominal coverage of the online upper bound the recommendation starts from")
-      ->capture_default_str()->check(CLI::Range(0.5, 0.999));
+      ->capture_default_str()->check(finite_range(0.5, 0.999));
   app.add_option("--bound-rebuild-jobs", a.sizing.rebuild_jobs,
                  "At start, replay this many most recent stored completions into the online bound")
       ->capture_default_str()->check(CLI::Range(size_t{0}, size_t{10000000}));
@@ -180,7 +197,7 @@ void add_service_options(CLI::App& app, DaemonArgs& a) {
 void add_sync_options(CLI::App& app, DaemonArgs& a) {
   app.add_option("--sync-interval", a.sync_interval,
                  "Poll sacct for finished jobs every S seconds (slurm-sync inside the daemon); 0: off")
-      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+      ->capture_default_str()->check(finite_range(0.0, 86400.0));
   app.add_option("--sacct", a.sync.sacct, "sacct program used by the sync")->capture_default_str();
   app.add_option("--sync-overlap", a.sync.overlap_s, "Seconds each poll re-reads before the previous one")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{7} * 86400));

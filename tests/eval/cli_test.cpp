@@ -314,6 +314,20 @@ TEST_F(Cli, ASeedBeyondWhatTheLearnersTakeIsAUsageError) {
   }
 }
 
+// CLI::Range let "nan" through (both its comparisons are false): --folds-share nan went on to the
+// fold split, --bound-coverage nan to the bound's constructor. A usage error naming the option.
+TEST_F(Cli, ANanShareOrCoverageIsAUsageError) {
+  struct Case { std::string cmd, output, option; };
+  for (const Case& c : {Case{"evaluate", " --json ", "--folds-share"}, Case{"report", " -o ", "--bound-coverage"}}) {
+    const std::string out = (dir_ / (c.cmd + ".nan.out")).string();
+    const CmdResult r = peakcast::test_support::run_shell(kBinary + " " + c.cmd + " " + trace_ + c.output + out +
+                                                          " " + c.option + " nan 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << c.cmd << ": " << r.out;
+    EXPECT_NE(r.out.find(c.option + ": must be a number from"), std::string::npos) << c.cmd << ": " << r.out;
+    EXPECT_FALSE(fs::exists(out)) << c.cmd;
+  }
+}
+
 // --history is read with the model's util_cap (as peakcastd reads its store), not the reader's
 // default of 1: a model that learned labels up to 2 sees a history run at 1.5 as 1.5.
 TEST(CliPredict, HistoryIsReadWithTheModelsCap) {

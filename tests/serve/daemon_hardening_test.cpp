@@ -91,6 +91,19 @@ TEST(DaemonHardening, SizingWorkloadFlagsReachTheDaemonAndAreChecked) {
   EXPECT_NE(ageless.log_text().find("--sizing-days"), std::string::npos) << ageless.log_text();
 }
 
+// A seconds or share flag given "nan" stops the start naming the flag: CLI::Range let it through
+// (both its comparisons are false), and a NaN timeout reached a cast to time_t (undefined).
+TEST(DaemonHardening, ANanTimeoutIntervalOrCoverageStopsTheStart) {
+  if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  for (const char* flag : {"--idle-timeout", "--request-timeout", "--sync-interval", "--bound-coverage"}) {
+    for (const char* value : {"nan", "inf"}) {
+      Daemon d;
+      EXPECT_FALSE(d.start({flag, value})) << flag << " " << value;
+      EXPECT_NE(d.log_text().find(flag), std::string::npos) << d.log_text();
+    }
+  }
+}
+
 TEST(DaemonHardening, ManyValueBodiesDoNotBlowUpMemory) {
   if (!std::filesystem::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   Daemon d;
