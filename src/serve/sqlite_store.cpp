@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "peakcast/core/log.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/serve/store.h"
 
@@ -147,6 +148,23 @@ CREATE TABLE IF NOT EXISTS answers (
   answer_id TEXT
 );
 )sql";
+
+// What brings a file of schema version `from` (0: a new file) to kSchemaVersion. Version 2 adds
+// ran_mem_bytes (the limit a job ran under when the hook lowered --mem), version 3 the answers on
+// record, version 4 their job_name, version 5 answer ids, version 6 keys the completions by run
+// (the table rebuilt: a copy of every row, once).
+std::string migration_steps(int from) {
+  if (from == 0) return completions_table("completions") + kCompletionsIndexes + kAnswersSchema;
+  std::string steps;
+  if (from < 5) {
+    std::string answers = kAnswersSchema;  // versions 1 and 2 have none: created whole
+    if (from == 3) answers = "ALTER TABLE answers ADD COLUMN job_name TEXT;ALTER TABLE answers ADD COLUMN answer_id TEXT;";
+    if (from == 4) answers = "ALTER TABLE answers ADD COLUMN answer_id TEXT;";
+    steps = std::string(from == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
+            kV5Completions + answers;
+  }
+  return steps + rebuild_completions_v6();
+}
 
 #define PEAKCAST_COLUMNS_V1                                                                       \
   "job_id, user, script_key, submit_time, start_time, end_time, state, req_cpus, req_mem_bytes, " \
@@ -656,6 +674,42 @@ class SqliteStore final : public CompletionStore {
     return sqlite3_column_int(s.get(), 0);
   }
 
+  static Status newer_schema(const std::string& path, int version) {
+    return Status::unsupported(path + ": database schema version " + std::to_string(version) +
+                               " is newer than this build reads (" + std::to_string(kSchemaVersion) +
+                               "); upgrade peakcast");
+  }
+
+  // Creates the schema in a new file, or brings an older one to kSchemaVersion, in one write
+  // transaction. The version is read again once the write lock is held: another process (a cron
+  // `peakcast slurm-sync` while the daemon starts) may have created or migrated the file since
+  // init() read it, and only the steps still needed are taken (taken again, a step fails,
+  // "duplicate column name", or copies the completions table a second time).
+  Status migrate(const std::string& path) {
+    if (Status s = exec("BEGIN IMMEDIATE"); !s) return s.with_context(path);
+    auto v = user_version();
+    Status out = v ? Status::ok() : v.status().with_context(path);
+    if (out && *v > kSchemaVersion) out = newer_schema(path, *v);
+    if (out && *v > 0 && *v < kSchemaVersion) {  // a copy of the completions table: it takes a while
+      StmtPtr count;
+      out = prepare("SELECT count(*) FROM completions", count);
+      if (out && sqlite3_step(count.get()) == SQLITE_ROW) {
+        log(LogLevel::kInfo, path + ": migrating " + std::to_string(sqlite3_column_int64(count.get(), 0)) +
+                                 " completions from schema " + std::to_string(*v) + " to " +
+                                 std::to_string(kSchemaVersion));
+      }
+    }
+    if (out && *v < kSchemaVersion) {
+      out = exec(migration_steps(*v) + "PRAGMA user_version=" + std::to_string(kSchemaVersion))
+                .with_context(*v == 0 ? path
+                                      : path + ": migrating the database from schema version " + std::to_string(*v) +
+                                            " to " + std::to_string(kSchemaVersion));
+    }
+    if (out) out = exec("COMMIT").with_context(path);
+    if (!out) exec("ROLLBACK");
+    return out;
+  }
+
   Status init(const std::string& path) {
     sqlite3_busy_timeout(db_.get(), options_.busy_timeout_ms);
     if (Status s = exec("PRAGMA journal_mode=WAL"); !s) return s.with_context(path);
@@ -666,42 +720,13 @@ class SqliteStore final : public CompletionStore {
     sqlite3_wal_hook(db_.get(), &SqliteStore::on_wal_commit, this);
     auto v = user_version();
     if (!v) return v.status().with_context(path);
-    if (*v > kSchemaVersion) {
-      return Status::unsupported(path + ": database schema version " + std::to_string(*v) +
-                                 " is newer than this build reads (" +
-                                 std::to_string(kSchemaVersion) + "); upgrade peakcast");
-    }
+    if (*v > kSchemaVersion) return newer_schema(path, *v);
     const bool as_it_is = options_.query_only && *v < kSchemaVersion;  // a reader does not migrate
-    if (*v == 0) {  // a new file
-      if (Status s = exec(std::string("BEGIN IMMEDIATE;") + completions_table("completions") +
-                          kCompletionsIndexes + kAnswersSchema + "PRAGMA user_version=" +
-                          std::to_string(kSchemaVersion) + ";COMMIT;");
-          !s) {
-        exec("ROLLBACK");
-        return s.with_context(path);
-      }
+    if (*v == 0 || (!as_it_is && *v < kSchemaVersion)) {  // a new file, or one to migrate
+      if (Status s = migrate(path); !s) return s;
     } else if (as_it_is) {
       // no ran_mem_bytes (1), no answer_id (< 5); keyed by job_id (< 6): read the same
       columns_ = *v == 1 ? kColumnsV1 : *v < 5 ? kColumnsV2 : kColumns;
-    } else if (*v < kSchemaVersion) {
-      // Version 2 adds ran_mem_bytes (the limit a job ran under when the hook lowered --mem),
-      // version 3 the answers on record, version 4 their job_name, version 5 answer ids, version 6
-      // keys the completions by run (the table rebuilt: a copy of every row, once).
-      std::string steps;
-      if (*v < 5) {
-        std::string answers = kAnswersSchema;  // versions 1 and 2 have none: created whole
-        if (*v == 3) answers = "ALTER TABLE answers ADD COLUMN job_name TEXT;ALTER TABLE answers ADD COLUMN answer_id TEXT;";
-        if (*v == 4) answers = "ALTER TABLE answers ADD COLUMN answer_id TEXT;";
-        steps = std::string(*v == 1 ? "ALTER TABLE completions ADD COLUMN ran_mem_bytes INTEGER;" : "") +
-                kV5Completions + answers;
-      }
-      const std::string sql = "BEGIN IMMEDIATE;" + steps + rebuild_completions_v6() + "PRAGMA user_version=" +
-                              std::to_string(kSchemaVersion) + ";COMMIT;";
-      if (Status s = exec(sql); !s) {
-        exec("ROLLBACK");
-        return s.with_context(path + ": migrating the database from schema version " + std::to_string(*v) +
-                              " to " + std::to_string(kSchemaVersion));
-      }
     }
     // The insert names script (?24) before ran_mem_bytes and answer_id (?25, ?26), so its order
     // differs from kColumns'. An older file opened query_only never inserts, and the statement

@@ -130,9 +130,12 @@ struct SqliteOptions {
 inline constexpr int kSchemaVersion = 6;
 
 // Opens (creating when absent) the database, sets WAL and synchronous=FULL, creates or checks
-// the schema. A database with a newer user_version is refused; an older one is migrated (a
-// column and a table added), except with query_only, where it is read as it is (ran_mem_bytes
-// absent from version 1, no answers before version 4).
+// the schema. A database with a newer user_version is refused; an older one is migrated (columns
+// and a table added, the completions table copied once for version 6; logged at info), except
+// with query_only, where it is read as it is (ran_mem_bytes absent from version 1, no answers
+// before version 4). The schema is created or migrated in one write transaction that reads the
+// version again once it holds the lock, so another process that opened the file at the same time
+// and migrated it first leaves this one nothing to do.
 //
 // Files that cannot be written (read-only, immutable) make operations fail with kIo before
 // SQLite touches them: the WAL index (-shm) is memory-mapped, and writing into the mapping of a
