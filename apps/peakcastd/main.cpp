@@ -424,10 +424,12 @@ int run(int argc, char** argv) {
     a.sync.stop_requested = [&start_signals] { return start_signals.stopping(); };
     auto report = serve::sync_service(service, a.sync);
     if (!report) return fail(report.status());
+    // A poll the signal stopped says so itself (describe); one that had read its last window
+    // when the signal came is complete, and only the re-scan is left for the next poll.
     std::cout << "slurm-sync: " << serve::describe(*report)
-              << (start_signals.stopping() ? " (stopped on a signal: the windows done are kept, the "
-                                             "next poll goes on from there)"
-                                           : "")
+              << (start_signals.stopping() && !report->stopped ? " (stopped on a signal: the re-scan, when due, "
+                                                                 "runs after the next poll)"
+                                                               : "")
               << "\n";
     if (start_signals.stopping()) return kExitOk;
     // The re-scan too when it is due (cron: its time is kept in the database).

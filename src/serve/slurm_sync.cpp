@@ -389,6 +389,7 @@ Result<SyncReport> sync_once(CompletionStore& store, const CompletionSink& sink,
                              return store.set_meta(kSyncCursorKey, std::to_string(next));
                            });
   if (!done) return done.status();
+  report.stopped = !*done;
   return report;
 }
 
@@ -421,7 +422,10 @@ Result<SyncReport> rescan_once(CompletionStore& store, const CompletionSink& sin
     auto done = read_windows(store, sink, o, report.since, report.until, /*end_is_now=*/false, report,
                              [](int64_t, bool) { return Status::ok(); });
     if (!done) return done.status();
-    if (!*done) return report;  // stopped: due again at the next poll
+    if (!*done) {  // stopped: due again at the next poll
+      report.stopped = true;
+      return report;
+    }
   }
   if (Status s = store.set_meta(kSyncRescanKey, std::to_string(started)); !s) return s;
   return report;
@@ -434,9 +438,12 @@ std::string describe_window(const SyncReport& r, int64_t from, int64_t to) {
 
 std::string describe(const SyncReport& r) {
   // What a poll and a re-scan both say after what they added.
-  const std::string rest = std::to_string(r.known) + " already known, " + std::to_string(r.skipped) +
-                           " malformed row(s) skipped" +
-                           (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "");
+  const std::string rest =
+      std::to_string(r.known) + " already known, " + std::to_string(r.skipped) + " malformed row(s) skipped" +
+      (r.windows > 1 ? " (" + std::to_string(r.windows) + " sacct windows)" : "") +
+      (!r.stopped                     ? ""
+       : r.rescan ? " (stopped on a signal: the windows done are kept, the re-scan is due again at the next poll)"
+                  : " (stopped on a signal: the windows done are kept, the next poll goes on from there)");
   if (r.rescan) {
     return "re-scan of the jobs that ended " + sacct_time(r.since) + " .. " + sacct_time(r.until) + ": " +
            std::to_string(r.finished) + " finished job(s), " + std::to_string(r.added) +

@@ -126,7 +126,7 @@ void SyncLoop::poll_once() {
     log(LogLevel::kWarn, "slurm-sync: " + report.status().message());
     return;
   }
-  if (report->added > 0 || report->skipped > 0) log(LogLevel::kInfo, "slurm-sync: " + describe(*report));
+  if (report->added > 0 || report->skipped > 0 || report->stopped) log(LogLevel::kInfo, "slurm-sync: " + describe(*report));
   log_notes(*report);
   // The re-scan after a poll that succeeded (sacct answers), when it is due.
   auto rescan = guarded("re-scan", [this] { return rescan_service_if_due(service_, options_); });
@@ -137,7 +137,8 @@ void SyncLoop::poll_once() {
     log(LogLevel::kWarn, "slurm-sync: re-scan: " + rescan.status().message());
     return;
   }
-  // Every re-scan is logged (daily by default): that it ran, and what it found late.
+  // Every re-scan is logged (daily by default): that it ran, and what it found late, or that the
+  // shutdown stopped it (describe says so).
   log(LogLevel::kInfo, "slurm-sync: " + describe(**rescan));
   log_notes(**rescan);
 }

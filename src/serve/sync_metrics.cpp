@@ -19,6 +19,10 @@ void SyncMetrics::record_rescan(const Result<SyncReport>& report, int64_t now_s)
     rescan_failed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (report->stopped) {  // neither done (its time is not kept: due again) nor failed
+    rescan_stopped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   rescan_ok_.fetch_add(1, std::memory_order_relaxed);
   last_rescan_s_.store(now_s, std::memory_order_relaxed);
 }
@@ -43,11 +47,12 @@ std::string SyncMetrics::render() const {
                 "# TYPE peakcast_sync_rescans_total counter\n"
                 "peakcast_sync_rescans_total{result=\"ok\"} %" PRIu64 "\n"
                 "peakcast_sync_rescans_total{result=\"failed\"} %" PRIu64 "\n"
+                "peakcast_sync_rescans_total{result=\"stopped\"} %" PRIu64 "\n"
                 "# HELP peakcast_sync_rescan_jobs_stored_total Completions only a re-scan found (slurmdbd recorded them after the polls' overlap); also in peakcast_sync_jobs_stored_total.\n"
                 "# TYPE peakcast_sync_rescan_jobs_stored_total counter\n"
                 "peakcast_sync_rescan_jobs_stored_total %" PRIu64 "\n",
                 last_success_s_.load(), ok_.load(), failed_.load(), stored_.load(), last_rescan_s_.load(),
-                rescan_ok_.load(), rescan_failed_.load(), rescan_stored_.load());
+                rescan_ok_.load(), rescan_failed_.load(), rescan_stopped_.load(), rescan_stored_.load());
   return buf;
 }
 

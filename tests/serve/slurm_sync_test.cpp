@@ -7,11 +7,14 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "peakcast/serve/service.h"
 #include "peakcast/serve/sync_loop.h"
 #include "peakcast/core/io.h"
+#include "peakcast/core/log.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
 #include "support/fake_sacct.h"
@@ -398,6 +401,7 @@ TEST_F(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   const auto sink = [&](const Job& j) -> Result<bool> { got.push_back(j.job_id); return true; };
   auto first = sync_once(*store, sink, o);
   ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->stopped);
   EXPECT_EQ(first->windows, 1u);
   EXPECT_EQ(got, std::vector<std::string>{"40"});
   EXPECT_EQ(*(*store->get_meta(kSyncCursorKey)), std::to_string(kClock - 2 * 86400));
@@ -405,6 +409,7 @@ TEST_F(SlurmSync, AStoppedCatchUpGoesOnWhereItStopped) {
   o.on_window = nullptr;
   auto second = sync_once(*store, sink, o);
   ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->stopped);
   EXPECT_EQ(second->since, kClock - 2 * 86400);
   EXPECT_EQ(got, (std::vector<std::string>{"40", "41", "42", "43"}));
 }
@@ -738,6 +743,56 @@ TEST(SyncLoop, AJobSlurmdbdRecordedAfterTheOverlapIsStoredByTheRescan) {
   const std::string text = service.sync_metrics().render();
   EXPECT_EQ(metric(text, "peakcast_sync_jobs_stored_total"), 3u) << text;
   EXPECT_EQ(metric(text, "peakcast_sync_rescan_jobs_stored_total"), 1u) << text;
+}
+
+// The daemon stopping (SIGTERM) during the daily re-scan: the re-scan ends there and its time is
+// not kept (due again at the next poll), as before, but it was logged as a finished re-scan and
+// counted in peakcast_sync_rescans_total{result="ok"}. It is counted as stopped and logged so,
+// and the last re-scan's time in /metrics stays where it was.
+TEST(SyncLoop, ARescanStoppedByTheShutdownIsCountedAsStopped) {
+  PollBench b;
+  ASSERT_NO_FATAL_FAILURE(b.open());
+  ASSERT_NO_FATAL_FAILURE(b.serve(false));
+  Service& service = *b.service;
+  // The poll's listing (up to -E now) comes at once, empty; the re-scan's windows end at a time
+  // (the cursor), and there the stand-in hangs.
+  const std::string started = b.dir.file("rescan.started");
+  const std::string path = write_program(b.dir, "sacct", std::string() +
+      "#!/bin/bash\n"
+      "E=''\n"
+      "while [ $# -gt 0 ]; do case \"$1\" in -E) E=\"$2\"; shift;; esac; shift; done\n"
+      "if [ \"$E\" != now ]; then touch '" + started + "'; sleep 3600; fi\n"
+      "echo 'JobID|JobName|User|State|Submit|Start|End|ReqMem|MaxRSS'\n");
+  SyncOptions o = at_clock(path);
+  o.initial_lookback_s = 3600;
+  o.fetch_scripts = false;
+  std::mutex mu;
+  std::vector<std::string> lines;  // what the loop logged at info and above
+  set_log_sink([&](LogLevel level, std::string_view m) {
+    if (level < LogLevel::kInfo) return;
+    std::lock_guard lock(mu);
+    lines.emplace_back(m);
+  });
+  {
+    SyncLoop loop(service, o, 3600.0);
+    loop.start();
+    for (int i = 0; i < 400 && !read_file(started).ok(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    loop.stop();
+  }
+  set_log_sink({});
+  ASSERT_TRUE(read_file(started).ok()) << "the re-scan's sacct was never started";
+  const std::string text = service.sync_metrics().render();
+  EXPECT_EQ(metric(text, "peakcast_sync_runs_total{result=\"ok\"}"), 1u) << text;  // the poll
+  EXPECT_EQ(metric(text, "peakcast_sync_rescans_total{result=\"stopped\"}"), 1u) << text;
+  EXPECT_EQ(metric(text, "peakcast_sync_rescans_total{result=\"ok\"}"), 0u) << text;
+  EXPECT_EQ(metric(text, "peakcast_sync_rescans_total{result=\"failed\"}"), 0u) << text;
+  EXPECT_EQ(metric(text, "peakcast_sync_last_rescan_timestamp_seconds"), 0u) << text;
+  EXPECT_FALSE((*service.store().get_meta(kSyncRescanKey)).has_value());
+  size_t said_stopped = 0;
+  for (const std::string& l : lines) {
+    if (l.find("re-scan") != std::string::npos && l.find("stopped") != std::string::npos) ++said_stopped;
+  }
+  EXPECT_EQ(said_stopped, 1u) << ::testing::PrintToString(lines);
 }
 
 // The time of the last re-scan is the host's clock as it was: after the clock steps back (an NTP

@@ -83,13 +83,16 @@ struct SyncReport {
   size_t with_script = 0;   // new completions whose script was found
   size_t skipped = 0;       // malformed sacct rows
   size_t windows = 0;       // sacct listings read (SyncOptions::max_window_s)
+  // Ended by SyncOptions::stop_requested (the daemon shutting down) before its last window: the
+  // windows done are kept (a poll's cursor moved past them); a re-scan's time is not kept.
+  bool stopped = false;
   std::vector<std::string> notes;
 };
 
 // One line for people: "N finished job(s) since T: A new (S with script), K already known, M
 // malformed row(s) skipped", and " (W sacct windows)" when there were several; for a re-scan,
 // "re-scan of the jobs that ended T .. U: N finished job(s), A stored late (...), K already
-// known, ...".
+// known, ..."; a report stopped on a signal (SyncReport::stopped) ends saying so.
 std::string describe(const SyncReport& report);
 // One line of a catch-up's progress after a window: "window N, FROM .. TO: F finished job(s) so
 // far, A new" (peakcast slurm-sync and peakcastd say it so).

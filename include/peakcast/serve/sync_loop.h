@@ -25,7 +25,8 @@ Result<std::optional<SyncReport>> rescan_service_if_due(Service& service, const 
 // logged; a failed poll (an error, or an exception thrown on the way) is logged, counted as
 // failed (peakcast_sync_runs_total{result="failed"}) and retried at the next interval. After a
 // poll that succeeded, the re-scan when it is due (rescan_due), recorded and logged apart
-// (peakcast_sync_rescans_total); a failed re-scan is due again after the next poll.
+// (peakcast_sync_rescans_total); a failed re-scan is due again after the next poll, and so is one
+// that stop() ended (counted as result="stopped", logged as stopped).
 class SyncLoop {
  public:
   SyncLoop(Service& service, SyncOptions options, double interval_s);

@@ -18,7 +18,9 @@ class SyncMetrics {
   // One completion a poll stored, counted as it is stored (sync_service): a poll that fails
   // after some windows keeps what those stored, and so does the counter.
   void count_stored() { stored_.fetch_add(1, std::memory_order_relaxed); }
-  // One re-scan's outcome (rescan_once) at `now_s`.
+  // One re-scan's outcome (rescan_once) at `now_s`: ok (the last re-scan's time is now_s), failed,
+  // or stopped (SyncReport::stopped: the daemon shutting down; its time is not kept, so it is due
+  // again, and counted apart so that ok + failed + stopped is every re-scan begun).
   void record_rescan(const Result<SyncReport>& report, int64_t now_s);
   // One completion a re-scan stored (one slurmdbd recorded late), counted as it is stored; it is
   // counted by count_stored() too. A known job the re-scan reads again is counted by neither.
@@ -31,7 +33,7 @@ class SyncMetrics {
  private:
   std::atomic<int64_t> last_success_s_{0}, last_rescan_s_{0};
   std::atomic<uint64_t> ok_{0}, failed_{0}, stored_{0};
-  std::atomic<uint64_t> rescan_ok_{0}, rescan_failed_{0}, rescan_stored_{0};
+  std::atomic<uint64_t> rescan_ok_{0}, rescan_failed_{0}, rescan_stopped_{0}, rescan_stored_{0};
 };
 
 }  // namespace peakcast::serve
