@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "peakcast/core/log.h"
+#include "peakcast/ingest/bounds.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/serve/store.h"
 
@@ -211,9 +212,18 @@ std::optional<T> col_opt(sqlite3_stmt* s, int i) {
 
 // Times are stored as the canonical schema's epoch seconds (an integer when whole, a real with
 // the milliseconds otherwise), so databases written before millisecond times read unchanged.
+// A time outside the canonical schema's range, which only a file edited by hand or damaged holds,
+// is held at its edge: converted as it is, 1e300 (or Inf, SQLite's 9e999) seconds was a double's
+// conversion out of int64's range, and 1e16 whole seconds overflowed int64 when made ms (both
+// undefined).
 int64_t col_epoch_ms(sqlite3_stmt* s, int i) {
-  if (sqlite3_column_type(s, i) == SQLITE_FLOAT) return ms_from_seconds(sqlite3_column_double(s, i));
-  return sqlite3_column_int64(s, i) * kMsPerSecond;
+  constexpr auto kMax = static_cast<int64_t>(ingest::kMaxEpochSeconds);
+  if (sqlite3_column_type(s, i) == SQLITE_FLOAT) {
+    const double d = sqlite3_column_double(s, i);
+    if (!(d > 0)) return 0;
+    return ms_from_seconds(std::min(d, ingest::kMaxEpochSeconds));
+  }
+  return std::clamp<int64_t>(sqlite3_column_int64(s, i), 0, kMax) * kMsPerSecond;
 }
 std::optional<int64_t> col_opt_epoch_ms(sqlite3_stmt* s, int i) {
   if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;

@@ -171,9 +171,30 @@ TEST(SqliteStore, KeepsTheLimitALoweredJobRanUnder) {
   }
 }
 
-// A database of schema version 1 (before ran_mem_bytes): the daemon migrates it and keeps its
-// completions; a reader (query_only, `peakcast report --db` while the daemon runs) reads it as
-// it is and changes nothing.
+// A time outside the schema's range is only in a file edited by hand or damaged: it reads at
+// the range's edge (0 to 1e11 s). Converted as it was, a REAL of 1e300 or Inf (SQLite's 9e999)
+// went out of int64's range, and 1e16 whole seconds overflowed int64 when made milliseconds.
+TEST(SqliteStore, ATimeOutsideTheSchemasRangeReadsAtItsEdge) {
+  TempDir dir;
+  const std::string path = dir.file("r.db");
+  {
+    auto s = open_sqlite_store(path);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    for (const char* id : {"1", "2", "3"}) ASSERT_TRUE(*(*s)->insert(sample_job(id)));
+  }
+  exec_sql(path, "UPDATE completions SET submit_time = 1e300 WHERE job_id = '1'; "
+                 "UPDATE completions SET end_time = 9e999, start_time = -2.5 WHERE job_id = '2'; "
+                 "UPDATE completions SET submit_time = 10000000000000000, end_time = -7 WHERE job_id = '3';");
+  auto s = open_sqlite_store(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  constexpr int64_t kEdgeMs = 100'000'000'000'000;  // 1e11 s
+  EXPECT_EQ((**(*s)->find("1")).submit_ms, kEdgeMs);
+  EXPECT_EQ((**(*s)->find("2")).end_ms, kEdgeMs);
+  EXPECT_EQ((**(*s)->find("2")).start_ms, 0);
+  EXPECT_EQ((**(*s)->find("3")).submit_ms, kEdgeMs);
+  EXPECT_EQ((**(*s)->find("3")).end_ms, 0);
+}
+
 // A job Slurm requeued keeps its id and gets a new submit time once its first run has ended: the
 // later run is stored as a run of its own (keyed by job id alone, it was "already stored"). The
 // same run again, or reported with its submit time rounded otherwise (its span overlaps the
@@ -336,6 +357,9 @@ TEST(SqliteStore, MigratesAVersionFiveDatabaseToRuns) {
             2);
 }
 
+// A database of schema version 1 (before ran_mem_bytes): the daemon migrates it and keeps its
+// completions; a reader (query_only, `peakcast report --db` while the daemon runs) reads it as
+// it is and changes nothing.
 TEST(SqliteStore, MigratesAVersionOneDatabaseAndAReaderLeavesItAsItIs) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
