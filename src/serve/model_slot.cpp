@@ -14,6 +14,7 @@
 #include "peakcast/core/io.h"
 #include "peakcast/core/log.h"
 #include "peakcast/core/units.h"
+#include "peakcast/ingest/bounds.h"
 
 namespace peakcast::serve {
 namespace {
@@ -52,7 +53,11 @@ Result<ModelInfo> read_model_info(const std::string& dir) {
   const std::string format = fv != m.end() && fv->is_number_integer() ? std::to_string(fv->get<int64_t>()) : "?";
   info.version = info.kind + "-v" + format + "-" + sha256_hex(*text).substr(0, 12);
   if (auto t = m.find("trained_at"); t != m.end()) {
-    if (t->is_number()) info.trained_at_s = static_cast<int64_t>(std::llround(t->get<double>()));
+    // Epoch seconds within the readers' range; anything else (1e300: llround's result out of
+    // range is unspecified) is no time: the file's own, below.
+    if (t->is_number() && t->get<double>() >= 0 && t->get<double>() <= ingest::kMaxEpochSeconds) {
+      info.trained_at_s = static_cast<int64_t>(std::llround(t->get<double>()));
+    }
     if (t->is_string()) info.trained_at_s = parse_timestamp_ms(t->get<std::string>()).value_or(0) / kMsPerSecond;
   }
   struct stat st{};

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/cascade/cascade_model.h"
+#include "peakcast/core/io.h"
 #include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/model_slot.h"
 #include "serve/daemon_process.h"
@@ -58,6 +59,29 @@ std::string admin_call(const std::string& path, const std::string& line) {
   }
   ::close(fd);
   return out;
+}
+
+// A manifest's trained_at is epoch seconds; one out of range (1e300, negative) is no time, and the
+// manifest file's own modification time stands in, as for a manifest without one. llround's
+// result for 1e300 is unspecified (INT64_MIN here), shown as the model's training time.
+TEST(ModelSlot, ATrainedAtOutOfRangeIsTheFilesTime) {
+  TempDir tmp;
+  const std::string dir = write_model(tmp.file("m"), 0.3);
+  auto plain = read_model_info(dir);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  for (const double bad : {1e300, -5.0}) {
+    nlohmann::json m = nlohmann::json::parse(read_file(dir + "/manifest.json").value());
+    m["trained_at"] = bad;
+    std::ofstream(dir + "/manifest.json") << m.dump();
+    auto info = read_model_info(dir);
+    ASSERT_TRUE(info.ok()) << info.status().message();
+    EXPECT_GT(info->trained_at_s, 0) << bad;
+    EXPECT_LE(info->trained_at_s, plain->trained_at_s + 86400) << bad;
+  }
+  nlohmann::json m = nlohmann::json::parse(read_file(dir + "/manifest.json").value());
+  m["trained_at"] = 1700000000.4;
+  std::ofstream(dir + "/manifest.json") << m.dump();
+  EXPECT_EQ(read_model_info(dir)->trained_at_s, 1700000000);
 }
 
 TEST(ModelSlot, ReloadSwapsAndAFailedOneKeepsTheOldModel) {
