@@ -232,6 +232,14 @@ TEST(CodeModel, AFieldOfTheWrongTypeIsAnErrorNotAThrow) {
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().kind(), ErrorKind::kInvalidInput);
   EXPECT_NE(loaded.status().message().find("wrong JSON type"), std::string::npos) << loaded.status().message();
+  // A count out of range reads as 0: nlohmann converted 1e300 to size_t with a cast (undefined).
+  j["report"]["train_jobs"] = 1e300;
+  j["report"]["best_epoch"] = -1e300;
+  ASSERT_TRUE(write_file_atomic(manifest_path, j.dump()).is_ok());
+  auto huge = CodeModel::load(dir);
+  ASSERT_TRUE(huge.ok()) << huge.status().message();
+  EXPECT_EQ(huge->report().train_jobs, 0u);
+  EXPECT_EQ(huge->report().best_epoch, 0);
   std::filesystem::remove_all(dir);
 }
 

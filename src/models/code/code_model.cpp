@@ -532,13 +532,22 @@ CodeTrainReport report_from_json(const nlohmann::json& j) {
   auto num = [](const nlohmann::json& v) {
     return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
   };
+  // A count or epoch the report shows: a whole number within 0 to 2^53, else 0. nlohmann converts
+  // a float to an integer with a cast, undefined out of the type's range ("train_jobs": 1e300).
+  auto whole = [&](const char* key) -> int64_t {
+    const nlohmann::json v = j.value(key, nlohmann::json());
+    if (v.is_number_unsigned()) return static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 53));
+    if (!v.is_number()) return j.value(key, int64_t{0});  // another type: nlohmann's type_error, reported as such
+    const double d = v.get<double>();
+    return d >= 0 && d <= 9007199254740992.0 ? static_cast<int64_t>(d) : 0;
+  };
   CodeTrainReport r;
-  r.train_jobs = j.value("train_jobs", size_t{0});
-  r.val_jobs = j.value("val_jobs", size_t{0});
-  r.users = j.value("users", size_t{0});
+  r.train_jobs = static_cast<size_t>(whole("train_jobs"));
+  r.val_jobs = static_cast<size_t>(whole("val_jobs"));
+  r.users = static_cast<size_t>(whole("users"));
   r.script_share = j.value("script_share", 0.0);
-  r.epochs_run = j.value("epochs_run", int64_t{0});
-  r.best_epoch = j.value("best_epoch", int64_t{0});
+  r.epochs_run = whole("epochs_run");
+  r.best_epoch = whole("best_epoch");
   r.best_val_loss = num(j.value("best_val_loss", nlohmann::json()));
   if (j.contains("val_mae")) {
     r.val_mae[0] = num(j["val_mae"].value("mem", nlohmann::json()));
