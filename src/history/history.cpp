@@ -40,6 +40,16 @@ size_t map_bytes(const KeyMap& map) {
   return n;
 }
 
+// The idempotence key of a completion: its run. Slurm keeps the id of a job it requeues and
+// resets its submit time, so a later run of the same id is a run of its own (as peakcastd's store
+// keys a completion: job id and submit time); the same run read twice is one.
+uint64_t run_hash(const Job& job) {
+  const uint64_t submit = static_cast<uint64_t>(job.submit_ms);
+  char bytes[sizeof submit];
+  for (size_t i = 0; i < sizeof submit; ++i) bytes[i] = static_cast<char>(submit >> (8 * i));
+  return fnv1a64(std::string_view(bytes, sizeof bytes), fnv1a64(job.job_id));
+}
+
 }  // namespace
 
 struct HistoryStore::Impl {
@@ -61,7 +71,7 @@ HistoryStore& HistoryStore::operator=(HistoryStore&&) noexcept = default;
 
 bool HistoryStore::add_completion(const Job& job) {
   if (!job.any_valid()) return false;
-  if (impl_->track_ids && !impl_->ids.insert(fnv1a64(job.job_id))) return false;
+  if (impl_->track_ids && !impl_->ids.insert(run_hash(job))) return false;
   ++impl_->added;
   const uint64_t tag = detail::order_tag(job);
   PerResource* by_script = nullptr;

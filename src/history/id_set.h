@@ -1,5 +1,5 @@
-// A set of 64-bit job-id hashes (open addressing, linear probing): the store's idempotence
-// check at ~16 bytes per completion.
+// A set of 64-bit run hashes (job id and submit time; open addressing, linear probing): the
+// store's idempotence check at ~16 bytes per completion.
 #pragma once
 
 #include <cstddef>

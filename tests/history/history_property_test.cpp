@@ -374,7 +374,7 @@ RC_GTEST_PROP(HistoryProperty, ForgettingBeforeAHorizonAnswersAsTheRecentRunsAlo
 }
 
 // (4): each completion added one to three times, in any order: the same answers as once, and
-// only the first add of a job_id reports true.
+// only the first add of a run (job_id and submit time) reports true.
 RC_GTEST_PROP(HistoryProperty, AddingTwiceIsIdempotent, ()) {
   const int n = *rc::gen::inRange(1, 200);
   const uint64_t seed = *rc::gen::arbitrary<uint64_t>();

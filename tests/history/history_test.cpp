@@ -388,6 +388,23 @@ TEST(HistoryStore, SameJobTwiceIsANoOp) {
   EXPECT_EQ(store.size(), 1u);
 }
 
+// Slurm keeps the id of a job it requeues and resets its submit time: a later run is a run of its
+// own (as peakcastd's store keys it), learned beside the first; the same run read twice is not.
+TEST(HistoryStore, ARequeuedJobsLaterRunIsARunOfItsOwn) {
+  HistoryStore store;
+  const Job first = make_job("42", "u", "s", 0, 2 * kHour, 0.5);
+  const Job requeued = make_job("42", "u", "s", 3 * kHour, 5 * kHour, 0.8);
+  EXPECT_TRUE(store.add_completion(first));
+  EXPECT_TRUE(store.add_completion(requeued));
+  EXPECT_FALSE(store.add_completion(requeued));  // the same run read twice
+  EXPECT_FALSE(store.add_completion(first));
+  EXPECT_EQ(store.size(), 2u);
+  const KeyStats s = store.query("s", "u", 6 * kHour, Resource::kMem).exact;
+  EXPECT_EQ(s.count, 2);
+  EXPECT_DOUBLE_EQ(ex(s, Expert::kLast1), 0.8);
+  EXPECT_EQ(store.query("s", "u", 6 * kHour, Resource::kMem).user.count, 2);
+}
+
 TEST(HistoryStore, QueryBeforeWatermarkThrows) {
   HistoryStore store;
   store.advance_watermark(1000);

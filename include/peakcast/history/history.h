@@ -2,7 +2,7 @@
 //
 // One store serves batch replay (evaluation) and live use (the service): completions are added
 // as they end; a query at time t sees only completions with end_time < t (strict), whatever order
-// they were added in. Adding the same job_id twice is a no-op.
+// they were added in. Adding the same run (job_id and submit_time) twice is a no-op.
 //
 // Layout. Per key (exact script key, user) and resource, a series of labels sorted by
 // (end_time, submit_time, hash of job_id) -- the last two only break ties, so the order does not
@@ -29,8 +29,10 @@
 // std::logic_error. Completions that end after a query time stay invisible to it in all cases;
 // a late completion older than the kept entries is folded into them directly.
 //
-// Idempotence is by a 64-bit hash of job_id (a false match needs two distinct ids to collide:
-// about 3e-8 for a million jobs).
+// Idempotence is by run: a 64-bit hash of job_id and submit_time, as peakcastd's store keys a
+// completion (Slurm keeps the id of a job it requeues and resets its submit time, so a later run
+// is learned beside the first; until 2026-12-06 the key was job_id alone and the later run was
+// dropped). A false match needs two distinct runs to collide: about 3e-8 for a million jobs.
 //
 // Thread safety: const methods may run concurrently; add_completion and advance_watermark need
 // exclusive access (the service wraps the store in a shared_mutex).
@@ -185,7 +187,7 @@ class ExpertPriorAccumulator {
 class HistoryStore {
  public:
   HistoryStore();
-  // track_ids false: add_completion does not check job ids (the caller guarantees each job comes
+  // track_ids false: add_completion does not check runs (the caller guarantees each run comes
   // once, as peakcastd's database does), and the ~16 bytes a completion costs in the id set, the
   // one part of the store that grows with every completion whatever the watermark, are not spent.
   explicit HistoryStore(bool track_ids);
@@ -196,8 +198,9 @@ class HistoryStore {
   HistoryStore& operator=(const HistoryStore&) = delete;
 
   // Adds a finished job (its labels, valid flags and script_key must be filled). Jobs with no
-  // valid resource are ignored. Adding the same job_id twice is a no-op (returns false), unless
-  // the store was made with track_ids false.
+  // valid resource are ignored. Adding the same run (job_id and submit_ms) twice is a no-op
+  // (returns false), unless the store was made with track_ids false; another run of the same
+  // job_id (a requeued job's) is added.
   // An empty script_key or user means "no such key": that level is not recorded.
   bool add_completion(const Job& job);
 
