@@ -89,6 +89,36 @@ TEST(Qwen2Checkpoint, ShardedEqualsSingleFile) {
   EXPECT_EQ(sums->size(), 2u);
 }
 
+// A checkpoint opened once is hashed and loaded from the same bytes (the encoder pins the hash
+// beside the adapters): weights moved over the folder's file in between (as a download tool
+// replaces a file) change neither.
+TEST(Qwen2Checkpoint, AnOpenCheckpointLoadsTheBytesItHashed) {
+  REQUIRE_QWEN2_FIXTURES();
+  const std::string dir = testing::fresh_dir("replaced");
+  fs::copy_file(kQwen2Dir + "tiny-f32/config.json", dir + "/config.json");
+  fs::copy_file(kQwen2Dir + "tiny-f32/model.safetensors", dir + "/model.safetensors");
+  auto cfg = read_qwen2_config(dir);
+  auto ckpt = Checkpoint::open(dir);
+  ASSERT_TRUE(cfg.ok() && ckpt.ok());
+  const std::map<std::string, std::string> pinned = weight_file_sha256(*ckpt);
+  auto other = tiny_tensors();
+  RawTensor& norm = other.at("model.norm.weight");
+  for (size_t i = 0; i < norm.bytes.size(); i += 4) norm.bytes[i + 3] ^= 0x01;  // perturb
+  testing::write_safetensors(dir + "/other.safetensors", other);
+  fs::rename(dir + "/other.safetensors", dir + "/model.safetensors");
+  auto now = weight_file_sha256(dir);
+  ASSERT_TRUE(now.ok());
+  EXPECT_NE(*now, pinned) << "the folder holds other weights now";
+  EXPECT_EQ(pinned, *weight_file_sha256(kQwen2Dir + "tiny-f32"));
+  auto m = Qwen2Model::load(*cfg, *ckpt, dir, torch::kFloat32);
+  auto original = Qwen2Model::load(kQwen2Dir + "tiny-f32", torch::kFloat32);
+  auto replaced = Qwen2Model::load(dir, torch::kFloat32);
+  ASSERT_TRUE(m.ok() && original.ok() && replaced.ok()) << m.status().message();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(m->forward({1, 2, 3}), original->forward({1, 2, 3})));
+  EXPECT_FALSE(torch::equal(replaced->forward({1, 2, 3}), original->forward({1, 2, 3})));
+}
+
 TEST(Qwen2Checkpoint, UntiedHeadIsRead) {
   REQUIRE_QWEN2_FIXTURES();
   auto t = tiny_tensors();

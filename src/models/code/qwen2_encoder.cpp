@@ -64,24 +64,32 @@ Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
                                       cfg.device, static_cast<int>(*dtype));
   std::lock_guard<std::mutex> lock(mu);
   if (auto hit = cache[key].lock()) return hit;
-  auto sums = qwen2::weight_file_sha256(cfg.base);
-  if (!sums) return sums.status().with_context("encoder qwen2: base");
+  // Each file is read once, for its hash and for what is loaded from it, so the pin says what
+  // loaded even if the folder changes meanwhile: the weights are hashed from the checkpoint's own
+  // mapping (until 2026-12-06 they were opened twice, as config.json was read twice).
+  auto ckpt = qwen2::Checkpoint::open(cfg.base);
+  if (!ckpt) return ckpt.status().with_context("encoder qwen2: base");
+  std::map<std::string, std::string> sums = qwen2::weight_file_sha256(*ckpt);
   // The config (RoPE theta, norm eps, shapes) and the tokenizer decide what the adapters saw as
   // much as the weights do: pinned beside them, by file name. The tokenizer's text is read (and
   // gunzipped) once, for its hash and its parse (until 2026-12-06 BpeTokenizer::load read it again).
-  std::string tok_text;
-  for (const std::string& path : {cfg.base + "/config.json", tok_path}) {
+  const std::string config_path = cfg.base + "/config.json";
+  std::string config_text, tok_text;
+  for (const std::string& path : {config_path, tok_path}) {
     auto bytes = read_file(path);
     if (!bytes) return bytes.status().with_context("encoder qwen2: base");
-    (*sums)[std::filesystem::path(path).filename().string()] = sha256_hex(*bytes);
+    sums[std::filesystem::path(path).filename().string()] = sha256_hex(*bytes);
+    if (path == config_path) config_text = *bytes;
     if (path == tok_path) tok_text = std::move(bytes).value();
   }
-  auto model = Qwen2Model::load(cfg.base, *dtype, *device);
+  auto qcfg = qwen2::parse_qwen2_config(config_text, config_path);
+  if (!qcfg) return qcfg.status().with_context("encoder qwen2: base");
+  auto model = Qwen2Model::load(*qcfg, *ckpt, cfg.base, *dtype, *device);
   if (!model) return model.status().with_context("encoder qwen2: base");
   auto tok = features::BpeTokenizer::from_json(tok_text, tok_path, {.max_added_token_id = cfg.max_added_token_id});
   if (!tok) return tok.status().with_context("encoder qwen2: tokenizer");
   auto base = std::make_shared<Base>();
-  for (const auto& [file, sha] : *sums) base->sha256 += (base->sha256.empty() ? "" : ";") + file + "=" + sha;
+  for (const auto& [file, sha] : sums) base->sha256 += (base->sha256.empty() ? "" : ";") + file + "=" + sha;
   base->model = std::make_shared<const Qwen2Model>(std::move(model).value());
   base->tokenizer = std::make_shared<const features::BpeTokenizer>(std::move(tok).value());
   cache[key] = base;

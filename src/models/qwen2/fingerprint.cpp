@@ -10,9 +10,13 @@ namespace peakcast::models::qwen2 {
 Result<std::map<std::string, std::string>> weight_file_sha256(const std::string& dir) {
   auto c = Checkpoint::open(dir);
   if (!c) return c.status();
+  return weight_file_sha256(*c);
+}
+
+std::map<std::string, std::string> weight_file_sha256(const Checkpoint& ckpt) {
   std::map<std::string, std::string> out;
-  for (size_t i = 0; i < c->files().size(); ++i) {
-    out[std::filesystem::path(c->files()[i]).filename().string()] = sha256_hex(c->file_bytes(i));
+  for (size_t i = 0; i < ckpt.files().size(); ++i) {
+    out[std::filesystem::path(ckpt.files()[i]).filename().string()] = sha256_hex(ckpt.file_bytes(i));
   }
   return out;
 }

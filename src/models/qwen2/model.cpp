@@ -116,8 +116,15 @@ Result<Qwen2Model> Qwen2Model::load(const std::string& dir, torch::ScalarType dt
   if (!cfg) return cfg.status();
   auto ckpt = Checkpoint::open(dir);
   if (!ckpt) return ckpt.status();
+  return load(*cfg, *ckpt, dir, dtype, device);
+}
+
+Result<Qwen2Model> Qwen2Model::load(const Qwen2Config& config, const Checkpoint& checkpoint,
+                                    const std::string& dir, torch::ScalarType dtype, torch::Device device) {
+  if (auto st = config.validate(); !st) return st.with_context(dir + "/config.json");
+  const Checkpoint* ckpt = &checkpoint;
   Qwen2Model m;
-  m.cfg_ = *cfg;
+  m.cfg_ = config;
   m.dtype_ = dtype;
   m.device_ = device;
   const Qwen2Config& c = m.cfg_;

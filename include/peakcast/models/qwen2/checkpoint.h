@@ -89,5 +89,7 @@ class Checkpoint {
 
 // Lower-case hex SHA-256 of each weight file of the folder (what a LoRA manifest pins), by name.
 Result<std::map<std::string, std::string>> weight_file_sha256(const std::string& dir);
+// The same of a checkpoint already open: the bytes it maps, the ones its read() returns.
+std::map<std::string, std::string> weight_file_sha256(const Checkpoint& ckpt);
 
 }  // namespace peakcast::models::qwen2

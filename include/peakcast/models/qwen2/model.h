@@ -52,6 +52,11 @@ class Qwen2Model {
   // (a bare Qwen2Model's folder, names without "model.", may have none).
   static Result<Qwen2Model> load(const std::string& dir, torch::ScalarType dtype,
                                  torch::Device device = torch::kCPU);
+  // The same from a config and a checkpoint already read (`dir` names them in messages): a caller
+  // that also hashes the files (the encoder pins them) reads each once, so what it pins is what
+  // it loaded, even if the folder's files are replaced in between.
+  static Result<Qwen2Model> load(const Qwen2Config& cfg, const Checkpoint& ckpt, const std::string& dir,
+                                 torch::ScalarType dtype, torch::Device device = torch::kCPU);
   // Random weights of the given shape (benches): N(0, 0.02) matrices and biases, norms 1.
   static Qwen2Model random(const Qwen2Config& cfg, torch::ScalarType dtype, torch::Device device,
                            uint64_t seed);
