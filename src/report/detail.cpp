@@ -2,7 +2,8 @@
 // with the history that had ended before the job's submission (no leakage), and every job's
 // requested and used memory for the usage plots.
 #include <algorithm>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -127,16 +128,18 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     add_predictions(test[i], preds[i], answers[i], o.bound_coverage, d.predictions);
   }
   // Usage: every job with a memory request and peak; test jobs with the recommended request.
-  std::unordered_map<std::string, uint64_t> recommended;
+  // Keyed by run: Slurm keeps the id of a job it requeues and resets its submit time, so an id
+  // alone put a later run's recommendation on the earlier runs too (until 2026-12-06).
+  std::map<std::pair<std::string, int64_t>, uint64_t> recommended;
   for (size_t i = 0; i < test.size() && i < answers.size(); ++i) {
-    if (answers[i].recommended_bytes) recommended[test[i].job_id] = *answers[i].recommended_bytes;
+    if (answers[i].recommended_bytes) recommended[{test[i].job_id, test[i].submit_ms}] = *answers[i].recommended_bytes;
   }
   for (const Job& j : jobs) {
     if (!j.req_mem_bytes || !j.peak_mem_bytes) continue;
     UsagePoint u{j.user, j.account, j.partition, end_seconds(j),
                  static_cast<double>(*j.req_mem_bytes) / kGB,
                  static_cast<double>(*j.peak_mem_bytes) / kGB, std::nullopt};
-    if (auto it = recommended.find(j.job_id); it != recommended.end()) {
+    if (auto it = recommended.find({j.job_id, j.submit_ms}); it != recommended.end()) {
       u.recommended_gb = static_cast<double>(it->second) / kGB;
     }
     d.usage.push_back(std::move(u));

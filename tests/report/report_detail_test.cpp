@@ -145,5 +145,24 @@ TEST(ReportDetail, TheUsageCapKeepsWholeDays) {
   EXPECT_GT(d->usage.size() + before->second, o.max_usage_points);
 }
 
+// Slurm keeps the id of a job it requeues and resets its submit time: an earlier run of a test
+// job's id is another run, and the request peakcastd would have recommended to the test job's run
+// is not drawn on it (it was, when the usage section looked recommendations up by job id).
+TEST(ReportDetail, ARecommendationIsDrawnOnItsOwnRunOnly) {
+  std::vector<Job> jobs = synth_jobs();
+  std::vector<size_t> with_usage;  // the jobs the usage section draws, in its order
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].req_mem_bytes && jobs[i].peak_mem_bytes) with_usage.push_back(i);
+  }
+  ASSERT_GT(with_usage.size(), 2u);
+  const size_t earlier = with_usage.front(), later = with_usage.back();  // a training job, a test job
+  jobs[earlier].job_id = jobs[later].job_id;
+  auto d = build_detail(jobs, small_model());
+  ASSERT_TRUE(d) << d.status().message();
+  ASSERT_EQ(d->usage.size(), with_usage.size());
+  ASSERT_TRUE(d->usage.back().recommended_gb) << "the test job's run has a recommendation";
+  EXPECT_FALSE(d->usage.front().recommended_gb) << "the earlier run took the test run's recommendation";
+}
+
 }  // namespace
 }  // namespace peakcast::report
