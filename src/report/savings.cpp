@@ -47,7 +47,10 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
   });
   if (out.partitions.size() > kPartitionRows) {
     RecommendationOutcome::Partition other;
+    // Called what no partition is, as the usage section's rest (a partition called "other (6
+    // partitions)" read as the rest's row until 2026-12-06).
     other.name = fmt::format("other ({} partitions)", out.partitions.size() - (kPartitionRows - 1));
+    while (by_partition.contains(other.name)) other.name += "*";
     for (size_t i = kPartitionRows - 1; i < out.partitions.size(); ++i) {
       other.asked.add(out.partitions[i].asked);
       other.answered.add(out.partitions[i].answered);

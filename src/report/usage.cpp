@@ -1,6 +1,6 @@
 // Requested vs used memory over time per user, account and partition: daily sums of the jobs
 // that ended that day, the 8 largest groups by requested memory by name and the rest as one
-// "other (N users)" group (a name no user, account or partition has: it has spaces).
+// "other (N users)" group (with a "*" added while a user, account or partition is called so).
 #include <algorithm>
 #include <ctime>
 #include <map>
@@ -52,12 +52,23 @@ std::vector<std::string> ranked_groups(const std::vector<UsagePoint>& usage, int
 // 2026-12-06 they were "(none)", and a user called "(none)" took their sums).
 class GroupLabels {
  public:
-  GroupLabels(const std::vector<std::string>& ranked, int dim) : none_(fmt::format("(no {})", kDims[dim])) {
-    while (std::find(ranked.begin(), ranked.end(), none_) != ranked.end()) none_ += "*";
-  }
+  GroupLabels(const std::vector<std::string>& ranked, int dim)
+      : ranked_(ranked), dim_(dim), none_(unused(fmt::format("(no {})", kDims[dim]))) {}
   const std::string& operator()(const std::string& name) const { return name.empty() ? none_ : name; }
+  // The group of the `others` smallest, "other (N users)", starred the same way: a user may be
+  // called that too (until 2026-12-06 one was, in a plot, summed with the rest).
+  std::string rest(size_t others) const {
+    return unused(fmt::format("other ({} {}s)", others, kDims[dim_]));
+  }
 
  private:
+  std::string unused(std::string label) const {
+    while (std::find(ranked_.begin(), ranked_.end(), label) != ranked_.end()) label += "*";
+    return label;
+  }
+
+  const std::vector<std::string>& ranked_;
+  int dim_;
   std::string none_;
 };
 
@@ -87,12 +98,9 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
     const GroupLabels label(ranked, dim);
     std::map<std::string, bool> top;
     for (size_t i = 0; i < ranked.size() && i < kTopGroups; ++i) top[ranked[i]] = true;
-    // Not "other": a user, account or partition may be called that, and its line would take the
-    // rest's sums.
-    const std::string rest =
-        ranked.size() > kTopGroups
-            ? fmt::format("other ({} {}s)", ranked.size() - kTopGroups, kDims[dim])
-            : std::string();
+    // Not "other", nor "other (N users)" where a user is called so: a user, account or partition
+    // may be, and its line would take the rest's sums.
+    const std::string rest = ranked.size() > kTopGroups ? label.rest(ranked.size() - kTopGroups) : std::string();
     std::map<std::pair<std::string, int64_t>, DaySums> sums;
     for (const UsagePoint& p : usage) {
       const std::string& g = group_of(p, dim);
@@ -161,7 +169,7 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
       const DaySums& s = g[i];
       if (s.jobs == 0) continue;
       const std::string name =
-          i < named ? label(ranked[i]) : fmt::format("other ({} {}s)", ranked.size() - named, kDims[dim]);
+          i < named ? label(ranked[i]) : label.rest(ranked.size() - named);
       const double n = static_cast<double>(s.jobs);
       const double k = static_cast<double>(s.recommended_jobs);
       const std::string their_request = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended_requested / k) : "";

@@ -148,6 +148,27 @@ TEST(ReportSavings, JobsWithoutAPartitionAreNotAPartitionCalledNone) {
   EXPECT_NE(table.find("<td>(no partition)*</td><td>1</td><td>7.0</td>"), std::string::npos) << table;
 }
 
+// A partition literally called "other (6 partitions)" among the 19 named is not the row of the
+// six others: that row takes a name no partition has.
+TEST(ReportSavings, APartitionCalledLikeTheRestIsNotTheRest) {
+  std::vector<Job> test;
+  std::vector<DaemonAnswer> answers;
+  for (int i = 0; i < 25; ++i) {  // partition pI wastes 8 - 1 = 7 x (i + 1) h at its request
+    test.push_back(job(i, 8, 1, i + 1, i == 24 ? "other (6 partitions)" : "p" + std::to_string(i)));
+    answers.push_back(recommend(4));
+  }
+  const std::optional<RecommendationOutcome> outcome = recommendation_outcome(test, answers);
+  ASSERT_TRUE(outcome.has_value());
+  ASSERT_EQ(outcome->partitions.size(), kPartitionRows);
+  EXPECT_EQ(outcome->partitions.front().name, "other (6 partitions)");
+  EXPECT_EQ(outcome->partitions.front().asked.jobs, 1u);
+  EXPECT_EQ(outcome->partitions.back().name, "other (6 partitions)*");
+  EXPECT_EQ(outcome->partitions.back().asked.jobs, 6u);
+  const std::string table = partition_table(outcome->partitions);
+  EXPECT_NE(table.find("<td>other (6 partitions)</td><td>1</td><td>175.0</td>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<td>other (6 partitions)*</td><td>6</td><td>147.0</td>"), std::string::npos) << table;
+}
+
 TEST(ReportSavings, OnePartitionNeedsNoPartitionTable) {
   const std::optional<RecommendationOutcome> outcome =
       recommendation_outcome({job(0, 8, 1, 1), job(1, 8, 2, 1)}, {recommend(4), recommend(4)});

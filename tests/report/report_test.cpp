@@ -502,6 +502,36 @@ TEST(ReportUsage, AUserCalledNoneIsNotTheJobsWithoutAUser) {
   EXPECT_NE(starred.find("<td>user</td><td>(no user)*</td><td>2</td><td>4.00</td>"), std::string::npos) << starred;
 }
 
+// A user literally called "other (2 users)" is not the rest of the users when the rest are two:
+// its line and its row keep its own sums, and the rest take a label no user has (a "*" added, as
+// for the jobs without a user).
+TEST(ReportUsage, AUserCalledLikeTheRestIsNotTheRest) {
+  const std::string called = "other (2 users)";
+  ReportInput in;
+  // Ten users: `called` (100 GB) and u0..u8 (10..2 GB); the plot names 8, u7 and u8 (3 + 2 GB) are the rest.
+  in.usage.push_back({called, "acct", "part", 86400, 100.0, 1.0, std::nullopt});
+  for (int u = 0; u < 9; ++u) in.usage.push_back({"u" + std::to_string(u), "acct", "part", 86400, 10.0 - u, 1.0, std::nullopt});
+  std::map<std::string, std::pair<double, size_t>> requested;  // group: gb, jobs
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "usage-user") continue;
+    for (const json& row : p.spec.at("data").at("values")) {
+      if (row.at("kind") == "requested") {
+        requested[row.at("group").get<std::string>()] = {row.at("gb").get<double>(), row.at("jobs").get<size_t>()};
+      }
+    }
+  }
+  EXPECT_EQ(requested.size(), 9u);
+  EXPECT_EQ(requested[called], (std::pair<double, size_t>{100.0, 1}));
+  EXPECT_EQ(requested[called + "*"], (std::pair<double, size_t>{5.0, 2}));
+  // Twenty-two users: `called` and u0..u20 (50..30 GB); the table names 20, u19 and u20 (31 + 30 GB)
+  // are the rest.
+  in.usage.resize(1);
+  for (int u = 0; u < 21; ++u) in.usage.push_back({"u" + std::to_string(u), "acct", "part", 86400, 50.0 - u, 1.0, std::nullopt});
+  const std::string t = usage_table(in.usage);
+  EXPECT_NE(t.find("<td>user</td><td>" + called + "</td><td>1</td><td>100.00</td>"), std::string::npos) << t;
+  EXPECT_NE(t.find("<td>user</td><td>" + called + "*</td><td>2</td><td>30.50</td>"), std::string::npos) << t;
+}
+
 // The recommended requests sit beside what the same jobs requested, not beside every job's mean.
 TEST(ReportUsage, TableShowsTheRequestOfTheJobsWithARecommendation) {
   const std::vector<UsagePoint> usage = {
