@@ -81,7 +81,7 @@ json eval_rows(const json& eval) {
   json rows = json::array();
   for (const json& e : eval.at("results")) {
     json row = {{"method", e.at("method")}, {"resource", e.at("resource")}, {"mae", e.at("mae")},
-                {"n", e.value("n", 0)}, {"acc10", e.value("acc10", 0.0)}};
+                {"n", e.value("n", int64_t{0})}, {"acc10", e.value("acc10", 0.0)}};
     if (const json sd = seed_sd_mae(e); sd.is_number()) row["mae_sd"] = sd;
     rows.push_back(row);
   }
@@ -110,10 +110,10 @@ std::vector<Plot> subgroup_plots(const json& eval) {
   for (const json& e : eval.at("results")) {
     if (!e.contains("subgroups") || !e["subgroups"].is_object()) continue;
     for (auto it = e["subgroups"].begin(); it != e["subgroups"].end(); ++it) {
-      if (it->value("n", 0) == 0) continue;
+      if (it->value("n", int64_t{0}) == 0) continue;
       by_resource[e.at("resource").get<std::string>()].push_back(
           {{"method", e.at("method")}, {"subgroup", it.key()}, {"mae", it->value("mae", 0.0)},
-           {"n", it->value("n", 0)}, {"acc10", it->value("acc10", 0.0)}});
+           {"n", it->value("n", int64_t{0})}, {"acc10", it->value("acc10", 0.0)}});
     }
   }
   std::vector<Plot> out;
@@ -192,7 +192,7 @@ std::vector<Plot> routing_plots(const json& eval) {
     const std::string method = e.at("method").get<std::string>();
     if (e.contains("latency_us") && e["latency_us"].is_object() && timed.insert(method).second) {
       for (auto it = e["latency_us"].begin(); it != e["latency_us"].end(); ++it) {
-        latency.push_back({{"method", method}, {"route", it.key()}, {"n", it->value("n", 0)},
+        latency.push_back({{"method", method}, {"route", it.key()}, {"n", it->value("n", int64_t{0})},
                            {"p50", it->value("p50", 0.0)}, {"p99", it->value("p99", 0.0)}});
       }
     }

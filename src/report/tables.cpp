@@ -1,6 +1,7 @@
 // The report's tables (sorted in the page by clicking a header: html.cpp's script reads each
 // cell's data-sort, else its text) and the checks and sums behind them.
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -65,6 +66,18 @@ Status number_if_present(const json& o, const char* key, const std::string& wher
   return Status::invalid(where + "." + key + ": not a number");
 }
 
+// `key` of `o` is a count (a whole number from 0 to 2^53), or absent. The page reads it as an
+// integer: nlohmann converts a float with a cast, undefined out of the type's range (1e10).
+Status count_if_present(const json& o, const char* key, const std::string& where) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_number_unsigned()) return Status::ok();
+  if (it->is_number()) {
+    const double d = it->get<double>();
+    if (d >= 0 && d <= 9007199254740992.0 && d == std::floor(d)) return Status::ok();
+  }
+  return Status::invalid(where + "." + key + ": not a count (a whole number >= 0)");
+}
+
 // `key` of `o` is an object, or absent or null (the page leaves its part out).
 Status object_if_present(const json& o, const std::string& key, const std::string& where) {
   auto it = o.find(key);
@@ -96,9 +109,8 @@ Status check_eval_json(const json& j, const std::string& source) {
       if (!e.contains(key) || !e[key].is_string()) return Status::invalid(where + "." + key + ": missing or not text");
     }
     if (!e.contains("mae") || !e["mae"].is_number()) return Status::invalid(where + ".mae: missing or not a number");
-    for (const char* key : {"n", "acc10"}) {
-      if (Status s = number_if_present(e, key, where); !s) return s;
-    }
+    if (Status s = count_if_present(e, "n", where); !s) return s;
+    if (Status s = number_if_present(e, "acc10", where); !s) return s;
     for (const std::string& key : std::vector<std::string>{"subgroups", "routes", "latency_us", "routing",
                                                            "mae_diff_vs_" + baseline}) {
       if (Status s = object_if_present(e, key, where); !s) return s;
@@ -117,7 +129,7 @@ Status check_eval_json(const json& j, const std::string& source) {
       for (auto it = g->begin(); it != g->end(); ++it) {
         const std::string at = where + ".subgroups." + it.key();
         if (!it->is_object()) return Status::invalid(at + ": not an object");
-        if (Status s = number_if_present(*it, "n", at); !s) return s;
+        if (Status s = count_if_present(*it, "n", at); !s) return s;
         // An empty subgroup (n 0) has null scores; the page shows none.
         const json n = it->value("n", json(0));
         if (n.get<double>() == 0) continue;
@@ -135,7 +147,8 @@ Status check_eval_json(const json& j, const std::string& source) {
       for (auto it = l->begin(); it != l->end(); ++it) {
         const std::string at = where + ".latency_us." + it.key();
         if (!it->is_object()) return Status::invalid(at + ": not an object");
-        for (const char* key : {"n", "p50", "p99"}) {
+        if (Status s = count_if_present(*it, "n", at); !s) return s;
+        for (const char* key : {"p50", "p99"}) {
           if (Status s = number_if_present(*it, key, at); !s) return s;
         }
       }

@@ -150,6 +150,10 @@ TEST(ReportEval, EveryFieldThePageReadsIsChecked) {
       {R"(/results/0/latency_us/exact_script)", "1"},
       {R"(/results/1/latency_us/bypass/p99)", "null"},
       {R"(/results/1/latency_us/bypass/n)", "\"ten\""},
+      // counts the page reads as integers (nlohmann's cast of 1e300 to one: undefined)
+      {R"(/results/0/n)", "1e300"},
+      {R"(/results/0/subgroups/exact_script/n)", "-1"},
+      {R"(/results/1/latency_us/bypass/n)", "2.5"},
   };
   for (const auto& [pointer, value] : cases) {
     json eval = sample_eval();
