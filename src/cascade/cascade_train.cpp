@@ -281,20 +281,22 @@ void assert_disjoint(const TrainingInput& in, const CodeModelSight& sight,
                              " is in the code model's training or early-stopping set");
     }
   }
-  std::unordered_set<std::string> all_ids;
+  // By run: job id and submit time (a job Slurm requeued keeps its id; its runs are jobs of their own).
+  const auto run = [&](size_t p) { return in.jobs[p].job->job_id + '\x1f' + std::to_string(in.jobs[p].job->submit_ms); };
+  std::unordered_set<std::string> all_runs;
   bool unique = true;
-  for (const TrainingJob& t : in.jobs) unique = all_ids.insert(t.job->job_id).second && unique;
+  for (size_t p = 0; p < in.jobs.size(); ++p) unique = all_runs.insert(run(p)).second && unique;
   if (!unique) {
-    peakcast::log(LogLevel::kWarn, "cascade: job ids are not unique in this trace; the leakage check "
-                         "relies on positions only");
+    peakcast::log(LogLevel::kWarn, "cascade: runs (job id and submit time) are not unique in this trace; "
+                         "the leakage check relies on positions only");
     return;
   }
-  std::unordered_set<std::string> code_ids;
-  for (size_t p : code_pos) code_ids.insert(in.jobs[p].job->job_id);
+  std::unordered_set<std::string> code_runs;
+  for (size_t p : code_pos) code_runs.insert(run(p));
   for (size_t p : used) {
-    if (code_ids.count(in.jobs[p].job->job_id) != 0) {
-      throw std::logic_error("cascade: leakage: job id " + in.jobs[p].job->job_id +
-                             " trained both the code model and the gate/fusion");
+    if (code_runs.count(run(p)) != 0) {
+      throw std::logic_error("cascade: leakage: job id " + in.jobs[p].job->job_id + " submitted at " +
+                             std::to_string(in.jobs[p].job->submit_ms) + " ms trained both the code model and the gate/fusion");
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cascade/cascade_internal.h"
+#include "peakcast/core/log.h"
 #include "cascade/cascade_fixtures.h"
 
 namespace peakcast::cascade {
@@ -71,6 +72,37 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
     EXPECT_GT(examples, 0u) << "the property must be exercised on real examples";
     for (const std::string& id : s.policy) EXPECT_EQ(code.count(id), 0u) << id;
   }
+}
+
+// A job Slurm requeued keeps its id and gets a new submit time: its runs are jobs of their own
+// (as peakcastd's store and the history replay key them). The leakage check by id stood down with
+// a warning ("job ids are not unique") whenever a trace read from a --db held two runs of one id;
+// it tells runs apart by id and submit time now, and still stands down for the same run twice.
+TEST(CascadeProtocol, TheLeakageCheckTellsARequeuedJobsRunsApart) {
+  std::vector<Job> jobs = synth_jobs(600, 11);
+  jobs[450].job_id = jobs[10].job_id;  // a later run of job 10's id
+  std::vector<std::string> warnings;
+  set_log_sink([&](LogLevel level, std::string_view m) {
+    if (level == LogLevel::kWarn) warnings.emplace_back(m);
+  });
+  auto model = CascadeModel::train(make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2)), tiny_config());
+  set_log_sink({});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const auto stood_down = [&] {
+    return std::any_of(warnings.begin(), warnings.end(),
+                       [](const std::string& w) { return w.find("not unique") != std::string::npos; });
+  };
+  EXPECT_FALSE(stood_down());
+  jobs[450].submit_ms = jobs[10].submit_ms;  // the same run twice: positions only, and it says so
+  std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
+  warnings.clear();
+  set_log_sink([&](LogLevel level, std::string_view m) {
+    if (level == LogLevel::kWarn) warnings.emplace_back(m);
+  });
+  model = CascadeModel::train(make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2)), tiny_config());
+  set_log_sink({});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_TRUE(stood_down());
 }
 
 TEST(CascadeProtocol, GuardRefusesOutputsForJobsTheCodeModelSaw) {
