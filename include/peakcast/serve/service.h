@@ -125,7 +125,8 @@ class Service {
   std::unique_ptr<SizingState> sizing_;
 
   mutable std::shared_mutex history_mu_;
-  // Each completion comes once (the store's job_id key): no id set, which grew with every one.
+  // Each completion comes once (the store keys one per run: job id and submit time): no id set,
+  // which grew with every one.
   history::HistoryStore history_{/*track_ids=*/false};
   int64_t last_sweep_s_ = 0;  // forget_old_history(); history_mu_
 
