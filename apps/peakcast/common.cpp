@@ -36,18 +36,6 @@ CLI::Validator number_check(bool zero_allowed) {
 
 }  // namespace
 
-CLI::Validator finite_range(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        const std::optional<double> v = parse_double(text);
-        if (!v || !std::isfinite(*v) || *v < lo || *v > hi) {
-          return fmt::format("must be a number from {} to {}, got '{}'", lo, hi, text);
-        }
-        return {};
-      },
-      fmt::format("[{} - {}]", lo, hi));
-}
-
 CLI::Validator positive_number() { return number_check(false); }
 CLI::Validator non_negative_number() { return number_check(true); }
 

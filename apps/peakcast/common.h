@@ -15,6 +15,7 @@
 #include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
 #include "peakcast/ingest/reader.h"
+#include "cli_checks.h"
 
 namespace peakcast::app {
 
@@ -25,8 +26,6 @@ CLI::Validator non_negative_number();
 // A seed: a whole number from 0 to 2^62 (XGBoost reads its seed as a signed 64-bit integer, and
 // --seeds N adds up to N - 1 to it); non_negative_number's check first, with its messages.
 CLI::Validator seed_number();
-// A finite number from lo to hi: CLI::Range lets "nan" through (both its comparisons are false).
-CLI::Validator finite_range(double lo, double hi);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the system failed us (disk, internal error)

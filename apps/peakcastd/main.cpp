@@ -4,18 +4,15 @@
 #include <signal.h>
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "peakcast/cascade/predictor.h"
 #include "peakcast/core/log.h"
-#include "peakcast/core/units.h"
 #include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/http_server.h"
 #include "peakcast/serve/model_slot.h"
@@ -23,6 +20,7 @@
 #include "peakcast/serve/signal_pipe.h"
 #include "peakcast/serve/slurm_sync.h"
 #include "peakcast/serve/sync_loop.h"
+#include "cli_checks.h"
 
 namespace {
 
@@ -30,19 +28,7 @@ using namespace peakcast;
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 
-// A number of seconds or a share from lo to hi. CLI::Range lets "nan" through (both of its
-// comparisons are false), and a NaN timeout reached a cast to time_t (undefined) at start.
-CLI::Validator finite_range(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        const std::optional<double> v = parse_double(text);
-        if (!v || !std::isfinite(*v) || *v < lo || *v > hi) {
-          return fmt::format("must be a number from {} to {}, got '{}'", lo, hi, text);
-        }
-        return {};
-      },
-      fmt::format("[{} - {}]", lo, hi));
-}
+using app::finite_range;
 
 int fail(const Status& s) {
   std::cerr << "peakcastd: error: " << s.message() << "\n";

@@ -479,14 +479,9 @@ TEST(ReportUsage, ALastDayBiggerThanTheCapIsSampledEvenlyAndSaysSo) {
   EXPECT_NE(note->find("sums are of the sample only"), std::string::npos) << *note;
 }
 
-// A user called "(none)" is not the jobs without a user (until 2026-12-06 both were "(none)",
-// one line and one row with both's sums); the jobs without one never share a name with a user.
-TEST(ReportUsage, AUserCalledNoneIsNotTheJobsWithoutAUser) {
-  ReportInput in;
-  in.usage = {{"", "acct", "part", 86400, 4.0, 1.0, std::nullopt},
-              {"", "acct", "part", 86400, 4.0, 1.0, std::nullopt},
-              {"(none)", "acct", "part", 86400, 10.0, 1.0, std::nullopt}};
-  std::map<std::string, std::pair<double, size_t>> requested;  // group: gb, jobs
+// The usage-by-user plot's "requested" rows: group -> (GB, jobs).
+std::map<std::string, std::pair<double, size_t>> requested_by_user(const ReportInput& in) {
+  std::map<std::string, std::pair<double, size_t>> requested;
   for (const Plot& p : make_plots(in)) {
     if (p.id != "usage-user") continue;
     for (const json& row : p.spec.at("data").at("values")) {
@@ -495,6 +490,17 @@ TEST(ReportUsage, AUserCalledNoneIsNotTheJobsWithoutAUser) {
       }
     }
   }
+  return requested;
+}
+
+// A user called "(none)" is not the jobs without a user (until 2026-12-06 both were "(none)",
+// one line and one row with both's sums); the jobs without one never share a name with a user.
+TEST(ReportUsage, AUserCalledNoneIsNotTheJobsWithoutAUser) {
+  ReportInput in;
+  in.usage = {{"", "acct", "part", 86400, 4.0, 1.0, std::nullopt},
+              {"", "acct", "part", 86400, 4.0, 1.0, std::nullopt},
+              {"(none)", "acct", "part", 86400, 10.0, 1.0, std::nullopt}};
+  const auto requested = requested_by_user(in);
   EXPECT_EQ(requested, (std::map<std::string, std::pair<double, size_t>>{{"(none)", {10.0, 1}}, {"(no user)", {8.0, 2}}}));
   const std::string t = usage_table(in.usage);
   EXPECT_NE(t.find("<td>user</td><td>(none)</td><td>1</td><td>10.00</td>"), std::string::npos) << t;
@@ -515,15 +521,7 @@ TEST(ReportUsage, AUserCalledLikeTheRestIsNotTheRest) {
   // Ten users: `called` (100 GB) and u0..u8 (10..2 GB); the plot names 8, u7 and u8 (3 + 2 GB) are the rest.
   in.usage.push_back({called, "acct", "part", 86400, 100.0, 1.0, std::nullopt});
   for (int u = 0; u < 9; ++u) in.usage.push_back({"u" + std::to_string(u), "acct", "part", 86400, 10.0 - u, 1.0, std::nullopt});
-  std::map<std::string, std::pair<double, size_t>> requested;  // group: gb, jobs
-  for (const Plot& p : make_plots(in)) {
-    if (p.id != "usage-user") continue;
-    for (const json& row : p.spec.at("data").at("values")) {
-      if (row.at("kind") == "requested") {
-        requested[row.at("group").get<std::string>()] = {row.at("gb").get<double>(), row.at("jobs").get<size_t>()};
-      }
-    }
-  }
+  auto requested = requested_by_user(in);
   EXPECT_EQ(requested.size(), 9u);
   EXPECT_EQ(requested[called], (std::pair<double, size_t>{100.0, 1}));
   EXPECT_EQ(requested[called + "*"], (std::pair<double, size_t>{5.0, 2}));

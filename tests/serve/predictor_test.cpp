@@ -44,11 +44,8 @@ TEST(LoadPredictor, RefusesNewerVersionsUnknownKindsAndKeys) {
   EXPECT_FALSE(load_predictor(dir.file("absent")).ok());
 }
 
-// A request's capacity can pass 2^64 bytes (a JSON body may give 1e7 GPUs of 1.8e19 bytes each):
-// the answer is saturated, not the value an out-of-range llround happens to give (2^63 on x86-64).
-TEST(HistoryPredictor, BytesPastTwoToThe64AreSaturated) {
-  HistoryPredictor p(HistoryPredictorConfig{});
-  history::HistoryStore h;
+// Job "1" of user u, script s: 1000 bytes asked, `peak_mem` used; one GPU of 100 bytes, 80 used.
+Job completed_job(uint64_t peak_mem) {
   Job done;
   done.job_id = "1";
   done.user = "u";
@@ -56,12 +53,20 @@ TEST(HistoryPredictor, BytesPastTwoToThe64AreSaturated) {
   done.submit_ms = 10;
   done.end_ms = 20;
   done.req_mem_bytes = 1000;
-  done.peak_mem_bytes = 900;
+  done.peak_mem_bytes = peak_mem;
   done.req_gpus = 1;
   done.gpu_mem_bytes = 100;
   done.peak_vram_bytes = 80;
   compute_labels(done);
-  h.add_completion(done);
+  return done;
+}
+
+// A request's capacity can pass 2^64 bytes (a JSON body may give 1e7 GPUs of 1.8e19 bytes each):
+// the answer is saturated, not the value an out-of-range llround happens to give (2^63 on x86-64).
+TEST(HistoryPredictor, BytesPastTwoToThe64AreSaturated) {
+  HistoryPredictor p(HistoryPredictorConfig{});
+  history::HistoryStore h;
+  h.add_completion(completed_job(900));
   Job q;
   q.job_id = "huge";
   q.user = "u";
@@ -81,19 +86,7 @@ TEST(HistoryPredictor, HierarchyAndBytes) {
   c.fallback = {0.3, 0.6};
   HistoryPredictor p(c);
   history::HistoryStore h;
-  Job done;
-  done.job_id = "1";
-  done.user = "u";
-  done.script_key = "s";
-  done.submit_ms = 10;
-  done.end_ms = 20;
-  done.req_mem_bytes = 1000;
-  done.peak_mem_bytes = 400;
-  done.req_gpus = 1;
-  done.gpu_mem_bytes = 100;
-  done.peak_vram_bytes = 80;
-  compute_labels(done);
-  h.add_completion(done);
+  h.add_completion(completed_job(400));
 
   Job q;
   q.job_id = "pending";
