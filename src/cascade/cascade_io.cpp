@@ -125,6 +125,7 @@ json sets_json(const TrainingSets& s) {
   }
   return {{"code_fit", s.code_fit}, {"code_early_stopping", s.code_early_stopping},
           {"gate_fusion", s.gate_fusion}, {"policy", s.policy},
+          {"code_fit_purged", s.code_fit_purged},
           {"gate_fusion_purged", s.gate_fusion_purged},
           {"fusion_censored_dropped", s.fusion_censored_dropped},
           {"gate", gate}, {"fusion", fusion}};
@@ -147,6 +148,7 @@ TrainingSets sets_from_json(const json& j) {
     const Result<size_t> n = count_in(j, key);
     return n ? *n : size_t{0};
   };
+  s.code_fit_purged = count("code_fit_purged");  // 0 in models trained before the purge
   s.gate_fusion_purged = count("gate_fusion_purged");
   s.fusion_censored_dropped = count("fusion_censored_dropped");
   for (Resource r : kResources) {
@@ -239,6 +241,7 @@ Result<json> save_tree_route(const std::filesystem::path& base, const CascadeMod
 json training_json(const CascadeTrainReport& report) {
   const TrainingSets& s = report.sets;
   return {{"code_fit", s.code_fit.size()},
+          {"code_fit_purged", s.code_fit_purged},
           {"code_early_stopping", s.code_early_stopping.size()},
           {"gate_fusion", s.gate_fusion.size()},
           {"gate_fusion_purged", s.gate_fusion_purged},

@@ -40,6 +40,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 struct Blocks {
   std::vector<size_t> code_fit, code_es, gate_fusion, policy;
+  std::vector<size_t> code_fit_purged;  // train jobs still running when early stopping starts
+  std::vector<size_t> code_refit;       // code_fit with the purged jobs back in, submit order
+  std::vector<size_t> train;            // the whole train block, submit order
   size_t gate_fusion_purged = 0;
 };
 
@@ -61,9 +64,23 @@ Result<Blocks> make_blocks(const TrainingInput& in, const CascadeConfig& cfg) {
   if (train.size() < 2) return Status::invalid("cascade: the train block needs at least 2 jobs");
   if (val.size() < 2) return Status::invalid("cascade: the validation block needs at least 2 jobs");
   Blocks b;
+  b.train = train;
   const size_t n_es = share_count(train.size(), cfg.code_holdout_share);
-  b.code_fit.assign(train.begin(), train.end() - static_cast<std::ptrdiff_t>(n_es));
   b.code_es.assign(train.end() - static_cast<std::ptrdiff_t>(n_es), train.end());
+  // The fit set's labels must be known when the early-stopping set starts, as the split's
+  // completion-boundary purge asks of train against validation: a fit job still running then
+  // would tell the choice of epoch (and the tree route's rounds) about its own time.
+  const int64_t first_es_submit = in.jobs[b.code_es.front()].job->submit_ms;
+  b.code_refit.assign(train.begin(), train.end() - static_cast<std::ptrdiff_t>(n_es));
+  for (size_t p : b.code_refit) {
+    (in.jobs[p].job->end_ms >= first_es_submit ? b.code_fit_purged : b.code_fit).push_back(p);
+  }
+  if (b.code_fit.empty()) {
+    return Status::invalid(fmt::format(
+        "cascade: every one of the {} code-model fit jobs ended at or after the first early-stopping "
+        "submission (the purge at that boundary emptied the fit set); lower code_holdout_share or "
+        "train on a longer trace", b.code_fit_purged.size()));
+  }
   const size_t n_fit = share_count(val.size(), cfg.fit_share_of_validation);
   b.policy.assign(val.begin() + static_cast<std::ptrdiff_t>(n_fit), val.end());
   const int64_t first_policy_submit = in.jobs[b.policy.front()].job->submit_ms;
@@ -362,21 +379,20 @@ std::unique_ptr<CascadeModel::Impl> new_impl(const TrainingInput& in, const Casc
   rep.sets.code_early_stopping = ids_of(in, b.code_es);
   rep.sets.gate_fusion = ids_of(in, b.gate_fusion);
   rep.sets.policy = ids_of(in, b.policy);
+  rep.sets.code_fit_purged = b.code_fit_purged.size();
   rep.sets.gate_fusion_purged = b.gate_fusion_purged;
-  for (const std::vector<size_t>* block : {&b.code_fit, &b.code_es}) {
-    for (size_t p : *block) {
-      for (Resource r : kResources) rep.labelled[idx(r)] += in.jobs[p].job->is_valid(r) ? 1 : 0;
-    }
+  for (size_t p : b.train) {  // every label the code model saw (the purged ones in its refit)
+    for (Resource r : kResources) rep.labelled[idx(r)] += in.jobs[p].job->is_valid(r) ? 1 : 0;
   }
   return impl;
 }
 
 void log_training(const Blocks& b, const CascadeModel::Impl& m) {
   peakcast::log(LogLevel::kInfo,
-      fmt::format("cascade: code fit {} / early stop {}, gate+fusion {} (purged {}), policy {}; "
+      fmt::format("cascade: code fit {} (purged {}) / early stop {}, gate+fusion {} (purged {}), policy {}; "
                   "mem {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f}); "
                   "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
-                  b.code_fit.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
+                  b.code_fit.size(), b.code_fit_purged.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
                   b.policy.size(), history::expert_name(m.policy[0].expert),
                   m.policy[0].history_only_text(), m.policy[0].tau,
                   m.policy[0].policy_mae, m.policy[0].policy_history_mae,
@@ -402,23 +418,38 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   CascadeTrainReport& rep = impl->report;
 
   // 1. The code model: fit set + early stopping on the chronological end of the train block.
+  //    The purge keeps the labels of jobs still running when early stopping starts out of the
+  //    choice of epoch only: where it took any, the model is trained again on the fit set with
+  //    them back in (they ended before validation) for the epochs early stopping chose.
   auto t0 = std::chrono::steady_clock::now();
   CodeModelSight sight(in.jobs.size());
-  for (size_t p : b.code_fit) sight.mark(p);
-  for (size_t p : b.code_es) sight.mark(p);
+  for (size_t p : b.train) sight.mark(p);
   auto code = models::code::CodeModel::train(jobs_of(in, b.code_fit), jobs_of(in, b.code_es),
                                              cfg.code, progress);
   if (!code) return code.status().with_context("cascade: code model");
-  impl->code = std::move(code).value();
-  rep.code = impl->code.report();
+  rep.code = code->report();  // the early-stopping run: its validation loss and chosen epoch
+  if (b.code_fit_purged.empty()) {
+    impl->code = std::move(code).value();
+  } else {
+    models::code::CodeModelConfig refit = cfg.code;
+    refit.max_epochs = std::max<int64_t>(1, rep.code.best_epoch);
+    auto again = models::code::CodeModel::train(jobs_of(in, b.code_refit), {}, refit, progress);
+    if (!again) return again.status().with_context("cascade: code model (refit after the purge)");
+    impl->code = std::move(again).value();
+  }
   rep.seconds_code = seconds_since(t0);
 
-  // 2. The tree route on the same jobs (fit set, early stopping on the code model's holdout),
-  //    with the combined estimate's priors from the train block only.
+  // 2. The tree route on the same jobs (fit set, early stopping on the code model's holdout,
+  //    refit with the purged jobs for the rounds it chose), with the combined estimate's priors
+  //    from the whole train block (a purged fit job's too: it ended before validation).
   t0 = std::chrono::steady_clock::now();
-  const std::vector<size_t> train_pos = concat(b.code_fit, b.code_es);
+  const std::vector<size_t>& train_pos = b.train;
   const auto train_priors = priors_of(in, train_pos);
-  const TreeRoute tree = fit_tree(in, b.code_fit, b.code_es, train_priors, cfg, nullptr);
+  TreeRoute es_tree = fit_tree(in, b.code_fit, b.code_es, train_priors, cfg, nullptr);
+  const std::array<int, kNumResources> es_rounds{es_tree.rounds(Resource::kMem), es_tree.rounds(Resource::kVram)};
+  const TreeRoute tree = b.code_fit_purged.empty()
+                             ? std::move(es_tree)
+                             : fit_tree(in, b.code_refit, {}, train_priors, cfg, &es_rounds);
 
   // 3. Q on the validation block, through the guard; the source per resource is chosen on the
   //    gate/fusion set.
@@ -442,9 +473,7 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   // 4. Gate and fusion for every resource and estimate (the policy picks one later).
   std::vector<size_t> used;
   PolicyCandidates cand = fit_candidates(in, b.gate_fusion, q_gf, train_priors, cfg, rep, used, progress);
-  std::vector<size_t> code_pos = b.code_fit;
-  code_pos.insert(code_pos.end(), b.code_es.begin(), b.code_es.end());
-  assert_disjoint(in, sight, code_pos, used);
+  assert_disjoint(in, sight, b.train, used);
   rep.seconds_components = seconds_since(t0);
 
   // 5. Policy and upper bound on the policy set; keep the chosen experts' components.

@@ -25,6 +25,7 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
   std::mt19937_64 rng(2024);
   std::uniform_real_distribution<double> train_share(0.35, 0.65), val_share(0.15, 0.35),
       holdout(0.05, 0.4), fit_share(0.2, 0.8);
+  size_t code_fit_purged = 0;
   for (int trial = 0; trial < 4; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     std::vector<Role> roles = roles_by_share(jobs.size(), train_share(rng), val_share(rng));
@@ -48,6 +49,27 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
     // Everything the code model saw is from the train block; the early-stopping set comes last.
     for (const auto& id : code) EXPECT_EQ(in.jobs[pos.at(id)].role, Role::kTrain) << id;
     EXPECT_LT(pos.at(s.code_fit.back()), pos.at(s.code_early_stopping.front()));
+    // The fit set's labels were known when early stopping starts (completion-boundary purge);
+    // the purged fit jobs are counted, and with the two sets they make up the train block.
+    const int64_t es_start = in.jobs[pos.at(s.code_early_stopping.front())].job->submit_ms;
+    for (const auto& id : s.code_fit) EXPECT_LT(in.jobs[pos.at(id)].job->end_ms, es_start) << id;
+    const auto train_n = static_cast<size_t>(std::count_if(
+        in.jobs.begin(), in.jobs.end(), [](const TrainingJob& t) { return t.role == Role::kTrain; }));
+    EXPECT_EQ(s.code_fit.size() + s.code_fit_purged + s.code_early_stopping.size(), train_n);
+    code_fit_purged += s.code_fit_purged;
+    // The choice of epoch did without the purged jobs; the code model then learned from them too
+    // (their labels were known by validation): it is trained on the whole fit set before the
+    // early-stopping set, and the report's early-stopping run on the purged one.
+    const std::set<std::string> es(s.code_early_stopping.begin(), s.code_early_stopping.end());
+    const std::set<std::string> fit(s.code_fit.begin(), s.code_fit.end());
+    size_t fit_whole = 0, fit_after_purge = 0;
+    for (const TrainingJob& t : in.jobs) {
+      if (t.role != Role::kTrain || es.count(t.job->job_id) || !t.job->any_valid()) continue;
+      ++fit_whole;
+      fit_after_purge += fit.count(t.job->job_id) ? 1 : 0;
+    }
+    EXPECT_EQ(model->code_model().report().train_jobs, fit_whole);
+    EXPECT_EQ(model->report().code.train_jobs, fit_after_purge);
 
     ASSERT_FALSE(s.policy.empty());
     const int64_t policy_start = in.jobs[pos.at(s.policy.front())].job->submit_ms;
@@ -72,6 +94,20 @@ TEST(CascadeProtocol, GateAndFusionNeverSeeCodeModelTrainingJobsOverRandomSplits
     EXPECT_GT(examples, 0u) << "the property must be exercised on real examples";
     for (const std::string& id : s.policy) EXPECT_EQ(code.count(id), 0u) << id;
   }
+  EXPECT_GT(code_fit_purged, 0u) << "the fit set's purge must be exercised";
+}
+
+// When every fit job was still running as early stopping starts, the purge leaves the code model
+// nothing to fit: an input error that says so, not a model fit on labels from the future.
+TEST(CascadeProtocol, AFitSetThePurgeEmptiesIsAnInputError) {
+  std::vector<Job> jobs = synth_jobs(300, 5);
+  const std::vector<Role> roles = roles_by_share(jobs.size(), 0.6, 0.2);
+  const int64_t last_train_submit = jobs[179].submit_ms;
+  for (size_t i = 0; i < 180; ++i) jobs[i].end_ms = std::max(jobs[i].end_ms, last_train_submit + 1);
+  auto model = CascadeModel::train(make_input(jobs, roles), tiny_config());
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(model.status().message().find("early-stopping"), std::string::npos) << model.status().message();
 }
 
 // A job Slurm requeued keeps its id and gets a new submit time: its runs are jobs of their own

@@ -8,9 +8,14 @@
 // Protocol (docs/method.md §4–6; every split by submit order, every set recorded by job id):
 //   train block      = code-model FIT set (first 1 - code_holdout_share) ++ code-model EARLY-
 //                      STOPPING set (last code_holdout_share). Q sees labels of both: the first
-//                      through gradients, the second through the choice of epoch. The tree route
-//                      (Q's other candidate) is fit and early-stopped on the same two sets, and
-//                      the combined estimate's priors for training come from the train block.
+//                      through gradients, the second through the choice of epoch. Fit jobs whose
+//                      end_time is at or after the first early-stopping submission are purged
+//                      from the fit set early stopping runs on (as below; an error when none is
+//                      left); where any were, Q is then trained again on the fit set with them
+//                      back in for the epochs chosen (their labels were known by validation).
+//                      The tree route (Q's other candidate) is fit and early-stopped on the same
+//                      two sets (and refit likewise for the rounds chosen), and the combined
+//                      estimate's priors for training come from the whole train block.
 //   validation block = GATE/FUSION set (first fit_share_of_validation) ++ POLICY set (the rest).
 //                      Gate/fusion jobs whose end_time is at or after the first policy-set
 //                      submission are purged (their label was not known when the policy set
@@ -63,10 +68,12 @@ std::vector<TrainingJob> with_history_views(const std::vector<const Job*>& jobs_
 
 // Which jobs each component learned from (job ids, in submit order).
 struct TrainingSets {
-  std::vector<std::string> code_fit;
+  std::vector<std::string> code_fit;               // early stopping's fit set, after its purge
   std::vector<std::string> code_early_stopping;
   std::vector<std::string> gate_fusion;            // the gate/fusion block, after its purge
   std::vector<std::string> policy;
+  size_t code_fit_purged = 0;                      // ended after the early-stopping set began
+                                                   // (in the refit, not in the choice of epoch)
   size_t gate_fusion_purged = 0;                   // ended after the policy set began
   // Per resource and expert: the examples each booster actually used.
   std::array<std::array<std::vector<std::string>, history::kNumEstimates>, kNumResources> gate;
