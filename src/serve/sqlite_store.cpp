@@ -228,6 +228,7 @@ class SqliteStore final : public CompletionStore {
       writing_answers_ = true;
     }
     Status out = Status::ok();
+    size_t writing = 0;  // the batch write_answers() has, while it has it
     try {
       for (;;) {
         std::vector<AnswerRecord> batch;
@@ -239,12 +240,16 @@ class SqliteStore final : public CompletionStore {
           }
           batch.swap(answer_queue_);
         }
-        if (Status s = write_answers(batch); !s) {  // every answer in it, whoever queued it
+        writing = batch.size();
+        Status s = write_answers(batch);
+        writing = 0;
+        if (!s) {  // every answer in it, whoever queued it
           answers_not_kept_.fetch_add(batch.size(), std::memory_order_relaxed);
           out = s;
         }
       }
-    } catch (...) {  // out of memory: the next caller writes what is queued
+    } catch (...) {  // out of memory: the batch is rolled back; the next caller writes what is queued
+      answers_not_kept_.fetch_add(writing, std::memory_order_relaxed);
       std::lock_guard q(queue_mu_);
       writing_answers_ = false;
       throw;
@@ -341,6 +346,31 @@ class SqliteStore final : public CompletionStore {
     return Status::ok();
   }
 
+  // Leaves the connection as a batch of answers found it when an exception ends the batch
+  // (std::bad_alloc from redact_script or a vector's growth, between BEGIN and COMMIT): the
+  // transaction rolled back and synchronous=FULL. Left open, the transaction would take in the
+  // completions acknowledged afterwards, uncommitted and unsynced, and every later batch would fail
+  // (synchronous cannot be changed inside a transaction) until the daemon stops and they are lost.
+  // SQLite calls alone: nothing here throws.
+  class BatchCleanup {
+   public:
+    BatchCleanup(sqlite3* db, sqlite3_stmt* sync_full) : db_(db), sync_full_(sync_full) {}
+    ~BatchCleanup() {
+      if (!armed_) return;
+      if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      sqlite3_step(sync_full_);
+      sqlite3_reset(sync_full_);
+    }
+    void dismiss() { armed_ = false; }  // the batch ended without an exception and did this itself
+    BatchCleanup(const BatchCleanup&) = delete;
+    BatchCleanup& operator=(const BatchCleanup&) = delete;
+
+   private:
+    sqlite3* db_;
+    sqlite3_stmt* sync_full_;
+    bool armed_ = true;
+  };
+
   Status write_answers(const std::vector<AnswerRecord>& batch) {
     std::lock_guard lock(mu_);
     if (Status w = writable(); !w) return w;
@@ -348,12 +378,17 @@ class SqliteStore final : public CompletionStore {
     if (!insert_answer_) {
       return Status::io("database: " + path_ + " is open read-only (schema version before 4, not migrated)");
     }
+    BatchCleanup cleanup(db_.get(), sync_full_.get());
     if (Status st = step_pragma(sync_normal_.get()); !st) return st;
     Status out = exec("BEGIN IMMEDIATE");
-    for (size_t i = 0; out && i < batch.size(); ++i) out = insert_answer(batch[i]);
+    for (size_t i = 0; out && i < batch.size(); ++i) {
+      if (options_.test_before_answer_insert) options_.test_before_answer_insert(batch[i]);
+      out = insert_answer(batch[i]);
+    }
     if (out) out = exec("COMMIT");
     if (!out) exec("ROLLBACK");
     const Status back = step_pragma(sync_full_.get());  // completions' commits wait for the disk
+    cleanup.dismiss();
     if (!out) return out;
     if (!back) return back;
     // The oldest go once max_answers are kept (seq only grows: the newest row is never deleted),

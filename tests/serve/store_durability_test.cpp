@@ -1,7 +1,7 @@
 // What the SQLite store promises about durability and what reaches the disk: every commit is
 // synced before insert() returns (a test that fails with
-// synchronous=OFF or NORMAL), scripts are stored redacted, checkpoint failures are reported and
-// bound the write-ahead log.
+// synchronous=OFF or NORMAL), an exception inside a batch of answers leaves the connection as it
+// was, scripts are stored redacted, checkpoint failures are reported and bound the write-ahead log.
 #include <sqlite3.h>
 
 #include <gtest/gtest.h>
@@ -9,6 +9,10 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
 
 #include "peakcast/serve/store.h"
 #include "serve_test_util.h"
@@ -123,6 +127,83 @@ TEST(StoreDurability, StoredScriptsAreRedacted) {
   EXPECT_EQ(on_disk.find("hunter2hunter2"), std::string::npos);
   EXPECT_NE(on_disk.find("python x.py"), std::string::npos);  // the script itself is kept
   EXPECT_NE(on_disk.find("DB_PASSWORD=<SECRET>"), std::string::npos);
+}
+
+AnswerRecord answer(const std::string& id) {
+  AnswerRecord a;
+  a.user = "u";
+  a.script_key = "k";
+  a.answer.submit_ms = 10'000;
+  a.answer.request_bytes = uint64_t{1} << 30;
+  a.answer.answer_id = id;
+  return a;
+}
+
+// The first column of `sql`'s rows as another connection to the file reads them: committed rows only.
+std::vector<std::string> committed(const std::string& db, const std::string& sql) {
+  std::vector<std::string> out;
+  sqlite3* raw = nullptr;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK &&
+      sqlite3_prepare_v2(raw, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close_v2(raw);
+  return out;
+}
+
+// Out of memory between BEGIN and COMMIT of a batch of answers (std::bad_alloc from
+// redact_script, a vector's growth): the batch is rolled back whole and counted as not kept, and
+// the connection is left outside any transaction at synchronous=FULL. Left inside it, the
+// completions acknowledged afterwards would only join the open transaction, uncommitted, every
+// later batch would fail (synchronous cannot be changed inside a transaction), and they would be
+// lost when the daemon stops.
+TEST(StoreDurability, AnExceptionMidAnswerBatchLeavesLaterCompletionsDurable) {
+  TempDir dir;
+  const std::string db = dir.file("h.db");
+  SqliteOptions o;
+  o.vfs = register_counting_vfs();
+  CompletionStore* store = nullptr;
+  // "a" is written alone; while it is, "b1" and "b2" are queued (their callers return at once)
+  // and make the next batch, which runs out of memory once "b1" is inserted.
+  o.test_before_answer_insert = [&](const AnswerRecord& a) {
+    if (a.answer.answer_id == "a") {
+      EXPECT_TRUE(store->record_answer(answer("b1")).is_ok());  // queued: written by this caller
+      EXPECT_TRUE(store->record_answer(answer("b2")).is_ok());
+    }
+    if (a.answer.answer_id == "b2") throw std::bad_alloc();
+  };
+  auto opened = open_sqlite_store(db, o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  std::unique_ptr<CompletionStore> owned = std::move(*opened);
+  store = owned.get();
+  EXPECT_THROW((void)store->record_answer(answer("a")), std::bad_alloc);
+  EXPECT_EQ(store->health().answers_not_kept, 2u);  // b1 and b2
+  EXPECT_EQ(store->health().synchronous, "full");
+
+  const int syncs = g_syncs.load();
+  ASSERT_TRUE(store->insert(job("after")).ok());
+  EXPECT_GE(g_syncs.load() - syncs, 1) << "the completion was acknowledged before any fsync";
+  // Committed: another connection sees it. Of the answers, "a" alone, on either connection.
+  EXPECT_EQ(committed(db, "SELECT job_id FROM completions"), std::vector<std::string>{"after"});
+  EXPECT_EQ(committed(db, "SELECT answer_id FROM answers ORDER BY seq"), std::vector<std::string>{"a"});
+  std::vector<std::string> own;
+  ASSERT_TRUE(store->for_each_answer([&](AnswerRecord&& r) { own.push_back(r.answer.answer_id); }).is_ok());
+  EXPECT_EQ(own, std::vector<std::string>{"a"});
+
+  // The next batch is written, and the completion is still there once the store is reopened.
+  const Status c = store->record_answer(answer("c"));
+  EXPECT_TRUE(c.is_ok()) << c.message();
+  owned.reset();
+  auto again = open_sqlite_store(db);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto has = (*again)->contains("after");
+  ASSERT_TRUE(has.ok()) << has.status().message();
+  EXPECT_TRUE(*has) << "an acknowledged completion was lost";
+  EXPECT_EQ(committed(db, "SELECT answer_id FROM answers ORDER BY seq"), (std::vector<std::string>{"a", "c"}));
 }
 
 bool chattr(const std::string& flag, const std::string& path) {

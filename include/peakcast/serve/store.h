@@ -122,6 +122,9 @@ struct SqliteOptions {
   // Answers kept on record (record_answer); older ones are deleted as new ones come. The daemon
   // keeps as many in memory (serve::SizingState::kMaxIssued).
   size_t max_answers = 100'000;
+  // Tests only (empty in the programs): called inside the answers' transaction before each answer
+  // of a batch is inserted; it may throw, as running out of memory mid-batch would.
+  std::function<void(const AnswerRecord&)> test_before_answer_insert = {};
 };
 
 // PRAGMA user_version. 2 added ran_mem_bytes (Job::ran_mem_bytes), 3 the answers table, 4 the
