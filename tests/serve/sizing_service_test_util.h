@@ -1,5 +1,6 @@
 // What the daemon's sizing tests share (sizing_service_test.cpp, sizing_answers_test.cpp): a
-// service with a fixed clock, one script's completions, its memory prediction.
+// service with a fixed clock, one script's completions, its memory prediction, and that a restart
+// answers the same.
 #pragma once
 
 #include <memory>
@@ -61,6 +62,17 @@ inline json predict_mem(Service& s, uint64_t request, const std::string& partiti
   const Reply reply = s.predict(r.dump());
   EXPECT_EQ(reply.status, 200) << reply.body;
   return json::parse(reply.body)["predictions"]["mem"];
+}
+
+// A restart answers the same: the memory prediction `after` it (predict_mem) is the online bound
+// and the workload's policy, as `before` it. `before` by value: read as the tests read it, a key it
+// lacks is null (const operator[] on a missing key is undefined).
+inline void expect_same_answer(json before, const json& after) {
+  EXPECT_EQ(after["upper_source"], "online");
+  EXPECT_EQ(after["recommendation_source"], "workload");  // its policy, rebuilt from the store too
+  EXPECT_EQ(after["recommendation_basis"], before["recommendation_basis"]);
+  EXPECT_DOUBLE_EQ(after["upper_util"].get<double>(), before["upper_util"].get<double>());
+  EXPECT_EQ(after["recommended_bytes"], before["recommended_bytes"]);
 }
 
 }  // namespace peakcast::serve::sizing_testing
