@@ -8,6 +8,7 @@
 
 #include "cascade/cascade_internal.h"
 #include "peakcast/core/io.h"
+#include "peakcast/core/json_count.h"
 
 namespace peakcast::cascade {
 namespace {
@@ -22,11 +23,7 @@ double null_to_nan(const json& v) { return v.is_number() ? v.get<double>() : std
 Result<size_t> count_in(const json& j, const std::string& key) {
   if (!j.is_object() || !j.contains(key)) return size_t{0};
   const json& v = j[key];
-  if (v.is_number_unsigned()) return v.get<size_t>();
-  if (v.is_number()) {
-    const double d = v.get<double>();
-    if (d >= 0 && d <= 9007199254740992.0 && d == std::floor(d)) return static_cast<size_t>(d);
-  }
+  if (const std::optional<uint64_t> n = json_count(v)) return static_cast<size_t>(*n);
   return Status::invalid(key + ": expected a count (a whole number >= 0), got " + v.dump());
 }
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "peakcast/core/json_count.h"
 #include "peakcast/eval/coverage.h"
 #include "report_internal.h"
 
@@ -70,12 +71,8 @@ Status number_if_present(const json& o, const char* key, const std::string& wher
 // integer: nlohmann converts a float with a cast, undefined out of the type's range (1e10).
 Status count_if_present(const json& o, const char* key, const std::string& where) {
   auto it = o.find(key);
-  if (it == o.end() || it->is_number_unsigned()) return Status::ok();
-  if (it->is_number()) {
-    const double d = it->get<double>();
-    if (d >= 0 && d <= 9007199254740992.0 && d == std::floor(d)) return Status::ok();
-  }
-  return Status::invalid(where + "." + key + ": not a count (a whole number >= 0)");
+  if (it == o.end() || json_count(*it)) return Status::ok();
+  return Status::invalid(where + "." + key + ": not a count (a whole number from 0 to 2^53)");
 }
 
 // `key` of `o` is an object, or absent or null (the page leaves its part out).

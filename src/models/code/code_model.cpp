@@ -22,6 +22,7 @@
 
 #include "peakcast/core/hash.h"
 #include "peakcast/core/io.h"
+#include "peakcast/core/json_count.h"
 #include "peakcast/features/request.h"
 #include "peakcast/models/code/encoder.h"
 
@@ -536,10 +537,8 @@ CodeTrainReport report_from_json(const nlohmann::json& j) {
   // a float to an integer with a cast, undefined out of the type's range ("train_jobs": 1e300).
   auto whole = [&](const char* key) -> int64_t {
     const nlohmann::json v = j.value(key, nlohmann::json());
-    if (v.is_number_unsigned()) return static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), uint64_t{1} << 53));
     if (!v.is_number()) return j.value(key, int64_t{0});  // another type: nlohmann's type_error, reported as such
-    const double d = v.get<double>();
-    return d >= 0 && d <= 9007199254740992.0 ? static_cast<int64_t>(d) : 0;
+    return static_cast<int64_t>(json_count(v).value_or(0));
   };
   CodeTrainReport r;
   r.train_jobs = static_cast<size_t>(whole("train_jobs"));
