@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "nextflow_internal.h"
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/bounds.h"
@@ -19,7 +20,9 @@
 namespace peakcast::ingest {
 namespace {
 
-constexpr double kMaxMs = kMaxEpochSeconds * 1000 / 4;  // each duration alone; sums stay in range
+using nextflow_detail::parse_duration;
+using nextflow_detail::parse_size;
+using nextflow_detail::parse_time;
 
 // Delimited records with optional double quotes (a quoted field may hold the delimiter,
 // newlines and "" for a quote, as a `script` column needs).
@@ -88,66 +91,6 @@ bool missing(std::string_view v) {
   v = trim(v);
   return v.empty() || v == "-";
 }
-
-bool all_digits(std::string_view v) {
-  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0;
-  });
-}
-
-// Nextflow durations: raw milliseconds ("14400000") or human form ("4h", "1m 3s", "1d 2h 3m",
-// "500ms", "2.5s"). Returns milliseconds.
-std::optional<double> parse_duration_ms(std::string_view v) {
-  v = trim(v);
-  if (auto raw = parse_double(v)) {
-    if (*raw < 0 || *raw > kMaxMs) return std::nullopt;
-    return *raw;
-  }
-  double total = 0;
-  bool any = false;
-  size_t i = 0;
-  while (i < v.size()) {
-    while (i < v.size() && v[i] == ' ') ++i;
-    if (i >= v.size()) break;
-    size_t j = i;
-    while (j < v.size() && (std::isdigit(static_cast<unsigned char>(v[j])) || v[j] == '.')) ++j;
-    auto num = parse_double(v.substr(i, j - i));
-    if (!num || *num < 0) return std::nullopt;
-    size_t k = j;
-    while (k < v.size() && std::isalpha(static_cast<unsigned char>(v[k]))) ++k;
-    const std::string unit = lower(v.substr(j, k - j));
-    double ms_per = 0;
-    if (unit == "ms") ms_per = 1;
-    else if (unit == "s" || unit == "sec") ms_per = 1e3;
-    else if (unit == "m" || unit == "min") ms_per = 60e3;
-    else if (unit == "h") ms_per = 3600e3;
-    else if (unit == "d") ms_per = 86400e3;
-    else return std::nullopt;
-    total += *num * ms_per;
-    any = true;
-    i = k;
-  }
-  if (!any || total > kMaxMs) return std::nullopt;
-  return total;
-}
-
-// Raw epoch milliseconds, or the human "2023-01-23 10:00:00.000" (read as UTC). Epoch ms, as
-// recorded: tasks of one workflow often end and start within the same second.
-std::optional<int64_t> parse_nf_time(std::string_view v) {
-  v = trim(v);
-  if (all_digits(v)) {
-    if (v.size() > 15) return std::nullopt;
-    auto ms = parse_int(v);
-    if (!ms || *ms / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
-    return *ms;
-  }
-  auto t = parse_timestamp_ms(v);
-  if (!t || *t < 0 || *t / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
-  return t;
-}
-
-// Nextflow prints memory as raw bytes or "4 GB" / "1.2 MB" / "512 KB" (binary multiples).
-std::optional<uint64_t> parse_nf_size(std::string_view v) { return parse_size(v, 1); }
 
 // The run name used to make task ids unique and, without --user, the user:
 // trace_chipseq.csv -> "chipseq", execution_trace_2023-01-23.txt -> "execution_trace_2023-01-23".
@@ -251,43 +194,55 @@ std::string shown(std::string_view v) { return "'" + std::string(v) + "'"; }
 std::optional<FieldError> read_times(const TaskRow& row, Job& job) {
   const Columns& c = row.c;
   // Times first: a task that cannot be placed in time is useless to the history.
-  auto submit = parse_nf_time(row.get(c.submit));
+  auto submit = parse_time(row.get(c.submit));
   if (!submit) {
     return FieldError{"submit", missing(row.get(c.submit))
                                     ? "missing"
                                     : "not a timestamp: " + shown(row.get(c.submit))};
   }
-  std::optional<int64_t> complete;
+  // The recorded end lies in [lo, hi]: a point for `complete` and a raw duration, a range for a
+  // duration Nextflow rounded.
+  int64_t lo = 0;
+  int64_t hi = 0;
   if (c.complete) {
-    complete = parse_nf_time(row.get(c.complete));
+    auto complete = parse_time(row.get(c.complete));
     if (!complete) {
       return FieldError{"complete", missing(row.get(c.complete))
                                         ? "missing (task not finished)"
                                         : "not a timestamp: " + shown(row.get(c.complete))};
     }
+    lo = hi = *complete;
   } else {
-    // Nextflow's default trace has no 'complete': duration runs from submission to completion.
-    auto ms = missing(row.get(c.duration)) ? std::nullopt : parse_duration_ms(row.get(c.duration));
-    if (!ms) {
+    // Nextflow's default trace has no 'complete': duration runs from submission to completion
+    // (complete - submit: negative when an end recorded to the second falls before a submit
+    // recorded to the millisecond).
+    auto d = missing(row.get(c.duration)) ? std::nullopt : parse_duration(row.get(c.duration), true);
+    if (!d) {
       return FieldError{"duration", missing(row.get(c.duration))
                                         ? "missing (task not finished)"
                                         : "not a duration: " + shown(row.get(c.duration))};
     }
-    complete = *submit + static_cast<int64_t>(std::ceil(*ms));
+    lo = *submit + static_cast<int64_t>(std::floor(d->ms - d->below));
+    hi = *submit + static_cast<int64_t>(std::ceil(d->ms + d->above));
   }
   // Nextflow records submit to the millisecond (its own clock) but start and complete often to
   // the second (".000": the executor's timestamps, e.g. a Kubernetes pod's finishedAt, which are
-  // truncated): the task ended somewhere in that second. Its end is taken as the second's last
-  // millisecond, the latest it can have been, so that a task submitted within that second never
-  // counts it among the jobs that had ended before it (it may still have been running). A task
-  // done within the second of its submission then ends at its submission at the earliest.
-  if (*complete % kMsPerSecond == 0) *complete += kMsPerSecond - 1;
-  if (*complete < *submit && *submit - *complete < kMsPerSecond) complete = *submit;
-  if (*complete < *submit) return FieldError{"complete", "before submit"};
+  // truncated): the task ended somewhere in that second. Its end is taken as the latest it can
+  // have been (that second's last millisecond; for a rounded duration, the latest its rounding
+  // allows), so that a task submitted before then never counts it among the jobs that had ended
+  // before it (it may still have been running). A task done within the second of its submission
+  // then ends at its submission at the earliest.
+  int64_t end = nextflow_detail::latest_end(lo, hi);
+  if (end < *submit && *submit - end < kMsPerSecond) end = *submit;
+  if (end < *submit) {
+    if (c.complete) return FieldError{"complete", "before submit"};
+    return FieldError{"duration", "negative: " + shown(row.get(c.duration)) +
+                                      " (the task would end over a second before its submission)"};
+  }
   job.submit_ms = *submit;
-  job.end_ms = *complete;
+  job.end_ms = end;
   if (!missing(row.get(c.start))) {
-    auto start = parse_nf_time(row.get(c.start));
+    auto start = parse_time(row.get(c.start));
     if (!start) return FieldError{"start", "not a timestamp: " + shown(row.get(c.start))};
     job.start_ms = std::clamp(*start, job.submit_ms, job.end_ms);
   }
@@ -332,9 +287,9 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
     }
   }
   if (!missing(row.get(c.time))) {
-    auto ms = parse_duration_ms(row.get(c.time));
-    if (ms) {
-      job.req_time_s = std::llround(*ms / 1000.0);
+    auto d = parse_duration(row.get(c.time));
+    if (d) {
+      job.req_time_s = std::llround(d->ms / 1000.0);
     } else if (auto e = malformed({"time", "not a duration: " + shown(row.get(c.time))}, false)) {
       return e;
     }
@@ -346,7 +301,7 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
         std::tuple{c.rss, "rss", &job.rss_bytes, true},
         std::tuple{c.rchar, "rchar", &job.read_bytes, true}}) {
     if (missing(row.get(col))) continue;
-    auto bytes = parse_nf_size(row.get(col));
+    auto bytes = parse_size(row.get(col));
     if (bytes) {
       *target = *bytes;
     } else if (auto e = malformed({field, "not a memory size: " + shown(row.get(col))}, needed_by_sizey)) {
@@ -354,9 +309,9 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
     }
   }
   if (!missing(row.get(c.realtime))) {
-    auto ms = parse_duration_ms(row.get(c.realtime));
-    if (!ms) return FieldError{"realtime", "not a duration: " + shown(row.get(c.realtime))};
-    job.realtime_ms = std::llround(*ms);
+    auto d = parse_duration(row.get(c.realtime));
+    if (!d) return FieldError{"realtime", "not a duration: " + shown(row.get(c.realtime))};
+    job.realtime_ms = std::llround(d->ms);
   }
   return std::nullopt;
 }

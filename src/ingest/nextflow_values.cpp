@@ -1,0 +1,107 @@
+// The values of a Nextflow trace: durations (and how Nextflow rounded them), timestamps, sizes,
+// and the latest end a task's recorded figures allow (nextflow_internal.h).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include "nextflow_internal.h"
+#include "peakcast/core/io.h"
+#include "peakcast/core/job.h"
+#include "peakcast/core/units.h"
+#include "peakcast/ingest/bounds.h"
+
+namespace peakcast::ingest::nextflow_detail {
+namespace {
+
+constexpr double kMaxMs = kMaxEpochSeconds * 1000 / 4;  // each duration alone; sums stay in range
+
+bool all_digits(std::string_view v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+// The human form's milliseconds; `exact` when every part is in ms.
+std::optional<double> parse_human_ms(std::string_view v, bool& exact) {
+  double total = 0;
+  bool any = false;
+  exact = true;
+  size_t i = 0;
+  while (i < v.size()) {
+    while (i < v.size() && v[i] == ' ') ++i;
+    if (i >= v.size()) break;
+    size_t j = i;
+    while (j < v.size() && (std::isdigit(static_cast<unsigned char>(v[j])) || v[j] == '.')) ++j;
+    auto num = parse_double(v.substr(i, j - i));
+    if (!num || *num < 0) return std::nullopt;
+    size_t k = j;
+    while (k < v.size() && std::isalpha(static_cast<unsigned char>(v[k]))) ++k;
+    const std::string unit = lower(v.substr(j, k - j));
+    double ms_per = 0;
+    if (unit == "ms") ms_per = 1;
+    else if (unit == "s" || unit == "sec") ms_per = 1e3;
+    else if (unit == "m" || unit == "min") ms_per = 60e3;
+    else if (unit == "h") ms_per = 3600e3;
+    else if (unit == "d") ms_per = 86400e3;
+    else return std::nullopt;
+    exact = exact && ms_per == 1;
+    total += *num * ms_per;
+    any = true;
+    i = k;
+  }
+  if (!any || total > kMaxMs) return std::nullopt;
+  return total;
+}
+
+}  // namespace
+
+std::optional<Duration> parse_duration(std::string_view v, bool allow_negative) {
+  v = trim(v);
+  const bool negative = allow_negative && v.starts_with('-');
+  if (negative) v.remove_prefix(1);
+  // A digit or a point first: no second sign, no "inf" or "nan".
+  if (v.empty() || !(std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '.')) return std::nullopt;
+  Duration d;
+  if (auto raw = parse_double(v)) {
+    if (*raw > kMaxMs) return std::nullopt;
+    d.ms = *raw;
+  } else {
+    bool exact = true;
+    auto ms = parse_human_ms(v, exact);
+    if (!ms) return std::nullopt;
+    d.ms = *ms;
+    // Half the printed unit on both sides, the tie included: Nextflow rounds half up, but under
+    // a minute in float arithmetic (Math.round(ms / 1000 * 10 as float) / 10), which can take a
+    // tie either way, and a tool that rewrites a trace may round half to even.
+    if (!exact) d.below = d.above = *ms < 60e3 ? 50 : 500;
+  }
+  if (negative) {
+    d.ms = -d.ms;
+    std::swap(d.below, d.above);
+  }
+  return d;
+}
+
+std::optional<int64_t> parse_time(std::string_view v) {
+  v = trim(v);
+  if (all_digits(v)) {
+    if (v.size() > 15) return std::nullopt;
+    auto ms = parse_int(v);
+    if (!ms || *ms / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
+    return *ms;
+  }
+  auto t = parse_timestamp_ms(v);
+  if (!t || *t < 0 || *t / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
+  return t;
+}
+
+std::optional<uint64_t> parse_size(std::string_view v) { return peakcast::parse_size(v, 1); }
+
+int64_t latest_end(int64_t lo, int64_t hi) {
+  const int64_t second = hi - (((hi % kMsPerSecond) + kMsPerSecond) % kMsPerSecond);  // floor
+  if (second >= lo) return second + kMsPerSecond - 1;
+  return hi;
+}
+
+}  // namespace peakcast::ingest::nextflow_detail
