@@ -31,6 +31,10 @@ std::optional<int64_t> parse_time(std::string_view v);
 // Raw bytes or Nextflow's "4 GB" / "1.2 MB" / "512 KB" (binary multiples).
 std::optional<uint64_t> parse_size(std::string_view v);
 
+// A size in a unit of KB or more: Nextflow (MemoryUnit.toString) printed it to one decimal of
+// that unit, up to 5% off.
+bool rounded_size(std::string_view v);
+
 // The latest instant a task can have ended when its recorded end lies somewhere in [lo, hi]
 // (epoch ms; lo == hi when it is known exactly). An end recorded to a whole second (".000":
 // executors that time tasks to the second, such as Kubernetes) says only that the task ended

@@ -98,6 +98,14 @@ std::optional<int64_t> parse_time(std::string_view v) {
 
 std::optional<uint64_t> parse_size(std::string_view v) { return peakcast::parse_size(v, 1); }
 
+bool rounded_size(std::string_view v) {
+  v = trim(v);
+  size_t i = 0;
+  while (i < v.size() && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '.')) ++i;
+  const std::string unit = lower(trim(v.substr(i)));
+  return !unit.empty() && unit != "b";
+}
+
 int64_t latest_end(int64_t lo, int64_t hi) {
   const int64_t second = hi - (((hi % kMsPerSecond) + kMsPerSecond) % kMsPerSecond);  // floor
   if (second >= lo) return second + kMsPerSecond - 1;

@@ -1,0 +1,103 @@
+// What a Nextflow trace's shape costs, said in the reader's notes (missing columns, rounded
+// values).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+bool has_note(const Trace& t, std::string_view needle) {
+  return std::any_of(t.notes.begin(), t.notes.end(),
+                     [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+}
+
+std::string all_notes(const Trace& t) {
+  std::string out;
+  for (const std::string& n : t.notes) out += n + "\n";
+  return out;
+}
+
+// Nextflow's default trace.fields (a stock nf-core run): no memory, rss or process. evaluate
+// then found no label and simulate no task with an rss, and neither said why; the reader's note
+// (printed before either error) names the missing columns and the trace.fields to add.
+TEST(NextflowNotes, AStockTraceSaysWhichTraceFieldsToAdd) {
+  Trace stock;
+  ASSERT_TRUE(parse_nextflow(
+      "task_id\thash\tnative_id\tname\tstatus\texit\tsubmit\tduration\trealtime\t%cpu\tpeak_rss\t"
+      "peak_vmem\trchar\twchar\n"
+      "1\tab/123456\tnf-1\tFASTQC (s1)\tCOMPLETED\t0\t1678701000100\t5000\t4000\t99.0\t1000000\t"
+      "2000000\t3000\t400\n",
+      "execution_trace.txt", {}, stock));
+  ASSERT_EQ(stock.jobs.size(), 1u);
+  EXPECT_TRUE(has_note(stock, "no 'memory' (the task's memory request")) << all_notes(stock);
+  EXPECT_TRUE(has_note(stock, "no 'rss' (Sizey's protocol")) << all_notes(stock);
+  EXPECT_FALSE(has_note(stock, "'rchar' (")) << all_notes(stock);
+  EXPECT_TRUE(has_note(stock, "add memory,rss to Nextflow's trace.fields")) << all_notes(stock);
+
+  Trace no_rchar;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete,memory,peak_rss,rss\n"
+                             "1,A,1000,2000,4294967296,1073741824,1073741824\n",
+                             "t.csv", {}, no_rchar));
+  EXPECT_TRUE(has_note(no_rchar, "no 'rchar' (Sizey's protocol takes it as each task's input size"))
+      << all_notes(no_rchar);
+  EXPECT_TRUE(has_note(no_rchar, "add rchar to")) << all_notes(no_rchar);
+  EXPECT_FALSE(has_note(no_rchar, "'memory' (")) << all_notes(no_rchar);
+
+  Trace full;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete,memory,peak_rss,rss,rchar\n"
+                             "1,A,1000,2000,4294967296,1073741824,1073741824,5000\n",
+                             "t.csv", {}, full));
+  EXPECT_FALSE(has_note(full, "Nextflow trace has no '")) << all_notes(full);
+}
+
+// Nextflow's human-readable sizes are rounded to 0.1 of their unit (up to 5% off) and its
+// durations to 0.1 s or 1 s; on mag they move simulate's waste ratio from 0.70x to 0.89x. The
+// note counts them per column and names trace.raw; an exact form ("512 B", "163ms", raw
+// numbers) is not counted, and a raw trace gets no note.
+TEST(NextflowNotes, RoundedHumanValuesAreCountedPerColumn) {
+  Trace human;
+  ASSERT_TRUE(parse_nextflow(
+      "task_id\tprocess\tsubmit\tcomplete\tmemory\tpeak_rss\trss\trchar\trealtime\n"
+      "1\tA\t1000\t2000\t4 GB\t1.5 GB\t1.4 GB\t512 B\t1m 3s\n"
+      "2\tA\t1000\t2000\t4 GB\t1610612736\t1.4 GB\t512\t163ms\n",
+      "t.tsv", {}, human));
+  ASSERT_EQ(human.jobs.size(), 2u);
+  EXPECT_TRUE(has_note(human, "realtime 1, memory 2, peak_rss 1, rss 2.")) << all_notes(human);
+  EXPECT_TRUE(has_note(human, "trace.raw = true")) << all_notes(human);
+  EXPECT_FALSE(has_note(human, "rchar ")) << all_notes(human);
+
+  Trace raw;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete,memory,peak_rss,rss,rchar,realtime\n"
+                             "1,A,1000,2000,4294967296,1610612736,1503238553,512,63000\n",
+                             "t.csv", {}, raw));
+  EXPECT_FALSE(has_note(raw, "human-readable")) << all_notes(raw);
+}
+
+// A rejected row's values were still counted: its malformed memory as "left unset" (Sizey's
+// protocol, rejected for its rss) and its exit 137 as a task taken as OUT_OF_MEMORY (rejected
+// for its memory). Only kept rows count.
+TEST(NextflowNotes, ARejectedRowCountsNothingInTheNotes) {
+  ReadOptions sizey;
+  sizey.sizey_rows = true;
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("process,status,rss,realtime,memory\nA,COMPLETED,lots,1000,two\n"
+                             "A,COMPLETED,1000,1000,2000000000\n",
+                             "t.csv", sizey, t));
+  EXPECT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.stats.skipped, 1u);
+  EXPECT_FALSE(has_note(t, "malformed value(s)")) << all_notes(t);
+
+  Trace killed;
+  ASSERT_TRUE(parse_nextflow("task_id,process,status,exit,submit,complete,memory\n"
+                             "1,A,FAILED,137,1000,2000,lots\n2,A,COMPLETED,0,1000,2000,1024\n",
+                             "t.csv", {}, killed));
+  EXPECT_EQ(killed.jobs.size(), 1u);
+  EXPECT_FALSE(has_note(killed, "exit 137")) << all_notes(killed);
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
