@@ -79,6 +79,7 @@ class RecordReader {
 
   // The last record ended inside a quoted field (the rest of the text went into it).
   bool unterminated() const { return unterminated_; }
+  char delimiter() const { return delim_; }
 
  private:
   std::string_view text_;
@@ -110,8 +111,19 @@ std::string run_name_from_path(const std::string& path) {
 // The columns a trace may name, found from its header (the first of a repeated name wins);
 // any may be absent.
 struct Columns {
-  std::optional<size_t> task, hash, process, name, status, cpus, time, memory, peak, submit, start,
-      complete, queue, script, user, duration, rss, rchar, realtime, exit;
+  std::optional<size_t> task, hash, process, tag, name, status, cpus, time, memory, peak, submit,
+      start, complete, queue, script, user, duration, rss, rchar, realtime, exit;
+
+  // How many of these the header names.
+  size_t named() const {
+    size_t n = 0;
+    for (const auto* col : {&task, &hash, &process, &tag, &name, &status, &cpus, &time, &memory, &peak,
+                            &submit, &start, &complete, &queue, &script, &user, &duration, &rss,
+                            &rchar, &realtime, &exit}) {
+      n += col->has_value() ? 1 : 0;
+    }
+    return n;
+  }
 };
 
 // The columns that place a task in time: submit, and complete or duration. A narrower
@@ -130,6 +142,7 @@ Columns find_columns(const std::vector<std::string>& header) {
   c.task = find("task_id");
   c.hash = find("hash");
   c.process = find("process");
+  c.tag = find("tag");
   c.name = find("name");
   c.status = find("status");
   c.cpus = find("cpus");
@@ -150,8 +163,16 @@ Columns find_columns(const std::vector<std::string>& header) {
   return c;
 }
 
+// The columns a header line names when split on `delim`.
+size_t named_columns(std::string_view header, char delim) {
+  std::vector<std::string> names;
+  for (std::string_view n : split(header, delim)) names.emplace_back(n);
+  return find_columns(names).named();
+}
+
 // Delimiter from the header line, the first that is not blank (next_record() skips blank lines
-// to it): tab (Nextflow's default) unless commas dominate.
+// to it): of tab (Nextflow's default), comma and semicolon (trace.sep may be any), the one that
+// splits it into the most trace column names; on a tie, tab unless commas dominate.
 char header_delimiter(std::string_view text) {
   std::string_view first;
   while (!text.empty() && trim(first).empty()) {
@@ -161,7 +182,15 @@ char header_delimiter(std::string_view text) {
   }
   const size_t tabs = static_cast<size_t>(std::count(first.begin(), first.end(), '\t'));
   const size_t commas = static_cast<size_t>(std::count(first.begin(), first.end(), ','));
-  return tabs > 0 && tabs >= commas ? '\t' : ',';
+  char best = tabs > 0 && tabs >= commas ? '\t' : ',';
+  size_t best_named = named_columns(first, best);
+  for (char delim : {'\t', ',', ';'}) {
+    if (const size_t n = named_columns(first, delim); n > best_named) {
+      best = delim;
+      best_named = n;
+    }
+  }
+  return best;
 }
 
 // The next record that is not a blank line; false at the end.
@@ -327,31 +356,75 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
   return std::nullopt;
 }
 
+// Nextflow never quotes a field: under trace.sep=',' a tag holding a comma ('X, lane1') splits
+// its row into more fields than the header names, in `tag` and again in `name`, which repeats it
+// ("PROC (X, lane1)"). The extra fields are joined back into those two columns when exactly one
+// way of doing so leaves a name that ends with "(tag)" (a trace with `name` and no `tag`: a name
+// that opens its " (" before the first comma and ends with ")"). nullopt when there is no such
+// way, or more than one: the row is then skipped.
+std::optional<std::vector<std::string>> rejoin_commas(const std::vector<std::string>& fields,
+                                                      const Columns& c, size_t header_size) {
+  if (fields.size() <= header_size || !c.name || *c.name >= header_size) return std::nullopt;
+  const bool with_tag = c.tag && *c.tag < header_size;
+  const size_t extra = fields.size() - header_size;
+  std::optional<std::vector<std::string>> found;
+  for (size_t to_tag = 0; to_tag <= (with_tag ? extra : 0); ++to_tag) {
+    std::vector<std::string> row;
+    row.reserve(header_size);
+    size_t at = 0;
+    for (size_t col = 0; col < header_size; ++col) {
+      size_t take = 1 + (col == *c.name ? extra - to_tag : 0) + (with_tag && col == *c.tag ? to_tag : 0);
+      std::string v = fields[at++];
+      while (--take > 0) v += "," + fields[at++];
+      row.push_back(std::move(v));
+    }
+    const std::string_view name = trim(row[*c.name]);
+    const bool consistent =
+        with_tag ? name.ends_with("(" + std::string(trim(row[*c.tag])) + ")")
+                 : name.ends_with(")") && name.find(" (") < name.find(',');
+    if (!consistent) continue;
+    if (found) return std::nullopt;  // ambiguous
+    found = std::move(row);
+  }
+  return found;
+}
+
 // Reads the task rows of one trace into Jobs, keeping the counts behind its notes.
 class TaskReader {
  public:
   TaskReader(const std::string& name, const ReadOptions& o, const Columns& cols, size_t header_size,
-             Trace& out)
+             char delim, Trace& out)
       : name_(name),
         o_(o),
         c_(cols),
         header_size_(header_size),
+        delim_(delim),
         out_(out),
         run_(run_name_from_path(name)),
         default_user_(o.user.empty() ? run_ : o.user) {}
 
   // One row: a Job, a CACHED task left out, or a malformed row skipped (an error when the
   // options say malformed rows are fatal).
-  Status read(const std::vector<std::string>& fields, size_t line, bool unterminated) {
+  Status read(const std::vector<std::string>& split_fields, size_t line, bool unterminated) {
     ++out_.stats.lines;
-    const TaskRow row{fields, c_};
     if (unterminated) {
       return reject(line, {"row", "unterminated quoted field (runs to the end of the file)"});
     }
-    if (fields.size() != header_size_) {
-      return reject(line, {"row", "expected " + std::to_string(header_size_) + " columns, got " +
-                                      std::to_string(fields.size())});
+    std::optional<std::vector<std::string>> rejoined;
+    if (delim_ == ',' && split_fields.size() > header_size_) {
+      rejoined = rejoin_commas(split_fields, c_, header_size_);
     }
+    const std::vector<std::string>& fields = rejoined ? *rejoined : split_fields;
+    if (fields.size() != header_size_) {
+      std::string why = "expected " + std::to_string(header_size_) + " columns, got " +
+                        std::to_string(fields.size());
+      if (delim_ == ',' && fields.size() > header_size_ && (c_.tag || c_.name)) {
+        why += " (Nextflow does not quote fields: a comma in a tag splits its row under "
+               "trace.sep=','; its default separator, a tab, does not)";
+      }
+      return reject(line, {"row", why});
+    }
+    const TaskRow row{fields, c_};
     std::string status = lower(row.get(c_.status));
     if (status == "cached") {
       // Not executed in this run: its figures repeat an earlier run's execution. Sizey's
@@ -376,6 +449,7 @@ class TaskReader {
     killed_ += killed ? 1 : 0;
     unread_ += tally.unread;
     for (const char* col : tally.rounded) ++rounded_[col];
+    rejoined_ += rejoined ? 1 : 0;
     out_.jobs.push_back(std::move(job));
     return Status::ok();
   }
@@ -403,6 +477,11 @@ class TaskReader {
       out_.notes.push_back(std::to_string(unread_) +
                            " malformed value(s) in cpus, time, memory or peak_rss left unset: "
                            "Sizey's protocol keeps such rows");
+    }
+    if (rejoined_ > 0) {
+      out_.notes.push_back(std::to_string(rejoined_) +
+                           " row(s) whose tag holds a comma rejoined: Nextflow does not quote "
+                           "fields, so under trace.sep=',' the tag and the name split their row");
     }
     add_rounding_note();
   }
@@ -466,12 +545,14 @@ class TaskReader {
   const ReadOptions& o_;
   const Columns& c_;
   const size_t header_size_;
+  const char delim_;
   Trace& out_;
   const std::string run_;
   const std::string default_user_;
   size_t cached_ = 0;
   size_t unread_ = 0;  // malformed values left unset (sizey_rows)
   size_t killed_ = 0;
+  size_t rejoined_ = 0;  // rows whose tag's commas were joined back
   std::map<std::string, size_t> rounded_;  // column -> values Nextflow rounded
   size_t users_from_file_name_ = 0;
   std::map<std::string, size_t> seen_ids_;
@@ -522,7 +603,8 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
     return Status::invalid(name + ":" + std::to_string(line) +
                            ": header: not a Nextflow trace: its first line names none of the columns "
                            "a Nextflow trace has (task_id, hash, name, process, status, submit, "
-                           "complete, memory, rss, peak_rss)");
+                           "complete, memory, rss, peak_rss) when split on tabs, commas or "
+                           "semicolons (a trace written with another trace.sep is not read)");
   }
   note_missing_columns(cols, out);
   // Sizey's protocol needs no times (`simulate --protocol sizey`); every event-time use refuses
@@ -536,7 +618,7 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
         "`peakcast simulate --protocol sizey` and `inspect` can use this trace (add submit and "
         "complete to Nextflow's trace.fields for the rest)");
   }
-  TaskReader tasks(name, o, cols, row.size(), out);
+  TaskReader tasks(name, o, cols, row.size(), reader.delimiter(), out);
   while (next_record(reader, row, line)) {
     if (Status s = tasks.read(row, line, reader.unterminated()); !s) return s;
   }

@@ -131,7 +131,8 @@ Format detect_format(std::string_view content) {
       }
       return Format::kAuto;
     }
-    for (char delim : {'\t', ','}) {
+    // Nextflow's trace.sep: a tab by default, often a comma, at times a semicolon.
+    for (char delim : {'\t', ',', ';'}) {
       if (line.find(delim) == std::string_view::npos) continue;
       // Nextflow's trace columns; its default set has no `process`, so count several.
       int known = 0;

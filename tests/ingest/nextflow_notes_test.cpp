@@ -1,5 +1,5 @@
 // What a Nextflow trace's shape costs, said in the reader's notes (missing columns, rounded
-// values).
+// values), and the shapes trace.sep gives it (a semicolon; a comma in an unquoted tag).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -97,6 +97,63 @@ TEST(NextflowNotes, ARejectedRowCountsNothingInTheNotes) {
                              "t.csv", {}, killed));
   EXPECT_EQ(killed.jobs.size(), 1u);
   EXPECT_FALSE(has_note(killed, "exit 137")) << all_notes(killed);
+}
+
+// trace.sep=';' was refused as "not a Nextflow trace ... names none of the columns"; it is read
+// (and detected), and a header split by a separator the reader does not take says which it
+// takes.
+TEST(NextflowNotes, ASemicolonSeparatedTraceIsRead) {
+  const std::string text =
+      "task_id;process;status;submit;complete;memory;peak_rss\n"
+      "1;A;COMPLETED;1000;2500;4294967296;1073741824\n";
+  EXPECT_EQ(detect_format(text), Format::kNextflow);
+  Trace t;
+  const Status s = parse_nextflow(text, "t.txt", {}, t);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].workload, "A");
+  EXPECT_EQ(t.jobs[0].req_mem_bytes, 4294967296u);
+  EXPECT_EQ(t.jobs[0].end_ms, 2500);
+
+  Trace other;
+  const Status refused = parse_nextflow("task_id:process:submit\n1:A:1000\n", "t.txt", {}, other);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("split on tabs, commas or semicolons"), std::string::npos)
+      << refused.message();
+}
+
+// Nextflow never quotes a field: with trace.sep=',' a tag 'X, lane1' splits its row in `tag` and
+// again in `name` ("FASTQC (X, lane1)"), and the row was skipped. The fields are joined back
+// when exactly one way leaves a name ending in "(tag)" (with only `name`, a name whose " ("
+// comes before its first comma and that ends with ")"); a row split elsewhere is still skipped,
+// with the reason.
+TEST(NextflowNotes, ACommaInAnUnquotedTagIsRejoined) {
+  Trace t;
+  ASSERT_TRUE(parse_nextflow("task_id,process,tag,name,status,submit,complete\n"
+                             "1,FASTQC,X, lane1,FASTQC (X, lane1),COMPLETED,1000,2000\n"
+                             "2,FASTQC,Y, a, b,FASTQC (Y, a, b),COMPLETED,1000,3500\n"
+                             "3,FASTQC,Z,FASTQC (Z),COMPLETED,1000,4000\n",
+                             "t.csv", {}, t));
+  ASSERT_EQ(t.jobs.size(), 3u) << (t.stats.reasons.empty() ? "" : t.stats.reasons[0]);
+  EXPECT_EQ(t.jobs[0].job_name, "FASTQC (X, lane1)");
+  EXPECT_EQ(t.jobs[0].workload, "FASTQC");
+  EXPECT_EQ(t.jobs[1].job_name, "FASTQC (Y, a, b)");
+  EXPECT_EQ(t.jobs[1].end_ms, 3500);
+  EXPECT_TRUE(has_note(t, "2 row(s) whose tag holds a comma rejoined")) << all_notes(t);
+
+  Trace name_only;
+  ASSERT_TRUE(parse_nextflow("task_id,name,status,submit,complete\n"
+                             "1,FASTQC (X, lane1),COMPLETED,1000,2000\n"
+                             "2,FASTQC (X),COMPLETED,1000,2000,5\n",
+                             "t.csv", {}, name_only));
+  ASSERT_EQ(name_only.jobs.size(), 1u);
+  EXPECT_EQ(name_only.jobs[0].job_name, "FASTQC (X, lane1)");
+  EXPECT_EQ(name_only.jobs[0].workload, "FASTQC");
+  ASSERT_EQ(name_only.stats.reasons.size(), 1u);
+  EXPECT_NE(name_only.stats.reasons[0].find("t.csv:3: row: expected 5 columns, got 6 (Nextflow does "
+                                            "not quote fields"),
+            std::string::npos)
+      << name_only.stats.reasons[0];
 }
 
 }  // namespace
