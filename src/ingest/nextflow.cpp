@@ -441,11 +441,12 @@ class TaskReader {
     if (places_in_time(c_) && !o_.sizey_rows) {
       if (auto e = read_times(row, job, tally)) return reject(line, *e);
     }
-    identify(row, line, job);
     bool killed = false;
     job.state = task_state(status, row.get(c_.exit), killed);
     if (auto e = read_resources(row, job, o_.sizey_rows, tally)) return reject(line, *e);
-    // Kept: its counts join the notes' (a rejected row's would count what was not read).
+    // Kept: its id and counts join the trace's (a rejected row would take a resumed run's task id
+    // and count what was not read).
+    identify(row, line, job);
     killed_ += killed ? 1 : 0;
     unread_ += tally.unread;
     for (const char* col : tally.rounded) ++rounded_[col];

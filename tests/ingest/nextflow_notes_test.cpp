@@ -97,6 +97,14 @@ TEST(NextflowNotes, ARejectedRowCountsNothingInTheNotes) {
                              "t.csv", {}, killed));
   EXPECT_EQ(killed.jobs.size(), 1u);
   EXPECT_FALSE(has_note(killed, "exit 137")) << all_notes(killed);
+
+  // Nor does it take its task id: a resumed run's row of the same id is that id's first job.
+  Trace resumed;
+  ASSERT_TRUE(parse_nextflow("task_id,process,status,rss,realtime,memory\n7,A,COMPLETED,lots,1000,2000000000\n"
+                             "7,A,COMPLETED,1000,1000,2000000000\n",
+                             "t.csv", sizey, resumed));
+  ASSERT_EQ(resumed.jobs.size(), 1u);
+  EXPECT_EQ(resumed.jobs[0].job_id.find('#'), std::string::npos) << resumed.jobs[0].job_id;
 }
 
 // trace.sep=';' was refused as "not a Nextflow trace ... names none of the columns"; it is read
