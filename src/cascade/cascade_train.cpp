@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -43,12 +44,19 @@ struct Blocks {
   std::vector<size_t> code_fit_purged;  // train jobs still running when early stopping starts
   std::vector<size_t> code_refit;       // code_fit with the purged jobs back in, submit order
   std::vector<size_t> train;            // the whole train block, submit order
-  size_t gate_fusion_purged = 0;
+  std::vector<size_t> gate_fusion_purged;  // validation jobs still running when the policy set starts
 };
 
 size_t share_count(size_t n, double share) {
   const auto k = static_cast<size_t>(std::llround(share * static_cast<double>(n)));
   return std::clamp<size_t>(k, 1, n - 1);
+}
+
+// Splits `positions` at `boundary` (a submission time): a job that ended before it goes to
+// `kept`, one still running then to `purged`. Order is kept.
+void split_at(const TrainingInput& in, std::span<const size_t> positions, int64_t boundary,
+              std::vector<size_t>& kept, std::vector<size_t>& purged) {
+  for (size_t p : positions) (in.jobs[p].job->end_ms >= boundary ? purged : kept).push_back(p);
 }
 
 Result<Blocks> make_blocks(const TrainingInput& in, const CascadeConfig& cfg) {
@@ -72,9 +80,7 @@ Result<Blocks> make_blocks(const TrainingInput& in, const CascadeConfig& cfg) {
   // would tell the choice of epoch (and the tree route's rounds) about its own time.
   const int64_t first_es_submit = in.jobs[b.code_es.front()].job->submit_ms;
   b.code_refit.assign(train.begin(), train.end() - static_cast<std::ptrdiff_t>(n_es));
-  for (size_t p : b.code_refit) {
-    (in.jobs[p].job->end_ms >= first_es_submit ? b.code_fit_purged : b.code_fit).push_back(p);
-  }
+  split_at(in, b.code_refit, first_es_submit, b.code_fit, b.code_fit_purged);
   if (b.code_fit.empty()) {
     return Status::invalid(fmt::format(
         "cascade: every one of the {} code-model fit jobs ended at or after the first early-stopping "
@@ -83,15 +89,9 @@ Result<Blocks> make_blocks(const TrainingInput& in, const CascadeConfig& cfg) {
   }
   const size_t n_fit = share_count(val.size(), cfg.fit_share_of_validation);
   b.policy.assign(val.begin() + static_cast<std::ptrdiff_t>(n_fit), val.end());
-  const int64_t first_policy_submit = in.jobs[b.policy.front()].job->submit_ms;
-  for (size_t k = 0; k < n_fit; ++k) {
-    const size_t p = val[k];
-    if (in.jobs[p].job->end_ms >= first_policy_submit) {
-      ++b.gate_fusion_purged;  // its label was not known when the policy set starts
-    } else {
-      b.gate_fusion.push_back(p);
-    }
-  }
+  // Likewise the gate/fusion set's labels must be known when the policy set starts.
+  split_at(in, std::span<const size_t>(val).first(n_fit), in.jobs[b.policy.front()].job->submit_ms,
+           b.gate_fusion, b.gate_fusion_purged);
   return b;
 }
 
@@ -380,7 +380,7 @@ std::unique_ptr<CascadeModel::Impl> new_impl(const TrainingInput& in, const Casc
   rep.sets.gate_fusion = ids_of(in, b.gate_fusion);
   rep.sets.policy = ids_of(in, b.policy);
   rep.sets.code_fit_purged = b.code_fit_purged.size();
-  rep.sets.gate_fusion_purged = b.gate_fusion_purged;
+  rep.sets.gate_fusion_purged = b.gate_fusion_purged.size();
   for (size_t p : b.train) {  // every label the code model saw (the purged ones in its refit)
     for (Resource r : kResources) rep.labelled[idx(r)] += in.jobs[p].job->is_valid(r) ? 1 : 0;
   }
@@ -392,7 +392,7 @@ void log_training(const Blocks& b, const CascadeModel::Impl& m) {
       fmt::format("cascade: code fit {} (purged {}) / early stop {}, gate+fusion {} (purged {}), policy {}; "
                   "mem {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f}); "
                   "vram {}{} tau {:.2f} (policy MAE {:.4f} vs history {:.4f})",
-                  b.code_fit.size(), b.code_fit_purged.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged,
+                  b.code_fit.size(), b.code_fit_purged.size(), b.code_es.size(), b.gate_fusion.size(), b.gate_fusion_purged.size(),
                   b.policy.size(), history::expert_name(m.policy[0].expert),
                   m.policy[0].history_only_text(), m.policy[0].tau,
                   m.policy[0].policy_mae, m.policy[0].policy_history_mae,
