@@ -63,9 +63,10 @@ std::vector<std::string> logical_lines(std::string_view script) {
     if (c == '\\' && scan.backslash_continues() && i + 1 < script.size() &&
         (script[i + 1] == '\n' || (script[i + 1] == '\r' && i + 2 < script.size() &&
                                    script[i + 2] == '\n'))) {
-      i += script[i + 1] == '\r' ? 2 : 1;  // continuation: join with the next line
-      cur.push_back(' ');
-      scan.feed(' ');
+      // Continuation: the pair is removed, nothing put in its place (POSIX sh, XCU 2.2.1), so a
+      // word split over two lines is one word, and the scan goes on in the state it had before
+      // the backslash (a '#' right after the pair starts a comment only after a blank).
+      i += script[i + 1] == '\r' ? 2 : 1;
       continue;
     }
     if (c == '\n') {

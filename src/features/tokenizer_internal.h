@@ -35,8 +35,8 @@ struct Word {
   bool is_op = false;   // an operator: | || & && ; ;; ( ) $( ` > >> < << <<< 2> &> >&
 };
 
-// Splits a script into logical lines: CRLF normalized, backslash-newline continuations joined
-// (not when the backslash is itself escaped: "\\" at the end of a line is a literal backslash, and
+// Splits a script into logical lines: CRLF normalized, backslash-newline continuations joined by
+// removing the pair, as sh does (not when the backslash is itself escaped: "\\" at the end of a line is a literal backslash, and
 // not inside a comment, a '#' that starts a word outside quotes, whether the whole line or after a
 // command: bash ends a comment, and sbatch an #SBATCH line, at its newline). A backslash-newline in
 // single quotes is joined too: the quote is open, so the command goes on. A newline inside open

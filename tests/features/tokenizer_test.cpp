@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pf = peakcast::features;
@@ -152,6 +153,13 @@ TEST(Tokenizer, SbatchDirectivesFollowSbatchRules) {
   // it is still a command.
   auto after_comment = pf::tokenize_script("# see below \\\necho hi\n");
   EXPECT_TRUE(has(after_comment, "cmd:echo"));
+  // sbatch drops the trailing backslash (an escape with nothing after it on the line) and reads
+  // the next line alone: not starting with '#', it is the first command, and later #SBATCH lines
+  // are comments (src/sbatch/opt.c _next_line, _get_argument). So "--mem=4\\<newline>G" asks
+  // for 4 MiB, not 4 GiB.
+  auto split_value = pf::tokenize_script("#SBATCH --mem=4\\\nG\n#SBATCH -n 2\ntrue\n");
+  EXPECT_TRUE(has(split_value, mem + bin_of(4.0 * 1024 * 1024)));
+  EXPECT_FALSE(any_starts_with(split_value, "sbatch:--ntasks"));
 }
 
 // qsub's rules for #PBS (OpenPBS check_job_script.c pbs_ispbsdir / pbs_isexecutable, POSIX qsub):
@@ -225,6 +233,25 @@ TEST(Tokenizer, BackslashNewlineContinuesOnlyWhereItEscapes) {
     EXPECT_TRUE(has(t, "--steps=bin:10")) << joined;  // an argument of python: joined
     EXPECT_EQ(std::count(t.begin(), t.end(), "cmd:python"), 1) << joined;
   }
+}
+
+// POSIX sh (XCU 2.2.1, 2.2.3) removes a backslash-newline pair, outside quotes and inside double
+// quotes, before it splits words: "--mem=8\<newline>G" is the one word "--mem=8G", and a blank
+// separates words only where the script writes one. Until 2026-12-06 the pair became a blank, so
+// the split word read as "--mem=8" (8 MiB) and "G". In single quotes the pair is kept by this
+// shell and removed by the shell that runs the string (bash -c '...'), so it is removed too.
+TEST(Tokenizer, BackslashNewlineIsRemovedAsShDoes) {
+  for (const auto& [split, whole] : std::vector<std::pair<std::string, std::string>>{
+           {"srun --mem=8\\\nG ./a.out\n", "srun --mem=8G ./a.out\n"},
+           {"srun --mem=8\\\r\nG ./a.out\r\n", "srun --mem=8G ./a.out\n"},
+           {"python tr\\\nain.py --steps 10\\\n24\n", "python train.py --steps 1024\n"},
+           {"echo \"ab\\\ncd\" x\n", "echo \"abcd\" x\n"},
+           {"bash -c 'python t.py --k 1\\\n6'\n", "bash -c 'python t.py --k 16'\n"},
+           {"python t.py \\\n  --k 16\n", "python t.py   --k 16\n"}}) {
+    EXPECT_EQ(pf::tokenize_script(split), pf::tokenize_script(whole)) << split;
+  }
+  auto mem = pf::tokenize_script("srun --mem=8\\\nG ./a.out\n");
+  EXPECT_FALSE(has(mem, "w:g")) << "the G of --mem=8G read as a word of its own";
 }
 
 TEST(Tokenizer, QuotingAndContinuations) {

@@ -35,9 +35,11 @@ struct TokenizerOptions {
 // A directive line counts where its scheduler reads it: #SBATCH in the first column before the
 // first command (sbatch), #PBS after leading blanks too but before the first executable line
 // (qsub), #BSUB anywhere (bsub); elsewhere it is a comment. Comments other than directives and
-// the shebang are dropped; backslash-newline continuations are joined, except inside a comment
-// (bash: "cmd # note \" does not continue); quotes are removed and a quoted argument with spaces ("bash -c '...'") is tokenized as
-// arguments. Longer than max_tokens: the first floor(head_share * max) and the last rest kept.
+// the shebang are dropped; a backslash-newline pair is removed as sh removes it
+// ("--mem=8\<newline>G" is "--mem=8G"), except inside a comment (bash: "cmd # note \" does not
+// continue; sbatch reads each #SBATCH line alone; qsub joins a #PBS line the same way); quotes are
+// removed and a quoted argument with spaces ("bash -c '...'") is tokenized as arguments. Longer
+// than max_tokens: the first floor(head_share * max) and the last rest kept.
 std::vector<std::string> tokenize_script(std::string_view script, const TokenizerOptions& o = {});
 
 // The budget rule alone (head_share of max_tokens from the front, the rest from the back).
