@@ -1,8 +1,11 @@
 // Redaction rules 7-9 (docs/redaction.md): what names a person. E-mail addresses, scheduler mail
 // directives, and the user and group components of paths (/home/<user>, /work/<group>/<user>,
 // ~user).
+#include <algorithm>
 #include <cctype>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "ingest/redact_internal.h"
 
@@ -30,15 +33,82 @@ const Pattern& emails() {
 // Scheduler notification directives: the value is an address (or a user name) whatever it looks
 // like. Slurm --mail-user, PBS/UGE -M, LSF -u, PJM --mail-list, Cobalt --notify. The first such
 // option on the line (until 2026-12-06 the last -M or -u: one inside a value that a command's
-// password flag later took left a second pass to read an earlier one).
+// password flag later took left a second pass to read an earlier one). The value is a word: a
+// `<…>` placeholder, a quoted string or bare bytes, with what is glued after it (`'j'doe`,
+// `<EMAIL>,jdoe`); until 2026-12-06 a placeholder or quoted string ended it and the rest stayed.
 const Pattern& mail_directives() {
   static const Pattern p(
       "^([ \\t]*#(?:SBATCH[ \\t][^\\n]*?--mail-user|PBS(?:[ \\t][^\\n]*?)??[ \\t]-M|"
       "\\$(?:[ \\t][^\\n]*?)??[ \\t]-M|BSUB(?:[ \\t][^\\n]*?)??[ \\t]-u|PJM[ \\t][^\\n]*?--mail-list|"
       "COBALT[ \\t][^\\n]*?--notify)(?:[ \\t]*=[ \\t]*|[ \\t]+))"
-      "(<[^>\\n]*>|\"[^\"\\n]*\"|'[^'\\n]*'|[^\\s#]+)",
+      "((?:<[^>\\n]*>|\"[^\"\\n]*\"|'[^'\\n]*')[^\\s#]*|[^\\s#]+)",
       PCRE2_MULTILINE);
   return p;
+}
+
+// A value already redacted: one placeholder, quoted or not, or a list of them (`a@x.org,b@y.org`
+// after rule 7). Anything glued to a placeholder otherwise (`<EMAIL>,jdoe`) is a value to redact.
+bool redacted_value(std::string_view v) {
+  if (v == "\"<EMAIL>\"" || v == "'<EMAIL>'") return true;
+  constexpr std::string_view kPlaceholder = "<EMAIL>";
+  while (v.starts_with(kPlaceholder)) {
+    v.remove_prefix(kPlaceholder.size());
+    if (v.empty()) return true;
+    if (v.front() != ',') return false;
+    v.remove_prefix(1);
+  }
+  return false;
+}
+
+// The text as the mail-directive rule reads it: a line that starts with '#' (after blanks) and
+// ends in a backslash is joined with the next line, backslash and newline removed, as qsub joins
+// a directive (OpenPBS qsub.c get_script), and again while the joined line ends in one; a next
+// line that starts with '#' is a directive (or comment) of its own and is not joined. sbatch does
+// not join #SBATCH lines, but what stands on the next line names the same person, so it is read
+// as the directive's too. `joins` holds, in order, each removed pair's offset in the view.
+struct DirectiveView {
+  std::string text;
+  std::vector<size_t> joins;
+
+  // The offset in the original text of view offset `v`: as a value's begin (after a removed pair
+  // at `v`) or as its end (before one).
+  size_t begin_of(size_t v) const {
+    return v + 2 * static_cast<size_t>(std::upper_bound(joins.begin(), joins.end(), v) - joins.begin());
+  }
+  size_t end_of(size_t v) const {
+    return v + 2 * static_cast<size_t>(std::lower_bound(joins.begin(), joins.end(), v) - joins.begin());
+  }
+};
+
+bool starts_with_hash(std::string_view s, size_t line_start) {
+  size_t i = line_start;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return i < s.size() && s[i] == '#';
+}
+
+DirectiveView directive_view(std::string_view s) {
+  DirectiveView view;
+  view.text.reserve(s.size());
+  bool in_directive = false;
+  size_t line_start = 0;
+  while (line_start <= s.size()) {
+    size_t nl = s.find('\n', line_start);
+    size_t line_end = nl == std::string_view::npos ? s.size() : nl;
+    if (!in_directive) in_directive = starts_with_hash(s, line_start);
+    std::string_view line = s.substr(line_start, line_end - line_start);
+    if (nl != std::string_view::npos && in_directive && line.ends_with('\\') &&
+        !starts_with_hash(s, nl + 1)) {
+      view.text.append(line.substr(0, line.size() - 1));
+      view.joins.push_back(view.text.size());
+    } else {
+      view.text.append(line);
+      if (nl != std::string_view::npos) view.text.push_back('\n');
+      in_directive = false;
+    }
+    if (nl == std::string_view::npos) break;
+    line_start = nl + 1;
+  }
+  return view;
 }
 
 // ---------------------------------------------------------------- rule 9: user paths
@@ -88,6 +158,48 @@ const Pattern& tilde_users() {
   return p;
 }
 
+// Rule 8 over the directive view: each directive's first mail option, its value redacted in the
+// original text. A value on one line is replaced as it stands; one that goes on over continuation
+// lines keeps its backslash-newlines (so every line stays where it was) and the placeholder
+// stands on its last line, so that the view a second pass reads holds the placeholder alone.
+std::string redact_mail_directives(std::string s, int& count) {
+  if (s.find("\\\n") == std::string::npos) {  // no continuation: the text is its own view
+    return replace_all(mail_directives(), s, [&](const Match& m) -> Decision {
+      if (redacted_value(m.group(2))) return {};
+      ++count;
+      return {std::string(m.group(1)) + "<EMAIL>"};
+    });
+  }
+  const DirectiveView view = directive_view(s);
+  struct Edit {
+    size_t begin, end;
+    std::string text;
+  };
+  std::vector<Edit> edits;
+  replace_all(mail_directives(), view.text, [&](const Match& m) -> Decision {
+    if (redacted_value(m.group(2))) return {};
+    ++count;
+    Edit e{view.begin_of(m.begin(2)), view.end_of(m.end(2)), {}};
+    for (size_t i = e.begin; i + 1 < e.end; ++i) {
+      if (s[i] == '\\' && s[i + 1] == '\n') e.text += "\\\n";
+    }
+    e.text += "<EMAIL>";
+    edits.push_back(std::move(e));
+    return {std::string()};
+  });
+  if (edits.empty()) return s;
+  std::string out;
+  out.reserve(s.size());
+  size_t copied = 0;
+  for (const Edit& e : edits) {
+    out.append(s, copied, e.begin - copied);
+    out += e.text;
+    copied = e.end;
+  }
+  out.append(s, copied);
+  return out;
+}
+
 }  // namespace
 
 std::string redact_emails(std::string s, int& count) {
@@ -102,13 +214,7 @@ std::string redact_emails(std::string s, int& count) {
     ++count;
     return {std::string("<EMAIL>")};
   });
-  s = replace_all(mail_directives(), s, [&](const Match& m) -> Decision {
-    std::string_view v = m.group(2);
-    if (v == "<EMAIL>" || v == "\"<EMAIL>\"" || v == "'<EMAIL>'") return {};
-    ++count;
-    return {std::string(m.group(1)) + "<EMAIL>"};
-  });
-  return s;
+  return redact_mail_directives(std::move(s), count);
 }
 
 std::string redact_paths(std::string_view s, int& count) {

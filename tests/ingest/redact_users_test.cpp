@@ -47,6 +47,56 @@ TEST(Redact, EmailAddresses) {
   EXPECT_EQ(redact_script("notify s@company.com git@company.org"), "notify <EMAIL> <EMAIL>");
 }
 
+// A directive line that ends in a backslash goes on over the next one: qsub joins them (OpenPBS
+// qsub.c get_script), and whatever sbatch does (it reads each #SBATCH line alone), the name on
+// the next line is a person's all the same. The mail option, its value, or part of the value on
+// a continuation line is read as the joined directive's (until 2026-12-06 only the directive's
+// own line was, and `-M jdoe` on the next line survived). The value's continuations stay, so the
+// lines stay where they were; the placeholder stands on the value's last line.
+TEST(Redact, MailDirectivesOverContinuationLines) {
+  struct Case {
+    std::string in, out;
+  };
+  const std::vector<Case> cases = {
+      {"#PBS -m abe \\\n     -M jdoe\nmpirun ./a.out", "#PBS -m abe \\\n     -M <EMAIL>\nmpirun ./a.out"},
+      {"#PBS -l nodes=1 \\\n-M jdoe", "#PBS -l nodes=1 \\\n-M <EMAIL>"},
+      {"#PBS -M \\\njdoe\ndate", "#PBS -M \\\n<EMAIL>\ndate"},
+      {"#PBS -M jdoe,\\\nasmith -q gpu", "#PBS -M \\\n<EMAIL> -q gpu"},
+      {"#PBS -M jdoe,\\\nasmith,\\\nbkhan", "#PBS -M \\\n\\\n<EMAIL>"},
+      {"#PBS -M a@x.org,\\\nasmith", "#PBS -M \\\n<EMAIL>"},
+      {"#$ -m e \\\n  -M jdoe", "#$ -m e \\\n  -M <EMAIL>"},
+      {"#BSUB -J x \\\n  -u jdoe", "#BSUB -J x \\\n  -u <EMAIL>"},
+      {"#SBATCH --mail-type=END \\\n  --mail-user=jdoe\necho", "#SBATCH --mail-type=END \\\n  --mail-user=<EMAIL>\necho"},
+      {"#SBATCH --mail-user \\\njdoe", "#SBATCH --mail-user \\\n<EMAIL>"},
+      {"#SBATCH --mail-user=jd\\\noe", "#SBATCH --mail-user=\\\n<EMAIL>"},
+      {"#PJM -m e \\\n --mail-list jdoe", "#PJM -m e \\\n --mail-list <EMAIL>"},
+      {"#COBALT -n 1 \\\n --notify jdoe", "#COBALT -n 1 \\\n --notify <EMAIL>"},
+  };
+  for (const auto& c : cases) {
+    RedactionCounts n;
+    const std::string once = redact_script(c.in, &n);
+    EXPECT_EQ(once, c.out) << c.in;
+    EXPECT_GE(n.emails, 1) << c.in;
+    EXPECT_EQ(once.find("jdoe"), std::string::npos) << c.in;
+    EXPECT_EQ(once.find("smith"), std::string::npos) << c.in;
+    EXPECT_EQ(redact_script(once), once) << c.in;  // idempotent
+  }
+  // A name glued to an address rule 7 redacted is redacted too (until 2026-12-06 the value read
+  // as the placeholder alone and `bob` stayed); a list of redacted addresses stays as it is.
+  EXPECT_EQ(redact_script("#PBS -M a@x.org,bob"), "#PBS -M <EMAIL>");
+  EXPECT_EQ(redact_script("#PBS -M a@x.org,b@y.org"), "#PBS -M <EMAIL>,<EMAIL>");
+  EXPECT_EQ(redact_script("#SBATCH --mail-user='j'doe"), "#SBATCH --mail-user=<EMAIL>");
+  EXPECT_EQ(redact_script("#SBATCH --mail-user=''export"), "#SBATCH --mail-user=<EMAIL>");
+  // Each #-line is a directive of its own: a continuation joins only a line that is not one.
+  EXPECT_EQ(redact_script("#PBS -l nodes=1 \\\n#PBS -M jdoe"), "#PBS -l nodes=1 \\\n#PBS -M <EMAIL>");
+  EXPECT_EQ(redact_script("#PBS -N x \\\n#SBATCH --mail-user=jdoe"), "#PBS -N x \\\n#SBATCH --mail-user=<EMAIL>");
+  // What is not a mail option stays, joined or not: Slurm's -M (clusters), a command's -u.
+  for (std::string s : {"#SBATCH -p gpu \\\n  -M cluster2", "python run.py \\\n  -M jdoe",
+                        "#PBS -l nodes=1 \\\n-Nx", "# see \\\n-M below", "#PBS -M <EMAIL> \\\n-q gpu"}) {
+    EXPECT_EQ(redact_script(s), s) << s;
+  }
+}
+
 // ---- paths
 
 TEST(Redact, UserPaths) {
