@@ -33,7 +33,9 @@ A job that asks for no time or no memory is sent what slurmctld will give it, as
 it: the partition's DefaultTime (else MaxTime) and DefMemPerCPU x CPUs (or DefMemPerNode x nodes);
 slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list: set SLURM_CONF_DEF_MEM_PER_CPU
 (or _NODE) below to it, else a job under it is sent with none. A job that asks for GPUs is sent
-DefMemPerGPU x its GPUs instead where SLURM_CONF_DEF_MEM_PER_GPU is set (no Lua field shows it).
+DefMemPerGPU x its GPUs instead: its partition's own where SLURM_CONF_PART_DEF_MEM_PER_GPU names
+it, else slurm.conf's global one where SLURM_CONF_DEF_MEM_PER_GPU is set (no Lua field shows
+either: a partition's own that is not copied there is not known to the hook).
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -88,12 +90,23 @@ local SLURM_CONF_DEF_MEM_PER_CPU = nil
 local SLURM_CONF_DEF_MEM_PER_NODE = nil
 -- SLURM_CONF_DEF_MEM_PER_GPU: slurm.conf's global DefMemPerGPU in MB (nil = not set there), host
 -- memory per allocated GPU. Under select/cons_tres a job that asks for GPUs and no memory gets it
--- x its GPUs instead of any DefMemPerCPU/DefMemPerNode (a partition's own DefMemPerGPU first). No
--- Lua field shows either (Slurm keeps them in job_defaults, which part_list does not expose), so
--- set this to the global one; a partition with a DefMemPerGPU of its own is then misstated. A job
--- whose GPU count the request does not state (--gpus-per-socket; --gpus-per-task without -n) is
--- sent with no memory request.
+-- x its GPUs instead of any DefMemPerCPU/DefMemPerNode, unless its partition sets a DefMemPerGPU
+-- of its own. SLURM_CONF_PART_DEF_MEM_PER_GPU: those partitions' own values in MB, by partition
+-- name, e.g. { gpu = 16000, a100 = 40000 } (nil = none sets one). No Lua field shows either:
+-- Slurm keeps both in job_defaults, and job_submit/lua's part_list exposes no DefMemPerGPU (22.05,
+-- and every release since: its partition fields are allow_*, default_time, def_mem_per_cpu/node,
+-- flags, max_*, min_nodes, name, nodes, priority_*, qos, state_up, total_*), so the site copies
+-- them here (`scontrol show partition | grep -E 'PartitionName|DefMemPerGPU'`; JobDefaults=
+-- DefMemPerGPU=N). A partition whose own value is missing here is sent the global one, or with
+-- none set its DefMemPerCPU x CPUs: what slurmctld gives is then misstated. A job whose GPU count
+-- the request does not state (--gpus-per-socket; --gpus-per-task without -n), or whose partitions
+-- give different values, is sent with no memory request. What is sent is the memory the job runs
+-- under (sacct AllocTRES); sacct's ReqMem/ReqTRES for such a job keeps the per-CPU/per-node
+-- default slurmctld gave it at submission (22.05.8, observed: DefMemPerCPU=300 DefMemPerGPU=250,
+-- -n 2 --gpus=2: ReqMem 600M, AllocTRES mem=500M; with no per-CPU/per-node default, ReqMem is the
+-- node's whole memory), and slurm-sync learns ReqMem.
 local SLURM_CONF_DEF_MEM_PER_GPU = nil
+local SLURM_CONF_PART_DEF_MEM_PER_GPU = nil
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
@@ -484,6 +497,20 @@ local function time_limit_min(d, part_list)
   end)
 end
 
+-- Partitions already named in the log line below (once each while slurmctld keeps this script).
+local told_no_gpu_default = {}
+local function unseen_gpu_default(names)
+  for _, name in ipairs(#names > 0 and names or { "(default)" }) do
+    if not told_no_gpu_default[name] then
+      told_no_gpu_default[name] = true
+      log_info("partition " .. name .. ": a GPU job without a memory request is sent its " ..
+               "DefMemPerCPU/DefMemPerNode default (if any); job_submit/lua shows no " ..
+               "DefMemPerGPU, so one set on this partition is not seen unless copied into " ..
+               "SLURM_CONF_PART_DEF_MEM_PER_GPU")
+    end
+  end
+end
+
 -- The whole-job memory, in bytes, that slurmctld gives a job that asks for none (no --mem,
 -- --mem-per-cpu or --mem-per-gpu): its partition's DefMemPerCPU x CPUs or DefMemPerNode x nodes,
 -- what sacct's ReqMem then shows. A partition that sets neither (part_list's def_mem_per_node 0)
@@ -491,16 +518,33 @@ end
 -- SLURM_CONF_DEF_MEM_PER_CPU/_NODE. A job that asks for GPUs gets DefMemPerGPU x its GPUs instead
 -- where one is set (select/cons_tres: _verify_node_state clears the per-CPU/per-node default when
 -- the job's GPUs carry a default memory, partition's DefMemPerGPU else the global one; 22.05's
--- select/cons_common): the site's SLURM_CONF_DEF_MEM_PER_GPU. nil when unknown: none set (the job
+-- select/cons_common): the site's SLURM_CONF_PART_DEF_MEM_PER_GPU for the partition, else its
+-- SLURM_CONF_DEF_MEM_PER_GPU. Where neither is known, a GPU job is sent DefMemPerCPU/DefMemPerNode
+-- and the first such job of each partition logs that a DefMemPerGPU the hook cannot see would
+-- make that wrong (unseen_gpu_default). nil when unknown: none set (the job
 -- then gets the node's whole memory), several partitions that do not all give the same, or a
 -- DefMemPerGPU job whose GPU count the request does not state (gpu_count_of).
 -- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
 local function default_mem_of(d, part_list, cpus)
-  local function mb(v) return valid(v) and v > 0 and v < 2 ^ 62 and v or nil end  -- past 2^62: INFINITE
-  local per_gpu = mb(SLURM_CONF_DEF_MEM_PER_GPU)
-  if per_gpu and (gpus_of(d) or 0) > 0 then
-    local gpus = gpu_count_of(d)
-    return gpus and gpus > 0 and per_gpu * MIB * gpus or nil
+  local function mb(v)  -- MB, or nil: unset, not a number, 0, or past 2^62 (INFINITE)
+    return type(v) == "number" and valid(v) and v > 0 and v < 2 ^ 62 and v or nil
+  end
+  if (gpus_of(d) or 0) > 0 then
+    -- DefMemPerGPU where the job may run: each partition's own, else the global one. Partitions
+    -- that differ leave it unknown; none set anywhere falls through to DefMemPerCPU/DefMemPerNode.
+    local names, per_gpu = partition_names(d, part_list), nil
+    local own = SLURM_CONF_PART_DEF_MEM_PER_GPU
+    if type(own) ~= "table" then own = {} end
+    if #names == 0 then per_gpu = mb(SLURM_CONF_DEF_MEM_PER_GPU) end
+    for i, name in ipairs(names) do
+      local v = mb(own[name]) or mb(SLURM_CONF_DEF_MEM_PER_GPU)
+      if i == 1 then per_gpu = v elseif v ~= per_gpu then return nil end
+    end
+    if per_gpu then
+      local gpus = gpu_count_of(d)
+      return gpus and gpus > 0 and per_gpu * MIB * gpus or nil
+    end
+    unseen_gpu_default(names)
   end
   return agreed_by_partitions(d, part_list, function(p)
     local ok, per_cpu = pcall(function() return p.def_mem_per_cpu end)
@@ -948,9 +992,9 @@ if rawget(_G, "PEAKCAST_TEST") then
   PEAKCAST_TEST.set_lower_mem_scope = function(partitions, accounts)
     LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts
   end
-  PEAKCAST_TEST.set_slurm_conf_def_mem = function(per_cpu, per_node, per_gpu)
+  PEAKCAST_TEST.set_slurm_conf_def_mem = function(per_cpu, per_node, per_gpu, part_per_gpu)
     SLURM_CONF_DEF_MEM_PER_CPU, SLURM_CONF_DEF_MEM_PER_NODE = per_cpu, per_node
-    SLURM_CONF_DEF_MEM_PER_GPU = per_gpu
+    SLURM_CONF_DEF_MEM_PER_GPU, SLURM_CONF_PART_DEF_MEM_PER_GPU = per_gpu, part_per_gpu
   end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
   PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end

@@ -186,6 +186,47 @@ check("mem: the job's own --mem wins over DefMemPerGPU", r.req_mem_bytes == 100 
 r = T.build_record(desc({ tres_per_job = "gres:gpu:2", mem_per_tres = "gres:gpu:300" }), 1000, mparts)
 check("mem: the job's own --mem-per-gpu wins over DefMemPerGPU", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
 T.set_slurm_conf_def_mem(nil, nil, nil)
+-- A partition's own DefMemPerGPU (PartitionName=... DefMemPerGPU=): no Lua field shows it either,
+-- so the site copies it into SLURM_CONF_PART_DEF_MEM_PER_GPU by partition name. slurmctld gives a
+-- GPU job that asks for no memory the partition's value x its GPUs, else the global one; until
+-- 2026-12-06 the hook sent such a job the partition's DefMemPerCPU x CPUs ("dc": 600 MiB for
+-- 2 CPUs), or the global DefMemPerGPU.
+T.set_slurm_conf_def_mem(500, nil, nil, { dc = 250 })
+local function count_logs(text)
+  local n = 0
+  for _, l in ipairs(logs) do if l:find(text, 1, true) then n = n + 1 end end
+  return n
+end
+r = T.build_record(desc({ partition = "dc", tres_per_job = "gres:gpu:2", num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: the partition's DefMemPerGPU x GPUs", r.req_mem_bytes == 500 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc", num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: the partition's DefMemPerGPU, no GPUs -> its DefMemPerCPU", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:2", num_tasks = 2, min_cpus = 2 }), 1000, mparts)
+check("mem: another partition's DefMemPerGPU does not apply", r.req_mem_bytes == 1000 * 1048576, r.req_mem_bytes)
+-- Where the hook knows no DefMemPerGPU for a GPU job's partition, it says once per partition that
+-- one it cannot see would make the default it sends wrong.
+local unseen = "partition dn2: a GPU job without a memory request is sent its DefMemPerCPU/DefMemPerNode default"
+check("mem: not logged before a GPU job in the partition", count_logs(unseen) == 0, count_logs(unseen))
+for _ = 1, 2 do
+  r = T.build_record(desc({ partition = "dn2", tres_per_job = "gres:gpu:1" }), 1000, mparts)
+  check("mem: no DefMemPerGPU known -> DefMemPerNode", r.req_mem_bytes == 700 * 1048576, r.req_mem_bytes)
+end
+check("mem: no DefMemPerGPU known -> logged once for the partition", count_logs(unseen) == 1, count_logs(unseen))
+check("mem: ... naming where to copy it", count_logs(unseen .. " (if any); job_submit/lua shows no DefMemPerGPU, so one " ..
+      "set on this partition is not seen unless copied into SLURM_CONF_PART_DEF_MEM_PER_GPU") == 1)
+T.set_slurm_conf_def_mem(500, nil, 2000, { dc = 250 })
+r = T.build_record(desc({ partition = "dc", tres_per_node = "gres:gpu:1", min_nodes = 2 }), 1000, mparts)
+check("mem: the partition's DefMemPerGPU wins over the global one", r.req_mem_bytes == 500 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:1" }), 1000, mparts)
+check("mem: a partition without one takes the global DefMemPerGPU", r.req_mem_bytes == 2000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc,debug", tres_per_job = "gres:gpu:1" }), 1000, mparts)
+check("mem: partitions with different DefMemPerGPU -> none", r.req_mem_bytes == nil, r.req_mem_bytes)
+T.set_slurm_conf_def_mem(nil, nil, nil, { dc = 2000, debug = 2000 })
+r = T.build_record(desc({ partition = "dc,debug", tres_per_job = "gres:gpu:1" }), 1000, mparts)
+check("mem: partitions that agree on DefMemPerGPU", r.req_mem_bytes == 2000 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ partition = "dc", tres_per_job = "gres:gpu:2", mem_per_tres = "gres:gpu:300" }), 1000, mparts)
+check("mem: the job's own --mem-per-gpu wins over the partition's", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
+T.set_slurm_conf_def_mem(nil, nil, nil, nil)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are

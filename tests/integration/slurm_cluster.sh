@@ -15,6 +15,8 @@
 #   START_TIMEOUT_S  bound on each wait (default 60)
 #   SLURM_CONF_EXTRA lines appended to slurm.conf, e.g. more partitions (the generated one is
 #                    "debug", Default=YES, no memory limit)
+#   HOOK_PART_DEF_MEM_PER_GPU  Lua table written into the hook's SLURM_CONF_PART_DEF_MEM_PER_GPU,
+#                    e.g. '{ gpudef = 250 }' for a partition in SLURM_CONF_EXTRA with DefMemPerGPU=250
 # Needs: scripts/install-deps.sh slurm (slurm-wlm, slurmdbd, munge, mariadb-server, lua5.1, lua-socket).
 set -uo pipefail
 
@@ -190,6 +192,7 @@ EOF
   [ -f "$lua" ] || die "no hook at $lua"
   sed -e "s|^local SOCKET_PATH = .*|local SOCKET_PATH = \"$psock\"|" \
       -e "s|^local SLURM_CONF_DEF_MEM_PER_CPU = .*|local SLURM_CONF_DEF_MEM_PER_CPU = $def_mem_per_cpu|" \
+      -e "s|^local SLURM_CONF_PART_DEF_MEM_PER_GPU = .*|local SLURM_CONF_PART_DEF_MEM_PER_GPU = ${HOOK_PART_DEF_MEM_PER_GPU:-nil}|" \
       "$lua" > "$dir/etc/job_submit.lua"
   cat > "$dir/env.sh" <<EOF
 export SLURM_CONF=$dir/etc/slurm.conf

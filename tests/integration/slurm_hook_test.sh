@@ -125,7 +125,10 @@ CPUCAP_MB=150
 export SLURM_CONF_EXTRA="PartitionName=lowcap Nodes=ALL MaxMemPerNode=$LOWCAP_MB State=UP
 PartitionName=cpucap Nodes=ALL MaxMemPerCPU=$CPUCAP_MB State=UP
 PartitionName=unlimited Nodes=ALL MaxMemPerNode=UNLIMITED State=UP
-PartitionName=deftime Nodes=ALL DefaultTime=30 MaxTime=120 DefMemPerCPU=300 State=UP"
+PartitionName=deftime Nodes=ALL DefaultTime=30 MaxTime=120 DefMemPerCPU=300 State=UP
+PartitionName=gpudef Nodes=ALL DefMemPerCPU=300 DefMemPerGPU=250 State=UP"
+# gpudef's own DefMemPerGPU, which job_submit/lua does not show: the hook's copy of it.
+export HOOK_PART_DEF_MEM_PER_GPU='{ gpudef = 250 }'
 if ! PEAKCAST_SOCKET="$PEAKCAST_SOCKET" "$cluster" start "$TEST_DIR/cluster"; then
   bad "cluster starts"; finish
 fi
@@ -212,6 +215,21 @@ check "mapglob: no --mem in debug: request req_mem_bytes = global DefMemPerCPU x
   [ "$(request_field mapglob req_mem_bytes)" = 1048576000 ]
 check "mapglob: slurmctld gave it the global default (MinMemoryCPU=500M)" \
   bash -c "scontrol show job '${jid[mapglob]:-0}' | grep -q 'MinMemoryCPU=500M'"
+# A GPU job that asks for no memory in gpudef: slurmctld allocates it the partition's DefMemPerGPU
+# x its GPUs, not its DefMemPerCPU x CPUs (600 MiB); the hook knows the partition's value only
+# from its SLURM_CONF_PART_DEF_MEM_PER_GPU. While the job is pending scontrol's TRES (and later
+# sacct's ReqTRES/ReqMem) still shows the DefMemPerCPU default it was given at submission; the
+# allocation (TRES once started, sacct AllocTRES) shows 500M.
+printf '#!/bin/bash\n# mapgdef\ntrue\n' > "$work/mapgdef.sh"
+if submit mapgdef -p gpudef --gpus=2 -n 2 -t 5; then ok "sbatch mapgdef (job $job_id)"; jid[mapgdef]=$job_id
+else bad "sbatch mapgdef: $sbatch_err"; fi
+check "mapgdef: no --mem, 2 GPUs in gpudef: request req_mem_bytes = DefMemPerGPU 250 x 2 (500 MiB)" \
+  [ "$(request_field mapgdef req_mem_bytes)" = 524288000 ]
+for i in $(seq 1 120); do
+  scontrol show job "${jid[mapgdef]:-0}" 2>/dev/null | grep -q 'JobState=PENDING' || break; sleep 0.5
+done
+check "mapgdef: slurmctld allocated it the same (scontrol TRES mem=500M once started)" \
+  bash -c "scontrol show job '${jid[mapgdef]:-0}' | grep -Eq 'TRES=.*mem=500M'"
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
