@@ -74,6 +74,13 @@ void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
                  "as Europe/Berlin (sacct prints the local time of the host it ran on unless run with "
                  "TZ=UTC; times with an offset are read as they say)")
       ->default_str("UTC");
+  cmd.add_option("--nextflow-timezone", a.nextflow_timezone,
+                 "Nextflow traces: the time zone their submit/start/complete were printed in, a tz "
+                 "database name such as Europe/Berlin (Nextflow prints the local time of the JVM that "
+                 "ran the pipeline, without a zone; raw epoch milliseconds, trace.raw = true, are read "
+                 "as they say). A time the clocks showed twice is settled by the task's duration, else "
+                 "read as the earliest submit and the latest complete; one they skipped skips its row")
+      ->default_str("UTC");
 }
 
 void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>& code_options) {
@@ -130,6 +137,7 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a, b
   o.scripts_dir = a.scripts_dir;
   o.scripts_dump = a.scripts_dump;
   o.sacct_timezone = a.sacct_timezone;
+  o.nextflow_timezone = a.nextflow_timezone;
   o.sizey_rows = sizey_rows;
   Result<ingest::Trace> trace = ingest::read_trace(path, o);
   if (!trace) return trace;

@@ -40,10 +40,11 @@ struct ReaderArgs {
   std::string scripts_dir;
   std::string scripts_dump;
   std::string sacct_timezone;
+  std::string nextflow_timezone;
 };
 
 // --format, --strict, --util-cap, --user, --columns, --scripts-dir, --scripts-dump,
-// --sacct-timezone.
+// --sacct-timezone, --nextflow-timezone.
 void add_reader_options(CLI::App& cmd, ReaderArgs& args);
 
 // Reads the trace and prints the reader summary to stderr (every command does); `sizey_rows`

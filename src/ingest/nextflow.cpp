@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,10 +21,15 @@
 namespace peakcast::ingest {
 namespace {
 
+using nextflow_detail::Duration;
+using nextflow_detail::Instants;
 using nextflow_detail::parse_duration;
 using nextflow_detail::parse_size;
 using nextflow_detail::parse_time;
 using nextflow_detail::rounded_size;
+using nextflow_detail::settle;
+using nextflow_detail::settle_start;
+using nextflow_detail::SubmitComplete;
 
 // Delimited records with optional double quotes (a quoted field may hold the delimiter,
 // newlines and "" for a quote, as a `script` column needs).
@@ -226,41 +232,56 @@ struct RowTally {
   std::vector<const char*> rounded;   // columns whose value Nextflow rounded (its human form)
 };
 
-// When the task ran: submit, complete (or submit + duration), start.
-std::optional<FieldError> read_times(const TaskRow& row, Job& job, RowTally& tally) {
+// A time column's instants; a missing value is `missing_why`.
+std::optional<FieldError> read_instants(const TaskRow& row, const std::optional<size_t>& col,
+                                        const char* field, const char* missing_why,
+                                        const TimeZone* zone, Instants& out) {
+  if (missing(row.get(col))) return FieldError{field, missing_why};
+  Result<Instants> t = parse_time(row.get(col), zone);
+  if (!t) return FieldError{field, t.status().message()};
+  out = *t;
+  return std::nullopt;
+}
+
+// When the task ran: submit, complete (or submit + duration), start. A wall-clock time in the
+// hour `zone`'s clocks showed twice is settled by the duration, and the start by the realtime
+// (settle, settle_start).
+std::optional<FieldError> read_times(const TaskRow& row, const TimeZone* zone, Job& job,
+                                     RowTally& tally) {
   const Columns& c = row.c;
   // Times first: a task that cannot be placed in time is useless to the history.
-  auto submit = parse_time(row.get(c.submit));
-  if (!submit) {
-    return FieldError{"submit", missing(row.get(c.submit))
-                                    ? "missing"
-                                    : "not a timestamp: " + shown(row.get(c.submit))};
-  }
+  Instants submit;
+  if (auto e = read_instants(row, c.submit, "submit", "missing", zone, submit)) return e;
+  // The duration, when the row has one: complete - submit, to the millisecond (raw) or rounded.
+  std::optional<Duration> d;
+  if (!missing(row.get(c.duration))) d = parse_duration(row.get(c.duration), true);
   // The recorded end lies in [lo, hi]: a point for `complete` and a raw duration, a range for a
   // duration Nextflow rounded.
   int64_t lo = 0;
   int64_t hi = 0;
+  int64_t submitted = submit.earlier;
   if (c.complete) {
-    auto complete = parse_time(row.get(c.complete));
-    if (!complete) {
-      return FieldError{"complete", missing(row.get(c.complete))
-                                        ? "missing (task not finished)"
-                                        : "not a timestamp: " + shown(row.get(c.complete))};
+    Instants complete;
+    if (auto e = read_instants(row, c.complete, "complete", "missing (task not finished)", zone,
+                               complete)) {
+      return e;
     }
-    lo = hi = *complete;
+    const SubmitComplete at = settle(submit, complete, d ? std::optional<double>(d->ms) : std::nullopt);
+    submitted = at.submit;
+    lo = hi = at.complete;
   } else {
     // Nextflow's default trace has no 'complete': duration runs from submission to completion
     // (complete - submit: negative when an end recorded to the second falls before a submit
-    // recorded to the millisecond).
-    auto d = missing(row.get(c.duration)) ? std::nullopt : parse_duration(row.get(c.duration), true);
+    // recorded to the millisecond). Of a submit shown twice, the earlier reading, and the latest
+    // end either allows.
     if (!d) {
       return FieldError{"duration", missing(row.get(c.duration))
                                         ? "missing (task not finished)"
                                         : "not a duration: " + shown(row.get(c.duration))};
     }
     if (d->rounded()) tally.rounded.push_back("duration");
-    lo = *submit + static_cast<int64_t>(std::floor(d->ms - d->below));
-    hi = *submit + static_cast<int64_t>(std::ceil(d->ms + d->above));
+    lo = submit.earlier + static_cast<int64_t>(std::floor(d->ms - d->below));
+    hi = submit.later + static_cast<int64_t>(std::ceil(d->ms + d->above));
   }
   // Nextflow records submit to the millisecond (its own clock) but start and complete often to
   // the second (".000": the executor's timestamps, e.g. a Kubernetes pod's finishedAt, which are
@@ -270,18 +291,22 @@ std::optional<FieldError> read_times(const TaskRow& row, Job& job, RowTally& tal
   // before it (it may still have been running). A task done within the second of its submission
   // then ends at its submission at the earliest.
   int64_t end = nextflow_detail::latest_end(lo, hi);
-  if (end < *submit && *submit - end < kMsPerSecond) end = *submit;
-  if (end < *submit) {
+  if (end < submitted && submitted - end < kMsPerSecond) end = submitted;
+  if (end < submitted) {
     if (c.complete) return FieldError{"complete", "before submit"};
     return FieldError{"duration", "negative: " + shown(row.get(c.duration)) +
                                       " (the task would end over a second before its submission)"};
   }
-  job.submit_ms = *submit;
+  job.submit_ms = submitted;
   job.end_ms = end;
   if (!missing(row.get(c.start))) {
-    auto start = parse_time(row.get(c.start));
-    if (!start) return FieldError{"start", "not a timestamp: " + shown(row.get(c.start))};
-    job.start_ms = std::clamp(*start, job.submit_ms, job.end_ms);
+    Instants start;
+    if (auto e = read_instants(row, c.start, "start", "missing", zone, start)) return e;
+    std::optional<int64_t> realtime;
+    if (!missing(row.get(c.realtime))) {
+      if (auto r = parse_duration(row.get(c.realtime))) realtime = std::llround(r->ms);
+    }
+    job.start_ms = std::clamp(settle_start(start, end, realtime), job.submit_ms, job.end_ms);
   }
   return std::nullopt;
 }
@@ -392,10 +417,11 @@ std::optional<std::vector<std::string>> rejoin_commas(const std::vector<std::str
 // Reads the task rows of one trace into Jobs, keeping the counts behind its notes.
 class TaskReader {
  public:
-  TaskReader(const std::string& name, const ReadOptions& o, const Columns& cols, size_t header_size,
-             char delim, Trace& out)
+  TaskReader(const std::string& name, const ReadOptions& o, const TimeZone* zone, const Columns& cols,
+             size_t header_size, char delim, Trace& out)
       : name_(name),
         o_(o),
+        zone_(zone),
         c_(cols),
         header_size_(header_size),
         delim_(delim),
@@ -439,7 +465,7 @@ class TaskReader {
     Job job;
     RowTally tally;
     if (places_in_time(c_) && !o_.sizey_rows) {
-      if (auto e = read_times(row, job, tally)) return reject(line, *e);
+      if (auto e = read_times(row, zone_, job, tally)) return reject(line, *e);
     }
     bool killed = false;
     job.state = task_state(status, row.get(c_.exit), killed);
@@ -544,6 +570,7 @@ class TaskReader {
 
   const std::string& name_;
   const ReadOptions& o_;
+  const TimeZone* zone_;  // where the human-form times were printed; nullptr: UTC
   const Columns& c_;
   const size_t header_size_;
   const char delim_;
@@ -591,6 +618,13 @@ void note_missing_columns(const Columns& c, Trace& out) {
 
 Status parse_nextflow(std::string_view text, const std::string& name, const ReadOptions& o,
                       Trace& out) {
+  // ReadOptions::nextflow_timezone: a name that is not a zone fails the read, not each row.
+  std::optional<TimeZone> zone;
+  if (!o.nextflow_timezone.empty()) {
+    Result<TimeZone> z = TimeZone::load(o.nextflow_timezone);
+    if (!z) return z.status().with_context("--nextflow-timezone");
+    zone = std::move(*z);
+  }
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   RecordReader reader(text, header_delimiter(text));
   std::vector<std::string> row;
@@ -619,7 +653,7 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
         "`peakcast simulate --protocol sizey` and `inspect` can use this trace (add submit and "
         "complete to Nextflow's trace.fields for the rest)");
   }
-  TaskReader tasks(name, o, cols, row.size(), reader.delimiter(), out);
+  TaskReader tasks(name, o, zone ? &*zone : nullptr, cols, row.size(), reader.delimiter(), out);
   while (next_record(reader, row, line)) {
     if (Status s = tasks.read(row, line, reader.unterminated()); !s) return s;
   }

@@ -8,6 +8,9 @@
 #include <optional>
 #include <string_view>
 
+#include "peakcast/core/status.h"
+#include "peakcast/core/time_zone.h"
+
 namespace peakcast::ingest::nextflow_detail {
 
 // A duration as a trace gives it, in milliseconds. Raw milliseconds and the `ms` form are exact;
@@ -25,8 +28,35 @@ struct Duration {
 // A leading '-' only with `allow_negative` (an end recorded before its submission).
 std::optional<Duration> parse_duration(std::string_view v, bool allow_negative = false);
 
-// Raw epoch milliseconds, or the human "2023-01-23 10:00:00.000" (read as UTC).
-std::optional<int64_t> parse_time(std::string_view v);
+// The instants a trace's time can be, in epoch milliseconds: `earlier` == `later` but for a
+// wall-clock time in the hour its zone's clocks showed twice (after a fall-back change).
+struct Instants {
+  int64_t earlier = 0;
+  int64_t later = 0;
+};
+
+// Raw epoch milliseconds or a time with an offset (the instant it says), or the human
+// "2023-01-23 10:00:00.000": the wall clock of the JVM that wrote the trace, placed in `zone`
+// (ReadOptions::nextflow_timezone; nullptr: read as UTC). The error says why: not a time ("not a
+// timestamp: '...'"), or a wall-clock time `zone` never showed (its clocks skipped it) or cannot
+// place (TimeZone::utc_of_local).
+Result<Instants> parse_time(std::string_view v, const TimeZone* zone);
+
+// A task's submit and complete from their instants: of the pairs of readings whose
+// complete - submit is nearest `duration_ms` (Nextflow's duration, complete - submit; every pair
+// without one), the earliest submit and the latest complete. A duration settles which of a time's
+// two readings it is; where it cannot (both times in the hour shown twice), the task is never
+// taken to have ended before it did, nor to have been submitted after it was (no leakage into
+// the history of the tasks around it).
+struct SubmitComplete {
+  int64_t submit = 0;
+  int64_t complete = 0;
+};
+SubmitComplete settle(Instants submit, Instants complete, std::optional<double> duration_ms);
+
+// A task's start from its instants: the reading nearest `realtime_ms` (the task's own run time)
+// before `end`; without a realtime, or on a tie, the earlier.
+int64_t settle_start(Instants start, int64_t end, std::optional<int64_t> realtime_ms);
 
 // Raw bytes or Nextflow's "4 GB" / "1.2 MB" / "512 KB" (binary multiples).
 std::optional<uint64_t> parse_size(std::string_view v);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "nextflow_internal.h"
@@ -83,17 +84,53 @@ std::optional<Duration> parse_duration(std::string_view v, bool allow_negative) 
   return d;
 }
 
-std::optional<int64_t> parse_time(std::string_view v) {
+Result<Instants> parse_time(std::string_view v, const TimeZone* zone) {
   v = trim(v);
+  std::optional<Timestamp> t;
   if (all_digits(v)) {
-    if (v.size() > 15) return std::nullopt;
-    auto ms = parse_int(v);
-    if (!ms || *ms / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
-    return *ms;
+    if (v.size() > 15) return Status::invalid("not a timestamp: '" + std::string(v) + "'");
+    if (auto ms = parse_int(v)) t = Timestamp{*ms, false};
+  } else {
+    t = parse_timestamp(v);
   }
-  auto t = parse_timestamp_ms(v);
-  if (!t || *t < 0 || *t / 1000 > kMaxEpochSeconds / 2) return std::nullopt;
-  return t;
+  auto in_range = [](int64_t ms) { return ms >= 0 && ms / 1000 <= kMaxEpochSeconds / 2; };
+  if (!t || !in_range(t->ms)) return Status::invalid("not a timestamp: '" + std::string(v) + "'");
+  if (!t->wall_clock || zone == nullptr) return Instants{t->ms, t->ms};
+  const int64_t local_s = t->ms / 1000, ms = t->ms % 1000;  // t->ms >= 0
+  Instants out;
+  for (auto [twice, at] : {std::pair{TimeZone::TwiceShown::kEarlier, &out.earlier},
+                           std::pair{TimeZone::TwiceShown::kLater, &out.later}}) {
+    const Result<int64_t> utc_s = zone->utc_of_local(local_s, twice);
+    if (!utc_s) return Status::invalid("'" + std::string(v) + "': " + utc_s.status().message());
+    *at = *utc_s * 1000 + ms;
+    if (!in_range(*at)) return Status::invalid("not a timestamp: '" + std::string(v) + "'");
+  }
+  return out;
+}
+
+SubmitComplete settle(Instants submit, Instants complete, std::optional<double> duration_ms) {
+  if (!duration_ms) return {submit.earlier, complete.later};
+  // The distance of each pair of readings from the duration; the nearest pairs hold.
+  std::optional<double> nearest;
+  SubmitComplete out;
+  for (int64_t s : {submit.earlier, submit.later}) {
+    for (int64_t c : {complete.earlier, complete.later}) {
+      const double off = std::abs(static_cast<double>(c - s) - *duration_ms);
+      if (!nearest || off < *nearest) {
+        nearest = off;
+        out = {s, c};
+      } else if (off == *nearest) {
+        out = {std::min(out.submit, s), std::max(out.complete, c)};
+      }
+    }
+  }
+  return out;
+}
+
+int64_t settle_start(Instants start, int64_t end, std::optional<int64_t> realtime_ms) {
+  if (!realtime_ms || start.earlier == start.later) return start.earlier;
+  auto off = [&](int64_t t) { return std::abs(end - t - *realtime_ms); };
+  return off(start.later) < off(start.earlier) ? start.later : start.earlier;
 }
 
 std::optional<uint64_t> parse_size(std::string_view v) { return peakcast::parse_size(v, 1); }
