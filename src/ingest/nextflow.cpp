@@ -230,6 +230,7 @@ std::string shown(std::string_view v) { return "'" + std::string(v) + "'"; }
 struct RowTally {
   size_t unread = 0;                  // malformed values left unset (sizey_rows)
   std::vector<const char*> rounded;   // columns whose value Nextflow rounded (its human form)
+  std::vector<const char*> unmeasured;  // peak_rss or rss of 0, left unset
 };
 
 // A time column's instants; a missing value is `missing_why`.
@@ -365,7 +366,11 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
         std::tuple{c.rchar, "rchar", &job.read_bytes, true}}) {
     if (missing(row.get(col))) continue;
     auto bytes = parse_size(row.get(col));
-    if (bytes) {
+    if (bytes && *bytes == 0 && (target == &job.peak_mem_bytes || target == &job.rss_bytes)) {
+      // Nextflow prints 0 when its sampler caught nothing (a task shorter than its sampling
+      // interval), not a measured zero: no label; the task's other fields are kept.
+      tally.unmeasured.push_back(field);
+    } else if (bytes) {
       *target = *bytes;
       if (rounded_size(row.get(col))) tally.rounded.push_back(field);
     } else if (auto e = malformed({field, "not a memory size: " + shown(row.get(col))}, needed_by_sizey)) {
@@ -476,6 +481,7 @@ class TaskReader {
     killed_ += killed ? 1 : 0;
     unread_ += tally.unread;
     for (const char* col : tally.rounded) ++rounded_[col];
+    for (const char* col : tally.unmeasured) ++unmeasured_[col];
     rejoined_ += rejoined ? 1 : 0;
     out_.jobs.push_back(std::move(job));
     return Status::ok();
@@ -511,6 +517,7 @@ class TaskReader {
                            "fields, so under trace.sep=',' the tag and the name split their row");
     }
     add_rounding_note();
+    add_unmeasured_note();
   }
 
  private:
@@ -568,6 +575,23 @@ class TaskReader {
         ". For exact figures write the trace with `trace.raw = true`");
   }
 
+  // A peak_rss or rss of 0 is no measurement (read_resources): say how many, and what it costs.
+  void add_unmeasured_note() {
+    if (unmeasured_.empty()) return;
+    std::string counts;
+    for (const char* col : {"peak_rss", "rss"}) {
+      auto it = unmeasured_.find(col);
+      if (it == unmeasured_.end()) continue;
+      counts += (counts.empty() ? "" : ", ") + std::to_string(it->second) + " " + col;
+    }
+    out_.notes.push_back(
+        "memory of 0 read as not measured (" + counts +
+        "): Nextflow prints 0 when its sampler caught nothing (a task shorter than its sampling "
+        "interval). Left unset, the task keeps its other fields but has no memory label: evaluate "
+        "and train do not score it and simulate does not replay it (Sizey's protocol drops an rss "
+        "of 0 too)");
+  }
+
   const std::string& name_;
   const ReadOptions& o_;
   const TimeZone* zone_;  // where the human-form times were printed; nullptr: UTC
@@ -582,6 +606,7 @@ class TaskReader {
   size_t killed_ = 0;
   size_t rejoined_ = 0;  // rows whose tag's commas were joined back
   std::map<std::string, size_t> rounded_;  // column -> values Nextflow rounded
+  std::map<std::string, size_t> unmeasured_;  // peak_rss, rss -> zeros left unset
   size_t users_from_file_name_ = 0;
   std::map<std::string, size_t> seen_ids_;
 };

@@ -33,6 +33,10 @@ std::optional<SimTask> sim_task(const Job& j, bool sizey) {
   SimTask t;
   t.info = task_info(j, sizey);
   t.end_ms = j.end_ms;
+  // A peak of 0 is no label here, as a Nextflow trace's 0 (its sampler caught nothing) is none
+  // anywhere: the reader leaves that unset (no label for evaluate either, and a note counts
+  // them). The checks for 0 stay for the other readers' zeros: Sizey drops an rss <= 0, and
+  // Witt-LR's relative error divides by the peak.
   if (sizey) {
     if (!j.rss_bytes || *j.rss_bytes == 0 || !j.realtime_ms) return std::nullopt;
     t.peak_bytes = static_cast<double>(*j.rss_bytes);

@@ -164,5 +164,40 @@ TEST(NextflowNotes, ACommaInAnUnquotedTagIsRejoined) {
       << name_only.stats.reasons[0];
 }
 
+// Nextflow prints peak_rss and rss as 0 when its sampler caught nothing (a task shorter than its
+// sampling interval): not a measured zero. Until 2026-12-06 evaluate scored such a task as a 0%
+// label while simulate dropped it; now no path takes it as a label, the task keeps its other
+// fields, and a note counts them (chipseq has 1, mag 5).
+TEST(NextflowNotes, AZeroPeakIsNotMeasuredAndNoLabel) {
+  Trace t;
+  ASSERT_TRUE(parse_nextflow(
+      "task_id\tprocess\tstatus\texit\tsubmit\tcomplete\trealtime\tmemory\tpeak_rss\trss\trchar\n"
+      "1\tA\tCOMPLETED\t0\t1000\t2000\t900\t4294967296\t1073741824\t1073741824\t5000\n"
+      "2\tA\tCOMPLETED\t0\t1000\t2000\t900\t4294967296\t0\t0\t5000\n"
+      "3\tA\tCOMPLETED\t0\t1000\t2000\t900\t6 GB\t0 B\t1 GB\t5000\n"
+      "4\tA\tFAILED\t137\t1000\t2000\t900\t4294967296\t0\t0\t5000\n",
+      "trace_run.tsv", {}, t));
+  finalize_trace(t, 1.0);
+  ASSERT_EQ(t.jobs.size(), 4u);
+  EXPECT_EQ(t.stats.skipped, 0u);
+  const Job& zero = t.jobs[1];
+  EXPECT_FALSE(zero.peak_mem_bytes.has_value());
+  EXPECT_FALSE(zero.rss_bytes.has_value());
+  EXPECT_FALSE(zero.is_valid(Resource::kMem));
+  EXPECT_EQ(zero.req_mem_bytes, 4294967296u);  // the rest of the row is kept
+  EXPECT_EQ(zero.read_bytes, 5000u);
+  EXPECT_EQ(zero.realtime_ms, 900);
+  EXPECT_FALSE(t.jobs[2].peak_mem_bytes.has_value());  // "0 B", the human form
+  EXPECT_EQ(t.jobs[2].rss_bytes, 1073741824u);
+  EXPECT_FALSE(t.jobs[2].is_valid(Resource::kMem));
+  // Killed at its limit (exit 137): still the censored label at the cap, as without a peak.
+  EXPECT_TRUE(t.jobs[3].is_valid(Resource::kMem));
+  EXPECT_TRUE(t.jobs[3].censored);
+  EXPECT_EQ(t.jobs[3].label(Resource::kMem), 1.0);
+  EXPECT_EQ(t.stats.labelled[0], 2u);  // job 1 and the censored job 4
+  EXPECT_TRUE(has_note(t, "memory of 0 read as not measured (3 peak_rss, 2 rss)")) << all_notes(t);
+  EXPECT_FALSE(has_note(t, "peak_rss 1")) << all_notes(t);  // a zero is not counted as rounded
+}
+
 }  // namespace
 }  // namespace peakcast::ingest

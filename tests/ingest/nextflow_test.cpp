@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <string>
+#include <tuple>
 
 #include "golden_util.h"
 #include "peakcast/ingest/reader.h"
@@ -268,10 +270,12 @@ TEST(Nextflow, SizeyRowsAreReadAsSizeysProtocolReadsThem) {
 }
 
 // nf-core runs published with the Sizey study: raw values, comma separated, no user column.
+// Every task is labelled but those whose peak_rss is 0 (not measured: chipseq 1, mag 5).
 TEST(NextflowRealData, NfCoreTracesReadCompletely) {
-  const std::pair<const char*, size_t> files[] = {
-      {"nextflow/trace_chipseq.csv", 2938}, {"nextflow/trace_mag.csv", 6242}, {"nextflow/trace_eager.csv", 1576}};
-  for (auto [rel, want] : files) {
+  const std::tuple<const char*, size_t, size_t> files[] = {{"nextflow/trace_chipseq.csv", 2938, 1},
+                                                           {"nextflow/trace_mag.csv", 6242, 5},
+                                                           {"nextflow/trace_eager.csv", 1576, 0}};
+  for (auto [rel, want, unmeasured] : files) {
     const std::string path = shared_data(rel);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "real trace absent: " << path;
     auto trace = read_trace(path);
@@ -279,7 +283,11 @@ TEST(NextflowRealData, NfCoreTracesReadCompletely) {
     EXPECT_EQ(trace->format, Format::kNextflow) << rel;
     EXPECT_EQ(trace->stats.jobs, want) << rel;
     EXPECT_EQ(trace->stats.skipped, 0u) << rel;
-    EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], want) << rel;
+    EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], want - unmeasured) << rel;
+    EXPECT_EQ(has_note(*trace, "memory of 0 read as not measured (" + std::to_string(unmeasured) +
+                                   " peak_rss, " + std::to_string(unmeasured) + " rss)"),
+              unmeasured > 0)
+        << rel;
     EXPECT_TRUE(has_note(*trace, "no user column")) << rel;
     for (const Job& j : trace->jobs) {
       ASSERT_LE(j.submit_ms, j.end_ms) << j.job_id;

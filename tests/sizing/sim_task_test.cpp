@@ -8,6 +8,8 @@
 #endif
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "peakcast/ingest/reader.h"
 #include "peakcast/sizing/sim_task.h"
 
@@ -71,6 +73,30 @@ TEST(TasksFromJobs, EventTimeUsesPeakRssAndNoRunMeasuredInput) {
 // simulate sizes a trace's workload (a Nextflow process, an SWF executable, a sacct job without a
 // stored script: its name), else its job name; peakcastd sizes a job with a script by that
 // script, never with another user's job of the same name.
+// One rule for a peak_rss of 0 (Nextflow's "sampler caught nothing", a very short task): evaluate
+// scored it as a 0% label and the event-time replay dropped it (sim_task). The reader now leaves
+// it unset, so the jobs with a memory label are the tasks the replay takes, and Sizey's replay
+// still drops an rss of 0 as Sizey does.
+TEST(TasksFromJobs, TheReplayTakesTheJobsEvaluateScores) {
+  ingest::Trace t = parse(
+      "task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar\n"
+      "1,WF:A,COMPLETED,1073741824,1674490103000,1674490163000,55000,500000000,600000000,7000\n"
+      "2,WF:A,COMPLETED,1073741824,1674490104000,1674490164000,40,0,0,7000\n"
+      "3,WF:A,COMPLETED,1073741824,1674490105000,1674490165000,55000,400000000,450000000,7000\n");
+  ingest::finalize_trace(t, 1.0);
+  std::vector<size_t> labelled;
+  for (size_t i = 0; i < t.jobs.size(); ++i) {
+    if (t.jobs[i].is_valid(Resource::kMem)) labelled.push_back(i);
+  }
+  std::vector<size_t> replayed;
+  for (const SimTask& task : tasks_from_jobs(t.jobs, false)) replayed.push_back(task.row);
+  EXPECT_EQ(labelled, replayed);
+  EXPECT_EQ(labelled, (std::vector<size_t>{0, 2}));
+  std::vector<size_t> sizey;
+  for (const SimTask& task : tasks_from_jobs(t.jobs, true)) sizey.push_back(task.row);
+  EXPECT_EQ(sizey, (std::vector<size_t>{0, 2}));
+}
+
 TEST(WorkloadIdentity, SimulateByWorkloadThenNameAndTheDaemonByScript) {
   Job nf;
   nf.workload = "WF:ALIGN";
