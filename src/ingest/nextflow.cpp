@@ -188,9 +188,12 @@ char header_delimiter(std::string_view text) {
   }
   const size_t tabs = static_cast<size_t>(std::count(first.begin(), first.end(), '\t'));
   const size_t commas = static_cast<size_t>(std::count(first.begin(), first.end(), ','));
-  char best = tabs > 0 && tabs >= commas ? '\t' : ',';
-  size_t best_named = named_columns(first, best);
-  for (char delim : {'\t', ',', ';'}) {
+  // Tried in the order that breaks a tie: the separator the header's characters suggest, then
+  // the other of tab and comma, then semicolon; each header split once.
+  const char guess = tabs > 0 && tabs >= commas ? '\t' : ',';
+  char best = guess;  // when no split names a column
+  size_t best_named = 0;
+  for (char delim : {guess, guess == '\t' ? ',' : '\t', ';'}) {
     if (const size_t n = named_columns(first, delim); n > best_named) {
       best = delim;
       best_named = n;
