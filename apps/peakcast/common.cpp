@@ -78,8 +78,9 @@ void add_reader_options(CLI::App& cmd, ReaderArgs& a) {
                  "Nextflow traces: the time zone their submit/start/complete were printed in, a tz "
                  "database name such as Europe/Berlin (Nextflow prints the local time of the JVM that "
                  "ran the pipeline, without a zone; raw epoch milliseconds, trace.raw = true, are read "
-                 "as they say). A time the clocks showed twice is settled by the task's duration, else "
-                 "read as the earliest submit and the latest complete; one they skipped skips its row")
+                 "as they say). A time the clocks showed twice is settled by the task's duration, then by "
+                 "the row order (rows are written as tasks complete), else read as the earliest submit "
+                 "and the latest complete; one they skipped skips its row (docs/formats.md)")
       ->default_str("UTC");
 }
 

@@ -250,7 +250,8 @@ std::optional<FieldError> read_instants(const TaskRow& row, const std::optional<
 // When the task ran: submit, complete (or submit + duration), start. A wall-clock time in the
 // hour `zone`'s clocks showed twice is settled by the duration, and the start by the realtime
 // (settle, settle_start).
-std::optional<FieldError> read_times(const TaskRow& row, const TimeZone* zone, Job& job,
+std::optional<FieldError> read_times(const TaskRow& row, const TimeZone* zone,
+                                     std::optional<int64_t> latest_complete, Job& job,
                                      RowTally& tally) {
   const Columns& c = row.c;
   // Times first: a task that cannot be placed in time is useless to the history.
@@ -270,20 +271,26 @@ std::optional<FieldError> read_times(const TaskRow& row, const TimeZone* zone, J
                                complete)) {
       return e;
     }
-    const SubmitComplete at = settle(submit, complete, d ? std::optional<double>(d->ms) : std::nullopt);
+    const SubmitComplete at = settle(submit, complete, d ? std::optional<double>(d->ms) : std::nullopt, latest_complete);
     submitted = at.submit;
     lo = hi = at.complete;
   } else {
     // Nextflow's default trace has no 'complete': duration runs from submission to completion
     // (complete - submit: negative when an end recorded to the second falls before a submit
-    // recorded to the millisecond). Of a submit shown twice, the earlier reading, and the latest
-    // end either allows.
+    // recorded to the millisecond). A submit shown twice is the reading whose end the row order
+    // says (settle, step 2); for the first row, the earlier reading, and the latest end either
+    // allows.
     if (!d) {
       return FieldError{"duration", missing(row.get(c.duration))
                                         ? "missing (task not finished)"
                                         : "not a duration: " + shown(row.get(c.duration))};
     }
     if (d->rounded()) tally.rounded.push_back("duration");
+    const auto mid = static_cast<int64_t>(std::llround(d->ms));
+    if (auto end = nextflow_detail::by_row_order({submit.earlier + mid, submit.later + mid}, latest_complete)) {
+      submit.earlier = submit.later = *end - mid;
+    }
+    submitted = submit.earlier;
     lo = submit.earlier + static_cast<int64_t>(std::floor(d->ms - d->below));
     hi = submit.later + static_cast<int64_t>(std::ceil(d->ms + d->above));
   }
@@ -473,7 +480,7 @@ class TaskReader {
     Job job;
     RowTally tally;
     if (places_in_time(c_) && !o_.sizey_rows) {
-      if (auto e = read_times(row, zone_, job, tally)) return reject(line, *e);
+      if (auto e = read_times(row, zone_, latest_complete_, job, tally)) return reject(line, *e);
     }
     bool killed = false;
     job.state = task_state(status, row.get(c_.exit), killed);
@@ -486,6 +493,9 @@ class TaskReader {
     for (const char* col : tally.rounded) ++rounded_[col];
     for (const char* col : tally.unmeasured) ++unmeasured_[col];
     rejoined_ += rejoined ? 1 : 0;
+    if (places_in_time(c_) && !o_.sizey_rows) {
+      latest_complete_ = std::max(latest_complete_.value_or(job.end_ms), job.end_ms);
+    }
     out_.jobs.push_back(std::move(job));
     return Status::ok();
   }
@@ -598,6 +608,7 @@ class TaskReader {
   const std::string& name_;
   const ReadOptions& o_;
   const TimeZone* zone_;  // where the human-form times were printed; nullptr: UTC
+  std::optional<int64_t> latest_complete_;  // of the rows kept so far (settle's row order)
   const Columns& c_;
   const size_t header_size_;
   const char delim_;

@@ -42,17 +42,31 @@ struct Instants {
 // place (TimeZone::utc_of_local).
 Result<Instants> parse_time(std::string_view v, const TimeZone* zone);
 
-// A task's submit and complete from their instants: of the pairs of readings whose
-// complete - submit is nearest `duration_ms` (Nextflow's duration, complete - submit; every pair
-// without one), the earliest submit and the latest complete. A duration settles which of a time's
-// two readings it is; where it cannot (both times in the hour shown twice), the task is never
-// taken to have ended before it did, nor to have been submitted after it was (no leakage into
-// the history of the tasks around it).
+// A task's submit and complete from their instants, when a wall-clock time in the hour its zone's
+// clocks showed twice has two readings:
+// 1. the row's duration (Nextflow's complete - submit) settles them: the pairs of readings whose
+//    complete - submit is nearest `duration_ms` hold;
+// 2. where both readings of complete still hold (both times in the hour shown twice, or no
+//    duration), the order Nextflow writes rows in settles it (a row is written when its task
+//    completes): the earlier reading unless it falls more than kOutOfOrderMs before
+//    `latest_complete`, the latest complete of the rows before (nullopt: none);
+// 3. of what holds then, the earliest submit and the latest complete: a task is never taken to
+//    have ended before it did, nor to have been submitted after it was (no leakage into the
+//    history of the tasks around it), and never to have completed before its submission.
 struct SubmitComplete {
   int64_t submit = 0;
   int64_t complete = 0;
 };
-SubmitComplete settle(Instants submit, Instants complete, std::optional<double> duration_ms);
+// How far before the latest complete so far a row's complete may lie and still be read as is:
+// rows come out of completion order by up to 221 s in the nf-core traces (mag; chipseq 43 s,
+// eager 72 s); a change of the clocks moves them by 30 minutes or more.
+inline constexpr int64_t kOutOfOrderMs = 15 * 60 * 1000;
+SubmitComplete settle(Instants submit, Instants complete, std::optional<double> duration_ms,
+                      std::optional<int64_t> latest_complete);
+
+// Step 2 of settle() for one time's two readings: the one the row order says, nullopt without a
+// row before.
+std::optional<int64_t> by_row_order(Instants t, std::optional<int64_t> latest_complete);
 
 // A task's start from its instants: the reading nearest `realtime_ms` (the task's own run time)
 // before `end`; without a realtime, or on a tie, the earlier.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "nextflow_internal.h"
 #include "peakcast/core/io.h"
@@ -108,22 +109,38 @@ Result<Instants> parse_time(std::string_view v, const TimeZone* zone) {
   return out;
 }
 
-SubmitComplete settle(Instants submit, Instants complete, std::optional<double> duration_ms) {
-  if (!duration_ms) return {submit.earlier, complete.later};
-  // The distance of each pair of readings from the duration; the nearest pairs hold.
-  std::optional<double> nearest;
-  SubmitComplete out;
+std::optional<int64_t> by_row_order(Instants t, std::optional<int64_t> latest_complete) {
+  if (!latest_complete) return std::nullopt;
+  return t.earlier >= *latest_complete - kOutOfOrderMs ? t.earlier : t.later;
+}
+
+SubmitComplete settle(Instants submit, Instants complete, std::optional<double> duration_ms,
+                      std::optional<int64_t> latest_complete) {
+  std::vector<SubmitComplete> pairs;
   for (int64_t s : {submit.earlier, submit.later}) {
-    for (int64_t c : {complete.earlier, complete.later}) {
-      const double off = std::abs(static_cast<double>(c - s) - *duration_ms);
-      if (!nearest || off < *nearest) {
-        nearest = off;
-        out = {s, c};
-      } else if (off == *nearest) {
-        out = {std::min(out.submit, s), std::max(out.complete, c)};
-      }
+    for (int64_t c : {complete.earlier, complete.later}) pairs.push_back({s, c});
+  }
+  // 1. The pairs nearest the duration.
+  if (duration_ms) {
+    auto off = [&](const SubmitComplete& p) {
+      return std::abs(static_cast<double>(p.complete - p.submit) - *duration_ms);
+    };
+    double nearest = off(pairs.front());
+    for (const SubmitComplete& p : pairs) nearest = std::min(nearest, off(p));
+    std::erase_if(pairs, [&](const SubmitComplete& p) { return off(p) > nearest; });
+  }
+  // 2. Both readings of complete left: the row order.
+  const auto [lo, hi] = std::minmax_element(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+    return a.complete < b.complete;
+  });
+  if (lo->complete != hi->complete) {
+    if (auto c = by_row_order({lo->complete, hi->complete}, latest_complete)) {
+      std::erase_if(pairs, [&](const SubmitComplete& p) { return p.complete != *c; });
     }
   }
+  // 3. The earliest submit, the latest complete.
+  SubmitComplete out = pairs.front();
+  for (const SubmitComplete& p : pairs) out = {std::min(out.submit, p.submit), std::max(out.complete, p.complete)};
   return out;
 }
 
