@@ -52,7 +52,7 @@ Result<Instants> parse_time(std::string_view v, const TimeZone* zone);
 //    `latest_complete`, the latest complete of the rows before (nullopt: none);
 // 3. of what holds then, the earliest submit and the latest complete: a task is never taken to
 //    have ended before it did, nor to have been submitted after it was (no leakage into the
-//    history of the tasks around it), and never to have completed before its submission.
+//    history of the tasks around it).
 struct SubmitComplete {
   int64_t submit = 0;
   int64_t complete = 0;

@@ -39,7 +39,8 @@ struct ReadOptions {
   // Nextflow: the zone its human-form times ("2023-01-23 10:00:00.000": the wall clock of the JVM
   // that wrote the trace, without an offset) were printed in; "" reads them as UTC. Raw epoch
   // milliseconds (trace.raw = true) are read as they say. A time the clocks showed twice is
-  // settled by the row's duration where it can be (docs/formats.md).
+  // settled by the row's duration, else by the row order (docs/formats.md); one they skipped
+  // skips its row.
   std::string nextflow_timezone;
   // Nextflow: read the task rows as Sizey's protocol does (`simulate --protocol sizey`), which
   // reads process, rss, rchar, realtime and memory and no status: CACHED tasks are kept (their
