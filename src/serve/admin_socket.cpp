@@ -40,20 +40,26 @@ AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
 
 AdminSocket::~AdminSocket() { stop(); }
 
-Status AdminSocket::bind() {
-  sockaddr_un addr{};
-  if (path_.empty() || path_.size() >= sizeof addr.sun_path) {
+Status check_admin_socket_path(const std::string& path) {
+  if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return Status::invalid("--admin-socket: path empty or longer than " +
-                           std::to_string(sizeof addr.sun_path - 1) + " bytes: " + path_);
+                           std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
   }
   struct stat st{};
-  if (::lstat(path_.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Status::invalid("--admin-socket: " + path_ + " exists and is not a socket");
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Status::invalid("--admin-socket: " + path + " exists and is not a socket");
     // As the HTTP socket: a daemon still listening there keeps it (unlinked, its reloads would
     // reach this daemon instead, and its own admin socket be gone).
-    if (socket_is_live(path_)) return Status::io("--admin-socket: another daemon is listening on " + path_);
-    ::unlink(path_.c_str());  // stale, from a daemon that did not exit cleanly
+    if (socket_is_live(path)) return Status::io("--admin-socket: another daemon is listening on " + path);
   }
+  return Status::ok();
+}
+
+Status AdminSocket::bind() {
+  if (Status s = check_admin_socket_path(path_); !s) return s;
+  sockaddr_un addr{};
+  struct stat st{};
+  if (::lstat(path_.c_str(), &st) == 0) ::unlink(path_.c_str());  // stale, from a daemon that did not exit cleanly
   listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return Status::io(std::string("admin socket: ") + std::strerror(errno));
   addr.sun_family = AF_UNIX;

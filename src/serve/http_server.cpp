@@ -362,10 +362,38 @@ HttpServer::~HttpServer() {
   if (!impl_->bound_socket.empty()) ::unlink(impl_->bound_socket.c_str());
 }
 
-Status HttpServer::bind() {
-  if (impl_->options.socket_path.empty() && impl_->options.listen.empty()) {
+Status check_listen_options(const ListenOptions& options) {
+  if (options.socket_path.empty() && options.listen.empty()) {
     return Status::invalid("nothing to listen on: give --socket PATH and/or --listen HOST:PORT");
   }
+  if (const std::string& path = options.socket_path; !path.empty()) {
+    if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+      return Status::invalid("--socket: path longer than " +
+                             std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
+    }
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) return Status::invalid("--socket: " + path + " exists and is not a socket");
+      if (socket_is_live(path)) return Status::io("--socket: another daemon is listening on " + path);
+    }
+    if (!options.socket_group.empty() && !::getgrnam(options.socket_group.c_str())) {
+      return Status::invalid("--socket-group: no such group: " + options.socket_group);
+    }
+  }
+  if (!options.listen.empty()) {
+    auto hp = parse_listen(options.listen);
+    if (!hp) return hp.status();
+    if (!is_loopback_host(hp->host) && !options.allow_remote) {
+      return Status::invalid("--listen: " + hp->host +
+                             " is not a loopback address; the API has no authentication, so pass "
+                             "--allow-remote to expose it anyway");
+    }
+  }
+  return Status::ok();
+}
+
+Status HttpServer::bind() {
+  if (Status s = check_listen_options(impl_->options); !s) return s;
   if (!impl_->options.socket_path.empty()) {
     if (Status s = impl_->bind_socket(); !s) return s;
   }

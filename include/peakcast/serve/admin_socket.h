@@ -1,8 +1,8 @@
 // peakcastd's admin socket: a UNIX stream socket beside the HTTP one, for operations that change
 // the daemon (hot model reload). One line in, one JSON line out:
 //
-//   reload            reload the model from its directory (as SIGHUP does)
-//   reload DIR        load DIR and swap it in
+//   reload            reload the model from peakcastd's --model path (as SIGHUP does)
+//   reload DIR        load DIR and swap it in (served until the next SIGHUP or reload)
 //   model             the served model's version, training date, reload counts
 //
 // Only root and the daemon's own user may use it: the peer's credentials (SO_PEERCRED) are
@@ -26,6 +26,10 @@ namespace peakcast::serve {
 
 // Root, or the same user as the daemon.
 bool admin_peer_allowed(uid_t peer, uid_t self);
+
+// What AdminSocket::bind() refuses that can be seen without creating anything: a path empty or
+// too long, one that is not a socket, one a live daemon listens on.
+Status check_admin_socket_path(const std::string& path);
 
 class AdminSocket {
  public:

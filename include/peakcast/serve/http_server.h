@@ -33,6 +33,11 @@ struct HostPort {
 };
 Result<HostPort> parse_listen(const std::string& text);
 bool is_loopback_host(const std::string& host);
+// What HttpServer::bind() would refuse that can be seen without creating anything: nothing to
+// listen on, a --socket path too long, not a socket or held by a live daemon, an unknown
+// --socket-group, a malformed --listen, a non-loopback one without allow_remote. peakcastd checks
+// it before it loads the model or creates the database, so a refused start leaves nothing behind.
+Status check_listen_options(const ListenOptions& options);
 
 class HttpServer {
  public:
