@@ -1,6 +1,8 @@
-// peakcastd: the prediction service. Parses arguments, opens the model and the database, serves
-// HTTP until SIGTERM/SIGINT; optionally polls sacct in the background (slurm-sync). SIGHUP or the
-// admin socket's `reload` swaps in a new model without stopping (model_slot.h, admin_socket.h).
+// peakcastd: the prediction service. Parses arguments, checks every option it can check without
+// creating anything, then opens the model and the database and serves HTTP until SIGTERM/SIGINT;
+// optionally polls sacct in the background (slurm-sync). SIGHUP or the admin socket's `reload`
+// swaps in a new model without stopping (model_slot.h, admin_socket.h): from --model's path, or
+// `reload DIR`'s directory until the next SIGHUP or reload.
 #include <signal.h>
 
 #include <atomic>
@@ -13,6 +15,7 @@
 
 #include "peakcast/cascade/predictor.h"
 #include "peakcast/core/log.h"
+#include "peakcast/core/version.h"
 #include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/http_server.h"
 #include "peakcast/serve/model_slot.h"
@@ -30,10 +33,18 @@ constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 
 using app::finite_range;
 
+// README's rule, as `peakcast`'s: 2 for what the caller can fix in the input (an option, a file
+// that is malformed, missing or of a newer format), 1 for the system failing (I/O, permission).
 int fail(const Status& s) {
   std::cerr << "peakcastd: error: " << s.message() << "\n";
-  return s.kind() == ErrorKind::kInvalidInput || s.kind() == ErrorKind::kUnsupported ? kExitUsage
-                                                                                     : kExitFailure;
+  switch (s.kind()) {
+    case ErrorKind::kInvalidInput:
+    case ErrorKind::kNotFound:
+    case ErrorKind::kUnsupported:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
 }
 
 void install_log_sink(bool verbose) {
@@ -147,8 +158,11 @@ Status load_sizing(DaemonArgs& a) {
 
 // The model, the database and what is exposed.
 void add_service_options(CLI::App& app, DaemonArgs& a) {
-  app.add_option("--model", a.model_dir, "Model directory (manifest.json with kind and format_version)")
-      ->required()->check(CLI::ExistingDirectory);
+  app.add_option("--model", a.model_dir,
+                 "Model directory (manifest.json with kind and format_version); required, except with "
+                 "--sync-once, which only takes its util_cap for the labels it stores (without it: 1.0, "
+                 "the default of `peakcast train`)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--db", a.db_path, "SQLite database of completions (created when absent)")->required();
   app.add_option("--socket", a.socket_path,
                  "UNIX socket to listen on; empty string: none (then --listen is required)")
@@ -213,7 +227,9 @@ void add_options(CLI::App& app, DaemonArgs& a) {
                  "and cannot be checkpointed")
       ->capture_default_str()->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 40));
   add_sizing_options(app, a);
-  app.add_flag("--sync-once", a.sync_once_only, "Run one sacct poll into --db and exit (no serving)");
+  app.add_flag("--sync-once", a.sync_once_only,
+               "Run one sacct poll (and the re-scan when due) into --db and exit: no serving, no "
+               "history rebuild; --model optional");
   app.add_flag("-v,--verbose", a.verbose, "Also log debug messages");
 }
 
@@ -229,12 +245,15 @@ Result<unsigned> parse_socket_mode(const std::string& text) {
 }
 
 // `reload [DIR]` and `model` on the admin socket.
-std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, serve::Service& service) {
-  return std::make_unique<serve::AdminSocket>(path, [&service](const std::string& cmd,
-                                                               const std::string& arg) {
+// A plain `reload` reads --model's path again, as SIGHUP does; `reload DIR` serves DIR until the
+// next SIGHUP or reload.
+std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, const std::string& model_dir,
+                                                      serve::Service& service) {
+  return std::make_unique<serve::AdminSocket>(path, [&service, model_dir](const std::string& cmd,
+                                                                          const std::string& arg) {
     if (cmd == "model") return service.model().to_json();
     if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
-    auto r = service.model().reload(arg);
+    auto r = service.model().reload(arg.empty() ? model_dir : arg);
     nlohmann::json out = {{"ok", r.ok()}, {"model", service.model().to_json()}};
     if (!r) out["error"] = r.status().message();
     return out;
@@ -285,8 +304,7 @@ class StartSignals {
 
 // Serves until SIGTERM/SIGINT (or until serve() returns on its own); SIGHUP reloads the model.
 // In-flight requests are answered before it returns.
-int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
-                        serve::Service& service, serve::SignalPipe& signals) {
+serve::ListenOptions listen_options(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes) {
   serve::ListenOptions lo;
   lo.socket_path = a.socket_path;
   lo.listen = a.listen;
@@ -296,7 +314,17 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
   lo.threads = a.threads;
   lo.limits = a.http_limits;
   lo.limits.max_body_bytes = max_body_bytes;
-  serve::HttpServer server(service, lo);
+  return lo;
+}
+
+std::string admin_socket_path(const DaemonArgs& a) {
+  if (a.admin_socket == "default") return a.socket_path.empty() ? "" : a.socket_path + ".admin";
+  return a.admin_socket;
+}
+
+int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
+                        serve::Service& service, serve::SignalPipe& signals) {
+  serve::HttpServer server(service, listen_options(a, socket_mode, max_body_bytes));
   if (Status s = server.bind(); !s) return fail(s);
   log(LogLevel::kInfo, "listening on " + (a.socket_path.empty() ? std::string() : "unix:" + a.socket_path) +
                            (a.listen.empty() ? "" : " tcp:" + a.listen));
@@ -306,23 +334,23 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
     sync_loop = std::make_unique<serve::SyncLoop>(service, a.sync, a.sync_interval);
     sync_loop->start();
   }
-  std::string admin_path = a.admin_socket;
-  if (admin_path == "default") admin_path = a.socket_path.empty() ? "" : a.socket_path + ".admin";
+  const std::string admin_path = admin_socket_path(a);
   std::unique_ptr<serve::AdminSocket> admin;
   if (!admin_path.empty()) {
-    admin = make_admin_socket(admin_path, service);
+    admin = make_admin_socket(admin_path, a.model_dir, service);
     if (Status s = admin->bind(); !s) return fail(s);
     admin->start();
   }
-  std::thread signal_thread([&server, &signals, &service] {
+  std::thread signal_thread([&server, &signals, &service, &a] {
     int sig = 0;
-    // SIGHUP reloads the model from its directory (the old one stays if that fails). Nothing
+    // SIGHUP reloads the model from --model's path, also after an admin `reload DIR` (what
+    // `systemctl reload` and the unit promise); the old one stays if that fails. Nothing
     // thrown may leave this thread (std::terminate): a failed reload is logged and counted
     // (peakcast_model_reloads_total{result="failed"}) by reload() itself.
     while ((sig = signals.wait()) == SIGHUP) {
       log(LogLevel::kInfo, "SIGHUP: reloading the model");
       try {
-        (void)service.model().reload();
+        (void)service.model().reload(a.model_dir);
       } catch (const std::exception& e) {
         log(LogLevel::kError, std::string("SIGHUP: reload failed: ") + e.what());
       }
@@ -342,6 +370,43 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
   return kExitOk;
 }
 
+// --sync-once: one poll (and the re-scan when due) straight into the database, as `peakcast
+// slurm-sync` does: nothing is served, so neither the history nor the sizing state is rebuilt.
+// The labels are clipped at --model's util_cap (as the serving daemon stores them), or at 1.0
+// without --model. SIGTERM/SIGINT end the poll at its next window.
+int sync_once_and_exit(DaemonArgs& a, StartSignals& start_signals) {
+  if (!a.model_dir.empty()) {
+    auto model = cascade::load_predictor(a.model_dir);
+    if (!model) return fail(model.status().with_context("--model"));
+    a.sync.util_cap = (*model)->util_cap();
+  }
+  auto store = serve::open_sqlite_store(a.db_path, a.so);
+  if (!store) return fail(store.status());
+  serve::CompletionStore& db = **store;
+  const auto insert = [&db](const Job& j) { return db.insert(j); };
+  a.sync.stop_requested = [&start_signals] { return start_signals.stopping(); };
+  auto report = serve::sync_once(db, insert, a.sync);
+  if (!report) return fail(report.status());
+  for (const std::string& note : report->notes) log(LogLevel::kInfo, "slurm-sync: " + note);
+  // A poll the signal stopped says so itself (describe); one that had read its last window
+  // when the signal came is complete, and only the re-scan is left for the next poll.
+  std::cout << "slurm-sync: " << serve::describe(*report)
+            << (start_signals.stopping() && !report->stopped ? " (stopped on a signal: the re-scan, when due, "
+                                                               "runs after the next poll)"
+                                                             : "")
+            << "\n";
+  if (start_signals.stopping()) return kExitOk;
+  // The re-scan too when it is due (cron: its time is kept in the database).
+  auto due = serve::rescan_due(db, a.sync);
+  if (!due) return fail(due.status().with_context("re-scan"));
+  if (!*due) return kExitOk;
+  auto rescan = serve::rescan_once(db, insert, a.sync);
+  if (!rescan) return fail(rescan.status().with_context("re-scan"));
+  for (const std::string& note : rescan->notes) log(LogLevel::kInfo, "slurm-sync: " + note);
+  std::cout << "slurm-sync: " << serve::describe(*rescan) << "\n";
+  return kExitOk;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "peakcastd: answers peak-memory predictions for jobs at submission (POST /v1/predict), "
@@ -349,14 +414,13 @@ int run(int argc, char** argv) {
       "in SQLite. HTTP/1.1 + JSON on a UNIX socket; loopback TCP only when asked."};
   DaemonArgs a;
   add_options(app, a);
+  app.set_version_flag("--version", "peakcastd " + std::string(kVersion), "Print the version and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   install_log_sink(a.verbose);
-  const Result<unsigned> socket_mode = parse_socket_mode(a.socket_mode_text);
-  if (!socket_mode) return fail(socket_mode.status());
 
   // From here SIGTERM (systemctl stop) and SIGINT stop the daemon cleanly: in-flight requests
   // answered, the database closed, the socket removed, exit 0. SIGHUP reloads the model. The
@@ -365,14 +429,17 @@ int run(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   StartSignals start_signals(signals);
 
-  auto slot = serve::ModelSlot::open(a.model_dir);
-  if (!slot) return fail(slot.status());
-  const std::shared_ptr<const cascade::Predictor> model = (*slot)->get();
-  a.so.store_scripts = a.store_scripts;
-  auto store = serve::open_sqlite_store(a.db_path, a.so);
-  if (!store) return fail(store.status());
+  // Every option that can be checked without creating anything is checked here, before the model
+  // is loaded (the history rebuild takes seconds per million completions) and before the
+  // database is created: a refused start leaves no file behind.
+  if (a.model_dir.empty() && !a.sync_once_only) {
+    return fail(Status::invalid("--model is required (only --sync-once runs without a model)"));
+  }
+  const Result<unsigned> socket_mode = parse_socket_mode(a.socket_mode_text);
+  if (!socket_mode) return fail(socket_mode.status());
   if (Status s = load_sizing(a); !s) return fail(s);
-
+  if (a.gpu_mem_bytes > 0) a.sync.default_gpu_mem_bytes = a.gpu_mem_bytes;
+  a.so.store_scripts = a.store_scripts;
   serve::ServiceOptions opts;
   opts.sizing = a.sizing;
   opts.sizing.workloads.max_bytes = a.sizing_memory_mib << 20;
@@ -381,12 +448,29 @@ int run(int argc, char** argv) {
   opts.late_tolerance_s = a.late_tolerance_s;
   opts.history_days = a.history_days;
   const size_t max_body_bytes = opts.limits.max_body_bytes();
-  if (a.http_limits.max_buffered_bytes < max_body_bytes + a.http_limits.max_header_bytes) {
-    return fail(Status::invalid("--max-buffered-bytes " + std::to_string(a.http_limits.max_buffered_bytes) +
-                                ": less than one largest request (" + std::to_string(max_body_bytes) +
-                                " bytes of body, --max-script-bytes, and " +
-                                std::to_string(a.http_limits.max_header_bytes) + " of head)"));
+  if (!a.sync_once_only) {  // --sync-once listens on nothing (and may run beside the daemon)
+    if (a.http_limits.max_buffered_bytes < max_body_bytes + a.http_limits.max_header_bytes) {
+      return fail(Status::invalid("--max-buffered-bytes " + std::to_string(a.http_limits.max_buffered_bytes) +
+                                  ": less than one largest request (" + std::to_string(max_body_bytes) +
+                                  " bytes of body, --max-script-bytes, and " +
+                                  std::to_string(a.http_limits.max_header_bytes) + " of head)"));
+    }
+    if (Status s = serve::check_listen_options(listen_options(a, *socket_mode, max_body_bytes)); !s) return fail(s);
+    if (const std::string admin = admin_socket_path(a); !admin.empty()) {
+      if (Status s = serve::check_admin_socket_path(admin); !s) return fail(s);
+    }
   }
+
+  if (a.sync_once_only) return sync_once_and_exit(a, start_signals);
+
+  // A --model that is missing, malformed or of a newer format is the caller's input (exit 2).
+  auto slot = serve::ModelSlot::open(a.model_dir);
+  if (!slot) return fail(slot.status().with_context("--model"));
+  const std::shared_ptr<const cascade::Predictor> model = (*slot)->get();
+  a.sync.util_cap = model->util_cap();  // --sync-interval's labels (a reload keeps the cap)
+  auto store = serve::open_sqlite_store(a.db_path, a.so);
+  if (!store) return fail(store.status());
+
   serve::Service service(*slot, std::move(*store), opts);
   const auto t0 = std::chrono::steady_clock::now();
   if (Status s = service.rebuild(); !s) return fail(s);
@@ -398,33 +482,10 @@ int run(int argc, char** argv) {
                            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                               std::chrono::steady_clock::now() - t0).count()) + " ms");
 
-  const auto stopped_before_serving = [] {
+  if (start_signals.finish() != 0) {
     log(LogLevel::kInfo, "stopped before serving: closing the database");
     return kExitOk;
-  };
-  if (start_signals.stopping()) return stopped_before_serving();
-
-  a.sync.util_cap = model->util_cap();
-  if (a.gpu_mem_bytes > 0) a.sync.default_gpu_mem_bytes = a.gpu_mem_bytes;
-  if (a.sync_once_only) {
-    a.sync.stop_requested = [&start_signals] { return start_signals.stopping(); };
-    auto report = serve::sync_service(service, a.sync);
-    if (!report) return fail(report.status());
-    // A poll the signal stopped says so itself (describe); one that had read its last window
-    // when the signal came is complete, and only the re-scan is left for the next poll.
-    std::cout << "slurm-sync: " << serve::describe(*report)
-              << (start_signals.stopping() && !report->stopped ? " (stopped on a signal: the re-scan, when due, "
-                                                                 "runs after the next poll)"
-                                                               : "")
-              << "\n";
-    if (start_signals.stopping()) return kExitOk;
-    // The re-scan too when it is due (cron: its time is kept in the database).
-    auto rescan = serve::rescan_service_if_due(service, a.sync);
-    if (!rescan) return fail(rescan.status().with_context("re-scan"));
-    if (*rescan) std::cout << "slurm-sync: " << serve::describe(**rescan) << "\n";
-    return kExitOk;
   }
-  if (start_signals.finish() != 0) return stopped_before_serving();  // one since the check above
   return serve_until_stopped(a, *socket_mode, max_body_bytes, service, signals);
 }
 

@@ -107,8 +107,8 @@ bool feed_fifo(const std::string& path, const std::string& text) {
 }
 
 // A SIGTERM while the daemon starts (held here reading --sizing-config, a FIFO the test feeds,
-// just before the history rebuild): the start goes on to the end of the rebuild, then the daemon
-// exits 0 without serving: no socket, no "listening" line.
+// before the model, the database and the history rebuild): the start goes on to the end of the
+// rebuild, then the daemon exits 0 without serving: no socket, no "listening" line.
 TEST(DaemonSignals, SigtermWhileStartingExitsWithoutServing) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   TempDir dir;
@@ -117,7 +117,7 @@ TEST(DaemonSignals, SigtermWhileStartingExitsWithoutServing) {
   ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0) << std::strerror(errno);
   const pid_t pid = spawn({"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock, "--sizing-config",
                            config}, log);
-  // Read once the model and the database are open: the signal handlers are in place (before).
+  // Read after the signal handlers are in place, before the model and the database are opened.
   ASSERT_TRUE(feed_fifo(config, "{}")) << text_of(log);
   ::kill(pid, SIGTERM);
   const std::optional<int> status = wait_exit(pid, 20.0);

@@ -1,6 +1,7 @@
 // Hot model reload: the swappable slot (versions, refusals that keep the old model, metrics), the
 // admin socket (protocol, SO_PEERCRED check against another user), and the real peakcastd under
-// load through 20 swaps by SIGHUP and by the admin socket with zero non-2xx answers.
+// load through 20 swaps by SIGHUP and by the admin socket with zero non-2xx answers; SIGHUP and a
+// plain `reload` always read --model's path.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/socket.h>
@@ -314,6 +315,44 @@ TEST(HotReload, TwentySwapsUnderLoadWithoutAFailedRequest) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_FALSE(fs::exists(sock)) << "socket file left behind";
   EXPECT_FALSE(fs::exists(sock + ".admin")) << "admin socket file left behind";
+}
+
+// SIGHUP (systemctl reload) and a plain admin `reload` read --model's path again, also after an
+// admin `reload DIR`: they reloaded the directory last loaded, so after `reload DIR` the daemon
+// never went back to --model's path (the unit and README say SIGHUP reloads from --model).
+TEST(HotReload, SighupAfterReloadDirGoesBackToTheModelPath) {
+  const std::string binary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
+  if (!fs::exists(binary)) GTEST_SKIP() << "peakcastd not built at " << binary;
+  TempDir tmp;
+  const std::string home = write_model(tmp.file("model-a"), 0.25), other = write_model(tmp.file("model-b"), 0.75);
+  const std::string home_version = read_model_info(home)->version, other_version = read_model_info(other)->version;
+  ASSERT_NE(home_version, other_version);
+  const std::string sock = tmp.file("d.sock"), log = tmp.file("d.log");
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.start(binary, {"--model", home, "--db", tmp.file("h.db"), "--socket", sock}, sock, log))
+      << "see " << log;
+  auto reload = [&](const std::string& line) {
+    const auto r = nlohmann::json::parse(admin_call(sock + ".admin", line), nullptr, false);
+    return r.is_object() && r.value("ok", false);
+  };
+  ASSERT_TRUE(reload("reload " + other + "\n"));
+  ASSERT_EQ(healthz_version(sock), other_version);
+  ::kill(daemon.pid(), SIGHUP);
+  httplib::Client c(sock);
+  c.set_address_family(AF_UNIX);
+  bool reloaded = false;  // the SIGHUP's reload counted (ok or not), then the version is final
+  for (int i = 0; i < 1500 && !reloaded; ++i) {  // up to 15 s on a loaded machine
+    auto m = c.Get("/metrics");
+    reloaded = m && (m->body.find("peakcast_model_reloads_total{result=\"ok\"} 2\n") != std::string::npos ||
+                     m->body.find("peakcast_model_reloads_total{result=\"failed\"} 1\n") != std::string::npos);
+    if (!reloaded) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(reloaded) << "see " << log;
+  EXPECT_EQ(healthz_version(sock), home_version) << "SIGHUP reloaded " << other << ", not --model's " << home;
+  // A plain admin `reload` the same.
+  ASSERT_TRUE(reload("reload " + other + "\n"));
+  ASSERT_TRUE(reload("reload\n"));
+  EXPECT_EQ(healthz_version(sock), home_version);
 }
 
 // A model directory whose loader throws (here a cascade manifest's `trained_on` that is a number:

@@ -1,0 +1,166 @@
+// The real peakcastd's start: what it refuses before it creates anything (a bad listener option
+// left a fresh database at --db, after loading the model and rebuilding the history), its exit
+// codes (README: 2 = usage or input error, 1 = I/O failure), --sync-once without a model, and
+// --version.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_process.h"
+#include "serve_test_util.h"
+
+namespace peakcast::serve {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
+
+struct Exit {
+  int code = -1;  // -1: killed, or still running after the limit
+  std::string out, err;
+};
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs the binary with `args` to its end (killed after 30 s); its exit code, stdout and stderr.
+Exit run_daemon(const std::vector<std::string>& args, const TempDir& dir) {
+  const std::string out = dir.file("run.out"), err = dir.file("run.err");
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(kBinary.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    ::execv(kBinary.c_str(), argv.data());
+    ::_exit(127);
+  }
+  Exit x;
+  int status = 0;
+  bool done = false;
+  for (int i = 0; i < 3000 && !done; ++i) {
+    done = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!done) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  if (done && WIFEXITED(status)) x.code = WEXITSTATUS(status);
+  x.out = text_of(out);
+  x.err = text_of(err);
+  return x;
+}
+
+// Each listener option that can be checked without creating anything is refused with exit 2
+// before the database is created (and before the model is read: the same options with a model
+// directory that has no manifest name the option, not the manifest).
+TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string model = dir.file("model"), empty_model = dir.file("empty-model");
+  fs::create_directories(model);
+  fs::create_directories(empty_model);
+  testing::write_history_model(model);
+  const std::string not_a_socket = dir.file("plain-file");
+  std::ofstream(not_a_socket) << "x";
+  const std::string long_path = dir.file(std::string(120, 'a') + ".sock");
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--socket", ""}, "nothing to listen on"},
+      {{"--socket", dir.file("d.sock"), "--listen", "127.0.0.1:99999"}, "--listen: port"},
+      {{"--socket", dir.file("d.sock"), "--listen", "0.0.0.0:1"}, "not a loopback address"},
+      {{"--socket", dir.file("d.sock"), "--socket-group", "no-such-group-peakcast"}, "--socket-group: no such group"},
+      {{"--socket", not_a_socket}, "exists and is not a socket"},
+      {{"--socket", long_path}, "--socket: path longer than"},
+      {{"--socket", dir.file("d.sock"), "--admin-socket", long_path}, "--admin-socket: path empty or longer"},
+  };
+  for (const Case& c : cases) {
+    const std::string db = dir.file("h.db");
+    std::vector<std::string> args = {"--model", model, "--db", db};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Exit x = run_daemon(args, dir);
+    EXPECT_EQ(x.code, 2) << c.says << ": " << x.err;
+    EXPECT_NE(x.err.find(c.says), std::string::npos) << x.err;
+    EXPECT_FALSE(fs::exists(db)) << c.says << ": a refused start left the database behind";
+    fs::remove(db);
+    args[1] = empty_model;
+    const Exit y = run_daemon(args, dir);
+    EXPECT_NE(y.err.find(c.says), std::string::npos) << "the model was read before the option was checked: " << y.err;
+    EXPECT_FALSE(fs::exists(db));
+  }
+  EXPECT_FALSE(fs::exists(dir.file("d.sock")));
+}
+
+// README: 2 = usage or input error, 1 = I/O failure. A --model directory without a model in it
+// is the caller's input, as for `peakcast predict` (it was 1: the manifest's "not found").
+TEST(DaemonStartup, AMissingModelIsAnInputError) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  fs::create_directories(dir.file("empty-model"));
+  const std::vector<std::string> base = {"--db", dir.file("h.db"), "--socket", dir.file("d.sock")};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--model", dir.file("empty-model")});
+  Exit x = run_daemon(args, dir);
+  EXPECT_EQ(x.code, 2) << x.err;
+  EXPECT_NE(x.err.find("manifest.json"), std::string::npos) << x.err;
+  EXPECT_FALSE(fs::exists(dir.file("h.db")));
+  args = base;
+  args.insert(args.end(), {"--model", dir.file("no-such-dir")});
+  x = run_daemon(args, dir);
+  EXPECT_EQ(x.code, 2) << x.err;
+  x = run_daemon(base, dir);  // no --model at all
+  EXPECT_EQ(x.code, 2) << x.err;
+  EXPECT_NE(x.err.find("--model"), std::string::npos) << x.err;
+}
+
+// --sync-once serves nothing: it runs without --model (labels clipped at 1.0), into --db.
+TEST(DaemonStartup, SyncOnceNeedsNoModel) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string sacct = dir.file("sacct"), calls = dir.file("calls.log");
+  std::ofstream(sacct) << "#!/bin/sh\necho \"$*\" >> '" << calls << "'\nexit 0\n";
+  ::chmod(sacct.c_str(), 0755);
+  const Exit x = run_daemon({"--db", dir.file("h.db"), "--sacct", sacct, "--sync-once"}, dir);
+  EXPECT_EQ(x.code, 0) << x.err;
+  EXPECT_NE(x.out.find("slurm-sync: "), std::string::npos) << x.out << x.err;
+  EXPECT_TRUE(fs::exists(calls)) << "sacct was not asked";
+  EXPECT_TRUE(fs::exists(dir.file("h.db")));
+}
+
+TEST(DaemonStartup, VersionPrintsTheProjectVersion) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const Exit x = run_daemon({"--version"}, dir);
+  EXPECT_EQ(x.code, 0) << x.err;
+  EXPECT_TRUE(std::regex_match(x.out, std::regex("peakcastd [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << x.out;
+}
+
+}  // namespace
+}  // namespace peakcast::serve
