@@ -346,28 +346,31 @@ class SqliteStore final : public CompletionStore {
     return Status::ok();
   }
 
-  // Leaves the connection as a batch of answers found it when an exception ends the batch
-  // (std::bad_alloc from redact_script or a vector's growth, between BEGIN and COMMIT): the
-  // transaction rolled back and synchronous=FULL. Left open, the transaction would take in the
-  // completions acknowledged afterwards, uncommitted and unsynced, and every later batch would fail
-  // (synchronous cannot be changed inside a transaction) until the daemon stops and they are lost.
-  // SQLite calls alone: nothing here throws.
+  // Ends a batch of answers however it ended (a failed step or COMMIT, or an exception): a
+  // transaction still open rolled back, and synchronous=FULL again, for completions' commits.
+  // Left open, the transaction would take in the completions acknowledged afterwards, uncommitted
+  // and unsynced, and every later batch would fail (synchronous cannot be changed inside a
+  // transaction) until the daemon stops and they are lost. SQLite calls alone: nothing here
+  // throws (BatchCleanup's destructor calls it). Returns the pragma's result code.
+  int end_answer_batch() noexcept {
+    if (sqlite3_get_autocommit(db_.get()) == 0) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    return sqlite3_exec(db_.get(), "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
+  }
+
+  // Ends the batch where an exception leaves write_answers (std::bad_alloc from redact_script or a
+  // vector's growth, between BEGIN and COMMIT).
   class BatchCleanup {
    public:
-    BatchCleanup(sqlite3* db, sqlite3_stmt* sync_full) : db_(db), sync_full_(sync_full) {}
+    explicit BatchCleanup(SqliteStore* store) : store_(store) {}
     ~BatchCleanup() {
-      if (!armed_) return;
-      if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      sqlite3_step(sync_full_);
-      sqlite3_reset(sync_full_);
+      if (armed_) store_->end_answer_batch();
     }
-    void dismiss() { armed_ = false; }  // the batch ended without an exception and did this itself
+    void dismiss() { armed_ = false; }  // the batch ended without an exception and ends itself
     BatchCleanup(const BatchCleanup&) = delete;
     BatchCleanup& operator=(const BatchCleanup&) = delete;
 
    private:
-    sqlite3* db_;
-    sqlite3_stmt* sync_full_;
+    SqliteStore* store_;
     bool armed_ = true;
   };
 
@@ -378,19 +381,20 @@ class SqliteStore final : public CompletionStore {
     if (!insert_answer_) {
       return Status::io("database: " + path_ + " is open read-only (schema version before 4, not migrated)");
     }
-    BatchCleanup cleanup(db_.get(), sync_full_.get());
-    if (Status st = step_pragma(sync_normal_.get()); !st) return st;
-    Status out = exec("BEGIN IMMEDIATE");
+    BatchCleanup cleanup(this);
+    // Executed each time, not prepared once: SQLite sets the level while it compiles the pragma
+    // (at prepare, and at each re-prepare), not when the statement is stepped.
+    Status out = exec("PRAGMA synchronous=NORMAL");
+    if (out) out = exec("BEGIN IMMEDIATE");
     for (size_t i = 0; out && i < batch.size(); ++i) {
       if (options_.test_before_answer_insert) options_.test_before_answer_insert(batch[i]);
       out = insert_answer(batch[i]);
     }
     if (out) out = exec("COMMIT");
-    if (!out) exec("ROLLBACK");
-    const Status back = step_pragma(sync_full_.get());  // completions' commits wait for the disk
     cleanup.dismiss();
+    const int back = end_answer_batch();  // completions' commits wait for the disk
     if (!out) return out;
-    if (!back) return back;
+    if (back != SQLITE_OK) return db_error(db_.get(), back, "setting synchronous");
     // The oldest go once max_answers are kept (seq only grows: the newest row is never deleted),
     // checked each time the numbering passes a multiple of `every`.
     const sqlite3_int64 last = sqlite3_last_insert_rowid(db_.get());
@@ -424,13 +428,6 @@ class SqliteStore final : public CompletionStore {
     bind_text_or_null(s, 11, a.answer.answer_id);
     const int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) return db_error(db_.get(), rc, "keeping an answer");
-    return Status::ok();
-  }
-
-  Status step_pragma(sqlite3_stmt* stmt) {
-    StmtUse u(stmt);
-    const int rc = sqlite3_step(stmt);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return db_error(db_.get(), rc, "setting synchronous");
     return Status::ok();
   }
 
@@ -543,8 +540,6 @@ class SqliteStore final : public CompletionStore {
                          "mem_util, mem_upper, vram_util, vram_upper, job_name, answer_id FROM answers "
                          "WHERE seq > (SELECT coalesce(max(seq), 0) FROM answers) - ?1 ORDER BY seq",
                          select_answers_);
-      if (s) s = prepare("PRAGMA synchronous=NORMAL", sync_normal_);
-      if (s) s = prepare("PRAGMA synchronous=FULL", sync_full_);
     }
     if (!s) return s.with_context(path);
     if (options_.query_only) {
@@ -564,7 +559,7 @@ class SqliteStore final : public CompletionStore {
   StmtPtr insert_, contains_, find_, contains_run_, find_run_, recent_user_, recent_script_, count_, get_meta_,
       set_meta_;
   // The answers on record: absent where a reader opened a file from before version 4.
-  StmtPtr insert_answer_, prune_answers_, select_answers_, sync_normal_, sync_full_;
+  StmtPtr insert_answer_, prune_answers_, select_answers_;
   // Answers waiting for the writer (record_answer), bounded.
   static constexpr size_t kMaxQueuedAnswers = 65'536;
   std::mutex queue_mu_;

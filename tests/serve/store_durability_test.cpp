@@ -1,7 +1,8 @@
 // What the SQLite store promises about durability and what reaches the disk: every commit is
-// synced before insert() returns (a test that fails with
-// synchronous=OFF or NORMAL), an exception inside a batch of answers leaves the connection as it
-// was, scripts are stored redacted, checkpoint failures are reported and bound the write-ahead log.
+// synced before insert() returns (a test that fails with synchronous=OFF or NORMAL), a batch of
+// answers commits unsynced (the first after open too), an exception inside a batch of answers
+// leaves the connection as it was, scripts are stored redacted, checkpoint failures are reported
+// and bound the write-ahead log.
 #include <sqlite3.h>
 
 #include <gtest/gtest.h>
@@ -204,6 +205,33 @@ TEST(StoreDurability, AnExceptionMidAnswerBatchLeavesLaterCompletionsDurable) {
   ASSERT_TRUE(has.ok()) << has.status().message();
   EXPECT_TRUE(*has) << "an acknowledged completion was lost";
   EXPECT_EQ(committed(db, "SELECT answer_id FROM answers ORDER BY seq"), (std::vector<std::string>{"a", "c"}));
+}
+
+// Every batch of answers commits at synchronous=NORMAL, the first after the store opened as the
+// later ones: in the log before record_answer returns, not synced (the next completion's commit
+// syncs it). Run as a statement prepared once, `PRAGMA synchronous=NORMAL` took effect when SQLite
+// compiled it, at open, and again whenever SQLite re-prepared it before a later step, not when
+// it was stepped: the first batch after open committed at FULL and synced the log, later ones
+// at NORMAL.
+TEST(StoreDurability, TheFirstAnswerBatchAfterOpenCommitsAsLaterOnes) {
+  TempDir dir;
+  SqliteOptions o;
+  o.vfs = register_counting_vfs();
+  auto store = open_sqlite_store(dir.file("h.db"), o);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  std::vector<int> syncs;  // per batch: a record_answer with nothing queued writes a batch of one
+  for (int i = 0; i < 3; ++i) {
+    const int before = g_syncs.load();
+    ASSERT_TRUE((*store)->record_answer(answer("a" + std::to_string(i))).is_ok());
+    syncs.push_back(g_syncs.load() - before);
+  }
+  EXPECT_EQ(syncs, std::vector<int>(3, 0)) << "syncs per batch: " << syncs[0] << ", " << syncs[1] << ", " << syncs[2];
+  EXPECT_EQ((*store)->health().synchronous, "full");
+  const int before = g_syncs.load();
+  ASSERT_TRUE((*store)->insert(job("after")).ok());
+  EXPECT_GE(g_syncs.load() - before, 1) << "the completion after the answers was acknowledged before any fsync";
+  EXPECT_EQ(committed(dir.file("h.db"), "SELECT answer_id FROM answers ORDER BY seq"),
+            (std::vector<std::string>{"a0", "a1", "a2"}));
 }
 
 bool chattr(const std::string& flag, const std::string& path) {
