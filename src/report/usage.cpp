@@ -109,7 +109,9 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
     json rows = json::array();
     for (auto& [key, s] : sums) {
       const double t_ms = static_cast<double>(key.second) * 1000.0;
-      auto add = [&](const char* kind, double gb) {
+      // Captured by name: clang before 16 cannot capture a structured binding (the sanitizer and
+      // fuzz builds use clang 14).
+      auto add = [&key = key, &s = s, &rows, t_ms](const char* kind, double gb) {
         rows.push_back({{"group", key.first}, {"t", t_ms}, {"kind", kind}, {"gb", gb}, {"jobs", s.jobs}});
       };
       add("requested", s.requested);
