@@ -1,13 +1,13 @@
-// The project's version (CMakeLists.txt's project(... VERSION ...)), the one source for every
-// program's --version. A target that includes this header is given PEAKCAST_VERSION by
-// target_compile_definitions(... PEAKCAST_VERSION="${PROJECT_VERSION}"), so that a release
-// changes it in one place.
+// The one version string of peakcast and peakcastd (their --version): the project version of the
+// top-level CMakeLists.txt (project(peakcast VERSION ...)), which apps/CMakeLists.txt passes to
+// both programs as the compile definition PEAKCAST_VERSION, so that a release changes it in one
+// place. Only the programs get the definition: no library rebuilds when it changes.
 #pragma once
 
 #include <string_view>
 
 #ifndef PEAKCAST_VERSION
-#error "PEAKCAST_VERSION is not defined: add target_compile_definitions(<target> PRIVATE PEAKCAST_VERSION=\"${PROJECT_VERSION}\")"
+#error "PEAKCAST_VERSION is not defined: apps/CMakeLists.txt sets it from the project version"
 #endif
 
 namespace peakcast {
