@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include "peakcast/core/hash.h"
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
+#include "trace_input.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -100,15 +102,24 @@ Result<Format> parse_format(std::string_view name) {
   return Status::invalid("format: unknown format '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
-Format detect_format(std::string_view content) {
+namespace {
+
+// detect_format() on a prefix of the content: nullopt when the prefix ends before a decision (or
+// inside the line that would decide it) and `complete` is false, so more must be read.
+std::optional<Format> detect_in(std::string_view content, bool complete) {
   // Skip a UTF-8 byte-order mark and blank lines; decide on the first meaningful line, looking a
   // little further only for SWF (whose header is all comments).
-  if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);
+  if (content.starts_with("\xEF\xBB\xBF")) {
+    content.remove_prefix(3);
+  } else if (!complete && content.size() < 3 && std::string_view("\xEF\xBB\xBF").starts_with(content)) {
+    return std::nullopt;
+  }
   size_t pos = 0;
   int examined = 0;
   bool swf_comment_seen = false;
   while (pos < content.size() && examined < 200) {
     size_t nl = content.find('\n', pos);
+    if (nl == std::string_view::npos && !complete) return std::nullopt;  // the line may go on
     std::string_view line =
         trim(content.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos));
     pos = nl == std::string_view::npos ? content.size() : nl + 1;
@@ -147,8 +158,34 @@ Format detect_format(std::string_view content) {
     }
     return Format::kAuto;
   }
+  if (examined < 200 && !complete) return std::nullopt;  // more lines may follow
   return swf_comment_seen ? Format::kSwf : Format::kAuto;
 }
+
+}  // namespace
+
+Format detect_format(std::string_view content) { return *detect_in(content, true); }
+
+namespace {
+
+// read_trace() reads this much to detect the format, and more, up to kDetectMaxBytes, only while
+// the lines that decide are not complete (a long first line, a long SWF comment header).
+constexpr size_t kDetectBytes = size_t{1} << 16;
+constexpr size_t kDetectMaxBytes = size_t{1} << 24;
+
+// Reads a prefix of `in` into `text` and detects the format from it; at kDetectMaxBytes the
+// prefix is taken as it is.
+Result<Format> detect_from_prefix(TraceInput& in, std::string& text) {
+  size_t want = kDetectBytes;
+  while (true) {
+    if (Status s = in.read(text, want - std::min(want, text.size())); !s) return s;
+    const bool complete = in.at_end() || text.size() >= kDetectMaxBytes;
+    if (std::optional<Format> f = detect_in(text, complete)) return *f;
+    want = std::min(want * 2, kDetectMaxBytes);
+  }
+}
+
+}  // namespace
 
 Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason) {
   ++out.stats.skipped;
@@ -197,14 +234,18 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
   if (!(options.util_cap > 0.0)) {
     return Status::invalid("util_cap: must be > 0 (got " + std::to_string(options.util_cap) + ")");
   }
-  Result<std::string> text = read_file(path);
-  if (!text) return text.status();
+  Result<TraceInput> in = TraceInput::open(path);
+  if (!in) return in.status();
+  std::string text;
 
   Trace trace;
   trace.path = path;
   Format format = options.format;
   if (format == Format::kAuto) {
-    format = detect_format(*text);
+    // Detected from a prefix: a file that is no trace fails before the rest is read.
+    Result<Format> detected = detect_from_prefix(*in, text);
+    if (!detected) return detected.status();
+    format = *detected;
     if (format == Format::kAuto && !options.columns.empty()) format = Format::kSacct;
     if (format == Format::kAuto) format = format_from_name(path);
     if (format == Format::kAuto) {
@@ -213,14 +254,15 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
                              "(swf, nextflow, sacct, jsonl)");
     }
   }
+  if (Status s = in->read_rest(text); !s) return s;
   trace.format = format;
 
   Status st;
   switch (format) {
-    case Format::kSwf: st = parse_swf(*text, path, options, trace); break;
-    case Format::kNextflow: st = parse_nextflow(*text, path, options, trace); break;
-    case Format::kSacct: st = parse_sacct(*text, path, options, trace); break;
-    case Format::kJsonl: st = parse_jsonl(*text, path, options, trace); break;
+    case Format::kSwf: st = parse_swf(text, path, options, trace); break;
+    case Format::kNextflow: st = parse_nextflow(text, path, options, trace); break;
+    case Format::kSacct: st = parse_sacct(text, path, options, trace); break;
+    case Format::kJsonl: st = parse_jsonl(text, path, options, trace); break;
     case Format::kAuto: st = Status::internal("read_trace: format still auto"); break;
   }
   if (!st) return st;

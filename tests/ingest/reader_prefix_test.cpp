@@ -1,0 +1,156 @@
+// read_trace() detects the format from a bounded prefix (src/ingest/trace_input.h): content that
+// is no trace fails before the rest is read; detection that needs more than the first 64 KiB
+// reads on; a prefix and the rest join into the same text a whole read gave.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "golden_util.h"
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using test_util::golden;
+using test_util::temp_path;
+using test_util::write_text;
+
+void write_gzip(const std::string& path, std::string_view text) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(gz);
+}
+
+// A writer feeds 64 MiB of lines that are no trace into a FIFO: the reader must give up after a
+// prefix (the writer then sees the pipe closed) instead of reading all of it, as it did when the
+// whole input was read before detection (`peakcast inspect /dev/urandom` never ended).
+TEST(ReaderPrefix, ContentThatIsNoTraceFailsBeforeTheRestIsRead) {
+  const std::string fifo = temp_path("endless.fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  ::signal(SIGPIPE, SIG_IGN);  // a write to the closed pipe fails with EPIPE instead
+  constexpr size_t kTotal = size_t{64} << 20;
+  size_t written = 0;
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    std::string chunk;
+    while (chunk.size() < (size_t{1} << 16)) chunk += "\x01\x7f binary noise, no trace here\n";
+    while (written < kTotal) {
+      const ssize_t n = ::write(fd, chunk.data(), std::min(chunk.size(), kTotal - written));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // EPIPE: the reader closed its end
+      written += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  });
+  auto trace = read_trace(fifo);
+  writer.join();
+  ::unlink(fifo.c_str());
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("cannot tell the trace format"), std::string::npos)
+      << trace.status().message();
+  EXPECT_LT(written, kTotal) << "the reader read the whole input before telling the format";
+  EXPECT_LE(written, size_t{4} << 20);
+}
+
+// 100 KiB of blank lines before the first record: detection reads past the first 64 KiB.
+TEST(ReaderPrefix, BlankLinesPastTheFirstPrefixStillDetect) {
+  auto canonical = read_file(golden("canonical.jsonl"));
+  ASSERT_TRUE(canonical.ok());
+  const std::string text = std::string(100 << 10, '\n') + *canonical;
+  for (bool gz : {false, true}) {
+    const std::string path = temp_path(gz ? "blank_first.bin.gz" : "blank_first.bin");
+    if (gz) {
+      write_gzip(path, text);
+    } else {
+      write_text(path, text);
+    }
+    auto trace = read_trace(path);
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->format, Format::kJsonl);
+    auto whole = read_trace(golden("canonical.jsonl"));
+    ASSERT_TRUE(whole.ok());
+    EXPECT_EQ(trace->jobs.size(), whole->jobs.size());
+  }
+}
+
+// An SWF comment header of 150 KiB (all comments; SWF is told by its data lines after it).
+TEST(ReaderPrefix, ALongSwfHeaderStillDetects) {
+  auto swf = read_file(golden("small.swf"));
+  ASSERT_TRUE(swf.ok());
+  std::string text;
+  for (int i = 0; i < 150; ++i) text += "; Note: " + std::string(1000, 'x') + "\n";
+  text += *swf;
+  const std::string path = temp_path("long_header.dat");
+  write_text(path, text);
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  EXPECT_EQ(trace->format, Format::kSwf);
+  auto whole = read_trace(golden("small.swf"));
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(trace->jobs.size(), whole->jobs.size());
+}
+
+// A first record longer than the prefix (a 300 KiB script), plain and gzip: the prefix and the
+// rest join into the whole text.
+TEST(ReaderPrefix, ARecordLongerThanThePrefixIsReadWhole) {
+  const std::string script = "#!/bin/bash\n" + std::string(300 << 10, 'a');
+  nlohmann::json rec = {{"job_id", "1"}, {"user", "u"}, {"submit_time", 1000}, {"end_time", 2000},
+                        {"script", script}, {"peak_mem_bytes", 5}};
+  const std::string text = rec.dump() + "\n" + rec.dump() + "\n";
+  for (bool gz : {false, true}) {
+    const std::string path = temp_path(gz ? "long_record.x" : "long_record.y");
+    if (gz) {
+      write_gzip(path, text + text);  // two members' worth in one, then checked as four jobs
+    } else {
+      write_text(path, text + text);
+    }
+    auto trace = read_trace(path);
+    ASSERT_TRUE(trace.ok()) << trace.status().message();
+    EXPECT_EQ(trace->format, Format::kJsonl);
+    ASSERT_EQ(trace->jobs.size(), 4u);
+    ASSERT_TRUE(trace->jobs[3].script.has_value());
+    EXPECT_EQ(trace->jobs[3].script->size(), script.size());
+  }
+}
+
+// Concatenated gzip members (`cat a.gz b.gz`) read as one text; a truncated member is an error.
+TEST(ReaderPrefix, ConcatenatedGzipMembersAndTruncatedGzip) {
+  auto demo = read_file(golden("canonical.jsonl"));
+  ASSERT_TRUE(demo.ok());
+  const std::string a = temp_path("member_a.gz");
+  write_gzip(a, *demo);
+  auto one = read_file(a);
+  ASSERT_TRUE(one.ok());
+  auto compressed = [&] {
+    std::ifstream in(a, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }();
+  const std::string both = temp_path("members.gz");
+  write_text(both, compressed + compressed);
+  auto trace = read_trace(both);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  auto whole = read_trace(golden("canonical.jsonl"));
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(trace->jobs.size(), 2 * whole->jobs.size());
+
+  const std::string cut = temp_path("cut.gz");
+  write_text(cut, compressed.substr(0, compressed.size() - 10));
+  auto bad = read_trace(cut);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("corrupt or truncated gzip data"), std::string::npos)
+      << bad.status().message();
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
