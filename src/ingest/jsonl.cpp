@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/io.h"
+#include "peakcast/ingest/json_line.h"
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::ingest {
@@ -297,12 +298,12 @@ Status parse_jsonl(std::string_view text, const std::string& name, const ReadOpt
     if (line.empty()) continue;
     ++out.stats.lines;
     const std::string where = name + ":" + std::to_string(ln + 1) + ": ";
-    json obj = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (obj.is_discarded()) {
-      if (Status s = skip_line(out, o, where + "json: not a valid JSON value"); !s) return s;
+    Result<json> obj = parse_json_line(line);
+    if (!obj) {
+      if (Status s = skip_line(out, o, where + obj.status().message()); !s) return s;
       continue;
     }
-    Result<Job> job = job_from_json(obj);
+    Result<Job> job = job_from_json(*obj);
     if (!job) {
       if (Status s = skip_line(out, o, where + job.status().message()); !s) return s;
       continue;

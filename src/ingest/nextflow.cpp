@@ -29,6 +29,7 @@ using nextflow_detail::parse_time;
 using nextflow_detail::rounded_size;
 using nextflow_detail::settle;
 using nextflow_detail::settle_start;
+using nextflow_detail::size_too_large;
 using nextflow_detail::SubmitComplete;
 
 // Delimited records with optional double quotes (a quoted field may hold the delimiter,
@@ -383,7 +384,11 @@ std::optional<FieldError> read_resources(const TaskRow& row, Job& job, bool size
     } else if (bytes) {
       *target = *bytes;
       if (rounded_size(row.get(col))) tally.rounded.push_back(field);
-    } else if (auto e = malformed({field, "not a memory size: " + shown(row.get(col))}, needed_by_sizey)) {
+    } else if (auto e = malformed({field, size_too_large(row.get(col))
+                                              ? "too large: " + shown(row.get(col)) +
+                                                    " (out of range: the limit is 1.8e19 bytes)"
+                                              : "not a memory size: " + shown(row.get(col))},
+                                  needed_by_sizey)) {
       return e;
     }
   }

@@ -74,6 +74,9 @@ int64_t settle_start(Instants start, int64_t end, std::optional<int64_t> realtim
 
 // Raw bytes or Nextflow's "4 GB" / "1.2 MB" / "512 KB" (binary multiples).
 std::optional<uint64_t> parse_size(std::string_view v);
+// A size in parse_size's form (a number, a unit it knows) that parse_size refused for its bytes
+// alone: more than kMaxBytes (1.8e19, below 2^64), e.g. '18446744073709551615' or '99999999 PB'.
+bool size_too_large(std::string_view v);
 
 // A size in a unit of KB or more: Nextflow (MemoryUnit.toString) printed it to one decimal of
 // that unit, up to 5% off.

@@ -152,6 +152,21 @@ int64_t settle_start(Instants start, int64_t end, std::optional<int64_t> realtim
 
 std::optional<uint64_t> parse_size(std::string_view v) { return peakcast::parse_size(v, 1); }
 
+bool size_too_large(std::string_view v) {
+  v = trim(v);
+  size_t i = 0;
+  while (i < v.size() && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '.')) ++i;
+  if (i == 0) return false;
+  // A run of hundreds of digits reads as a huge double or infinity, both too large.
+  const std::string number(v.substr(0, i));
+  char* end = nullptr;
+  const double d = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) return false;
+  const std::optional<uint64_t> unit = peakcast::parse_size("1" + std::string(v.substr(i)), 1);
+  if (!unit) return false;  // not a unit parse_size knows: not a size at all
+  return !(d * static_cast<double>(*unit) <= kMaxBytes);
+}
+
 bool rounded_size(std::string_view v) {
   v = trim(v);
   size_t i = 0;

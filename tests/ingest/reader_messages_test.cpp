@@ -1,0 +1,65 @@
+// Readers' messages say why a value was refused: a JSONL line that is not JSON gives nlohmann's
+// reason (cleaned), keeping "file:line: json:"; a Nextflow size past 2^64 is too large, not
+// "not a memory size".
+#include "golden_util.h"
+
+#include "peakcast/ingest/reader.h"
+
+namespace peakcast::ingest {
+namespace {
+
+std::string first_reason(std::string_view text) {
+  Trace out;
+  ReadOptions o;
+  EXPECT_TRUE(parse_jsonl(text, "t.jsonl", o, out).ok());
+  EXPECT_EQ(out.stats.skipped, 1u);
+  return out.stats.reasons.empty() ? std::string() : out.stats.reasons.front();
+}
+
+// Found by review: both lines said only "t.jsonl:1: json: not a valid JSON value".
+TEST(JsonLine, BadJsonSaysWhy) {
+  const std::string utf8 = first_reason(
+      "{\"job_id\":\"1\",\"user\":\"a\xff\",\"submit_time\":1,\"end_time\":2}\n");
+  EXPECT_TRUE(utf8.starts_with("t.jsonl:1: json: ")) << utf8;
+  EXPECT_NE(utf8.find("UTF-8"), std::string::npos) << utf8;
+  EXPECT_NE(utf8.find("(column 24)"), std::string::npos) << utf8;
+  EXPECT_EQ(utf8.find('\xff'), std::string::npos) << "the raw byte is not echoed";
+
+  const std::string big = first_reason(
+      "{\"job_id\":\"1\",\"user\":\"a\",\"submit_time\":1,\"end_time\":2,\"req_mem_bytes\":1e400}\n");
+  EXPECT_TRUE(big.starts_with("t.jsonl:1: json: ")) << big;
+  EXPECT_NE(big.find("number overflow"), std::string::npos) << big;
+  EXPECT_NE(big.find("1e400"), std::string::npos) << big;
+
+  // The input echoed after "last read:" (raw bytes, maybe part of a secret) is left out.
+  const std::string cut = first_reason("{\"job_id\": \"1\", \"token\": \"s3cr3t\n");
+  EXPECT_TRUE(cut.starts_with("t.jsonl:1: json: ")) << cut;
+  EXPECT_EQ(cut.find("s3cr3t"), std::string::npos) << cut;
+  EXPECT_EQ(cut.find("last read"), std::string::npos) << cut;
+}
+
+// Found by review: each said "memory: not a memory size: '...'" though it is a size, too large.
+TEST(NextflowSize, ASizePastTheLimitIsTooLargeNotMalformed) {
+  for (const char* value : {"18446744073709551615", "99999999999999999999999999999999", "99999999 PB"}) {
+    Trace out;
+    ASSERT_TRUE(parse_nextflow(std::string("task_id,process,submit,complete,memory,peak_rss\n1,A,1000,2000,") +
+                                   value + ",1073741824\n",
+                               "t.csv", {}, out)
+                    .ok());
+    ASSERT_EQ(out.stats.reasons.size(), 1u) << value;
+    const std::string& r = out.stats.reasons.front();
+    EXPECT_NE(r.find("t.csv:2: memory: too large: '" + std::string(value) + "'"), std::string::npos) << r;
+    EXPECT_NE(r.find("1.8e19 bytes"), std::string::npos) << r;
+  }
+  // What is no size at all still says so.
+  Trace out;
+  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete,memory,peak_rss\n1,A,1000,2000,lots,1\n",
+                             "t.csv", {}, out)
+                  .ok());
+  ASSERT_EQ(out.stats.reasons.size(), 1u);
+  EXPECT_NE(out.stats.reasons.front().find("memory: not a memory size: 'lots'"), std::string::npos)
+      << out.stats.reasons.front();
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
