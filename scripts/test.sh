@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh all
 scripts/build.sh
-# Tests run two at a time: OpenMP threads that spin-wait (XGBoost, LibTorch) would fight for the
-# cores, so they sleep instead (docs/evaluation.md, "Threads").
+# Tests run one per core (-j nproc); OpenMP threads that spin-wait (XGBoost, LibTorch) would then
+# fight for the cores, so they sleep instead (docs/evaluation.md, "Threads").
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 status=0
 ctest --test-dir "${BUILD_DIR:-build}" -j "$(nproc)" --output-on-failure --timeout 1800 || status=1
