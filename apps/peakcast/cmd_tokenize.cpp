@@ -9,6 +9,7 @@
 #include "common.h"
 #include "peakcast/core/io.h"
 #include "peakcast/features/bpe_tokenizer.h"
+#include "peakcast/ingest/json_line.h"
 
 namespace peakcast::app {
 namespace {
@@ -32,12 +33,13 @@ int run_tokenize(const TokenizeArgs& a) {
   for (std::string_view line : split_lines(*text)) {
     ++line_no;
     if (trim(line).empty()) continue;
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object())
+    Result<nlohmann::json> j = ingest::parse_json_line(line);
+    if (!j) return fail(Status::invalid(fmt::format("{}:{}: {}", where, line_no, j.status().message())));
+    if (!j->is_object())
       return fail(Status::invalid(fmt::format("{}:{}: not a JSON object", where, line_no)));
-    if (!j.contains("text") || !j["text"].is_string())
+    if (!j->contains("text") || !(*j)["text"].is_string())
       return fail(Status::invalid(fmt::format("{}:{}: text: missing or not a string", where, line_no)));
-    auto ids = tok->encode(j["text"].get_ref<const std::string&>());
+    auto ids = tok->encode((*j)["text"].get_ref<const std::string&>());
     if (a.max_tokens > 0) ids = features::head_tail_ids(ids, static_cast<size_t>(a.max_tokens));
     out += nlohmann::json{{"ids", ids}}.dump() + "\n";
     ++records;
