@@ -40,6 +40,7 @@ struct ReportArgs {
   int64_t sizing_days = 0;
   int threads = 0;
   std::vector<std::string> code_options;
+  std::string encoder;  // --encoder; empty: --code-option encoder=, else bag
 };
 
 Result<nlohmann::json> read_json(const std::string& path) {
@@ -54,7 +55,7 @@ Result<nlohmann::json> read_json(const std::string& path) {
 Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
                const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
                report::ReportInput& in) {
-  Result<CodeSettings> code = parse_code_options(a.code_options, "");
+  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return code.status();
   if (from_trace) {
     in.eval = eval::to_json(*from_trace);
@@ -97,7 +98,7 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& j
   cfg.util_cap = a.reader.util_cap;
   cfg.threads = a.threads;
   cfg.latency_jobs = a.latency_jobs;
-  Result<CodeSettings> code = parse_code_options(a.code_options, "");
+  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return code.status();
   cfg.code_options = code->options;
   cfg.encoder = code->encoder;
@@ -266,6 +267,11 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "have changed in the requests recommended and their waste and failures")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{100} * 365));
   add_learning_options(*cmd, a->threads, a->code_options);
+  // As train and evaluate (docs/qwen2.md): the same setting as --code-option encoder=NAME.
+  cmd->add_option("--encoder", a->encoder,
+                  "Script encoder of code_only and cascade (default bag; qwen2 needs "
+                  "--code-option base=DIR, docs/qwen2.md)")
+      ->check(CLI::IsMember({"bag", "textcnn", "bilstm", "qwen2"}));
   cmd->callback([a, &exit_code] { exit_code = run_report(*a); });
 }
 
