@@ -69,6 +69,8 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
       !s) {
     return fail(s);
   }
+  // Before reading the trace (minutes for a large one): one fold is no rolling origin.
+  if (a.folds == 1) return fail(Status::invalid("--folds: needs at least 2 folds (0: no folds), got 1"));
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
   eval::FoldsConfig fc;
@@ -195,7 +197,7 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
                   "the --split proportions, same purge); prints each method's MAE mean +- s.d. "
                   "over folds and how many folds it won (JSON: rolling_origin). A fold a method cannot "
                   "learn from (its blocks purged too small) is skipped for every method and said. "
-                  "0 = off")
+                  "K >= 2; 0 = off")
       ->default_str("0");
   cmd->add_option("--folds-share", a->folds_share,
                   "Share of the jobs (the most recent) the rolling-origin folds cover")

@@ -21,6 +21,16 @@ int run_inspect(const InspectArgs& a) {
   if (Status s = check_outputs({{"--json", a.json}}); !s) return fail(s);
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());
+  // Nothing to describe: "jobs 0" with exit 0 read as if an empty file were a trace (evaluate
+  // and train refuse one too).
+  if (trace->jobs.empty()) {
+    return fail(Status::invalid(
+        trace->path + ": the trace holds no jobs (" +
+        (trace->stats.lines == 0 ? std::string("no records: an empty file, or a header alone")
+                                 : std::to_string(trace->stats.lines) +
+                                       " records, none kept: the reader's notes above say why") +
+        ")"));
+  }
   const eval::TraceSummary s = eval::summarize_trace(*trace, stderr_progress());
   std::ostream& out = human_output({a.json});
   out << eval::render_summary(s, *trace);
@@ -44,8 +54,11 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       "Describes a job trace: jobs, users, distinct script identities, label coverage per resource "
       "(clipped, OOM-censored), share of jobs with exact-script and user history at submission, "
       "the utilization distribution, and final states (OUT_OF_MEMORY, PREEMPTED, ...). Works on "
-      "sacct dumps without submit times.");
-  cmd->add_option("TRACE", a->trace, "Job trace (any supported format; gzip accepted)")->required();
+      "sacct dumps without submit times. A trace that holds no jobs (an empty file, a header "
+      "alone) is an input error.\n"
+      "Exit codes: 0 ok, 2 usage or input error (no jobs included), 1 other failures.");
+  cmd->add_option("TRACE", a->trace, "Job trace (any supported format; gzip accepted; '-' = stdin)")
+      ->required();
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--json", a->json, "Also write the summary as JSON to FILE ('-' = stdout)");
   cmd->callback([a, &exit_code] { exit_code = run_inspect(*a); });

@@ -84,9 +84,11 @@ void add_predict_command(CLI::App& app, int& exit_code) {
   cmd->add_option("JOBS", a->input, "Canonical JSONL request record(s); '-' = stdin")->required();
   cmd->add_option("--history", a->history, "Trace of earlier jobs (any supported format)");
   add_reader_options(*cmd, a->reader);
-  cmd->get_option("--util-cap")->description(
-      "Labels of the --history trace above this are clipped to it; default and only accepted "
-      "value: the model's util_cap");
+  cmd->get_option("--util-cap")
+      ->description(
+          "Labels of the --history trace above this are clipped to it; default and only accepted "
+          "value: the model's util_cap")
+      ->default_str("");  // not the reader's 1.0: the default is the model's cap
   cmd->add_flag("--json", a->json, "One JSON object per job: {job_id, predictions: {mem, vram}}");
   cmd->callback([a, cmd, &exit_code] {
     a->util_cap_given = cmd->get_option("--util-cap")->count() > 0;

@@ -130,6 +130,10 @@ int run_simulate(const SimulateArgs& a) {
   if (!(a.failure_price_gbh >= 0.0 && a.failure_price_gbh <= 1e9))
     return fail(Status::invalid(fmt::format("--failure-price: must be a number of GBh from 0 to 1e9, got {}",
                                             a.failure_price_gbh)));
+  if (!a.def_mem_per_node.empty() && !a.def_mem_per_cpu.empty()) {
+    return fail(Status::invalid("--def-mem-per-node excludes --def-mem-per-cpu: give one, as "
+                                "slurm.conf sets DefMemPerNode or DefMemPerCPU"));
+  }
   sizing::DefaultMemory def_mem;
   if (auto b = parse_def_mem("--def-mem-per-node", a.def_mem_per_node)) def_mem.per_node_bytes = *b;
   else return fail(b.status());
@@ -147,6 +151,15 @@ int run_simulate(const SimulateArgs& a) {
   // Sizey's protocol reads a Nextflow trace as Sizey's main.py does (ReadOptions::sizey_rows).
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader, o.protocol == sizing::Protocol::kSizey);
   if (!trace) return fail(trace.status());
+  // Only the Nextflow reader reads rss and realtime, which Sizey's protocol replays: on another
+  // trace it would find no task type, after reading it all.
+  if (o.protocol == sizing::Protocol::kSizey && trace->format != ingest::Format::kNextflow) {
+    return fail(Status::invalid(fmt::format(
+        "{}: this is a {} trace; Sizey's protocol (the default) reads Nextflow traces (each task's "
+        "rss and realtime, per process); use --protocol chrono, which replays any trace with "
+        "submit times in event order (peak = peak_rss or the trace's peak memory)",
+        trace->path, ingest::format_name(trace->format))));
+  }
   if (o.protocol == sizing::Protocol::kChrono && !trace->has_submit_times) {
     // Without submit times there is no event order, and no run time either (sacct's Elapsed is
     // placed from Start): every allocation would cost 0 GB*h.
@@ -274,7 +287,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
       "min, max}, failures: {...}, retries, failed_jobs, jobs}, ...], \"comparison\": {policy, "
       "best_baseline, waste_gbh, baseline_waste_gbh, waste_ratio, failures, baseline_failures, "
       "seeds} or null}, which `peakcast report --sim` reads; seed is null under chrono, which has "
-      "no random order.");
+      "no random order.\n"
+      "Exit codes: 0 ok, 2 usage or input error, 1 other failures.");
   cmd->add_option("TRACE", a->trace, "Job trace (a Nextflow trace for --protocol sizey)")->required();
   add_reader_options(*cmd, a->reader);
   cmd->add_option("--policies", a->policies, "Comma-separated policy names (default: all)");
@@ -295,16 +309,17 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
                   "peakcast's price of one failed attempt in GBh, weighed against waste when it "
                   "chooses an allocation (default 0: the mean memory x run time of the tasks known "
                   "before the replay, i.e. a failure costs an average task)");
-  auto* per_node =
-      cmd->add_option("--def-mem-per-node", a->def_mem_per_node,
-                      "What a task without a memory request is given, as slurm.conf's DefMemPerNode "
-                      "gives a job submitted without --mem (4G, 4000M; a bare number is MB). "
-                      "Default: nothing, and presets gives such a task the largest peak its type has shown")
-          ->type_name("SIZE");
+  // Not ->excludes(): CLI11 prints "Excludes: ..." in the option's column, run into its help.
+  cmd->add_option("--def-mem-per-node", a->def_mem_per_node,
+                  "What a task without a memory request is given, as slurm.conf's DefMemPerNode "
+                  "gives a job submitted without --mem (4G, 4000M; a bare number is MB). "
+                  "Default: nothing, and presets gives such a task the largest peak its type has "
+                  "shown. Not with --def-mem-per-cpu")
+      ->type_name("SIZE");
   cmd->add_option("--def-mem-per-cpu", a->def_mem_per_cpu,
-                  "Same, per CPU, as DefMemPerCPU: SIZE x the task's CPUs (1 when the trace does not say)")
-      ->type_name("SIZE")
-      ->excludes(per_node);
+                  "Same, per CPU, as DefMemPerCPU: SIZE x the task's CPUs (1 when the trace does not "
+                  "say). Not with --def-mem-per-node")
+      ->type_name("SIZE");
   cmd->add_option("--type-by", a->type_by,
                   "What makes a task type, sized by one policy instance: workload (default: the "
                   "trace's workload -- a Nextflow process, an SWF executable, a sacct job without a "

@@ -26,6 +26,7 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
       "slurm-sync",
       "Poll sacct once for finished jobs and store them as completions in peakcastd's database "
       "(idempotent by run: job id and submit time; a persisted cursor; safe to run twice or from cron)");
+  cmd->footer("Exit codes: 0 ok, 2 usage or input error, 1 other failures (sacct or the database).");
   cmd->add_option("--db", args->db, "SQLite database of completions (peakcastd --db)")->required();
   cmd->add_option("--sacct", args->sacct, "sacct program to run")->capture_default_str();
   cmd->add_option("--overlap", args->overlap_s, "Seconds each poll re-reads before the previous one")
@@ -43,7 +44,8 @@ void add_slurm_sync_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpu-mem-bytes", args->gpu_mem_bytes,
                   "Capacity of one GPU when sacct's GRES type does not say it (VRAM labels): 40G, "
                   "81920M, or a bare number of bytes")
-      ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""));
+      ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""))
+      ->type_name("SIZE");
   cmd->add_option("--util-cap", args->util_cap, "Labels above this utilization are clipped to it")
       ->capture_default_str()->check(positive_number());
   cmd->add_flag("--no-scripts", args->no_scripts, "Do not fetch job scripts with sacct -B");

@@ -1,6 +1,8 @@
 // peakcast synth --jobs N --seed S -o FILE.jsonl: the synthetic trace generator (src/synth).
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "common.h"
 #include "peakcast/ingest/jsonl.h"
 #include "peakcast/synth/synth.h"
@@ -17,7 +19,13 @@ struct SynthArgs {
 int run_synth(const SynthArgs& a) {
   synth::SynthOptions o = a.options;
   o.include_scripts = !a.no_scripts;
-  if (Status s = synth::validate(o); !s) return fail(s);
+  if (Status s = synth::validate(o); !s) {
+    // synth::validate names the options' fields ("jobs: ..."); the user typed --jobs.
+    for (const char* name : {"jobs", "users", "days", "seed"}) {
+      if (s.message().starts_with(std::string(name) + ": ")) return fail(Status::invalid("--" + s.message()));
+    }
+    return fail(s);
+  }
   // Before generating (minutes for millions of jobs): a mistyped path is a usage error.
   if (Status s = check_outputs({{"--output", a.out}}); !s) return fail(s);
   Result<std::vector<Job>> jobs = synth::generate_trace(o);
@@ -48,7 +56,11 @@ void add_synth_command(CLI::App& app, int& exit_code) {
       "Writes a synthetic job trace in canonical JSONL: users who over-request, recurring scripts "
       "that drift, CPU and GPU jobs whose arguments drive memory and VRAM, bursts of submissions, "
       "OOM-killed jobs (docs/synth.md has the generative model). The same seed gives the same "
-      "trace. It is the built-in demo trace and the fixture for tests.");
+      "trace. It is the built-in demo trace and the fixture for tests. " +
+      fmt::format("The trace is built in memory (about 4 KB a job): --jobs at most {}, --users at "
+                  "most {}, --days at most {} (a century).\n",
+                  synth::kMaxJobs, synth::kMaxUsers, synth::kMaxDays) +
+      "Exit codes: 0 ok, 2 usage or input error, 1 other failures.");
   synth::SynthOptions& o = a->options;
   cmd->add_option("--jobs", o.jobs, "Number of jobs")->check(positive_number())->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed")

@@ -66,7 +66,7 @@ TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progr
   std::map<std::string, size_t> states;
   std::array<std::vector<double>, kNumResources> utils;
   for (const Job& j : trace.jobs) {
-    users.insert(j.user);
+    if (!j.user.empty()) users.insert(j.user);  // a job with no user names no user
     if (!j.script_key.empty()) {
       keys.insert(j.script_key);
       ++s.jobs_with_identity;
@@ -132,9 +132,10 @@ TraceSummary summarize_trace(const ingest::Trace& trace, const ProgressFn& progr
 
 std::string render_summary(const TraceSummary& s, const ingest::Trace& t) {
   std::string out = fmt::format("trace      {} ({})\n", t.path, ingest::format_name(t.format));
-  out += fmt::format("jobs       {}\nusers      {}\nidentities {} distinct script keys ({} of jobs "
+  out += fmt::format("jobs       {}\nusers      {}{}\nidentities {} distinct script keys ({} of jobs "
                      "have one; {})\n",
-                     s.jobs, s.users, s.identities, pct(s.jobs_with_identity, s.jobs),
+                     s.jobs, s.users, s.users == 0 && s.jobs > 0 ? " (no job names its user)" : "",
+                     s.identities, pct(s.jobs_with_identity, s.jobs),
                      s.has_scripts ? "from script text" : "from workload identity, no scripts");
   if (s.first_submit) {
     out += fmt::format("timeline   submits {} .. {} UTC, last end {} UTC\n",
