@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   add_tokenize_command(app, exit_code);
   add_embed_command(app, exit_code);
   add_simulate_command(app, exit_code);
-  app.set_version_flag("--version", std::string("peakcast ") + peakcast::kVersion,
+  app.set_version_flag("--version", "peakcast " + std::string(peakcast::kVersion),
                        "Print the version and exit");
   // README writes `peakcast -v inspect ...`; `peakcast inspect ... -v` means the same.
   for (CLI::App* sub : app.get_subcommands({})) {
