@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "peakcast/core/status.h"
 #include "peakcast/core/units.h"
 
 namespace peakcast::app {
@@ -24,6 +25,20 @@ inline CLI::Validator finite_range(double lo, double hi) {
         return {};
       },
       fmt::format("[{} - {}]", lo, hi));
+}
+
+// README's exit-code rule, both programs: 2 for what the caller can fix in the input (an option,
+// a file that is malformed, missing or of a newer format), 1 for the system failing (I/O,
+// permission, an internal error).
+inline int exit_code_for(const Status& s) {
+  switch (s.kind()) {
+    case ErrorKind::kInvalidInput:
+    case ErrorKind::kNotFound:
+    case ErrorKind::kUnsupported:
+      return 2;
+    default:
+      return 1;
+  }
 }
 
 }  // namespace peakcast::app

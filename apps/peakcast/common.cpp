@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "cli_checks.h"
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
 #include "peakcast/eval/report.h"
@@ -213,14 +214,7 @@ Status check_outputs(std::initializer_list<std::pair<std::string_view, std::stri
 
 int fail(const Status& status) {
   std::cerr << "peakcast: error: " << status.message() << "\n";
-  switch (status.kind()) {
-    case ErrorKind::kInvalidInput:
-    case ErrorKind::kNotFound:
-    case ErrorKind::kUnsupported:
-      return kExitUsage;
-    default:
-      return kExitFailure;
-  }
+  return app::exit_code_for(status);
 }
 
 ProgressFn stderr_progress() {

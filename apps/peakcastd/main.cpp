@@ -33,18 +33,10 @@ constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 
 using app::finite_range;
 
-// README's rule, as `peakcast`'s: 2 for what the caller can fix in the input (an option, a file
-// that is malformed, missing or of a newer format), 1 for the system failing (I/O, permission).
+// README's rule, as `peakcast`'s (app::exit_code_for).
 int fail(const Status& s) {
   std::cerr << "peakcastd: error: " << s.message() << "\n";
-  switch (s.kind()) {
-    case ErrorKind::kInvalidInput:
-    case ErrorKind::kNotFound:
-    case ErrorKind::kUnsupported:
-      return kExitUsage;
-    default:
-      return kExitFailure;
-  }
+  return app::exit_code_for(s);
 }
 
 void install_log_sink(bool verbose) {

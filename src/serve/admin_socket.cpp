@@ -41,18 +41,9 @@ AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
 AdminSocket::~AdminSocket() { stop(); }
 
 Status check_admin_socket_path(const std::string& path) {
-  if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    return Status::invalid("--admin-socket: path empty or longer than " +
-                           std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
-  }
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Status::invalid("--admin-socket: " + path + " exists and is not a socket");
-    // As the HTTP socket: a daemon still listening there keeps it (unlinked, its reloads would
-    // reach this daemon instead, and its own admin socket be gone).
-    if (socket_is_live(path)) return Status::io("--admin-socket: another daemon is listening on " + path);
-  }
-  return Status::ok();
+  // As the HTTP socket: a daemon still listening there keeps it (unlinked, its reloads would
+  // reach this daemon instead, and its own admin socket be gone).
+  return check_socket_path(path, "--admin-socket");
 }
 
 Status AdminSocket::bind() {

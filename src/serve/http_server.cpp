@@ -277,16 +277,9 @@ struct HttpServer::Impl {
 // A listening UNIX socket at `path`, created with a restrictive umask.
 Status HttpServer::Impl::bind_socket() {
   const std::string& path = options.socket_path;
-  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    return Status::invalid("--socket: path longer than " +
-                           std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
-  }
+  if (Status s = check_socket_path(path, "--socket"); !s) return s;  // again: it may have changed since
   struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Status::invalid("--socket: " + path + " exists and is not a socket");
-    if (socket_is_live(path)) return Status::io("--socket: another daemon is listening on " + path);
-    ::unlink(path.c_str());  // stale, from a daemon that died
-  }
+  if (::lstat(path.c_str(), &st) == 0) ::unlink(path.c_str());  // a socket, stale: its daemon died
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::io(std::string("--socket: socket(): ") + std::strerror(errno));
   sockaddr_un addr{};
@@ -367,15 +360,7 @@ Status check_listen_options(const ListenOptions& options) {
     return Status::invalid("nothing to listen on: give --socket PATH and/or --listen HOST:PORT");
   }
   if (const std::string& path = options.socket_path; !path.empty()) {
-    if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
-      return Status::invalid("--socket: path longer than " +
-                             std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes: " + path);
-    }
-    struct stat st{};
-    if (::lstat(path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) return Status::invalid("--socket: " + path + " exists and is not a socket");
-      if (socket_is_live(path)) return Status::io("--socket: another daemon is listening on " + path);
-    }
+    if (Status s = check_socket_path(path, "--socket"); !s) return s;
     if (!options.socket_group.empty() && !::getgrnam(options.socket_group.c_str())) {
       return Status::invalid("--socket-group: no such group: " + options.socket_group);
     }

@@ -98,7 +98,7 @@ TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel
       {{"--socket", dir.file("d.sock"), "--listen", "0.0.0.0:1"}, "not a loopback address"},
       {{"--socket", dir.file("d.sock"), "--socket-group", "no-such-group-peakcast"}, "--socket-group: no such group"},
       {{"--socket", not_a_socket}, "exists and is not a socket"},
-      {{"--socket", long_path}, "--socket: path longer than"},
+      {{"--socket", long_path}, "--socket: path empty or longer than"},
       {{"--socket", dir.file("d.sock"), "--admin-socket", long_path}, "--admin-socket: path empty or longer"},
   };
   for (const Case& c : cases) {

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+
+#include "peakcast/core/status.h"
 
 namespace peakcast::serve {
 
@@ -9,5 +12,11 @@ namespace peakcast::serve {
 // the file is not a stale one left by a daemon that died, and must not be unlinked (the live
 // daemon would keep running, unreachable).
 bool socket_is_live(const std::string& path);
+
+// What bind() of a UNIX socket at `path` would refuse, seen without creating anything: a path
+// empty or too long for sockaddr_un, a file there that is not a socket, a socket a live daemon
+// listens on (an I/O error; the others are input errors). `option` names the flag in the message
+// ("--socket", "--admin-socket"). A stale socket passes: bind() unlinks it.
+Status check_socket_path(const std::string& path, std::string_view option);
 
 }  // namespace peakcast::serve
