@@ -32,7 +32,10 @@ class DaemonProcess {
       ::execv(binary.c_str(), argv.data());
       ::_exit(127);
     }
-    for (int i = 0; i < 300; ++i) {
+    // Up to 30 s: it returns as soon as /healthz answers or the child exits, so only a start that
+    // fails waits that long. 6 s was too short on a loaded machine (a daemon loading LibTorch
+    // under another build took 13 s) and under ThreadSanitizer.
+    for (int i = 0; i < 1500; ++i) {
       if (healthy()) return true;
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) { pid_ = -1; return false; }
