@@ -148,6 +148,22 @@ bool is_loopback_host(const std::string& host) {
   return false;
 }
 
+namespace {
+
+// --listen parsed, and refused on a host that is not a loopback address unless --allow-remote.
+Result<HostPort> checked_listen(const ListenOptions& options) {
+  auto hp = parse_listen(options.listen);
+  if (!hp) return hp.status();
+  if (!is_loopback_host(hp->host) && !options.allow_remote) {
+    return Status::invalid("--listen: " + hp->host +
+                           " is not a loopback address; the API has no authentication, so pass "
+                           "--allow-remote to expose it anyway");
+  }
+  return hp;
+}
+
+}  // namespace
+
 struct HttpServer::Impl {
   Service& service;
   ListenOptions options;
@@ -312,13 +328,8 @@ Status HttpServer::Impl::bind_socket() {
 // A listening TCP socket. SO_REUSEADDR (a restart need not wait for TIME_WAIT) but never
 // SO_REUSEPORT: a second daemon on the same address must fail, not split the traffic.
 Status HttpServer::Impl::bind_tcp() {
-  auto hp = parse_listen(options.listen);
+  auto hp = checked_listen(options);
   if (!hp) return hp.status();
-  if (!is_loopback_host(hp->host) && !options.allow_remote) {
-    return Status::invalid("--listen: " + hp->host +
-                           " is not a loopback address; the API has no authentication, so pass "
-                           "--allow-remote to expose it anyway");
-  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -366,13 +377,7 @@ Status check_listen_options(const ListenOptions& options) {
     }
   }
   if (!options.listen.empty()) {
-    auto hp = parse_listen(options.listen);
-    if (!hp) return hp.status();
-    if (!is_loopback_host(hp->host) && !options.allow_remote) {
-      return Status::invalid("--listen: " + hp->host +
-                             " is not a loopback address; the API has no authentication, so pass "
-                             "--allow-remote to expose it anyway");
-    }
+    if (auto hp = checked_listen(options); !hp) return hp.status();
   }
   return Status::ok();
 }
