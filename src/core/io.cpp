@@ -3,69 +3,22 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
+
+#include "peakcast/core/input_file.h"
 
 namespace peakcast {
-namespace {
-
-Result<std::string> gunzip(const std::string& compressed, const std::string& path) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::internal("zlib init failed");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  zs.avail_in = static_cast<uInt>(compressed.size());
-  std::string out;
-  char buf[1 << 16];
-  int rc = Z_OK;
-  while (true) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - zs.avail_out);
-    if (rc == Z_STREAM_END) {
-      // Concatenated gzip members (as `cat a.gz b.gz` makes) continue.
-      if (zs.avail_in == 0) break;
-      if (inflateReset(&zs) != Z_OK) break;
-      continue;
-    }
-    if (rc != Z_OK) break;
-    if (zs.avail_in == 0 && zs.avail_out != 0) break;
-  }
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END) {
-    return Status::invalid(path + ": corrupt or truncated gzip data");
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<std::string> read_file(const std::string& path) {
-  std::string data;
-  if (path == "-") {
-    data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return Status::invalid(path + ": is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::not_found(path + ": " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    data = std::move(ss).str();
-  }
-  if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-      static_cast<unsigned char>(data[1]) == 0x8b) {
-    return gunzip(data, path);
-  }
-  return data;
+  Result<InputFile> in = InputFile::open(path);
+  if (!in) return in.status();
+  std::string text;
+  if (Status s = in->read_rest(text); !s) return s;
+  return text;
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {

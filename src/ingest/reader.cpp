@@ -8,10 +8,10 @@
 #include <optional>
 
 #include "peakcast/core/hash.h"
+#include "peakcast/core/input_file.h"
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
-#include "trace_input.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -175,7 +175,7 @@ constexpr size_t kDetectMaxBytes = size_t{1} << 24;
 
 // Reads a prefix of `in` into `text` and detects the format from it; at kDetectMaxBytes the
 // prefix is taken as it is.
-Result<Format> detect_from_prefix(TraceInput& in, std::string& text) {
+Result<Format> detect_from_prefix(InputFile& in, std::string& text) {
   size_t want = kDetectBytes;
   while (true) {
     if (Status s = in.read(text, want - std::min(want, text.size())); !s) return s;
@@ -234,7 +234,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
   if (!(options.util_cap > 0.0)) {
     return Status::invalid("util_cap: must be > 0 (got " + std::to_string(options.util_cap) + ")");
   }
-  Result<TraceInput> in = TraceInput::open(path);
+  Result<InputFile> in = InputFile::open(path);
   if (!in) return in.status();
   std::string text;
 

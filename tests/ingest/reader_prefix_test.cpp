@@ -1,4 +1,4 @@
-// read_trace() detects the format from a bounded prefix (src/ingest/trace_input.h): content that
+// read_trace() detects the format from a bounded prefix (include/peakcast/core/input_file.h): content that
 // is no trace fails before the rest is read; detection that needs more than the first 64 KiB
 // reads on; a prefix and the rest join into the same text a whole read gave.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -1,46 +1,58 @@
-// TraceInput: a trace read in steps, gzip undone as it is read (trace_input.h).
-#include "trace_input.h"
+// InputFile: a file read in steps, gzip undone as it is read (input_file.h).
+#include "peakcast/core/input_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
-namespace peakcast::ingest {
+namespace peakcast {
 namespace {
 
 constexpr size_t kChunk = size_t{1} << 16;
 
 }  // namespace
 
-Result<TraceInput> TraceInput::open(const std::string& path) {
-  if (path == "-") return TraceInput(STDIN_FILENO, false, path);
+struct InputFile::Inflate {
+  z_stream zs{};
+  bool initialised = false;
+  ~Inflate() {
+    if (initialised) inflateEnd(&zs);
+  }
+};
+
+InputFile::InputFile(int fd, bool owns_fd, std::string path)
+    : fd_(fd), owns_fd_(owns_fd), path_(std::move(path)) {}
+
+Result<InputFile> InputFile::open(const std::string& path) {
+  if (path == "-") return InputFile(STDIN_FILENO, false, path);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return Status::invalid(path + ": is a directory");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::not_found(path + ": " + std::strerror(errno));
-  return TraceInput(fd, true, path);
+  return InputFile(fd, true, path);
 }
 
-TraceInput::TraceInput(TraceInput&& o) noexcept
+InputFile::InputFile(InputFile&& o) noexcept
     : fd_(o.fd_), owns_fd_(o.owns_fd_), path_(std::move(o.path_)), started_(o.started_),
-      raw_end_(o.raw_end_), at_end_(o.at_end_), zs_(std::move(o.zs_)),
+      raw_end_(o.raw_end_), at_end_(o.at_end_), inflate_(std::move(o.inflate_)),
       member_done_(o.member_done_), in_buf_(std::move(o.in_buf_)), in_pos_(o.in_pos_) {
   o.fd_ = -1;
   o.owns_fd_ = false;
 }
 
-TraceInput::~TraceInput() {
-  if (zs_) inflateEnd(zs_.get());
+InputFile::~InputFile() {
   if (owns_fd_ && fd_ >= 0) ::close(fd_);
 }
 
-Status TraceInput::corrupt() const { return Status::invalid(path_ + ": corrupt or truncated gzip data"); }
+Status InputFile::corrupt() const { return Status::invalid(path_ + ": corrupt or truncated gzip data"); }
 
-Result<bool> TraceInput::refill() {
+Result<bool> InputFile::refill() {
   if (in_pos_ < in_buf_.size()) return true;
   in_buf_.clear();
   in_pos_ = 0;
@@ -60,7 +72,7 @@ Result<bool> TraceInput::refill() {
   return n > 0;
 }
 
-Status TraceInput::start() {
+Status InputFile::start() {
   started_ = true;
   // Two bytes tell gzip (a pipe may hand them over one at a time).
   while (in_buf_.size() < 2 && !raw_end_) {
@@ -73,16 +85,17 @@ Status TraceInput::start() {
   }
   if (in_buf_.size() >= 2 && static_cast<unsigned char>(in_buf_[0]) == 0x1f &&
       static_cast<unsigned char>(in_buf_[1]) == 0x8b) {
-    zs_ = std::make_unique<z_stream>();
-    if (inflateInit2(zs_.get(), 15 + 32) != Z_OK) {
-      zs_.reset();
+    inflate_ = std::make_unique<Inflate>();
+    if (inflateInit2(&inflate_->zs, 15 + 32) != Z_OK) {
+      inflate_.reset();
       return Status::internal("zlib init failed");
     }
+    inflate_->initialised = true;
   }
   return Status::ok();
 }
 
-Status TraceInput::read(std::string& out, size_t max_bytes) {
+Status InputFile::read(std::string& out, size_t max_bytes) {
   if (!started_) {
     if (Status s = start(); !s) return s;
   }
@@ -91,12 +104,12 @@ Status TraceInput::read(std::string& out, size_t max_bytes) {
     Result<bool> more = refill();
     if (!more) return more.status();
     if (!*more) {
-      if (zs_ && !member_done_) return corrupt();
+      if (inflate_ && !member_done_) return corrupt();
       at_end_ = true;
       break;
     }
     const size_t avail = in_buf_.size() - in_pos_;
-    if (!zs_) {
+    if (!inflate_) {
       const size_t take = std::min(avail, want);
       out.append(in_buf_, in_pos_, take);
       in_pos_ += take;
@@ -105,21 +118,22 @@ Status TraceInput::read(std::string& out, size_t max_bytes) {
     }
     if (member_done_) {
       // More bytes after a member's end: the next member of a concatenated file.
-      if (inflateReset(zs_.get()) != Z_OK) return corrupt();
+      if (inflateReset(&inflate_->zs) != Z_OK) return corrupt();
       member_done_ = false;
     }
+    z_stream& zs = inflate_->zs;
     const size_t old = out.size();
     const size_t room = std::min(want, kChunk);
     out.resize(old + room);
-    zs_->next_in = reinterpret_cast<Bytef*>(in_buf_.data() + in_pos_);
-    zs_->avail_in = static_cast<uInt>(avail);
-    zs_->next_out = reinterpret_cast<Bytef*>(out.data() + old);
-    zs_->avail_out = static_cast<uInt>(room);
-    const int rc = inflate(zs_.get(), Z_NO_FLUSH);
-    const size_t produced = room - zs_->avail_out;
+    zs.next_in = reinterpret_cast<Bytef*>(in_buf_.data() + in_pos_);
+    zs.avail_in = static_cast<uInt>(avail);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+    zs.avail_out = static_cast<uInt>(room);
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    const size_t produced = room - zs.avail_out;
     out.resize(old + produced);
     want -= produced;
-    in_pos_ = in_buf_.size() - zs_->avail_in;
+    in_pos_ = in_buf_.size() - zs.avail_in;
     if (rc == Z_STREAM_END) {
       member_done_ = true;
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
@@ -129,11 +143,22 @@ Status TraceInput::read(std::string& out, size_t max_bytes) {
   return Status::ok();
 }
 
-Status TraceInput::read_rest(std::string& out) {
+Status InputFile::read_rest(std::string& out) {
+  if (!started_) {
+    if (Status s = start(); !s) return s;
+  }
+  // Plain text of a regular file: its size is known, so `out` grows once, not by doubling.
+  struct stat st {};
+  if (!inflate_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t pos = ::lseek(fd_, 0, SEEK_CUR);
+    if (pos >= 0 && st.st_size > pos) {
+      out.reserve(out.size() + (in_buf_.size() - in_pos_) + static_cast<size_t>(st.st_size - pos));
+    }
+  }
   while (!at_end_) {
     if (Status s = read(out, size_t{1} << 22); !s) return s;
   }
   return Status::ok();
 }
 
-}  // namespace peakcast::ingest
+}  // namespace peakcast
