@@ -161,4 +161,13 @@ Status InputFile::read_rest(std::string& out) {
   return Status::ok();
 }
 
+Status InputFile::skip_rest() {
+  std::string scratch;
+  while (!at_end_) {
+    scratch.clear();
+    if (Status s = read(scratch, size_t{1} << 20); !s) return s;
+  }
+  return Status::ok();
+}
+
 }  // namespace peakcast

@@ -249,6 +249,11 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     if (format == Format::kAuto && !options.columns.empty()) format = Format::kSacct;
     if (format == Format::kAuto) format = format_from_name(path);
     if (format == Format::kAuto) {
+      // A gzip whose text is of no format may be one whose data is corrupt past the prefix:
+      // that is the truer answer, and gzip tells it only at its end (memory stays bounded).
+      if (in->compressed()) {
+        if (Status s = in->skip_rest(); !s) return s;
+      }
       return Status::invalid(path +
                              ": cannot tell the trace format from its content; pass --format "
                              "(swf, nextflow, sacct, jsonl)");

@@ -152,5 +152,51 @@ TEST(ReaderPrefix, ConcatenatedGzipMembersAndTruncatedGzip) {
       << bad.status().message();
 }
 
+// Found in review: a gzip whose first 64 KiB are of no format and whose data is corrupt past them
+// said "cannot tell the trace format" (only the prefix was inflated); the corruption is the
+// truer answer. A corrupt gzip of a format that is told still says corrupt.
+TEST(ReaderPrefix, CorruptGzipPastThePrefixSaysCorrupt) {
+  // Lines of hex that compress poorly: the compressed file is far longer than the prefix reads.
+  // The same hex as JSONL records (of no use, but told as JSONL from the first lines).
+  std::string noise;
+  auto canonical = read_file(golden("canonical.jsonl"));
+  ASSERT_TRUE(canonical.ok());
+  std::string jsonl = *canonical;
+  uint64_t x = 88172645463325252ull;
+  while (noise.size() < (size_t{4} << 20)) {
+    std::string hex;
+    for (int i = 0; i < 4; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      for (int shift = 60; shift >= 0; shift -= 4) hex += "0123456789abcdef"[(x >> shift) & 0xf];
+    }
+    noise += hex + "\n";
+    jsonl += "{\"note\": \"" + hex + "\"}\n";
+  }
+  for (const std::string* text : {&noise, &jsonl}) {
+    const std::string whole = temp_path("corrupt_whole.gz");
+    write_gzip(whole, *text);
+    std::ifstream in(whole, std::ios::binary);
+    const std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(gz.size(), size_t{1} << 20);
+    std::string bad_crc = gz;
+    bad_crc[gz.size() - 8] = static_cast<char>(bad_crc[gz.size() - 8] ^ 0x55);
+    for (const std::string& bytes : {gz.substr(0, gz.size() - 100), bad_crc}) {
+      const std::string path = temp_path("corrupt.dat");  // a name that tells no format
+      write_text(path, bytes);
+      auto trace = read_trace(path);
+      ASSERT_FALSE(trace.ok());
+      EXPECT_NE(trace.status().message().find("corrupt or truncated gzip data"), std::string::npos)
+          << trace.status().message();
+    }
+  }
+  // Intact, the text of no format still says so.
+  const std::string intact = temp_path("intact.dat");
+  write_gzip(intact, noise);
+  auto trace = read_trace(intact);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("cannot tell the trace format"), std::string::npos)
+      << trace.status().message();
+}
+
 }  // namespace
 }  // namespace peakcast::ingest

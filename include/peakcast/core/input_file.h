@@ -28,7 +28,13 @@ class InputFile {
   Status read(std::string& out, size_t max_bytes);
   // Appends everything left.
   Status read_rest(std::string& out);
+  // Reads everything left and keeps none of it: a gzip's corruption past what was read is found
+  // only by inflating to its end. Memory stays bounded; time does not (an endless source never
+  // ends), so callers use it on compressed input, whose end is its check.
+  Status skip_rest();
   bool at_end() const { return at_end_; }
+  // Whether the input is gzip (known after the first read).
+  bool compressed() const { return inflate_ != nullptr; }
 
  private:
   struct Inflate;  // zlib's stream state (input_file.cpp)
