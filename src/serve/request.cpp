@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peakcast/core/json_error.h"
 #include "peakcast/ingest/jsonl.h"
 #include "peakcast/ingest/reader.h"
 
@@ -220,14 +221,16 @@ ParsedJob parse_job_body(std::string_view body, BodyKind kind, const RequestLimi
   try {
     obj = json::parse(body, on_event);
   } catch (const json::parse_error& e) {
-    // Where, never what: the parser's own message quotes the bytes it last read ("last read:
-    // '...'"), which can be a script's secret, and the Slurm hook writes a refusal's reason to
-    // slurmctld's log.
+    // Where and why, never what: the parser's own message quotes the bytes it last read ("last
+    // read: '...'"), which can be a script's secret, and the Slurm hook writes a refusal's reason
+    // to slurmctld's log.
     return error(ApiErrorKind::kMalformedJson, "body",
-                 "body: not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
-  } catch (const json::exception&) {
-    // out_of_range for a number too large for a double ("1e999")
-    return error(ApiErrorKind::kMalformedJson, "body", "body: not valid JSON (a number too large for a double)");
+                 "body: not valid JSON at byte " + std::to_string(e.byte) + ": " +
+                     json_error_reason(e.what(), JsonQuote::kNothing));
+  } catch (const json::exception& e) {
+    // out_of_range for a number too large for a double ("1e999"; the number is not named)
+    return error(ApiErrorKind::kMalformedJson, "body",
+                 "body: not valid JSON: " + json_error_reason(e.what(), JsonQuote::kNothing));
   }
   if (!obj.is_object()) {
     return error(ApiErrorKind::kMalformedJson, "body", "body: expected a JSON object (one job record)");
