@@ -5,11 +5,13 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/io.h"
+#include "peakcast/core/json_error.h"
 #include "peakcast/core/units.h"
 
 namespace peakcast::sizing {
@@ -150,10 +152,20 @@ Result<RecommendConfig> parse_recommend_config(const std::string& json_text, con
   json doc;
   try {
     doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    // Where and why, not what: nlohmann's message echoes the bytes it last read ("last read:
+    // '...'", raw), which peakcastd would write to its log. e.byte counts from 1 as the parser
+    // counts: lines end at '\n', and a column is the bytes read on its line.
+    const std::string_view read(json_text.data(), std::min<size_t>(e.byte, json_text.size()));
+    const size_t newline = read.rfind('\n');
+    const size_t line = 1 + static_cast<size_t>(std::count(read.begin(), read.end(), '\n'));
+    const size_t column = newline == std::string_view::npos ? e.byte : e.byte - newline - 1;
+    return Status::invalid(source + ":" + std::to_string(line) + ": not valid JSON: " +
+                           json_error_reason(e.what(), JsonQuote::kNumber) + " (column " +
+                           std::to_string(column) + ")");
   } catch (const json::exception& e) {
-    // parse_error, and out_of_range for a number no double holds ("1e400"): either way the file
-    // is not a configuration we can read.
-    return Status::invalid(source + ": not valid JSON: " + e.what());
+    // out_of_range for a number no double holds ("1e400", named: the admin's own file).
+    return Status::invalid(source + ": not valid JSON: " + json_error_reason(e.what(), JsonQuote::kNumber));
   }
   if (!doc.is_object()) return field_error(source, "(top level)", "must be an object");
   RecommendConfig cfg;

@@ -277,13 +277,38 @@ TEST(RecommendConfigFile, ErrorsNameTheFileAndTheField) {
                         Case{R"({"partitions": {"gpu": {"flor_bytes": 1}}})", "sizing.json: partitions.gpu.flor_bytes: unknown"},
                         Case{R"({"default": {"limit_bytes": 0}})", "sizing.json: default.limit_bytes: "},
                         Case{R"({"defaults": {}})", "sizing.json: defaults: unknown"},
-                        Case{R"({"default": )", "sizing.json: not valid JSON"},
+                        Case{R"({"default": )", "sizing.json:1: not valid JSON"},
                         // a number no double holds is the parser's out_of_range, not a parse_error
                         Case{R"({"default": {"margin_fraction": 1e400}})", "sizing.json: not valid JSON"}}) {
     auto c = parse_recommend_config(k.text, "sizing.json");
     ASSERT_FALSE(c.ok()) << k.text;
     EXPECT_EQ(c.status().message().rfind(k.where, 0), 0u) << c.status().message();
   }
+}
+
+// Found in review: a sizing.json that did not parse was reported with nlohmann's whole message,
+// whose "last read: '...'" echoes the file's raw bytes (a control character, the text around it)
+// into peakcastd's log. Now: the reason, the line and column, and no byte of the input beyond a
+// number too large for a double (the admin's own file: naming it helps find it).
+TEST(RecommendConfigFile, NotJsonSaysWhereAndEchoesNoInput) {
+  struct Case { std::string text; std::string start; std::string end; std::string secret; };
+  for (const Case& k : {Case{"{\n  \"default\": {\n    \"note\": \"hunter2\x01\"\n  }\n}\n",
+                             "sizing.json:3: not valid JSON: invalid string: control character U+0001",
+                             " (column 21)", "hunter2"},
+                        Case{"{\"partitions\":\n {\"gpu\": {\"floor_bytes\": \"s3cr3t\\q\"}}}",
+                             "sizing.json:2: not valid JSON: invalid string: forbidden character after backslash",
+                             " (column 34)", "s3cr3t"}}) {
+    auto c = parse_recommend_config(k.text, "sizing.json");
+    ASSERT_FALSE(c.ok()) << k.text;
+    const std::string& m = c.status().message();
+    EXPECT_EQ(m.rfind(k.start, 0), 0u) << m;
+    EXPECT_TRUE(m.ends_with(k.end)) << m;
+    EXPECT_EQ(m.find(k.secret), std::string::npos) << m;
+    EXPECT_EQ(m.find("last read"), std::string::npos) << m;
+  }
+  auto big = parse_recommend_config(R"({"default": {"margin_fraction": 1e400}})", "sizing.json");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message(), "sizing.json: not valid JSON: number overflow parsing '1e400'");
 }
 
 // Sizes are at most 1.8e19 bytes, as parse_size and the trace readers keep them: a floor of
