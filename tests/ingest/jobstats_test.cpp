@@ -2,6 +2,8 @@
 // Python's gzip in the golden file, by our encoder here), the special values, malformed input,
 // and the sacct reader's labels from them (golden sacct_jobstats.txt, made by
 // golden/make_sacct_jobstats.py).
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <string>
 
@@ -16,6 +18,31 @@ using test_util::expect_jobs_match;
 using test_util::golden;
 
 constexpr uint64_t kG = 1024ull * 1024 * 1024;
+
+// The gzip bytes of a comment ("JS1:" + base64), and a comment of gzip bytes: to build inputs
+// our encoder does not (concatenated members, a flipped CRC, bytes after the end).
+std::string gzip_of(const std::string& comment) {
+  const std::string b64 = comment.substr(4);
+  std::string out(b64.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
+  out.resize(static_cast<size_t>(n) - static_cast<size_t>(std::count(b64.end() - 2, b64.end(), '=')));
+  return out;
+}
+
+std::string comment_of(const std::string& gz) {
+  std::string b64(4 * ((gz.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                                reinterpret_cast<const unsigned char*>(gz.data()), static_cast<int>(gz.size()));
+  b64.resize(static_cast<size_t>(n));
+  return "JS1:" + b64;
+}
+
+// A summary whose JSON text is exactly `size` bytes (a padding string makes up the rest).
+std::string summary_of_size(size_t size) {
+  const std::string head = R"({"nodes": {"n": {"used_memory": 5}}, "pad": ")";
+  return head + std::string(size - head.size() - 2, 'a') + "\"}";
+}
 
 const Job* find_job(const Trace& t, std::string_view id) {
   for (const Job& j : t.jobs) {
@@ -96,6 +123,41 @@ TEST(Jobstats, MalformedSummariesSayWhy) {
   std::string cut = whole.substr(0, whole.size() - 8);
   cut.resize(cut.size() - (cut.size() - 4) % 4);
   EXPECT_FALSE(jobstats::decode_admin_comment(cut).ok());
+}
+
+// A summary is a few KB; one that inflates past 4 MiB is refused before it is held whole (a small
+// comment can inflate a thousandfold). Exactly 4 MiB is still read.
+TEST(Jobstats, InflatedSizeIsCappedAtFourMiB) {
+  constexpr size_t kCap = size_t{4} << 20;
+  auto at_cap = jobstats::decode_admin_comment(jobstats::encode_admin_comment(summary_of_size(kCap)));
+  ASSERT_TRUE(at_cap.ok()) << at_cap.status().message();
+  EXPECT_EQ(at_cap->summary.used_memory_bytes, 5u);
+  const std::string big = jobstats::encode_admin_comment(summary_of_size(kCap + 1));
+  EXPECT_LT(big.size(), size_t{64} << 10) << "the cap is on what it inflates to, not on the comment";
+  auto over = jobstats::decode_admin_comment(big);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(), "gzip: inflates past 4 MiB");
+}
+
+// Corrupt compressed data is malformed, wherever it is: each base64 character of the deflate data
+// changed in turn, and the gzip trailer's CRC changed (the data inflates, the check fails).
+TEST(Jobstats, CorruptGzipIsMalformed) {
+  const std::string json = R"({"nodes": {"n1": {"used_memory": 5, "gpu_used_memory": {"0": 7}}, "n2": {"used_memory": 6}}})";
+  const std::string whole = jobstats::encode_admin_comment(json);
+  ASSERT_TRUE(jobstats::decode_admin_comment(whole).ok());
+  // "JS1:" + 10 header bytes (14 characters) ... deflate data ... 8 trailer bytes (11 characters).
+  for (size_t i = 4 + 16; i + 16 < whole.size(); ++i) {
+    std::string bad = whole;
+    bad[i] = bad[i] == 'A' ? 'B' : 'A';
+    auto d = jobstats::decode_admin_comment(bad);
+    ASSERT_FALSE(d.ok()) << "character " << i << " changed";
+    EXPECT_EQ(d.status().message().rfind("gzip: ", 0), 0u) << d.status().message();
+  }
+  std::string gz = gzip_of(whole);
+  gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0x01);  // CRC-32, first byte
+  auto d = jobstats::decode_admin_comment(comment_of(gz));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message().rfind("gzip: ", 0), 0u) << d.status().message();
 }
 
 TEST(Jobstats, BusiestGpuIsTheFullestNotTheLargest) {
