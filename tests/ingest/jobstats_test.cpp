@@ -160,6 +160,27 @@ TEST(Jobstats, CorruptGzipIsMalformed) {
   EXPECT_EQ(d.status().message().rfind("gzip: ", 0), 0u) << d.status().message();
 }
 
+// A gzip file is a series of members (RFC 1952 2.2); gzip -d and Python's gzip.decompress, which
+// jobstats' own reader uses, read them all, so one summary split over two members is whole. Bytes
+// after the last member that are no member are corrupt, as they are to both (the first member's
+// JSON alone was read before).
+TEST(Jobstats, ConcatenatedMembersAreOneSummaryAndTrailingBytesAreCorrupt) {
+  const std::string json = R"({"nodes": {"n": {"used_memory": 5, "gpu_used_memory": {"0": 7}}}})";
+  const std::string two = gzip_of(jobstats::encode_admin_comment(json.substr(0, 20))) +
+                          gzip_of(jobstats::encode_admin_comment(json.substr(20)));
+  auto d = jobstats::decode_admin_comment(comment_of(two));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->summary.used_memory_bytes, 5u);
+  ASSERT_EQ(d->summary.gpus.size(), 1u);
+  EXPECT_EQ(d->summary.gpus[0].used_bytes, 7u);
+  const std::string one = gzip_of(jobstats::encode_admin_comment(json));
+  for (const std::string& tail : {std::string("garbage"), std::string(1, '\x1f'), std::string("\x1f\x8b\x08")}) {
+    auto t = jobstats::decode_admin_comment(comment_of(one + tail));
+    ASSERT_FALSE(t.ok()) << "tail of " << tail.size() << " bytes";
+    EXPECT_EQ(t.status().message().rfind("gzip: ", 0), 0u) << t.status().message();
+  }
+}
+
 TEST(Jobstats, BusiestGpuIsTheFullestNotTheLargest) {
   jobstats::Summary s;
   s.gpus = {{"a", "0", 40 * kG, 80 * kG}, {"a", "1", 30 * kG, 40 * kG}, {"b", "0", 10 * kG, 80 * kG}};

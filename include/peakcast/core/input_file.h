@@ -1,8 +1,8 @@
-// A file (or standard input) read in steps, gzip undone as it is read (by magic bytes, not by
-// name; concatenated members too, as `cat a.gz b.gz` makes). read_file() is open + read_rest();
-// read_trace() reads a bounded prefix, detects the format from it and reads the rest only when
-// the format is known, so that a file that is no trace (/dev/urandom, a 200 MB binary) fails
-// after one prefix instead of being read whole. Not thread-safe; one reader per file.
+// A file (or standard input, or bytes in memory) read in steps, gzip undone as it is read (by
+// magic bytes, not by name; concatenated members too, as `cat a.gz b.gz` makes). read_file() is
+// open + read_rest(); read_trace() reads a bounded prefix, detects the format from it and reads
+// the rest only when the format is known, so that a file that is no trace (/dev/urandom, a 200 MB
+// binary) fails after one prefix instead of being read whole. Not thread-safe; one reader per file.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,10 @@ class InputFile {
   // Opens `path`; "-" is standard input (not closed). Errors: "PATH: is a directory",
   // "PATH: <strerror>" (kNotFound).
   static Result<InputFile> open(const std::string& path);
+  // `bytes` held in memory, read as a file of them would be (gzip undone, members and all);
+  // `name` stands for PATH in errors. For text that comes inside another format: a jobstats
+  // AdminComment is base64 of gzip.
+  static InputFile from_bytes(std::string bytes, std::string name);
   InputFile(InputFile&& other) noexcept;
   InputFile& operator=(InputFile&&) = delete;
   InputFile(const InputFile&) = delete;
@@ -45,7 +49,7 @@ class InputFile {
   Status start();  // reads the first bytes: gzip magic or not
   Status corrupt() const;
 
-  int fd_ = -1;
+  int fd_ = -1;             // -1 for from_bytes(): in_buf_ holds everything
   bool owns_fd_ = false;    // false for standard input
   std::string path_;
   bool started_ = false;    // the first bytes were looked at (gzip magic or not)
