@@ -94,7 +94,9 @@ Status InputFile::start() {
   if (in_buf_.size() >= 2 && static_cast<unsigned char>(in_buf_[0]) == 0x1f &&
       static_cast<unsigned char>(in_buf_[1]) == 0x8b) {
     inflate_ = std::make_unique<Inflate>();
-    if (inflateInit2(&inflate_->zs, 15 + 32) != Z_OK) {
+    // gzip headers only (16), not zlib's or gzip's (32): every member after the first must be
+    // gzip too, and a zlib stream appended to a gzip is corrupt, not more text.
+    if (inflateInit2(&inflate_->zs, 15 + 16) != Z_OK) {
       inflate_.reset();
       return Status::internal("zlib init failed");
     }

@@ -75,10 +75,18 @@ TEST(InputFileFromBytes, PlainBytesAreTheText) {
   EXPECT_TRUE(empty.at_end());
 }
 
-// Cut short, or followed by bytes that are no gzip member.
+// Cut short, or followed by bytes that are no gzip member: a zlib stream (0x78 0x9c) included,
+// which an inflate that takes zlib or gzip headers read as a next member.
 TEST(InputFileFromBytes, ErrorsNameTheBytes) {
   const std::string gz = gzip(noise(150'000, 4));
-  for (const std::string& bad : {gz.substr(0, gz.size() - 1), gz.substr(0, gz.size() / 2), gz + "x"}) {
+  std::string zlib_stream(compressBound(5), '\0');
+  uLongf zlib_size = static_cast<uLongf>(zlib_stream.size());
+  ASSERT_EQ(compress(reinterpret_cast<Bytef*>(zlib_stream.data()), &zlib_size,
+                     reinterpret_cast<const Bytef*>("hello"), 5), Z_OK);
+  zlib_stream.resize(zlib_size);
+  ASSERT_EQ(static_cast<unsigned char>(zlib_stream[0]), 0x78);
+  for (const std::string& bad :
+       {gz.substr(0, gz.size() - 1), gz.substr(0, gz.size() / 2), gz + "x", gz + zlib_stream}) {
     InputFile in = InputFile::from_bytes(bad, "AdminComment");
     std::string out;
     const Status s = in.read_rest(out);
