@@ -68,6 +68,7 @@ const std::vector<CascadeSpec>& cascade_specs() {
        "XGBoost parameters of the fusion G_{r,e} (reg:logistic: gamma in [0, 1])"},
       {"tree", gbdt_member<&C::tree, GbdtObjective::kRegSquaredError>(), {-kInf}, {kInf},
        "XGBoost parameters of the tree route"},
+      {"tree_bag", &C::tree_bag, {1}, {64}, "boosters averaged in the tree route, each with its own seed"},
       {"history_margin_se", &C::history_margin_se, {0}, {kInf},
        "standard errors the fused policy must win by over history alone"},
       {"allow_history_only", &C::allow_history_only, {-kInf}, {kInf},

@@ -220,16 +220,25 @@ Result<json> save_components(const std::filesystem::path& base, const CascadeMod
   return comp;
 }
 
-// The tree route's manifest entry (null without one), its boosters written beside it.
+// The tree route's manifest entry (null without one), its boosters written beside it: the bag's
+// first under "files" (as a build before bags wrote its one booster: such a build still reads the
+// model, with the first booster alone), the others in order under "bag_files".
 Result<json> save_tree_route(const std::filesystem::path& base, const CascadeModel::Impl& m) {
   if (!m.tree) return json(nullptr);
-  json tree = {{"route", m.tree->to_json()}, {"files", json::object()}};
+  json tree = {{"route", m.tree->to_json()}, {"files", json::object()}, {"bag_files", json::object()}};
   for (Resource r : kResources) {
-    const auto bytes = m.tree->booster_bytes(r);
-    if (!bytes) continue;
-    const std::string file = component_file("tree", r);
-    if (auto st = write_file_atomic((base / file).string(), *bytes); !st) return st;
-    tree["files"][std::string(resource_name(r))] = file;
+    const std::vector<std::string> bag = m.tree->booster_bytes(r);
+    const std::string rn(resource_name(r));
+    for (size_t k = 0; k < bag.size(); ++k) {
+      const std::string file = k == 0 ? component_file("tree", r)
+                                      : "tree_" + rn + "_" + std::to_string(k) + ".ubj";
+      if (auto st = write_file_atomic((base / file).string(), bag[k]); !st) return st;
+      if (k == 0) {
+        tree["files"][rn] = file;
+      } else {
+        tree["bag_files"][rn].push_back(file);
+      }
+    }
   }
   return tree;
 }
@@ -313,13 +322,21 @@ Status load_resource(const std::string& dir, const json& m, Resource r, CascadeM
 Status load_tree_route(const std::string& dir, const json& m, CascadeModel::Impl& impl) {
   const json& t = m.value("tree_route", json(nullptr));
   if (!t.is_object()) return Status::ok();
-  std::array<std::optional<std::string>, kNumResources> boosters;
+  std::array<std::vector<std::string>, kNumResources> boosters;
   for (Resource r : kResources) {
-    const json& f = t.value("files", json::object()).value(std::string(resource_name(r)), json(nullptr));
+    const std::string rn(resource_name(r));
+    const json& f = t.value("files", json::object()).value(rn, json(nullptr));
     if (!f.is_string()) continue;
-    auto bytes = read_file((std::filesystem::path(dir) / f.get<std::string>()).string());
-    if (!bytes) return bytes.status();
-    boosters[idx(r)] = std::move(bytes).value();
+    std::vector<json> files{f};
+    const json& more = t.value("bag_files", json::object()).value(rn, json::array());
+    if (!more.is_array()) return Status::invalid("tree_route.bag_files." + rn + ": expected an array of file names");
+    files.insert(files.end(), more.begin(), more.end());
+    for (const json& file : files) {
+      if (!file.is_string()) return Status::invalid("tree_route.bag_files." + rn + ": expected file names");
+      auto bytes = read_file((std::filesystem::path(dir) / file.get<std::string>()).string());
+      if (!bytes) return bytes.status();
+      boosters[idx(r)].push_back(std::move(bytes).value());
+    }
   }
   auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
   if (!route) return route.status();

@@ -228,7 +228,7 @@ TreeRoute fit_tree(const TrainingInput& in, const std::vector<size_t>& fit,
     } else {
       rows_of(stop, rv, yv);
     }
-    tree.fit(r, rt, yt, rv, yv, params);
+    tree.fit(r, rt, yt, rv, yv, params, cfg.tree_bag);
   }
   return tree;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -77,10 +78,10 @@ void TreeRoute::add_row(models::CsrMatrix& m, const Row& row, Resource r) const 
 
 models::TrainReport TreeRoute::fit(Resource r, std::span<const Row> train, std::span<const float> y,
                                    std::span<const Row> valid, std::span<const float> y_valid,
-                                   models::GbdtParams params) {
+                                   models::GbdtParams params, size_t bag) {
   const auto ri = static_cast<size_t>(idx(r));
   models::TrainReport report;
-  booster_[ri].reset();
+  boosters_[ri].clear();
   if (train.size() < 2) return report;
   models::CsrMatrix mt;
   mt.cols = width();
@@ -97,38 +98,59 @@ models::TrainReport TreeRoute::fit(Resource r, std::span<const Row> train, std::
   } else {
     params.early_stopping_rounds = 0;
   }
-  booster_[ri].emplace(models::Booster::train(params, dtrain, dvalid ? &*dvalid : nullptr, &report));
+  const uint64_t seed = params.seed;
+  for (size_t k = 0; k < std::max<size_t>(bag, 1); ++k) {
+    params.seed = seed + k * kBagSeedStep;
+    models::TrainReport rk;
+    boosters_[ri].push_back(models::Booster::train(params, dtrain, dvalid ? &*dvalid : nullptr, &rk));
+    if (k == 0) report = std::move(rk);
+  }
   return report;
 }
 
 double TreeRoute::predict(const Job& job, const history::HistoryView& view, Resource r) const {
   const auto ri = static_cast<size_t>(idx(r));
-  if (!booster_[ri]) return fallback_[ri];
-  std::vector<float> dense(booster_[ri]->num_features(), models::kMissing);
+  const std::vector<models::Booster>& bag = boosters_[ri];
+  if (bag.empty()) return fallback_[ri];
+  std::vector<float> dense(bag.front().num_features(), models::kMissing);  // one DMatrix: one width
   const GateFeatures g = gate_features(job, view, h_expert_, fallback_[ri], priors_[ri]);
   std::copy(g.begin(), g.end(), dense.begin());
   for (uint32_t c : hashed_columns(job)) {
     auto it = columns_.find(c);
     if (it != columns_.end() && it->second < dense.size()) dense[it->second] = 1.0f;
   }
-  return static_cast<double>(booster_[ri]->predict_row(dense));
+  double sum = 0;
+  for (const models::Booster& b : bag) {
+    sum += static_cast<double>(b.predict_row(dense));
+  }
+  return sum / static_cast<double>(bag.size());
 }
 
 std::vector<double> TreeRoute::predict_batch(std::span<const Row> rows, Resource r) const {
   const auto ri = static_cast<size_t>(idx(r));
   std::vector<double> out(rows.size(), fallback_[ri]);
-  if (!booster_[ri] || rows.empty()) return out;
+  const std::vector<models::Booster>& bag = boosters_[ri];
+  if (bag.empty() || rows.empty()) return out;
   models::CsrMatrix m;
   m.cols = width();
   for (const Row& row : rows) add_row(m, row, r);
-  const std::vector<float> y = booster_[ri]->predict(models::DMatrix::from_csr(m));
-  for (size_t i = 0; i < rows.size(); ++i) out[i] = static_cast<double>(y.at(i));
+  const models::DMatrix dm = models::DMatrix::from_csr(m);
+  std::vector<double> sum(rows.size(), 0.0);
+  for (const models::Booster& b : bag) {
+    const std::vector<float> y = b.predict(dm);
+    for (size_t i = 0; i < rows.size(); ++i) sum[i] += static_cast<double>(y.at(i));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) out[i] = sum[i] / static_cast<double>(bag.size());
   return out;
 }
 
 int TreeRoute::rounds(Resource r) const {
-  const auto& b = booster_[static_cast<size_t>(idx(r))];
-  return b ? b->num_rounds() : 0;
+  const std::vector<models::Booster>& bag = boosters_[static_cast<size_t>(idx(r))];
+  if (bag.empty()) return 0;
+  int64_t sum = 0;
+  for (const models::Booster& b : bag) sum += b.num_rounds();
+  const auto n = static_cast<int64_t>(bag.size());
+  return static_cast<int>((sum + n / 2) / n);
 }
 
 nlohmann::json TreeRoute::to_json() const {
@@ -145,14 +167,14 @@ nlohmann::json TreeRoute::to_json() const {
   return j;
 }
 
-std::optional<std::string> TreeRoute::booster_bytes(Resource r) const {
-  const auto& b = booster_[static_cast<size_t>(idx(r))];
-  if (!b) return std::nullopt;
-  return b->save_buffer();
+std::vector<std::string> TreeRoute::booster_bytes(Resource r) const {
+  std::vector<std::string> out;
+  for (const models::Booster& b : boosters_[static_cast<size_t>(idx(r))]) out.push_back(b.save_buffer());
+  return out;
 }
 
 Result<TreeRoute> TreeRoute::from_json(
-    const nlohmann::json& j, const std::array<std::optional<std::string>, kNumResources>& boosters) {
+    const nlohmann::json& j, const std::array<std::vector<std::string>, kNumResources>& boosters) {
   try {
     TreeRoute t;
     const auto e = history::parse_expert(j.at("h_expert").get<std::string>());
@@ -171,13 +193,14 @@ Result<TreeRoute> TreeRoute::from_json(
       t.columns_.emplace(hashed, feature);
     }
     for (size_t r = 0; r < kNumResources; ++r) {
-      if (!boosters[r]) continue;
-      auto b = models::Booster::load_buffer(*boosters[r]);
-      if (!b) return b.status().with_context("tree_route booster");
-      if (b->num_features() > t.width()) {
-        return Status::invalid("tree_route: booster reads more features than the column map has");
+      for (const std::string& bytes : boosters[r]) {
+        auto b = models::Booster::load_buffer(bytes);
+        if (!b) return b.status().with_context("tree_route booster");
+        if (b->num_features() > t.width()) {
+          return Status::invalid("tree_route: booster reads more features than the column map has");
+        }
+        t.boosters_[r].push_back(std::move(b).value());
       }
-      t.booster_[r].emplace(std::move(b).value());
     }
     return t;
   } catch (const nlohmann::json::exception& ex) {

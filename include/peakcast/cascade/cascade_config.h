@@ -37,6 +37,11 @@ struct CascadeConfig {
   // The tree route, Q's other candidate (tree_route.h): fit on the code model's fit set with
   // early stopping on its holdout; refit on train + validation for serving when chosen.
   models::GbdtParams tree = default_tree_params();
+  // Boosters in the tree route's bag, seeds tree.seed + k * TreeRoute::kBagSeedStep, averaged.
+  // 5 against 1 (the cascade, 5 seeds, split / fold means): gpumemnet 0.1174 -> 0.1151 /
+  // 0.1301 -> 0.1297, chipseq 0.0877 / 0.0749 -> 0.0738, mag 0.0354 -> 0.0351 / 0.0444, eager
+  // unchanged; the seeds' spread halves on gpumemnet (docs/evaluation.md).
+  size_t tree_bag = 5;
 
   // ---- policy grids (chosen jointly per resource on the policy half of validation) ----
   // tau > 1 means "never bypass".

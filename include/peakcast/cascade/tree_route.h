@@ -10,14 +10,15 @@
 // costs per feature and node; of 2^18 hashed columns a few thousand occur).
 //
 // The `xgboost` baseline of the harness is this model trained on the train block; the cascade
-// uses it as a candidate for Q (cascade_train.h), next to the neural code model.
+// uses it as a candidate for Q (cascade_train.h), next to the neural code model, as a bag: several
+// boosters per resource, each drawing its own rows and columns (subsample, colsample_bytree) from
+// its own seed, their predictions averaged (CascadeConfig::tree_bag; docs/evaluation.md).
 //
 // Thread safety: after fit() or load(), const methods may run concurrently.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -50,26 +51,34 @@ class TreeRoute {
   void build_columns(std::span<const Job* const> jobs);
 
   // Fits the resource's regressor on `train` (labels in [0, cap]); with `valid` non-empty,
-  // early stopping on it. `rounds` > 0 fixes the number of rounds (no early stopping).
-  // Fewer than 2 training rows leave the resource on its fallback.
+  // early stopping on it (params.early_stopping_rounds > 0), else params.n_rounds rounds.
+  // `bag` boosters, the k-th (from 0) with seed params.seed + k * kBagSeedStep, each early-stopped
+  // on its own; the report is the first's. Fewer than 2 training rows leave the resource on its
+  // fallback.
   models::TrainReport fit(Resource r, std::span<const Row> train, std::span<const float> y,
                           std::span<const Row> valid, std::span<const float> y_valid,
-                          models::GbdtParams params);
+                          models::GbdtParams params, size_t bag = 1);
+  static constexpr uint64_t kBagSeedStep = 1000003;
 
-  bool fitted(Resource r) const { return booster_[static_cast<size_t>(idx(r))].has_value(); }
-  // The prediction for one job (batch-1 path: a dense row through the native tree walker).
+  bool fitted(Resource r) const { return !boosters_[static_cast<size_t>(idx(r))].empty(); }
+  size_t bag_size(Resource r) const { return boosters_[static_cast<size_t>(idx(r))].size(); }
+  // The prediction for one job (batch-1 path: a dense row through the native tree walker); with
+  // a bag, the mean of its boosters'.
   double predict(const Job& job, const history::HistoryView& view, Resource r) const;
   // The same for many rows (one DMatrix), in order.
   std::vector<double> predict_batch(std::span<const Row> rows, Resource r) const;
 
   size_t sparse_columns() const { return columns_.size(); }
+  // The rounds of the resource's boosters, their mean rounded to the nearest (0 unfitted): what a
+  // refit of the bag on more data runs for.
   int rounds(Resource r) const;
 
-  // Persistence: the column map and settings as JSON; each booster as its own UBJ buffer.
+  // Persistence: the column map and settings as JSON; each booster as its own UBJ buffer, the
+  // bag's in order.
   nlohmann::json to_json() const;
-  std::optional<std::string> booster_bytes(Resource r) const;
+  std::vector<std::string> booster_bytes(Resource r) const;
   static Result<TreeRoute> from_json(const nlohmann::json& j,
-                                     const std::array<std::optional<std::string>, kNumResources>& boosters);
+                                     const std::array<std::vector<std::string>, kNumResources>& boosters);
 
  private:
   // Hashed (pre-renumbering) columns of a job, sorted and unique.
@@ -81,7 +90,7 @@ class TreeRoute {
   std::array<double, kNumResources> fallback_{0.5, 0.5};
   std::array<history::ExpertPriors, kNumResources> priors_{};
   std::unordered_map<uint32_t, uint32_t> columns_;  // hashed column -> feature index
-  std::array<std::optional<models::Booster>, kNumResources> booster_;
+  std::array<std::vector<models::Booster>, kNumResources> boosters_;  // the bag per resource
 };
 
 }  // namespace peakcast::cascade
