@@ -119,6 +119,11 @@ std::optional<FieldError> read_counts(const Row& row, Record& r) {
   }
   r.req_tres = std::string(row.get(kReqTres));
   r.alloc_tres = std::string(row.get(kAllocTres));
+  // AllocTRES mem= is the job's memory limit where present (finish_job): a malformed one is a
+  // damaged row, not a job without one (an empty one is none, as in read_usage).
+  if (auto mem = sacct::tres_value(r.alloc_tres, "mem"); mem && !mem->empty() && !parse_size(*mem, kMiB)) {
+    return FieldError{kAllocTres, "mem=" + quoted(*mem) + " is not a size"};
+  }
   for (Col c : {kAllocTres, kReqTres}) {
     std::string_view tres = row.get(c);
     if (tres.find("gres/gpu=") == std::string_view::npos &&
@@ -276,7 +281,18 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   std::optional<double> tres_cpus = tres_count(r.req_tres, "cpu");
   if (!tres_cpus) tres_cpus = tres_count(r.alloc_tres, "cpu");
   j.req_cpus = r.req_cpus ? r.req_cpus : (r.ncpus ? r.ncpus : tres_cpus);
-  if (r.usage.req_mem) {
+  // The memory the job ran under: AllocTRES mem=, slurmctld's sum of the allocation's
+  // memory_allocated (job_get_tres_mem), the limit slurmd enforces. It differs from ReqMem
+  // (ReqTRES mem=, fixed at submission) where select/cons_tres sets the memory at allocation: a
+  // GPU job that asks for no memory under a DefMemPerGPU gets DefMemPerGPU x GPUs
+  // (gres_select_util_job_mem_set) while its ReqMem keeps the DefMemPerCPU x CPUs default given
+  // at submission (22.05.8, observed: 600M against AllocTRES mem=500M), and a per-CPU request is
+  // counted on the CPUs allocated. The Slurm hook sends that memory (contrib/slurm/
+  // job_submit.lua), so the history row's request is the one the daemon was asked about.
+  // ReqMem where there is no AllocTRES (a job never started, older dumps without the column).
+  if (std::optional<uint64_t> alloc = tres_mem_mb(r.alloc_tres)) {
+    j.req_mem_bytes = alloc;
+  } else if (r.usage.req_mem) {
     const ReqMem& m = *r.usage.req_mem;
     // A per-CPU request is enforced on the allocated CPUs (NCPUS), which can exceed ReqCPUS.
     std::optional<double> cpus = r.ncpus ? r.ncpus : (r.req_cpus ? r.req_cpus : tres_cpus);
@@ -285,7 +301,6 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     j.req_mem_bytes = sacct::req_mem_total(m, r.nodes, cpus);
   } else {
     j.req_mem_bytes = tres_mem_mb(r.req_tres);
-    if (!j.req_mem_bytes) j.req_mem_bytes = tres_mem_mb(r.alloc_tres);
   }
   if (j.req_mem_bytes && *j.req_mem_bytes == 0) {
     j.req_mem_bytes.reset();  // 0 = no limit / whole node: no ratio to learn from

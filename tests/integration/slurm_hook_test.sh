@@ -15,7 +15,9 @@
 #    recommended_bytes, a request below it unchanged, and the partition's MaxMemPerNode,
 #    MaxMemPerCPU and UNLIMITED read as job_submit/lua 22.05 gives them (extra partitions lowcap,
 #    cpucap and unlimited in slurm.conf); a job lowered before the daemon is killed (kill -9) and
-#    completed after its restart is learned at its user's request.
+#    completed after its restart is learned at its user's request; GPU jobs that ask for no
+#    memory in gpudef (DefMemPerGPU) are learned at the memory they ran under and the hook sent
+#    (sacct AllocTRES mem=), not at ReqMem's per-CPU default.
 #
 # Usage: tests/integration/slurm_hook_test.sh
 # Environment:
@@ -282,6 +284,15 @@ else bad "sbatch alloc200: $sbatch_err"; fi
 if submit alloc400 --mem-per-cpu=400M -n 2 --gpus=2; then
   jid[alloc400]=$job_id; ok "sbatch alloc400 (job $job_id)"
 else bad "sbatch alloc400: $sbatch_err"; fi
+# GPU jobs that ask for no memory in gpudef, as mapgdef above: they run with DefMemPerGPU 250 x 2
+# GPUs = 500M (sacct's AllocTRES mem=), what the hook sends, while their ReqMem keeps DefMemPerCPU
+# 300 x CPUs: 600M with -n 2, 300M with -n 1, below what was sent. slurm-sync learns AllocTRES.
+declare -A gdef_reqmem=([mapgdef]=600M [gdef1]=300M [gdef2]=600M)
+for n in gdef1 gdef2; do
+  printf '#!/bin/bash\n# %s\ntrue\n' "$n" > "$work/$n.sh"
+  if submit "$n" -p gpudef --gpus=2 -n "${n#gdef}" -t 5; then jid[$n]=$job_id; ok "sbatch $n (job $job_id)"
+  else bad "sbatch $n: $sbatch_err"; fi
+done
 # A job named with '|', sacct -P's default delimiter: slurm-sync asks sacct for the unit
 # separator and learns it like any other (its row could not be read before, and it was skipped).
 if out=$(sbatch --parsable --chdir="$work" -o "$work/pipe_name.out" -J 'pipe|name' --mem=100M -t 5 "$work/tiny.sh" 2>"$work/pipe_name.sbatch.err"); then
@@ -350,6 +361,17 @@ for n in alloc200 alloc400; do
   check "$n: sacct Comment carries the prediction" is_prediction "$acct_comment"
   check "$n: sacct -B returns the stored script" bash -c "sacct -B -j $id | grep -qF 'vec(\$x, ${mib[$n]} * 1048576'"
 done
+gdef_row_is() {  # job id, ReqMem: its job row is COMPLETED, that ReqMem, AllocTRES mem=500M
+  local row
+  row=$(sacct -P -n -X --noconvert -j "$1" --format=State,ReqMem,AllocTRES 2>/dev/null)
+  echo "     $row"
+  [[ "$row" == "COMPLETED|$2|"*"mem=500M"* ]]
+}
+for n in mapgdef gdef1 gdef2; do
+  id="${jid[$n]:-}"; [ -n "$id" ] || continue
+  check "$n: ran with DefMemPerGPU x 2 GPUs (AllocTRES mem=500M), ReqMem the per-CPU default ${gdef_reqmem[$n]}" \
+    gdef_row_is "$id" "${gdef_reqmem[$n]}"
+done
 for n in "${!jid[@]}"; do
   case "$n" in tiny_*) ;; *) continue ;; esac
   state=$(sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j{print $2}')
@@ -390,6 +412,18 @@ if [ "$real" = 1 ]; then
     for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
     check "a job named with a newline is learned by slurm-sync (req_mem_bytes $got = 110M)" [ "$got" = $(( 110 * 1048576 )) ]
   fi
+  # The gpudef jobs are learned at the memory they ran under, the 500M the hook sends (mapgdef's
+  # request above), not at ReqMem: gdef1's 300M, below the request the daemon answered, was taken
+  # for a job whose request the hook had lowered (stored at 500M, "ran at" 300M), gdef2 and
+  # mapgdef were stored at 600M.
+  for n in mapgdef gdef1 gdef2; do
+    id="${jid[$n]:-}"; [ -n "$id" ] || continue
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" req_mem_bytes)"; [ -n "$got" ] && break; sleep 0.5; done
+    ran="$(history_field "$id" ran_mem_bytes)"
+    check "$n: learned at the 500M it ran under and the hook sent ($got B), not as lowered (ran_mem_bytes '${ran}')" \
+      [ "$got" = $(( 500 * 1048576 )) -a -z "$ran" ]
+  done
   cp "$work/alloc200.sh" "$work/alloc200_again.sh"
   if submit alloc200_again --mem=600M -t 5; then
     c="$(comment_of "$job_id")"

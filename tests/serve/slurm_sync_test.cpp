@@ -72,6 +72,44 @@ TEST_F(SlurmSync, TurnsFinishedJobsIntoCompletionsOnceAndKeepsACursor) {
   EXPECT_NE(calls->find("-S " + sacct_time(kClock - o.overlap_s)), std::string::npos);
 }
 
+// A GPU job that asks for no memory under a DefMemPerGPU runs with DefMemPerGPU x its GPUs
+// (sacct's AllocTRES mem=), what the Slurm hook sends, while its ReqMem keeps the DefMemPerCPU x
+// CPUs default given at submission (slurmctld 22.05.8: 600M against 500M for -n 2 --gpus=2). The
+// poll learned ReqMem: job 41's row was not the request the daemon answered, and job 40 (one CPU:
+// ReqMem 300M, below the 500M sent) was taken for a job whose request the hook lowered, stored at
+// 500M "ran at" 300M. Learned at AllocTRES, both rows are the request the hook sent.
+TEST_F(SlurmSync, AGpuJobUnderDefMemPerGpuIsLearnedAtTheMemoryItRanUnder) {
+  ASSERT_NO_FATAL_FAILURE(serve());
+  const std::string script = "#!/bin/bash\npython train.py\n";
+  for (const char* name : {"gdef1", "gdef2"}) {  // the hook's requests: 250M x 2 GPUs
+    nlohmann::json req = testing::request_json("alice", script, kClock - 460, 500ull << 20);
+    req["job_name"] = name;
+    req["req_gpus"] = 2;
+    const Reply r = service->predict(req.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  FakeSacct f;
+  f.listing =
+      "JobID|JobIDRaw|JobName|User|Account|Partition|State|Submit|Start|End|Elapsed|Timelimit|NCPUS|ReqCPUS|NNodes|ReqMem|ReqTRES|AllocTRES|MaxRSS|TRESUsageInTot|TRESUsageInMax\n"
+      "40|40|gdef1|alice|acct|gpudef|COMPLETED|2024-05-01T21:39:00|2024-05-01T21:39:01|2024-05-01T21:40:00|00:00:59|00:05:00|1|1|1|300M|billing=1,cpu=1,gres/gpu=2,mem=300M,node=1|billing=1,cpu=1,gres/gpu=2,mem=500M,node=1|||\n"
+      "40.batch|40|batch||acct||COMPLETED|2024-05-01T21:39:01|2024-05-01T21:39:01|2024-05-01T21:40:00|00:00:59||1||1||||104857600||\n"
+      "41|41|gdef2|alice|acct|gpudef|COMPLETED|2024-05-01T21:39:00|2024-05-01T21:39:01|2024-05-01T21:40:00|00:00:59|00:05:00|2|2|1|600M|billing=2,cpu=2,gres/gpu=2,mem=600M,node=1|billing=2,cpu=2,gres/gpu=2,mem=500M,node=1|||\n"
+      "41.batch|41|batch||acct||COMPLETED|2024-05-01T21:39:01|2024-05-01T21:39:01|2024-05-01T21:40:00|00:00:59||2||1||||104857600||\n";
+  f.scripts["40"] = f.scripts["41"] = script;
+  f.now_iso = sacct_time(kClock);
+  auto r = sync_once(service->store(), into_service(), at_clock(write_fake_sacct(dir.path(), f)));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->added, 2u);
+  auto rows = service->store().recent(HistoryFilter{"alice", ""}, 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  for (const Job& j : *rows) {
+    EXPECT_EQ(j.req_mem_bytes, 500ull << 20) << "job " << j.job_id;
+    EXPECT_FALSE(j.ran_mem_bytes) << "job " << j.job_id << " taken for a lowered one, ran at " << *j.ran_mem_bytes;
+    EXPECT_DOUBLE_EQ(j.label(Resource::kMem), 100.0 / 500.0) << "job " << j.job_id;
+  }
+}
+
 // sacct -s selects the jobs that were in a finished state during the window and prints the state
 // they are in now: one requeued since has no final peak. The sacct reader leaves out the states
 // it knows as unfinished (RUNNING, REQUEUED...); SPECIAL_EXIT (requeued and held by an epilog) and

@@ -18,7 +18,11 @@
 //   else MaxRSS, else TRESUsageInMax `mem=`. Bare numbers are bytes (`--noconvert`).
 //   Peak VRAM = max over rows of `gres/gpumem` in TRESUsageInTot, else TRESUsageInMax (Slurm ≥
 //   23.02; bare numbers taken as bytes, suffixed values as printed).
-// - Request: ReqMem (see parse_req_mem), else ReqTRES `mem=`, else AllocTRES `mem=`; CPUs from
+// - Memory request: AllocTRES `mem=`, the memory the job ran under (slurmctld's allocation, which
+//   slurmd enforces; a GPU job under a DefMemPerGPU gets DefMemPerGPU x GPUs there while ReqMem
+//   keeps the per-CPU default of its submission; the Slurm hook sends the former), else ReqMem
+//   (see parse_req_mem; a job never started, a dump without AllocTRES), else ReqTRES `mem=`; a
+//   malformed AllocTRES `mem=` makes the row malformed. CPUs from
 //   ReqCPUS, else NCPUS, else ReqTRES/AllocTRES `cpu=`; GPUs from AllocTRES, else ReqTRES;
 //   walltime from Timelimit, else TimelimitRaw (minutes).
 // - Times: Submit/Start/End in ISO form or epoch. ISO without an offset is sacct's local time:

@@ -1,0 +1,62 @@
+// The sacct reader's labels: the memory request a job ran under (AllocTRES); the rest of the
+// reader is in sacct_test.cpp and sacct_sources_test.cpp.
+#include <string>
+
+#include "golden_util.h"
+#include "peakcast/ingest/reader.h"
+#include "sacct_test_util.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using namespace sacct_testing;
+
+// The request is the memory the job ran under: AllocTRES mem= (slurmctld's allocation, what
+// slurmd enforces), where present; else ReqMem, else ReqTRES mem=. Slurm 22.05.8 (observed): a
+// GPU job that asks for no memory under DefMemPerCPU=300 DefMemPerGPU=250, -n 2 --gpus=2, runs
+// with 500M while ReqMem/ReqTRES keep the 600M per-CPU default of its submission.
+TEST(SacctLabels, TheRequestIsTheMemoryTheJobRanUnder) {
+  const std::string text =
+      "JobID|State|NCPUS|ReqMem|ReqTRES|AllocTRES|MaxRSS\n"
+      "1|COMPLETED|2|600M|billing=2,cpu=2,gres/gpu=2,mem=600M,node=1|billing=2,cpu=2,gres/gpu=2,mem=500M,node=1|\n"
+      "1.batch|COMPLETED|2||||100M\n"
+      "2|COMPLETED|1|300M|cpu=1,mem=300M|cpu=1,gres/gpu=2,mem=500M|\n"  // below the allocation
+      "2.batch|COMPLETED|1||||100M\n"
+      "3|CANCELLED by 0|1|1G|cpu=1,mem=1G||\n"  // never started: no AllocTRES, ReqMem
+      "4|COMPLETED|4|2Gc||billing=4,cpu=4,mem=8G,node=1|\n"  // pre-21.08: the same either way
+      "4.batch|COMPLETED|4||||1G\n"
+      "5|COMPLETED|1|0n||billing=1,cpu=1,node=1|\n"  // --mem=0 before 21.08: no mem= in it
+      "6|COMPLETED|1||cpu=1,mem=700M|cpu=1,mem=750M|\n"
+      "7|COMPLETED|1|1G|cpu=1,mem=1G|cpu=1,mem=1024|\n"  // a bare number is MB, as sacct prints it
+      "8|COMPLETED|1|1G|cpu=1,mem=1G|cpu=1,mem=lots|\n"
+      "9|COMPLETED|1|1G|cpu=1,mem=1G|cpu=1,mem=|\n";  // empty: none, as in TRESUsageIn*
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "alloc", sacct_options(), t));
+  finalize_trace(t, 1.0);  // labels, as read_trace gives them
+  ASSERT_NE(find_job(t, "1"), nullptr);
+  EXPECT_EQ(find_job(t, "1")->req_mem_bytes, 500 * kM);
+  EXPECT_DOUBLE_EQ(find_job(t, "1")->label(Resource::kMem), 100.0 / 500.0);
+  ASSERT_NE(find_job(t, "2"), nullptr);
+  EXPECT_EQ(find_job(t, "2")->req_mem_bytes, 500 * kM);
+  ASSERT_NE(find_job(t, "3"), nullptr);
+  EXPECT_EQ(find_job(t, "3")->req_mem_bytes, 1 * kG);
+  ASSERT_NE(find_job(t, "4"), nullptr);
+  EXPECT_EQ(find_job(t, "4")->req_mem_bytes, 8 * kG);
+  ASSERT_NE(find_job(t, "5"), nullptr);
+  EXPECT_FALSE(find_job(t, "5")->req_mem_bytes);  // ReqMem 0: no limit to learn a share of
+  EXPECT_TRUE(has_note(t, "1 job(s) with ReqMem 0"));
+  ASSERT_NE(find_job(t, "6"), nullptr);
+  EXPECT_EQ(find_job(t, "6")->req_mem_bytes, 750 * kM);
+  ASSERT_NE(find_job(t, "7"), nullptr);
+  EXPECT_EQ(find_job(t, "7")->req_mem_bytes, 1 * kG);
+  // A malformed AllocTRES mem= is a damaged row, named with its field (not read as "no
+  // allocation" and replaced by ReqMem).
+  EXPECT_EQ(find_job(t, "8"), nullptr);
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_EQ(t.stats.reasons[0], "alloc:12: AllocTRES: mem=\"lots\" is not a size");
+  ASSERT_NE(find_job(t, "9"), nullptr);
+  EXPECT_EQ(find_job(t, "9")->req_mem_bytes, 1 * kG);
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
