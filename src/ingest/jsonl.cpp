@@ -292,6 +292,7 @@ std::string job_to_jsonl_line(const Job& job) {
 
 Status parse_jsonl(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out) {
   const std::vector<std::string_view> lines = split_lines(text);
+  size_t zero_peaks = 0;
   for (size_t ln = 0; ln < lines.size(); ++ln) {
     std::string_view line = trim(lines[ln]);
     if (ln == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
@@ -308,7 +309,22 @@ Status parse_jsonl(std::string_view text, const std::string& name, const ReadOpt
       if (Status s = skip_line(out, o, where + job.status().message()); !s) return s;
       continue;
     }
+    // A host-memory peak of 0 is no measurement (a job that ran held resident memory): a
+    // converted sacct MaxRSS or Nextflow peak_rss whose sampler caught nothing. No label, as
+    // those readers leave it; the schema's "not measured" is null. A GPU peak of 0 stays a
+    // label: a GPU the job never touched reads 0. Only traces: /v1/complete reads its body as
+    // it is (job_from_json).
+    if (job->peak_mem_bytes && *job->peak_mem_bytes == 0) {
+      job->peak_mem_bytes.reset();
+      ++zero_peaks;
+    }
     out.jobs.push_back(std::move(*job));
+  }
+  if (zero_peaks > 0) {
+    out.notes.push_back(std::to_string(zero_peaks) +
+                        " job(s) with peak_mem_bytes 0 read as not measured (a job that ran held "
+                        "memory; null is the schema's \"not measured\"): no memory label, so "
+                        "evaluate and train do not score them and simulate does not replay them");
   }
   return Status::ok();
 }

@@ -167,6 +167,10 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.no_cpu_count, " job(s) with a per-CPU ReqMem (`c` suffix) and no CPU count "
                        "(NCPUS/ReqCPUS): memory request unknown"},
       {t.zero_req_mem, " job(s) with ReqMem 0 (no limit): memory request unknown"},
+      {t.zero_peak, " job(s) with a memory peak of 0 (MaxRSS/TRESUsageIn mem= of every step): "
+                    "no sample caught them (a job shorter than JobAcctGatherFrequency), so no "
+                    "memory label; evaluate and train do not score them, simulate does not "
+                    "replay them"},
       {t.superseded, " earlier record(s) of requeued jobs replaced by the job's last record"},
       {t.repaired, " row(s) had '|' inside a free-text field; the extra fields were joined back "
                    "into it"},

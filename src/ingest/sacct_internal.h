@@ -88,6 +88,7 @@ struct Tally {
   size_t unfinished = 0, one_node_assumed = 0, no_cpu_count = 0, zero_req_mem = 0;
   size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
   size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0, over_memory_kill = 0;
+  size_t zero_peak = 0;  // a host-memory peak of 0: no sample caught the job (finish_job)
   std::string first_unfinished, first_jobstats_bad;
 };
 

@@ -319,6 +319,16 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     ++tally.over_memory_kill;
   }
   if (r.jobstats) apply_jobstats(*r.jobstats, j, tally);
+  // A host-memory peak of 0 is no measurement: jobacct_gather samples the tasks' resident memory
+  // every JobAcctGatherFrequency (task=30 s by default), and a job whose every step ended before a
+  // sample reads 0 (its processes held memory). No label, as a Nextflow peak_rss of 0
+  // (nextflow.cpp). An OUT_OF_MEMORY job keeps it: its label is the censored cap either way, and a
+  // peak left unset beside a gres/gpumem one would read as a GPU-memory kill (censored_for).
+  // GPU memory keeps a 0: a GPU the job never touched reads 0, a measured waste.
+  if (j.peak_mem_bytes && *j.peak_mem_bytes == 0 && j.state != "OUT_OF_MEMORY") {
+    j.peak_mem_bytes.reset();
+    ++tally.zero_peak;
+  }
   if (j.req_gpus && *j.req_gpus > 0 && !j.gpu_mem_bytes) {
     std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);
     if (!type) type = sacct::tres_gpu_type(r.req_tres);

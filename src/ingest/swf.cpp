@@ -158,6 +158,7 @@ struct SwfCounts {
   size_t unknown_wait = 0;
   size_t unknown_wait_peaks = 0;  // of them with a memory peak, left out
   size_t no_processors = 0;
+  size_t zero_used = 0;  // field 7 of 0: not measured, no label (read_memory)
 };
 
 // Memory fields are KB per processor. Scale request and use by the same processor count, so the
@@ -176,7 +177,18 @@ std::optional<std::string> read_memory(const Fields& f, Job& job, SwfCounts& cou
       return field_error(k, "out of range (more than 2^64 bytes for the job)");
     }
   }
-  if (f[kUsedMemory] >= 0) job.peak_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kUsedMemory])));
+  // A used memory of 0 is no measurement: a job that ran held resident memory, so 0 is a log
+  // that recorded none for it (the standard's unknown is -1, but the 0 is no value either; unlike
+  // a run time of 0, which the standard defines as under half a second). No label, as a Nextflow
+  // peak_rss of 0; the job keeps its request and its place in the split.
+  if (f[kUsedMemory] >= 0) {
+    const uint64_t used = static_cast<uint64_t>(std::round(bytes(f[kUsedMemory])));
+    if (used > 0) {
+      job.peak_mem_bytes = used;
+    } else {
+      ++counts.zero_used;
+    }
+  }
   if (f[kRequestedMemory] >= 0) {
     job.req_mem_bytes = static_cast<uint64_t>(std::round(bytes(f[kRequestedMemory])));
   }
@@ -232,6 +244,12 @@ void add_notes(const Header& header, const SwfCounts& counts, Trace& out) {
               " of them are left out (as history they could be seen before they were known)";
     }
     out.notes.push_back(note);
+  }
+  if (counts.zero_used > 0) {
+    out.notes.push_back(std::to_string(counts.zero_used) +
+                        " SWF jobs have a used memory (field 7) of 0: a job that ran held memory, so "
+                        "0 is none recorded; no memory label (evaluate and train do not score them, "
+                        "simulate does not replay them)");
   }
   if (counts.no_processors > 0) {
     out.notes.push_back(std::to_string(counts.no_processors) +

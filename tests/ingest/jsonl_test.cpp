@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "golden_util.h"
 
 #include <rapidcheck/gtest.h>
@@ -54,6 +56,37 @@ TEST(Jsonl, OomRecordIsCensoredAndScriptsAreHashed) {
   EXPECT_TRUE(trace->has_scripts);
   EXPECT_NE(oom.script_key, gpu.script_key);
   EXPECT_TRUE(trace->jobs[2].script_key.empty());  // neither script nor workload
+}
+
+// A host-memory peak of 0 is none measured (a job that ran held memory): no label, as the sacct,
+// SWF and Nextflow readers read their zeros, with a note. A GPU peak of 0 is a GPU the job never
+// touched: a label. Until 2026-12-06 evaluate scored a 0 host peak as a 0% label while simulate
+// dropped it.
+TEST(Jsonl, AHostPeakOfZeroIsNotMeasuredAGpuPeakOfZeroIs) {
+  const std::string path = test_util::temp_path("zero_peaks.jsonl");
+  test_util::write_text(path,
+      R"({"job_id":"a","user":"u","submit_time":0,"end_time":10,"req_mem_bytes":1000,"peak_mem_bytes":0})" "\n"
+      R"({"job_id":"b","user":"u","submit_time":1,"end_time":10,"req_mem_bytes":1000,"peak_mem_bytes":400})" "\n"
+      R"({"job_id":"c","user":"u","submit_time":2,"end_time":10,"req_gpus":1,"gpu_mem_bytes":1000,"peak_vram_bytes":0})" "\n"
+      R"({"job_id":"d","user":"u","submit_time":3,"end_time":10,"state":"OUT_OF_MEMORY","req_mem_bytes":1000,"peak_mem_bytes":0})" "\n");
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 4u);
+  EXPECT_FALSE(trace->jobs[0].peak_mem_bytes.has_value());
+  EXPECT_FALSE(trace->jobs[0].is_valid(Resource::kMem));
+  EXPECT_EQ(trace->jobs[0].req_mem_bytes, 1000u);  // the job keeps its request
+  EXPECT_DOUBLE_EQ(trace->jobs[1].label(Resource::kMem), 0.4);
+  ASSERT_TRUE(trace->jobs[2].is_valid(Resource::kVram));
+  EXPECT_DOUBLE_EQ(trace->jobs[2].label(Resource::kVram), 0.0);
+  // Killed for memory: still its censored label at the cap, with no peak.
+  EXPECT_TRUE(trace->jobs[3].censored);
+  EXPECT_TRUE(trace->jobs[3].is_valid(Resource::kMem));
+  EXPECT_DOUBLE_EQ(trace->jobs[3].label(Resource::kMem), 1.0);
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 2u);
+  const bool noted = std::any_of(trace->notes.begin(), trace->notes.end(), [](const std::string& n) {
+    return n.find("2 job(s) with peak_mem_bytes 0 read as not measured") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
 }
 
 TEST(Jsonl, RequiredFieldsAndNulls) {

@@ -1,5 +1,5 @@
-// The sacct reader's labels: the memory request a job ran under (AllocTRES); the rest of the
-// reader is in sacct_test.cpp and sacct_sources_test.cpp.
+// The sacct reader's labels: the memory request a job ran under (AllocTRES) and peaks of 0;
+// the rest of the reader is in sacct_test.cpp and sacct_sources_test.cpp.
 #include <string>
 
 #include "golden_util.h"
@@ -56,6 +56,41 @@ TEST(SacctLabels, TheRequestIsTheMemoryTheJobRanUnder) {
   EXPECT_EQ(t.stats.reasons[0], "alloc:12: AllocTRES: mem=\"lots\" is not a size");
   ASSERT_NE(find_job(t, "9"), nullptr);
   EXPECT_EQ(find_job(t, "9")->req_mem_bytes, 1 * kG);
+}
+
+// A job whose every step reads a peak of 0 was never caught by jobacct_gather's sampling
+// (JobAcctGatherFrequency): no label, with a note, as a Nextflow peak_rss of 0. Until 2026-12-06
+// evaluate scored it as a 0% label while simulate dropped it. One step at 0 beside a sampled one
+// is the max over steps as before; a job killed for memory keeps its censored label.
+TEST(SacctLabels, AMemoryPeakOfZeroIsNotMeasured) {
+  const std::string text =
+      "JobID|State|ReqMem|MaxRSS|TRESUsageInTot\n"
+      "1|COMPLETED|1G||\n"
+      "1.batch|COMPLETED||0|\n"
+      "1.extern|COMPLETED||0|\n"
+      "2|COMPLETED|1G||\n"
+      "2.batch|COMPLETED||0|\n"
+      "2.extern|COMPLETED||768K|\n"
+      "3|OUT_OF_MEMORY|1G||\n"
+      "3.batch|OUT_OF_MEMORY||0|\n"
+      "4|COMPLETED|1G||\n"
+      "4.0|COMPLETED||100M|mem=0\n";  // TRESUsageInTot wins within the row
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "zero", sacct_options(), t));
+  finalize_trace(t, 1.0);
+  ASSERT_EQ(t.jobs.size(), 4u);
+  const Job* none = find_job(t, "1");
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->peak_mem_bytes);
+  EXPECT_FALSE(none->is_valid(Resource::kMem));
+  EXPECT_EQ(none->req_mem_bytes, 1 * kG);
+  EXPECT_EQ(find_job(t, "2")->peak_mem_bytes, 768 * kK);
+  const Job* oom = find_job(t, "3");
+  EXPECT_TRUE(oom->censored);
+  EXPECT_DOUBLE_EQ(oom->label(Resource::kMem), 1.0);
+  EXPECT_FALSE(find_job(t, "4")->is_valid(Resource::kMem));
+  EXPECT_EQ(t.stats.labelled[idx(Resource::kMem)], 2u);
+  EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a memory peak of 0"));
 }
 
 }  // namespace

@@ -101,6 +101,33 @@ TEST(Swf, APeakWhoseEndIsUnknownIsLeftOut) {
   EXPECT_TRUE(noted);
 }
 
+// A used memory (field 7) of 0 is none recorded, not a job that used nothing: no label (as a
+// Nextflow peak_rss of 0), the job and its request kept, a note counting them. Until 2026-12-06
+// evaluate scored it as a 0% label while simulate dropped it.
+TEST(Swf, AUsedMemoryOfZeroIsNotMeasured) {
+  const std::string path = temp_path("zero_used.swf");
+  write_text(path,
+             "; UnixStartTime: 1000000000\n"
+             "1 0 1 100 4 -1 0 4 3600 2000 1 7 3 12 1 -1 -1 -1\n"
+             "2 10 1 0 4 -1 0.00 4 3600 2000 0 7 3 12 1 -1 -1 -1\n"
+             "3 20 1 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1 -1\n"
+             "4 30 1 100 4 -1 -1 4 3600 2000 1 7 3 12 1 -1 -1 -1\n");
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 4u);
+  for (size_t i : {0u, 1u}) {
+    EXPECT_FALSE(trace->jobs[i].peak_mem_bytes.has_value()) << i;
+    EXPECT_FALSE(trace->jobs[i].is_valid(Resource::kMem)) << i;
+    EXPECT_EQ(trace->jobs[i].req_mem_bytes, 2000u * 1024u * 4u) << i;  // the request stays
+  }
+  EXPECT_DOUBLE_EQ(trace->jobs[2].label(Resource::kMem), 0.5);
+  EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 1u);
+  const bool noted = std::any_of(trace->notes.begin(), trace->notes.end(), [](const std::string& n) {
+    return n.find("2 SWF jobs have a used memory (field 7) of 0") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+}
+
 TEST(Swf, StrictModeFailsOnTheFirstBadLine) {
   ReadOptions o;
   o.strict = true;
