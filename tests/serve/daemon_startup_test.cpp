@@ -75,33 +75,21 @@ Exit run_daemon(const std::vector<std::string>& args, const TempDir& dir) {
   return x;
 }
 
-// Each listener option that can be checked without creating anything is refused with exit 2
-// before the database is created (and before the model is read: the same options with a model
-// directory that has no manifest name the option, not the manifest).
-TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
-  TempDir dir;
+// A start refused for a listener option, and what its message must say.
+struct RefusedStart {
+  std::vector<std::string> args;
+  std::string says;
+};
+
+// Each case is refused with exit 2 before the database is created (and before the model is read:
+// the same options with a model directory that has no manifest name the option, not the
+// manifest).
+void expect_refused_before_anything_is_created(const TempDir& dir, const std::vector<RefusedStart>& cases) {
   const std::string model = dir.file("model"), empty_model = dir.file("empty-model");
   fs::create_directories(model);
   fs::create_directories(empty_model);
   testing::write_history_model(model);
-  const std::string not_a_socket = dir.file("plain-file");
-  std::ofstream(not_a_socket) << "x";
-  const std::string long_path = dir.file(std::string(120, 'a') + ".sock");
-  struct Case {
-    std::vector<std::string> args;
-    std::string says;
-  };
-  const std::vector<Case> cases = {
-      {{"--socket", ""}, "nothing to listen on"},
-      {{"--socket", dir.file("d.sock"), "--listen", "127.0.0.1:99999"}, "--listen: port"},
-      {{"--socket", dir.file("d.sock"), "--listen", "0.0.0.0:1"}, "not a loopback address"},
-      {{"--socket", dir.file("d.sock"), "--socket-group", "no-such-group-peakcast"}, "--socket-group: no such group"},
-      {{"--socket", not_a_socket}, "exists and is not a socket"},
-      {{"--socket", long_path}, "--socket: path empty or longer than"},
-      {{"--socket", dir.file("d.sock"), "--admin-socket", long_path}, "--admin-socket: path empty or longer"},
-  };
-  for (const Case& c : cases) {
+  for (const RefusedStart& c : cases) {
     const std::string db = dir.file("h.db");
     std::vector<std::string> args = {"--model", model, "--db", db};
     args.insert(args.end(), c.args.begin(), c.args.end());
@@ -116,6 +104,44 @@ TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel
     EXPECT_FALSE(fs::exists(db));
   }
   EXPECT_FALSE(fs::exists(dir.file("d.sock")));
+}
+
+// Each listener option that can be checked without creating anything is refused with exit 2
+// before the database is created, and before the model is read.
+TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string not_a_socket = dir.file("plain-file");
+  std::ofstream(not_a_socket) << "x";
+  const std::string long_path = dir.file(std::string(120, 'a') + ".sock");
+  expect_refused_before_anything_is_created(dir, {
+      {{"--socket", ""}, "nothing to listen on"},
+      {{"--socket", dir.file("d.sock"), "--listen", "127.0.0.1:99999"}, "--listen: port"},
+      {{"--socket", dir.file("d.sock"), "--listen", "0.0.0.0:1"}, "not a loopback address"},
+      {{"--socket", dir.file("d.sock"), "--socket-group", "no-such-group-peakcast"}, "--socket-group: no such group"},
+      {{"--socket", not_a_socket}, "exists and is not a socket"},
+      {{"--socket", long_path}, "--socket: path empty or longer than"},
+      {{"--socket", dir.file("d.sock"), "--admin-socket", long_path}, "--admin-socket: path empty or longer"},
+  });
+}
+
+// A socket whose directory is missing (/run/peakcast not made yet) or is a file failed only at
+// bind: exit 1, after the database was created and the history rebuilt. Refused with the other
+// listener options, the directory and the reason named, for the HTTP and the admin socket.
+TEST(DaemonStartup, ASocketDirectoryThatCannotHoldTheSocketIsRefusedBeforeAnythingIsCreated) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string missing = dir.file("no-such-dir"), plain_file = dir.file("plain-file");
+  std::ofstream(plain_file) << "x";
+  expect_refused_before_anything_is_created(dir, {
+      {{"--socket", missing + "/d.sock"},
+       "--socket: cannot create " + missing + "/d.sock: directory " + missing + " does not exist"},
+      {{"--socket", plain_file + "/d.sock"}, "--socket: cannot create " + plain_file + "/d.sock: " + plain_file +
+                                                 " is not a directory"},
+      {{"--socket", dir.file("d.sock"), "--admin-socket", missing + "/a.sock"},
+       "--admin-socket: cannot create " + missing + "/a.sock: directory " + missing + " does not exist"},
+  });
+  EXPECT_FALSE(fs::exists(missing)) << "the check created the directory";
 }
 
 // README: 2 = usage or input error, 1 = I/O failure. A --model directory without a model in it
