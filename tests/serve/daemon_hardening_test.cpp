@@ -32,21 +32,7 @@ uint64_t peak_rss(pid_t pid) {
   return 0;
 }
 
-struct Daemon {
-  TempDir dir;
-  std::string db = dir.file("h.db"), sock = dir.file("d.sock"), log = dir.file("daemon.log");
-  DaemonProcess process;
-  bool start(std::vector<std::string> extra = {}) {
-    write_history_model(dir.path());
-    std::vector<std::string> args = {"--model", dir.path(), "--db", db, "--socket", sock};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return process.start(kBinary, args, sock, log);
-  }
-  std::string log_text() const {
-    std::ifstream in(log);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-};
+using Daemon = ServedDaemon;
 
 int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(

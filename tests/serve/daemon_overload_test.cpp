@@ -28,36 +28,11 @@ using namespace testing;
 
 const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
 
-struct Daemon {
-  TempDir dir;
-  std::string sock = dir.file("d.sock"), log = dir.file("daemon.log");
-  DaemonProcess process;
-  // `nofile`: the daemon's RLIMIT_NOFILE (0: as the test's).
+// With no admin socket, as these tests have always run.
+struct Daemon : ServedDaemon {
   bool start(std::vector<std::string> extra, rlim_t nofile = 0) {
-    write_history_model(dir.path());
-    std::vector<std::string> args = {"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock,
-                                     "--admin-socket", ""};
-    args.insert(args.end(), extra.begin(), extra.end());
-    rlimit old{};
-    ::getrlimit(RLIMIT_NOFILE, &old);
-    if (nofile > 0) {
-      rlimit low = old;
-      low.rlim_cur = nofile;
-      ::setrlimit(RLIMIT_NOFILE, &low);  // the child inherits it; restored at once below
-    }
-    const bool ok = process.start(kBinary, args, sock, log);
-    ::setrlimit(RLIMIT_NOFILE, &old);
-    return ok;
-  }
-  std::string log_text() const {
-    std::ifstream in(log);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  size_t log_count(const std::string& what) const {
-    const std::string text = log_text();
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
+    extra.insert(extra.begin(), {"--admin-socket", ""});
+    return ServedDaemon::start(extra, nofile);
   }
 };
 

@@ -30,40 +30,8 @@ namespace fs = std::filesystem;
 
 const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
 
-// The binary with `args`, stdout and stderr to `log`; its pid.
-pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(kBinary.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execv(kBinary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Its wait status once it exits within `seconds`; else it is killed and nullopt.
-std::optional<int> wait_exit(pid_t pid, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return std::nullopt;
-}
-
-std::string text_of(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing::DaemonProcess;
+using testing::file_text;
 
 // A SIGTERM while --sync-once waits on a sacct that hangs: the poll ends (sacct stopped within a
 // second), exit 0, the cursor untouched.
@@ -74,20 +42,21 @@ TEST(DaemonSignals, SigtermEndsASyncOnceWhoseSacctHangs) {
   const std::string sacct = dir.file("sacct"), calls = dir.file("calls.log"), log = dir.file("d.log");
   std::ofstream(sacct) << "#!/bin/bash\necho \"$*\" >> '" << calls << "'\nsleep 3600\n";
   ::chmod(sacct.c_str(), 0755);
-  const pid_t pid = spawn({"--model", dir.path(), "--db", dir.file("h.db"), "--socket", dir.file("d.sock"),
-                           "--sacct", sacct, "--sync-once"}, log);
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.spawn(kBinary, {"--model", dir.path(), "--db", dir.file("h.db"), "--socket", dir.file("d.sock"),
+                                     "--sacct", sacct, "--sync-once"}, log, log));
   for (int i = 0; i < 1000 && !fs::exists(calls); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(fs::exists(calls)) << "sacct was never started; " << text_of(log);
+  ASSERT_TRUE(fs::exists(calls)) << "sacct was never started; " << file_text(log);
   const auto sent = std::chrono::steady_clock::now();
-  ::kill(pid, SIGTERM);
-  const std::optional<int> status = wait_exit(pid, 10.0);
-  ASSERT_TRUE(status) << "still running 10 s after SIGTERM (sacct's timeout is 600 s); " << text_of(log);
+  ::kill(daemon.pid(), SIGTERM);
+  const std::optional<int> status = daemon.wait(10.0);
+  ASSERT_TRUE(status) << "still running 10 s after SIGTERM (sacct's timeout is 600 s); " << file_text(log);
   std::cout << "--sync-once stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(
                                              std::chrono::steady_clock::now() - sent).count()
             << " ms after SIGTERM\n";
   ASSERT_TRUE(WIFEXITED(*status)) << "killed by signal " << (WIFSIGNALED(*status) ? WTERMSIG(*status) : 0);
-  EXPECT_EQ(WEXITSTATUS(*status), 0) << text_of(log);
-  const std::string out = text_of(log);
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << file_text(log);
+  const std::string out = file_text(log);
   EXPECT_NE(out.find("stopping on signal"), std::string::npos) << out;
   EXPECT_NE(out.find("stopped on a signal"), std::string::npos) << out;
 }
@@ -115,16 +84,17 @@ TEST(DaemonSignals, SigtermWhileStartingExitsWithoutServing) {
   testing::write_history_model(dir.path());
   const std::string config = dir.file("sizing.json"), sock = dir.file("d.sock"), log = dir.file("d.log");
   ASSERT_EQ(::mkfifo(config.c_str(), 0600), 0) << std::strerror(errno);
-  const pid_t pid = spawn({"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock, "--sizing-config",
-                           config}, log);
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.spawn(kBinary, {"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock,
+                                     "--sizing-config", config}, log, log));
   // Read after the signal handlers are in place, before the model and the database are opened.
-  ASSERT_TRUE(feed_fifo(config, "{}")) << text_of(log);
-  ::kill(pid, SIGTERM);
-  const std::optional<int> status = wait_exit(pid, 20.0);
-  ASSERT_TRUE(status) << "still running 20 s after SIGTERM; " << text_of(log);
+  ASSERT_TRUE(feed_fifo(config, "{}")) << file_text(log);
+  ::kill(daemon.pid(), SIGTERM);
+  const std::optional<int> status = daemon.wait(20.0);
+  ASSERT_TRUE(status) << "still running 20 s after SIGTERM; " << file_text(log);
   ASSERT_TRUE(WIFEXITED(*status)) << "killed by signal " << (WIFSIGNALED(*status) ? WTERMSIG(*status) : 0);
-  EXPECT_EQ(WEXITSTATUS(*status), 0) << text_of(log);
-  const std::string out = text_of(log);
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << file_text(log);
+  const std::string out = file_text(log);
   EXPECT_NE(out.find("stopped before serving"), std::string::npos) << out;
   EXPECT_EQ(out.find("listening on"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(sock));

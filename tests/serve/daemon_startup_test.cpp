@@ -4,21 +4,12 @@
 // --version.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon_process.h"
@@ -32,47 +23,11 @@ namespace fs = std::filesystem;
 
 const std::string kBinary = PEAKCAST_BINARY_DIR "/bin/peakcastd";
 
-struct Exit {
-  int code = -1;  // -1: killed, or still running after the limit
-  std::string out, err;
-};
+using testing::DaemonExit;
 
-std::string text_of(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Runs the binary with `args` to its end (killed after 30 s); its exit code, stdout and stderr.
-Exit run_daemon(const std::vector<std::string>& args, const TempDir& dir) {
-  const std::string out = dir.file("run.out"), err = dir.file("run.err");
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(kBinary.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    ::execv(kBinary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  Exit x;
-  int status = 0;
-  bool done = false;
-  for (int i = 0; i < 3000 && !done; ++i) {
-    done = ::waitpid(pid, &status, WNOHANG) == pid;
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!done) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  }
-  if (done && WIFEXITED(status)) x.code = WEXITSTATUS(status);
-  x.out = text_of(out);
-  x.err = text_of(err);
-  return x;
+// Runs the binary with `args` to its end (killed after 30 s): its exit code, stdout and stderr.
+DaemonExit run_daemon(const std::vector<std::string>& args, const TempDir& dir) {
+  return testing::run_to_exit(kBinary, args, dir.file("run.out"), dir.file("run.err"));
 }
 
 // A start refused for a listener option, and what its message must say.
@@ -93,13 +48,13 @@ void expect_refused_before_anything_is_created(const TempDir& dir, const std::ve
     const std::string db = dir.file("h.db");
     std::vector<std::string> args = {"--model", model, "--db", db};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    const Exit x = run_daemon(args, dir);
+    const DaemonExit x = run_daemon(args, dir);
     EXPECT_EQ(x.code, 2) << c.says << ": " << x.err;
     EXPECT_NE(x.err.find(c.says), std::string::npos) << x.err;
     EXPECT_FALSE(fs::exists(db)) << c.says << ": a refused start left the database behind";
     fs::remove(db);
     args[1] = empty_model;
-    const Exit y = run_daemon(args, dir);
+    const DaemonExit y = run_daemon(args, dir);
     EXPECT_NE(y.err.find(c.says), std::string::npos) << "the model was read before the option was checked: " << y.err;
     EXPECT_FALSE(fs::exists(db));
   }
@@ -153,7 +108,7 @@ TEST(DaemonStartup, AMissingModelIsAnInputError) {
   const std::vector<std::string> base = {"--db", dir.file("h.db"), "--socket", dir.file("d.sock")};
   std::vector<std::string> args = base;
   args.insert(args.end(), {"--model", dir.file("empty-model")});
-  Exit x = run_daemon(args, dir);
+  DaemonExit x = run_daemon(args, dir);
   EXPECT_EQ(x.code, 2) << x.err;
   EXPECT_NE(x.err.find("manifest.json"), std::string::npos) << x.err;
   EXPECT_FALSE(fs::exists(dir.file("h.db")));
@@ -173,7 +128,7 @@ TEST(DaemonStartup, SyncOnceNeedsNoModel) {
   const std::string sacct = dir.file("sacct"), calls = dir.file("calls.log");
   std::ofstream(sacct) << "#!/bin/sh\necho \"$*\" >> '" << calls << "'\nexit 0\n";
   ::chmod(sacct.c_str(), 0755);
-  const Exit x = run_daemon({"--db", dir.file("h.db"), "--sacct", sacct, "--sync-once"}, dir);
+  const DaemonExit x = run_daemon({"--db", dir.file("h.db"), "--sacct", sacct, "--sync-once"}, dir);
   EXPECT_EQ(x.code, 0) << x.err;
   EXPECT_NE(x.out.find("slurm-sync: "), std::string::npos) << x.out << x.err;
   EXPECT_TRUE(fs::exists(calls)) << "sacct was not asked";
@@ -183,7 +138,7 @@ TEST(DaemonStartup, SyncOnceNeedsNoModel) {
 TEST(DaemonStartup, VersionPrintsTheProjectVersion) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   TempDir dir;
-  const Exit x = run_daemon({"--version"}, dir);
+  const DaemonExit x = run_daemon({"--version"}, dir);
   EXPECT_EQ(x.code, 0) << x.err;
   EXPECT_TRUE(std::regex_match(x.out, std::regex("peakcastd [0-9]+\\.[0-9]+\\.[0-9]+\n"))) << x.out;
 }
