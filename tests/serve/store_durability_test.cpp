@@ -17,10 +17,12 @@
 
 #include "peakcast/serve/store.h"
 #include "serve_test_util.h"
+#include "store_test_util.h"
 
 namespace peakcast::serve {
 namespace {
 
+using store_testing::sample_job;
 using testing::TempDir;
 
 // ---- a VFS that counts xSync calls and forwards everything to the default VFS
@@ -81,20 +83,6 @@ const char* register_counting_vfs() {
   return vfs.zName;
 }
 
-Job job(const std::string& id, std::string script = "#!/bin/sh\nrun\n") {
-  Job j;
-  j.job_id = id;
-  j.user = "u";
-  j.script_key = "k";
-  j.submit_ms = 10;
-  j.end_ms = 20;
-  j.req_mem_bytes = 1 << 30;
-  j.peak_mem_bytes = 1 << 20;
-  j.script = std::move(script);
-  compute_labels(j);
-  return j;
-}
-
 TEST(StoreDurability, EveryInsertIsSyncedBeforeItReturns) {
   TempDir dir;
   SqliteOptions o;
@@ -103,7 +91,7 @@ TEST(StoreDurability, EveryInsertIsSyncedBeforeItReturns) {
   ASSERT_TRUE(store.ok()) << store.status().message();
   for (int i = 0; i < 20; ++i) {
     const int before = g_syncs.load();
-    ASSERT_TRUE((*store)->insert(job(std::to_string(i))).ok());
+    ASSERT_TRUE((*store)->insert(sample_job(std::to_string(i))).ok());
     // synchronous=FULL in WAL mode syncs the log at every commit; OFF and NORMAL do not.
     EXPECT_GE(g_syncs.load() - before, 1) << "insert " << i << " returned before any fsync";
   }
@@ -121,8 +109,8 @@ TEST(StoreDurability, StoredScriptsAreRedacted) {
   const std::string token = "ghp_" + std::string(36, 'A');
   auto store = open_sqlite_store(db, SqliteOptions{.store_scripts = true});
   ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->insert(job("1", "#!/bin/sh\nexport GITHUB_TOKEN=" + token +
-                                             "\nexport DB_PASSWORD=hunter2hunter2\npython x.py\n")).ok());
+  ASSERT_TRUE((*store)->insert(sample_job("1", "#!/bin/sh\nexport GITHUB_TOKEN=" + token +
+                                                    "\nexport DB_PASSWORD=hunter2hunter2\npython x.py\n")).ok());
   const std::string on_disk = file_bytes(db) + file_bytes(db + "-wal");
   EXPECT_EQ(on_disk.find(token), std::string::npos);
   EXPECT_EQ(on_disk.find("hunter2hunter2"), std::string::npos);
@@ -186,7 +174,7 @@ TEST(StoreDurability, AnExceptionMidAnswerBatchLeavesLaterCompletionsDurable) {
   EXPECT_EQ(store->health().synchronous, "full");
 
   const int syncs = g_syncs.load();
-  ASSERT_TRUE(store->insert(job("after")).ok());
+  ASSERT_TRUE(store->insert(sample_job("after")).ok());
   EXPECT_GE(g_syncs.load() - syncs, 1) << "the completion was acknowledged before any fsync";
   // Committed: another connection sees it. Of the answers, "a" alone, on either connection.
   EXPECT_EQ(committed(db, "SELECT job_id FROM completions"), std::vector<std::string>{"after"});
@@ -228,7 +216,7 @@ TEST(StoreDurability, TheFirstAnswerBatchAfterOpenCommitsAsLaterOnes) {
   EXPECT_EQ(syncs, std::vector<int>(3, 0)) << "syncs per batch: " << syncs[0] << ", " << syncs[1] << ", " << syncs[2];
   EXPECT_EQ((*store)->health().synchronous, "full");
   const int before = g_syncs.load();
-  ASSERT_TRUE((*store)->insert(job("after")).ok());
+  ASSERT_TRUE((*store)->insert(sample_job("after")).ok());
   EXPECT_GE(g_syncs.load() - before, 1) << "the completion after the answers was acknowledged before any fsync";
   EXPECT_EQ(committed(dir.file("h.db"), "SELECT answer_id FROM answers ORDER BY seq"),
             (std::vector<std::string>{"a0", "a1", "a2"}));
@@ -246,12 +234,12 @@ TEST(StoreDurability, FailingCheckpointsAreReportedAndBoundTheLog) {
   o.checkpoint_pages = 8;
   auto store = open_sqlite_store(db, o);
   ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->insert(job("0")).ok());
+  ASSERT_TRUE((*store)->insert(sample_job("0")).ok());
   if (!chattr("+i", db)) GTEST_SKIP() << "chattr +i not possible here (needs root and ext4/xfs)";
   Status refused;
   int accepted = 0;
   for (int i = 1; i < 2000 && refused.is_ok(); ++i) {
-    Job j = job(std::to_string(i));
+    Job j = sample_job(std::to_string(i));
     j.job_name = std::string(2000, 'n');  // fills the log faster
     auto r = (*store)->insert(j);
     if (r.ok()) ++accepted; else refused = r.status();
@@ -267,7 +255,7 @@ TEST(StoreDurability, FailingCheckpointsAreReportedAndBoundTheLog) {
   EXPECT_FALSE(h.checkpoint_error.empty());
   EXPECT_LT(wal, uint64_t{1} << 20);
   // Writable again: the next insert checkpoints, truncates the log and is accepted.
-  EXPECT_TRUE((*store)->insert(job("after")).ok());
+  EXPECT_TRUE((*store)->insert(sample_job("after")).ok());
   EXPECT_TRUE((*store)->health().checkpoint_error.empty());
 }
 

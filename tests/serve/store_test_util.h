@@ -1,5 +1,5 @@
-// What the SQLite store's tests share (store_test.cpp, store_migration_test.cpp): a sample job,
-// and SQL run or read on a connection of the test's own.
+// What the SQLite store's tests share (store_test.cpp, store_migration_test.cpp,
+// store_durability_test.cpp): a sample job, and SQL run or read on a connection of the test's own.
 #pragma once
 
 #include <sqlite3.h>
@@ -7,13 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "peakcast/serve/store.h"
 
 namespace peakcast::serve::store_testing {
 
-inline Job sample_job(const std::string& id) {
+// One completed job: its ids, sizes and labels set; `script` its text.
+inline Job sample_job(const std::string& id, std::string script = "#!/bin/sh\nsecret-free\n") {
   Job j;
   j.job_id = id;
   j.user = "u";
@@ -22,7 +24,7 @@ inline Job sample_job(const std::string& id) {
   j.end_ms = 20;
   j.req_mem_bytes = 18'000'000'000'000'000'000ull;  // above INT64_MAX: stored bit for bit
   j.peak_mem_bytes = 9'000'000'000'000'000'000ull;
-  j.script = "#!/bin/sh\nsecret-free\n";
+  j.script = std::move(script);
   compute_labels(j);
   return j;
 }
