@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -236,6 +237,26 @@ Result<unsigned> parse_socket_mode(const std::string& text) {
   }
 }
 
+// What opening --db would refuse for the caller to fix, seen without creating anything: a
+// directory there, or a database to create in a directory that does not exist. (SQLite said only
+// "unable to open database file", exit 1, after the model was loaded.) Permissions are left to
+// the open, which names them.
+Status check_db_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return Status::invalid("--db: " + path + " is a directory");
+  if (fs::exists(fs::symlink_status(path, ec))) return Status::ok();
+  const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::exists(dir, ec)) {  // ec: set for a reason other than "no such file"
+    return Status::invalid("--db: cannot create " + path + ": directory " + dir.string() +
+                           (ec ? " cannot be read: " + ec.message() : " does not exist"));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return Status::invalid("--db: cannot create " + path + ": " + dir.string() + " is not a directory");
+  }
+  return Status::ok();
+}
+
 // `reload [DIR]` and `model` on the admin socket.
 // A plain `reload` reads --model's path again, as SIGHUP does; `reload DIR` serves DIR until the
 // next SIGHUP or reload.
@@ -427,6 +448,7 @@ int run(int argc, char** argv) {
   if (a.model_dir.empty() && !a.sync_once_only) {
     return fail(Status::invalid("--model is required (only --sync-once runs without a model)"));
   }
+  if (Status s = check_db_path(a.db_path); !s) return fail(s);
   const Result<unsigned> socket_mode = parse_socket_mode(a.socket_mode_text);
   if (!socket_mode) return fail(socket_mode.status());
   if (Status s = load_sizing(a); !s) return fail(s);

@@ -99,6 +99,36 @@ TEST(DaemonStartup, ASocketDirectoryThatCannotHoldTheSocketIsRefusedBeforeAnythi
   EXPECT_FALSE(fs::exists(missing)) << "the check created the directory";
 }
 
+// A --db that is a directory, or in a directory that is missing or is a file: SQLite said only
+// "unable to open database file", exit 1, after the model was loaded. Refused before the model is
+// read (a model directory without a manifest: the message is still about --db), exit 2, the
+// reason named, for serving and for --sync-once alike.
+TEST(DaemonStartup, ADatabaseThatCannotBeCreatedIsRefusedBeforeTheModel) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string missing = dir.file("no-such-dir"), plain_file = dir.file("plain-file");
+  std::ofstream(plain_file) << "x";
+  fs::create_directories(dir.file("empty-model"));
+  const std::vector<RefusedStart> cases = {
+      {{"--db", missing + "/h.db"}, "--db: cannot create " + missing + "/h.db: directory " + missing + " does not exist"},
+      {{"--db", plain_file + "/h.db"}, "--db: cannot create " + plain_file + "/h.db: " + plain_file + " is not a directory"},
+      {{"--db", dir.path()}, "--db: " + dir.path() + " is a directory"},
+  };
+  for (const RefusedStart& c : cases) {
+    for (const std::vector<std::string>& mode : {std::vector<std::string>{"--socket", dir.file("d.sock")},
+                                                 std::vector<std::string>{"--sync-once", "--sacct", "/bin/false"}}) {
+      std::vector<std::string> args = {"--model", dir.file("empty-model")};
+      args.insert(args.end(), c.args.begin(), c.args.end());
+      args.insert(args.end(), mode.begin(), mode.end());
+      const DaemonExit x = run_daemon(args, dir);
+      EXPECT_EQ(x.code, 2) << mode[0] << ": " << x.err;
+      EXPECT_NE(x.err.find(c.says), std::string::npos) << mode[0] << ": " << x.err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(missing));
+  EXPECT_FALSE(fs::exists(dir.file("d.sock")));
+}
+
 // README: 2 = usage or input error, 1 = I/O failure. A --model directory without a model in it
 // is the caller's input, as for `peakcast predict` (it was 1: the manifest's "not found").
 TEST(DaemonStartup, AMissingModelIsAnInputError) {
