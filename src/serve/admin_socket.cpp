@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "peakcast/core/log.h"
@@ -17,6 +18,7 @@ namespace peakcast::serve {
 namespace {
 
 constexpr size_t kMaxLine = 4096;
+constexpr std::chrono::seconds kLineTimeout{5};
 
 void write_all(int fd, const std::string& s) {
   size_t off = 0;
@@ -120,12 +122,29 @@ void AdminSocket::answer(int fd) {
     return;
   }
   timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  // kLineTimeout for the whole line, and stop() ends the wait at once. A timeout per recv let a
+  // client that sent a byte every few seconds hold the one admin thread for hours, and stop()
+  // (the daemon's exit on SIGTERM) waited for it.
+  const auto deadline = std::chrono::steady_clock::now() + kLineTimeout;
   std::string line;
   char buf[512];
   while (line.find('\n') == std::string::npos && line.size() <= kMaxLine) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      reply(fd, {{"error", "no whole line (command and newline) within 5 s"}});
+      return;
+    }
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(fds, 2, static_cast<int>(left.count())) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents) return;  // stopping: the command is not run
+    if (!fds[0].revents) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    if (n <= 0) break;  // the client closed its side: what it sent is the line
     line.append(buf, static_cast<size_t>(n));
   }
   if (line.size() > kMaxLine) {

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -183,6 +185,68 @@ TEST(AdminSocket, ASecondOnTheSamePathIsRefusedAndAStaleOneReplaced) {
   }
   AdminSocket third(tmp.file("admin.sock"), echo);
   EXPECT_TRUE(third.bind().is_ok());
+}
+
+// A client connected to `path` that sends "model" a byte at a time, one every 250 ms, never the
+// newline, until `done` or 20 s; what the admin socket answered it (empty: nothing).
+std::string dribble(const std::string& path, const std::atomic<bool>& done, std::atomic<bool>& connected) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    connected = true;
+    const std::string word = "model";
+    for (int i = 0; i < 80 && !done; ++i) {
+      if (::send(fd, &word[i % word.size()], 1, MSG_NOSIGNAL) != 1) break;  // closed on us
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// The contract says a client has 5 s to send its line: the limit was per read, so one that sent
+// a byte every 250 ms held the one admin thread as long as it went on (the next client waited),
+// and stop() (the daemon's exit on SIGTERM) waited for it too. Now: 5 s in all, an error answer,
+// the next client served; stop() does not wait. (Bounds here are 3x those 5 s: no timing is
+// measured, only that nothing waits for the slow client's 20 s.)
+TEST(AdminSocket, AClientThatSendsSlowlyHoldsNeitherTheNextClientNorStop) {
+  TempDir tmp;
+  const auto echo = [](const std::string& cmd, const std::string&) { return nlohmann::json{{"command", cmd}}; };
+  AdminSocket admin(tmp.file("admin.sock"), echo);
+  ASSERT_TRUE(admin.bind().is_ok());
+  admin.start();
+  std::atomic<bool> done{false}, connected{false};
+  auto slow = std::async(std::launch::async, [&] { return dribble(admin.path(), done, connected); });
+  while (!connected) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // accepted: the admin thread reads it
+  auto next = std::async(std::launch::async, [&] { return admin_call(admin.path(), "model\n"); });
+  const bool answered = next.wait_for(std::chrono::seconds(15)) == std::future_status::ready;
+  EXPECT_TRUE(answered) << "the next client still waited 15 s behind one sending a byte every 250 ms";
+  if (answered) {
+    EXPECT_EQ(nlohmann::json::parse(next.get())["command"], "model");
+  }
+  done = true;
+  const std::string said = slow.get();
+  EXPECT_NE(said.find("no whole line"), std::string::npos) << said;
+  EXPECT_EQ(said.find("\"command\""), std::string::npos) << "a line cut off by the time limit was run: " << said;
+
+  // stop() while a slow client is still sending.
+  done = false;
+  connected = false;
+  auto slow2 = std::async(std::launch::async, [&] { return dribble(admin.path(), done, connected); });
+  while (!connected) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto stopped = std::async(std::launch::async, [&] { admin.stop(); });
+  EXPECT_EQ(stopped.wait_for(std::chrono::seconds(15)), std::future_status::ready)
+      << "stop() waited for a client still sending";
+  done = true;
+  EXPECT_EQ(slow2.get().find("\"command\""), std::string::npos) << "a command was run after stop()";
 }
 
 // The same with the real daemon: a second peakcastd with its own --socket but the first one's

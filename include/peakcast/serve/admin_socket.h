@@ -8,7 +8,8 @@
 // Only root and the daemon's own user may use it: the peer's credentials (SO_PEERCRED) are
 // checked on every connection, and the socket file is created with mode 0600. (A separate socket,
 // because the HTTP library does not show handlers the connection's peer credentials.) Requests
-// are served one at a time; a client has 5 s to send its line.
+// are served one at a time; a client has 5 s in all to send its line (then it gets an error and
+// the command is not run), and stop() does not wait for one still sending.
 #pragma once
 
 #include <sys/types.h>
