@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "daemon_process.h"
+#include "raw_http.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -35,19 +36,6 @@ struct Daemon : ServedDaemon {
     return ServedDaemon::start(extra, nofile);
   }
 };
-
-int connect_unix(const std::string& path, int rcvbuf = 0) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 bool send_all(int fd, std::string_view data) {
   while (!data.empty()) {

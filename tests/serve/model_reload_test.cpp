@@ -27,6 +27,7 @@
 #include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/model_slot.h"
 #include "serve/daemon_process.h"
+#include "serve/raw_http.h"
 #include "serve/serve_test_util.h"
 
 namespace peakcast::serve {
@@ -48,19 +49,16 @@ std::string write_model(const std::string& dir, double fallback, double util_cap
 
 // One request line to an admin socket; the reply line (empty when none).
 std::string admin_call(const std::string& path, const std::string& line) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  const int fd = testing::connect_unix(path);
   std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+  if (fd >= 0) {
     // The daemon may refuse (and close) before reading: no SIGPIPE, the reply is still there.
     (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
     char buf[4096];
     ssize_t n;
     while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    ::close(fd);
   }
-  ::close(fd);
   return out;
 }
 
@@ -190,12 +188,9 @@ TEST(AdminSocket, ASecondOnTheSamePathIsRefusedAndAStaleOneReplaced) {
 // A client connected to `path` that sends "model" a byte at a time, one every 250 ms, never the
 // newline, until `done` or 20 s; what the admin socket answered it (empty: nothing).
 std::string dribble(const std::string& path, const std::atomic<bool>& done, std::atomic<bool>& connected) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  const int fd = testing::connect_unix(path);
   std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+  if (fd >= 0) {
     connected = true;
     const std::string word = "model";
     for (int i = 0; i < 80 && !done; ++i) {
@@ -205,8 +200,8 @@ std::string dribble(const std::string& path, const std::atomic<bool>& done, std:
     char buf[4096];
     ssize_t n;
     while ((n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) out.append(buf, static_cast<size_t>(n));
+    ::close(fd);
   }
-  ::close(fd);
   return out;
 }
 

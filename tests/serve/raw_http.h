@@ -13,8 +13,11 @@
 
 namespace peakcast::serve::testing {
 
-inline int connect_unix(const std::string& path) {
+// A stream socket connected to the UNIX socket at `path`, -1 when none listens there. `rcvbuf`:
+// its SO_RCVBUF (0: the default), small for a client slow to read.
+inline int connect_unix(const std::string& path, int rcvbuf = 0) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
