@@ -339,8 +339,14 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
                         serve::Service& service, serve::SignalPipe& signals) {
   serve::HttpServer server(service, listen_options(a, socket_mode, max_body_bytes));
   if (Status s = server.bind(); !s) return fail(s);
-  log(LogLevel::kInfo, "listening on " + (a.socket_path.empty() ? std::string() : "unix:" + a.socket_path) +
-                           (a.listen.empty() ? "" : " tcp:" + a.listen));
+  // The port bound, not the one asked for: --listen HOST:0 takes a free port, which only this
+  // line tells.
+  std::string tcp;
+  if (auto hp = serve::parse_listen(a.listen); !a.listen.empty() && hp) {
+    const bool v6 = hp->host.find(':') != std::string::npos;
+    tcp = " tcp:" + (v6 ? "[" + hp->host + "]" : hp->host) + ":" + std::to_string(server.tcp_port());
+  }
+  log(LogLevel::kInfo, "listening on " + (a.socket_path.empty() ? std::string() : "unix:" + a.socket_path) + tcp);
 
   std::unique_ptr<serve::SyncLoop> sync_loop;
   if (a.sync_interval > 0) {

@@ -165,6 +165,28 @@ TEST(DaemonStartup, SyncOnceNeedsNoModel) {
   EXPECT_TRUE(fs::exists(dir.file("h.db")));
 }
 
+// --listen 127.0.0.1:0 takes a free port; the start's "listening on" line said "tcp:127.0.0.1:0",
+// so nobody could tell which. It names the port bound, and /healthz answers there.
+TEST(DaemonStartup, TheListeningLineNamesThePortBound) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  testing::write_history_model(dir.path());
+  const std::string sock = dir.file("d.sock"), log = dir.file("d.log");
+  testing::DaemonProcess daemon;
+  ASSERT_TRUE(daemon.start(kBinary, {"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock, "--listen",
+                                     "127.0.0.1:0"}, sock, log))
+      << testing::file_text(log);
+  const std::string text = testing::file_text(log);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("listening on unix:\\S+ tcp:127\\.0\\.0\\.1:([0-9]+)\n"))) << text;
+  const int port = std::stoi(m[1].str());
+  ASSERT_GT(port, 0) << text;
+  httplib::Client tcp("127.0.0.1", port);
+  const auto r = tcp.Get("/healthz");
+  ASSERT_TRUE(r) << "nothing answers on port " << port;
+  EXPECT_EQ(r->status, 200);
+}
+
 TEST(DaemonStartup, VersionPrintsTheProjectVersion) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   TempDir dir;
