@@ -372,8 +372,8 @@ Status check_listen_options(const ListenOptions& options) {
   }
   if (const std::string& path = options.socket_path; !path.empty()) {
     if (Status s = check_socket_path(path, "--socket"); !s) return s;
-    if (!options.socket_group.empty() && !::getgrnam(options.socket_group.c_str())) {
-      return Status::invalid("--socket-group: no such group: " + options.socket_group);
+    if (!options.socket_group.empty()) {
+      if (Status s = check_socket_group(options.socket_group); !s) return s;
     }
   }
   if (!options.listen.empty()) {

@@ -1,6 +1,7 @@
 #include "peakcast/serve/unix_socket.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -8,6 +9,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,7 +60,47 @@ Status check_parent_directory(const std::string& path, std::string_view option) 
   return Status::ok();
 }
 
+// Whether CAP_CHOWN (capability 0) is in this process's effective set, read from
+// /proc/self/status's CapEff line (hex); false where it cannot be read.
+bool has_cap_chown() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    try {
+      return (std::stoull(line.substr(7), nullptr, 16) & 1u) != 0;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return false;
+}
+
+// Whether this process is in group `gid`: its effective group or one of its supplementary groups.
+bool in_group(gid_t gid) {
+  if (::getegid() == gid) return true;
+  const int n = ::getgroups(0, nullptr);
+  if (n <= 0) return false;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  const int got = ::getgroups(n, groups.data());
+  for (int i = 0; i < got; ++i) {
+    if (groups[static_cast<size_t>(i)] == gid) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+Status check_socket_group(const std::string& group_name) {
+  const group* g = ::getgrnam(group_name.c_str());
+  if (!g) return Status::invalid("--socket-group: no such group: " + group_name);
+  if (::geteuid() == 0 || in_group(g->gr_gid) || has_cap_chown()) return Status::ok();
+  return Status::invalid(fmt::format(
+      "--socket-group: uid {} is not in group {} (gid {}), so it cannot give the socket to that group "
+      "(chown(2) takes only the caller's own groups without CAP_CHOWN): add the daemon's user to the "
+      "group or drop --socket-group",
+      ::geteuid(), group_name, g->gr_gid));
+}
 
 Status check_socket_path(const std::string& path, std::string_view option) {
   if (path.empty() || path.size() >= sizeof(sockaddr_un{}.sun_path)) {

@@ -21,4 +21,9 @@ bool socket_is_live(const std::string& path);
 // message ("--socket", "--admin-socket"). A stale socket passes: bind() unlinks it.
 Status check_socket_path(const std::string& path, std::string_view option);
 
+// What chown(2) of the socket to --socket-group would refuse, seen without side effects: no such
+// group, or a group this process may not give a file to (not its effective or a supplementary
+// group, and neither root nor holding CAP_CHOWN). Invalid input, the group named.
+Status check_socket_group(const std::string& group_name);
+
 }  // namespace peakcast::serve
