@@ -4,6 +4,7 @@
 // swaps in a new model without stopping (model_slot.h, admin_socket.h): from --model's path, or
 // `reload DIR`'s directory until the next SIGHUP or reload.
 #include <signal.h>
+#include <sys/un.h>
 
 #include <atomic>
 #include <chrono>
@@ -335,6 +336,19 @@ std::string admin_socket_path(const DaemonArgs& a) {
   return a.admin_socket;
 }
 
+// The admin socket's path checked as bind() would. The default one (--socket + ".admin") is named
+// as such: an error naming --admin-socket sent the user to an option they never passed.
+Status check_admin_path(const DaemonArgs& a, const std::string& admin) {
+  if (a.admin_socket != "default") return serve::check_admin_socket_path(admin);
+  constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
+  if (admin.size() > kMaxPath) {
+    return Status::invalid("the admin socket beside --socket (" + admin + ") is " + std::to_string(admin.size()) +
+                           " bytes, over " + std::to_string(kMaxPath) +
+                           "; pass --admin-socket PATH (or --admin-socket '' for none)");
+  }
+  return serve::check_admin_socket_path(admin, "the admin socket beside --socket");
+}
+
 int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
                         serve::Service& service, serve::SignalPipe& signals) {
   serve::HttpServer server(service, listen_options(a, socket_mode, max_body_bytes));
@@ -477,7 +491,7 @@ int run(int argc, char** argv) {
     }
     if (Status s = serve::check_listen_options(listen_options(a, *socket_mode, max_body_bytes)); !s) return fail(s);
     if (const std::string admin = admin_socket_path(a); !admin.empty()) {
-      if (Status s = serve::check_admin_socket_path(admin); !s) return fail(s);
+      if (Status s = check_admin_path(a, admin); !s) return fail(s);
     }
   }
 

@@ -42,10 +42,10 @@ AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
 
 AdminSocket::~AdminSocket() { stop(); }
 
-Status check_admin_socket_path(const std::string& path) {
+Status check_admin_socket_path(const std::string& path, std::string_view option) {
   // As the HTTP socket: a daemon still listening there keeps it (unlinked, its reloads would
   // reach this daemon instead, and its own admin socket be gone).
-  return check_socket_path(path, "--admin-socket");
+  return check_socket_path(path, option);
 }
 
 Status AdminSocket::bind() {

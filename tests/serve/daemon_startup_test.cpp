@@ -80,6 +80,25 @@ TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel
   });
 }
 
+// A --socket that fits sun_path (107 bytes) with a default admin socket (--socket + ".admin")
+// that does not: the error named --admin-socket, an option the user never passed. It says where
+// the path came from and what to pass; an admin path that is not a socket is named the same way.
+TEST(DaemonStartup, TheDefaultAdminSocketIsNamedAsBesideTheSocket) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string prefix = dir.file("");
+  ASSERT_LT(prefix.size(), 100u);
+  const std::string socket = prefix + std::string(104 - prefix.size(), 's');  // 104 bytes: fits
+  const std::string admin = socket + ".admin";                                   // 110: does not
+  const std::string near = dir.file("n.sock");
+  std::ofstream(near + ".admin") << "x";
+  expect_refused_before_anything_is_created(dir, {
+      {{"--socket", socket},
+       "the admin socket beside --socket (" + admin + ") is 110 bytes, over 107; pass --admin-socket PATH"},
+      {{"--socket", near}, "the admin socket beside --socket: " + near + ".admin exists and is not a socket"},
+  });
+}
+
 // A socket whose directory is missing (/run/peakcast not made yet) or is a file failed only at
 // bind: exit 1, after the database was created and the history rebuilt. Refused with the other
 // listener options, the directory and the reason named, for the HTTP and the admin socket.
