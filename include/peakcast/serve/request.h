@@ -21,17 +21,20 @@ struct RequestLimits {
   size_t max_partitions = 64;         // names in a partition list ("gpu,cpu": --partition's form)
   size_t max_name_bytes = 1024;       // job_name, workload
   double util_cap = 1.0;              // for the labels of completions
-  // Whole-body bound, just above the script limit: JSON escaping grows a shell script by a few
-  // percent (newlines, quotes); a quarter of slack plus 64 KiB for the other fields.
-  size_t max_body_bytes() const { return max_script_bytes + max_script_bytes / 4 + (64 << 10); }
+  // Whole-body bound: room for any script within max_script_bytes however JSON escapes it (a
+  // quote takes 2 bytes, a control character or any \u-escaped one 6: the most a byte can
+  // become), plus 64 KiB for the other fields. The script's own limit is checked after parsing
+  // (413 naming the script and --max-script-bytes). Parse memory stays a small multiple of this.
+  static constexpr size_t kMaxEscapedBytesPerByte = 6;
+  size_t max_body_bytes() const { return max_script_bytes * kMaxEscapedBytesPerByte + (64 << 10); }
 };
 
-// Said with a 413 for the body (by the HTTP framing and by parse_job_body): peakcastd derives the
-// body's limit from --max-script-bytes, and a script within its own limit can still exceed it
-// once JSON escapes it (a quote takes 2 bytes, a \u-escaped character 6).
+// Said with a 413 for the body (by the HTTP framing and by parse_job_body): only a record whose
+// fields other than the script exceed 64 KiB, or a script over --max-script-bytes, makes a body
+// this long.
 inline constexpr std::string_view kBodyLimitHint =
-    " (peakcastd's body limit is 1.25 x --max-script-bytes + 64 KiB; JSON escaping makes a script "
-    "longer: send UTF-8 unescaped, or raise --max-script-bytes)";
+    " (peakcastd's body limit is 6 x --max-script-bytes + 64 KiB: room for a script at its limit "
+    "however JSON escapes it, and 64 KiB for the other fields)";
 
 enum class BodyKind {
   kPredict,   // no outcome: end_time and peaks must be absent (or null)
