@@ -227,15 +227,16 @@ void add_options(CLI::App& app, DaemonArgs& a) {
   app.add_flag("-v,--verbose", a.verbose, "Also log debug messages");
 }
 
+// 3 or 4 octal digits, at most 0777. (std::stoul also took " 0660", "+660" and "-0".)
 Result<unsigned> parse_socket_mode(const std::string& text) {
-  try {
-    size_t used = 0;
-    const unsigned mode = static_cast<unsigned>(std::stoul(text, &used, 8));
-    if (used != text.size() || mode > 0777) throw std::invalid_argument("");
-    return mode;
-  } catch (const std::exception&) {
-    return Status::invalid("--socket-mode: expected an octal mode like 0660, got " + text);
+  const bool digits = (text.size() == 3 || text.size() == 4) &&
+                      text.find_first_not_of("01234567") == std::string::npos;
+  const unsigned mode = digits ? static_cast<unsigned>(std::stoul(text, nullptr, 8)) : 0;
+  if (!digits || mode > 0777) {
+    return Status::invalid("--socket-mode: expected 3 or 4 octal digits, at most 0777 (like 0660), got \"" +
+                           text + "\"");
   }
+  return mode;
 }
 
 // What opening --db would refuse for the caller to fix, seen without creating anything: a

@@ -99,6 +99,20 @@ TEST(DaemonStartup, TheDefaultAdminSocketIsNamedAsBesideTheSocket) {
   });
 }
 
+// --socket-mode took what std::stoul takes: " 0660" (leading space), "+660", "-0" passed. Only 3
+// or 4 octal digits are a mode, and none above 0777.
+TEST(DaemonStartup, ASocketModeIsThreeOrFourOctalDigits) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  std::vector<RefusedStart> cases;
+  for (const char* mode : {" 0660", "+660", "-0", "0660 ", "66", "06600", "0x1b0", "0968", "1777"}) {
+    cases.push_back({{"--socket", dir.file("d.sock"), "--socket-mode", mode},
+                     std::string("--socket-mode: expected 3 or 4 octal digits, at most 0777 (like 0660), got \"") +
+                         mode + "\""});
+  }
+  expect_refused_before_anything_is_created(dir, cases);
+}
+
 // A socket whose directory is missing (/run/peakcast not made yet) or is a file failed only at
 // bind: exit 1, after the database was created and the history rebuilt. Refused with the other
 // listener options, the directory and the reason named, for the HTTP and the admin socket.
