@@ -11,7 +11,8 @@ namespace {
 std::string first_reason(std::string_view text) {
   Trace out;
   ReadOptions o;
-  EXPECT_TRUE(parse_jsonl(text, "t.jsonl", o, out).ok());
+  const Status st = parse_jsonl(text, "t.jsonl", o, out);
+  EXPECT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(out.stats.skipped, 1u);
   return out.stats.reasons.empty() ? std::string() : out.stats.reasons.front();
 }
@@ -42,10 +43,10 @@ TEST(JsonLine, BadJsonSaysWhy) {
 TEST(NextflowSize, ASizePastTheLimitIsTooLargeNotMalformed) {
   for (const char* value : {"18446744073709551615", "99999999999999999999999999999999", "99999999 PB"}) {
     Trace out;
-    ASSERT_TRUE(parse_nextflow(std::string("task_id,process,submit,complete,memory,peak_rss\n1,A,1000,2000,") +
-                                   value + ",1073741824\n",
-                               "t.csv", {}, out)
-                    .ok());
+    const Status st = parse_nextflow(
+        std::string("task_id,process,submit,complete,memory,peak_rss\n1,A,1000,2000,") + value + ",1073741824\n",
+        "t.csv", {}, out);
+    ASSERT_TRUE(st.is_ok()) << value << ": " << st.message();
     ASSERT_EQ(out.stats.reasons.size(), 1u) << value;
     const std::string& r = out.stats.reasons.front();
     EXPECT_NE(r.find("t.csv:2: memory: too large: '" + std::string(value) + "'"), std::string::npos) << r;
@@ -53,9 +54,9 @@ TEST(NextflowSize, ASizePastTheLimitIsTooLargeNotMalformed) {
   }
   // What is no size at all still says so.
   Trace out;
-  ASSERT_TRUE(parse_nextflow("task_id,process,submit,complete,memory,peak_rss\n1,A,1000,2000,lots,1\n",
-                             "t.csv", {}, out)
-                  .ok());
+  const Status st =
+      parse_nextflow("task_id,process,submit,complete,memory,peak_rss\n1,A,1000,2000,lots,1\n", "t.csv", {}, out);
+  ASSERT_TRUE(st.is_ok()) << st.message();
   ASSERT_EQ(out.stats.reasons.size(), 1u);
   EXPECT_NE(out.stats.reasons.front().find("memory: not a memory size: 'lots'"), std::string::npos)
       << out.stats.reasons.front();
