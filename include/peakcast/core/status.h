@@ -24,7 +24,10 @@ class Status {
   Status() = default;
   Status(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
 
-  static Status ok() { return {}; }
+  // Status::ok() builds an OK Status. It is a nested type (a Status), not a static function, so
+  // that `st.ok()` on an instance does not compile: that call would build a fresh OK Status and
+  // test nothing. Test an instance with is_ok() or its explicit bool.
+  class ok;
   static Status invalid(std::string m) { return {ErrorKind::kInvalidInput, std::move(m)}; }
   static Status not_found(std::string m) { return {ErrorKind::kNotFound, std::move(m)}; }
   static Status unsupported(std::string m) { return {ErrorKind::kUnsupported, std::move(m)}; }
@@ -45,6 +48,11 @@ class Status {
  private:
   ErrorKind kind_ = ErrorKind::kOk;
   std::string message_;
+};
+
+class Status::ok : public Status {
+ public:
+  ok() = default;
 };
 
 // A value or a Status explaining why there is none.
