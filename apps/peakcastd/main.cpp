@@ -65,7 +65,7 @@ void add_http_options(CLI::App& app, serve::HttpLimits& l) {
   app.add_option("--max-buffered-bytes", l.max_buffered_bytes,
                  "Bytes of requests being received, all connections together: a request's whole "
                  "Content-Length is set aside when its head arrives; one beyond gets 503. At least "
-                 "one largest request (the body limit, 1.25 x --max-script-bytes + 64 KiB, and "
+                 "one largest request (the body limit, 6 x --max-script-bytes + 64 KiB, and "
                  "--max-header-bytes)")
       ->capture_default_str()->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
   app.add_option("--max-header-bytes", l.max_header_bytes,
