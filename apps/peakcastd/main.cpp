@@ -25,6 +25,7 @@
 #include "peakcast/serve/signal_pipe.h"
 #include "peakcast/serve/slurm_sync.h"
 #include "peakcast/serve/sync_loop.h"
+#include "peakcast/serve/unix_socket.h"
 #include "cli_checks.h"
 
 namespace {
@@ -337,17 +338,18 @@ std::string admin_socket_path(const DaemonArgs& a) {
   return a.admin_socket;
 }
 
-// The admin socket's path checked as bind() would. The default one (--socket + ".admin") is named
+// The admin socket's path checked as AdminSocket::bind() would (serve::check_socket_path: empty
+// or too long, not a socket, a live daemon there, a directory it cannot be made in). The default one (--socket + ".admin") is named
 // as such: an error naming --admin-socket sent the user to an option they never passed.
 Status check_admin_path(const DaemonArgs& a, const std::string& admin) {
-  if (a.admin_socket != "default") return serve::check_admin_socket_path(admin);
+  if (a.admin_socket != "default") return serve::check_socket_path(admin, "--admin-socket");
   constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
   if (admin.size() > kMaxPath) {
     return Status::invalid("the admin socket beside --socket (" + admin + ") is " + std::to_string(admin.size()) +
                            " bytes, over " + std::to_string(kMaxPath) +
                            "; pass --admin-socket PATH (or --admin-socket '' for none)");
   }
-  return serve::check_admin_socket_path(admin, "the admin socket beside --socket");
+  return serve::check_socket_path(admin, "the admin socket beside --socket");
 }
 
 int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,

@@ -42,14 +42,10 @@ AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
 
 AdminSocket::~AdminSocket() { stop(); }
 
-Status check_admin_socket_path(const std::string& path, std::string_view option) {
-  // As the HTTP socket: a daemon still listening there keeps it (unlinked, its reloads would
-  // reach this daemon instead, and its own admin socket be gone).
-  return check_socket_path(path, option);
-}
-
 Status AdminSocket::bind() {
-  if (Status s = check_admin_socket_path(path_); !s) return s;
+  // Checked as the HTTP socket is (check_socket_path): a daemon still listening there keeps it
+  // (unlinked, its reloads would reach this daemon instead, and its own admin socket be gone).
+  if (Status s = check_socket_path(path_, "--admin-socket"); !s) return s;
   sockaddr_un addr{};
   struct stat st{};
   if (::lstat(path_.c_str(), &st) == 0) ::unlink(path_.c_str());  // stale, from a daemon that did not exit cleanly

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <functional>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -28,11 +27,6 @@ namespace peakcast::serve {
 
 // Root, or the same user as the daemon.
 bool admin_peer_allowed(uid_t peer, uid_t self);
-
-// What AdminSocket::bind() refuses that can be seen without creating anything: a path empty or
-// too long, one that is not a socket, one a live daemon listens on. `option` names the path in
-// the message: peakcastd's default one (--socket + ".admin") is not an option the user passed.
-Status check_admin_socket_path(const std::string& path, std::string_view option = "--admin-socket");
 
 class AdminSocket {
  public:
