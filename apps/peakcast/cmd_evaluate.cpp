@@ -27,6 +27,7 @@ struct EvaluateArgs {
   size_t seeds = 1;
   int threads = 0;
   std::vector<std::string> code_options;
+  std::vector<std::string> cascade_options;
   std::string encoder;
   size_t latency_jobs = 2000;
   size_t folds = 0;
@@ -41,18 +42,29 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   Result<std::vector<std::string>> methods = registry.resolve(a.methods);
   if (!methods) return fail(methods.status().with_context("--methods"));
   cfg.methods = *methods;
+  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
+  if (!cascade) return fail(cascade.status());
+  cfg.cascade_options = std::move(*cascade);
   // An option that no method of the run reads changes nothing: say so rather than ignore it.
-  const auto note_unread = [&](bool eval::MethodReads::*option, bool given, const char* flag) {
-    if (!given) return;
+  const auto unread = [&](bool eval::MethodReads::*option, bool given) {
+    if (!given) return false;
     for (const std::string& m : cfg.methods) {
-      if (registry.reads(m).*option) return;
+      if (registry.reads(m).*option) return false;
     }
+    return true;
+  };
+  const auto note_unread = [&](bool eval::MethodReads::*option, bool given, const char* flag) {
+    if (!unread(option, given)) return;
     std::cerr << fmt::format("peakcast evaluate: note: {} sets the code model of {}; --methods has "
                              "none of them, so it changes nothing\n",
                              flag, fmt::join(registry.reading(option), ", "));
   };
   note_unread(&eval::MethodReads::code_options, !a.code_options.empty(), "--code-option");
   note_unread(&eval::MethodReads::encoder, !a.encoder.empty(), "--encoder");
+  if (unread(&eval::MethodReads::cascade_options, !a.cascade_options.empty())) {
+    std::cerr << "peakcast evaluate: note: --cascade-option sets the cascade's own settings; "
+                 "--methods has no cascade, so it changes nothing\n";
+  }
   cfg.seed = a.seed;
   cfg.bootstrap = a.bootstrap;
   cfg.util_cap = a.reader.util_cap;
@@ -191,6 +203,7 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000))
       ->default_str("1");
   add_learning_options(*cmd, a->threads, a->code_options);
+  add_cascade_options(*cmd, a->cascade_options);
   cmd->add_option("--folds", a->folds,
                   "Also run K rolling-origin folds: the last --folds-share of the jobs in K equal "
                   "consecutive test blocks, each fit on every job before it (train/validation in "

@@ -40,6 +40,7 @@ struct ReportArgs {
   int64_t sizing_days = 0;
   int threads = 0;
   std::vector<std::string> code_options;
+  std::vector<std::string> cascade_options;
   std::string encoder;  // --encoder; empty: --code-option encoder=, else bag
 };
 
@@ -65,6 +66,9 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.threads = a.threads;
   d.util_cap = a.reader.util_cap;
   d.code_options = code->options;
+  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
+  if (!cascade) return cascade.status();
+  d.cascade_options = std::move(*cascade);
   if (!code->encoder.empty()) d.encoder = code->encoder;
   d.bound_coverage = a.bound_coverage;
   d.bound_warm_jobs = a.bound_rebuild_jobs;
@@ -101,6 +105,9 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& j
   Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return code.status();
   cfg.code_options = code->options;
+  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
+  if (!cascade) return cascade.status();
+  cfg.cascade_options = std::move(*cascade);
   cfg.encoder = code->encoder;
   std::cerr << "report: evaluating " << a.methods << "\n";
   if (trace) return eval::evaluate(*trace, registry, cfg, stderr_progress());
@@ -157,6 +164,8 @@ int run_report(const ReportArgs& a) {
   }
   if (a.from_json.size() > 2) return fail(Status::invalid("--from-json: EVAL.json [SIM.json]"));
   if (Status s = check_outputs({{"--output", a.out}}); !s) return fail(s);
+  // A mistyped --cascade-option fails before a trace is read (and again where it is used).
+  if (auto c = parse_cascade_options(a.cascade_options); !c) return fail(c.status());
   if (!report::have_plotting_library()) {
     return fail(Status::internal("this peakcast was built without the plotting library (npm was "
                                  "missing at configure time; see docs/report.md)"));
@@ -267,6 +276,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "have changed in the requests recommended and their waste and failures")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{100} * 365));
   add_learning_options(*cmd, a->threads, a->code_options);
+  add_cascade_options(*cmd, a->cascade_options);
   // As train and evaluate (docs/qwen2.md): the same setting as --code-option encoder=NAME.
   cmd->add_option("--encoder", a->encoder,
                   "Script encoder of code_only and cascade (default bag; qwen2 needs "

@@ -23,6 +23,7 @@ struct TrainArgs {
   std::string out;
   eval::TrainOptions options;
   std::vector<std::string> code_options;
+  std::vector<std::string> cascade_options;
   std::string encoder;  // --encoder; empty: --code-option encoder=, else bag
 };
 
@@ -79,6 +80,9 @@ int run_train(TrainArgs& a) {
   if (!code) return fail(code.status());
   a.options.encoder = code->encoder.empty() ? "bag" : code->encoder;
   a.options.code_options = code->options;
+  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
+  if (!cascade) return fail(cascade.status());
+  a.options.cascade_options = std::move(*cascade);
   a.options.util_cap = a.reader.util_cap;
   const std::string source = a.db.empty() ? a.trace : a.db;
   a.options.trained_on = source;
@@ -150,6 +154,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(finite_range(0.01, 0.9))
       ->default_str("0.2");
   add_learning_options(*cmd, a->options.threads, a->code_options);
+  add_cascade_options(*cmd, a->cascade_options);
   cmd->callback([a, &exit_code] { exit_code = run_train(*a); });
 }
 

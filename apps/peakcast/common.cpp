@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cli_checks.h"
+#include "peakcast/cascade/cascade_config.h"
 #include "peakcast/core/io.h"
 #include "peakcast/core/units.h"
 #include "peakcast/eval/report.h"
@@ -97,6 +98,30 @@ void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>&
     help += fmt::format("\n  {:<16} {} {}", o.name, o.bounds, o.description);
   }
   cmd.add_option("--code-option", code_options, help)->take_all()->expected(1);
+}
+
+void add_cascade_options(CLI::App& cmd, std::vector<std::string>& cascade_options) {
+  std::string help =
+      "Cascade setting KEY=VALUE over the defaults (repeatable; saved in the model's manifest). "
+      "Lists are written a,b,c:";
+  for (const std::string& line : cascade::cascade_option_help()) help += "\n  " + line;
+  cmd.add_option("--cascade-option", cascade_options, help)->take_all()->expected(1);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> parse_cascade_options(
+    const std::vector<std::string>& options) {
+  std::vector<std::pair<std::string, std::string>> out;
+  cascade::CascadeConfig check;
+  for (const std::string& kv : options) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::invalid("--cascade-option '" + kv + "': expected KEY=VALUE, e.g. tree_bag=1");
+    }
+    std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    if (Status s = cascade::set_cascade_option(check, key, value); !s) return s;
+    out.emplace_back(std::move(key), std::move(value));
+  }
+  return out;
 }
 
 Result<CodeSettings> parse_code_options(const std::vector<std::string>& options,

@@ -86,6 +86,15 @@ struct CodeSettings {
 Result<CodeSettings> parse_code_options(const std::vector<std::string>& options,
                                         const std::string& encoder_flag);
 
+// --cascade-option KEY=VALUE (repeatable): the cascade's own settings over its defaults, such as
+// tree_bag=1 or tree.max_depth=8 (the list is in --help).
+void add_cascade_options(CLI::App& cmd, std::vector<std::string>& cascade_options);
+// "key=value" strings -> pairs, each checked against the cascade's defaults
+// (cascade::set_cascade_option): a typo or a value out of bounds is an input error before any
+// trace is read.
+Result<std::vector<std::pair<std::string, std::string>>> parse_cascade_options(
+    const std::vector<std::string>& options);
+
 // Subcommands: each adds itself to `app` and sets `exit_code` when it runs.
 void add_evaluate_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);

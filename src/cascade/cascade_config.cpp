@@ -3,7 +3,11 @@
 #include "peakcast/cascade/cascade_config.h"
 
 #include <string>
+#include <type_traits>
+#include <variant>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/options.h"
@@ -79,7 +83,7 @@ const std::vector<CascadeSpec>& cascade_specs() {
       {"tau_grid", &C::tau_grid, {0}, {2}, "gate thresholds tried (> 1: never bypass)"},
       {"trust_coef_grid", &C::trust_coef_grid, {0}, {1e9}, "trust-region MAD coefficients tried"},
       {"trust_floor_grid", &C::trust_floor_grid, {0}, {1e6}, "trust-region floors tried"},
-      {"cache_capacity", &C::cache_capacity, {-kInf}, {kInf}, "exact-cache entries (0 = off)"},
+      {"cache_capacity", &C::cache_capacity, {0}, {kInf}, "exact-cache entries (0 = off)"},
       {"coverage", &C::coverage, open(0), open(1), "split-conformal coverage of the upper bound"},
       {"min_conformal", &C::min_conformal, {1}, {kInf},
        "fewer residuals in a route class: pooled per resource"},
@@ -166,6 +170,114 @@ Result<models::GbdtParams> gbdt_params_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const CascadeConfig& c) { return options::to_json(cascade_specs(), c); }
+
+namespace {
+
+constexpr std::string_view kMembers[] = {"gate", "fusion", "tree"};
+
+bool is_member(std::string_view name) {
+  for (std::string_view m : kMembers) {
+    if (name == m) return true;
+  }
+  return false;
+}
+
+// The XGBoost parameters a --cascade-option may set: not the objective (each booster's is the
+// cascade's), nor seed and nthread (--seed and --threads).
+std::string member_keys() {
+  std::string out;
+  for (const auto& p : models::gbdt_param_specs()) {
+    const std::string_view n = p.name;
+    if (n == "objective" || n == "seed" || n == "nthread") continue;
+    out += (out.empty() ? "" : ", ") + std::string(n);
+  }
+  return out;
+}
+
+// VALUE as JSON where it is JSON; "0.5,0.9" as a list of numbers (a grid written for a shell);
+// anything else as text.
+nlohmann::json option_value(std::string_view value) {
+  nlohmann::json v = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_discarded()) return v;
+  if (value.find(',') != std::string_view::npos) {
+    v = nlohmann::json::parse("[" + std::string(value) + "]", nullptr, false);
+    if (!v.is_discarded()) return v;
+  }
+  return std::string(value);
+}
+
+}  // namespace
+
+Status set_cascade_option(CascadeConfig& cfg, std::string_view key, std::string_view value) {
+  const size_t dot = key.find('.');
+  const std::string_view name = key.substr(0, dot);
+  const std::string_view sub = dot == std::string_view::npos ? std::string_view{} : key.substr(dot + 1);
+  const auto refuse = [&](const std::string& why) {
+    return Status::invalid(fmt::format("--cascade-option {}: {}", key, why));
+  };
+  if (name == "code") return refuse("the code model's settings are --code-option KEY=VALUE");
+  if (!is_member(name) && !options::find(cascade_specs(), name)) {
+    return refuse(fmt::format("unknown cascade option (valid: {}; {}.KEY for XGBoost parameters)",
+                              options::names(cascade_specs()), fmt::join(kMembers, ".KEY, ")));
+  }
+  if (is_member(name) != (dot != std::string_view::npos)) {
+    return refuse(is_member(name)
+                      ? fmt::format("{0} is a set of XGBoost parameters: give one, e.g. {0}.max_depth=6", name)
+                      : fmt::format("{} has no parts", name));
+  }
+  if (sub == "seed" || sub == "nthread") {
+    return refuse(fmt::format("the boosters' {} is {}", sub, sub == "seed" ? "--seed's" : "--threads'"));
+  }
+  if (sub == "objective") return refuse("each booster's objective is the cascade's own");
+  nlohmann::json j = to_json(cfg);
+  if (is_member(name)) {
+    if (!options::find(models::gbdt_param_specs(), sub)) {
+      return refuse(fmt::format("unknown XGBoost parameter (valid: {})", member_keys()));
+    }
+    j[std::string(name)][std::string(sub)] = option_value(value);
+  } else {
+    j[std::string(name)] = option_value(value);
+  }
+  Result<CascadeConfig> next = cascade_config_from_json(j);
+  if (!next) return refuse(next.status().message());
+  cfg = std::move(*next);
+  return Status::ok();
+}
+
+std::vector<std::string> cascade_option_help() {
+  const CascadeConfig defaults;
+  const nlohmann::json dj = to_json(defaults);
+  std::vector<std::string> out;
+  for (const CascadeSpec& s : cascade_specs()) {
+    if (s.name == std::string_view("code") || is_member(s.name)) continue;
+    const std::string bounds = std::visit(
+        [&](auto field) -> std::string {
+          using F = decltype(field);
+          if constexpr (std::is_same_v<F, std::string CascadeConfig::*>) {
+            return s.choices ? s.choices : "text";
+          } else if constexpr (std::is_same_v<F, bool CascadeConfig::*>) {
+            return "true|false";
+          } else if constexpr (std::is_same_v<F, std::vector<double> CascadeConfig::*>) {
+            return "list in " + options::bounds_text(s.lo, s.hi);
+          } else {
+            return options::bounds_text(s.lo, s.hi);
+          }
+        },
+        s.field);
+    const nlohmann::json& d = dj[s.name];
+    std::string shown = d.is_string() ? d.get<std::string>() : d.dump();
+    if (d.is_array()) shown = shown.substr(1, shown.size() - 2);  // written as it is typed: a,b,c
+    out.push_back(fmt::format("{:<24} {:<16} {} (default {})", s.name, bounds, s.help, shown));
+  }
+  const auto tree = to_json(defaults.tree), gate = to_json(defaults.gate);
+  out.push_back(fmt::format(
+      "{:<24} {:<16} one XGBoost parameter of the gate, the fusion or the tree route (MEMBER: gate, "
+      "fusion, tree; KEY: {}; defaults: tree max_depth {}, eta {}, n_rounds {}; gate and fusion "
+      "max_depth {}, n_rounds {})",
+      "MEMBER.KEY", "number", member_keys(), tree["max_depth"].dump(), tree["eta"].dump(),
+      tree["n_rounds"].dump(), gate["max_depth"].dump(), gate["n_rounds"].dump()));
+  return out;
+}
 
 Result<CascadeConfig> cascade_config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Status::invalid("cascade config: expected a JSON object");

@@ -125,6 +125,7 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
     mopts.threads = config.threads;
     mopts.code_options = config.code_options;
     mopts.encoder = config.encoder;
+    mopts.cascade_options = config.cascade_options;
     Result<std::unique_ptr<Method>> method = ctx.registry.create(name, mopts);
     if (!method) return method.status();
     if (k == 0 && (*method)->seeded()) res.seeds = config.seeds;

@@ -101,6 +101,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   to.threads = o.threads;
   to.util_cap = o.util_cap;
   to.code_options = o.code_options;
+  to.cascade_options = o.cascade_options;
   to.encoder = o.encoder;
   to.trained_on = "peakcast report";
   auto model = eval::train_cascade_on_jobs(fit, to, nullptr, progress);

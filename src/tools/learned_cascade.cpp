@@ -91,6 +91,13 @@ class CascadeMethod final : public Method {
     std::vector<std::pair<std::string, std::string>> out;
     const auto& rep = model_->report();
     out.emplace_back("encoder", model_->config().code.encoder);
+    if (!options_.cascade_options.empty()) {  // the row is not the default cascade: say which
+      std::string given;
+      for (const auto& [key, value] : options_.cascade_options) {
+        given += (given.empty() ? "" : " ") + key + "=" + value;
+      }
+      out.emplace_back("cascade_options", given);
+    }
     out.emplace_back("code.epochs_run", std::to_string(rep.code.epochs_run));
     out.emplace_back("code.best_epoch", std::to_string(rep.code.best_epoch));
     out.emplace_back("script_text", script_text_choice(model_->code_model().trained_without_scripts()));

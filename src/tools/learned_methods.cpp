@@ -42,6 +42,9 @@ Result<cascade::CascadeConfig> cascade_config_for(const std::string& encoder, co
   const int threads = resolve_threads(o.threads);
   cfg.gate.nthread = cfg.fusion.nthread = cfg.tree.nthread = threads;
   cfg.gate.seed = cfg.fusion.seed = cfg.tree.seed = o.seed;
+  for (const auto& [name, value] : o.cascade_options) {
+    if (Status s = cascade::set_cascade_option(cfg, name, value); !s) return s;
+  }
   if (Status s = cfg.validate(); !s) return s;
   return cfg;
 }
@@ -75,7 +78,7 @@ void register_learned(MethodRegistry& registry) {
                "reliability-gated cascade: history bypass by gate, else gamma-fusion of code "
                "model and history with trust region",
                [](const MethodOptions& o) { return learned::make_cascade(o); },
-               {.code_options = true, .encoder = true});
+               {.code_options = true, .encoder = true, .cascade_options = true});
 }
 
 }  // namespace peakcast::eval

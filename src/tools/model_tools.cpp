@@ -72,6 +72,7 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
   mo.seed = o.seed;
   mo.threads = o.threads;
   mo.code_options = o.code_options;
+  mo.cascade_options = o.cascade_options;
   Result<cascade::CascadeConfig> cfg = learned::cascade_config_for(o.encoder, mo, o.util_cap);
   if (!cfg) return cfg.status();
   models::code::set_torch_threads(resolve_threads(o.threads));

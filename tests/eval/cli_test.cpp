@@ -235,6 +235,51 @@ TEST_F(Cli, CodeOptionEncoderChoosesTheEncoder) {
   EXPECT_FALSE(fs::exists(model + "2"));
 }
 
+// `--cascade-option KEY=VALUE` reaches the cascade that train fits (its manifest keeps the
+// setting) and is checked before the trace is read; evaluate says when no method reads it.
+TEST_F(Cli, CascadeOptionReachesTheTrainedCascade) {
+  const std::string small = " --threads 1 --code-option token_dim=8 --code-option user_dim=8 "
+                            "--code-option fused_dim=32 --code-option max_epochs=1";
+  const std::string model = (dir_ / "model").string();
+  const CmdResult t = run("train " + trace_ + " -o " + model + small +
+                          " --cascade-option q_source=tree_route --cascade-option tree_bag=2 "
+                          "--cascade-option tree.max_depth=3");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  const nlohmann::json m = nlohmann::json::parse(slurp((fs::path(model) / "manifest.json").string()));
+  const nlohmann::json& cfg = m.at("config");
+  EXPECT_EQ(cfg.at("tree_bag"), 2);
+  EXPECT_EQ(cfg.at("q_source"), "tree_route");
+  EXPECT_EQ(cfg.at("tree").at("max_depth"), 3);
+  EXPECT_EQ(cfg.at("tree").at("eta"), 0.1);  // the rest of the member kept
+  // Q from the tree route: its bag of two, the second booster of each learned resource saved.
+  const nlohmann::json& bag = m.at("tree_route").at("bag_files");
+  ASSERT_FALSE(bag.empty()) << m.at("tree_route").dump();
+  for (const auto& [resource, files] : bag.items()) EXPECT_EQ(files.size(), 1u) << resource;
+
+  // A mistyped key is a usage error naming the valid ones, before anything is read or written.
+  const CmdResult bad = peakcast::test_support::run_shell(kBinary + " train /nonexistent.jsonl -o " + model +
+                                                          "2 --cascade-option tree_bags=1 2>&1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--cascade-option tree_bags: unknown cascade option (valid: "), std::string::npos)
+      << bad.out;
+  EXPECT_FALSE(fs::exists(model + "2"));
+  EXPECT_EQ(run("evaluate " + trace_ + " --methods hier_last1 --cascade-option tree_bag").exit_code, 2);
+  EXPECT_EQ(run("report " + trace_ + " -o " + (dir_ / "r.html").string() + " --cascade-option coverage=2").exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "r.html"));
+  const CmdResult note = peakcast::test_support::run_shell(
+      kBinary + " evaluate " + trace_ + " --methods hier_last1 --bootstrap 0 --latency-jobs 0 "
+      "--cascade-option tree_bag=1 2>&1");
+  EXPECT_EQ(note.exit_code, 0) << note.out;
+  EXPECT_NE(note.out.find("note: --cascade-option sets the cascade's own settings; --methods has no cascade"),
+            std::string::npos) << note.out;
+  // The cascade's row says it is not the default cascade.
+  const CmdResult e = run("evaluate " + trace_ + " --methods cascade --bootstrap 0 --latency-jobs 0" + small +
+                          " --cascade-option tree_bag=1 --cascade-option tau_grid=0.5,1.01");
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  EXPECT_NE(e.out.find("cascade: encoder=bag cascade_options=tree_bag=1 tau_grid=0.5,1.01 "), std::string::npos)
+      << e.out;
+}
+
 TEST_F(Cli, TrainThenPredictJson) {
   const std::string model = (dir_ / "model").string();
   const CmdResult t = run("train " + trace_ + " -o " + model + " --threads 1 --code-option token_dim=8 "

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -70,6 +71,17 @@ struct CascadeConfig {
 
   Status validate() const;
 };
+
+// One `--cascade-option KEY=VALUE` setting (peakcast train / evaluate / report) over `cfg`:
+// KEY is an option above (tree_bag, coverage, q_source, ...) or MEMBER.KEY for the XGBoost
+// parameters of gate, fusion and tree (tree.max_depth=8). VALUE is read as JSON (numbers, true,
+// false, [0.5, 0.9]), else as text (q_source=tree_route), and "a,b,c" as a list of numbers. Refused
+// with a reason: unknown keys (the valid ones listed), values out of bounds, `code` (that is
+// --code-option's), and MEMBER.seed / MEMBER.nthread (--seed and --threads set those). `cfg` is
+// left as it was when the setting is refused; the result is validated.
+Status set_cascade_option(CascadeConfig& cfg, std::string_view key, std::string_view value);
+// Lines for --help: "NAME  BOUNDS  DEFAULT  DESCRIPTION" per settable option.
+std::vector<std::string> cascade_option_help();
 
 nlohmann::json to_json(const CascadeConfig& c);
 // Missing keys keep their defaults; unknown keys are errors; the result is validated.

@@ -36,6 +36,7 @@ struct EvalConfig {
   int threads = 0;                   // MethodOptions::threads (0 = all cores)
   std::vector<std::pair<std::string, std::string>> code_options;  // MethodOptions::code_options
   std::string encoder;  // MethodOptions::encoder (empty: bag)
+  std::vector<std::pair<std::string, std::string>> cascade_options;  // MethodOptions::cascade_options
   // Latency pass: the first latency_jobs test jobs (submit order) are predicted again one by one,
   // batch 1, with each method's caches cleared first, timed with steady_clock around each
   // predict() call. 0 turns the pass off.

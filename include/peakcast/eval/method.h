@@ -84,6 +84,9 @@ struct MethodOptions {
   std::vector<std::pair<std::string, std::string>> code_options;
   // Script encoder of code_only and cascade (`--encoder`); empty: their default, bag.
   std::string encoder;
+  // Cascade settings as "key", "value" (cascade::set_cascade_option), applied over the cascade's
+  // defaults, e.g. {"tree_bag", "1"}.
+  std::vector<std::pair<std::string, std::string>> cascade_options;
 };
 
 using MethodFactory = std::function<std::unique_ptr<Method>(const MethodOptions&)>;
@@ -93,6 +96,7 @@ using MethodFactory = std::function<std::unique_ptr<Method>(const MethodOptions&
 struct MethodReads {
   bool code_options = false;  // MethodOptions::code_options
   bool encoder = false;       // MethodOptions::encoder
+  bool cascade_options = false;  // MethodOptions::cascade_options
 };
 
 // Explicit registry (no self-registering statics): register_builtins() fills it.

@@ -101,6 +101,7 @@ struct DetailOptions {
   int threads = 0;
   double util_cap = 1.0;
   std::vector<std::pair<std::string, std::string>> code_options;
+  std::vector<std::pair<std::string, std::string>> cascade_options;  // `--cascade-option KEY=VALUE`
   std::string encoder = "bag";  // the cascade's script encoder (`--code-option encoder=NAME`)
   size_t max_usage_points = 20000;  // usage plots and table: past it, the last whole days (UTC, by end) that fit
   // Upper bounds and recommended requests are peakcastd's, with its settings: the online bound's

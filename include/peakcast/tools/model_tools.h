@@ -27,6 +27,7 @@ struct TrainOptions {
   int threads = 0;  // XGBoost and LibTorch threads; 0 = all cores
   double util_cap = 1.0;
   std::vector<std::pair<std::string, std::string>> code_options;  // set_code_option overrides
+  std::vector<std::pair<std::string, std::string>> cascade_options;  // set_cascade_option overrides
   std::string trained_on;  // free text for the manifest (e.g. the trace path)
 };
 
