@@ -36,6 +36,9 @@ slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list: set SLURM_CO
 DefMemPerGPU x its GPUs instead: its partition's own where SLURM_CONF_PART_DEF_MEM_PER_GPU names
 it, else slurm.conf's global one where SLURM_CONF_DEF_MEM_PER_GPU is set (no Lua field shows
 either: a partition's own that is not copied there is not known to the hook).
+A job whose memory the request does not size is sent with none (memory_known): --mem=0 (the
+nodes' whole memory), and per-CPU or per-GPU memory under --exclusive or OverSubscribe=EXCLUSIVE
+(charged on every CPU and GPU of the nodes).
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -107,6 +110,13 @@ local SLURM_CONF_DEF_MEM_PER_NODE = nil
 -- node's whole memory), and slurm-sync learns ReqMem.
 local SLURM_CONF_DEF_MEM_PER_GPU = nil
 local SLURM_CONF_PART_DEF_MEM_PER_GPU = nil
+-- SLURM_CONF_WHOLE_CORE_THREADS: true where select/cons_tres allocates whole cores
+-- (SelectTypeParameters=CR_Core* or CR_Socket*) on nodes with ThreadsPerCore > 1. A job is then
+-- charged --mem-per-cpu (or DefMemPerCPU) on every thread of the cores it gets, more than the
+-- CPUs it asks for (-n 1 gets a core's threads) and not countable here: such jobs are sent with
+-- no memory request and never lowered, like --exclusive ones (memory_known). false: one thread
+-- per core, or CR_CPU*: a job is charged on the CPUs it asks for.
+local SLURM_CONF_WHOLE_CORE_THREADS = false
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
@@ -559,6 +569,34 @@ local function default_mem_of(d, part_list, cpus)
   end)
 end
 
+-- Whether the whole-job memory the hook would send (mem_of, default_mem_of) is the memory
+-- slurmctld will allocate, the request (sacct AllocTRES mem=) the daemon's history learns; false
+-- when it is not (22.05.8, observed on a 2-CPU, 2-GPU, RealMemory=2000 node):
+-- --mem=0 or --mem-per-cpu=0 give the job every node's whole memory (AllocTRES mem=2000M), which
+-- job_submit/lua does not show; --exclusive (shared 0; --exclusive=user is 2 and allocates the
+-- CPUs asked for) and OverSubscribe=EXCLUSIVE partitions (max_share 0) give it every CPU and GPU
+-- of its nodes, on which per-CPU and per-GPU memory is charged (-n 1 --mem-per-cpu=100M:
+-- AllocTRES cpu=2, mem=200M; --gpus=1 --mem-per-gpu=100M: gres/gpu=2, mem=200M), and so do
+-- whole cores of several threads (SLURM_CONF_WHOLE_CORE_THREADS). --mem is per node whatever
+-- the CPUs. The daemon scales the utilization it learned on the allocated memory by the request
+-- it is sent: sent a smaller one, it predicts less than the job will use. Such a job is sent
+-- with no memory request: no bytes, no recommendation, never lowered.
+local function memory_known(d, part_list)
+  if (valid(d.min_mem_per_node) and d.min_mem_per_node == 0) or (valid(d.min_mem_per_cpu) and d.min_mem_per_cpu == 0) then
+    return false
+  end
+  if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then return true end
+  if d.shared == 0 then return false end
+  for _, p in ipairs(type(part_list) == "table" and job_partitions(d, part_list) or {}) do
+    local ok, share = pcall(function() return p.max_share end)
+    if ok and share == 0 then return false end
+  end
+  -- Whole cores change per-CPU memory (--mem-per-cpu or DefMemPerCPU); which default a job
+  -- without --mem or --mem-per-gpu gets is not told here, so none of them is sent.
+  if SLURM_CONF_WHOLE_CORE_THREADS and not nonempty(d.mem_per_tres) then return false end
+  return true
+end
+
 -- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
 -- part_list: slurmctld's, to name the default partition of a job that names none and to resolve
 -- the time limit of a job that asks for none.
@@ -566,8 +604,9 @@ local function build_record(d, submit_uid, part_list)
   local time_min = time_limit_min(d, part_list)
   local cpus = cpus_of(d)
   -- A --mem-per-gpu whose GPU count is unknown is still the job's own request: no default then.
-  local mem = mem_of(d, cpus)
+  local mem, form = mem_of(d, cpus)
   if not mem and not mb_per_gpu(d.mem_per_tres) then mem = default_mem_of(d, part_list, cpus) end
+  if not memory_known(d, part_list) then mem, form = nil, nil end
   local rec = {
     __keys = { "job_id", "user", "submit_time", "req_cpus", "req_mem_bytes", "req_gpus",
                "req_time_s", "script", "job_name", "partition", "account" },
@@ -586,7 +625,7 @@ local function build_record(d, submit_uid, part_list)
   }
   local script = nonempty(d.script)
   if script and #script <= MAX_SCRIPT_BYTES then rec.script = script end
-  return rec, script
+  return rec, script, form
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -925,7 +964,7 @@ local function predict(d, submit_uid, part_list)
     log_info("job already has a " .. COMMENT_FIELD .. "; no prediction written")
     return
   end
-  local rec, script = build_record(d, submit_uid, part_list)
+  local rec, script, form = build_record(d, submit_uid, part_list)
   if script and not rec.script then log_info("script over " .. MAX_SCRIPT_BYTES .. " bytes; sent without it") end
   local t0 = now()
   local status, body = http_post("/v1/predict", json.encode(rec))
@@ -950,7 +989,6 @@ local function predict(d, submit_uid, part_list)
   end
   if COMMENT_SUMMARY or #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
   d[COMMENT_FIELD] = compact
-  local _, form = mem_of(d, rec.req_cpus)
   -- An answer whose recommendation fails the checks is kept in the comment (its answer_id matches
   -- the completion to it), but neither told nor applied.
   local recommended, refused = sane_recommendation(field(ans, "predictions", "mem"), rec.req_mem_bytes,
@@ -997,6 +1035,7 @@ if rawget(_G, "PEAKCAST_TEST") then
     SLURM_CONF_DEF_MEM_PER_GPU, SLURM_CONF_PART_DEF_MEM_PER_GPU = per_gpu, part_per_gpu
   end
   PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
+  PEAKCAST_TEST.set_whole_core_threads = function(on) SLURM_CONF_WHOLE_CORE_THREADS = on end
   PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end
   PEAKCAST_TEST.reset_breaker = function()
     breaker.failures, breaker.open_until, breaker.skipped, breaker.outage = 0, 0, 0, false

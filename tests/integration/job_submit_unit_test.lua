@@ -227,6 +227,52 @@ check("mem: partitions that agree on DefMemPerGPU", r.req_mem_bytes == 2000 * 10
 r = T.build_record(desc({ partition = "dc", tres_per_job = "gres:gpu:2", mem_per_tres = "gres:gpu:300" }), 1000, mparts)
 check("mem: the job's own --mem-per-gpu wins over the partition's", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
 T.set_slurm_conf_def_mem(nil, nil, nil, nil)
+-- Memory the request does not size (slurmctld 22.05.8, observed in slurm_hook_test.sh on a 2-CPU,
+-- 2-GPU, RealMemory=2000 node): --mem=0 and --mem-per-cpu=0 give the job every node's whole
+-- memory (AllocTRES mem=2000M), which job_submit/lua does not show; --exclusive (job_desc.shared
+-- 0) and OverSubscribe=EXCLUSIVE partitions (part_list max_share 0) give it every CPU and GPU of
+-- its nodes, and per-CPU / per-GPU memory is charged on them (-n 1 --mem-per-cpu=100M: AllocTRES
+-- cpu=2, mem=200M). The hook sent 500M (the global DefMemPerCPU) for --mem=0 and 100M for the
+-- exclusive one, while the history learns AllocTRES: the daemon scaled a utilization learned on
+-- 200M by 100M. Now no request is sent (nothing to scale, nothing lowered); --mem is per node
+-- whatever the CPUs, and --exclusive=user (shared 2) allocates the CPUs asked for.
+T.set_slurm_conf_def_mem(500, nil, 250, nil)
+local xparts = { debug = tpart({ name = "debug", flag_default = 1, max_share = 1 }),
+                 excl = tpart({ name = "excl", flag_default = 0, max_share = 0 }) }
+r = T.build_record(desc({ min_mem_per_node = 0 }), 1000, xparts)
+check("whole node: --mem=0 -> no request, not the default", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 0 }), 1000, xparts)
+check("whole node: --mem-per-cpu=0 -> no request, not the default", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 100, shared = 0 }), 1000, xparts)
+check("exclusive: --mem-per-cpu -> no request (charged on every CPU of the node)", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ shared = 0, num_tasks = 2, min_cpus = 2 }), 1000, xparts)
+check("exclusive: DefMemPerCPU -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ shared = 0, mem_per_tres = "gres:gpu:100", tres_per_job = "gres:gpu:1" }), 1000, xparts)
+check("exclusive: --mem-per-gpu -> no request (charged on every GPU of the node)", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ shared = 0, tres_per_job = "gres:gpu:1" }), 1000, xparts)
+check("exclusive: DefMemPerGPU -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 100, partition = "excl" }), 1000, xparts)
+check("OverSubscribe=EXCLUSIVE partition: --mem-per-cpu -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 100, partition = "debug,excl" }), 1000, xparts)
+check("one of its partitions EXCLUSIVE: --mem-per-cpu -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_node = 300, shared = 0, min_nodes = 2 }), 1000, xparts)
+check("exclusive: --mem is per node -> sent", r.req_mem_bytes == 600 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 100, shared = 2 }), 1000, xparts)
+check("--exclusive=user: --mem-per-cpu x the CPUs asked for", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_cpu = 100, shared = slurm.NO_VAL16 }), 1000, xparts)
+check("not exclusive: --mem-per-cpu x the CPUs asked for", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
+-- SLURM_CONF_WHOLE_CORE_THREADS: whole cores (CR_Core*/CR_Socket*) of nodes with more than one
+-- thread each: per-CPU memory is charged on every thread of the cores allocated, which the hook
+-- cannot count (-n 1 gets a core's threads).
+T.set_whole_core_threads(true)
+r = T.build_record(desc({ min_mem_per_cpu = 100 }), 1000, xparts)
+check("whole cores of several threads: --mem-per-cpu -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ num_tasks = 2, min_cpus = 2 }), 1000, xparts)
+check("whole cores of several threads: DefMemPerCPU -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
+r = T.build_record(desc({ min_mem_per_node = 300 }), 1000, xparts)
+check("whole cores of several threads: --mem -> sent", r.req_mem_bytes == 300 * 1048576, r.req_mem_bytes)
+T.set_whole_core_threads(false)
+T.set_slurm_conf_def_mem(nil, nil, nil, nil)
 
 -- End to end against the stand-in. The answer checks get a generous budget: on a loaded CI
 -- machine the Lua stand-in can take longer than the production 200 ms, and those checks are
@@ -287,6 +333,17 @@ check("lower: never raised to the floor", d.min_mem_per_node == 200, d.min_mem_p
 d = desc({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4 })
 slurm_job_submit(d, {}, 1000)
 check("lower: --mem-per-cpu lowered", d.min_mem_per_cpu == 750 and d.min_mem_per_node == nil, d.min_mem_per_cpu)
+-- Never lowered on a request that is not the memory the job runs under: an --exclusive
+-- --mem-per-cpu job is charged on every CPU of its nodes, --mem=0 gets their whole memory.
+user_msgs = {}
+d = desc({ min_mem_per_cpu = 1000, num_tasks = 4, min_cpus = 4, shared = 0 })
+slurm_job_submit(d, {}, 1000)
+check("lower: --exclusive --mem-per-cpu not lowered", d.min_mem_per_cpu == 1000, d.min_mem_per_cpu)
+check("lower: --exclusive --mem-per-cpu: no recommendation told", not (user_msgs[1] or ""):find("recommended", 1, true),
+      user_msgs[1])
+d = desc({ min_mem_per_node = 0 })
+slurm_job_submit(d, {}, 1000)
+check("lower: --mem=0 not set to a value", d.min_mem_per_node == 0 and d.min_mem_per_cpu == nil, d.min_mem_per_node)
 -- --mem-per-gpu is not a form the hook lowers (mem_per_tres is left as the user gave it).
 d = desc({ mem_per_tres = "gres:gpu:4096", tres_per_job = "gres:gpu:2" })
 slurm_job_submit(d, {}, 1000)

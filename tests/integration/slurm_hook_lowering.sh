@@ -109,6 +109,20 @@ for part in debug unlimited; do
   fi
 done
 
+# --exclusive --mem-per-cpu: charged on every CPU of the node, more than the one it asks for
+# (AllocTRES, what the history learns); the hook sends no request (memory_known), so the daemon
+# recommends nothing and nothing is lowered. Before, it sent 600M, the daemon scaled alloc400's
+# utilization by it, and the hook lowered --mem-per-cpu to that.
+cp "$work/alloc400.sh" "$work/lower_excl.sh"
+if submit lower_excl --exclusive --mem-per-cpu=600M -n 1 -t 5 -H; then
+  jid[lower_excl]=$job_id
+  check "lower_excl: --exclusive --mem-per-cpu not lowered (MinMemoryCPU $(job_field "$job_id" MinMemoryCPU) = 600M)" \
+    [ "$(job_field "$job_id" MinMemoryCPU)" = 600M ]
+  check "lower_excl: no recommendation on a request the hook cannot size ('$(rec_of "$job_id")')" [ -z "$(rec_of "$job_id")" ]
+else
+  bad "lower_excl: sbatch: $sbatch_err"
+fi
+
 # A staged roll-out: with LOWER_MEM_PARTITIONS = { lowcap = true } a job in the default partition
 # is advised only and one in lowcap is lowered (partition names as part_list gives them).
 install_hook scope 'local LOWER_MEM_PARTITIONS = nil' 'local LOWER_MEM_PARTITIONS = { lowcap = true }' \
@@ -151,4 +165,4 @@ for name in lower_mem lower_lowcap; do
   check "$name: sacct ReqMem $reqmem = ${want}M" [ "$reqmem" = "${want}M" ]
 done
 scancel "${jid[lower_keep]:-0}" "${jid[lower_cpucap]:-0}" "${jid[lower_cpu_debug]:-0}" \
-  "${jid[lower_cpu_unlimited]:-0}" "${jid[scope_out]:-0}" "${jid[scope_in]:-0}" 2>/dev/null
+  "${jid[lower_cpu_unlimited]:-0}" "${jid[scope_out]:-0}" "${jid[scope_in]:-0}" "${jid[lower_excl]:-0}" 2>/dev/null

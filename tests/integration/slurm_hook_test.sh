@@ -232,6 +232,21 @@ for i in $(seq 1 120); do
 done
 check "mapgdef: slurmctld allocated it the same (scontrol TRES mem=500M once started)" \
   bash -c "scontrol show job '${jid[mapgdef]:-0}' | grep -Eq 'TRES=.*mem=500M'"
+# Memory the request does not size (the hook's memory_known): --exclusive gets both CPUs of the
+# node and is charged --mem-per-cpu on each; --mem=0 gets the node's whole memory (RealMemory).
+# Their sacct AllocTRES, the request the history learns, is checked once they end. The hook sent
+# 100M and the global DefMemPerCPU 500M for them: the daemon scaled utilizations learned on 200M
+# and 2000M by those. Now it sends none.
+printf '#!/bin/bash\n# mapexcl\ntrue\n' > "$work/mapexcl.sh"
+if submit mapexcl --exclusive -n 1 --mem-per-cpu=100M -t 5; then ok "sbatch mapexcl (job $job_id)"; jid[mapexcl]=$job_id
+else bad "sbatch mapexcl: $sbatch_err"; fi
+check "mapexcl: --exclusive --mem-per-cpu: request sent (req_cpus $(request_field mapexcl req_cpus)) without req_mem_bytes" \
+  [ "$(request_field mapexcl req_cpus)" = 1 -a -z "$(request_field mapexcl req_mem_bytes 2>/dev/null)" ]
+printf '#!/bin/bash\n# mapmem0\ntrue\n' > "$work/mapmem0.sh"
+if submit mapmem0 --mem=0 -t 5; then ok "sbatch mapmem0 (job $job_id)"; jid[mapmem0]=$job_id
+else bad "sbatch mapmem0: $sbatch_err"; fi
+check "mapmem0: --mem=0: request sent without req_mem_bytes (not the 500M default)" \
+  [ "$(request_field mapmem0 req_cpus)" = 1 -a -z "$(request_field mapmem0 req_mem_bytes 2>/dev/null)" ]
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
@@ -372,6 +387,15 @@ for n in mapgdef gdef1 gdef2; do
   check "$n: ran with DefMemPerGPU x 2 GPUs (AllocTRES mem=500M), ReqMem the per-CPU default ${gdef_reqmem[$n]}" \
     gdef_row_is "$id" "${gdef_reqmem[$n]}"
 done
+alloc_row_is() {  # job id, text: its job row is COMPLETED and its AllocTRES holds the text
+  local row
+  row=$(sacct -P -n -X --noconvert -j "$1" --format=State,AllocTRES 2>/dev/null)
+  echo "     $row"
+  [[ "$row" == "COMPLETED|"*"$2"* ]]
+}
+check "mapexcl: --exclusive -n 1 --mem-per-cpu=100M is charged on both CPUs (AllocTRES cpu=2,...,mem=200M)" \
+  alloc_row_is "${jid[mapexcl]:-0}" "cpu=2,gres/gpu=2,mem=200M"
+check "mapmem0: --mem=0 gets the node's whole memory (AllocTRES mem=2000M)" alloc_row_is "${jid[mapmem0]:-0}" "mem=2000M"
 for n in "${!jid[@]}"; do
   case "$n" in tiny_*) ;; *) continue ;; esac
   state=$(sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j{print $2}')
@@ -437,6 +461,31 @@ if [ "$real" = 1 ]; then
       in_range "$bytes" $(( peak_alloc200 * 95 / 100 )) $(( peak_alloc200 * 105 / 100 ))
   else
     bad "sbatch alloc200_again: $sbatch_err"
+  fi
+  # --exclusive --mem-per-cpu=300M -n 1: charged on both CPUs, learned at AllocTRES mem=600M. Its
+  # resubmission was sent 300M and answered that utilization x 300M, about half the peak the job
+  # had used; now it is sent no request, so the answer has no bytes to be wrong by.
+  alloc_script xexcl 250
+  if submit xexcl --exclusive -n 1 --mem-per-cpu=300M -t 5; then ok "sbatch xexcl (job $job_id)"; jid[xexcl]=$job_id
+  else bad "sbatch xexcl: $sbatch_err"; fi
+  wait_accounted "${jid[xexcl]:-0}" 30 || true
+  got=""; learned=""
+  for i in $(seq 1 60); do got="$(history_peak "${jid[xexcl]:-0}")"; [ -n "$got" ] && break; sleep 0.5; done
+  learned="$(history_field "${jid[xexcl]:-0}" req_mem_bytes)"
+  check "xexcl: learned at the 600M it was charged (req_mem_bytes $learned), peak $got B" \
+    [ "$learned" = $(( 600 * 1048576 )) -a -n "$got" ]
+  cp "$work/xexcl.sh" "$work/xexcl_again.sh"
+  if submit xexcl_again --exclusive -n 1 --mem-per-cpu=300M -t 5 -H; then
+    jid[xexcl_again]=$job_id
+    c="$(comment_of "$job_id")"
+    echo "     Comment=$c"
+    bytes=$(printf '%s' "$c" | tool jget predictions.mem.bytes 2>/dev/null)
+    level=$(printf '%s' "$c" | tool jget predictions.mem.history_level 2>/dev/null)
+    check "xexcl_again: no predicted bytes below the measured peak ${got:-?} B (bytes '${bytes}', level $level)" \
+      [ -z "$bytes" -o "${bytes:-0}" -ge "${got:-0}" ]
+    scancel "$job_id" 2>/dev/null
+  else
+    bad "sbatch xexcl_again: $sbatch_err"
   fi
   m="$(tool http "$PEAKCAST_SOCKET" GET /metrics | tail -n +2)"
   check "/metrics counts a bypass prediction" bash -c "printf '%s' \"\$1\" | grep -q '^peakcast_predictions_total{resource=\"mem\",route=\"bypass\"} [1-9]'" _ "$m"
