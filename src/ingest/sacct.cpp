@@ -171,6 +171,10 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
                     "no sample caught them (a job shorter than JobAcctGatherFrequency), so no "
                     "memory label; evaluate and train do not score them, simulate does not "
                     "replay them"},
+      {t.zero_vram_peak, " job(s) with a gres/gpumem peak of 0 (every step): no GPU memory "
+                         "caught by jobacct_gather's samples (JobAcctGatherFrequency), or none "
+                         "NVML reads per process (MIG, some GPUs); not told from a GPU left "
+                         "unused, so no VRAM label"},
       {t.superseded, " earlier record(s) of requeued jobs replaced by the job's last record"},
       {t.repaired, " row(s) had '|' inside a free-text field; the extra fields were joined back "
                    "into it"},

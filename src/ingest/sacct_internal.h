@@ -89,6 +89,7 @@ struct Tally {
   size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
   size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0, over_memory_kill = 0;
   size_t zero_peak = 0;  // a host-memory peak of 0: no sample caught the job (finish_job)
+  size_t zero_vram_peak = 0;  // a gres/gpumem peak of 0: not measured (finish_job)
   std::string first_unfinished, first_jobstats_bad;
 };
 

@@ -308,6 +308,16 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   }
   j.peak_mem_bytes = r.usage.peak_mem;
   j.peak_vram_bytes = r.usage.peak_vram;
+  // A gres/gpumem peak of 0 (Slurm 23.02+) is no measurement either: jobacct_gather reads it in
+  // the same poll as host memory (_handle_stats calls gpu_g_usage_read for each task pid, every
+  // JobAcctGatherFrequency), as NVML's per-process used memory. GPU work between samples reads 0,
+  // and so does a GPU NVML cannot read per process (MIG, some models and drivers, where sites
+  // document zeros), indistinguishable from a GPU left unused. No label (a jobstats summary below
+  // may still give one), and no GPU-memory kill read into an OOM job's 0 (censored_for).
+  if (j.peak_vram_bytes && *j.peak_vram_bytes == 0) {
+    j.peak_vram_bytes.reset();
+    ++tally.zero_vram_peak;
+  }
   if (r.usage.oom) j.state = "OUT_OF_MEMORY";
   // JobAcctGatherParams=OverMemoryKill (no cgroup enforcement): slurmstepd kills a job over its
   // memory limit, which ends FAILED with ExitCode 0:9 (signal 9) and a step "CANCELLED by 0".
@@ -324,7 +334,6 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   // sample reads 0 (its processes held memory). No label, as a Nextflow peak_rss of 0
   // (nextflow.cpp). An OUT_OF_MEMORY job keeps it: its label is the censored cap either way, and a
   // peak left unset beside a gres/gpumem one would read as a GPU-memory kill (censored_for).
-  // GPU memory keeps a 0: a GPU the job never touched reads 0, a measured waste.
   if (j.peak_mem_bytes && *j.peak_mem_bytes == 0 && j.state != "OUT_OF_MEMORY") {
     j.peak_mem_bytes.reset();
     ++tally.zero_peak;

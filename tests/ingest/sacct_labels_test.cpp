@@ -1,9 +1,11 @@
-// The sacct reader's labels: the memory request a job ran under (AllocTRES) and peaks of 0;
-// the rest of the reader is in sacct_test.cpp and sacct_sources_test.cpp.
+// The sacct reader's labels: the memory request a job ran under (AllocTRES) and peaks of 0 (host
+// memory and gres/gpumem); the rest of the reader is in sacct_test.cpp and sacct_sources_test.cpp.
 #include <string>
 
 #include "golden_util.h"
+#include "peakcast/core/job.h"
 #include "peakcast/ingest/reader.h"
+#include "peakcast/ingest/sacct.h"
 #include "sacct_test_util.h"
 
 namespace peakcast::ingest {
@@ -91,6 +93,47 @@ TEST(SacctLabels, AMemoryPeakOfZeroIsNotMeasured) {
   EXPECT_FALSE(find_job(t, "4")->is_valid(Resource::kMem));
   EXPECT_EQ(t.stats.labelled[idx(Resource::kMem)], 2u);
   EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a memory peak of 0"));
+}
+
+// Slurm 23.02+ gathers gres/gpumem in jobacct_gather's poll (_handle_stats calls
+// gpu_g_usage_read per task pid, every JobAcctGatherFrequency): NVML's per-process used memory,
+// summed over the task's pids at each sample. A job whose GPU work fell between samples, or whose
+// GPU NVML cannot read per process (MIG, some models and drivers: sites document zeros there),
+// reads 0 like one that never touched its GPU, and sacct cannot tell them apart: no VRAM label,
+// a note counts them, as for host memory. Until 2026-12-06 the 0 was kept as a 0% VRAM label,
+// and an OUT_OF_MEMORY job with no host peak beside it was taken for a GPU-memory kill.
+TEST(SacctLabels, AGpuMemoryPeakOfZeroIsNotMeasured) {
+  const std::string text =
+      "JobID|State|AllocTRES|TRESUsageInTot\n"
+      "1|COMPLETED|cpu=1,gres/gpu=1,mem=1G|\n"
+      "1.batch|COMPLETED||gres/gpumem=0,mem=100M\n"
+      "1.extern|COMPLETED||gres/gpumem=0,mem=0\n"
+      "2|COMPLETED|cpu=1,gres/gpu=1,mem=1G|\n"
+      "2.batch|COMPLETED||gres/gpumem=0,mem=100M\n"
+      "2.0|COMPLETED||gres/gpumem=2G,mem=200M\n"  // one sampled step: the max over steps
+      "3|OUT_OF_MEMORY|cpu=1,gres/gpu=1,mem=1G|\n"
+      "3.batch|OUT_OF_MEMORY||gres/gpumem=0\n";  // no host peak at all
+  SacctOptions so;
+  so.default_gpu_mem_bytes = 16 * kG;
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "gpuzero", sacct_options(), so, t));
+  finalize_trace(t, 1.0);
+  ASSERT_EQ(t.jobs.size(), 3u);
+  const Job* none = find_job(t, "1");
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->peak_vram_bytes);
+  EXPECT_FALSE(none->is_valid(Resource::kVram));
+  EXPECT_TRUE(none->is_valid(Resource::kMem));  // its host memory was measured
+  const Job* sampled = find_job(t, "2");
+  ASSERT_NE(sampled, nullptr);
+  EXPECT_EQ(sampled->peak_vram_bytes, 2 * kG);
+  EXPECT_DOUBLE_EQ(sampled->label(Resource::kVram), 2.0 / 16.0);
+  const Job* oom = find_job(t, "3");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_TRUE(censored_for(*oom, Resource::kMem));
+  EXPECT_FALSE(censored_for(*oom, Resource::kVram));
+  EXPECT_EQ(t.stats.labelled[idx(Resource::kVram)], 1u);
+  EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a gres/gpumem peak of 0"));
 }
 
 }  // namespace
