@@ -207,7 +207,11 @@ std::optional<FieldError> read_usage(const Row& row, Usage& u) {
     const std::string_view tres = row.get(c);
     if (tres.empty()) return std::nullopt;
     auto v = sacct::tres_value(tres, key);
-    if (!v || v->empty()) return std::nullopt;
+    // NONE is how sacct prints a count held as INFINITE64, Slurm's "unknown"
+    // (slurmdb_make_tres_string_from_simple): a usage TRES no sample set, e.g. gres/gpumem where
+    // the GPU plugin cannot read per-process usage (gpu/metal's gpu_p_usage_read sets it so).
+    // Not measured, as an absent one.
+    if (!v || v->empty() || *v == "NONE") return std::nullopt;
     auto bytes = parse_size(*v);
     if (!bytes) return FieldError{c, std::string(key) + "=" + quoted(*v) + " is not a size"};
     out = bytes;

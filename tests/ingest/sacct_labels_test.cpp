@@ -136,5 +136,27 @@ TEST(SacctLabels, AGpuMemoryPeakOfZeroIsNotMeasured) {
   EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a gres/gpumem peak of 0"));
 }
 
+// A usage count Slurm holds as INFINITE64 (unknown: gpu_p_usage_read sets it where a plugin cannot
+// read per-process GPU usage) is printed as NONE (slurmdb_make_tres_string_from_simple): not
+// measured, not a damaged row. Until 2026-12-06 "gres/gpumem=NONE" was "not a size" and the whole
+// job was dropped, its host-memory label with it.
+TEST(SacctLabels, AUsageOfNoneIsNotMeasured) {
+  const std::string text =
+      "JobID|State|AllocTRES|TRESUsageInMax|TRESUsageInTot\n"
+      "1|COMPLETED|cpu=1,gres/gpu=1,mem=1G||\n"
+      "1.batch|COMPLETED||gres/gpumem=NONE,gres/gpuutil=NONE,mem=100M|gres/gpumem=NONE,mem=100M\n"
+      "2|COMPLETED|cpu=1,mem=1G||\n"
+      "2.batch|COMPLETED||gres/gpumem=lots,mem=100M|\n";  // anything else is still damaged
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "none", sacct_options(), t));
+  const Job* none = find_job(t, "1");
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->peak_vram_bytes);
+  EXPECT_EQ(none->peak_mem_bytes, 100 * kM);
+  EXPECT_EQ(find_job(t, "2"), nullptr);
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_NE(t.stats.reasons[0].find("gres/gpumem=\"lots\" is not a size"), std::string::npos) << t.stats.reasons[0];
+}
+
 }  // namespace
 }  // namespace peakcast::ingest
