@@ -37,8 +37,8 @@ DefMemPerGPU x its GPUs instead: its partition's own where SLURM_CONF_PART_DEF_M
 it, else slurm.conf's global one where SLURM_CONF_DEF_MEM_PER_GPU is set (no Lua field shows
 either: a partition's own that is not copied there is not known to the hook).
 A job whose memory the request does not size is sent with none (memory_known): --mem=0 (the
-nodes' whole memory), and per-CPU or per-GPU memory under --exclusive or OverSubscribe=EXCLUSIVE
-(charged on every CPU and GPU of the nodes).
+nodes' whole memory), per-CPU or per-GPU memory under --exclusive or OverSubscribe=EXCLUSIVE
+(charged on every CPU and GPU of the nodes), and per-CPU memory under --cpus-per-gpu.
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -552,7 +552,8 @@ local function default_mem_of(d, part_list, cpus)
     end
     if per_gpu then
       local gpus = gpu_count_of(d)
-      return gpus and gpus > 0 and per_gpu * MIB * gpus or nil
+      if gpus and gpus > 0 then return per_gpu * MIB * gpus, "gpu" end
+      return nil
     end
     unseen_gpu_default(names)
   end
@@ -578,10 +579,10 @@ end
 -- of its nodes, on which per-CPU and per-GPU memory is charged (-n 1 --mem-per-cpu=100M:
 -- AllocTRES cpu=2, mem=200M; --gpus=1 --mem-per-gpu=100M: gres/gpu=2, mem=200M), and so do
 -- whole cores of several threads (SLURM_CONF_WHOLE_CORE_THREADS). --mem is per node whatever
--- the CPUs. The daemon scales the utilization it learned on the allocated memory by the request
+-- the CPUs; --cpus-per-gpu charges per-CPU memory on N CPUs per GPU. The daemon scales the utilization it learned on the allocated memory by the request
 -- it is sent: sent a smaller one, it predicts less than the job will use. Such a job is sent
 -- with no memory request: no bytes, no recommendation, never lowered.
-local function memory_known(d, part_list)
+local function memory_known(d, part_list, form)
   if (valid(d.min_mem_per_node) and d.min_mem_per_node == 0) or (valid(d.min_mem_per_cpu) and d.min_mem_per_cpu == 0) then
     return false
   end
@@ -591,9 +592,12 @@ local function memory_known(d, part_list)
     local ok, share = pcall(function() return p.max_share end)
     if ok and share == 0 then return false end
   end
-  -- Whole cores change per-CPU memory (--mem-per-cpu or DefMemPerCPU); which default a job
-  -- without --mem or --mem-per-gpu gets is not told here, so none of them is sent.
-  if SLURM_CONF_WHOLE_CORE_THREADS and not nonempty(d.mem_per_tres) then return false end
+  -- Per-GPU memory (--mem-per-gpu, DefMemPerGPU) does not depend on the CPUs. Per-CPU memory
+  -- (--mem-per-cpu, or a DefMemPerCPU default: which one a default is, is not told here) is
+  -- charged on the CPUs allocated: more than cpus_of counts under --cpus-per-gpu (cpus_per_tres,
+  -- N per GPU: --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M has AllocTRES cpu=2, mem=200M) or
+  -- on whole cores of several threads.
+  if form ~= "gpu" and (nonempty(d.cpus_per_tres) or SLURM_CONF_WHOLE_CORE_THREADS) then return false end
   return true
 end
 
@@ -605,8 +609,11 @@ local function build_record(d, submit_uid, part_list)
   local cpus = cpus_of(d)
   -- A --mem-per-gpu whose GPU count is unknown is still the job's own request: no default then.
   local mem, form = mem_of(d, cpus)
-  if not mem and not mb_per_gpu(d.mem_per_tres) then mem = default_mem_of(d, part_list, cpus) end
-  if not memory_known(d, part_list) then mem, form = nil, nil end
+  local default_form
+  if not mem and not mb_per_gpu(d.mem_per_tres) then mem, default_form = default_mem_of(d, part_list, cpus) end
+  if not memory_known(d, part_list, form or default_form or (mb_per_gpu(d.mem_per_tres) and "gpu")) then
+    mem, form = nil, nil
+  end
   local rec = {
     __keys = { "job_id", "user", "submit_time", "req_cpus", "req_mem_bytes", "req_gpus",
                "req_time_s", "script", "job_name", "partition", "account" },

@@ -261,6 +261,17 @@ r = T.build_record(desc({ min_mem_per_cpu = 100, shared = 2 }), 1000, xparts)
 check("--exclusive=user: --mem-per-cpu x the CPUs asked for", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
 r = T.build_record(desc({ min_mem_per_cpu = 100, shared = slurm.NO_VAL16 }), 1000, xparts)
 check("not exclusive: --mem-per-cpu x the CPUs asked for", r.req_mem_bytes == 100 * 1048576, r.req_mem_bytes)
+-- --cpus-per-gpu (cpus_per_tres "gres:gpu:N") without -n: slurmctld allocates N CPUs per GPU and
+-- charges --mem-per-cpu on them (--gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M: ReqCPUS 1,
+-- AllocTRES cpu=2, mem=200M, observed); the hook counted 1 CPU and sent 100M. Per-GPU memory
+-- does not depend on the CPUs.
+r = T.build_record(desc({ min_mem_per_cpu = 100, tres_per_job = "gres:gpu:2", cpus_per_tres = "gres:gpu:1" }), 1000, xparts)
+check("--cpus-per-gpu: --mem-per-cpu -> no request", r.req_mem_bytes == nil and r.req_cpus == 1, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:2", cpus_per_tres = "gres:gpu:1" }), 1000, xparts)
+check("--cpus-per-gpu: DefMemPerGPU x GPUs still sent", r.req_mem_bytes == 500 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:100", tres_per_job = "gres:gpu:2", cpus_per_tres = "gres:gpu:1" }),
+                   1000, xparts)
+check("--cpus-per-gpu: --mem-per-gpu x GPUs still sent", r.req_mem_bytes == 200 * 1048576, r.req_mem_bytes)
 -- SLURM_CONF_WHOLE_CORE_THREADS: whole cores (CR_Core*/CR_Socket*) of nodes with more than one
 -- thread each: per-CPU memory is charged on every thread of the cores allocated, which the hook
 -- cannot count (-n 1 gets a core's threads).
@@ -271,6 +282,8 @@ r = T.build_record(desc({ num_tasks = 2, min_cpus = 2 }), 1000, xparts)
 check("whole cores of several threads: DefMemPerCPU -> no request", r.req_mem_bytes == nil, r.req_mem_bytes)
 r = T.build_record(desc({ min_mem_per_node = 300 }), 1000, xparts)
 check("whole cores of several threads: --mem -> sent", r.req_mem_bytes == 300 * 1048576, r.req_mem_bytes)
+r = T.build_record(desc({ tres_per_job = "gres:gpu:2" }), 1000, xparts)
+check("whole cores of several threads: DefMemPerGPU x GPUs still sent", r.req_mem_bytes == 500 * 1048576, r.req_mem_bytes)
 T.set_whole_core_threads(false)
 T.set_slurm_conf_def_mem(nil, nil, nil, nil)
 

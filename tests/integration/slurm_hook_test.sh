@@ -247,6 +247,13 @@ if submit mapmem0 --mem=0 -t 5; then ok "sbatch mapmem0 (job $job_id)"; jid[mapm
 else bad "sbatch mapmem0: $sbatch_err"; fi
 check "mapmem0: --mem=0: request sent without req_mem_bytes (not the 500M default)" \
   [ "$(request_field mapmem0 req_cpus)" = 1 -a -z "$(request_field mapmem0 req_mem_bytes 2>/dev/null)" ]
+# --cpus-per-gpu=1 with 2 GPUs and no -n: 2 CPUs allocated (ReqCPUS 1), --mem-per-cpu charged on
+# both; the hook counted 1 CPU and sent 100M.
+printf '#!/bin/bash\n# mapcpg\ntrue\n' > "$work/mapcpg.sh"
+if submit mapcpg --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M -t 5; then ok "sbatch mapcpg (job $job_id)"; jid[mapcpg]=$job_id
+else bad "sbatch mapcpg: $sbatch_err"; fi
+check "mapcpg: --cpus-per-gpu --mem-per-cpu: request sent (req_cpus $(request_field mapcpg req_cpus)) without req_mem_bytes" \
+  [ "$(request_field mapcpg req_cpus)" = 1 -a -z "$(request_field mapcpg req_mem_bytes 2>/dev/null)" ]
 check "map200: request req_mem_bytes = 600 MiB" [ "$(request_field map200 req_mem_bytes)" = 629145600 ]
 check "map200: request req_gpus = 1 (--gres=gpu:1)" [ "$(request_field map200 req_gpus)" = 1 ]
 check "map200: request req_time_s = 300" [ "$(request_field map200 req_time_s)" = 300 ]
@@ -396,6 +403,8 @@ alloc_row_is() {  # job id, text: its job row is COMPLETED and its AllocTRES hol
 check "mapexcl: --exclusive -n 1 --mem-per-cpu=100M is charged on both CPUs (AllocTRES cpu=2,...,mem=200M)" \
   alloc_row_is "${jid[mapexcl]:-0}" "cpu=2,gres/gpu=2,mem=200M"
 check "mapmem0: --mem=0 gets the node's whole memory (AllocTRES mem=2000M)" alloc_row_is "${jid[mapmem0]:-0}" "mem=2000M"
+check "mapcpg: --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M is charged on 2 CPUs (AllocTRES cpu=2,...,mem=200M)" \
+  alloc_row_is "${jid[mapcpg]:-0}" "cpu=2,gres/gpu=2,mem=200M"
 for n in "${!jid[@]}"; do
   case "$n" in tiny_*) ;; *) continue ;; esac
   state=$(sacct_rows "${jid[$n]}" | awk -F'|' -v j="${jid[$n]}" '$1==j{print $2}')
