@@ -8,6 +8,7 @@
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/json_line.h"
 #include "peakcast/ingest/reader.h"
+#include "reader_internal.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -321,10 +322,9 @@ Status parse_jsonl(std::string_view text, const std::string& name, const ReadOpt
     out.jobs.push_back(std::move(*job));
   }
   if (zero_peaks > 0) {
-    out.notes.push_back(std::to_string(zero_peaks) +
-                        " job(s) with peak_mem_bytes 0 read as not measured (a job that ran held "
-                        "memory; null is the schema's \"not measured\"): no memory label, so "
-                        "evaluate and train do not score them and simulate does not replay them");
+    out.notes.push_back(unmeasured_memory_note(
+        {{"peak_mem_bytes", zero_peaks}},
+        "a job that ran held memory; null is the schema's \"not measured\""));
   }
   return Status::ok();
 }

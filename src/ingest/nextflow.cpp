@@ -17,6 +17,7 @@
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/bounds.h"
 #include "peakcast/ingest/reader.h"
+#include "reader_internal.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -596,18 +597,14 @@ class TaskReader {
   // A peak_rss or rss of 0 is no measurement (read_resources): say how many, and what it costs.
   void add_unmeasured_note() {
     if (unmeasured_.empty()) return;
-    std::string counts;
-    for (const char* col : {"peak_rss", "rss"}) {
+    auto count = [&](const char* col) {
       auto it = unmeasured_.find(col);
-      if (it == unmeasured_.end()) continue;
-      counts += (counts.empty() ? "" : ", ") + std::to_string(it->second) + " " + col;
-    }
-    out_.notes.push_back(
-        "memory of 0 read as not measured (" + counts +
-        "): Nextflow prints 0 when its sampler caught nothing (a task shorter than its sampling "
-        "interval). Left unset, the task keeps its other fields but has no memory label: evaluate "
-        "and train do not score it and simulate does not replay it (Sizey's protocol drops an rss "
-        "of 0 too)");
+      return it == unmeasured_.end() ? size_t{0} : it->second;
+    };
+    out_.notes.push_back(unmeasured_memory_note(
+        {{"peak_rss", count("peak_rss")}, {"rss", count("rss")}},
+        "Nextflow prints 0 when its sampler caught nothing (a task shorter than its sampling "
+        "interval); the task keeps its other fields (Sizey's protocol drops an rss of 0 too)"));
   }
 
   const std::string& name_;

@@ -12,6 +12,7 @@
 #include "peakcast/core/io.h"
 #include "peakcast/ingest/redact.h"
 #include "peakcast/ingest/sacct.h"
+#include "reader_internal.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -186,6 +187,18 @@ Result<Format> detect_from_prefix(InputFile& in, std::string& text) {
 }
 
 }  // namespace
+
+std::string unmeasured_memory_note(std::initializer_list<std::pair<std::string_view, size_t>> zeros,
+                                   std::string_view why) {
+  std::string counts;
+  for (auto [field, count] : zeros) {
+    if (count == 0) continue;
+    counts += counts.empty() ? std::string(field) + " in " + std::to_string(count) + " job(s)"
+                             : ", " + std::string(field) + " in " + std::to_string(count);
+  }
+  return "memory of 0 read as not measured (" + counts + "): " + std::string(why) +
+         ". No memory label: evaluate and train do not score them, simulate does not replay them";
+}
 
 Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason) {
   ++out.stats.skipped;

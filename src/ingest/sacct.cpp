@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "reader_internal.h"
 #include "sacct_internal.h"
 
 namespace peakcast::ingest {
@@ -156,7 +157,12 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
     out.notes.push_back("sacct: no State column: every job is taken as COMPLETED, so "
                         "OUT_OF_MEMORY jobs cannot be recognised as censored");
   }
-  const std::pair<size_t, std::string> counted[] = {
+  auto add_counted = [&out](std::initializer_list<std::pair<size_t, std::string>> counted) {
+    for (const auto& [count, what] : counted) {
+      if (count) out.notes.push_back("sacct: " + std::to_string(count) + what);
+    }
+  };
+  add_counted({
       {t.over_memory_kill, " job(s) FAILED 0:9 with a step CANCELLED by 0 (killed by "
                            "OverMemoryKill) taken as OUT_OF_MEMORY: their memory label is a lower "
                            "bound (censored)"},
@@ -166,11 +172,14 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
                            "taken as one node"},
       {t.no_cpu_count, " job(s) with a per-CPU ReqMem (`c` suffix) and no CPU count "
                        "(NCPUS/ReqCPUS): memory request unknown"},
-      {t.zero_req_mem, " job(s) with ReqMem 0 (no limit): memory request unknown"},
-      {t.zero_peak, " job(s) with a memory peak of 0 (MaxRSS/TRESUsageIn mem= of every step): "
-                    "no sample caught them (a job shorter than JobAcctGatherFrequency), so no "
-                    "memory label; evaluate and train do not score them, simulate does not "
-                    "replay them"},
+      {t.zero_req_mem, " job(s) with ReqMem 0 (no limit): memory request unknown"}});
+  if (t.zero_peak) {
+    out.notes.push_back("sacct: " + unmeasured_memory_note(
+                                        {{"MaxRSS/TRESUsageIn mem= of every step", t.zero_peak}},
+                                        "no sample caught them (a job shorter than "
+                                        "JobAcctGatherFrequency)"));
+  }
+  add_counted({
       {t.zero_vram_peak, " job(s) with a gres/gpumem peak of 0 (every step): no GPU memory "
                          "caught by jobacct_gather's samples (JobAcctGatherFrequency), or none "
                          "NVML reads per process (MIG, some GPUs); not told from a GPU left "
@@ -185,10 +194,7 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.jobstats_bad, " malformed jobstats summary(ies) in AdminComment skipped (labels from "
                        "sacct alone), first " + t.first_jobstats_bad},
       {t.gpu_no_capacity, " GPU job(s) have a gres/gpumem peak but no known per-GPU memory (GPU "
-                          "type not recognised): no VRAM label"}};
-  for (const auto& [count, what] : counted) {
-    if (count) out.notes.push_back("sacct: " + std::to_string(count) + what);
-  }
+                          "type not recognised): no VRAM label"}});
 }
 
 // The job-step join: a step row's usage folds into its job's record whether the step comes

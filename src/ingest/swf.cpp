@@ -12,6 +12,7 @@
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/bounds.h"
 #include "peakcast/ingest/reader.h"
+#include "reader_internal.h"
 
 namespace peakcast::ingest {
 namespace {
@@ -246,10 +247,9 @@ void add_notes(const Header& header, const SwfCounts& counts, Trace& out) {
     out.notes.push_back(note);
   }
   if (counts.zero_used > 0) {
-    out.notes.push_back(std::to_string(counts.zero_used) +
-                        " SWF jobs have a used memory (field 7) of 0: a job that ran held memory, so "
-                        "0 is none recorded; no memory label (evaluate and train do not score them, "
-                        "simulate does not replay them)");
+    out.notes.push_back(unmeasured_memory_note(
+        {{"used memory (SWF field 7)", counts.zero_used}},
+        "a job that ran held memory, so 0 is none recorded (the standard's unknown is -1)"));
   }
   if (counts.no_processors > 0) {
     out.notes.push_back(std::to_string(counts.no_processors) +

@@ -84,7 +84,7 @@ TEST(Jsonl, AHostPeakOfZeroIsNotMeasuredAGpuPeakOfZeroIs) {
   EXPECT_DOUBLE_EQ(trace->jobs[3].label(Resource::kMem), 1.0);
   EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 2u);
   const bool noted = std::any_of(trace->notes.begin(), trace->notes.end(), [](const std::string& n) {
-    return n.find("2 job(s) with peak_mem_bytes 0 read as not measured") != std::string::npos;
+    return n.find("memory of 0 read as not measured (peak_mem_bytes in 2 job(s))") != std::string::npos;
   });
   EXPECT_TRUE(noted);
 }

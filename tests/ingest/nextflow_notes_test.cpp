@@ -195,7 +195,7 @@ TEST(NextflowNotes, AZeroPeakIsNotMeasuredAndNoLabel) {
   EXPECT_TRUE(t.jobs[3].censored);
   EXPECT_EQ(t.jobs[3].label(Resource::kMem), 1.0);
   EXPECT_EQ(t.stats.labelled[0], 2u);  // job 1 and the censored job 4
-  EXPECT_TRUE(has_note(t, "memory of 0 read as not measured (3 peak_rss, 2 rss)")) << all_notes(t);
+  EXPECT_TRUE(has_note(t, "memory of 0 read as not measured (peak_rss in 3 job(s), rss in 2)")) << all_notes(t);
   EXPECT_FALSE(has_note(t, "peak_rss 1")) << all_notes(t);  // a zero is not counted as rounded
 }
 

@@ -284,8 +284,9 @@ TEST(NextflowRealData, NfCoreTracesReadCompletely) {
     EXPECT_EQ(trace->stats.jobs, want) << rel;
     EXPECT_EQ(trace->stats.skipped, 0u) << rel;
     EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], want - unmeasured) << rel;
-    EXPECT_EQ(has_note(*trace, "memory of 0 read as not measured (" + std::to_string(unmeasured) +
-                                   " peak_rss, " + std::to_string(unmeasured) + " rss)"),
+    EXPECT_EQ(has_note(*trace, "memory of 0 read as not measured (peak_rss in " +
+                                   std::to_string(unmeasured) + " job(s), rss in " +
+                                   std::to_string(unmeasured) + ")"),
               unmeasured > 0)
         << rel;
     EXPECT_TRUE(has_note(*trace, "no user column")) << rel;

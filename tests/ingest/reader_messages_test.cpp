@@ -62,5 +62,51 @@ TEST(NextflowSize, ASizePastTheLimitIsTooLargeNotMalformed) {
       << out.stats.reasons.front();
 }
 
+// The four readers read a host-memory peak of 0 as not measured (no label) and say so in one
+// wording, naming the field in the format's own words: an administrator greps for either. Until
+// 2026-12-06 each reader wrote its own note ("2 SWF jobs have a used memory (field 7) of 0",
+// "sacct: 2 job(s) with a memory peak of 0", ...), and "read as not measured" found two of four.
+TEST(ReaderNotes, AZeroMemoryPeakIsNotedInOneWordingByEveryReader) {
+  using Parse = Status (*)(std::string_view, const std::string&, const ReadOptions&, Trace&);
+  struct Case {
+    Parse parse;
+    std::string text;
+    std::string field;
+  };
+  const Case cases[] = {
+      {parse_swf, "; UnixStartTime: 1000000000\n1 0 1 100 4 -1 0 4 3600 2000 1 7 3 12 1 -1 -1 -1\n",
+       "used memory (SWF field 7)"},
+      {parse_jsonl,
+       R"({"job_id":"a","user":"u","submit_time":0,"end_time":10,"req_mem_bytes":1000,"peak_mem_bytes":0})"
+       "\n",
+       "peak_mem_bytes"},
+      {parse_nextflow,
+       "task_id\tprocess\tstatus\texit\tsubmit\tcomplete\trealtime\tmemory\tpeak_rss\n"
+       "1\tA\tCOMPLETED\t0\t1000\t2000\t900\t4294967296\t0\n",
+       "peak_rss"},
+      {parse_sacct, "JobID|State|ReqMem|MaxRSS\n1|COMPLETED|1G|\n1.batch|COMPLETED||0\n",
+       "MaxRSS/TRESUsageIn mem= of every step"},
+  };
+  for (const Case& c : cases) {
+    Trace t;
+    const Status st = c.parse(c.text, "t", ReadOptions{}, t);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    ASSERT_EQ(t.jobs.size(), 1u) << c.field;
+    EXPECT_FALSE(t.jobs[0].peak_mem_bytes.has_value()) << c.field;
+    std::vector<std::string> noted;
+    for (const std::string& n : t.notes) {
+      if (n.find("read as not measured") != std::string::npos) noted.push_back(n);
+    }
+    ASSERT_EQ(noted.size(), 1u) << c.field;
+    const std::string& note = noted[0];
+    EXPECT_NE(note.find("memory of 0 read as not measured (" + c.field + " in 1 job(s)): "),
+              std::string::npos)
+        << note;
+    EXPECT_TRUE(note.ends_with(". No memory label: evaluate and train do not score them, simulate "
+                               "does not replay them"))
+        << note;
+  }
+}
+
 }  // namespace
 }  // namespace peakcast::ingest

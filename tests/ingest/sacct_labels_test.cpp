@@ -92,7 +92,8 @@ TEST(SacctLabels, AMemoryPeakOfZeroIsNotMeasured) {
   EXPECT_DOUBLE_EQ(oom->label(Resource::kMem), 1.0);
   EXPECT_FALSE(find_job(t, "4")->is_valid(Resource::kMem));
   EXPECT_EQ(t.stats.labelled[idx(Resource::kMem)], 2u);
-  EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a memory peak of 0"));
+  EXPECT_TRUE(has_note(t, "sacct: memory of 0 read as not measured (MaxRSS/TRESUsageIn mem= of "
+                          "every step in 2 job(s))"));
 }
 
 // Slurm 23.02+ gathers gres/gpumem in jobacct_gather's poll (_handle_stats calls

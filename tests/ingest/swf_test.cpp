@@ -123,7 +123,8 @@ TEST(Swf, AUsedMemoryOfZeroIsNotMeasured) {
   EXPECT_DOUBLE_EQ(trace->jobs[2].label(Resource::kMem), 0.5);
   EXPECT_EQ(trace->stats.labelled[idx(Resource::kMem)], 1u);
   const bool noted = std::any_of(trace->notes.begin(), trace->notes.end(), [](const std::string& n) {
-    return n.find("2 SWF jobs have a used memory (field 7) of 0") != std::string::npos;
+    return n.find("memory of 0 read as not measured (used memory (SWF field 7) in 2 job(s))") !=
+           std::string::npos;
   });
   EXPECT_TRUE(noted);
 }
