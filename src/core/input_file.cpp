@@ -174,13 +174,15 @@ Status InputFile::read_rest(std::string& out) {
   return Status::ok();
 }
 
-Status InputFile::skip_rest() {
+Result<size_t> InputFile::skip(size_t max_bytes) {
   std::string scratch;
-  while (!at_end_) {
+  size_t skipped = 0;
+  while (!at_end_ && skipped < max_bytes) {
     scratch.clear();
-    if (Status s = read(scratch, size_t{1} << 20); !s) return s;
+    if (Status s = read(scratch, std::min(max_bytes - skipped, size_t{1} << 20)); !s) return s;
+    skipped += scratch.size();
   }
-  return Status::ok();
+  return skipped;
 }
 
 }  // namespace peakcast

@@ -173,6 +173,10 @@ namespace {
 // the lines that decide are not complete (a long first line, a long SWF comment header).
 constexpr size_t kDetectBytes = size_t{1} << 16;
 constexpr size_t kDetectMaxBytes = size_t{1} << 24;
+// A gzip whose prefix is of no format is inflated on (and discarded) to this much text in all:
+// to its end if it ends before, so that corruption past the prefix says "corrupt or truncated
+// gzip data"; no further, so that a long one (1 GB of gzipped zeros) costs a bounded time.
+constexpr size_t kNoFormatGzipCheckBytes = size_t{64} << 20;
 
 // Reads a prefix of `in` into `text` and detects the format from it; at kDetectMaxBytes the
 // prefix is taken as it is.
@@ -263,13 +267,21 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     if (format == Format::kAuto) format = format_from_name(path);
     if (format == Format::kAuto) {
       // A gzip whose text is of no format may be one whose data is corrupt past the prefix:
-      // that is the truer answer, and gzip tells it only at its end (memory stays bounded).
+      // that is the truer answer, and gzip tells it only at its end; past the bound, the
+      // message says how much was judged.
+      std::string judged = "its content";
       if (in->compressed()) {
-        if (Status s = in->skip_rest(); !s) return s;
+        const size_t left = kNoFormatGzipCheckBytes - std::min(kNoFormatGzipCheckBytes, text.size());
+        Result<size_t> skipped = in->skip(left + 1);
+        if (!skipped) return skipped.status();
+        if (*skipped > left) {
+          judged = "the first " + std::to_string(kNoFormatGzipCheckBytes >> 20) +
+                   " MiB of its content (the rest was not read, so gzip damage in it would not "
+                   "show)";
+        }
       }
-      return Status::invalid(path +
-                             ": cannot tell the trace format from its content; pass --format "
-                             "(swf, nextflow, sacct, jsonl)");
+      return Status::invalid(path + ": cannot tell the trace format from " + judged +
+                             "; pass --format (swf, nextflow, sacct, jsonl)");
     }
   }
   if (Status s = in->read_rest(text); !s) return s;

@@ -198,5 +198,97 @@ TEST(ReaderPrefix, CorruptGzipPastThePrefixSaysCorrupt) {
       << trace.status().message();
 }
 
+// A gzip member of `n` zero bytes: 1 MiB of zeros deflates to about 1 KiB, so many members make a
+// long text from a short file.
+std::string gzip_zeros_member(size_t n) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string zeros(n, '\0');
+  std::string out(deflateBound(&zs, static_cast<uLong>(n)), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(zeros.data());
+  zs.avail_in = static_cast<uInt>(n);
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// Found in review: a gzip of no format was inflated to its end before "cannot tell the trace
+// format" (so that corruption past the prefix says corrupt), however long it was: `peakcast
+// inspect` on 1 GB of gzipped zeros inflated all of it. A writer feeds 1 GiB of zeros, as gzip
+// members of 1 MiB, into a FIFO: the reader must stop after a bounded part (the writer then sees
+// the pipe closed) and say how much it judged.
+TEST(ReaderPrefix, AGzipOfNoFormatIsInflatedOnlyToABound) {
+  const std::string member = gzip_zeros_member(size_t{1} << 20);
+  ASSERT_LT(member.size(), size_t{4} << 10);
+  const std::string fifo = temp_path("zeros.fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  ::signal(SIGPIPE, SIG_IGN);  // a write to the closed pipe fails with EPIPE instead
+  constexpr size_t kMembers = 1024;
+  const size_t total = kMembers * member.size();
+  size_t written = 0;
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    for (size_t i = 0; i < kMembers; ++i) {
+      size_t off = 0;
+      while (off < member.size()) {
+        const ssize_t n = ::write(fd, member.data() + off, member.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;  // EPIPE: the reader closed its end
+        off += static_cast<size_t>(n);
+        written += static_cast<size_t>(n);
+      }
+      if (off < member.size()) break;
+    }
+    ::close(fd);
+  });
+  auto trace = read_trace(fifo);
+  writer.join();
+  ::unlink(fifo.c_str());
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("cannot tell the trace format from the first 64 MiB"),
+            std::string::npos)
+      << trace.status().message();
+  // 64 MiB of text is 64 members; the reader's buffer and the pipe's hold at most 64 KiB each.
+  EXPECT_LT(written, total / 4) << "the reader inflated the whole gzip before telling the format";
+}
+
+// Within the bound, corruption is still found; past it, the message says what was judged.
+TEST(ReaderPrefix, GzipDamagePastTheBoundIsNotLookedFor) {
+  const std::string member = gzip_zeros_member(size_t{1} << 20);
+  auto members = [&](size_t n) {
+    std::string gz;
+    for (size_t i = 0; i < n; ++i) gz += member;
+    return gz;
+  };
+  const std::string path = temp_path("zeros.dat");  // a name that tells no format
+  // 40 MiB, the last member cut short: inflated to its end, so corrupt.
+  write_text(path, members(40).substr(0, 40 * member.size() - 10));
+  auto short_cut = read_trace(path);
+  ASSERT_FALSE(short_cut.ok());
+  EXPECT_NE(short_cut.status().message().find("corrupt or truncated gzip data"), std::string::npos)
+      << short_cut.status().message();
+  // 40 MiB intact: of no format, judged whole.
+  write_text(path, members(40));
+  auto short_whole = read_trace(path);
+  ASSERT_FALSE(short_whole.ok());
+  EXPECT_NE(short_whole.status().message().find("cannot tell the trace format from its content"),
+            std::string::npos)
+      << short_whole.status().message();
+  // 80 MiB, intact or cut short: only the first 64 MiB are inflated, and the message says so.
+  for (size_t cut : {size_t{0}, size_t{10}}) {
+    write_text(path, members(80).substr(0, 80 * member.size() - cut));
+    auto long_gz = read_trace(path);
+    ASSERT_FALSE(long_gz.ok());
+    EXPECT_NE(long_gz.status().message().find("cannot tell the trace format from the first 64 MiB"),
+              std::string::npos)
+        << long_gz.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace peakcast::ingest

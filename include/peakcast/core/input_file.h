@@ -32,10 +32,11 @@ class InputFile {
   Status read(std::string& out, size_t max_bytes);
   // Appends everything left.
   Status read_rest(std::string& out);
-  // Reads everything left and keeps none of it: a gzip's corruption past what was read is found
-  // only by inflating to its end. Memory stays bounded; time does not (an endless source never
-  // ends), so callers use it on compressed input, whose end is its check.
-  Status skip_rest();
+  // Reads up to `max_bytes` of (decompressed) text and keeps none of it; returns how many were
+  // read, fewer only at the end. A gzip's corruption past what was read is found only by
+  // inflating on to its end: memory stays bounded, and `max_bytes` bounds the time (a gzip of
+  // zeros inflates a thousandfold).
+  Result<size_t> skip(size_t max_bytes);
   bool at_end() const { return at_end_; }
   // Whether the input is gzip (known after the first read).
   bool compressed() const { return inflate_ != nullptr; }
