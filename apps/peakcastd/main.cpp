@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -35,6 +36,10 @@ using namespace peakcast;
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 
 using app::finite_range;
+
+// --max-script-bytes at most: a body limit of 6 x 64 MiB + 64 KiB, and a --max-buffered-bytes
+// default (two such requests) of about 768 MiB.
+constexpr size_t kMaxScriptBytesCap = size_t{64} << 20;
 
 // README's rule, as `peakcast`'s (app::exit_code_for).
 int fail(const Status& s) {
@@ -66,9 +71,10 @@ void add_http_options(CLI::App& app, serve::HttpLimits& l) {
   app.add_option("--max-buffered-bytes", l.max_buffered_bytes,
                  "Bytes of requests being received, all connections together: a request's whole "
                  "Content-Length is set aside when its head arrives; one beyond gets 503. At least "
-                 "one largest request (the body limit, 6 x --max-script-bytes + 64 KiB, and "
-                 "--max-header-bytes)")
-      ->capture_default_str()->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
+                 "one largest request (the body limit, 6 x --max-script-bytes + 64 KiB, plus "
+                 "--max-header-bytes). When not given: 256 MiB, or two largest requests where "
+                 "--max-script-bytes makes that more (above about 21 MiB; at its 64 MiB cap, 768 MiB)")
+      ->default_str("256 MiB")->check(CLI::Range(size_t{1} << 20, size_t{1} << 40));
   app.add_option("--max-header-bytes", l.max_header_bytes,
                  "Request line and headers, in bytes; more: 431")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 20));
@@ -170,8 +176,10 @@ void add_service_options(CLI::App& app, DaemonArgs& a) {
   app.add_flag("--allow-remote", a.allow_remote, "Accept a non-loopback --listen address (the API has no authentication)");
   app.add_option("--socket-mode", a.socket_mode_text, "File mode of the socket, octal")->capture_default_str();
   app.add_option("--socket-group", a.socket_group, "Group that owns the socket (e.g. slurm)");
-  app.add_option("--max-script-bytes", a.max_script_bytes, "Largest job script accepted, in bytes")
-      ->capture_default_str()->check(CLI::Range(size_t{1}, size_t{64} << 20));
+  app.add_option("--max-script-bytes", a.max_script_bytes,
+                 "Largest job script accepted, in bytes, at most 64 MiB (the request body may be 6 x "
+                 "this + 64 KiB: --max-buffered-bytes follows it unless given)")
+      ->capture_default_str()->check(CLI::Range(size_t{1}, kMaxScriptBytesCap));
   app.add_flag("--store-scripts", a.store_scripts, "Keep script text in the database (default: hashes and features only)");
   app.add_option("--threads", a.threads, "Worker threads per listener (0: max(8, cores - 1))")
       ->capture_default_str()->check(CLI::Range(0, 1024));
@@ -258,6 +266,33 @@ Status check_db_path(const std::string& path) {
     return Status::invalid("--db: cannot create " + path + ": " + dir.string() + " is not a directory");
   }
   return Status::ok();
+}
+
+// --max-buffered-bytes against one largest request (head and body). Not given, it follows
+// --max-script-bytes: 256 MiB, or two largest requests when that is more (one being received
+// leaves room for another as large); the administrator raising --max-script-bytes past 42 MiB
+// had the start refused for an option they never set. Given and too small: refused, naming both.
+Status settle_buffered_bytes(DaemonArgs& a, bool given, size_t max_body_bytes) {
+  serve::HttpLimits& l = a.http_limits;
+  const size_t largest = max_body_bytes + l.max_header_bytes;
+  if (!given) {
+    l.max_buffered_bytes = std::max(serve::HttpLimits{}.max_buffered_bytes, 2 * largest);
+    if (l.max_buffered_bytes > serve::HttpLimits{}.max_buffered_bytes) {
+      log(LogLevel::kInfo, "--max-buffered-bytes " + std::to_string(l.max_buffered_bytes) +
+                               ": two largest requests at --max-script-bytes " + std::to_string(a.max_script_bytes) +
+                               " (not given: it follows --max-script-bytes past 256 MiB)");
+    }
+    return Status::ok();
+  }
+  if (l.max_buffered_bytes >= largest) return Status::ok();
+  using std::to_string;
+  return Status::invalid("--max-buffered-bytes " + to_string(l.max_buffered_bytes) +
+                         " is less than one largest request, " + to_string(largest) +
+                         " bytes: a body of 6 x --max-script-bytes " + to_string(a.max_script_bytes) +
+                         " + 64 KiB (" + to_string(max_body_bytes) + ") and a head of --max-header-bytes " +
+                         to_string(l.max_header_bytes) +
+                         "; raise --max-buffered-bytes (or leave it out: it then follows --max-script-bytes) "
+                         "or lower --max-script-bytes");
 }
 
 // `reload [DIR]` and `model` on the admin socket.
@@ -486,12 +521,7 @@ int run(int argc, char** argv) {
   opts.history_days = a.history_days;
   const size_t max_body_bytes = opts.limits.max_body_bytes();
   if (!a.sync_once_only) {  // --sync-once listens on nothing (and may run beside the daemon)
-    if (a.http_limits.max_buffered_bytes < max_body_bytes + a.http_limits.max_header_bytes) {
-      return fail(Status::invalid("--max-buffered-bytes " + std::to_string(a.http_limits.max_buffered_bytes) +
-                                  ": less than one largest request (" + std::to_string(max_body_bytes) +
-                                  " bytes of body, --max-script-bytes, and " +
-                                  std::to_string(a.http_limits.max_header_bytes) + " of head)"));
-    }
+    if (Status s = settle_buffered_bytes(a, app.count("--max-buffered-bytes") > 0, max_body_bytes); !s) return fail(s);
     if (Status s = serve::check_listen_options(listen_options(a, *socket_mode, max_body_bytes)); !s) return fail(s);
     if (const std::string admin = admin_socket_path(a); !admin.empty()) {
       if (Status s = check_admin_path(a, admin); !s) return fail(s);

@@ -198,6 +198,39 @@ TEST(DaemonStartup, SyncOnceNeedsNoModel) {
   EXPECT_TRUE(fs::exists(dir.file("h.db")));
 }
 
+// --max-script-bytes above about 42 MiB made the body limit (6 x it + 64 KiB) exceed the default
+// --max-buffered-bytes (256 MiB), and the start was refused for an option the administrator never
+// set. Not given, it follows --max-script-bytes: two largest requests (body and head) when that is
+// over 256 MiB, and the start says so. Given too small, the start is refused naming both options;
+// --help says the rule.
+TEST(DaemonStartup, TheBufferedBytesDefaultFollowsTheScriptLimit) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  const size_t script = size_t{48} << 20, head = size_t{16} << 10;  // --max-header-bytes' default
+  const size_t largest = 6 * script + (64 << 10) + head;
+  testing::ServedDaemon d;
+  ASSERT_TRUE(d.start({"--max-script-bytes", std::to_string(script)})) << d.log_text();
+  EXPECT_NE(d.log_text().find("--max-buffered-bytes " + std::to_string(2 * largest) +
+                              ": two largest requests at --max-script-bytes " + std::to_string(script)),
+            std::string::npos)
+      << d.log_text();
+  d.process.kill(SIGTERM);
+
+  TempDir dir;
+  expect_refused_before_anything_is_created(dir, {
+      {{"--socket", dir.file("d.sock"), "--max-script-bytes", std::to_string(script), "--max-buffered-bytes",
+        std::to_string(size_t{256} << 20)},
+       "--max-buffered-bytes 268435456 is less than one largest request, " + std::to_string(largest) +
+           " bytes: a body of 6 x --max-script-bytes " + std::to_string(script)},
+  });
+  const DaemonExit help = run_daemon({"--help"}, dir);
+  EXPECT_EQ(help.code, 0) << help.err;
+  // CLI11 wraps the description: compare with the white space folded.
+  const std::string text = std::regex_replace(help.out, std::regex("\\s+"), " ");
+  EXPECT_NE(text.find("When not given: 256 MiB, or two largest requests where --max-script-bytes makes that more"),
+            std::string::npos)
+      << help.out;
+}
+
 // --listen 127.0.0.1:0 takes a free port; the start's "listening on" line said "tcp:127.0.0.1:0",
 // so nobody could tell which. It names the port bound, and /healthz answers there.
 TEST(DaemonStartup, TheListeningLineNamesThePortBound) {
