@@ -43,28 +43,22 @@ AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
 AdminSocket::~AdminSocket() { stop(); }
 
 Status AdminSocket::bind() {
-  // Checked as the HTTP socket is (check_socket_path): a daemon still listening there keeps it
-  // (unlinked, its reloads would reach this daemon instead, and its own admin socket be gone).
-  if (Status s = check_socket_path(path_, "--admin-socket"); !s) return s;
-  sockaddr_un addr{};
-  struct stat st{};
-  if (::lstat(path_.c_str(), &st) == 0) ::unlink(path_.c_str());  // stale, from a daemon that did not exit cleanly
-  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return Status::io(std::string("admin socket: ") + std::strerror(errno));
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
-  // Created with no access for anyone but the owner, then set to the mode asked for.
-  const mode_t old = ::umask(0177);
-  const int rc = ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::umask(old);
-  if (rc != 0 || ::chmod(path_.c_str(), mode_) != 0 || ::listen(listen_fd_, 16) != 0) {
-    const std::string why = std::strerror(errno);
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-    return Status::io("admin socket " + path_ + ": " + why);
-  }
+  // As the HTTP socket: check_socket_path (a daemon still listening there keeps it: unlinked, its
+  // reloads would reach this daemon instead, and its own admin socket be gone), then the path's
+  // lock (held until stop() has removed the socket), and under it the check again, the unlink of
+  // a stale socket and the bind (listen_unix).
+  const std::string option_ = "--admin-socket";
+  if (Status s = check_socket_path(path_, option_); !s) return s;
+  auto lock = SocketPathLock::acquire(path_, option_);
+  if (!lock) return lock.status();
+  auto fd = listen_unix(path_, option_, 16);
+  if (!fd) return fd.status();
+  listen_fd_ = *fd;
+  lock_ = std::move(*lock);
   bound_ = true;
-  if (::pipe2(wake_, O_CLOEXEC) != 0) return Status::io(std::string("admin socket: pipe: ") + std::strerror(errno));
+  // Created with no access for anyone but the owner, then set to the mode asked for.
+  if (::chmod(path_.c_str(), mode_) != 0) return Status::io(option_ + ": chmod " + path_ + ": " + std::strerror(errno));
+  if (::pipe2(wake_, O_CLOEXEC) != 0) return Status::io(option_ + ": pipe: " + std::strerror(errno));
   return Status::ok();
 }
 
@@ -84,6 +78,7 @@ void AdminSocket::stop() {
     *fd = -1;
   }
   if (bound_) ::unlink(path_.c_str());
+  lock_.release();  // after the unlink: until then no other daemon may bind the path
 }
 
 void AdminSocket::serve() {

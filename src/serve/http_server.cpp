@@ -170,6 +170,7 @@ struct HttpServer::Impl {
   Processor processor;
   std::unique_ptr<ConnectionLoop> loop;
   std::string bound_socket;
+  SocketPathLock socket_lock;  // bound_socket's, released after it is removed
   int tcp_port = 0;
 
   Impl(Service& s, ListenOptions o) : service(s), options(std::move(o)) {
@@ -293,24 +294,14 @@ struct HttpServer::Impl {
 // A listening UNIX socket at `path`, created with a restrictive umask.
 Status HttpServer::Impl::bind_socket() {
   const std::string& path = options.socket_path;
-  if (Status s = check_socket_path(path, "--socket"); !s) return s;  // again: it may have changed since
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) ::unlink(path.c_str());  // a socket, stale: its daemon died
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::io(std::string("--socket: socket(): ") + std::strerror(errno));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  const mode_t old = ::umask(0177);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::listen(fd, SOMAXCONN) == 0;
-  const int err = errno;
-  ::umask(old);
-  if (!ok) {
-    ::close(fd);
-    return Status::io("--socket: cannot listen on " + path + ": " + std::strerror(err));
-  }
-  loop->add_listener(fd);
+  // The path's lock first, held until the destructor has removed the socket: no other daemon
+  // can be between its checks and its bind meanwhile, nor unlink this one's socket while it stops.
+  auto lock = SocketPathLock::acquire(path, "--socket");
+  if (!lock) return lock.status();
+  auto fd = listen_unix(path, "--socket", SOMAXCONN);
+  if (!fd) return fd.status();
+  socket_lock = std::move(*lock);
+  loop->add_listener(*fd);
   bound_socket = path;
   if (!options.socket_group.empty()) {
     const group* g = ::getgrnam(options.socket_group.c_str());
@@ -364,6 +355,7 @@ HttpServer::HttpServer(Service& service, ListenOptions options)
 HttpServer::~HttpServer() {
   stop();
   if (!impl_->bound_socket.empty()) ::unlink(impl_->bound_socket.c_str());
+  impl_->socket_lock.release();  // after the unlink: until then no other daemon may bind the path
 }
 
 Status check_listen_options(const ListenOptions& options) {

@@ -1,17 +1,33 @@
 // check_socket_path (unix_socket.h): what bind() of the daemon's sockets would refuse, seen before
-// anything is created. Here: a parent directory this user may not write in.
+// anything is created (here: a parent directory this user may not write in, a group it is not
+// in); and the path's lock (SocketPathLock), which keeps a second server from unlinking the
+// socket of one that holds the path.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
+#include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "daemon_process.h"
+#include "peakcast/serve/admin_socket.h"
 #include "peakcast/serve/http_server.h"
+#include "peakcast/serve/service.h"
 #include "peakcast/serve/unix_socket.h"
+#include "raw_http.h"
 #include "serve_test_util.h"
 
 namespace peakcast::serve {
@@ -107,6 +123,161 @@ TEST(UnixSocketPath, ASocketGroupThisUserIsNotInIsRefused) {
                                     << " (expected a message starting: " << expected << ")";
   EXPECT_NE(WEXITSTATUS(status), 2) << "uid 65534 was refused its own group";
   EXPECT_TRUE(check_listen_options(lo).is_ok()) << "root may give the socket to any group";
+}
+
+// Another daemon's hold on the socket path `socket`, as one between its lock and its bind has it:
+// an exclusive flock(2) on `socket`.lock, from an open file of its own (flock locks belong to the
+// open file, so this conflicts with a lock the same process takes through another open).
+class OtherDaemonsLock {
+ public:
+  explicit OtherDaemonsLock(const std::string& socket)
+      : fd_(::open((socket + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {}
+  ~OtherDaemonsLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OtherDaemonsLock(const OtherDaemonsLock&) = delete;
+  OtherDaemonsLock& operator=(const OtherDaemonsLock&) = delete;
+  bool held() const { return fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0; }
+
+ private:
+  int fd_;
+};
+
+// A service over a fresh database in `dir`, for HttpServers to serve.
+std::unique_ptr<Service> make_service(const TempDir& dir) {
+  auto store = open_sqlite_store(dir.file("h.db"));
+  EXPECT_TRUE(store.ok()) << store.status().message();
+  ServiceOptions options;  // a named value: GCC 12 warns falsely on a ServiceOptions{} temporary
+  return std::make_unique<Service>(testing::history_model(), std::move(*store), std::move(options));
+}
+
+// The status of GET /healthz at the UNIX socket `path`; 0: nothing answered.
+int healthz_status(const std::string& path) {
+  const std::string answer =
+      testing::http_exchange(path, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
+  return answer.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(answer.substr(9, 3)) : 0;
+}
+
+// An HttpServer serving on a thread of its own.
+struct RunningServer {
+  std::unique_ptr<HttpServer> http;
+  std::thread thread;
+  RunningServer(Service& service, const std::string& socket) {
+    ListenOptions lo;
+    lo.socket_path = socket;
+    lo.threads = 2;
+    http = std::make_unique<HttpServer>(service, lo);
+  }
+  Status bind_and_serve() {
+    Status s = http->bind();
+    if (s) thread = std::thread([this] { http->serve(); });
+    return s;
+  }
+  // Stops serving (its listener closed) but keeps the object, as a daemon does while it answers
+  // what it has received and stops its other parts; its socket file is removed when it is destroyed.
+  void stop() {
+    http->stop();
+    if (thread.joinable()) thread.join();
+  }
+  ~RunningServer() { stop(); }
+};
+
+// A daemon that had stopped listening but not yet removed its socket (serve() returned; the sync
+// loop and admin socket still stopping) looked stale to a second one starting on the path: the
+// second unlinked it and bound its own, and the first then removed the second's socket as it
+// went, leaving it serving a name nobody could reach. The path is held until its socket is gone:
+// the second is refused, naming the path, and once the first is gone a new one takes the path
+// and answers there.
+TEST(SocketPathLock, ASecondServerCannotTakeThePathFromOneStillStopping) {
+  TempDir dir;
+  const std::string sock = dir.file("d.sock");
+  const auto service = make_service(dir);
+  auto first = std::make_unique<RunningServer>(*service, sock);
+  ASSERT_TRUE(first->bind_and_serve().is_ok());
+  ASSERT_EQ(healthz_status(sock), 200);
+  first->stop();
+  ASSERT_TRUE(std::filesystem::exists(sock)) << "the socket file stays until the server is destroyed";
+  ASSERT_EQ(healthz_status(sock), 0) << "a stopped server no longer accepts";
+
+  RunningServer second(*service, sock);
+  const Status s = second.http->bind();
+  ASSERT_FALSE(s.is_ok()) << "bound on the path of a server still stopping";
+  EXPECT_EQ(s.kind(), ErrorKind::kIo);
+  EXPECT_EQ(s.message().rfind("--socket: another peakcastd holds " + sock, 0), 0u) << s.message();
+  first.reset();
+  EXPECT_FALSE(std::filesystem::exists(sock));
+  EXPECT_FALSE(std::filesystem::exists(sock + ".lock")) << "the lock file is removed with the socket";
+
+  RunningServer third(*service, sock);
+  ASSERT_TRUE(third.bind_and_serve().is_ok());
+  EXPECT_EQ(healthz_status(sock), 200) << "the path's new server answers there";
+}
+
+// Two daemons starting on one path both saw nothing listening, and the second unlinked the
+// socket the first had just bound. Here the first is between its lock and its bind (its lock
+// held, no socket yet, or a stale one from a daemon that died): the second is refused, the HTTP
+// socket and the admin socket alike, and creates nothing. Once the lock is let go (its holder
+// gone) the path binds, the stale socket replaced.
+TEST(SocketPathLock, APathAnotherDaemonHoldsIsRefusedAndNothingIsUnlinked) {
+  TempDir dir;
+  const auto service = make_service(dir);
+  for (const std::string option : {"--socket", "--admin-socket"}) {
+    const std::string sock = dir.file("d" + option + ".sock");
+    {  // a stale socket: bound, never listened on (a daemon that died)
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strncpy(addr.sun_path, sock.c_str(), sizeof addr.sun_path - 1);
+      ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      ::close(fd);
+    }
+    struct stat before{};
+    ASSERT_EQ(::lstat(sock.c_str(), &before), 0);
+    auto other = std::make_unique<OtherDaemonsLock>(sock);
+    ASSERT_TRUE(other->held());
+    const auto echo = [](const std::string& cmd, const std::string&) { return nlohmann::json{{"command", cmd}}; };
+    RunningServer http(*service, sock);
+    AdminSocket admin(sock, echo);  // its errors name --admin-socket
+    const Status s = option == "--socket" ? http.bind_and_serve() : admin.bind();
+    ASSERT_FALSE(s.is_ok()) << option << ": bound on a path another daemon holds";
+    EXPECT_EQ(s.message(), option + ": another peakcastd holds " + sock + " (it has the lock " + sock + ".lock)");
+    struct stat after{};
+    ASSERT_EQ(::lstat(sock.c_str(), &after), 0) << option << ": the other daemon's socket was unlinked";
+    EXPECT_EQ(after.st_ino, before.st_ino) << option << ": the other daemon's socket was replaced";
+
+    other.reset();  // its holder gone: the lock file stays behind, unlocked
+    ASSERT_TRUE(std::filesystem::exists(sock + ".lock"));
+    const Status again = option == "--socket" ? http.bind_and_serve() : admin.bind();
+    ASSERT_TRUE(again.is_ok()) << option << ": " << again.message();
+    if (option == "--socket") {
+      EXPECT_EQ(healthz_status(sock), 200);
+    } else {
+      admin.start();
+      const int fd = testing::connect_unix(sock);
+      EXPECT_GE(fd, 0) << "nothing listens on the admin socket";
+      if (fd >= 0) ::close(fd);
+    }
+  }
+}
+
+// The lock file is the daemon's own: a symbolic link or a directory put at PATH.lock is refused
+// (never followed, never removed), the path named.
+TEST(SocketPathLock, ALockPathThatIsNotARegularFileIsRefused) {
+  TempDir dir;
+  const std::string sock = dir.file("d.sock"), target = dir.file("target");
+  std::ofstream(target) << "keep";
+  std::filesystem::create_symlink(target, sock + ".lock");
+  const auto link = SocketPathLock::acquire(sock, "--socket");
+  ASSERT_FALSE(link.ok());
+  EXPECT_EQ(link.status().message(), "--socket: cannot open the lock file " + sock + ".lock: it is a symbolic link");
+  EXPECT_TRUE(std::filesystem::is_symlink(sock + ".lock"));
+  std::filesystem::remove(sock + ".lock");
+  std::filesystem::create_directory(sock + ".lock");
+  const auto directory = SocketPathLock::acquire(sock, "--socket");
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find(sock + ".lock"), std::string::npos) << directory.status().message();
+  EXPECT_TRUE(std::filesystem::is_directory(sock + ".lock"));
+  EXPECT_EQ(testing::file_text(target), "keep");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "peakcast/core/status.h"
+#include "peakcast/serve/unix_socket.h"
 
 namespace peakcast::serve {
 
@@ -38,8 +39,9 @@ class AdminSocket {
   AdminSocket(const AdminSocket&) = delete;
   AdminSocket& operator=(const AdminSocket&) = delete;
 
-  // Replaces a stale socket file; refuses a path that is not a socket, and one a live daemon
-  // listens on (socket_is_live), as the HTTP socket does.
+  // Holds the path (SocketPathLock, until stop()) and replaces a stale socket file; refuses a
+  // path another daemon holds, one that is not a socket, and one a live daemon listens on
+  // (socket_is_live), as the HTTP socket does.
   Status bind();
   void start();   // serves on a thread until stop()
   void stop();
@@ -53,6 +55,7 @@ class AdminSocket {
   Handler handler_;
   unsigned mode_;
   bool bound_ = false;  // the file at path_ is ours: removed at stop() (never another daemon's)
+  SocketPathLock lock_;  // path_'s, released at stop() after the file is removed
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // stop() writes here to end the poll
   std::thread thread_;

@@ -21,6 +21,44 @@ bool socket_is_live(const std::string& path);
 // message ("--socket", "--admin-socket"). A stale socket passes: bind() unlinks it.
 Status check_socket_path(const std::string& path, std::string_view option);
 
+// A UNIX socket path this process holds while the object lives: an exclusive flock(2) on
+// PATH.lock, a file beside the socket, taken before the socket's checks and unlink and held until
+// the socket file is removed. Two daemons starting on one path could both see it free (nothing
+// listening), and the second then unlinked the first's freshly bound socket (the first went on
+// listening on a name nobody could reach); a daemon still stopping (its socket not yet removed)
+// unlinked a new one's. The lock file is removed on release; a lock left by a killed daemon is
+// free again (flock dies with its holder). Move-only.
+class SocketPathLock {
+ public:
+  SocketPathLock() = default;
+  ~SocketPathLock() { release(); }
+  SocketPathLock(SocketPathLock&& o) noexcept;
+  SocketPathLock& operator=(SocketPathLock&& o) noexcept;
+  SocketPathLock(const SocketPathLock&) = delete;
+  SocketPathLock& operator=(const SocketPathLock&) = delete;
+
+  // Takes the lock of the socket at `socket_path` without waiting: an I/O error "OPTION: another
+  // peakcastd holds PATH" when another process holds it; the lock file's own failures (not a
+  // regular file, not openable) named too. `option` as for check_socket_path.
+  static Result<SocketPathLock> acquire(const std::string& socket_path, std::string_view option);
+  static std::string lock_path(const std::string& socket_path) { return socket_path + ".lock"; }
+
+  bool held() const { return fd_ >= 0; }
+  // Removes the lock file and lets the lock go (nothing when not held).
+  void release();
+
+ private:
+  std::string path_;  // of the lock file
+  int fd_ = -1;
+};
+
+// A listening UNIX stream socket at `path` (backlog `backlog`), for a caller holding its
+// SocketPathLock: check_socket_path again (the path may have changed since the start's check),
+// then a stale socket there is unlinked (only a socket: a file of another kind is refused, never
+// removed), and the new one bound with no access for anyone but the owner (umask 0177; the
+// caller sets its mode). The listening descriptor, or the error naming `option` and the path.
+Result<int> listen_unix(const std::string& path, std::string_view option, int backlog);
+
 // What chown(2) of the socket to --socket-group would refuse, seen without side effects: no such
 // group, or a group this process may not give a file to (not its effective or a supplementary
 // group, and neither root nor holding CAP_CHOWN). Invalid input, the group named.
