@@ -298,17 +298,18 @@ Status settle_buffered_bytes(DaemonArgs& a, bool given, size_t max_body_bytes) {
 // `reload [DIR]` and `model` on the admin socket.
 // A plain `reload` reads --model's path again, as SIGHUP does; `reload DIR` serves DIR until the
 // next SIGHUP or reload.
-std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, const std::string& model_dir,
-                                                      serve::Service& service) {
-  return std::make_unique<serve::AdminSocket>(path, [&service, model_dir](const std::string& cmd,
-                                                                          const std::string& arg) {
+// `option`: how its errors name the path (admin_socket_option).
+std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, const std::string& option,
+                                                      const std::string& model_dir, serve::Service& service) {
+  auto handler = [&service, model_dir](const std::string& cmd, const std::string& arg) {
     if (cmd == "model") return service.model().to_json();
     if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
     auto r = service.model().reload(arg.empty() ? model_dir : arg);
     nlohmann::json out = {{"ok", r.ok()}, {"model", service.model().to_json()}};
     if (!r) out["error"] = r.status().message();
     return out;
-  });
+  };
+  return std::make_unique<serve::AdminSocket>(path, std::move(handler), 0600, option);
 }
 
 // SIGTERM/SIGINT before serving (the start-up rebuild, --sync-once): read from the signal pipe
@@ -373,18 +374,24 @@ std::string admin_socket_path(const DaemonArgs& a) {
   return a.admin_socket;
 }
 
+// How errors name the admin socket: the option, or, for the default path (--socket + ".admin"),
+// where it came from (an error naming --admin-socket sent the user to an option they never passed).
+std::string admin_socket_option(const DaemonArgs& a) {
+  return a.admin_socket == "default" ? "the admin socket beside --socket" : "--admin-socket";
+}
+
 // The admin socket's path checked as AdminSocket::bind() would (serve::check_socket_path: empty
-// or too long, not a socket, a live daemon there, a directory it cannot be made in). The default one (--socket + ".admin") is named
-// as such: an error naming --admin-socket sent the user to an option they never passed.
+// or too long, not a socket, a live daemon there, a directory it cannot be made in), named as
+// bind's own errors name it (admin_socket_option).
 Status check_admin_path(const DaemonArgs& a, const std::string& admin) {
-  if (a.admin_socket != "default") return serve::check_socket_path(admin, "--admin-socket");
+  if (a.admin_socket != "default") return serve::check_socket_path(admin, admin_socket_option(a));
   constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
   if (admin.size() > kMaxPath) {
     return Status::invalid("the admin socket beside --socket (" + admin + ") is " + std::to_string(admin.size()) +
                            " bytes, over " + std::to_string(kMaxPath) +
                            "; pass --admin-socket PATH (or --admin-socket '' for none)");
   }
-  return serve::check_socket_path(admin, "the admin socket beside --socket");
+  return serve::check_socket_path(admin, admin_socket_option(a));
 }
 
 int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
@@ -408,7 +415,7 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
   const std::string admin_path = admin_socket_path(a);
   std::unique_ptr<serve::AdminSocket> admin;
   if (!admin_path.empty()) {
-    admin = make_admin_socket(admin_path, a.model_dir, service);
+    admin = make_admin_socket(admin_path, admin_socket_option(a), a.model_dir, service);
     if (Status s = admin->bind(); !s) return fail(s);
     admin->start();
   }

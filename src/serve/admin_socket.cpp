@@ -37,8 +37,8 @@ void reply(int fd, const nlohmann::json& j) {
 
 bool admin_peer_allowed(uid_t peer, uid_t self) { return peer == 0 || peer == self; }
 
-AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode)
-    : path_(std::move(path)), handler_(std::move(handler)), mode_(mode) {}
+AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode, std::string option)
+    : path_(std::move(path)), option_(std::move(option)), handler_(std::move(handler)), mode_(mode) {}
 
 AdminSocket::~AdminSocket() { stop(); }
 
@@ -46,8 +46,7 @@ Status AdminSocket::bind() {
   // As the HTTP socket: check_socket_path (a daemon still listening there keeps it: unlinked, its
   // reloads would reach this daemon instead, and its own admin socket be gone), then the path's
   // lock (held until stop() has removed the socket), and under it the check again, the unlink of
-  // a stale socket and the bind (listen_unix).
-  const std::string option_ = "--admin-socket";
+  // a stale socket and the bind (listen_unix). Errors name option_.
   if (Status s = check_socket_path(path_, option_); !s) return s;
   auto lock = SocketPathLock::acquire(path_, option_);
   if (!lock) return lock.status();

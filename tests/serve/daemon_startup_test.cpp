@@ -4,7 +4,10 @@
 // --version.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -229,6 +232,30 @@ TEST(DaemonStartup, TheBufferedBytesDefaultFollowsTheScriptLimit) {
   EXPECT_NE(text.find("When not given: 256 MiB, or two largest requests where --max-script-bytes makes that more"),
             std::string::npos)
       << help.out;
+}
+
+// AdminSocket::bind() checks its path again, under the path's lock, and its errors named
+// --admin-socket even for the default path (--socket + ".admin"), which the start's own check
+// already names as such. Another daemon holding the default admin path (between its lock and its
+// bind) passes the start's check and is refused at bind: exit 1, the path named as beside
+// --socket, and the HTTP socket the daemon had bound removed, its lock file too.
+TEST(DaemonStartup, AnAdminSocketAnotherDaemonHoldsIsNamedAsBesideTheSocketAtBind) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  testing::write_history_model(dir.path());
+  const std::string sock = dir.file("d.sock"), admin = sock + ".admin";
+  const int held = ::open((admin + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  const DaemonExit x = run_daemon({"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock}, dir);
+  ::close(held);
+  EXPECT_EQ(x.code, 1) << "-1: it served on (killed after 30 s) with its admin socket's path held: " << x.err;
+  const std::string& text = x.err;
+  EXPECT_NE(text.find("the admin socket beside --socket: another peakcastd holds " + admin), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("--admin-socket"), std::string::npos) << "named an option the user never passed: " << text;
+  EXPECT_FALSE(fs::exists(sock)) << "the HTTP socket was left behind";
+  EXPECT_FALSE(fs::exists(sock + ".lock")) << "the HTTP socket's lock file was left behind";
 }
 
 // --listen 127.0.0.1:0 takes a free port; the start's "listening on" line said "tcp:127.0.0.1:0",

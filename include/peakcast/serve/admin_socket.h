@@ -34,7 +34,9 @@ class AdminSocket {
   // (command, argument) -> the reply object; {"error": ...} for an unknown command.
   using Handler = std::function<nlohmann::json(const std::string& command, const std::string& arg)>;
 
-  AdminSocket(std::string path, Handler handler, unsigned mode = 0600);
+  // `option`: how errors name the path (peakcastd: "--admin-socket", or "the admin socket beside
+  // --socket" for its default path, which the user never passed).
+  AdminSocket(std::string path, Handler handler, unsigned mode = 0600, std::string option = "--admin-socket");
   ~AdminSocket();
   AdminSocket(const AdminSocket&) = delete;
   AdminSocket& operator=(const AdminSocket&) = delete;
@@ -52,6 +54,7 @@ class AdminSocket {
   void answer(int fd);
 
   std::string path_;
+  std::string option_;
   Handler handler_;
   unsigned mode_;
   bool bound_ = false;  // the file at path_ is ours: removed at stop() (never another daemon's)
