@@ -41,7 +41,8 @@ struct CascadeConfig {
   // Boosters in the tree route's bag, seeds tree.seed + k * TreeRoute::kBagSeedStep, averaged.
   // 5 against 1 (the cascade, 5 seeds, split / fold means): gpumemnet 0.1174 -> 0.1151 /
   // 0.1301 -> 0.1297, chipseq 0.0877 / 0.0749 -> 0.0738, mag 0.0354 -> 0.0351 / 0.0444, eager
-  // unchanged; the seeds' spread halves on gpumemnet (docs/evaluation.md).
+  // unchanged; the seeds' spread halves on gpumemnet; LANL 0.1027 -> 0.1040 / 0.1055 -> 0.1041
+  // (docs/evaluation.md). `--cascade-option tree_bag=1` restores one booster's cost.
   size_t tree_bag = 5;
 
   // ---- policy grids (chosen jointly per resource on the policy half of validation) ----
