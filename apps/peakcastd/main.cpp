@@ -299,8 +299,10 @@ Status settle_buffered_bytes(DaemonArgs& a, bool given, size_t max_body_bytes) {
 // A plain `reload` reads --model's path again, as SIGHUP does; `reload DIR` serves DIR until the
 // next SIGHUP or reload.
 // `option`: how its errors name the path (admin_socket_option).
+// `lock`: the path's, taken with the start's checks (bind() uses it).
 std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, const std::string& option,
-                                                      const std::string& model_dir, serve::Service& service) {
+                                                      const std::string& model_dir, serve::Service& service,
+                                                      serve::SocketPathLock lock) {
   auto handler = [&service, model_dir](const std::string& cmd, const std::string& arg) {
     if (cmd == "model") return service.model().to_json();
     if (cmd != "reload") return nlohmann::json{{"error", "unknown command \"" + cmd + "\" (reload [DIR], model)"}};
@@ -309,7 +311,7 @@ std::unique_ptr<serve::AdminSocket> make_admin_socket(const std::string& path, c
     if (!r) out["error"] = r.status().message();
     return out;
   };
-  return std::make_unique<serve::AdminSocket>(path, std::move(handler), 0600, option);
+  return std::make_unique<serve::AdminSocket>(path, std::move(handler), 0600, option, std::move(lock));
 }
 
 // SIGTERM/SIGINT before serving (the start-up rebuild, --sync-once): read from the signal pipe
@@ -382,21 +384,56 @@ std::string admin_socket_option(const DaemonArgs& a) {
 
 // The admin socket's path checked as AdminSocket::bind() would (serve::check_socket_path: empty
 // or too long, not a socket, a live daemon there, a directory it cannot be made in), named as
-// bind's own errors name it (admin_socket_option).
+// bind's own errors name it (admin_socket_option); and not --socket's own path.
 Status check_admin_path(const DaemonArgs& a, const std::string& admin) {
-  if (a.admin_socket != "default") return serve::check_socket_path(admin, admin_socket_option(a));
   constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
-  if (admin.size() > kMaxPath) {
+  if (a.admin_socket == "default" && admin.size() > kMaxPath) {
     return Status::invalid("the admin socket beside --socket (" + admin + ") is " + std::to_string(admin.size()) +
                            " bytes, over " + std::to_string(kMaxPath) +
                            "; pass --admin-socket PATH (or --admin-socket '' for none)");
   }
-  return serve::check_socket_path(admin, admin_socket_option(a));
+  if (Status s = serve::check_socket_path(admin, admin_socket_option(a)); !s) return s;
+  // One path for both: the start would refuse the admin socket's lock as another daemon's, the
+  // HTTP socket holding it. (Only an --admin-socket given can be --socket's path.)
+  std::error_code admin_ec, socket_ec;
+  const auto admin_file = std::filesystem::weakly_canonical(admin, admin_ec).lexically_normal();
+  const auto socket_file = std::filesystem::weakly_canonical(a.socket_path, socket_ec).lexically_normal();
+  if (!a.socket_path.empty() && !admin_ec && !socket_ec && admin_file == socket_file) {
+    return Status::invalid("--admin-socket: " + admin + " is also the --socket path; give the admin socket a path "
+                           "of its own (or leave --admin-socket out: --socket + \".admin\")");
+  }
+  return Status::ok();
+}
+
+// The sockets' paths held (SocketPathLock) from the start's checks, before the model is read and
+// the database opened, until their sockets are removed at exit: the loser of a start race (two
+// daemons on one --socket started together, or one started while the first still rebuilds its
+// history and listens on nothing, so that check_socket_path finds nobody there) exits 2 having
+// created nothing (taken at bind, the lock refused it with exit 1 after it had created the
+// database and rebuilt the history). Not for --listen (its bind refuses a second daemon) nor
+// --sync-once (it listens on nothing).
+struct SocketLocks {
+  serve::SocketPathLock http, admin;
+};
+
+Result<SocketLocks> lock_socket_paths(const DaemonArgs& a, const std::string& admin) {
+  SocketLocks locks;
+  if (!a.socket_path.empty()) {
+    auto lock = serve::SocketPathLock::acquire(a.socket_path, "--socket");
+    if (!lock) return lock.status();
+    locks.http = std::move(*lock);
+  }
+  if (!admin.empty()) {
+    auto lock = serve::SocketPathLock::acquire(admin, admin_socket_option(a));
+    if (!lock) return lock.status();
+    locks.admin = std::move(*lock);
+  }
+  return locks;
 }
 
 int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_body_bytes,
-                        serve::Service& service, serve::SignalPipe& signals) {
-  serve::HttpServer server(service, listen_options(a, socket_mode, max_body_bytes));
+                        serve::Service& service, serve::SignalPipe& signals, SocketLocks locks) {
+  serve::HttpServer server(service, listen_options(a, socket_mode, max_body_bytes), std::move(locks.http));
   if (Status s = server.bind(); !s) return fail(s);
   // The port bound, not the one asked for: --listen HOST:0 takes a free port, which only this
   // line tells.
@@ -415,7 +452,7 @@ int serve_until_stopped(const DaemonArgs& a, unsigned socket_mode, size_t max_bo
   const std::string admin_path = admin_socket_path(a);
   std::unique_ptr<serve::AdminSocket> admin;
   if (!admin_path.empty()) {
-    admin = make_admin_socket(admin_path, admin_socket_option(a), a.model_dir, service);
+    admin = make_admin_socket(admin_path, admin_socket_option(a), a.model_dir, service, std::move(locks.admin));
     if (Status s = admin->bind(); !s) return fail(s);
     admin->start();
   }
@@ -527,12 +564,17 @@ int run(int argc, char** argv) {
   opts.late_tolerance_s = a.late_tolerance_s;
   opts.history_days = a.history_days;
   const size_t max_body_bytes = opts.limits.max_body_bytes();
+  SocketLocks locks;
   if (!a.sync_once_only) {  // --sync-once listens on nothing (and may run beside the daemon)
     if (Status s = settle_buffered_bytes(a, app.count("--max-buffered-bytes") > 0, max_body_bytes); !s) return fail(s);
     if (Status s = serve::check_listen_options(listen_options(a, *socket_mode, max_body_bytes)); !s) return fail(s);
-    if (const std::string admin = admin_socket_path(a); !admin.empty()) {
+    const std::string admin = admin_socket_path(a);
+    if (!admin.empty()) {
       if (Status s = check_admin_path(a, admin); !s) return fail(s);
     }
+    auto held = lock_socket_paths(a, admin);  // the last check: what it holds is released on any refusal
+    if (!held) return fail(held.status());
+    locks = std::move(*held);
   }
 
   if (a.sync_once_only) return sync_once_and_exit(a, start_signals);
@@ -560,7 +602,7 @@ int run(int argc, char** argv) {
     log(LogLevel::kInfo, "stopped before serving: closing the database");
     return kExitOk;
   }
-  return serve_until_stopped(a, *socket_mode, max_body_bytes, service, signals);
+  return serve_until_stopped(a, *socket_mode, max_body_bytes, service, signals, std::move(locks));
 }
 
 }  // namespace

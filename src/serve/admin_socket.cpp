@@ -37,23 +37,34 @@ void reply(int fd, const nlohmann::json& j) {
 
 bool admin_peer_allowed(uid_t peer, uid_t self) { return peer == 0 || peer == self; }
 
-AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode, std::string option)
-    : path_(std::move(path)), option_(std::move(option)), handler_(std::move(handler)), mode_(mode) {}
+AdminSocket::AdminSocket(std::string path, Handler handler, unsigned mode, std::string option, SocketPathLock lock)
+    : path_(std::move(path)),
+      option_(std::move(option)),
+      handler_(std::move(handler)),
+      mode_(mode),
+      lock_(std::move(lock)) {}
 
 AdminSocket::~AdminSocket() { stop(); }
 
 Status AdminSocket::bind() {
   // As the HTTP socket: check_socket_path (a daemon still listening there keeps it: unlinked, its
   // reloads would reach this daemon instead, and its own admin socket be gone), then the path's
-  // lock (held until stop() has removed the socket), and under it the check again, the unlink of
-  // a stale socket and the bind (listen_unix). Errors name option_.
+  // lock (the one handed to the constructor, else taken here; held until stop() has removed the
+  // socket), and under it the check again, the unlink of a stale socket and the bind
+  // (listen_unix). Errors name option_.
   if (Status s = check_socket_path(path_, option_); !s) return s;
-  auto lock = SocketPathLock::acquire(path_, option_);
-  if (!lock) return lock.status();
+  if (lock_.held() && !lock_.holds(path_)) {
+    return Status::internal(option_ + ": the lock handed to the admin socket is not " +
+                            SocketPathLock::lock_path(path_));
+  }
+  if (!lock_.held()) {
+    auto lock = SocketPathLock::acquire(path_, option_);
+    if (!lock) return lock.status();
+    lock_ = std::move(*lock);
+  }
   auto fd = listen_unix(path_, option_, 16);
   if (!fd) return fd.status();
   listen_fd_ = *fd;
-  lock_ = std::move(*lock);
   bound_ = true;
   // Created with no access for anyone but the owner, then set to the mode asked for.
   if (::chmod(path_.c_str(), mode_) != 0) return Status::io(option_ + ": chmod " + path_ + ": " + std::strerror(errno));

@@ -173,7 +173,8 @@ struct HttpServer::Impl {
   SocketPathLock socket_lock;  // bound_socket's, released after it is removed
   int tcp_port = 0;
 
-  Impl(Service& s, ListenOptions o) : service(s), options(std::move(o)) {
+  Impl(Service& s, ListenOptions o, SocketPathLock lock)
+      : service(s), options(std::move(o)), socket_lock(std::move(lock)) {
     routes();
     const int threads = options.threads > 0
                             ? options.threads
@@ -294,13 +295,19 @@ struct HttpServer::Impl {
 // A listening UNIX socket at `path`, created with a restrictive umask.
 Status HttpServer::Impl::bind_socket() {
   const std::string& path = options.socket_path;
-  // The path's lock first, held until the destructor has removed the socket: no other daemon
-  // can be between its checks and its bind meanwhile, nor unlink this one's socket while it stops.
-  auto lock = SocketPathLock::acquire(path, "--socket");
-  if (!lock) return lock.status();
+  // The path's lock first (the one handed to the constructor, else taken here), held until the
+  // destructor has removed the socket: no other daemon can be between its checks and its bind
+  // meanwhile, nor unlink this one's socket while it stops.
+  if (socket_lock.held() && !socket_lock.holds(path)) {
+    return Status::internal("--socket: the lock handed to the server is not " + SocketPathLock::lock_path(path));
+  }
+  if (!socket_lock.held()) {
+    auto lock = SocketPathLock::acquire(path, "--socket");
+    if (!lock) return lock.status();
+    socket_lock = std::move(*lock);
+  }
   auto fd = listen_unix(path, "--socket", SOMAXCONN);
   if (!fd) return fd.status();
-  socket_lock = std::move(*lock);
   loop->add_listener(*fd);
   bound_socket = path;
   if (!options.socket_group.empty()) {
@@ -349,8 +356,8 @@ Status HttpServer::Impl::bind_tcp() {
   return Status::ok();
 }
 
-HttpServer::HttpServer(Service& service, ListenOptions options)
-    : impl_(std::make_unique<Impl>(service, std::move(options))) {}
+HttpServer::HttpServer(Service& service, ListenOptions options, SocketPathLock socket_lock)
+    : impl_(std::make_unique<Impl>(service, std::move(options), std::move(socket_lock))) {}
 
 HttpServer::~HttpServer() {
   stop();

@@ -162,8 +162,8 @@ Result<SocketPathLock> SocketPathLock::acquire(const std::string& socket_path, s
       const int err = errno;
       ::close(fd);
       if (err == EWOULDBLOCK) {
-        return Status::io(fmt::format("{}: another peakcastd holds {} (it has the lock {})", option, socket_path,
-                                      path));
+        return Status::invalid(fmt::format("{}: another peakcastd holds {} (it has the lock {})", option,
+                                           socket_path, path));
       }
       return Status::io(fmt::format("{}: cannot lock {}: {}", option, path, std::strerror(err)));
     }

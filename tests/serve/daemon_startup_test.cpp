@@ -80,6 +80,8 @@ TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel
       {{"--socket", not_a_socket}, "exists and is not a socket"},
       {{"--socket", long_path}, "--socket: path empty or longer than"},
       {{"--socket", dir.file("d.sock"), "--admin-socket", long_path}, "--admin-socket: path empty or longer"},
+      {{"--socket", dir.file("d.sock"), "--admin-socket", dir.file("./d.sock")},
+       "--admin-socket: " + dir.file("./d.sock") + " is also the --socket path"},
   });
 }
 
@@ -234,28 +236,89 @@ TEST(DaemonStartup, TheBufferedBytesDefaultFollowsTheScriptLimit) {
       << help.out;
 }
 
-// AdminSocket::bind() checks its path again, under the path's lock, and its errors named
-// --admin-socket even for the default path (--socket + ".admin"), which the start's own check
-// already names as such. Another daemon holding the default admin path (between its lock and its
-// bind) passes the start's check and is refused at bind: exit 1, the path named as beside
-// --socket, and the HTTP socket the daemon had bound removed, its lock file too.
-TEST(DaemonStartup, AnAdminSocketAnotherDaemonHoldsIsNamedAsBesideTheSocketAtBind) {
+// Another daemon's hold on the socket path `socket`, as one still in its start (its lock taken,
+// its history being rebuilt, nothing listening yet) has it: an exclusive flock(2) on
+// `socket`.lock, from this test's own open file.
+class HeldSocketLock {
+ public:
+  explicit HeldSocketLock(const std::string& socket)
+      : fd_(::open((socket + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    if (fd_ >= 0) ::fstat(fd_, &st_);
+  }
+  ~HeldSocketLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  HeldSocketLock(const HeldSocketLock&) = delete;
+  HeldSocketLock& operator=(const HeldSocketLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+  // Whether `socket`.lock is still this holder's file (nobody removed or replaced it).
+  bool still_there(const std::string& socket) const {
+    struct stat now{};
+    return ::lstat((socket + ".lock").c_str(), &now) == 0 && now.st_ino == st_.st_ino && now.st_dev == st_.st_dev;
+  }
+
+ private:
+  int fd_ = -1;
+  struct stat st_{};
+};
+
+// The loser of a start race (two daemons on one --socket started together, or one started while
+// the first still rebuilds its history and listens on nothing) found the path's lock held only at
+// bind: exit 1, after it had created the database and rebuilt the history. The locks of the HTTP
+// and the admin socket are taken with the start's checks: exit 2 naming the path held (the default
+// admin socket as beside --socket), before the model is read and the database created, the other's
+// lock file left alone and no socket or lock file of its own left behind.
+TEST(DaemonStartup, ASocketPathAnotherDaemonHoldsIsRefusedBeforeTheDatabase) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   TempDir dir;
-  testing::write_history_model(dir.path());
-  const std::string sock = dir.file("d.sock"), admin = sock + ".admin";
-  const int held = ::open((admin + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  ASSERT_GE(held, 0);
-  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
-  const DaemonExit x = run_daemon({"--model", dir.path(), "--db", dir.file("h.db"), "--socket", sock}, dir);
-  ::close(held);
-  EXPECT_EQ(x.code, 1) << "-1: it served on (killed after 30 s) with its admin socket's path held: " << x.err;
-  const std::string& text = x.err;
-  EXPECT_NE(text.find("the admin socket beside --socket: another peakcastd holds " + admin), std::string::npos)
-      << text;
-  EXPECT_EQ(text.find("--admin-socket"), std::string::npos) << "named an option the user never passed: " << text;
-  EXPECT_FALSE(fs::exists(sock)) << "the HTTP socket was left behind";
-  EXPECT_FALSE(fs::exists(sock + ".lock")) << "the HTTP socket's lock file was left behind";
+  const std::string sock = dir.file("d.sock"), admin = dir.file("a.sock");
+  struct Held {
+    std::string path;  // whose lock another daemon holds
+    RefusedStart start;
+  };
+  const std::vector<Held> cases = {
+      {sock,
+       {{"--socket", sock}, "--socket: another peakcastd holds " + sock + " (it has the lock " + sock + ".lock)"}},
+      {sock + ".admin",
+       {{"--socket", sock},
+        "the admin socket beside --socket: another peakcastd holds " + sock + ".admin (it has the lock " + sock +
+            ".admin.lock)"}},
+      {admin,
+       {{"--socket", sock, "--admin-socket", admin},
+        "--admin-socket: another peakcastd holds " + admin + " (it has the lock " + admin + ".lock)"}},
+  };
+  for (const Held& c : cases) {
+    const HeldSocketLock other(c.path);
+    ASSERT_TRUE(other.held()) << c.path;
+    expect_refused_before_anything_is_created(dir, {c.start});
+    EXPECT_TRUE(other.still_there(c.path)) << c.path << ": the other daemon's lock file was removed";
+    for (const std::string& own : {sock, sock + ".admin", admin}) {
+      EXPECT_FALSE(fs::exists(own)) << c.path << ": " << own << " left behind";
+      if (own != c.path) {
+        EXPECT_FALSE(fs::exists(own + ".lock")) << c.path << ": " << own << ".lock left behind";
+      }
+    }
+    fs::remove(c.path + ".lock");  // the other daemon's, gone with it
+  }
+}
+
+// --sync-once listens on nothing and may run beside the serving daemon: it takes no socket's lock.
+TEST(DaemonStartup, SyncOnceTakesNoSocketLock) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string sock = dir.file("d.sock"), sacct = dir.file("sacct");
+  std::ofstream(sacct) << "#!/bin/sh\nexit 0\n";
+  ::chmod(sacct.c_str(), 0755);
+  const HeldSocketLock http(sock), admin(sock + ".admin");
+  ASSERT_TRUE(http.held() && admin.held());
+  const DaemonExit x =
+      run_daemon({"--db", dir.file("h.db"), "--socket", sock, "--sacct", sacct, "--sync-once"}, dir);
+  EXPECT_EQ(x.code, 0) << x.err;
+  EXPECT_TRUE(http.still_there(sock) && admin.still_there(sock + ".admin"));
 }
 
 // --listen 127.0.0.1:0 takes a free port; the start's "listening on" line said "tcp:127.0.0.1:0",

@@ -202,7 +202,7 @@ TEST(SocketPathLock, ASecondServerCannotTakeThePathFromOneStillStopping) {
   RunningServer second(*service, sock);
   const Status s = second.http->bind();
   ASSERT_FALSE(s.is_ok()) << "bound on the path of a server still stopping";
-  EXPECT_EQ(s.kind(), ErrorKind::kIo);
+  EXPECT_EQ(s.kind(), ErrorKind::kInvalidInput) << "another daemon's path is the caller's to change: exit 2";
   EXPECT_EQ(s.message().rfind("--socket: another peakcastd holds " + sock, 0), 0u) << s.message();
   first.reset();
   EXPECT_FALSE(std::filesystem::exists(sock));
@@ -241,6 +241,7 @@ TEST(SocketPathLock, APathAnotherDaemonHoldsIsRefusedAndNothingIsUnlinked) {
     const Status s = option == "--socket" ? http.bind_and_serve() : admin.bind();
     ASSERT_FALSE(s.is_ok()) << option << ": bound on a path another daemon holds";
     EXPECT_EQ(s.message(), option + ": another peakcastd holds " + sock + " (it has the lock " + sock + ".lock)");
+    EXPECT_EQ(s.kind(), ErrorKind::kInvalidInput) << option;
     struct stat after{};
     ASSERT_EQ(::lstat(sock.c_str(), &after), 0) << option << ": the other daemon's socket was unlinked";
     EXPECT_EQ(after.st_ino, before.st_ino) << option << ": the other daemon's socket was replaced";
@@ -258,6 +259,53 @@ TEST(SocketPathLock, APathAnotherDaemonHoldsIsRefusedAndNothingIsUnlinked) {
       if (fd >= 0) ::close(fd);
     }
   }
+}
+
+// peakcastd takes its sockets' locks with the start's checks, before the database, and hands
+// them over: bind() uses the lock handed (a second acquire in this process would conflict with
+// it, flock locks belonging to the open file), holds it until the socket is removed, and refuses
+// one handed for another path.
+TEST(SocketPathLock, AServerBindsWithTheLockItIsHanded) {
+  TempDir dir;
+  const auto service = make_service(dir);
+  const auto echo = [](const std::string& cmd, const std::string&) { return nlohmann::json{{"command", cmd}}; };
+  const std::string sock = dir.file("d.sock"), admin_sock = dir.file("a.sock");
+  {
+    auto http_lock = SocketPathLock::acquire(sock, "--socket");
+    auto admin_lock = SocketPathLock::acquire(admin_sock, "--admin-socket");
+    ASSERT_TRUE(http_lock.ok() && admin_lock.ok());
+    ListenOptions lo;
+    lo.socket_path = sock;
+    lo.threads = 2;
+    HttpServer http(*service, lo, std::move(*http_lock));
+    AdminSocket admin(admin_sock, echo, 0600, "--admin-socket", std::move(*admin_lock));
+    const Status bound = http.bind();
+    ASSERT_TRUE(bound.is_ok()) << bound.message();
+    const Status admin_bound = admin.bind();
+    ASSERT_TRUE(admin_bound.is_ok()) << admin_bound.message();
+    for (const std::string& path : {sock, admin_sock}) {
+      EXPECT_FALSE(SocketPathLock::acquire(path, "--socket").ok()) << path << ": its lock was let go at bind";
+    }
+    admin.stop();
+    EXPECT_FALSE(std::filesystem::exists(admin_sock + ".lock")) << "the admin socket's lock outlived stop()";
+  }
+  EXPECT_FALSE(std::filesystem::exists(sock));
+  EXPECT_FALSE(std::filesystem::exists(sock + ".lock")) << "the handed lock outlived the server";
+
+  auto other = SocketPathLock::acquire(dir.file("other.sock"), "--socket");
+  ASSERT_TRUE(other.ok());
+  ListenOptions lo;
+  lo.socket_path = sock;
+  lo.threads = 2;
+  HttpServer http(*service, lo, std::move(*other));
+  const Status wrong = http.bind();
+  EXPECT_EQ(wrong.kind(), ErrorKind::kInternal) << wrong.message();
+  EXPECT_FALSE(std::filesystem::exists(sock)) << "bound without the path's lock";
+  auto other_admin = SocketPathLock::acquire(dir.file("other.sock.admin"), "--admin-socket");
+  ASSERT_TRUE(other_admin.ok());
+  AdminSocket admin(admin_sock, echo, 0600, "--admin-socket", std::move(*other_admin));
+  EXPECT_EQ(admin.bind().kind(), ErrorKind::kInternal);
+  EXPECT_FALSE(std::filesystem::exists(admin_sock)) << "bound without the path's lock";
 }
 
 // The lock file is the daemon's own: a symbolic link or a directory put at PATH.lock is refused

@@ -35,15 +35,17 @@ class AdminSocket {
   using Handler = std::function<nlohmann::json(const std::string& command, const std::string& arg)>;
 
   // `option`: how errors name the path (peakcastd: "--admin-socket", or "the admin socket beside
-  // --socket" for its default path, which the user never passed).
-  AdminSocket(std::string path, Handler handler, unsigned mode = 0600, std::string option = "--admin-socket");
+  // --socket" for its default path, which the user never passed). `lock`: the path's lock when
+  // the caller took it already (peakcastd, with its start's checks); bind() takes it otherwise.
+  AdminSocket(std::string path, Handler handler, unsigned mode = 0600, std::string option = "--admin-socket",
+              SocketPathLock lock = {});
   ~AdminSocket();
   AdminSocket(const AdminSocket&) = delete;
   AdminSocket& operator=(const AdminSocket&) = delete;
 
-  // Holds the path (SocketPathLock, until stop()) and replaces a stale socket file; refuses a
-  // path another daemon holds, one that is not a socket, and one a live daemon listens on
-  // (socket_is_live), as the HTTP socket does.
+  // Holds the path (SocketPathLock, the one handed to the constructor or one taken here, until
+  // stop()) and replaces a stale socket file; refuses a path another daemon holds, one that is
+  // not a socket, and one a live daemon listens on (socket_is_live), as the HTTP socket does.
   Status bind();
   void start();   // serves on a thread until stop()
   void stop();

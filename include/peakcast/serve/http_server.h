@@ -13,6 +13,7 @@
 #include "peakcast/core/status.h"
 #include "peakcast/serve/http_framing.h"
 #include "peakcast/serve/service.h"
+#include "peakcast/serve/unix_socket.h"
 
 namespace peakcast::serve {
 
@@ -41,13 +42,16 @@ Status check_listen_options(const ListenOptions& options);
 
 class HttpServer {
  public:
-  HttpServer(Service& service, ListenOptions options);
+  // `socket_lock`: options.socket_path's lock when the caller took it already (peakcastd, with its
+  // start's checks, so that a start refused for it creates nothing); bind() uses it, and takes
+  // the lock itself when not handed one. Held until the socket is removed (the destructor).
+  HttpServer(Service& service, ListenOptions options, SocketPathLock socket_lock = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds every listener (the socket gets its mode and group). A live daemon on the same socket
-  // path is an error; a stale socket file is replaced.
+  // path is an error, as is its lock held by another; a stale socket file is replaced.
   Status bind();
   // Serves until stop(); returns after every request already received has been answered.
   void serve();

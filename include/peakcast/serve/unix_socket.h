@@ -37,13 +37,18 @@ class SocketPathLock {
   SocketPathLock(const SocketPathLock&) = delete;
   SocketPathLock& operator=(const SocketPathLock&) = delete;
 
-  // Takes the lock of the socket at `socket_path` without waiting: an I/O error "OPTION: another
-  // peakcastd holds PATH" when another process holds it; the lock file's own failures (not a
-  // regular file, not openable) named too. `option` as for check_socket_path.
+  // Takes the lock of the socket at `socket_path` without waiting: "OPTION: another peakcastd
+  // holds PATH (it has the lock PATH.lock)" when another process holds it, an input error (the
+  // caller stops that daemon or picks another path: peakcastd exits 2); the lock file's own
+  // failures (not a regular file, not openable) are I/O errors, named too. `option` as for
+  // check_socket_path. peakcastd takes its locks with the start's checks, before it opens the
+  // database, and hands them to HttpServer and AdminSocket, which take their own when not handed one.
   static Result<SocketPathLock> acquire(const std::string& socket_path, std::string_view option);
   static std::string lock_path(const std::string& socket_path) { return socket_path + ".lock"; }
 
   bool held() const { return fd_ >= 0; }
+  // Whether this is the held lock of the socket at `socket_path`.
+  bool holds(const std::string& socket_path) const { return held() && path_ == lock_path(socket_path); }
   // Removes the lock file and lets the lock go (nothing when not held).
   void release();
 
