@@ -112,7 +112,7 @@ Status check_socket_path(const std::string& path, std::string_view option) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return Status::invalid(fmt::format("{}: {} exists and is not a socket", option, path));
-    if (socket_is_live(path)) return Status::io(fmt::format("{}: another daemon is listening on {}", option, path));
+    if (socket_is_live(path)) return Status::invalid(fmt::format("{}: another daemon is listening on {}", option, path));
   }
   return check_parent_directory(path, option);
 }

@@ -15,7 +15,8 @@ bool socket_is_live(const std::string& path);
 
 // What bind() of a UNIX socket at `path` would refuse, seen without creating anything: a path
 // empty or too long for sockaddr_un, a file there that is not a socket, a socket a live daemon
-// listens on (an I/O error; the others are input errors), a parent directory that is missing, is
+// listens on (the caller stops that daemon or picks another path: an input error, exit 2 as for a
+// path another peakcastd holds the lock of), a parent directory that is missing, is
 // not a directory, or that this process may not write in (the daemon's start refuses these before
 // it creates the database, not at bind after the history rebuild). `option` names the flag in the
 // message ("--socket", "--admin-socket"). A stale socket passes: bind() unlinks it.
