@@ -53,15 +53,7 @@ Status AdminSocket::bind() {
   // socket), and under it the check again, the unlink of a stale socket and the bind
   // (listen_unix). Errors name option_.
   if (Status s = check_socket_path(path_, option_); !s) return s;
-  if (lock_.held() && !lock_.holds(path_)) {
-    return Status::internal(option_ + ": the lock handed to the admin socket is not " +
-                            SocketPathLock::lock_path(path_));
-  }
-  if (!lock_.held()) {
-    auto lock = SocketPathLock::acquire(path_, option_);
-    if (!lock) return lock.status();
-    lock_ = std::move(*lock);
-  }
+  if (Status s = lock_.hold(path_, option_); !s) return s;
   auto fd = listen_unix(path_, option_, 16);
   if (!fd) return fd.status();
   listen_fd_ = *fd;

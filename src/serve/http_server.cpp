@@ -298,14 +298,7 @@ Status HttpServer::Impl::bind_socket() {
   // The path's lock first (the one handed to the constructor, else taken here), held until the
   // destructor has removed the socket: no other daemon can be between its checks and its bind
   // meanwhile, nor unlink this one's socket while it stops.
-  if (socket_lock.held() && !socket_lock.holds(path)) {
-    return Status::internal("--socket: the lock handed to the server is not " + SocketPathLock::lock_path(path));
-  }
-  if (!socket_lock.held()) {
-    auto lock = SocketPathLock::acquire(path, "--socket");
-    if (!lock) return lock.status();
-    socket_lock = std::move(*lock);
-  }
+  if (Status s = socket_lock.hold(path, "--socket"); !s) return s;
   auto fd = listen_unix(path, "--socket", SOMAXCONN);
   if (!fd) return fd.status();
   loop->add_listener(*fd);

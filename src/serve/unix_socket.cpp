@@ -177,6 +177,18 @@ Result<SocketPathLock> SocketPathLock::acquire(const std::string& socket_path, s
   return Status::io(fmt::format("{}: cannot lock {}: it was removed and created again 100 times", option, path));
 }
 
+Status SocketPathLock::hold(const std::string& socket_path, std::string_view option) {
+  if (held()) {
+    if (holds(socket_path)) return Status::ok();
+    return Status::internal(fmt::format("{}: the lock handed over is {}, not {}", option, path_,
+                                        lock_path(socket_path)));
+  }
+  auto lock = acquire(socket_path, option);
+  if (!lock) return lock.status();
+  *this = std::move(*lock);
+  return Status::ok();
+}
+
 Result<int> listen_unix(const std::string& path, std::string_view option, int backlog) {
   if (Status s = check_socket_path(path, option); !s) return s;
   struct stat st{};

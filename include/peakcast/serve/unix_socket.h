@@ -50,6 +50,10 @@ class SocketPathLock {
   bool held() const { return fd_ >= 0; }
   // Whether this is the held lock of the socket at `socket_path`.
   bool holds(const std::string& socket_path) const { return held() && path_ == lock_path(socket_path); }
+  // Makes this hold the socket at `socket_path`: the lock handed to its owner (nothing to do), or
+  // one taken now (acquire) when none was; holding another path's is an internal error. What
+  // HttpServer and AdminSocket do before listen_unix.
+  Status hold(const std::string& socket_path, std::string_view option);
   // Removes the lock file and lets the lock go (nothing when not held).
   void release();
 
