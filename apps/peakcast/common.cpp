@@ -100,6 +100,21 @@ void add_learning_options(CLI::App& cmd, int& threads, std::vector<std::string>&
   cmd.add_option("--code-option", code_options, help)->take_all()->expected(1);
 }
 
+namespace {
+
+// One "KEY=VALUE" of a repeatable option (`flag`): a missing '=' or an empty key names the flag
+// and an example.
+Result<std::pair<std::string, std::string>> key_value(const std::string& kv, std::string_view flag,
+                                                      std::string_view example) {
+  const size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::invalid(fmt::format("{} '{}': expected KEY=VALUE, e.g. {}", flag, kv, example));
+  }
+  return std::pair{kv.substr(0, eq), kv.substr(eq + 1)};
+}
+
+}  // namespace
+
 void add_cascade_options(CLI::App& cmd, std::vector<std::string>& cascade_options) {
   std::string help =
       "Cascade setting KEY=VALUE over the defaults (repeatable; saved in the model's manifest). "
@@ -113,13 +128,10 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_cascade_options(
   std::vector<std::pair<std::string, std::string>> out;
   cascade::CascadeConfig check;
   for (const std::string& kv : options) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::invalid("--cascade-option '" + kv + "': expected KEY=VALUE, e.g. tree_bag=1");
-    }
-    std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
-    if (Status s = cascade::set_cascade_option(check, key, value); !s) return s;
-    out.emplace_back(std::move(key), std::move(value));
+    auto pair = key_value(kv, "--cascade-option", "tree_bag=1");
+    if (!pair) return pair.status();
+    if (Status s = cascade::set_cascade_option(check, pair->first, pair->second); !s) return s;
+    out.push_back(std::move(*pair));
   }
   return out;
 }
@@ -129,11 +141,9 @@ Result<CodeSettings> parse_code_options(const std::vector<std::string>& options,
   CodeSettings out;
   out.encoder = encoder_flag;
   for (const std::string& kv : options) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::invalid("--code-option '" + kv + "': expected KEY=VALUE, e.g. max_epochs=5");
-    }
-    std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    auto pair = key_value(kv, "--code-option", "max_epochs=5");
+    if (!pair) return pair.status();
+    auto& [key, value] = *pair;
     if (key != "encoder") {
       out.options.emplace_back(std::move(key), std::move(value));
       continue;
