@@ -52,12 +52,17 @@ Result<nlohmann::json> read_json(const std::string& path) {
   return j;
 }
 
+// --code-option / --encoder and --cascade-option, parsed once for the evaluation and the
+// per-job detail.
+struct Learning {
+  CodeSettings code;
+  std::vector<std::pair<std::string, std::string>> cascade;
+};
+
 // Evaluation + per-job detail over jobs from a trace or the database.
-Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
+Status measure(const ReportArgs& a, const Learning& learning, const sizing::RecommendConfig& recommend,
                const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
                report::ReportInput& in) {
-  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
-  if (!code) return code.status();
   if (from_trace) {
     in.eval = eval::to_json(*from_trace);
   }
@@ -65,11 +70,9 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   d.seed = a.seed;
   d.threads = a.threads;
   d.util_cap = a.reader.util_cap;
-  d.code_options = code->options;
-  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
-  if (!cascade) return cascade.status();
-  d.cascade_options = std::move(*cascade);
-  if (!code->encoder.empty()) d.encoder = code->encoder;
+  d.code_options = learning.code.options;
+  d.cascade_options = learning.cascade;
+  if (!learning.code.encoder.empty()) d.encoder = learning.code.encoder;
   d.bound_coverage = a.bound_coverage;
   d.bound_warm_jobs = a.bound_rebuild_jobs;
   d.recommend = recommend;
@@ -88,7 +91,7 @@ Status measure(const ReportArgs& a, const sizing::RecommendConfig& recommend,
   return Status::ok();
 }
 
-Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& jobs,
+Result<eval::EvalReport> run_eval(const ReportArgs& a, const Learning& learning, const std::vector<Job>& jobs,
                                   const ingest::Trace* trace) {
   eval::MethodRegistry registry;
   eval::register_builtins(registry);
@@ -102,19 +105,16 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const std::vector<Job>& j
   cfg.util_cap = a.reader.util_cap;
   cfg.threads = a.threads;
   cfg.latency_jobs = a.latency_jobs;
-  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
-  if (!code) return code.status();
-  cfg.code_options = code->options;
-  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
-  if (!cascade) return cascade.status();
-  cfg.cascade_options = std::move(*cascade);
-  cfg.encoder = code->encoder;
+  cfg.code_options = learning.code.options;
+  cfg.cascade_options = learning.cascade;
+  cfg.encoder = learning.code.encoder;
   std::cerr << "report: evaluating " << a.methods << "\n";
   if (trace) return eval::evaluate(*trace, registry, cfg, stderr_progress());
   return eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());
 }
 
-Status gather(const ReportArgs& a, const sizing::RecommendConfig& recommend, report::ReportInput& in) {
+Status gather(const ReportArgs& a, std::vector<std::pair<std::string, std::string>> cascade,
+              const sizing::RecommendConfig& recommend, report::ReportInput& in) {
   if (!a.from_json.empty()) {
     in.source = a.from_json[0];
     Result<nlohmann::json> e = read_json(a.from_json[0]);
@@ -126,14 +126,18 @@ Status gather(const ReportArgs& a, const sizing::RecommendConfig& recommend, rep
                        "`--db FILE` draws them");
     return Status::ok();
   }
+  // Before the jobs are read (the database or a trace: minutes for a large one).
+  Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
+  if (!code) return code.status();
+  const Learning learning{std::move(*code), std::move(cascade)};
   if (!a.db.empty()) {
     in.source = a.db + " (peakcastd database)";
     // Relabelled at --util-cap (the store keeps labels clipped at the daemon's cap).
     Result<std::vector<Job>> jobs = load_db_jobs(a.db, a.reader.util_cap);
     if (!jobs) return jobs.status();
-    Result<eval::EvalReport> r = run_eval(a, *jobs, nullptr);
+    Result<eval::EvalReport> r = run_eval(a, learning, *jobs, nullptr);
     if (!r) return r.status();
-    if (Status s = measure(a, recommend, *jobs, &*r, in); !s) return s;
+    if (Status s = measure(a, learning, recommend, *jobs, &*r, in); !s) return s;
     // Jobs the hook ran at a lowered --mem: stored at their user's request (docs/bounds.md).
     size_t lowered = 0, killed = 0;
     for (const Job& j : *jobs) {
@@ -152,9 +156,9 @@ Status gather(const ReportArgs& a, const sizing::RecommendConfig& recommend, rep
   in.source = a.trace;
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return trace.status();
-  Result<eval::EvalReport> r = run_eval(a, trace->jobs, &*trace);
+  Result<eval::EvalReport> r = run_eval(a, learning, trace->jobs, &*trace);
   if (!r) return r.status();
-  return measure(a, recommend, trace->jobs, &*r, in);
+  return measure(a, learning, recommend, trace->jobs, &*r, in);
 }
 
 int run_report(const ReportArgs& a) {
@@ -164,8 +168,9 @@ int run_report(const ReportArgs& a) {
   }
   if (a.from_json.size() > 2) return fail(Status::invalid("--from-json: EVAL.json [SIM.json]"));
   if (Status s = check_outputs({{"--output", a.out}}); !s) return fail(s);
-  // A mistyped --cascade-option fails before a trace is read (and again where it is used).
-  if (auto c = parse_cascade_options(a.cascade_options); !c) return fail(c.status());
+  // A mistyped --cascade-option fails before a trace is read.
+  Result<std::vector<std::pair<std::string, std::string>>> cascade = parse_cascade_options(a.cascade_options);
+  if (!cascade) return fail(cascade.status());
   if (!report::have_plotting_library()) {
     return fail(Status::internal("this peakcast was built without the plotting library (npm was "
                                  "missing at configure time; see docs/report.md)"));
@@ -188,7 +193,7 @@ int run_report(const ReportArgs& a) {
     if (!cfg) return fail(cfg.status());
     recommend = std::move(*cfg);
   }
-  if (Status s = gather(a, recommend, in); !s) return fail(s);
+  if (Status s = gather(a, std::move(*cascade), recommend, in); !s) return fail(s);
   Result<std::string> page = report::render_html(in);
   if (!page) return fail(page.status());
   if (Status s = write_output(a.out, *page); !s) return fail(s);
