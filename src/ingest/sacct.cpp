@@ -194,7 +194,11 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.jobstats_bad, " malformed jobstats summary(ies) in AdminComment skipped (labels from "
                        "sacct alone), first " + t.first_jobstats_bad},
       {t.gpu_no_capacity, " GPU job(s) have a gres/gpumem peak but no known per-GPU memory (GPU "
-                          "type not recognised): no VRAM label"}});
+                          "type not recognised): no VRAM label"},
+      {t.gpus_beyond_request, " job(s) allocated more GPUs than their ReqTRES states (--exclusive "
+                              "or an OverSubscribe=EXCLUSIVE partition gives a job every GPU of "
+                              "its nodes): their GPU count, the VRAM capacity, is the request's, "
+                              "the one the Slurm hook sends"}});
 }
 
 // The job-step join: a step row's usage folds into its job's record whether the step comes

@@ -77,6 +77,7 @@ struct Record {
   std::optional<double> ncpus, req_cpus;
   std::string req_tres, alloc_tres;
   std::string exit_code;  // the job row's ExitCode, "exit:signal"; empty without the column
+  bool gpus_beyond_request = false;  // AllocTRES has more GPUs than ReqTRES (read_counts)
   bool unfinished = false;
   bool superseded = false;
   bool rejected = false;  // a step row of it was malformed (StepJoin::reject_step)
@@ -90,6 +91,7 @@ struct Tally {
   size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0, over_memory_kill = 0;
   size_t zero_peak = 0;  // a host-memory peak of 0: no sample caught the job (finish_job)
   size_t zero_vram_peak = 0;  // a gres/gpumem peak of 0: not measured (finish_job)
+  size_t gpus_beyond_request = 0;  // allocated more GPUs than their ReqTRES states (read_counts)
   std::string first_unfinished, first_jobstats_bad;
 };
 

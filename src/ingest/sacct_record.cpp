@@ -124,7 +124,16 @@ std::optional<FieldError> read_counts(const Row& row, Record& r) {
   if (auto mem = sacct::tres_value(r.alloc_tres, "mem"); mem && !mem->empty() && !parse_size(*mem, kMiB)) {
     return FieldError{kAllocTres, "mem=" + quoted(*mem) + " is not a size"};
   }
-  for (Col c : {kAllocTres, kReqTres}) {
+  // The GPU count, the VRAM capacity's multiplier (capacity_bytes), is the one the request states:
+  // ReqTRES gres/gpu, the count the Slurm hook sends for the submission (contrib/slurm/
+  // job_submit.lua gpus_of). AllocTRES can hold more: --exclusive and OverSubscribe=EXCLUSIVE
+  // partitions give a job every GPU of its nodes (select_nodes' whole-node GRES; 22.05.8,
+  // observed on Gres=gpu:2: --exclusive --gpus=1 has ReqTRES gres/gpu=1, AllocTRES gres/gpu=2,
+  // and --exclusive alone none and 2). Learned over those and served over the hook's, a VRAM
+  // share would be off by their ratio. AllocTRES only where the row has no ReqTRES (a dump
+  // without the column, an empty field). A malformed count in either is a damaged row.
+  std::optional<int> requested, allocated;
+  for (Col c : {kReqTres, kAllocTres}) {
     std::string_view tres = row.get(c);
     if (tres.find("gres/gpu=") == std::string_view::npos &&
         tres.find("gres/gpu:") == std::string_view::npos) {
@@ -132,8 +141,10 @@ std::optional<FieldError> read_counts(const Row& row, Record& r) {
     }
     auto gpus = sacct::tres_gpus(tres);
     if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(tres)};
-    if (!r.job.req_gpus) r.job.req_gpus = gpus;
+    (c == kReqTres ? requested : allocated) = gpus;
   }
+  r.job.req_gpus = r.req_tres.empty() ? allocated : requested;
+  r.gpus_beyond_request = !r.req_tres.empty() && allocated.value_or(0) > requested.value_or(0);
   return std::nullopt;
 }
 
@@ -282,6 +293,7 @@ void read_jobstats(const Row& row, const std::string& at, Record& r, Tally& tall
 // Turns a record into the final Job (request totals, peaks, GPU capacity, end time).
 void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   Job& j = r.job;
+  if (r.gpus_beyond_request) ++tally.gpus_beyond_request;
   std::optional<double> tres_cpus = tres_count(r.req_tres, "cpu");
   if (!tres_cpus) tres_cpus = tres_count(r.alloc_tres, "cpu");
   j.req_cpus = r.req_cpus ? r.req_cpus : (r.ncpus ? r.ncpus : tres_cpus);

@@ -1,5 +1,6 @@
-// The sacct reader's labels: the memory request a job ran under (AllocTRES) and peaks of 0 (host
-// memory and gres/gpumem); the rest of the reader is in sacct_test.cpp and sacct_sources_test.cpp.
+// The sacct reader's labels: the memory request a job ran under (AllocTRES), the GPU count its request
+// states (ReqTRES) and peaks of 0 (host memory and gres/gpumem); the rest of the reader is in
+// sacct_test.cpp and sacct_sources_test.cpp.
 #include <string>
 
 #include "golden_util.h"
@@ -58,6 +59,52 @@ TEST(SacctLabels, TheRequestIsTheMemoryTheJobRanUnder) {
   EXPECT_EQ(t.stats.reasons[0], "alloc:12: AllocTRES: mem=\"lots\" is not a size");
   ASSERT_NE(find_job(t, "9"), nullptr);
   EXPECT_EQ(find_job(t, "9")->req_mem_bytes, 1 * kG);
+}
+
+// The GPU count, the VRAM capacity's multiplier, is the one the request states (ReqTRES
+// gres/gpu), the count the Slurm hook sends for the same submission. Slurm 22.05.8 (observed,
+// node Gres=gpu:2): --exclusive gives a job every GPU of its node, so `--exclusive --gpus=1 -n 1`
+// has ReqTRES gres/gpu=1 and AllocTRES gres/gpu=2, and `--exclusive -n 1` (no GPUs asked for)
+// AllocTRES gres/gpu=2 and none in ReqTRES; OverSubscribe=EXCLUSIVE partitions do the same.
+// Until 2026-12-06 AllocTRES came first: such a job was learned over 2 GPUs' memory and served
+// over the 1 the hook sent, its VRAM answer half its peak. AllocTRES only where the row has no
+// ReqTRES (older dumps, an empty field).
+TEST(SacctLabels, TheGpuCountIsTheOneTheRequestStates) {
+  const std::string text =
+      "JobID|State|NCPUS|ReqTRES|AllocTRES|TRESUsageInTot\n"
+      "1|COMPLETED|2|billing=1,cpu=1,gres/gpu=1,mem=500M,node=1|billing=2,cpu=2,gres/gpu=2,mem=1000M,node=1|\n"
+      "1.batch|COMPLETED|2||cpu=2,gres/gpu=2,mem=1000M,node=1|gres/gpumem=6G,mem=100M\n"
+      "2|COMPLETED|2|billing=1,cpu=1,mem=500M,node=1|billing=2,cpu=2,gres/gpu=2,mem=1000M,node=1|\n"
+      "2.batch|COMPLETED|2||cpu=2,gres/gpu=2,mem=1000M,node=1|mem=100M\n"
+      "3|COMPLETED|1|billing=1,cpu=1,gres/gpu=1,mem=500M,node=1|billing=1,cpu=1,gres/gpu=1,mem=500M,node=1|\n"
+      "3.batch|COMPLETED|1||cpu=1,gres/gpu=1,mem=500M,node=1|gres/gpumem=6G,mem=100M\n"
+      "4|COMPLETED|1||cpu=1,gres/gpu=2,mem=1G|\n"                // no ReqTRES: AllocTRES
+      "5|CANCELLED by 0|1|cpu=1,gres/gpu=1,mem=1G||\n"           // never started
+      "6|COMPLETED|1|cpu=1,gres/gpu=1,mem=1G|cpu=1,gres/gpu=x|\n";  // still a damaged row
+  SacctOptions so;
+  so.default_gpu_mem_bytes = 16 * kG;
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "gpus", sacct_options(), so, t));
+  finalize_trace(t, 1.0);
+  const Job* excl = find_job(t, "1");  // --exclusive --gpus=1 -n 1
+  ASSERT_NE(excl, nullptr);
+  EXPECT_EQ(excl->req_gpus, 1);
+  EXPECT_DOUBLE_EQ(excl->label(Resource::kVram), 6.0 / 16.0);
+  const Job* none = find_job(t, "2");  // --exclusive -n 1
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->req_gpus);
+  EXPECT_FALSE(none->gpu_mem_bytes);
+  ASSERT_NE(find_job(t, "3"), nullptr);  // --gpus=1: the same either way
+  EXPECT_EQ(find_job(t, "3")->req_gpus, 1);
+  EXPECT_DOUBLE_EQ(find_job(t, "3")->label(Resource::kVram), 6.0 / 16.0);
+  ASSERT_NE(find_job(t, "4"), nullptr);
+  EXPECT_EQ(find_job(t, "4")->req_gpus, 2);
+  ASSERT_NE(find_job(t, "5"), nullptr);
+  EXPECT_EQ(find_job(t, "5")->req_gpus, 1);
+  EXPECT_EQ(find_job(t, "6"), nullptr);
+  ASSERT_EQ(t.stats.reasons.size(), 1u);
+  EXPECT_EQ(t.stats.reasons[0], "gpus:10: AllocTRES: bad GPU count in \"cpu=1,gres/gpu=x\"");
+  EXPECT_TRUE(has_note(t, "sacct: 2 job(s) allocated more GPUs than their ReqTRES states"));
 }
 
 // A job whose every step reads a peak of 0 was never caught by jobacct_gather's sampling

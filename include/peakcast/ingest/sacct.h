@@ -23,8 +23,10 @@
 //   keeps the per-CPU default of its submission; the Slurm hook sends the former), else ReqMem
 //   (see parse_req_mem; a job never started, a dump without AllocTRES), else ReqTRES `mem=`; a
 //   malformed AllocTRES `mem=` makes the row malformed. CPUs from
-//   ReqCPUS, else NCPUS, else ReqTRES/AllocTRES `cpu=`; GPUs from AllocTRES, else ReqTRES;
-//   walltime from Timelimit, else TimelimitRaw (minutes).
+//   ReqCPUS, else NCPUS, else ReqTRES/AllocTRES `cpu=`. GPUs from ReqTRES, the count the request
+//   states and the Slurm hook sends (--exclusive allocates every GPU of the node, which AllocTRES
+//   shows: a note counts such jobs), else AllocTRES where the row has no ReqTRES; walltime from
+//   Timelimit, else TimelimitRaw (minutes).
 // - Times: Submit/Start/End in ISO form or epoch. ISO without an offset is sacct's local time:
 //   the wall clock of ReadOptions::sacct_timezone (TimeZone::utc_of_local), else read as UTC;
 //   a time the zone's clocks skipped makes the row malformed.
