@@ -39,6 +39,10 @@ either: a partition's own that is not copied there is not known to the hook).
 A job whose memory the request does not size is sent with none (memory_known): --mem=0 (the
 nodes' whole memory), per-CPU or per-GPU memory under --exclusive or OverSubscribe=EXCLUSIVE
 (charged on every CPU and GPU of the nodes), and per-CPU memory under --cpus-per-gpu.
+GPUs are sent as the request states them (gpus_of), also under --exclusive or OverSubscribe=EXCLUSIVE,
+which allocate every GPU of the nodes (22.05.8, observed on Gres=gpu:2: --exclusive --gpus=1 has
+sacct ReqTRES gres/gpu=1, AllocTRES gres/gpu=2; --exclusive alone none and 2): the daemon learns
+the GPU count from ReqTRES, the same count (docs/formats.md).
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).

@@ -242,6 +242,18 @@ if submit mapexcl --exclusive -n 1 --mem-per-cpu=100M -t 5; then ok "sbatch mape
 else bad "sbatch mapexcl: $sbatch_err"; fi
 check "mapexcl: --exclusive --mem-per-cpu: request sent (req_cpus $(request_field mapexcl req_cpus)) without req_mem_bytes" \
   [ "$(request_field mapexcl req_cpus)" = 1 -a -z "$(request_field mapexcl req_mem_bytes 2>/dev/null)" ]
+# GPUs: --exclusive gives the job every GPU of its node too (AllocTRES gres/gpu=2 here, for
+# --exclusive --gpus=1 and for --exclusive with no GPUs asked for), which job_submit/lua does not
+# show. The hook sends the GPUs the request states (1, none), the count sacct's ReqTRES keeps and
+# slurm-sync learns (checked once the jobs end): the VRAM capacity the history learns a share of
+# is the one the daemon is asked about. (Until 2026-12-06 the reader took AllocTRES first: 2.)
+printf '#!/bin/bash\n# mapxgpu\ntrue\n' > "$work/mapxgpu.sh"
+if submit mapxgpu --exclusive --gpus=1 -n 1 -t 5; then ok "sbatch mapxgpu (job $job_id)"; jid[mapxgpu]=$job_id
+else bad "sbatch mapxgpu: $sbatch_err"; fi
+check "mapxgpu: --exclusive --gpus=1: request req_gpus = 1, the GPUs the request states" \
+  [ "$(request_field mapxgpu req_gpus)" = 1 ]
+check "mapexcl: --exclusive with no GPUs asked for: request sent without req_gpus" \
+  [ -z "$(request_field mapexcl req_gpus 2>/dev/null)" ]
 printf '#!/bin/bash\n# mapmem0\ntrue\n' > "$work/mapmem0.sh"
 if submit mapmem0 --mem=0 -t 5; then ok "sbatch mapmem0 (job $job_id)"; jid[mapmem0]=$job_id
 else bad "sbatch mapmem0: $sbatch_err"; fi
@@ -402,6 +414,18 @@ alloc_row_is() {  # job id, text: its job row is COMPLETED and its AllocTRES hol
 }
 check "mapexcl: --exclusive -n 1 --mem-per-cpu=100M is charged on both CPUs (AllocTRES cpu=2,...,mem=200M)" \
   alloc_row_is "${jid[mapexcl]:-0}" "cpu=2,gres/gpu=2,mem=200M"
+tres_gpus() { printf '%s' "$1" | tr ',' '\n' | sed -n 's|^gres/gpu=||p'; }  # TRES -> gres/gpu count
+gpus_row_is() {  # job id, ReqTRES GPUs, AllocTRES GPUs ("" = none): its COMPLETED job row says so
+  local row state req alloc
+  row=$(sacct -P -n -X --noconvert -j "$1" --format=State,ReqTRES,AllocTRES 2>/dev/null)
+  echo "     $row"
+  IFS='|' read -r state req alloc <<< "$row"
+  [ "$state" = COMPLETED ] && [ "$(tres_gpus "$req")" = "$2" ] && [ "$(tres_gpus "$alloc")" = "$3" ]
+}
+check "mapxgpu: --exclusive --gpus=1 is allocated both GPUs of the node (ReqTRES gres/gpu=1, AllocTRES gres/gpu=2)" \
+  gpus_row_is "${jid[mapxgpu]:-0}" 1 2
+check "mapexcl: --exclusive with no GPUs asked for is allocated both (ReqTRES none, AllocTRES gres/gpu=2)" \
+  gpus_row_is "${jid[mapexcl]:-0}" "" 2
 check "mapmem0: --mem=0 gets the node's whole memory (AllocTRES mem=2000M)" alloc_row_is "${jid[mapmem0]:-0}" "mem=2000M"
 check "mapcpg: --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M is charged on 2 CPUs (AllocTRES cpu=2,...,mem=200M)" \
   alloc_row_is "${jid[mapcpg]:-0}" "cpu=2,gres/gpu=2,mem=200M"
@@ -456,6 +480,18 @@ if [ "$real" = 1 ]; then
     ran="$(history_field "$id" ran_mem_bytes)"
     check "$n: learned at the 500M it ran under and the hook sent ($got B), not as lowered (ran_mem_bytes '${ran}')" \
       [ "$got" = $(( 500 * 1048576 )) -a -z "$ran" ]
+  done
+  # The GPU count slurm-sync learns is the one the hook sent for the same submission (the requests
+  # checked above): the request's, not the node's every GPU --exclusive allocated (AllocTRES
+  # gres/gpu=2), so the VRAM capacity a share is learned of is the one the daemon is asked about.
+  declare -A gpus_sent=([mapxgpu]=1 [mapexcl]="" [map200]=1)
+  for n in mapxgpu mapexcl map200; do
+    id="${jid[$n]:-}"; [ -n "$id" ] || continue
+    got=""
+    for i in $(seq 1 60); do got="$(history_field "$id" state)"; [ -n "$got" ] && break; sleep 0.5; done
+    gpus="$(history_field "$id" req_gpus)"
+    check "$n: learned with the GPUs the hook sent (req_gpus '${gpus}' = '${gpus_sent[$n]}')" \
+      [ -n "$got" -a "$gpus" = "${gpus_sent[$n]}" ]
   done
   cp "$work/alloc200.sh" "$work/alloc200_again.sh"
   if submit alloc200_again --mem=600M -t 5; then
