@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -50,16 +49,14 @@ Status AdminSocket::bind() {
   // As the HTTP socket: check_socket_path (a daemon still listening there keeps it: unlinked, its
   // reloads would reach this daemon instead, and its own admin socket be gone), then the path's
   // lock (the one handed to the constructor, else taken here; held until stop() has removed the
-  // socket), and under it the check again, the unlink of a stale socket and the bind
-  // (listen_unix). Errors name option_.
+  // socket), and under it the check again and the bind, mode 0600 before the socket is at its
+  // path, a stale socket replaced (listen_unix). Errors name option_.
   if (Status s = check_socket_path(path_, option_); !s) return s;
   if (Status s = lock_.hold(path_, option_); !s) return s;
-  auto fd = listen_unix(path_, option_, 16);
+  auto fd = listen_unix(path_, option_, 16, {mode_, option_, ""});
   if (!fd) return fd.status();
   listen_fd_ = *fd;
   bound_ = true;
-  // Created with no access for anyone but the owner, then set to the mode asked for.
-  if (::chmod(path_.c_str(), mode_) != 0) return Status::io(option_ + ": chmod " + path_ + ": " + std::strerror(errno));
   if (::pipe2(wake_, O_CLOEXEC) != 0) return Status::io(option_ + ": pipe: " + std::strerror(errno));
   return Status::ok();
 }

@@ -1,11 +1,9 @@
 #include "peakcast/serve/http_server.h"
 
 #include <arpa/inet.h>
-#include <grp.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -292,27 +290,17 @@ struct HttpServer::Impl {
   Status bind_tcp();
 };
 
-// A listening UNIX socket at `path`, created with a restrictive umask.
+// A listening UNIX socket at `path`, with its mode and group from the start (listen_unix).
 Status HttpServer::Impl::bind_socket() {
   const std::string& path = options.socket_path;
   // The path's lock first (the one handed to the constructor, else taken here), held until the
   // destructor has removed the socket: no other daemon can be between its checks and its bind
   // meanwhile, nor unlink this one's socket while it stops.
   if (Status s = socket_lock.hold(path, "--socket"); !s) return s;
-  auto fd = listen_unix(path, "--socket", SOMAXCONN);
+  auto fd = listen_unix(path, "--socket", SOMAXCONN, {options.socket_mode, "--socket-mode", options.socket_group});
   if (!fd) return fd.status();
   loop->add_listener(*fd);
   bound_socket = path;
-  if (!options.socket_group.empty()) {
-    const group* g = ::getgrnam(options.socket_group.c_str());
-    if (!g) return Status::invalid("--socket-group: no such group: " + options.socket_group);
-    if (::chown(path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
-      return Status::io("--socket-group: chown " + path + ": " + std::strerror(errno));
-    }
-  }
-  if (::chmod(path.c_str(), options.socket_mode) != 0) {
-    return Status::io("--socket-mode: chmod " + path + ": " + std::strerror(errno));
-  }
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <utility>
@@ -189,34 +190,171 @@ Status SocketPathLock::hold(const std::string& socket_path, std::string_view opt
   return Status::ok();
 }
 
-Result<int> listen_unix(const std::string& path, std::string_view option, int backlog) {
-  if (Status s = check_socket_path(path, option); !s) return s;
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0) {
-    // A stale socket, its daemon dead (a live one is refused above, and no other peakcastd can be
-    // binding: the caller holds the path's lock). Only a socket: anything else put there since
-    // the check is refused, never removed.
-    if (!S_ISSOCK(st.st_mode)) return Status::invalid(fmt::format("{}: {} exists and is not a socket", option, path));
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return Status::io(fmt::format("{}: cannot remove the stale socket {}: {}", option, path, std::strerror(errno)));
-    }
-  }
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::io(fmt::format("{}: socket(): {}", option, std::strerror(errno)));
+namespace {
+
+// The name a socket is bound under in its private directory (BindDirectory).
+constexpr const char* kBoundName = "sock";
+
+sockaddr_un unix_address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);  // fits: check_socket_path
-  const mode_t old = ::umask(0177);
-  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  const bool listening = bound && ::listen(fd, backlog) == 0;
-  const int err = errno;
-  ::umask(old);
-  if (!listening) {
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  return addr;
+}
+
+// The directory a socket is bound, listened on and given its mode in before it is renamed onto
+// its path (bind_unix_socket): PATH.bind-XXXXXX (mkdtemp), beside the path so that the rename stays
+// in one file system, mode 0700 so that nobody but root reaches the socket before it has its
+// mode. Removed when this goes, with the entry kBoundName in it unless kept: our socket where it
+// was not moved, a stale socket swapped in from the path; a file of someone else's that could
+// not be put back is left where it is (keep_entry), and the directory with it.
+class BindDirectory {
+ public:
+  BindDirectory() = default;
+  ~BindDirectory() {
+    if (fd_ < 0) return;
+    if (!keep_entry_) ::unlinkat(fd_, kBoundName, 0);
+    ::close(fd_);
+    ::rmdir(path_.c_str());  // fails, ENOTEMPTY, where an entry is kept
+  }
+  BindDirectory(const BindDirectory&) = delete;
+  BindDirectory& operator=(const BindDirectory&) = delete;
+
+  Status create(const std::string& socket_path, std::string_view option) {
+    std::string name = socket_path + ".bind-XXXXXX";
+    if (::mkdtemp(name.data()) == nullptr) {
+      return Status::io(fmt::format("{}: cannot create a directory beside {} to bind the socket in: {}", option,
+                                    socket_path, std::strerror(errno)));
+    }
+    path_ = name;
+    // mkdtemp's 0700 less the umask: 0700 itself (an umask of 0300 would leave the owner unable to
+    // create the socket in it). O_NOFOLLOW: the directory we made, not what replaced it.
+    if (::chmod(path_.c_str(), 0700) != 0 ||
+        (fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+      const int err = errno;
+      ::rmdir(path_.c_str());
+      return Status::io(fmt::format("{}: cannot open the directory {} to bind the socket in: {}", option, path_,
+                                    std::strerror(err)));
+    }
+    return Status::ok();
+  }
+
+  int fd() const { return fd_; }
+  // A path to the entry that fits sun_path: through the directory's own path, or, where that is
+  // too long (the socket's path may take all 107 bytes and this adds 17), through /proc/self/fd.
+  std::string entry_address() const {
+    const std::string direct = path_ + "/" + kBoundName;
+    if (direct.size() < sizeof(sockaddr_un{}.sun_path)) return direct;
+    return fmt::format("/proc/self/fd/{}/{}", fd_, kBoundName);
+  }
+  const std::string& path() const { return path_; }
+  void keep_entry() { keep_entry_ = true; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool keep_entry_ = false;
+};
+
+// Why the file swapped from `path` into `dir` may not be removed: it is not a socket, or a
+// process listens on it. Checked where nobody else can change it.
+Status refusal_of_displaced(const BindDirectory& dir, const std::string& path, std::string_view option) {
+  struct stat st{};
+  if (::fstatat(dir.fd(), kBoundName, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Status::io(fmt::format("{}: cannot examine the file that was at {}: {}", option, path, std::strerror(errno)));
+  }
+  if (!S_ISSOCK(st.st_mode)) return Status::invalid(fmt::format("{}: {} exists and is not a socket", option, path));
+  if (socket_is_live(dir.entry_address())) {
+    return Status::invalid(fmt::format("{}: another daemon is listening on {}", option, path));
+  }
+  return Status::ok();
+}
+
+// On a file system without renameat2's flags: the file at `path` checked as the start checks it,
+// then replaced by rename(2). A file put there between the two is replaced: the window the flags
+// close elsewhere.
+Status replace_checked(const BindDirectory& dir, const std::string& path, std::string_view option) {
+  if (Status s = check_socket_path(path, option); !s) return s;
+  if (::renameat(dir.fd(), kBoundName, AT_FDCWD, path.c_str()) != 0) {
+    return Status::io(fmt::format("{}: cannot move the socket onto {}: {}", option, path, std::strerror(errno)));
+  }
+  return Status::ok();
+}
+
+// Moves the socket bound in `dir` onto `path` (bind_unix_socket's contract): onto nothing without
+// replacing what appears meanwhile, or by swapping it with what is there, which is removed only
+// if it is a stale socket and swapped back otherwise.
+Status move_into_place(BindDirectory& dir, const std::string& path, std::string_view option) {
+  struct stat ours{};
+  if (::fstatat(dir.fd(), kBoundName, &ours, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Status::io(fmt::format("{}: cannot examine the socket bound for {}: {}", option, path, std::strerror(errno)));
+  }
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (::renameat2(dir.fd(), kBoundName, AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return Status::ok();
+    if (errno == EINVAL) return replace_checked(dir, path, option);
+    if (errno != EEXIST) {
+      return Status::io(fmt::format("{}: cannot move the socket onto {}: {}", option, path, std::strerror(errno)));
+    }
+    if (::renameat2(dir.fd(), kBoundName, AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0) {
+      if (errno == ENOENT) continue;  // removed since: the path is free again
+      if (errno == EINVAL) return replace_checked(dir, path, option);
+      return Status::io(fmt::format("{}: cannot move the socket onto {}: {}", option, path, std::strerror(errno)));
+    }
+    // Ours is at `path`, serving; what was there is in `dir`.
+    const Status refused = refusal_of_displaced(dir, path, option);
+    if (refused.is_ok()) return Status::ok();  // a stale socket: removed with the directory
+    struct stat back{};
+    if (::renameat2(dir.fd(), kBoundName, AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0 ||
+        ::fstatat(dir.fd(), kBoundName, &back, AT_SYMLINK_NOFOLLOW) != 0 || back.st_dev != ours.st_dev ||
+        back.st_ino != ours.st_ino) {
+      dir.keep_entry();  // not ours: never removed
+      return Status::io(fmt::format("{} (it was moved aside to {}/{} while the socket was put in place, and could "
+                                    "not be put back: it is kept there)",
+                                    refused.message(), dir.path(), kBoundName));
+    }
+    return refused;
+  }
+  return Status::io(fmt::format("{}: cannot move the socket onto {}: the file there was removed and created "
+                                "again 100 times",
+                                option, path));
+}
+
+}  // namespace
+
+Result<int> bind_unix_socket(const std::string& path, std::string_view option, int backlog,
+                             const SocketAccess& access) {
+  gid_t gid = static_cast<gid_t>(-1);
+  if (!access.group.empty()) {
+    const group* g = ::getgrnam(access.group.c_str());
+    if (!g) return Status::invalid("--socket-group: no such group: " + access.group);
+    gid = g->gr_gid;
+  }
+  BindDirectory dir;
+  if (Status s = dir.create(path, option); !s) return s;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::io(fmt::format("{}: socket(): {}", option, std::strerror(errno)));
+  const sockaddr_un addr = unix_address(dir.entry_address());  // fits: entry_address
+  Status s;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, backlog) != 0) {
+    s = Status::io(fmt::format("{}: cannot listen on {}: {}", option, path, std::strerror(errno)));
+  } else if (gid != static_cast<gid_t>(-1) &&
+             ::fchownat(dir.fd(), kBoundName, static_cast<uid_t>(-1), gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    s = Status::io(fmt::format("--socket-group: chown {}: {}", path, std::strerror(errno)));
+  } else if (::fchmodat(dir.fd(), kBoundName, access.mode, 0) != 0) {
+    s = Status::io(fmt::format("{}: chmod {}: {}", access.mode_option, path, std::strerror(errno)));
+  } else {
+    s = move_into_place(dir, path, option);
+  }
+  if (!s) {
     ::close(fd);
-    if (bound) ::unlink(path.c_str());
-    return Status::io(fmt::format("{}: cannot listen on {}: {}", option, path, std::strerror(err)));
+    return s;
   }
   return fd;
+}
+
+Result<int> listen_unix(const std::string& path, std::string_view option, int backlog, const SocketAccess& access) {
+  if (Status s = check_socket_path(path, option); !s) return s;
+  return bind_unix_socket(path, option, backlog, access);
 }
 
 }  // namespace peakcast::serve

@@ -137,9 +137,11 @@ TEST(SystemdUnit, TheSyscallFilterAllowsWhatExecStartAsks) {
       EXPECT_TRUE(allowed.count(call)) << call << " is filtered out, and --socket-group needs it";
     }
   }
-  // What every run needs: its socket, its database, and sacct (--sync-interval) started.
-  for (const char* call : {"socket", "bind", "listen", "accept4", "fsync", "fdatasync", "pwrite64", "mmap",
-                           "clone", "execve", "pipe2", "wait4", "kill", "setpgid"}) {
+  // What every run needs: its socket (bound in a private directory, given its mode there and
+  // renamed onto its path: listen_unix), its database, and sacct (--sync-interval) started.
+  for (const char* call : {"socket", "bind", "listen", "accept4", "mkdir", "fchmodat", "renameat2", "rmdir",
+                           "fsync", "fdatasync", "pwrite64", "mmap", "clone", "execve", "pipe2", "wait4", "kill",
+                           "setpgid"}) {
     EXPECT_TRUE(allowed.count(call)) << call << " is filtered out";
   }
 }

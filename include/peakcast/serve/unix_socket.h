@@ -19,11 +19,11 @@ bool socket_is_live(const std::string& path);
 // path another peakcastd holds the lock of), a parent directory that is missing, is
 // not a directory, or that this process may not write in (the daemon's start refuses these before
 // it creates the database, not at bind after the history rebuild). `option` names the flag in the
-// message ("--socket", "--admin-socket"). A stale socket passes: bind() unlinks it.
+// message ("--socket", "--admin-socket"). A stale socket passes: listen_unix replaces it.
 Status check_socket_path(const std::string& path, std::string_view option);
 
 // A UNIX socket path this process holds while the object lives: an exclusive flock(2) on
-// PATH.lock, a file beside the socket, taken before the socket's checks and unlink and held until
+// PATH.lock, a file beside the socket, taken before the socket's checks and bind and held until
 // the socket file is removed. Two daemons starting on one path could both see it free (nothing
 // listening), and the second then unlinked the first's freshly bound socket (the first went on
 // listening on a name nobody could reach); a daemon still stopping (its socket not yet removed)
@@ -62,12 +62,33 @@ class SocketPathLock {
   int fd_ = -1;
 };
 
-// A listening UNIX stream socket at `path` (backlog `backlog`), for a caller holding its
-// SocketPathLock: check_socket_path again (the path may have changed since the start's check),
-// then a stale socket there is unlinked (only a socket: a file of another kind is refused, never
-// removed), and the new one bound with no access for anyone but the owner (umask 0177; the
-// caller sets its mode). The listening descriptor, or the error naming `option` and the path.
-Result<int> listen_unix(const std::string& path, std::string_view option, int backlog);
+// Who may reach a socket: its file mode and its group, set before the socket appears at its path.
+struct SocketAccess {
+  unsigned mode = 0600;
+  std::string_view mode_option;  // how a failed chmod names the mode ("--socket-mode")
+  std::string group;             // --socket-group's; empty: the group it is created with
+};
+
+// A listening UNIX stream socket at `path` (backlog `backlog`) with `access`'s mode and group, for
+// a caller holding its SocketPathLock: check_socket_path again (the path may have changed since
+// the start's check), then bind_unix_socket. The listening descriptor, or the error naming
+// `option` (`access.mode_option` for chmod, --socket-group for chown) and the path.
+Result<int> listen_unix(const std::string& path, std::string_view option, int backlog, const SocketAccess& access);
+
+// What listen_unix does once check_socket_path has passed, all it relies on to never remove a
+// file it should not (a file put at `path` after the check): the socket is bound, listened on and
+// given its group and mode in a private directory beside `path` (mkdtemp, mode 0700: nobody but
+// root reaches it there), then renamed onto `path`. Without a process-wide umask(2), which other
+// threads (the sync loop, when the admin socket is bound) would have created files under; the
+// socket's mode is access.mode whatever the umask. The rename neither replaces what is at `path`
+// (RENAME_NOREPLACE) nor unlinks it there: a socket found at `path` is swapped into the private
+// directory (RENAME_EXCHANGE) and removed only if it is a socket nobody listens on; anything else
+// (a file of another kind, a live socket) is swapped back and refused, as check_socket_path
+// refuses it. The private directory is removed again. On a file system without renameat2's flags
+// (EINVAL: NFS), the file at `path` is checked and replaced by rename(2): a file put there between
+// the two is replaced, the only case with that window.
+Result<int> bind_unix_socket(const std::string& path, std::string_view option, int backlog,
+                             const SocketAccess& access);
 
 // What chown(2) of the socket to --socket-group would refuse, seen without side effects: no such
 // group, or a group this process may not give a file to (not its effective or a supplementary
