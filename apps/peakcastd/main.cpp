@@ -384,7 +384,7 @@ std::string admin_socket_option(const DaemonArgs& a) {
 
 // The admin socket's path checked as AdminSocket::bind() would (serve::check_socket_path: empty
 // or too long, not a socket, a live daemon there, a directory it cannot be made in), named as
-// bind's own errors name it (admin_socket_option); and not --socket's own path.
+// bind's own errors name it (admin_socket_option).
 Status check_admin_path(const DaemonArgs& a, const std::string& admin) {
   constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
   if (a.admin_socket == "default" && admin.size() > kMaxPath) {
@@ -392,15 +392,33 @@ Status check_admin_path(const DaemonArgs& a, const std::string& admin) {
                            " bytes, over " + std::to_string(kMaxPath) +
                            "; pass --admin-socket PATH (or --admin-socket '' for none)");
   }
-  if (Status s = serve::check_socket_path(admin, admin_socket_option(a)); !s) return s;
-  // One path for both: the start would refuse the admin socket's lock as another daemon's, the
-  // HTTP socket holding it. (Only an --admin-socket given can be --socket's path.)
+  return serve::check_socket_path(admin, admin_socket_option(a));
+}
+
+// --admin-socket neither --socket's path nor its lock file (PATH.lock, SocketPathLock), nor a
+// path whose lock file is --socket: the start refused the admin socket's lock as another
+// daemon's (the HTTP socket holding it), or one socket's bind found the other's lock file at its
+// path, exit 1 after the database was created. Checked before the paths themselves, where a lock
+// file a killed daemon left would only be "not a socket". (Only an --admin-socket given can be
+// these: the default is --socket + ".admin".)
+Status check_admin_path_apart(const DaemonArgs& a, const std::string& admin) {
+  if (a.socket_path.empty() || admin.empty()) return Status::ok();
   std::error_code admin_ec, socket_ec;
-  const auto admin_file = std::filesystem::weakly_canonical(admin, admin_ec).lexically_normal();
-  const auto socket_file = std::filesystem::weakly_canonical(a.socket_path, socket_ec).lexically_normal();
-  if (!a.socket_path.empty() && !admin_ec && !socket_ec && admin_file == socket_file) {
-    return Status::invalid("--admin-socket: " + admin + " is also the --socket path; give the admin socket a path "
-                           "of its own (or leave --admin-socket out: --socket + \".admin\")");
+  const std::string admin_file = std::filesystem::weakly_canonical(admin, admin_ec).lexically_normal().string();
+  const std::string socket_file =
+      std::filesystem::weakly_canonical(a.socket_path, socket_ec).lexically_normal().string();
+  if (admin_ec || socket_ec) return Status::ok();  // check_socket_path names what cannot be read
+  const std::string own_path =
+      "; give the admin socket a path of its own (or leave --admin-socket out: --socket + \".admin\")";
+  using serve::SocketPathLock;
+  if (admin_file == socket_file) return Status::invalid("--admin-socket: " + admin + " is also the --socket path" + own_path);
+  if (admin_file == SocketPathLock::lock_path(socket_file)) {
+    return Status::invalid("--admin-socket: " + admin + " is the --socket path's lock file (--socket + \".lock\")" +
+                           own_path);
+  }
+  if (socket_file == SocketPathLock::lock_path(admin_file)) {
+    return Status::invalid("--admin-socket: " + admin + "'s lock file (--admin-socket + \".lock\") is the --socket path" +
+                           own_path);
   }
   return Status::ok();
 }
@@ -567,8 +585,9 @@ int run(int argc, char** argv) {
   SocketLocks locks;
   if (!a.sync_once_only) {  // --sync-once listens on nothing (and may run beside the daemon)
     if (Status s = settle_buffered_bytes(a, app.count("--max-buffered-bytes") > 0, max_body_bytes); !s) return fail(s);
-    if (Status s = serve::check_listen_options(listen_options(a, *socket_mode, max_body_bytes)); !s) return fail(s);
     const std::string admin = admin_socket_path(a);
+    if (Status s = check_admin_path_apart(a, admin); !s) return fail(s);
+    if (Status s = serve::check_listen_options(listen_options(a, *socket_mode, max_body_bytes)); !s) return fail(s);
     if (!admin.empty()) {
       if (Status s = check_admin_path(a, admin); !s) return fail(s);
     }

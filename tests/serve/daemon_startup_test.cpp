@@ -85,6 +85,27 @@ TEST(DaemonStartup, ABadListenerOptionLeavesNoDatabaseAndIsCheckedBeforeTheModel
   });
 }
 
+// --admin-socket at --socket's lock file (PATH.lock), or --socket at the admin socket's, passed
+// the start and failed at bind, after the database was created and the history rebuilt: the
+// second socket's path held the first's lock file. Refused with the other listener options,
+// saying which, also where a killed daemon left the lock file behind (then it was only "not a
+// socket").
+TEST(DaemonStartup, AnAdminSocketAtTheSocketsLockFileIsRefusedBeforeAnythingIsCreated) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
+  TempDir dir;
+  const std::string left = dir.file("left.sock");
+  std::ofstream(left + ".lock") << "";  // a killed daemon's lock file, unlocked
+  expect_refused_before_anything_is_created(dir, {
+      {{"--socket", dir.file("d.sock"), "--admin-socket", dir.file("d.sock.lock")},
+       "--admin-socket: " + dir.file("d.sock.lock") + " is the --socket path's lock file (--socket + \".lock\")"},
+      {{"--socket", left, "--admin-socket", dir.file("./left.sock.lock")},
+       "--admin-socket: " + dir.file("./left.sock.lock") + " is the --socket path's lock file"},
+      {{"--socket", dir.file("a.sock.lock"), "--admin-socket", dir.file("a.sock")},
+       "--admin-socket: " + dir.file("a.sock") + "'s lock file (--admin-socket + \".lock\") is the --socket path"},
+  });
+  EXPECT_FALSE(fs::exists(dir.file("d.sock.lock")) || fs::exists(dir.file("a.sock.lock")));
+}
+
 // A --socket that fits sun_path (107 bytes) with a default admin socket (--socket + ".admin")
 // that does not: the error named --admin-socket, an option the user never passed. It says where
 // the path came from and what to pass; an admin path that is not a socket is named the same way.
