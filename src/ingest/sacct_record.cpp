@@ -176,10 +176,13 @@ std::optional<uint64_t> tres_mem_mb(std::string_view tres) {
 }
 
 // A jobstats summary's labels (jobstats.h): the busiest GPU's peak and capacity; host memory
-// only where sacct had none.
-void apply_jobstats(const jobstats::Summary& s, Job& j, Tally& tally) {
+// only where sacct had none. `gpus_unasked`: the job's TRES say it asked for no GPU and was
+// given some (--exclusive: read_counts), so the GPUs the summary saw are not its request and
+// give it no GPU count or VRAM label (the Slurm hook sends it as a job without GPUs).
+void apply_jobstats(const jobstats::Summary& s, bool gpus_unasked, Job& j, Tally& tally) {
   bool used = false;
-  if (const jobstats::Gpu* g = jobstats::busiest_gpu(s)) {
+  const jobstats::Gpu* g = gpus_unasked ? nullptr : jobstats::busiest_gpu(s);
+  if (g) {
     if (!j.req_gpus || *j.req_gpus <= 0) j.req_gpus = static_cast<int>(s.gpus.size());
     const double peak = static_cast<double>(g->used_bytes) * static_cast<double>(*j.req_gpus);
     if (peak < kMaxBytes) {
@@ -344,7 +347,7 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     j.state = "OUT_OF_MEMORY";
     ++tally.over_memory_kill;
   }
-  if (r.jobstats) apply_jobstats(*r.jobstats, j, tally);
+  if (r.jobstats) apply_jobstats(*r.jobstats, r.gpus_beyond_request && !j.req_gpus, j, tally);
   // A host-memory peak of 0 is no measurement: jobacct_gather samples the tasks' resident memory
   // every JobAcctGatherFrequency (task=30 s by default), and a job whose every step ended before a
   // sample reads 0 (its processes held memory). No label, as a Nextflow peak_rss of 0

@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "golden_util.h"  // gtest first
@@ -212,6 +213,37 @@ TEST(Jobstats, SacctGolden) {
   EXPECT_DOUBLE_EQ(find_job(*trace, "102")->label(Resource::kMem), 3.0 / 8.0);
   EXPECT_DOUBLE_EQ(find_job(*trace, "108")->label(Resource::kVram), 0.25);
   EXPECT_DOUBLE_EQ(find_job(*trace, "109")->label(Resource::kVram), 0.5);
+}
+
+// A job --exclusive gave GPUs it did not ask for (ReqTRES names none, AllocTRES every GPU of the
+// node) is a job without GPUs, as the Slurm hook sends it: the GPUs jobstats saw on its node are
+// not its request, so they give it no GPU count and no VRAM label (its host memory is read as
+// before). Where neither TRES names a GPU (109 in the golden file: no gres configured), the
+// summary's GPUs are the job's, as before.
+TEST(Jobstats, GpusTheJobDidNotAskForGiveNoVramLabel) {
+  const std::string summary = jobstats::encode_admin_comment(
+      R"({"gpus": 2, "nodes": {"n1": {"gpu_total_memory": {"0": 17179869184, "1": 17179869184},
+      "gpu_used_memory": {"0": 0, "1": 0}, "used_memory": 104857600, "total_memory": 1048576000}}})");
+  const std::string path = testing::TempDir() + "/exclusive_jobstats.txt";
+  {
+    std::ofstream f(path);
+    f << "JobID|State|ReqTRES|AllocTRES|AdminComment\n"
+      << "1|COMPLETED|cpu=1,mem=500M,node=1|cpu=2,gres/gpu=2,mem=1000M,node=1|" << summary << "\n"
+      << "2|COMPLETED|cpu=1,mem=500M,node=1|cpu=1,mem=500M,node=1|" << summary << "\n";
+  }
+  ReadOptions o;
+  o.format = Format::kSacct;
+  auto trace = read_trace(path, o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const Job* excl = find_job(*trace, "1");
+  ASSERT_NE(excl, nullptr);
+  EXPECT_FALSE(excl->req_gpus);
+  EXPECT_FALSE(excl->peak_vram_bytes);
+  EXPECT_DOUBLE_EQ(excl->label(Resource::kMem), 0.1);  // 100 MiB of AllocTRES's 1000M
+  const Job* nogres = find_job(*trace, "2");
+  ASSERT_NE(nogres, nullptr);
+  EXPECT_EQ(nogres->req_gpus, 2);
+  EXPECT_DOUBLE_EQ(nogres->label(Resource::kVram), 0.0);
 }
 
 TEST(Jobstats, StrictModeDoesNotRejectAMalformedSummary) {
