@@ -42,7 +42,9 @@ nodes' whole memory), per-CPU or per-GPU memory under --exclusive or OverSubscri
 GPUs are sent as the request states them (gpus_of), also under --exclusive or OverSubscribe=EXCLUSIVE,
 which allocate every GPU of the nodes (22.05.8, observed on Gres=gpu:2: --exclusive --gpus=1 has
 sacct ReqTRES gres/gpu=1, AllocTRES gres/gpu=2; --exclusive alone none and 2): the daemon learns
-the GPU count from ReqTRES, the same count (docs/formats.md).
+the GPU count from ReqTRES, the same count (docs/formats.md). --gpus-per-socket=N is sent as
+ReqTRES counts it, N x --sockets-per-node x nodes (sbatch refuses it without --sockets-per-node),
+though a -n 1 job is allocated one socket's GPUs; without the sockets, no GPU count.
 The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
 --mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
 advised only, never lowered).
@@ -393,8 +395,9 @@ local gpus_of
 
 -- The job's GPUs where its request states how many: --gpus (tres_per_job), --gres/--gpus-per-node
 -- (tres_per_node x nodes), --gpus-per-task (tres_per_task x -n, when -n is given). nil otherwise:
--- --gpus-per-socket counts sockets the request does not name, and without -n the task count is
--- slurmctld's to choose. Memory per GPU is multiplied by this count only, never by a guess.
+-- --gpus-per-socket (what slurmctld charges it per GPU is not observed; gpus_of sends its count),
+-- and without -n the task count is slurmctld's to choose. Memory per GPU is multiplied by this
+-- count only, never by a guess.
 local function gpu_count_of(d)
   local per_job = gpus_in(d.tres_per_job)
   if per_job then return per_job end
@@ -433,8 +436,12 @@ gpus_of = function(d)
     local tasks = valid(d.num_tasks) and d.num_tasks >= 1 and d.num_tasks or 1
     return per_task * tasks
   end
+  -- --gpus-per-socket needs --sockets-per-node (sbatch refuses it alone): ReqTRES counts
+  -- N x sockets per node x nodes (22.05.8); without the sockets the count is not known.
   local per_socket = gpus_in(d.tres_per_socket)
-  if per_socket then return per_socket * nodes_of(d) end  -- sockets unknown here: at least one
+  if per_socket and valid(d.sockets_per_node, NO_VAL16) and d.sockets_per_node >= 1 then
+    return per_socket * d.sockets_per_node * nodes_of(d)
+  end
   return nil
 end
 
@@ -543,7 +550,7 @@ local function default_mem_of(d, part_list, cpus)
   local function mb(v)  -- MB, or nil: unset, not a number, 0, or past 2^62 (INFINITE)
     return type(v) == "number" and valid(v) and v > 0 and v < 2 ^ 62 and v or nil
   end
-  if (gpus_of(d) or 0) > 0 then
+  if (gpus_of(d) or gpus_in(d.tres_per_socket) or 0) > 0 then  -- a GPU job, count known or not
     -- DefMemPerGPU where the job may run: each partition's own, else the global one. Partitions
     -- that differ leave it unknown; none set anywhere falls through to DefMemPerCPU/DefMemPerNode.
     local names, per_gpu = partition_names(d, part_list), nil

@@ -69,6 +69,19 @@ check("per node mem x nodes", r.req_mem_bytes == 1000 * 1048576, r.req_mem_bytes
 check("gpus per node x nodes", r.req_gpus == 2)
 r = T.build_record(desc({ tres_per_task = "gres:gpu:1", num_tasks = 3, cpus_per_task = 2 }), 1000)
 check("gpus per task", r.req_gpus == 3 and r.req_cpus == 6 and r.req_mem_bytes == nil)
+-- --gpus-per-socket=N needs --sockets-per-node=S (sbatch refuses it alone); slurmctld 22.05.8
+-- records N x S x nodes in ReqTRES (on a 2-socket node: =1 with S=1 gres/gpu=1, with S=2 and -B 2
+-- gres/gpu=2, =2 with S=1 gres/gpu=2). Until 2026-12-06 the hook sent N x nodes, one socket a node.
+r = T.build_record(desc({ tres_per_socket = "gres:gpu:1", sockets_per_node = 2, num_tasks = 1 }), 1000)
+check("gpus per socket x sockets per node", r.req_gpus == 2, r.req_gpus)
+r = T.build_record(desc({ tres_per_socket = "gres:gpu:2", sockets_per_node = 3, min_nodes = 2 }), 1000)
+check("gpus per socket x sockets per node x nodes", r.req_gpus == 12, r.req_gpus)
+r = T.build_record(desc({ tres_per_socket = "gres:gpu:1", sockets_per_node = 1 }), 1000)
+check("gpus per socket, one socket per node", r.req_gpus == 1, r.req_gpus)
+r = T.build_record(desc({ tres_per_socket = "gres:gpu:1", sockets_per_node = slurm.NO_VAL16 }), 1000)
+check("gpus per socket, sockets per node unset: no count", r.req_gpus == nil, r.req_gpus)
+r = T.build_record(desc({ tres_per_socket = "gres:gpu:1" }), 1000)
+check("gpus per socket, no sockets per node field: no count", r.req_gpus == nil, r.req_gpus)
 -- --mem-per-gpu: slurmctld 22.05 gives it as mem_per_tres "gres:gpu:<MB>" (min_mem_per_node and
 -- min_mem_per_cpu nil), and accounts the job at MB x its GPUs (sacct ReqMem 8G for
 -- --mem-per-gpu=4G --gpus=2, read live). Before, the hook sent no memory request at all.

@@ -254,6 +254,16 @@ check "mapxgpu: --exclusive --gpus=1: request req_gpus = 1, the GPUs the request
   [ "$(request_field mapxgpu req_gpus)" = 1 ]
 check "mapexcl: --exclusive with no GPUs asked for: request sent without req_gpus" \
   [ -z "$(request_field mapexcl req_gpus 2>/dev/null)" ]
+# --gpus-per-socket=1 needs --sockets-per-node (sbatch refuses it alone); ReqTRES counts it x the
+# sockets per node x nodes (gres/gpu=2 here, on the node's 2 sockets: CPUs=2), though -n 1 runs on
+# one socket's core and is allocated 1 (AllocTRES gres/gpu=1). Until 2026-12-06 the hook sent 1
+# (one socket a node). With -N 1 the same request stays pending (Resources) on this node.
+printf '#!/bin/bash\n# mapsockgpu\ntrue\n' > "$work/mapsockgpu.sh"
+if submit mapsockgpu --gpus-per-socket=1 --sockets-per-node=2 -n 1 -t 5; then
+  ok "sbatch mapsockgpu (job $job_id)"; jid[mapsockgpu]=$job_id
+else bad "sbatch mapsockgpu: $sbatch_err"; fi
+check "mapsockgpu: --gpus-per-socket=1 --sockets-per-node=2: request req_gpus = 2, as ReqTRES counts it" \
+  [ "$(request_field mapsockgpu req_gpus)" = 2 ]
 printf '#!/bin/bash\n# mapmem0\ntrue\n' > "$work/mapmem0.sh"
 if submit mapmem0 --mem=0 -t 5; then ok "sbatch mapmem0 (job $job_id)"; jid[mapmem0]=$job_id
 else bad "sbatch mapmem0: $sbatch_err"; fi
@@ -426,6 +436,8 @@ check "mapxgpu: --exclusive --gpus=1 is allocated both GPUs of the node (ReqTRES
   gpus_row_is "${jid[mapxgpu]:-0}" 1 2
 check "mapexcl: --exclusive with no GPUs asked for is allocated both (ReqTRES none, AllocTRES gres/gpu=2)" \
   gpus_row_is "${jid[mapexcl]:-0}" "" 2
+check "mapsockgpu: --gpus-per-socket=1 --sockets-per-node=2 -n 1: ReqTRES gres/gpu=2, AllocTRES gres/gpu=1" \
+  gpus_row_is "${jid[mapsockgpu]:-0}" 2 1
 check "mapmem0: --mem=0 gets the node's whole memory (AllocTRES mem=2000M)" alloc_row_is "${jid[mapmem0]:-0}" "mem=2000M"
 check "mapcpg: --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M is charged on 2 CPUs (AllocTRES cpu=2,...,mem=200M)" \
   alloc_row_is "${jid[mapcpg]:-0}" "cpu=2,gres/gpu=2,mem=200M"
@@ -484,8 +496,8 @@ if [ "$real" = 1 ]; then
   # The GPU count slurm-sync learns is the one the hook sent for the same submission (the requests
   # checked above): the request's, not the node's every GPU --exclusive allocated (AllocTRES
   # gres/gpu=2), so the VRAM capacity a share is learned of is the one the daemon is asked about.
-  declare -A gpus_sent=([mapxgpu]=1 [mapexcl]="" [map200]=1)
-  for n in mapxgpu mapexcl map200; do
+  declare -A gpus_sent=([mapxgpu]=1 [mapexcl]="" [map200]=1 [mapsockgpu]=2)
+  for n in mapxgpu mapexcl map200 mapsockgpu; do
     id="${jid[$n]:-}"; [ -n "$id" ] || continue
     got=""
     for i in $(seq 1 60); do got="$(history_field "$id" state)"; [ -n "$got" ] && break; sleep 0.5; done
