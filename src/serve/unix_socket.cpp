@@ -1,5 +1,6 @@
 #include "peakcast/serve/unix_socket.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/file.h>
@@ -256,6 +257,35 @@ class BindDirectory {
   bool keep_entry_ = false;
 };
 
+// What a daemon killed between its mkdtemp and its rename leaves beside `path`: its private
+// directory (BindDirectory), empty or holding the socket it had bound. Removed before a bind, under
+// the path's lock (no other peakcastd can be binding there), where it is ours and holds nothing or
+// a socket nobody listens on; one that holds anything else (a file move_into_place could not put
+// back, named in the error that left it) is kept, and so is every other name.
+void remove_leftover_bind_directories(const std::string& path) {
+  const std::string parent = parent_directory(path);
+  const std::string prefix = path.substr(path.find_last_of('/') + 1) + ".bind-";
+  std::vector<std::string> leftovers;
+  if (DIR* d = ::opendir(parent.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name = e->d_name;
+      if (name.size() == prefix.size() + 6 && name.starts_with(prefix)) leftovers.emplace_back(name);
+    }
+    ::closedir(d);
+  }
+  for (const std::string& name : leftovers) {
+    const std::string leftover = parent + "/" + name, entry = leftover + "/" + kBoundName;
+    struct stat st{};
+    if (::lstat(leftover.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (::lstat(entry.c_str(), &st) == 0) {
+      // A socket too long to connect to is not known dead: kept.
+      if (!S_ISSOCK(st.st_mode) || entry.size() >= sizeof(sockaddr_un{}.sun_path) || socket_is_live(entry)) continue;
+      ::unlink(entry.c_str());
+    }
+    ::rmdir(leftover.c_str());  // fails (ENOTEMPTY) where anything else is in it: kept
+  }
+}
+
 // Why the file swapped from `path` into `dir` may not be removed: it is not a socket, or a
 // process listens on it. Checked where nobody else can change it.
 Status refusal_of_displaced(const BindDirectory& dir, const std::string& path, std::string_view option) {
@@ -329,6 +359,7 @@ Result<int> bind_unix_socket(const std::string& path, std::string_view option, i
     if (!g) return Status::invalid("--socket-group: no such group: " + access.group);
     gid = g->gr_gid;
   }
+  remove_leftover_bind_directories(path);
   BindDirectory dir;
   if (Status s = dir.create(path, option); !s) return s;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

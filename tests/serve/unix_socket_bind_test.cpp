@@ -198,6 +198,32 @@ TEST(UnixSocketBind, ALiveSocketPutAtThePathAfterTheCheckIsRefusedAndKept) {
   EXPECT_EQ(entries(dir.path()), std::set<std::string>{"d.sock"});
 }
 
+// What a daemon killed between its mkdtemp and its rename leaves beside the path (its private
+// directory, empty or holding its socket) is removed at the next bind under the path's lock; a
+// private directory holding anything else (a file moved aside that could not be put back) is kept,
+// as is every name that is not this path's private directory.
+TEST(UnixSocketBind, APrivateDirectoryAKilledDaemonLeftIsRemoved) {
+  TempDir dir;
+  const std::string path = dir.file("d.sock");
+  fs::create_directory(path + ".bind-Aaaaaa");                      // killed before its bind
+  fs::create_directory(path + ".bind-Bbbbbb");                      // killed before its rename
+  make_stale_socket(path + ".bind-Bbbbbb/sock");
+  fs::create_directory(path + ".bind-Cccccc");                      // a file kept aside: kept
+  std::ofstream(path + ".bind-Cccccc/sock") << "keep";
+  fs::create_directory(path + ".bind-x");                           // not a private directory
+  fs::create_directory(dir.file("other.sock.bind-Dddddd"));         // another path's
+  std::ofstream(path + ".bind-Eeeeee") << "keep";                   // not a directory
+  auto fd = listen_unix(path, "--socket", 4, {0600, "--socket-mode", ""});
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  ::close(*fd);
+  EXPECT_EQ(entries(dir.path()), (std::set<std::string>{"d.sock", "d.sock.bind-Cccccc", "d.sock.bind-x",
+                                                         "other.sock.bind-Dddddd", "d.sock.bind-Eeeeee"}));
+  std::ifstream kept(path + ".bind-Cccccc/sock");
+  std::string text;
+  kept >> text;
+  EXPECT_EQ(text, "keep");
+}
+
 // A path of the 107 bytes sun_path holds: its private directory's is longer, and the socket is
 // bound there through /proc/self/fd.
 TEST(UnixSocketBind, APathOfTheLongestLengthBinds) {

@@ -84,9 +84,11 @@ Result<int> listen_unix(const std::string& path, std::string_view option, int ba
 // (RENAME_NOREPLACE) nor unlinks it there: a socket found at `path` is swapped into the private
 // directory (RENAME_EXCHANGE) and removed only if it is a socket nobody listens on; anything else
 // (a file of another kind, a live socket) is swapped back and refused, as check_socket_path
-// refuses it. The private directory is removed again. On a file system without renameat2's flags
-// (EINVAL: NFS), the file at `path` is checked and replaced by rename(2): a file put there between
-// the two is replaced, the only case with that window.
+// refuses it. The private directory is removed again, and those a daemon killed between its
+// mkdtemp and its rename left beside `path` are removed first (when empty or holding a dead
+// socket). On a file system without renameat2's flags (EINVAL: NFS), the file at `path` is checked
+// and replaced by rename(2): a file put there between the two is replaced, the only case with that
+// window.
 Result<int> bind_unix_socket(const std::string& path, std::string_view option, int backlog,
                              const SocketAccess& access);
 
