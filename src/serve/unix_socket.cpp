@@ -20,13 +20,34 @@
 
 namespace peakcast::serve {
 
-bool socket_is_live(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+namespace {
+
+sockaddr_un unix_address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  const bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  return addr;
+}
+
+// What a file at a socket's path, reached at `address`, says of the path (check_socket_path,
+// and move_into_place of the file it swapped aside): one of another kind, or a socket a daemon
+// listens on, is refused; a stale socket passes.
+Status refusal_of_file(const struct stat& st, const std::string& address, const std::string& path,
+                       std::string_view option) {
+  if (!S_ISSOCK(st.st_mode)) return Status::invalid(fmt::format("{}: {} exists and is not a socket", option, path));
+  if (socket_is_live(address)) {
+    return Status::invalid(fmt::format("{}: another daemon is listening on {}", option, path));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool socket_is_live(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const sockaddr_un addr = unix_address(path);
+  const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
   return live;
 }
@@ -113,8 +134,7 @@ Status check_socket_path(const std::string& path, std::string_view option) {
   }
   struct stat st{};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return Status::invalid(fmt::format("{}: {} exists and is not a socket", option, path));
-    if (socket_is_live(path)) return Status::invalid(fmt::format("{}: another daemon is listening on {}", option, path));
+    if (Status s = refusal_of_file(st, path, path, option); !s) return s;
   }
   return check_parent_directory(path, option);
 }
@@ -195,13 +215,6 @@ namespace {
 
 // The name a socket is bound under in its private directory (BindDirectory).
 constexpr const char* kBoundName = "sock";
-
-sockaddr_un unix_address(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  return addr;
-}
 
 // The directory a socket is bound, listened on and given its mode in before it is renamed onto
 // its path (bind_unix_socket): PATH.bind-XXXXXX (mkdtemp), beside the path so that the rename stays
@@ -293,11 +306,7 @@ Status refusal_of_displaced(const BindDirectory& dir, const std::string& path, s
   if (::fstatat(dir.fd(), kBoundName, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return Status::io(fmt::format("{}: cannot examine the file that was at {}: {}", option, path, std::strerror(errno)));
   }
-  if (!S_ISSOCK(st.st_mode)) return Status::invalid(fmt::format("{}: {} exists and is not a socket", option, path));
-  if (socket_is_live(dir.entry_address())) {
-    return Status::invalid(fmt::format("{}: another daemon is listening on {}", option, path));
-  }
-  return Status::ok();
+  return refusal_of_file(st, dir.entry_address(), path, option);
 }
 
 // On a file system without renameat2's flags: the file at `path` checked as the start checks it,
