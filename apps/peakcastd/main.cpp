@@ -124,14 +124,10 @@ struct SocketLocks {
 Result<SocketLocks> lock_socket_paths(const DaemonArgs& a, const std::string& admin) {
   SocketLocks locks;
   if (!a.socket_path.empty()) {
-    auto lock = serve::SocketPathLock::acquire(a.socket_path, "--socket");
-    if (!lock) return lock.status();
-    locks.http = std::move(*lock);
+    if (Status s = locks.http.hold(a.socket_path, "--socket"); !s) return s;
   }
   if (!admin.empty()) {
-    auto lock = serve::SocketPathLock::acquire(admin, admin_socket_option(a));
-    if (!lock) return lock.status();
-    locks.admin = std::move(*lock);
+    if (Status s = locks.admin.hold(admin, admin_socket_option(a)); !s) return s;
   }
   return locks;
 }
