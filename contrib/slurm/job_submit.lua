@@ -391,27 +391,34 @@ local function mb_per_gpu(tres)
   return nil
 end
 
-local gpus_of
-
--- The job's GPUs where its request states how many: --gpus (tres_per_job), --gres/--gpus-per-node
--- (tres_per_node x nodes), --gpus-per-task (tres_per_task x -n, when -n is given). nil otherwise:
--- --gpus-per-socket (what slurmctld charges it per GPU is not observed; gpus_of sends its count),
--- and without -n the task count is slurmctld's to choose. Memory per GPU is multiplied by this
--- count only, never by a guess.
-local function gpu_count_of(d)
+-- The job's GPUs as sacct's ReqTRES counts them (what is sent): --gpus (tres_per_job),
+-- --gres/--gpus-per-node (tres_per_node x nodes), --gpus-per-task (tres_per_task x -n, else x 1),
+-- --gpus-per-socket (x --sockets-per-node x nodes, 22.05.8; sbatch refuses it without the sockets,
+-- so without them: nil). stated: only where the request states the count, for memory per GPU,
+-- which is multiplied by this count only, never by a guess: nil for --gpus-per-socket (what
+-- slurmctld charges it per GPU is not observed) and for --gpus-per-task without -n (slurmctld
+-- chooses the tasks).
+local function gpus_of(d, stated)
   local per_job = gpus_in(d.tres_per_job)
   if per_job then return per_job end
   local per_node = gpus_in(d.tres_per_node) or gpus_in(d.gres)
   if per_node then return per_node * nodes_of(d) end
   local per_task = gpus_in(d.tres_per_task)
-  if per_task and valid(d.num_tasks) and d.num_tasks >= 1 then return per_task * d.num_tasks end
+  if per_task then
+    if valid(d.num_tasks) and d.num_tasks >= 1 then return per_task * d.num_tasks end
+    return not stated and per_task or nil
+  end
+  local per_socket = gpus_in(d.tres_per_socket)
+  if per_socket and not stated and valid(d.sockets_per_node, NO_VAL16) and d.sockets_per_node >= 1 then
+    return per_socket * d.sockets_per_node * nodes_of(d)
+  end
   return nil
 end
 
 -- Whole-job host memory in bytes, and which form was requested ("node", "cpu" or "gpu"), or nil.
 -- --mem-per-gpu (mem_per_tres; min_mem_per_node and min_mem_per_cpu are then nil; job_desc has
 -- no mem_per_gpu field) counts MB x the job's GPUs, as slurmctld accounts it (sacct ReqMem), where
--- the request states the count (gpu_count_of).
+-- the request states the count (gpus_of, stated).
 local function mem_of(d, cpus)
   if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then
     return d.min_mem_per_node * MIB * nodes_of(d), "node"
@@ -419,28 +426,9 @@ local function mem_of(d, cpus)
   if valid(d.min_mem_per_cpu) and d.min_mem_per_cpu > 0 then
     return d.min_mem_per_cpu * MIB * cpus, "cpu"
   end
-  local per_gpu, gpus = mb_per_gpu(d.mem_per_tres), gpu_count_of(d)
+  local per_gpu, gpus = mb_per_gpu(d.mem_per_tres), gpus_of(d, true)
   if per_gpu and per_gpu > 0 and gpus and gpus > 0 then
     return per_gpu * MIB * gpus, "gpu"
-  end
-  return nil
-end
-
-gpus_of = function(d)
-  local per_job = gpus_in(d.tres_per_job)
-  if per_job then return per_job end
-  local per_node = gpus_in(d.tres_per_node) or gpus_in(d.gres)
-  if per_node then return per_node * nodes_of(d) end
-  local per_task = gpus_in(d.tres_per_task)
-  if per_task then
-    local tasks = valid(d.num_tasks) and d.num_tasks >= 1 and d.num_tasks or 1
-    return per_task * tasks
-  end
-  -- --gpus-per-socket needs --sockets-per-node (sbatch refuses it alone): ReqTRES counts
-  -- N x sockets per node x nodes (22.05.8); without the sockets the count is not known.
-  local per_socket = gpus_in(d.tres_per_socket)
-  if per_socket and valid(d.sockets_per_node, NO_VAL16) and d.sockets_per_node >= 1 then
-    return per_socket * d.sockets_per_node * nodes_of(d)
   end
   return nil
 end
@@ -544,7 +532,7 @@ end
 -- and the first such job of each partition logs that a DefMemPerGPU the hook cannot see would
 -- make that wrong (unseen_gpu_default). nil when unknown: none set (the job
 -- then gets the node's whole memory), several partitions that do not all give the same, or a
--- DefMemPerGPU job whose GPU count the request does not state (gpu_count_of).
+-- DefMemPerGPU job whose GPU count the request does not state (gpus_of, stated).
 -- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
 local function default_mem_of(d, part_list, cpus)
   local function mb(v)  -- MB, or nil: unset, not a number, 0, or past 2^62 (INFINITE)
@@ -562,7 +550,7 @@ local function default_mem_of(d, part_list, cpus)
       if i == 1 then per_gpu = v elseif v ~= per_gpu then return nil end
     end
     if per_gpu then
-      local gpus = gpu_count_of(d)
+      local gpus = gpus_of(d, true)
       if gpus and gpus > 0 then return per_gpu * MIB * gpus, "gpu" end
       return nil
     end
@@ -875,7 +863,7 @@ end
 local function in_form(d, rec, form, cpus)
   if form == "cpu" then return "--mem-per-cpu", "min_mem_per_cpu", math.ceil(rec / MIB / cpus), cpus end
   if form == "gpu" then
-    local gpus = gpu_count_of(d)
+    local gpus = gpus_of(d, true)
     return "--mem-per-gpu", nil, math.ceil(rec / MIB / gpus), gpus
   end
   local nodes = nodes_of(d)
