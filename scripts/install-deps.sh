@@ -19,7 +19,7 @@ build_pkgs=(
 # Node.js from elsewhere that brings its own npm is left as it is.
 if ! command -v npm >/dev/null 2>&1; then build_pkgs+=(npm); fi
 slurm_pkgs=(
-  slurm-wlm slurmdbd slurm-client munge mariadb-server lua5.1 lua-socket
+  slurm-wlm slurmdbd slurm-client munge mariadb-server lua5.1 lua-socket lua-cjson
 )
 
 pkgs=()

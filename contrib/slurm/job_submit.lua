@@ -2,7 +2,8 @@
 peakcast job_submit hook for Slurm 22.05 (job_submit/lua, Lua 5.1).
 
 Install: copy this file next to slurm.conf as job_submit.lua, set JobSubmitPlugins=lua
-(see slurm.conf.example in this folder) and start peakcastd on SOCKET_PATH below.
+(see slurm.conf.example in this folder) and start peakcastd on SOCKET_PATH below. It needs
+lua-socket and lua-cjson (Debian: apt install lua-socket lua-cjson).
 
 At each submission the hook sends the job request as one canonical record (no outcome fields) to
 peakcastd's POST /v1/predict over a UNIX socket and writes the answer, as compact JSON, into the
@@ -135,213 +136,92 @@ local INFINITE = 4294967295         -- slurm.INFINITE
 
 local unix_ok, unix = pcall(require, "socket.unix")
 local socket_ok, socket = pcall(require, "socket")
+local cjson_ok, cjson = pcall(require, "cjson")
 
 local function log_info(msg)
   if slurm and slurm.log_info then slurm.log_info("%s", "peakcast: " .. msg) end
 end
 
-if not unix_ok or not socket_ok then
-  log_info("lua-socket (socket.unix) is not installed: no predictions, jobs are accepted unchanged " ..
-           "(Debian/Ubuntu: apt install lua-socket; then restart slurmctld)")
+local missing = {}
+if not unix_ok or not socket_ok then missing[#missing + 1] = "lua-socket (socket.unix)" end
+if not cjson_ok then missing[#missing + 1] = "lua-cjson" end
+local deps_ok = #missing == 0
+if not deps_ok then
+  log_info(table.concat(missing, " and ") .. (#missing > 1 and " are" or " is") .. " not installed: no " ..
+           "predictions, jobs are accepted unchanged (Debian/Ubuntu: apt install lua-socket lua-cjson; " ..
+           "then restart slurmctld)")
 end
 
 ---------------------------------------------------------------------------------------------------
--- JSON encoding (compact, keys in the given order)
+-- JSON: lua-cjson, a private instance that refuses NaN, Infinity and hex numbers in an answer
 ---------------------------------------------------------------------------------------------------
-local json = {}
-json.null = setmetatable({}, { __tostring = function() return "null" end })
+local codec = cjson_ok and cjson.new()
+if codec then
+  codec.decode_invalid_numbers(false)
+  codec.decode_max_depth(32)
+  codec.encode_max_depth(32)
+end
+local json = { null = cjson_ok and cjson.null or {} }
 
--- Replaces each byte that is not part of a valid UTF-8 sequence with U+FFFD, so the text is
--- valid JSON; the daemon refuses invalid UTF-8.
+-- The well-formed UTF-8 sequences of two to four bytes (Unicode 15, table 3-7: no overlong
+-- forms, no surrogates, nothing past U+10FFFF).
+local UTF8_SEQUENCES = { "^[\194-\223][\128-\191]", "^\224[\160-\191][\128-\191]",
+  "^[\225-\236\238\239][\128-\191][\128-\191]", "^\237[\128-\159][\128-\191]",
+  "^\240[\144-\191][\128-\191][\128-\191]", "^[\241-\243][\128-\191][\128-\191][\128-\191]",
+  "^\244[\128-\143][\128-\191][\128-\191]" }
+
+-- Replaces each byte that is not part of a valid UTF-8 sequence with U+FFFD: the daemon refuses
+-- invalid UTF-8, and lua-cjson passes bytes through unchecked.
 local function utf8_clean(s)
-  if not s:find("[\128-\255]") then return s end
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local c = s:byte(i)
-    local len, min = 0, 0
-    if c < 0x80 then len = 1
-    elseif c >= 0xC2 and c <= 0xDF then len, min = 2, 0x80
-    elseif c >= 0xE0 and c <= 0xEF then len, min = 3, 0x800
-    elseif c >= 0xF0 and c <= 0xF4 then len, min = 4, 0x10000 end
-    local ok = len > 0 and i + len - 1 <= n
-    local cp = 0
-    if ok and len > 1 then
-      cp = c % (2 ^ (7 - len))
-      for k = i + 1, i + len - 1 do
-        local b = s:byte(k)
-        if b < 0x80 or b > 0xBF then ok = false; break end
-        cp = cp * 64 + (b - 0x80)
-      end
-      if ok and (cp < min or cp > 0x10FFFF or (cp >= 0xD800 and cp <= 0xDFFF)) then ok = false end
+  local out, i = {}, 1
+  while true do
+    local j = s:find("[\128-\255]", i)
+    if not j then
+      if i == 1 then return s end
+      out[#out + 1] = s:sub(i)
+      return table.concat(out)
     end
-    if ok then
-      out[#out + 1] = s:sub(i, i + len - 1)
-      i = i + len
-    else
-      out[#out + 1] = "\239\191\189"
-      i = i + 1
+    local seq
+    for _, pattern in ipairs(UTF8_SEQUENCES) do
+      seq = s:match(pattern, j)
+      if seq then break end
     end
+    out[#out + 1] = s:sub(i, j - 1) .. (seq or "\239\191\189")
+    i = j + (seq and #seq or 1)
   end
-  return table.concat(out)
 end
 
-local escapes = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
-                  ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
-
-function json.string(s)
-  s = utf8_clean(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    return escapes[c] or string.format("\\u%04x", c:byte())
-  end) .. '"'
-end
-
+-- A number as JSON text: whole ones below 2^53 as integers (lua-cjson 2.1.0 prints at most 14
+-- significant digits: 2^53 bytes would be 9.007199254741e+15), others in the fewest digits that
+-- read back the same; NaN and the infinities, which JSON cannot say, as null.
 function json.number(x)
   if x ~= x or x == math.huge or x == -math.huge then return "null" end
   if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return string.format("%d", x) end
-  for _, f in ipairs({ "%.15g", "%.16g" }) do
-    local t = string.format(f, x)
+  for digits = 15, 16 do
+    local t = string.format("%." .. digits .. "g", x)
     if tonumber(t) == x then return t end
   end
   return string.format("%.17g", x)
 end
 
--- Encodes a value. Objects are {__keys = {...}, k = v} (ordered) or plain tables with string keys
--- (sorted); arrays are tables with __array = true.
+-- A copy of v for lua-cjson: strings (keys too) made valid UTF-8, and each number as the string
+-- "\255" .. json.number(x) .. "\255", which json.encode unquotes: no cleaned string holds byte 255.
+local function for_cjson(v)
+  if type(v) == "string" then return utf8_clean(v) end
+  if type(v) == "number" then return "\255" .. json.number(v) .. "\255" end
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[type(k) == "string" and utf8_clean(k) or k] = for_cjson(x) end
+  return out
+end
+
+-- Compact JSON; a table with keys 1..n is an array, any other an object (keys in no set order).
 function json.encode(v)
-  local t = type(v)
-  if v == nil or v == json.null then return "null"
-  elseif t == "boolean" then return v and "true" or "false"
-  elseif t == "number" then return json.number(v)
-  elseif t == "string" then return json.string(v)
-  elseif t == "table" then
-    local parts = {}
-    if v.__array then
-      for i = 1, #v do parts[#parts + 1] = json.encode(v[i]) end
-      return "[" .. table.concat(parts, ",") .. "]"
-    end
-    local keys = v.__keys
-    if not keys then
-      keys = {}
-      for k in pairs(v) do if type(k) == "string" and k:sub(1, 2) ~= "__" then keys[#keys + 1] = k end end
-      table.sort(keys)
-    end
-    for _, k in ipairs(keys) do
-      if v[k] ~= nil then parts[#parts + 1] = json.string(k) .. ":" .. json.encode(v[k]) end
-    end
-    return "{" .. table.concat(parts, ",") .. "}"
-  end
-  error("json: cannot encode a " .. t)
+  return (codec.encode(for_cjson(v)):gsub('"\255([^"]*)\255"', "%1"))
 end
 
----------------------------------------------------------------------------------------------------
--- JSON decoding. decode(text) returns value, compact_text; raises on malformed input. Objects keep
--- their key order in __keys, so the compact text and re-encoding preserve the daemon's order.
----------------------------------------------------------------------------------------------------
-local MAX_DEPTH = 32
-
-local function decode_error(pos, what) error({ json_error = "at byte " .. pos .. ": " .. what }) end
-
-local function skip_ws(s, i) return (s:find("[^ \t\r\n]", i)) or (#s + 1) end
-
-local function utf8_char(cp)
-  if cp < 0x80 then return string.char(cp) end
-  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
-  if cp < 0x10000 then
-    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
-  end
-  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
-                     0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
-end
-
-local parse_value
-
-local function parse_string(s, i)  -- s:sub(i,i) == '"'
-  local out, j = {}, i + 1
-  while true do
-    local k = s:find('["\\%c]', j)
-    if not k then decode_error(i, "unterminated string") end
-    out[#out + 1] = s:sub(j, k - 1)
-    local c = s:sub(k, k)
-    if c == '"' then return table.concat(out), k + 1 end
-    if c ~= "\\" then decode_error(k, "control character in string") end
-    local e = s:sub(k + 1, k + 1)
-    local simple = { ['"'] = '"', ['\\'] = '\\', ['/'] = '/', b = '\b', f = '\f', n = '\n', r = '\r', t = '\t' }
-    if simple[e] then
-      out[#out + 1] = simple[e]; j = k + 2
-    elseif e == "u" then
-      local hex = s:sub(k + 2, k + 5)
-      if not hex:find("^%x%x%x%x$") then decode_error(k, "bad \\u escape") end
-      local cp = tonumber(hex, 16); j = k + 6
-      if cp >= 0xD800 and cp <= 0xDBFF and s:sub(j, j + 1) == "\\u" then
-        local lo = tonumber(s:sub(j + 2, j + 5), 16)
-        if lo and lo >= 0xDC00 and lo <= 0xDFFF then
-          cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00); j = j + 6
-        end
-      end
-      if cp >= 0xD800 and cp <= 0xDFFF then cp = 0xFFFD end
-      out[#out + 1] = utf8_char(cp)
-    else
-      decode_error(k, "bad escape")
-    end
-  end
-end
-
-parse_value = function(s, i, depth)
-  if depth > MAX_DEPTH then decode_error(i, "nested too deep") end
-  i = skip_ws(s, i)
-  local c = s:sub(i, i)
-  if c == "{" then
-    local obj, keys = {}, {}
-    obj.__keys = keys
-    i = skip_ws(s, i + 1)
-    if s:sub(i, i) == "}" then return obj, i + 1 end
-    while true do
-      if s:sub(i, i) ~= '"' then decode_error(i, "expected a key") end
-      local k; k, i = parse_string(s, i)
-      i = skip_ws(s, i)
-      if s:sub(i, i) ~= ":" then decode_error(i, "expected ':'") end
-      local v; v, i = parse_value(s, i + 1, depth + 1)
-      if obj[k] == nil then keys[#keys + 1] = k end
-      obj[k] = v
-      i = skip_ws(s, i)
-      c = s:sub(i, i)
-      if c == "}" then return obj, i + 1 end
-      if c ~= "," then decode_error(i, "expected ',' or '}'") end
-      i = skip_ws(s, i + 1)
-    end
-  elseif c == "[" then
-    local arr = { __array = true }
-    i = skip_ws(s, i + 1)
-    if s:sub(i, i) == "]" then return arr, i + 1 end
-    while true do
-      local v; v, i = parse_value(s, i, depth + 1)
-      arr[#arr + 1] = v
-      i = skip_ws(s, i)
-      c = s:sub(i, i)
-      if c == "]" then return arr, i + 1 end
-      if c ~= "," then decode_error(i, "expected ',' or ']'") end
-      i = i + 1
-    end
-  elseif c == '"' then
-    return parse_string(s, i)
-  elseif s:find("^true", i) then return true, i + 4
-  elseif s:find("^false", i) then return false, i + 5
-  elseif s:find("^null", i) then return json.null, i + 4
-  else
-    local num = s:match("^-?%d+%.?%d*[eE]?[-+]?%d*", i)
-    local n = num and tonumber(num)
-    if not n or num:find("^-?0%d") then decode_error(i, "unexpected character") end
-    return n, i + #num
-  end
-end
-
--- Returns value, compact_text. The compact text is the re-encoded value (same key order).
-function json.decode(s)
-  local v, i = parse_value(s, 1, 0)
-  i = skip_ws(s, i)
-  if i <= #s then decode_error(i, "trailing data") end
-  return v, json.encode(v)
-end
+-- The value; raises on malformed text (lua-cjson's message says at which character).
+function json.decode(s) return codec.decode(s) end
 
 ---------------------------------------------------------------------------------------------------
 -- Reading the request
@@ -600,7 +480,7 @@ local function memory_known(d, part_list, form)
   return true
 end
 
--- The canonical record (../shared/data/README.md) without outcome fields, keys in schema order.
+-- The canonical record (../shared/data/README.md) without outcome fields.
 -- part_list: slurmctld's, to name the default partition of a job that names none and to resolve
 -- the time limit of a job that asks for none.
 local function build_record(d, submit_uid, part_list)
@@ -614,8 +494,6 @@ local function build_record(d, submit_uid, part_list)
     mem, form = nil, nil
   end
   local rec = {
-    __keys = { "job_id", "user", "submit_time", "req_cpus", "req_mem_bytes", "req_gpus",
-               "req_time_s", "script", "job_name", "partition", "account" },
     job_id = (valid(d.job_id) and d.job_id > 0) and tostring(d.job_id) or PENDING_JOB_ID,
     user = nonempty(d.user_name) or tostring(d.user_id or submit_uid),
     submit_time = os.time(),
@@ -640,7 +518,7 @@ end
 local function now() return socket.gettime() end
 
 local function http_post(path, body)
-  if not unix_ok or not socket_ok then return nil, "lua-socket (socket.unix) is not installed" end
+  if not deps_ok then return nil, table.concat(missing, " and ") .. " not installed" end
   local deadline = now() + TOTAL_TIMEOUT_S
   local c = unix()
   if not c then return nil, "cannot create a UNIX socket" end
@@ -753,12 +631,11 @@ local function summarize(ans)
   local keep = { "util", "bytes", "upper_util", "recommended_bytes", "route" }
   -- answer_id: slurm-sync reads it back from the comment, so the daemon learns the job's
   -- completion against this answer and no other.
-  local out = { __keys = { "answer_id", "job_id", "predictions" }, answer_id = field(ans, "answer_id"),
-                job_id = field(ans, "job_id"), predictions = { __keys = { "mem", "vram" } } }
+  local out = { answer_id = field(ans, "answer_id"), job_id = field(ans, "job_id"), predictions = {} }
   for _, r in ipairs({ "mem", "vram" }) do
     local p = field(ans, "predictions", r)
     if type(p) == "table" then
-      local s = { __keys = keep }
+      local s = {}
       for _, k in ipairs(keep) do s[k] = field(p, k) end
       out.predictions[r] = s
     end
@@ -963,7 +840,7 @@ end
 
 local function predict(d, submit_uid, part_list)
   if not nonempty(d.script) and not PREDICT_WITHOUT_SCRIPT then return end
-  if not unix_ok or not socket_ok then return end  -- logged once, at load
+  if not deps_ok then return end  -- logged once, at load
   if not breaker_allows() then return end
   local existing = d[COMMENT_FIELD]
   if nonempty(existing) and not OVERWRITE_USER_COMMENT then
@@ -987,12 +864,15 @@ local function predict(d, submit_uid, part_list)
     log_info(string.format("no prediction (HTTP %d: %s); job accepted unchanged", status, body:sub(1, 200)))
     return
   end
-  local ok, ans, compact = pcall(json.decode, body)
-  if not ok or type(ans) ~= "table" or ans.__array then
-    local why = ok and "not a JSON object" or (type(ans) == "table" and ans.json_error or tostring(ans))
-    log_info("no prediction (bad answer: " .. why .. "); job accepted unchanged")
+  local ok, ans = pcall(json.decode, body)
+  -- (lua-cjson decodes an array, [] included, into a table too: the text tells them apart.)
+  if not ok or type(ans) ~= "table" or not body:find("^%s*{") then
+    log_info("no prediction (bad answer: " .. (ok and "not a JSON object" or tostring(ans)) .. "); job accepted unchanged")
     return
   end
+  -- The comment is the answer re-encoded: compact, valid UTF-8; slurm-sync reads its answer_id by
+  -- name, whatever the key order.
+  local compact = json.encode(ans)
   if COMMENT_SUMMARY or #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
   d[COMMENT_FIELD] = compact
   -- An answer whose recommendation fails the checks is kept in the comment (its answer_id matches

@@ -23,22 +23,37 @@ local function check(name, cond, detail)
 end
 local function set_mode(m) local f = io.open(mode_file, "w"); f:write(m, "\n"); f:close() end
 
--- JSON encoding
-check("escape", json.encode('a"b\\c\n\t\1\127') == '"a\\"b\\\\c\\n\\t\\u0001\\u007f"', json.encode('a"b\\c\n\t\1\127'))
-check("utf8 kept", json.encode("é€😀") == '"é€😀"')
+-- JSON (lua-cjson, with the hook's own UTF-8 cleaning and numbers)
+check("escape", json.encode('a"b\\c/\n\t\1\127') == '"a\\"b\\\\c\\/\\n\\t\\u0001\\u007f"', json.encode('a"b\\c/\n\t\1\127'))
+check("utf8 kept", json.encode("é€😀\244\143\191\191") == '"é€😀\244\143\191\191"')
 check("bad utf8 replaced", json.encode("a\255b\192\128") == '"a\239\191\189b\239\191\189\239\191\189"', json.encode("a\255b"))
+-- Overlong (E0 80 80), a surrogate (ED A0 80), past U+10FFFF (F4 90 80 80), cut short (E2 82):
+-- each byte replaced, as the daemon refuses them all.
+for _, bad in ipairs({ "\224\128\128", "\237\160\128", "\244\144\128\128", "\226\130" }) do
+  check("bad utf8 replaced " .. bad:byte(1), json.encode(bad) == '"' .. string.rep("\239\191\189", #bad) .. '"',
+        json.encode(bad))
+end
+check("bad utf8 in a key replaced", json.encode({ ["k\255"] = 1 }) == '{"k\239\191\189":1}')
 check("integers", json.encode(3221225472) == "3221225472" and json.encode(-5) == "-5")
-check("float", json.decode(json.encode(0.1)) == 0.1)
-check("nan is null", json.encode(0 / 0) == "null")
-check("ordered object", json.encode({ __keys = { "b", "a" }, a = 1, b = 2 }) == '{"b":2,"a":1}')
+-- Byte counts up to 2^53 are exact (lua-cjson alone prints 14 digits: 9.007199254741e+15).
+check("2^53 exact", json.encode({ 2 ^ 53, 2 ^ 53 - 1 }) == "[9007199254740992,9007199254740991]",
+      json.encode({ 2 ^ 53, 2 ^ 53 - 1 }))
+check("2^53 round trip", json.decode(json.encode(2 ^ 53 - 1)) == 2 ^ 53 - 1)
+check("float", json.decode(json.encode(0.1)) == 0.1 and json.decode(json.encode(1 / 3)) == 1 / 3, json.encode(1 / 3))
+check("nan is null", json.encode(0 / 0) == "null" and json.encode({ x = 1 / 0 }) == '{"x":null}')
+check("null", json.encode({ json.null, true }) == "[null,true]")
 
 -- JSON decoding
-local v, compact = json.decode(' { "x" : [1, 2.5, -3e2, true, false, null, "s\\u00e9\\ud83d\\ude00"], "a":{} } ')
-check("decode compact", compact == '{"x":[1,2.5,-300,true,false,null,"sé😀"],"a":{}}', compact)
-check("decode value", v.x[2] == 2.5 and v.x[6] == json.null)
-for _, bad in ipairs({ "", "{", "{\"a\":}", "[1,]", "nul", "{\"a\":1} x", "\"\1\"", "01", "[" .. string.rep("[", 40) .. "]" }) do
+local v = json.decode(' { "x" : [1, 2.5, -3e2, true, false, null, "s\\u00e9\\ud83d\\ude00"], "a":{"b":{"c":[]}} } ')
+check("decode nested", json.encode(v.x) == '[1,2.5,-300,true,false,null,"sé😀"]' and v.x[6] == json.null and
+      type(v.a.b.c) == "table", json.encode(v))
+-- Refused: the hook fails open on them. (lua-cjson takes a raw control character in a string,
+-- which the old decoder refused; the hook escapes it when it writes the comment.)
+for _, bad in ipairs({ "", "{", "{\"a\":}", "[1,]", "nul", "{\"a\":1} x", "01", "[NaN]", "[Infinity]",
+                       "[-Infinity]", "[0x10]", string.rep("[", 33) .. string.rep("]", 33) }) do
   check("reject " .. bad:sub(1, 12), not pcall(json.decode, bad))
 end
+check("depth 32 taken", pcall(json.decode, string.rep("[", 32) .. string.rep("]", 32)))
 
 -- GPU strings
 check("gres:gpu:1", T.gpus_in("gres:gpu:1") == 1)
@@ -315,6 +330,14 @@ check("request unchanged (advise)", d.min_mem_per_node == 1000)
 check("log_user told", #user_msgs == 1 and user_msgs[1]:find("recommended --mem=750M", 1, true), user_msgs[1])
 check("comment keeps the answer's id", ans and type(ans.answer_id) == "string" and ans.answer_id:find("^standin") ~= nil,
       d.comment)
+-- A byte count near 2^53 goes to the daemon and back into the comment exactly: --mem=2^33 MB is
+-- 2^53 bytes, the stand-in predicts half of what it was sent (2^52) and recommends 3/4 of it.
+d = desc({ min_mem_per_node = 2 ^ 33 })
+slurm_job_submit(d, {}, 1000)
+local big = d.comment and json.decode(d.comment)
+check("2^53 bytes: sent and written back exactly", big and big.predictions.mem.bytes == 2 ^ 52 and
+      big.predictions.mem.recommended_bytes == 0.75 * 2 ^ 53 and d.comment:find('"bytes":4503599627370496', 1, true) ~= nil,
+      d.comment)
 -- An answer over MAX_COMMENT_BYTES: its summary, which keeps the id (slurm-sync matches the
 -- completion to the answer by it) and the recommendation.
 set_mode("long")
@@ -564,13 +587,15 @@ require("socket").sleep(1.1)  -- the stand-in is busy holding that connection
 T.set_timeout(PRODUCTION_TIMEOUT_S)
 -- "drip": every read sees a byte within its own wait, so only a deadline enforced on each read
 -- (not just between reads) gives up in time; the whole answer would have arrived after 1.2 s.
-for _, m in ipairs({ "garbage", "500", "slow", "drip" }) do
+-- "num_*": an answer with NaN, Infinity or a hex number, which JSON does not have, is refused whole.
+for _, m in ipairs({ "garbage", "num_nan", "num_inf", "num_hex", "500", "slow", "drip" }) do
   T.reset_breaker()
   set_mode(m)
   logs = {}
   d = desc({ min_mem_per_node = 1000 })
   local rc = slurm_job_submit(d, {}, 1000)
-  check("fail open " .. m, rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and #logs == 1, logs[1])
+  check("fail open " .. m, rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and #logs == 1 and
+        (not m:find("^num_") or logs[1]:find("no prediction (bad answer: ", 1, true) ~= nil), logs[1])
   if m == "slow" or m == "drip" then
     require("socket").sleep(1.3)  -- the single-threaded stand-in finishes that answer
   end
@@ -620,6 +645,29 @@ do
   check("internal error: job accepted unchanged", rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and
         #logs == 1 and logs[1]:find("hook error", 1, true) ~= nil and logs[1]:find("injected failure", 1, true) ~= nil,
         logs[1])
+  PEAKCAST_TEST = env_test
+  dofile(hook)  -- the real hook again
+  T = PEAKCAST_TEST
+end
+
+-- Without lua-cjson, as without lua-socket: one line at load, then every job accepted unchanged,
+-- the daemon (answering) not asked.
+do
+  local env_test, real_cjson = PEAKCAST_TEST, package.loaded.cjson
+  package.loaded.cjson = nil
+  package.preload.cjson = function() error("module 'cjson' not found") end
+  PEAKCAST_TEST = {}
+  logs = {}
+  dofile(hook)
+  PEAKCAST_TEST.set_socket(sock_path)
+  local at_load = #logs
+  d = desc({ min_mem_per_node = 1000 })
+  local rc = slurm_job_submit(d, {}, 1000)
+  check("no lua-cjson: one line at load", at_load == 1 and logs[1]:find("lua-cjson is not installed", 1, true) ~= nil,
+        logs[1])
+  check("no lua-cjson: job accepted unchanged", rc == 0 and d.comment == nil and d.min_mem_per_node == 1000 and
+        #logs == 1, logs[2])
+  package.preload.cjson, package.loaded.cjson = nil, real_cjson
   PEAKCAST_TEST = env_test
   dofile(hook)  -- the real hook again
   T = PEAKCAST_TEST

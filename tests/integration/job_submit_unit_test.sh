@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Unit test of contrib/slurm/job_submit.lua without Slurm: lua5.1 + lua-socket, a stub `slurm`
-# table and the stand-in daemon (tests/integration/standin_peakcastd.lua). About 2 s, no root.
+# Unit test of contrib/slurm/job_submit.lua without Slurm: lua5.1, lua-socket and lua-cjson, a stub
+# `slurm` table and the stand-in daemon (tests/integration/standin_peakcastd.lua). About 2 s, no root.
 # Usage: tests/integration/job_submit_unit_test.sh   (prints "N passed, M failed"; exit 1 on failure)
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -1,5 +1,6 @@
 --[[
-Small helpers for the shell integration tests, with only lua5.1 + lua-socket (no curl, no python).
+Small helpers for the shell integration tests, with only lua5.1 + lua-socket + lua-cjson (no curl,
+no python).
   lua5.1 pc_tool.lua http SOCKET METHOD PATH [BODY]  -> prints the status code, a newline, the body;
                                                         exit 1 when nothing answers
   lua5.1 pc_tool.lua jget KEY.PATH < json            -> prints the value at a dotted path (numbers as

@@ -17,7 +17,7 @@
 #                    "debug", Default=YES, no memory limit)
 #   HOOK_PART_DEF_MEM_PER_GPU  Lua table written into the hook's SLURM_CONF_PART_DEF_MEM_PER_GPU,
 #                    e.g. '{ gpudef = 250 }' for a partition in SLURM_CONF_EXTRA with DefMemPerGPU=250
-# Needs: scripts/install-deps.sh slurm (slurm-wlm, slurmdbd, munge, mariadb-server, lua5.1, lua-socket).
+# Needs: scripts/install-deps.sh slurm (slurm-wlm, slurmdbd, munge, mariadb-server, lua5.1, lua-socket, lua-cjson).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

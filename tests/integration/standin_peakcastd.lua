@@ -14,7 +14,8 @@ Content-Length), and answers whose recommendation the hook must not use: "rec_ti
 "rec_frac" (not whole bytes), "rec_inf" (1e999), "rec_below_peak" (below the answer's bytes),
 "rec_below_upper" (from the bound, below upper_util x the request); "rec_small" is a sane answer
 of 5 % of the request; "rec_limit" one capped at a partition limit of 60 % of the request, below
-the bound.
+the bound. "num_nan", "num_inf" and "num_hex" answer recommended_bytes as NaN, Infinity or 0x1F,
+which JSON does not have: the hook must refuse the whole answer.
 --]]
 local unix = require("socket.unix")
 local socket = require("socket")
@@ -60,12 +61,11 @@ local function reply(c, status, body)
 end
 
 local answers_given = 0
+-- recommended_bytes written as this text, past the encoder
+local raw_number = { rec_inf = "1e999", num_nan = "NaN", num_inf = "Infinity", num_hex = "0x1F" }
 local function predict_answer(req, mode)
   local mem = req.req_mem_bytes
-  local p = { __keys = { "util", "bytes", "route", "expert", "history_n", "history_level", "upper_util",
-                         "upper_coverage", "recommended_bytes", "recommendation_rule",
-                         "recommendation_source", "recommendation_basis", "rationale" },
-              util = 0.5, route = "no_history", expert = "", history_n = 0, history_level = "none",
+  local p = { util = 0.5, route = "no_history", expert = "", history_n = 0, history_level = "none",
               upper_util = 0.75, upper_coverage = 0.9, rationale = "stand-in: half of the request" }
   if type(mem) == "number" then
     p.bytes = math.floor(mem / 2)
@@ -77,7 +77,7 @@ local function predict_answer(req, mode)
     p.recommendation_basis = mode ~= "raise" and "the largest peak + 3 % (over its last 12 runs)" or json.null
     if mode == "rec_tiny" then p.recommended_bytes = 1
     elseif mode == "rec_frac" then p.recommended_bytes = p.recommended_bytes + 0.5
-    elseif mode == "rec_inf" then p.recommended_bytes = "__INF__"
+    elseif raw_number[mode] then p.recommended_bytes = "__RAW__"
     elseif mode == "rec_below_peak" then p.recommended_bytes = math.floor(mem * 0.4)
     elseif mode == "rec_below_upper" then
       p.recommended_bytes = math.floor(mem * 0.7)  -- above the peak (0.5), below the bound (0.75)
@@ -95,15 +95,14 @@ local function predict_answer(req, mode)
   end
   local vram = json.null
   if type(req.req_gpus) == "number" and req.req_gpus > 0 then
-    vram = { __keys = { "util", "route" }, util = 0.25, route = "no_history" }
+    vram = { util = 0.25, route = "no_history" }
   end
   -- "long": an answer over the hook's MAX_COMMENT_BYTES (the hook writes its summary)
   if mode == "long" then p.rationale = string.rep("why ", 1500) end
   answers_given = answers_given + 1
-  local text = json.encode({ __keys = { "answer_id", "job_id", "predictions" },
-                             answer_id = string.format("standin%08d", answers_given), job_id = req.job_id,
-                             predictions = { __keys = { "mem", "vram" }, mem = p, vram = vram } })
-  return (text:gsub('"__INF__"', "1e999"))
+  local text = json.encode({ answer_id = string.format("standin%08d", answers_given), job_id = req.job_id,
+                             predictions = { mem = p, vram = vram } })
+  return (text:gsub('"__RAW__"', raw_number[mode] or "%0"))
 end
 
 os.remove(sock_path)
