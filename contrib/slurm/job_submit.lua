@@ -315,6 +315,12 @@ end
 
 local function nonempty(s) if type(s) == "string" and s ~= "" then return s end end
 
+-- p[key] of a part_list record, or nil: slurmctld's records may raise on a field they lack.
+local function part_field(p, key)
+  local ok, v = pcall(function() return p[key] end)
+  if ok then return v end
+end
+
 -- The names of the partitions the job may run in: those it names ("a,b": blanks and repeats
 -- dropped), else the default one (part_list's flag_default record). Empty when neither is known.
 local function partition_names(d, part_list)
@@ -328,10 +334,8 @@ local function partition_names(d, part_list)
   end
   if type(part_list) ~= "table" then return names end
   for key, p in pairs(part_list) do
-    local ok, flag = pcall(function() return p.flag_default end)
-    if ok and flag == 1 then
-      local ok2, n = pcall(function() return p.name end)
-      local name = (ok2 and nonempty(n)) or nonempty(key)
+    if part_field(p, "flag_default") == 1 then
+      local name = nonempty(part_field(p, "name")) or nonempty(key)
       if name and not seen[name] then seen[name] = true; names[#names + 1] = name end
     end
   end
@@ -340,11 +344,10 @@ end
 
 -- The part_list record named NAME: slurmctld keys the table by partition name.
 local function find_partition(part_list, name)
-  local ok, p = pcall(function() return part_list[name] end)
-  if ok and p ~= nil then return p end
+  local p = part_field(part_list, name)
+  if p ~= nil then return p end
   for _, q in pairs(part_list) do
-    local ok2, n = pcall(function() return q.name end)
-    if ok2 and n == name then return q end
+    if part_field(q, "name") == name then return q end
   end
   return nil
 end
@@ -380,9 +383,8 @@ end
 local function time_limit_min(d, part_list)
   if valid(d.time_limit) then return d.time_limit end
   return agreed_by_partitions(d, part_list, function(p)
-    local ok, def = pcall(function() return p.default_time end)
-    local ok2, max = pcall(function() return p.max_time end)
-    return (ok and valid(def) and def) or (ok2 and valid(max) and max) or nil
+    local def, max = part_field(p, "default_time"), part_field(p, "max_time")
+    return (valid(def) and def) or (valid(max) and max) or nil
   end)
 end
 
@@ -437,9 +439,7 @@ local function default_mem_of(d, part_list, cpus)
     unseen_gpu_default(names)
   end
   return agreed_by_partitions(d, part_list, function(p)
-    local ok, per_cpu = pcall(function() return p.def_mem_per_cpu end)
-    local ok2, per_node = pcall(function() return p.def_mem_per_node end)
-    per_cpu, per_node = ok and mb(per_cpu), ok2 and mb(per_node)
+    local per_cpu, per_node = mb(part_field(p, "def_mem_per_cpu")), mb(part_field(p, "def_mem_per_node"))
     if not per_cpu and not per_node then
       per_cpu, per_node = mb(SLURM_CONF_DEF_MEM_PER_CPU), mb(SLURM_CONF_DEF_MEM_PER_NODE)
     end
@@ -468,8 +468,7 @@ local function memory_known(d, part_list, form)
   if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then return true end
   if d.shared == 0 then return false end
   for _, p in ipairs(type(part_list) == "table" and job_partitions(d, part_list) or {}) do
-    local ok, share = pcall(function() return p.max_share end)
-    if ok and share == 0 then return false end
+    if part_field(p, "max_share") == 0 then return false end
   end
   -- Per-GPU memory (--mem-per-gpu, DefMemPerGPU) does not depend on the CPUs. Per-CPU memory
   -- (--mem-per-cpu, or a DefMemPerCPU default: which one a default is, is not told here) is
@@ -651,8 +650,8 @@ end
 -- MEM_PER_CPU, so it shows as max_mem_per_cpu = 2^63 - 1. Both mean no limit.
 local UNLIMITED_MB = 2 ^ 62
 local function limit_field(p, key)
-  local ok, v = pcall(function() return p[key] end)
-  if ok and type(v) == "number" and v > 0 and v < UNLIMITED_MB then return v end
+  local v = part_field(p, key)
+  if type(v) == "number" and v > 0 and v < UNLIMITED_MB then return v end
   return nil
 end
 

@@ -151,6 +151,16 @@ r = T.build_record(desc({ partition = "dt,dn" }), 1000, tparts)
 check("time: partitions that differ -> none (it depends where the job runs)", r.req_time_s == nil, r.req_time_s)
 r = T.build_record(desc({ partition = "dt" }), 1000)
 check("time: no part_list -> none", r.req_time_s == nil, r.req_time_s)
+-- slurmctld's part_list records raise on a field they lack (DefaultTime unset, no DefMemPerCPU):
+-- every read of one is guarded, and the fields it has still count.
+local raising = setmetatable({}, { __index = function(_, k)
+  local v = ({ name = "strict", flag_default = 1, max_time = 60, def_mem_per_node = 700 })[k]
+  if v == nil then error("no field " .. k) end
+  return v
+end })
+r = T.build_record(desc({}), 1000, { strict = raising })
+check("part_list record that raises on a missing field", r.partition == "strict" and r.req_time_s == 3600 and
+      r.req_mem_bytes == 700 * 1048576, json.encode(r))
 -- No --mem/--mem-per-cpu/--mem-per-gpu: slurmctld gives the job its partition's DefMemPerCPU x
 -- CPUs or DefMemPerNode x nodes (sacct ReqMem 300M for DefMemPerCPU=300 -n 1, 700M for
 -- DefMemPerNode=700; part_list shows the one a partition sets, read live on 22.05). A partition
