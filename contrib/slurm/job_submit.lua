@@ -230,21 +230,26 @@ local function valid(n, unset)
   return type(n) == "number" and n ~= (unset or NO_VAL) and n ~= INFINITE and n ~= NO_VAL and n >= 0
 end
 
--- Total GPUs in a TRES string such as "gres:gpu:1", "gres:gpu:a100:2", "gpu:2", "gres/gpu=2",
--- "gres:gpu:2,gres:foo:1". Returns nil when the string names no GPU.
-local function gpus_in(tres)
-  if type(tres) ~= "string" or tres == "" then return nil end
-  local total
-  for item in tres:gmatch("[^,]+") do
-    item = item:gsub("^%s+", ""):gsub("^gres[:/]", "")
-    local name, rest = item:match("^([%w_%-]+)(.*)$")
-    if name == "gpu" then
-      local count = rest:match("[:=](%d+)$")
-      total = (total or 0) + (tonumber(count) or 1)
-    end
+-- The counts of the GPU items in a TRES string such as "gres:gpu:1", "gres:gpu:a100:2", "gpu:2",
+-- "gres/gpu=2", "gres:gpu:2,gres:foo:1", in order (false for an item that states none).
+local function gpu_counts(tres)
+  local counts = {}
+  for item in (type(tres) == "string" and tres or ""):gmatch("[^,]+") do
+    local name, rest = item:gsub("^%s+", ""):gsub("^gres[:/]", ""):match("^([%w_%-]+)(.*)$")
+    if name == "gpu" then counts[#counts + 1] = tonumber(rest:match("[:=](%d+)$")) or false end
   end
+  return counts
+end
+
+-- Total GPUs in a TRES string (an item without a count is one); nil when it names no GPU.
+local function gpus_in(tres)
+  local total
+  for _, n in ipairs(gpu_counts(tres)) do total = (total or 0) + (n or 1) end
   return total
 end
+
+-- MB per GPU in a mem_per_tres string (--mem-per-gpu=4G is "gres:gpu:4096"); nil for no GPU.
+local function mb_per_gpu(tres) return gpu_counts(tres)[1] or nil end
 
 local function nodes_of(d)
   if valid(d.min_nodes) and d.min_nodes >= 1 then return d.min_nodes end
@@ -257,18 +262,6 @@ local function cpus_of(d)
   local cpus = tasks * cpt
   if valid(d.min_cpus) and d.min_cpus > cpus then cpus = d.min_cpus end
   return cpus
-end
-
--- MB per GPU in a mem_per_tres string: --mem-per-gpu=4G is "gres:gpu:4096" (slurmctld 22.05);
--- nil when it names no GPU.
-local function mb_per_gpu(tres)
-  if type(tres) ~= "string" then return nil end
-  for item in tres:gmatch("[^,]+") do
-    item = item:gsub("^%s+", ""):gsub("^gres[:/]", "")
-    local name, rest = item:match("^([%w_%-]+)(.*)$")
-    if name == "gpu" then return tonumber(rest:match("[:=](%d+)$")) end
-  end
-  return nil
 end
 
 -- The job's GPUs as sacct's ReqTRES counts them (what is sent): --gpus (tres_per_job),
