@@ -1,59 +1,15 @@
 --[[
-peakcast job_submit hook for Slurm 22.05 (job_submit/lua, Lua 5.1).
+peakcast job_submit hook for Slurm 22.05 (job_submit/lua, Lua 5.1). Copy it next to slurm.conf as
+job_submit.lua, set JobSubmitPlugins=lua (slurm.conf.example in this folder) and SOCKET_PATH below.
+It needs lua-socket and lua-cjson (Debian: apt install lua-socket lua-cjson).
 
-Install: copy this file next to slurm.conf as job_submit.lua, set JobSubmitPlugins=lua
-(see slurm.conf.example in this folder) and start peakcastd on SOCKET_PATH below. It needs
-lua-socket and lua-cjson (Debian: apt install lua-socket lua-cjson).
-
-At each submission the hook sends the job request as one canonical record (no outcome fields) to
-peakcastd's POST /v1/predict over a UNIX socket and writes the answer, as compact JSON, into the
-job's comment (slurm.conf AccountingStoreFlags=job_comment keeps it in accounting: slurm-sync
-reads its answer_id back, so the daemon learns the job against this very answer). It fails open: if the daemon is down, slow (TOTAL_TIMEOUT_S for the whole
-exchange, enforced on every read) or answers garbage, the job is accepted unchanged and one line
-is logged to slurmctld.log. It never changes the request unless LOWER_MEM_TO_RECOMMENDATION is
-set (off by default; see below).
-
-Lowering the memory request (LOWER_MEM_TO_RECOMMENDATION = true). The daemon's answer carries
-predictions.mem.recommended_bytes: an online conformal upper bound on the peak plus a margin,
-rounded and bounded by the per-partition rule named in predictions.mem.recommendation_rule
-(peakcastd --sizing-config; docs/bounds.md). When enabled, the hook lowers the job's own memory
-request to it, in the form the user gave it: --mem (job_desc.min_mem_per_node, MB per node) or
---mem-per-cpu (job_desc.min_mem_per_cpu, MB per CPU); the raw pn_min_memory is not used. It only
-ever lowers: a recommendation at or above the request leaves the job unchanged; a job without an
-explicit memory request (both fields nil: the partition's default applies later) is left alone;
-the new value is never below LOWER_MEM_MIN_MB nor below LOWER_MEM_MIN_FRACTION of the request,
-and never above the partition's MaxMemPerNode / MaxMemPerCPU (the partitions the job names, else
-the default one; a limit of the other form is converted with the job's CPUs per node; UNLIMITED
-clamps nothing). Each change is logged and told to the user. LOWER_MEM_PARTITIONS and
-LOWER_MEM_ACCOUNTS limit it to some partitions or accounts (a staged roll-out: the others are
-advised only). An answer whose recommendation is not whole bytes, or below its own predicted peak
-(or, from the bound, below the bound) further than the partition's limit forces, is neither
-applied nor told: one line is logged (sane_recommendation). The daemon is sent the partitions the job may run in, as Slurm resolves
-them (the list it names, else the default one), so its rule takes their floor and limit.
-A job that asks for no time or no memory is sent what slurmctld will give it, as sacct later shows
-it: the partition's DefaultTime (else MaxTime) and DefMemPerCPU x CPUs (or DefMemPerNode x nodes);
-slurm.conf's global DefMemPerCPU/DefMemPerNode is not in part_list: set SLURM_CONF_DEF_MEM_PER_CPU
-(or _NODE) below to it, else a job under it is sent with none. A job that asks for GPUs is sent
-DefMemPerGPU x its GPUs instead: its partition's own where SLURM_CONF_PART_DEF_MEM_PER_GPU names
-it, else slurm.conf's global one where SLURM_CONF_DEF_MEM_PER_GPU is set (no Lua field shows
-either: a partition's own that is not copied there is not known to the hook).
-A job whose memory the request does not size is sent with none (memory_known): --mem=0 (the
-nodes' whole memory), per-CPU or per-GPU memory under --exclusive or OverSubscribe=EXCLUSIVE
-(charged on every CPU and GPU of the nodes), and per-CPU memory under --cpus-per-gpu.
-GPUs are sent as the request states them (gpus_of), also under --exclusive or OverSubscribe=EXCLUSIVE,
-which allocate every GPU of the nodes (22.05.8, observed on Gres=gpu:2: --exclusive --gpus=1 has
-sacct ReqTRES gres/gpu=1, AllocTRES gres/gpu=2; --exclusive alone none and 2): the daemon learns
-the GPU count from ReqTRES, the same count (docs/formats.md). --gpus-per-socket=N is sent as
-ReqTRES counts it, N x --sockets-per-node x nodes (sbatch refuses it without --sockets-per-node),
-though a -n 1 job is allocated one socket's GPUs; without the sockets, no GPU count.
-The user is told the recommendation in the job's own form: --mem per node, --mem-per-cpu per CPU,
---mem-per-gpu per GPU (sent to the daemon as MB x the job's GPUs, as sacct's ReqMem counts it;
-advised only, never lowered).
-
-The hook runs under slurmctld's read locks: every submission waits for it, so keep the timeout
-short. A circuit breaker bounds the cost of a daemon that is down or stalled: after
-BREAKER_FAILURES failures in a row the daemon is skipped for BREAKER_BACKOFF_S seconds (jobs are
-accepted at once, logged once), then one submission tries it again.
+At each submission it sends the job request (the canonical record without outcome fields) to
+peakcastd's POST /v1/predict over a UNIX socket and writes the answer, compact, into the job's
+comment, whose answer_id slurm-sync reads back. It fails open: daemon down, slow (TOTAL_TIMEOUT_S
+for the whole exchange) or answering garbage, the job is accepted unchanged and one line goes to
+slurmctld.log. It changes a request only with LOWER_MEM_TO_RECOMMENDATION. What it sends for each
+kind of request, and why: README.md in this folder; lowering: docs/bounds.md ("The Slurm hook may
+lower --mem").
 --]]
 
 ---------------------------------------------------------------------------------------------------
@@ -64,71 +20,44 @@ local TOTAL_TIMEOUT_S = 0.2          -- connect + send + receive, all together
 local COMMENT_FIELD = "comment"      -- "comment" or "admin_comment" (jobstats users keep the latter)
 local OVERWRITE_USER_COMMENT = false -- false: a comment the user set is kept and no answer is written
 local MAX_COMMENT_BYTES = 4096       -- a longer answer is written as a summary (see summarize())
--- COMMENT_SUMMARY: false (default) writes the whole answer (500-700 bytes, with each resource's
--- rationale); true writes its summary only (the answer_id slurm-sync reads back, and per resource
--- util, bytes, upper_util, recommended_bytes, route: 200-270 bytes; measured on the answers of
--- slurm_integration). slurm-sync reads every job's comment from sacct: on a busy cluster the
--- summary cuts what each poll reads by about a third.
+-- COMMENT_SUMMARY: false (default) writes the whole answer (500-700 bytes); true its summary only
+-- (200-270 bytes: the answer_id slurm-sync reads back, and per resource the figures; README.md).
 local COMMENT_SUMMARY = false
 local MAX_SCRIPT_BYTES = 1048576     -- a longer script is not sent (the rest of the request is)
 local PENDING_JOB_ID = "pending"     -- job_id sent before Slurm has assigned one
 local PREDICT_WITHOUT_SCRIPT = false -- salloc/srun allocations have no script: skip them by default
 local TELL_USER = true               -- slurm.log_user shows the recommendation on sbatch's stderr
--- LOWER_MEM_TO_RECOMMENDATION: false (default) only advises (the answer goes into the comment and
--- to the user). true: lower --mem / --mem-per-cpu to the daemon's recommended_bytes when that is
--- below the request -- never raised, never below LOWER_MEM_MIN_MB, never above the partition's limit.
+-- LOWER_MEM_TO_RECOMMENDATION: false (default) only advises (the comment, the user told). true:
+-- lowers --mem / --mem-per-cpu to the daemon's recommended_bytes when that is below the request:
+-- never raised, never below LOWER_MEM_MIN_MB, never above the partition's limit.
 local LOWER_MEM_TO_RECOMMENDATION = false
 local LOWER_MEM_MIN_MB = 256
--- Never lowered below this fraction of the job's own request, whatever the daemon answers: a
--- guard against a daemon that is wrong (a unit slip, a bug) lowering every job to
--- LOWER_MEM_MIN_MB. 0.1 still lets a job that uses a tenth of its request give 90 % of it back in
--- one step; 0 turns the guard off.
+-- Never lowered below this fraction of the job's own request, a guard against a daemon that is
+-- wrong (a unit slip, a bug): 0.1 lets a job give back 90 % of it in one step; 0: no guard.
 local LOWER_MEM_MIN_FRACTION = 0.1
--- Where it lowers, for a staged roll-out: nil = every job; else a set of names, e.g.
--- { cpu = true, short = true }. A job is lowered only when every partition it may run in is
--- listed (the partitions it names, else the default one) and its account (else its user's
--- default account) is listed. The others are advised only.
+-- Where it lowers, for a staged roll-out: nil = every job; else a set of names, e.g. { cpu = true },
+-- listing every partition the job may run in and its account (else its user's default one).
 local LOWER_MEM_PARTITIONS = nil
 local LOWER_MEM_ACCOUNTS = nil
--- SLURM_CONF_DEF_MEM_PER_CPU / SLURM_CONF_DEF_MEM_PER_NODE: slurm.conf's global DefMemPerCPU or
--- DefMemPerNode in MB, copied here by the site (nil = not set there). A job that asks for no
--- memory in a partition that sets neither gets the global one from slurmctld, but job_submit/lua
--- shows the hook only the partitions' own (22.05 exposes no slurm.conf value but CLUSTER_NAME), so
--- without it such a job is sent with no memory request. Keep it equal to slurm.conf (`scontrol show
--- config | grep DefMemPer`): a stale value only misstates what the daemon is told was asked.
+-- SLURM_CONF_DEF_MEM_PER_CPU / _NODE: slurm.conf's global DefMemPerCPU or DefMemPerNode in MB (nil =
+-- not set there; `scontrol show config | grep DefMemPer`), which job_submit/lua does not show: a
+-- job that asks for no memory in a partition that sets neither is otherwise sent with none.
 local SLURM_CONF_DEF_MEM_PER_CPU = nil
 local SLURM_CONF_DEF_MEM_PER_NODE = nil
--- SLURM_CONF_DEF_MEM_PER_GPU: slurm.conf's global DefMemPerGPU in MB (nil = not set there), host
--- memory per allocated GPU. Under select/cons_tres a job that asks for GPUs and no memory gets it
--- x its GPUs instead of any DefMemPerCPU/DefMemPerNode, unless its partition sets a DefMemPerGPU
--- of its own. SLURM_CONF_PART_DEF_MEM_PER_GPU: those partitions' own values in MB, by partition
--- name, e.g. { gpu = 16000, a100 = 40000 } (nil = none sets one). No Lua field shows either:
--- Slurm keeps both in job_defaults, and job_submit/lua's part_list exposes no DefMemPerGPU (22.05,
--- and every release since: its partition fields are allow_*, default_time, def_mem_per_cpu/node,
--- flags, max_*, min_nodes, name, nodes, priority_*, qos, state_up, total_*), so the site copies
--- them here (`scontrol show partition | grep -E 'PartitionName|DefMemPerGPU'`; JobDefaults=
--- DefMemPerGPU=N). A partition whose own value is missing here is sent the global one, or with
--- none set its DefMemPerCPU x CPUs: what slurmctld gives is then misstated. A job whose GPU count
--- the request does not state (--gpus-per-socket; --gpus-per-task without -n), or whose partitions
--- give different values, is sent with no memory request. What is sent is the memory the job runs
--- under (sacct AllocTRES); sacct's ReqMem/ReqTRES for such a job keeps the per-CPU/per-node
--- default slurmctld gave it at submission (22.05.8, observed: DefMemPerCPU=300 DefMemPerGPU=250,
--- -n 2 --gpus=2: ReqMem 600M, AllocTRES mem=500M; with no per-CPU/per-node default, ReqMem is the
--- node's whole memory), and slurm-sync learns ReqMem.
+-- SLURM_CONF_DEF_MEM_PER_GPU: slurm.conf's global DefMemPerGPU in MB (nil = not set there), which
+-- a GPU job that asks for no memory gets x its GPUs unless its partition sets its own:
+-- SLURM_CONF_PART_DEF_MEM_PER_GPU, by partition name in MB, e.g. { gpu = 16000 } (nil = none).
+-- No Lua field shows either; README.md in this folder says where to read them.
 local SLURM_CONF_DEF_MEM_PER_GPU = nil
 local SLURM_CONF_PART_DEF_MEM_PER_GPU = nil
--- SLURM_CONF_WHOLE_CORE_THREADS: true where select/cons_tres allocates whole cores
--- (SelectTypeParameters=CR_Core* or CR_Socket*) on nodes with ThreadsPerCore > 1. A job is then
--- charged --mem-per-cpu (or DefMemPerCPU) on every thread of the cores it gets, more than the
--- CPUs it asks for (-n 1 gets a core's threads) and not countable here: such jobs are sent with
--- no memory request and never lowered, like --exclusive ones (memory_known). false: one thread
--- per core, or CR_CPU*: a job is charged on the CPUs it asks for.
+-- SLURM_CONF_WHOLE_CORE_THREADS: true where select/cons_tres allocates whole cores (CR_Core*,
+-- CR_Socket*) on nodes with ThreadsPerCore > 1: per-CPU memory is then charged on threads the hook
+-- cannot count, so such jobs are sent with no memory request and never lowered (memory_known).
 local SLURM_CONF_WHOLE_CORE_THREADS = false
 local BREAKER_FAILURES = 3           -- failures in a row (no answer, or HTTP 5xx) that open the breaker
 local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
 
----------------------------------------------------------------------------------------------------
 local MIB = 1048576
 local NO_VAL = 4294967294           -- slurm.NO_VAL
 local NO_VAL16 = 65534              -- slurm.NO_VAL16
@@ -163,8 +92,7 @@ if codec then
 end
 local json = { null = cjson_ok and cjson.null or {} }
 
--- The well-formed UTF-8 sequences of two to four bytes (Unicode 15, table 3-7: no overlong
--- forms, no surrogates, nothing past U+10FFFF).
+-- The well-formed UTF-8 sequences of 2-4 bytes (Unicode table 3-7: no overlong form, no surrogate).
 local UTF8_SEQUENCES = { "^[\194-\223][\128-\191]", "^\224[\160-\191][\128-\191]",
   "^[\225-\236\238\239][\128-\191][\128-\191]", "^\237[\128-\159][\128-\191]",
   "^\240[\144-\191][\128-\191][\128-\191]", "^[\241-\243][\128-\191][\128-\191][\128-\191]",
@@ -192,8 +120,8 @@ local function utf8_clean(s)
 end
 
 -- A number as JSON text: whole ones below 2^53 as integers (lua-cjson 2.1.0 prints at most 14
--- significant digits: 2^53 bytes would be 9.007199254741e+15), others in the fewest digits that
--- read back the same; NaN and the infinities, which JSON cannot say, as null.
+-- digits: 9.007199254741e+15), others in the fewest digits that read back the same; NaN and the
+-- infinities, which JSON cannot say, as null.
 function json.number(x)
   if x ~= x or x == math.huge or x == -math.huge then return "null" end
   if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return string.format("%d", x) end
@@ -264,13 +192,10 @@ local function cpus_of(d)
   return cpus
 end
 
--- The job's GPUs as sacct's ReqTRES counts them (what is sent): --gpus (tres_per_job),
--- --gres/--gpus-per-node (tres_per_node x nodes), --gpus-per-task (tres_per_task x -n, else x 1),
--- --gpus-per-socket (x --sockets-per-node x nodes, 22.05.8; sbatch refuses it without the sockets,
--- so without them: nil). stated: only where the request states the count, for memory per GPU,
--- which is multiplied by this count only, never by a guess: nil for --gpus-per-socket (what
--- slurmctld charges it per GPU is not observed) and for --gpus-per-task without -n (slurmctld
--- chooses the tasks).
+-- The job's GPUs as sacct's ReqTRES counts them: --gpus, --gres/--gpus-per-node (x nodes),
+-- --gpus-per-task (x -n, else x 1), --gpus-per-socket (x --sockets-per-node x nodes; nil without
+-- them). stated: only a count the request states, the one memory per GPU is multiplied by: not
+-- --gpus-per-socket (its charge per GPU is not observed) nor --gpus-per-task without -n.
 local function gpus_of(d, stated)
   local per_job = gpus_in(d.tres_per_job)
   if per_job then return per_job end
@@ -289,9 +214,8 @@ local function gpus_of(d, stated)
 end
 
 -- Whole-job host memory in bytes, and which form was requested ("node", "cpu" or "gpu"), or nil.
--- --mem-per-gpu (mem_per_tres; min_mem_per_node and min_mem_per_cpu are then nil; job_desc has
--- no mem_per_gpu field) counts MB x the job's GPUs, as slurmctld accounts it (sacct ReqMem), where
--- the request states the count (gpus_of, stated).
+-- --mem-per-gpu (mem_per_tres: job_desc has no mem_per_gpu field) counts MB x the job's GPUs, as
+-- sacct's ReqMem does, where the request states the count.
 local function mem_of(d, cpus)
   if valid(d.min_mem_per_node) and d.min_mem_per_node > 0 then
     return d.min_mem_per_node * MIB * nodes_of(d), "node"
@@ -345,8 +269,7 @@ local function find_partition(part_list, name)
   return nil
 end
 
--- The part_list records of the partitions the job may run in (partition_names; a name
--- part_list does not hold -- one the user cannot use -- has none).
+-- The part_list records of the partitions the job may run in (none for a name it does not hold).
 local function job_partitions(d, part_list)
   local out = {}
   if type(part_list) ~= "table" then return out end
@@ -369,10 +292,8 @@ local function agreed_by_partitions(d, part_list, value_of)
   return agreed
 end
 
--- The job's time limit in minutes, or nil. Without -t (time_limit NO_VAL) slurmctld gives the job
--- its partition's DefaultTime, else its MaxTime (sacct's Timelimit then shows it; UNLIMITED for
--- MaxTime=INFINITE, which is no limit here either). With several partitions only a limit they all
--- give is known; one part_list does not hold leaves it unknown.
+-- The job's time limit in minutes, or nil. Without -t slurmctld gives the job its partition's
+-- DefaultTime, else its MaxTime (INFINITE: none). Several partitions: only a limit they all give.
 local function time_limit_min(d, part_list)
   if valid(d.time_limit) then return d.time_limit end
   return agreed_by_partitions(d, part_list, function(p)
@@ -395,27 +316,17 @@ local function unseen_gpu_default(names)
   end
 end
 
--- The whole-job memory, in bytes, that slurmctld gives a job that asks for none (no --mem,
--- --mem-per-cpu or --mem-per-gpu): its partition's DefMemPerCPU x CPUs or DefMemPerNode x nodes,
--- what sacct's ReqMem then shows. A partition that sets neither (part_list's def_mem_per_node 0)
--- takes slurm.conf's global DefMemPerCPU/DefMemPerNode, which part_list does not show: the site's
--- SLURM_CONF_DEF_MEM_PER_CPU/_NODE. A job that asks for GPUs gets DefMemPerGPU x its GPUs instead
--- where one is set (select/cons_tres: _verify_node_state clears the per-CPU/per-node default when
--- the job's GPUs carry a default memory, partition's DefMemPerGPU else the global one; 22.05's
--- select/cons_common): the site's SLURM_CONF_PART_DEF_MEM_PER_GPU for the partition, else its
--- SLURM_CONF_DEF_MEM_PER_GPU. Where neither is known, a GPU job is sent DefMemPerCPU/DefMemPerNode
--- and the first such job of each partition logs that a DefMemPerGPU the hook cannot see would
--- make that wrong (unseen_gpu_default). nil when unknown: none set (the job
--- then gets the node's whole memory), several partitions that do not all give the same, or a
--- DefMemPerGPU job whose GPU count the request does not state (gpus_of, stated).
--- Not a request of the user's own: the hook never lowers it (mem_of gives it no form).
+-- The whole-job bytes slurmctld gives a job that asks for no memory: its partition's DefMemPerCPU x
+-- CPUs or DefMemPerNode x nodes, else the site's SLURM_CONF_DEF_MEM_PER_CPU/_NODE; for a GPU job
+-- DefMemPerGPU x its GPUs where one is known (the partition's own, else the global one), else those
+-- (logged once per partition). nil when unknown: none set, partitions that differ, or a GPU count
+-- the request does not state. Not the user's own request: never lowered (no form).
 local function default_mem_of(d, part_list, cpus)
   local function mb(v)  -- MB, or nil: unset, not a number, 0, or past 2^62 (INFINITE)
     return type(v) == "number" and valid(v) and v > 0 and v < 2 ^ 62 and v or nil
   end
   if (gpus_of(d) or gpus_in(d.tres_per_socket) or 0) > 0 then  -- a GPU job, count known or not
-    -- DefMemPerGPU where the job may run: each partition's own, else the global one. Partitions
-    -- that differ leave it unknown; none set anywhere falls through to DefMemPerCPU/DefMemPerNode.
+    -- None set anywhere falls through to DefMemPerCPU/DefMemPerNode.
     local names, per_gpu = partition_names(d, part_list), nil
     local own = SLURM_CONF_PART_DEF_MEM_PER_GPU
     if type(own) ~= "table" then own = {} end
@@ -442,18 +353,10 @@ local function default_mem_of(d, part_list, cpus)
   end)
 end
 
--- Whether the whole-job memory the hook would send (mem_of, default_mem_of) is the memory
--- slurmctld will allocate, the request (sacct AllocTRES mem=) the daemon's history learns; false
--- when it is not (22.05.8, observed on a 2-CPU, 2-GPU, RealMemory=2000 node):
--- --mem=0 or --mem-per-cpu=0 give the job every node's whole memory (AllocTRES mem=2000M), which
--- job_submit/lua does not show; --exclusive (shared 0; --exclusive=user is 2 and allocates the
--- CPUs asked for) and OverSubscribe=EXCLUSIVE partitions (max_share 0) give it every CPU and GPU
--- of its nodes, on which per-CPU and per-GPU memory is charged (-n 1 --mem-per-cpu=100M:
--- AllocTRES cpu=2, mem=200M; --gpus=1 --mem-per-gpu=100M: gres/gpu=2, mem=200M), and so do
--- whole cores of several threads (SLURM_CONF_WHOLE_CORE_THREADS). --mem is per node whatever
--- the CPUs; --cpus-per-gpu charges per-CPU memory on N CPUs per GPU. The daemon scales the utilization it learned on the allocated memory by the request
--- it is sent: sent a smaller one, it predicts less than the job will use. Such a job is sent
--- with no memory request: no bytes, no recommendation, never lowered.
+-- Whether the memory the hook would send is what slurmctld will allocate (AllocTRES mem=, which the
+-- history learns). Not under --mem=0 (whole nodes), nor per-CPU or per-GPU memory under --exclusive
+-- (shared 0; =user is 2) or OverSubscribe=EXCLUSIVE (max_share 0), charged on every CPU and GPU of
+-- the nodes (README.md): the daemon would predict too little, so no memory request is sent.
 local function memory_known(d, part_list, form)
   if (valid(d.min_mem_per_node) and d.min_mem_per_node == 0) or (valid(d.min_mem_per_cpu) and d.min_mem_per_cpu == 0) then
     return false
@@ -463,18 +366,14 @@ local function memory_known(d, part_list, form)
   for _, p in ipairs(type(part_list) == "table" and job_partitions(d, part_list) or {}) do
     if part_field(p, "max_share") == 0 then return false end
   end
-  -- Per-GPU memory (--mem-per-gpu, DefMemPerGPU) does not depend on the CPUs. Per-CPU memory
-  -- (--mem-per-cpu, or a DefMemPerCPU default: which one a default is, is not told here) is
-  -- charged on the CPUs allocated: more than cpus_of counts under --cpus-per-gpu (cpus_per_tres,
-  -- N per GPU: --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M has AllocTRES cpu=2, mem=200M) or
-  -- on whole cores of several threads.
+  -- Per-CPU memory (asked for, or a default that may be DefMemPerCPU) is charged on the CPUs
+  -- allocated: more than cpus_of counts under --cpus-per-gpu or on whole cores of threads.
   if form ~= "gpu" and (nonempty(d.cpus_per_tres) or SLURM_CONF_WHOLE_CORE_THREADS) then return false end
   return true
 end
 
--- The canonical record (../shared/data/README.md) without outcome fields.
--- part_list: slurmctld's, to name the default partition of a job that names none and to resolve
--- the time limit of a job that asks for none.
+-- The canonical record (../shared/data/README.md) without outcome fields. part_list: slurmctld's,
+-- for the default partition, time limit and memory of a job that names none.
 local function build_record(d, submit_uid, part_list)
   local time_min = time_limit_min(d, part_list)
   local cpus = cpus_of(d)
@@ -494,8 +393,7 @@ local function build_record(d, submit_uid, part_list)
     req_gpus = gpus_of(d),
     req_time_s = time_min and time_min * 60 or nil,
     job_name = nonempty(d.name),
-    -- The partitions the job may run in, resolved as Slurm will ("gpu,cpu", or the default one):
-    -- the daemon's recommendation takes their settings (floor, limit; the strictest of a list).
+    -- As Slurm resolves them ("gpu,cpu", or the default one): the daemon's rule takes their settings.
     partition = nonempty(table.concat(partition_names(d, part_list), ",")),
     account = nonempty(d.account) or nonempty(d.default_account),
   }
@@ -540,9 +438,8 @@ local function http_post(path, body)
     end
   end
 
-  -- Status line and headers line by line, then exactly Content-Length bytes (or until the peer
-  -- closes when there is none, at most MAX_ANSWER_BYTES), so a daemon that keeps the connection
-  -- open costs no extra wait.
+  -- Status line and headers line by line, then exactly Content-Length bytes (or, without one, up to
+  -- the close), so a daemon that keeps the connection open costs no extra wait.
   local function recv(pattern)
     local got = {}
     while true do
@@ -621,8 +518,7 @@ end
 -- A short object when the whole answer does not fit in MAX_COMMENT_BYTES, or COMMENT_SUMMARY is set.
 local function summarize(ans)
   local keep = { "util", "bytes", "upper_util", "recommended_bytes", "route" }
-  -- answer_id: slurm-sync reads it back from the comment, so the daemon learns the job's
-  -- completion against this answer and no other.
+  -- answer_id: slurm-sync reads it back, so the daemon learns the job against this very answer.
   local out = { answer_id = field(ans, "answer_id"), job_id = field(ans, "job_id"), predictions = {} }
   for _, r in ipairs({ "mem", "vram" }) do
     local p = field(ans, "predictions", r)
@@ -635,12 +531,10 @@ local function summarize(ans)
   return json.encode(out)
 end
 
--- A partition's memory limit as job_submit/lua gives it (MB), or nil when it sets none. Slurm keeps
--- one field, max_mem_per_cpu, with the MEM_PER_CPU bit (2^63) telling per CPU from per node, and
--- the plugin shows it as max_mem_per_cpu when the bit is set, else as max_mem_per_node. Read on
--- slurmctld 22.05 (tests/integration/slurm_hook_test.sh, docs/bounds.md): a partition with no limit
--- gives max_mem_per_node = 0; MaxMemPerNode=UNLIMITED in slurm.conf is INFINITE64, whose top bit is
--- MEM_PER_CPU, so it shows as max_mem_per_cpu = 2^63 - 1. Both mean no limit.
+-- A partition's memory limit as job_submit/lua gives it (MB), or nil when it sets none: max_mem_per_cpu
+-- where Slurm's MEM_PER_CPU bit (2^63) is set, else max_mem_per_node. No limit reads as
+-- max_mem_per_node = 0, and MaxMemPerNode=UNLIMITED (INFINITE64, whose top bit is MEM_PER_CPU) as
+-- max_mem_per_cpu = 2^63 - 1 (slurmctld 22.05, tests/integration/slurm_hook_test.sh).
 local UNLIMITED_MB = 2 ^ 62
 local function limit_field(p, key)
   local v = part_field(p, key)
@@ -649,10 +543,9 @@ local function limit_field(p, key)
 end
 
 -- The partition limit on the job's request in its own form, in MB (nil when none): per node for
--- --mem ("node"), per CPU for --mem-per-cpu ("cpu"). A limit of the other form is converted with
--- the job's CPUs per node (Slurm checks --mem against MaxMemPerCPU x CPUs and --mem-per-cpu x CPUs
--- against MaxMemPerNode). With several partitions, the smallest: the job may run in any. None for
--- --mem-per-gpu ("gpu"): MaxMemPerNode/MaxMemPerCPU bound pn_min_memory, which it leaves unset.
+-- --mem, per CPU for --mem-per-cpu; a limit of the other form converted with the job's CPUs per
+-- node, as Slurm checks it. Several partitions: the smallest. None for --mem-per-gpu: the limits
+-- bound pn_min_memory, which it leaves unset.
 local function partition_limit_mb(d, part_list, form, cpus)
   if type(part_list) ~= "table" or form == "gpu" then return nil end
   local per_node_cpus = math.max(1, math.ceil(cpus / nodes_of(d)))
@@ -683,23 +576,18 @@ local function lowering_in_scope(d, part_list)
   return true
 end
 
--- The partition limit on the whole job in bytes (partition_limit_mb x the job's nodes or CPUs), or
--- nil when none is known or the job has no memory request of its own.
+-- partition_limit_mb x the job's nodes or CPUs, in bytes; nil without one or a request of its own.
 local function partition_limit_bytes(d, part_list, form, cpus)
   if form ~= "node" and form ~= "cpu" then return nil end
   local limit = partition_limit_mb(d, part_list, form, cpus)
   return limit and limit * (form == "node" and nodes_of(d) or cpus) * MIB
 end
 
--- The answer's recommended_bytes when the hook may use it; else nil and why (nil, nil when the
--- answer has none). It must be a whole, finite, positive number of bytes. One below the request
--- (one to lower it to) must also be at least the answer's own predicted peak (mem.bytes) and, when
--- it came from the bound (recommendation_source "bound"), at least that bound (upper_util x the
--- request): the daemon's rule only adds margins to them, so less is a daemon that is wrong, and
--- lowering to it would get the job killed. Except as far as the partition's limit (limit_bytes,
--- the whole job's) forces it: the hook clamps to that limit itself, so an answer the daemon capped
--- there (its own limit_bytes) is taken. A script's own sizing policy (recommendation_source
--- "workload") answers from its runs, not from upper_util, so only the predicted peak holds it.
+-- The answer's recommended_bytes when the hook may use it; else nil and why (nil, nil when none):
+-- whole, finite, positive bytes and, below the request, at least the predicted peak (mem.bytes)
+-- and, from the bound, the bound (upper_util x the request), each capped at the partition's limit
+-- (limit_bytes, which the hook clamps to itself): the daemon's rule only adds margins to them
+-- (docs/bounds.md). A script's own sizing policy ("workload") answers from its runs, not the bound.
 local function sane_recommendation(mem, req_mem, limit_bytes)
   local rec = field(mem, "recommended_bytes")
   if rec == nil then return nil, nil end
@@ -725,10 +613,8 @@ local function sane_recommendation(mem, req_mem, limit_bytes)
   return rec
 end
 
--- The recommendation (whole-job bytes) in the job's own form, as Slurm takes it: the flag, the
--- job_desc field, MB per unit (rounded up) and the number of units. --mem is per node,
--- --mem-per-cpu per CPU, --mem-per-gpu per GPU (its field is mem_per_tres, which the hook never
--- writes); a job without a memory request is told --mem.
+-- The recommendation (whole-job bytes) in the job's own form: the flag, the job_desc field (none
+-- for --mem-per-gpu: never written), MB per unit (rounded up) and the units. No request: --mem.
 local function in_form(d, rec, form, cpus)
   if form == "cpu" then return "--mem-per-cpu", "min_mem_per_cpu", math.ceil(rec / MIB / cpus), cpus end
   if form == "gpu" then
@@ -771,8 +657,7 @@ local function tell_user(d, ans, req_mem, rec, form, cpus, part_list)
   slurm.log_user("%s", msg)
 end
 
--- Lowers the request to the recommendation rec (sane_recommendation's; LOWER_MEM_TO_RECOMMENDATION).
--- Returns the new value in MB, or nil when nothing changed.
+-- Lowers the request to rec (sane_recommendation's); the new value in MB, or nil when unchanged.
 local function lower_mem(d, ans, rec, req_mem, form, cpus, part_list)
   if not LOWER_MEM_TO_RECOMMENDATION or not req_mem or not rec then return nil end
   if not lowering_in_scope(d, part_list) then return nil end
@@ -798,8 +683,8 @@ local function lower_mem(d, ans, rec, req_mem, form, cpus, part_list)
 end
 
 ---------------------------------------------------------------------------------------------------
--- Circuit breaker: consecutive failures open it; while open the daemon is not asked; after the
--- back-off one submission probes it. Opening is logged once per outage, recovery once.
+-- Circuit breaker: after BREAKER_FAILURES in a row the daemon is not asked for BREAKER_BACKOFF_S,
+-- then one submission probes it. Opening is logged once per outage, recovery once.
 ---------------------------------------------------------------------------------------------------
 local breaker = { failures = 0, open_until = 0, skipped = 0, outage = false }
 
@@ -862,13 +747,11 @@ local function predict(d, submit_uid, part_list)
     log_info("no prediction (bad answer: " .. (ok and "not a JSON object" or tostring(ans)) .. "); job accepted unchanged")
     return
   end
-  -- The comment is the answer re-encoded: compact, valid UTF-8; slurm-sync reads its answer_id by
-  -- name, whatever the key order.
+  -- Re-encoded: compact, valid UTF-8; slurm-sync reads answer_id by name, whatever the key order.
   local compact = json.encode(ans)
   if COMMENT_SUMMARY or #compact > MAX_COMMENT_BYTES then compact = summarize(ans) end
   d[COMMENT_FIELD] = compact
-  -- An answer whose recommendation fails the checks is kept in the comment (its answer_id matches
-  -- the completion to it), but neither told nor applied.
+  -- A recommendation that fails the checks stays in the comment, but is neither told nor applied.
   local recommended, refused = sane_recommendation(field(ans, "predictions", "mem"), rec.req_mem_bytes,
                                                    partition_limit_bytes(d, part_list, form, rec.req_cpus))
   if refused then log_info("recommendation not used (" .. refused .. "); memory request left unchanged") end
@@ -895,27 +778,22 @@ end
 
 -- For tests run outside slurmctld (lua5.1 with a stub `slurm` table and PEAKCAST_TEST set).
 if rawget(_G, "PEAKCAST_TEST") then
-  PEAKCAST_TEST.json, PEAKCAST_TEST.build_record, PEAKCAST_TEST.gpus_in = json, build_record, gpus_in
-  PEAKCAST_TEST.max_comment_bytes = MAX_COMMENT_BYTES
-  PEAKCAST_TEST.set_comment_summary = function(on) COMMENT_SUMMARY = on end
-  PEAKCAST_TEST.set_socket = function(p) SOCKET_PATH = p end
-  PEAKCAST_TEST.set_lower_mem = function(on, min_mb, min_fraction)
+  local T = PEAKCAST_TEST
+  T.json, T.build_record, T.gpus_in, T.max_comment_bytes = json, build_record, gpus_in, MAX_COMMENT_BYTES
+  T.lower_mem_min_fraction = LOWER_MEM_MIN_FRACTION
+  function T.set_comment_summary(on) COMMENT_SUMMARY = on end
+  function T.set_socket(p) SOCKET_PATH = p end
+  function T.set_timeout(s) TOTAL_TIMEOUT_S = s end
+  function T.set_whole_core_threads(on) SLURM_CONF_WHOLE_CORE_THREADS = on end
+  function T.set_breaker(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end
+  function T.reset_breaker() breaker.failures, breaker.open_until, breaker.skipped, breaker.outage = 0, 0, 0, false end
+  function T.set_lower_mem_scope(partitions, accounts) LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts end
+  function T.set_lower_mem(on, min_mb, min_fraction)
     LOWER_MEM_TO_RECOMMENDATION = on
-    if min_mb then LOWER_MEM_MIN_MB = min_mb end
-    if min_fraction then LOWER_MEM_MIN_FRACTION = min_fraction end
+    LOWER_MEM_MIN_MB, LOWER_MEM_MIN_FRACTION = min_mb or LOWER_MEM_MIN_MB, min_fraction or LOWER_MEM_MIN_FRACTION
   end
-  PEAKCAST_TEST.lower_mem_min_fraction = LOWER_MEM_MIN_FRACTION
-  PEAKCAST_TEST.set_lower_mem_scope = function(partitions, accounts)
-    LOWER_MEM_PARTITIONS, LOWER_MEM_ACCOUNTS = partitions, accounts
-  end
-  PEAKCAST_TEST.set_slurm_conf_def_mem = function(per_cpu, per_node, per_gpu, part_per_gpu)
+  function T.set_slurm_conf_def_mem(per_cpu, per_node, per_gpu, part_per_gpu)
     SLURM_CONF_DEF_MEM_PER_CPU, SLURM_CONF_DEF_MEM_PER_NODE = per_cpu, per_node
     SLURM_CONF_DEF_MEM_PER_GPU, SLURM_CONF_PART_DEF_MEM_PER_GPU = per_gpu, part_per_gpu
-  end
-  PEAKCAST_TEST.set_timeout = function(s) TOTAL_TIMEOUT_S = s end
-  PEAKCAST_TEST.set_whole_core_threads = function(on) SLURM_CONF_WHOLE_CORE_THREADS = on end
-  PEAKCAST_TEST.set_breaker = function(n, backoff_s) BREAKER_FAILURES, BREAKER_BACKOFF_S = n, backoff_s end
-  PEAKCAST_TEST.reset_breaker = function()
-    breaker.failures, breaker.open_until, breaker.skipped, breaker.outage = 0, 0, 0, false
   end
 end
