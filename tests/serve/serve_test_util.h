@@ -50,11 +50,13 @@ inline nlohmann::json completion_json(const std::string& id, const std::string& 
   return j;
 }
 
-// Wraps a store; while `fail_writes` is set, writes fail like a full disk.
+// Wraps a store; while `fail_writes` is set, writes fail like a full disk; a `checkpoint_error`
+// set before use is reported by health() as a failed WAL checkpoint's.
 class FaultyStore final : public CompletionStore {
  public:
   explicit FaultyStore(std::unique_ptr<CompletionStore> inner) : inner_(std::move(inner)) {}
   std::atomic<bool> fail_writes{false};
+  std::string checkpoint_error;
   Result<bool> insert(const Job& job) override {
     if (fail_writes) return Status::io("database: storing job " + job.job_id + ": database or disk is full");
     return inner_->insert(job);
@@ -66,6 +68,7 @@ class FaultyStore final : public CompletionStore {
   StoreHealth health() override {
     StoreHealth h = inner_->health();
     h.answers_not_kept += answers_refused_.load();
+    if (!checkpoint_error.empty()) h.checkpoint_error = checkpoint_error;
     return h;
   }
   Status for_each(const std::function<void(Job&&)>& v) override { return inner_->for_each(v); }
