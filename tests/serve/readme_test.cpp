@@ -1,13 +1,14 @@
 // README.md's "Commands" table and "Installing on a Slurm cluster" section, what administrators
 // follow, against the programs of this build: every long option named there is one its program
-// takes (its --help), every `peakcast_...` series one a running peakcastd exports on /metrics,
-// every /healthz field one it answers with. README is read when the test runs, so an option
-// renamed in the code, or misspelt in README, fails here. Which program an option is named for:
-// readme_mentions.h.
+// takes (its --help), every default in the table of limits the daemon's, every `peakcast_...`
+// series one a running peakcastd exports on /metrics, every /healthz field one it answers with.
+// README is read when the test runs, so an option renamed in the code, or misspelt in README,
+// fails here. Which program an option is named for: readme_mentions.h.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -121,6 +122,63 @@ TEST_F(Readme, EveryOptionItNamesIsOneItsProgramTakes) {
   }
   // Each section names dozens; fewer means the reading above stopped finding them.
   EXPECT_GE(checked, 80u);
+}
+
+// A size or count as README and --help write it: "5", "16384", "1 MiB", "256 MiB, or ..."
+// (nullopt: no number first).
+std::optional<double> leading_quantity(const std::string& text) {
+  static const std::regex q(R"(^\s*([0-9]+(?:\.[0-9]+)?)\s*(KiB|MiB|GiB)?)");
+  std::smatch m;
+  if (!std::regex_search(text, m, q)) return std::nullopt;
+  const double unit = m[2] == "KiB" ? 1024.0 : m[2] == "MiB" ? 1024.0 * 1024 : m[2] == "GiB" ? 1024.0 * 1024 * 1024 : 1.0;
+  return std::stod(m[1]) * unit;
+}
+
+// peakcastd --help's default of each option ("--idle-timeout FLOAT:[0.05 - 3600]=5": "5").
+std::map<std::string, std::string> daemon_defaults() {
+  std::map<std::string, std::string> out;
+  const auto r = peakcast::test_support::run_shell(kPeakcastd + " --help 2>&1");
+  std::istringstream in(r.out);
+  const std::regex line_re(R"(^\s+(--[a-z0-9-]+) (.*?)(?:  |$))");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, line_re)) continue;
+    const std::string type = m[2];
+    const size_t eq = type.rfind('=');
+    if (eq != std::string::npos) out[m[1]] = type.substr(eq + 1);
+  }
+  return out;
+}
+
+// The install section's table of limits (| option | default | beyond it |): each default is the
+// one the daemon has.
+TEST_F(Readme, EveryDefaultInItsLimitsTableIsTheDaemons) {
+  const std::string section = testing::readme_section(source_file("README.md"), "Installing on a Slurm cluster");
+  const std::map<std::string, std::string> defaults = daemon_defaults();
+  std::istringstream in(section);
+  bool in_table = false;
+  size_t rows = 0;
+  const std::regex row(R"(^\s*\| `(--[a-z0-9-]+)[^`]*` \| ([^|]*) \|)");
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("| option | default |") != std::string::npos) {
+      in_table = true;
+      continue;
+    }
+    std::smatch m;
+    if (!in_table || line.find("---") != std::string::npos) continue;
+    if (!std::regex_search(line, m, row)) {
+      in_table = line.find('|') != std::string::npos;
+      continue;
+    }
+    ++rows;
+    const std::string option = m[1], documented = m[2];
+    ASSERT_TRUE(defaults.count(option)) << option << ": no default in peakcastd --help";
+    const auto want = leading_quantity(documented), have = leading_quantity(defaults.at(option));
+    ASSERT_TRUE(want && have) << option << ": README " << documented << ", --help " << defaults.at(option);
+    EXPECT_EQ(*want, *have) << option << ": README says the default is " << documented << ", peakcastd --help "
+                            << defaults.at(option);
+  }
+  EXPECT_GE(rows, 8u) << "README's table of limits was not found";
 }
 
 // Family names and series names of a /metrics text ("# TYPE" lines and samples).
