@@ -21,6 +21,16 @@ inline std::string readme_section(const std::string& readme, const std::string& 
   return readme.substr(from, to == std::string::npos ? std::string::npos : to - from);
 }
 
+// The titles of the "## " sections, in order.
+inline std::vector<std::string> readme_section_titles(const std::string& readme) {
+  std::vector<std::string> out;
+  std::istringstream in(readme);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("## ")) out.push_back(line.substr(3));
+  }
+  return out;
+}
+
 struct Sentence {
   std::vector<std::string> spans;  // its code spans, in order
   std::string text;                // the whole sentence, for messages
@@ -54,22 +64,33 @@ inline std::vector<Sentence> split_sentences(const std::string& text) {
 }
 
 // A section's blocks. An indented code block (4 columns beyond the text, which a numbered list
-// item indents by 3) is one sentence of one span, its lines joined (a trailing '\' dropped);
-// each table row is a block; a paragraph or list item runs to a blank line.
+// item indents by 3) is a block of one sentence a command, each one span (a line ending in '\'
+// goes on on the next); each table row is a block; a paragraph or list item runs to a blank line; a fenced block
+// (a program's output) is left out.
 inline std::vector<Block> readme_blocks(const std::string& section) {
   std::vector<Block> out;
-  std::string text, code;
+  std::string text;
+  std::vector<Sentence> code;
+  bool continued = false;  // the code line before ended in '\'
   auto flush = [&] {
     if (!text.empty()) out.push_back({false, split_sentences(text)});
-    if (!code.empty()) out.push_back({false, {Sentence{{code}, code}}});
+    if (!code.empty()) out.push_back({false, code});
     text.clear();
     code.clear();
+    continued = false;
   };
   const std::regex list_item(R"(^\d+\. )");
   size_t list_indent = 0;
+  bool fenced = false;
   std::istringstream in(section);
   for (std::string line; std::getline(in, line);) {
     const size_t indent = line.find_first_not_of(' ');
+    if (indent != std::string::npos && line.compare(indent, 3, "```") == 0) {
+      flush();
+      fenced = !fenced;
+      continue;
+    }
+    if (fenced) continue;
     if (indent == std::string::npos) {
       flush();
       continue;
@@ -80,8 +101,13 @@ inline std::vector<Block> readme_blocks(const std::string& section) {
       list_indent = 3;
     } else if (indent >= list_indent + 4) {
       if (!text.empty()) flush();
-      if (content.ends_with("\\")) content.pop_back();
-      code += (code.empty() ? "" : " ") + content;
+      const bool goes_on = content.ends_with("\\");
+      if (goes_on) content.pop_back();
+      if (!continued) code.emplace_back();
+      std::string& command = code.back().text;
+      command += (command.empty() ? "" : " ") + content;
+      code.back().spans = {command};
+      continued = goes_on;
       continue;
     } else if (content.starts_with("|")) {
       flush();

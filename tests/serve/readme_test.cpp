@@ -124,6 +124,24 @@ TEST_F(Readme, EveryOptionItNamesIsOneItsProgramTakes) {
   EXPECT_GE(checked, 80u);
 }
 
+// The other sections' command lines (`peakcast report T -o F --threads 2`), where the program is
+// named: each of their options is one it takes.
+TEST_F(Readme, EveryCommandLineInTheOtherSectionsTakesItsOptions) {
+  const std::string readme = source_file("README.md");
+  size_t checked = 0;
+  for (const std::string& title : testing::readme_section_titles(readme)) {
+    if (title == "Commands" || title == "Installing on a Slurm cluster") continue;
+    for (const testing::OptionMention& m : testing::option_mentions(readme_blocks(title), "")) {
+      if (m.by_default) continue;  // an option no command line in its sentence names
+      ++checked;
+      EXPECT_TRUE(help_options(m.program).count(m.option) > 0)
+          << "README (" << title << ") runs " << m.program << " with " << m.option
+          << ", which its --help does not list, in: " << m.sentence;
+    }
+  }
+  EXPECT_GE(checked, 10u);
+}
+
 // A size or count as README and --help write it: "5", "16384", "1 MiB", "256 MiB, or ..."
 // (nullopt: no number first).
 std::optional<double> leading_quantity(const std::string& text) {
