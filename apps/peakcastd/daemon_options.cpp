@@ -143,7 +143,8 @@ void add_sync_options(CLI::App& app, DaemonArgs& a) {
   app.add_option("--gpu-mem-bytes", a.gpu_mem_bytes,
                  "Sync: capacity of one GPU when sacct's GRES type does not say it: 40G, 81920M, or a "
                  "bare number of bytes")
-      ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""));
+      ->transform(CLI::Validator(serve::gpu_mem_option_transform, ""))
+      ->type_name("SIZE");
 }
 
 }  // namespace

@@ -364,6 +364,15 @@ TEST(DaemonStartup, TheListeningLineNamesThePortBound) {
   EXPECT_EQ(r->status, 200);
 }
 
+// --gpu-mem-bytes takes a size in Slurm's units (40G, 81920M): its --help says SIZE, as `peakcast
+// slurm-sync --help` and README do, not CLI11's UINT.
+TEST(DaemonStartup, TheHelpCallsTheGpuMemoryASize) {
+  TempDir dir;
+  const DaemonExit help = run_daemon({"--help"}, dir);
+  EXPECT_EQ(help.code, 0) << help.err;
+  EXPECT_TRUE(std::regex_search(help.out, std::regex(R"(--gpu-mem-bytes SIZE\b)"))) << help.out;
+}
+
 TEST(DaemonStartup, VersionPrintsTheProjectVersion) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "peakcastd not built";
   TempDir dir;
