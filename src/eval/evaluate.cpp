@@ -306,7 +306,11 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
   for (size_t m = 0; m < run.size(); ++m) {
     const bool requested = std::find(names.begin(), names.end(), run[m]) != names.end();
     SeedResults res;
-    if (Status s = run_seeds(ctx, run[m], requested, res, abs_err[m]); !s) return s;
+    if (Status s = run_seeds(ctx, run[m], requested, res, abs_err[m]); !s) {
+      if (!config.leave_out_refusals || m == 0 || s.kind() != ErrorKind::kInvalidInput) return s;
+      report.left_out.emplace_back(run[m], s.message());
+      continue;
+    }
     for (Resource r : kResources) {
       const auto ri = idx(r);
       if (scored.jobs[ri].empty()) continue;

@@ -1,7 +1,8 @@
 // Rolling-origin folds (`peakcast evaluate --folds K`): the blocks, the summary over them, and a
-// fold that a method cannot learn from.
+// fold that a method cannot learn from; a method left out when it cannot (leave_out_refusals).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -312,6 +313,29 @@ TEST(Folds, AnErrorOfAnotherKindIsNotSkipped) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().kind(), ErrorKind::kInternal);
   EXPECT_EQ(r.status().message().rfind("fold 1/3: ", 0), 0u) << r.status().message();
+}
+
+// EvalConfig::leave_out_refusals (`peakcast report` on a young history): a method refusing its
+// blocks as input is left out with its reason and the others are scored; without it, or for an
+// error of another kind, the evaluation fails as before.
+TEST(LeaveOutRefusals, ARefusingMethodIsLeftOutAndTheOthersScored) {
+  EvalConfig c = config({"hier_last1", "picky", "hier_median3"});
+  c.leave_out_refusals = true;
+  auto r = evaluate_jobs(random_trace(300, 3), registry(100000), c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->left_out.size(), 1u);
+  EXPECT_EQ(r->left_out[0].first, "picky");
+  EXPECT_NE(r->left_out[0].second.find("fitting picky: picky: the train block needs at least 100000 jobs"),
+            std::string::npos) << r->left_out[0].second;
+  for (const ResultRow& row : r->results) EXPECT_NE(row.method, "picky");
+  EXPECT_TRUE(std::any_of(r->results.begin(), r->results.end(),
+                          [](const ResultRow& row) { return row.method == "hier_median3"; }));
+
+  c.leave_out_refusals = false;
+  EXPECT_EQ(evaluate_jobs(random_trace(300, 3), registry(100000), c).status().kind(), ErrorKind::kInvalidInput);
+  c.leave_out_refusals = true;
+  EXPECT_EQ(evaluate_jobs(random_trace(300, 3), registry(100000, ErrorKind::kInternal), c).status().kind(),
+            ErrorKind::kInternal);
 }
 
 }  // namespace

@@ -44,6 +44,11 @@ struct EvalConfig {
   // When set, called once per requested method and scored resource (first seed, the split only)
   // with the walk behind its coverage figures (`--bound-walk`).
   std::function<void(const std::string& method, Resource r, std::span<const WalkRecord> walk)> on_bound_walk;
+  // When set, a requested method other than the baseline that refuses its training blocks as
+  // input (kInvalidInput: a young history the cascade's purges leave too few jobs) is left out of
+  // the results, with its reason in EvalReport::left_out, as `--folds` leaves out a fold, instead
+  // of failing the evaluation (`peakcast report`'s use). Any other error still fails it.
+  bool leave_out_refusals = false;
 };
 
 // Subgroups by the history level that answered at submission (history::Level order).
@@ -91,6 +96,8 @@ struct EvalReport {
                                    // without any valid test job are left out
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> choices;
   std::vector<std::string> notes;         // about the evaluation (e.g. an empty fallback)
+  // EvalConfig::leave_out_refusals: each method left out, with its refusal.
+  std::vector<std::pair<std::string, std::string>> left_out;
   std::vector<std::string> reader_notes;  // what the reader said about the trace
 };
 
