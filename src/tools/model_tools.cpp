@@ -13,6 +13,18 @@
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::eval {
+namespace {
+
+Result<cascade::CascadeConfig> cascade_config_of(const TrainOptions& o) {
+  MethodOptions mo;
+  mo.seed = o.seed;
+  mo.threads = o.threads;
+  mo.code_options = o.code_options;
+  mo.cascade_options = o.cascade_options;
+  return learned::cascade_config_for(o.encoder, mo, o.util_cap);
+}
+
+}  // namespace
 
 Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs,
                                                     const TrainOptions& o, TrainSummary* summary,
@@ -68,12 +80,7 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
         s.train));
   }
 
-  MethodOptions mo;
-  mo.seed = o.seed;
-  mo.threads = o.threads;
-  mo.code_options = o.code_options;
-  mo.cascade_options = o.cascade_options;
-  Result<cascade::CascadeConfig> cfg = learned::cascade_config_for(o.encoder, mo, o.util_cap);
+  Result<cascade::CascadeConfig> cfg = cascade_config_of(o);
   if (!cfg) return cfg.status();
   models::code::set_torch_threads(resolve_threads(o.threads));
 
@@ -84,6 +91,11 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
   in.trained_on = o.trained_on;
   if (summary) *summary = s;
   return cascade::CascadeModel::train(in, *cfg, progress);
+}
+
+Status check_cascade_options(const TrainOptions& o) {
+  Result<cascade::CascadeConfig> cfg = cascade_config_of(o);
+  return cfg ? Status::ok() : cfg.status();
 }
 
 Result<std::vector<Job>> parse_request_records(std::string_view text, const std::string& name,

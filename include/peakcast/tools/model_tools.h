@@ -46,6 +46,11 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
                                                     TrainSummary* summary = nullptr,
                                                     const ProgressFn& progress = {});
 
+// Whether the options (encoder, code and cascade options, util cap, threads, seed) make a valid
+// cascade configuration: the check train_cascade_on_jobs makes before it trains, without jobs, so
+// that a bad option fails before a long read and a refusal of the jobs later is about the jobs.
+Status check_cascade_options(const TrainOptions& options);
+
 // Canonical JSONL request records (one per non-blank line; outcome fields optional) -> jobs with
 // script_key filled as the readers compute it. Errors name "name:line".
 Result<std::vector<Job>> parse_request_records(std::string_view text, const std::string& name,
