@@ -1,6 +1,7 @@
 // peakcast report: one self-contained HTML page (docs/report.md) from a trace, the daemon's
 // database, or earlier `evaluate --json` output, with an optional SIM.json.
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "peakcast/sizing/recommend.h"
 #include "peakcast/sizing/workload_sizer.h"
 #include "peakcast/tools/learned_methods.h"
+#include "peakcast/tools/model_tools.h"
 
 namespace peakcast::app {
 namespace {
@@ -59,6 +61,12 @@ struct Learning {
   std::vector<std::pair<std::string, std::string>> cascade;
 };
 
+// A section the page goes without, and why: on the page's notes and, one line, on stderr.
+void missing(report::ReportInput& in, std::string note) {
+  std::cerr << "report: " << note << "\n";
+  in.notes.push_back(std::move(note));
+}
+
 // Evaluation + per-job detail over jobs from a trace or the database.
 Status measure(const ReportArgs& a, const Learning& learning, const sizing::RecommendConfig& recommend,
                const std::vector<Job>& jobs, const eval::EvalReport* from_trace,
@@ -84,6 +92,8 @@ Status measure(const ReportArgs& a, const Learning& learning, const sizing::Reco
   std::cerr << "report: training the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();
+  // A young history: the page goes without the model's sections (their note is among the notes).
+  if (detail->no_model) std::cerr << "report: " << *detail->no_model << "\n";
   in.predictions = std::move(detail->predictions);
   in.usage = std::move(detail->usage);
   in.recommendations = std::move(detail->recommendations);
@@ -91,15 +101,24 @@ Status measure(const ReportArgs& a, const Learning& learning, const sizing::Reco
   return Status::ok();
 }
 
-Result<eval::EvalReport> run_eval(const ReportArgs& a, const Learning& learning, const std::vector<Job>& jobs,
-                                  const ingest::Trace* trace) {
+eval::MethodRegistry method_registry() {
   eval::MethodRegistry registry;
   eval::register_builtins(registry);
   eval::register_learned(registry);
+  return registry;
+}
+
+// The evaluation section. A young history is no error (docs/report.md): a method that cannot
+// learn from these jobs is left out of it, and when no method can be scored (the split's purge
+// emptied a block) the page goes without it; each said on the page and on stderr.
+Status run_eval(const ReportArgs& a, const Learning& learning, const std::vector<Job>& jobs,
+                const ingest::Trace* trace, std::optional<eval::EvalReport>& out, report::ReportInput& in) {
+  const eval::MethodRegistry registry = method_registry();
   eval::EvalConfig cfg;
   Result<std::vector<std::string>> methods = registry.resolve(a.methods);
   if (!methods) return methods.status().with_context("--methods");
   cfg.methods = *methods;
+  cfg.leave_out_refusals = true;
   cfg.seed = a.seed;
   cfg.bootstrap = a.bootstrap;
   cfg.util_cap = a.reader.util_cap;
@@ -109,8 +128,26 @@ Result<eval::EvalReport> run_eval(const ReportArgs& a, const Learning& learning,
   cfg.cascade_options = learning.cascade;
   cfg.encoder = learning.code.encoder;
   std::cerr << "report: evaluating " << a.methods << "\n";
-  if (trace) return eval::evaluate(*trace, registry, cfg, stderr_progress());
-  return eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());
+  Result<eval::EvalReport> r = trace ? eval::evaluate(*trace, registry, cfg, stderr_progress())
+                                     : eval::evaluate_jobs(jobs, registry, cfg, stderr_progress());
+  // A trace without submit times stays an error: no section could be measured on it.
+  if (!r && (r.status().kind() != ErrorKind::kInvalidInput || (trace && !trace->has_submit_times))) {
+    return r.status();
+  }
+  if (!r) {
+    missing(in, "methods, subgroups and routing: not drawn: these jobs cannot be evaluated (" +
+                    r.status().message() +
+                    "); they need more history, in which earlier jobs had ended before later ones "
+                    "were submitted");
+    return Status::ok();
+  }
+  for (const auto& [method, why] : r->left_out) {
+    missing(in, fmt::format("{}: left out of the methods, subgroups and routing: it could not be "
+                            "trained on these jobs ({})",
+                            method, why));
+  }
+  out = std::move(r).value();
+  return Status::ok();
 }
 
 Status gather(const ReportArgs& a, std::vector<std::pair<std::string, std::string>> cascade,
@@ -126,18 +163,29 @@ Status gather(const ReportArgs& a, std::vector<std::pair<std::string, std::strin
                        "`--db FILE` draws them");
     return Status::ok();
   }
-  // Before the jobs are read (the database or a trace: minutes for a large one).
+  // Before the jobs are read (the database or a trace: minutes for a large one): a bad option
+  // fails here, so that a refusal later is about the jobs (a young history, drawn without them).
   Result<CodeSettings> code = parse_code_options(a.code_options, a.encoder);
   if (!code) return code.status();
+  if (Result<std::vector<std::string>> m = method_registry().resolve(a.methods); !m) {
+    return m.status().with_context("--methods");
+  }
   const Learning learning{std::move(*code), std::move(cascade)};
+  eval::TrainOptions check;
+  check.util_cap = a.reader.util_cap;
+  check.threads = a.threads;
+  check.code_options = learning.code.options;
+  check.cascade_options = learning.cascade;
+  if (!learning.code.encoder.empty()) check.encoder = learning.code.encoder;
+  if (Status s = eval::check_cascade_options(check); !s) return s;
   if (!a.db.empty()) {
     in.source = a.db + " (peakcastd database)";
     // Relabelled at --util-cap (the store keeps labels clipped at the daemon's cap).
     Result<std::vector<Job>> jobs = load_db_jobs(a.db, a.reader.util_cap);
     if (!jobs) return jobs.status();
-    Result<eval::EvalReport> r = run_eval(a, learning, *jobs, nullptr);
-    if (!r) return r.status();
-    if (Status s = measure(a, learning, recommend, *jobs, &*r, in); !s) return s;
+    std::optional<eval::EvalReport> r;
+    if (Status s = run_eval(a, learning, *jobs, nullptr, r, in); !s) return s;
+    if (Status s = measure(a, learning, recommend, *jobs, r ? &*r : nullptr, in); !s) return s;
     // Jobs the hook ran at a lowered --mem: stored at their user's request (docs/bounds.md).
     size_t lowered = 0, killed = 0;
     for (const Job& j : *jobs) {
@@ -156,9 +204,9 @@ Status gather(const ReportArgs& a, std::vector<std::pair<std::string, std::strin
   in.source = a.trace;
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return trace.status();
-  Result<eval::EvalReport> r = run_eval(a, learning, trace->jobs, &*trace);
-  if (!r) return r.status();
-  return measure(a, learning, recommend, trace->jobs, &*r, in);
+  std::optional<eval::EvalReport> r;
+  if (Status s = run_eval(a, learning, trace->jobs, &*trace, r, in); !s) return s;
+  return measure(a, learning, recommend, trace->jobs, r ? &*r : nullptr, in);
 }
 
 int run_report(const ReportArgs& a) {
@@ -194,6 +242,12 @@ int run_report(const ReportArgs& a) {
     recommend = std::move(*cfg);
   }
   if (Status s = gather(a, std::move(*cascade), recommend, in); !s) return fail(s);
+  // A history too small for any section (a job or two, none with a label): no page.
+  if (!in.eval && in.predictions.empty() && in.usage.empty() && !in.recommendations && !in.sim) {
+    return fail(Status::invalid(fmt::format("report: {}: no section can be drawn from these jobs "
+                                            "(the lines above say why each section is missing)",
+                                            in.source)));
+  }
   Result<std::string> page = report::render_html(in);
   if (!page) return fail(page.status());
   if (Status s = write_output(a.out, *page); !s) return fail(s);
@@ -219,7 +273,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       "peakcastd would have recommended would have wasted (GB·h) and cost (out-of-memory attempts) "
       "against the users' own, and with a SIM.json "
       "what each sizing policy would have wasted (GB·h) and cost (failures). Tables sort by "
-      "clicking a header; plots have tooltips.\n"
+      "clicking a header; plots have tooltips. On a history too young to train the cascade on (a "
+      "site's first day) the page goes without the sections that need it and says why, and what "
+      "history they need.\n"
       "  peakcast report TRACE -o report.html        evaluates TRACE (--methods) and trains the "
       "cascade on its first 80% to predict the rest\n"
       "  peakcast report --db FILE -o report.html    the same on peakcastd's stored completions\n"

@@ -61,6 +61,51 @@ std::vector<PredictedRun> runs_of(const std::vector<Job>& jobs,
   return out;
 }
 
+// Every job's requested and used memory, with the request recommended for it where there is one
+// (keyed by run: Slurm keeps the id of a job it requeues and resets its submit time, so an id alone
+// put a later run's recommendation on the earlier runs too, until 2026-12-06).
+void add_usage(const std::vector<Job>& jobs,
+               const std::map<std::pair<std::string, int64_t>, uint64_t>& recommended,
+               size_t max_points, Detail& d) {
+  for (const Job& j : jobs) {
+    if (!j.req_mem_bytes || !j.peak_mem_bytes) continue;
+    UsagePoint u{j.user, j.account, j.partition, end_seconds(j),
+                 static_cast<double>(*j.req_mem_bytes) / kGB,
+                 static_cast<double>(*j.peak_mem_bytes) / kGB, std::nullopt};
+    if (auto it = recommended.find({j.job_id, j.submit_ms}); it != recommended.end()) {
+      u.recommended_gb = static_cast<double>(it->second) / kGB;
+    }
+    d.usage.push_back(std::move(u));
+  }
+  if (auto note = keep_whole_usage_days(d.usage, max_points)) d.notes.push_back(std::move(*note));
+}
+
+// A young history (a site's first day): the sections that need the trained cascade are left out,
+// with why and what history they need; the usage, which needs no model, is every job's.
+Detail without_model(const std::vector<Job>& jobs, const DetailOptions& o, const std::string& why) {
+  Detail d;
+  add_usage(jobs, {}, o.max_usage_points, d);
+  std::string history;
+  if (jobs.size() >= 2) {
+    std::vector<int64_t> runs;
+    for (const Job& j : jobs) runs.push_back(j.end_ms - j.submit_ms);
+    std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(runs.size() / 2), runs.end());
+    const double ms_per_h = 3.6e6;
+    history = fmt::format(
+        " (the {} jobs were submitted over {:.1f} h and ran {:.1f} h at the median)", jobs.size(),
+        static_cast<double>(jobs.back().submit_ms - jobs.front().submit_ms) / ms_per_h,
+        static_cast<double>(runs[runs.size() / 2]) / ms_per_h);
+  }
+  d.no_model = fmt::format(
+      "predicted vs actual, bound coverage and recommended requests: not drawn: the cascade could "
+      "not be trained on these jobs ({}). They need more history: at least 20 jobs, most of those "
+      "submitted before the last {:.0f}% ended before its first submission, that is submissions "
+      "spanning several times the jobs' run times{}",
+      why, 100 * o.test_share, history);
+  d.notes.push_back(*d.no_model);
+  return d;
+}
+
 }  // namespace
 
 Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
@@ -72,7 +117,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
   if (jobs.size() < 20) {
-    return Status::invalid(fmt::format("report: {} jobs are too few to train and test on", jobs.size()));
+    return without_model(jobs, o, fmt::format("{} jobs are too few to train and test on", jobs.size()));
   }
   const size_t cut = static_cast<size_t>(static_cast<double>(jobs.size()) * (1.0 - o.test_share));
   const int64_t first_test_submit = jobs[cut].submit_ms;
@@ -87,13 +132,11 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       (j.end_ms < first_test_submit ? fit : running).push_back(j);
     }
   }
-  if (test.empty()) {
-    return Status::invalid("report: every job has the same submit time; no test block");
-  }
+  if (test.empty()) return without_model(jobs, o, "every job has the same submit time; no test block");
   if (fit.empty()) {
-    return Status::invalid(fmt::format(
-        "report: none of the {} jobs submitted before the last {:.0f}% had ended by the first one "
-        "after; nothing to train on",
+    return without_model(jobs, o, fmt::format(
+        "none of the {} jobs submitted before the last {:.0f}% had ended by the first one after; "
+        "nothing to train on",
         running.size(), 100 * o.test_share));
   }
   eval::TrainOptions to;
@@ -105,7 +148,12 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   to.encoder = o.encoder;
   to.trained_on = "peakcast report";
   auto model = eval::train_cascade_on_jobs(fit, to, nullptr, progress);
-  if (!model) return model.status().with_context("report: training the cascade on the earlier jobs");
+  if (!model) {
+    // The options were checked before the jobs were read (check_cascade_options): a refusal of
+    // the input here is the jobs', a history too young to learn from.
+    if (model.status().kind() == ErrorKind::kInvalidInput) return without_model(jobs, o, model.status().message());
+    return model.status().with_context("report: training the cascade on the earlier jobs");
+  }
   const std::vector<cascade::JobPrediction> preds = eval::predict_jobs(*model, test, &jobs);
   // The daemon's bound: the earlier jobs' most recent completions warm it up, each predicted at
   // its submission as peakcastd replays them at start (those still running then complete during
@@ -129,23 +177,11 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     add_predictions(test[i], preds[i], answers[i], o.bound_coverage, d.predictions);
   }
   // Usage: every job with a memory request and peak; test jobs with the recommended request.
-  // Keyed by run: Slurm keeps the id of a job it requeues and resets its submit time, so an id
-  // alone put a later run's recommendation on the earlier runs too (until 2026-12-06).
   std::map<std::pair<std::string, int64_t>, uint64_t> recommended;
   for (size_t i = 0; i < test.size() && i < answers.size(); ++i) {
     if (answers[i].recommended_bytes) recommended[{test[i].job_id, test[i].submit_ms}] = *answers[i].recommended_bytes;
   }
-  for (const Job& j : jobs) {
-    if (!j.req_mem_bytes || !j.peak_mem_bytes) continue;
-    UsagePoint u{j.user, j.account, j.partition, end_seconds(j),
-                 static_cast<double>(*j.req_mem_bytes) / kGB,
-                 static_cast<double>(*j.peak_mem_bytes) / kGB, std::nullopt};
-    if (auto it = recommended.find({j.job_id, j.submit_ms}); it != recommended.end()) {
-      u.recommended_gb = static_cast<double>(it->second) / kGB;
-    }
-    d.usage.push_back(std::move(u));
-  }
-  if (auto note = keep_whole_usage_days(d.usage, o.max_usage_points)) d.notes.push_back(std::move(*note));
+  add_usage(jobs, recommended, o.max_usage_points, d);
   d.notes.push_back(fmt::format(
       "per-job plots: the cascade trained on the {} jobs that had ended by the first submission of "
       "the last {:.0f}% ({} still running then left out) and predicted the {} after, each with the "

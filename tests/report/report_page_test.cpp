@@ -227,6 +227,23 @@ TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
   EXPECT_GT(fs::file_size(shot), 50'000u) << "a blank page compresses to far less";
 }
 
+// A young history's page (report_young_test.cpp): without the sections that need the cascade,
+// what it has still draws.
+TEST_F(ReportPage, AYoungHistorysPageDrawsWithoutAConsoleError) {
+  const std::string trace = (work_ / "young.jsonl").string();
+  ASSERT_TRUE(peakcast::synth::write_trace_jsonl(report_test::young_jobs(4.0, 1.0, 1.5), trace));
+  const fs::path page = work_ / "young.html";
+  const auto r = run(kPeakcast + " report " + trace + " -o " + page.string() +
+                     " --methods hier_last1,history_policy,cascade --threads 1 --bootstrap 50 "
+                     "--latency-jobs 30 --code-option max_epochs=2 --code-option token_dim=8 "
+                     "--code-option hash_buckets=4096 --code-option fused_dim=32");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string html = slurp(page);
+  EXPECT_NE(html.find("id=\"usage\""), std::string::npos);
+  EXPECT_EQ(html.find("id=\"accuracy\""), std::string::npos);
+  check_page(chromium_, page, work_);
+}
+
 TEST_F(ReportPage, FromJsonReportDrawsToo) {
   const std::string trace = (work_ / "trace.jsonl").string();
   ASSERT_EQ(run(kPeakcast + " synth --jobs 600 --seed 6 --users 6 --days 12 -o " + trace).exit_code, 0);

@@ -121,7 +121,14 @@ struct Detail {
   // nullopt when no test job has a memory request, a peak and a run time.
   std::optional<RecommendationOutcome> recommendations;
   std::vector<std::string> notes;
+  // Set when the cascade could not be trained on these jobs (a young history: too few jobs, or
+  // too few that had ended before later ones were submitted): predictions and recommendations are
+  // then empty and `usage` is every job's. The sentence the page and stderr show: which sections
+  // are missing, why, and what history they need.
+  std::optional<std::string> no_model;
 };
+// Errors: a test share outside (0, 1), or a training failure other than the jobs' refusal as
+// input (a young history is not an error: see Detail::no_model).
 Result<Detail> build_detail(const std::vector<Job>& jobs, const DetailOptions& options,
                             const ProgressFn& progress = {});
 
