@@ -20,7 +20,7 @@ local TOTAL_TIMEOUT_S = 0.2          -- connect + send + receive, all together
 local COMMENT_FIELD = "comment"      -- "comment" or "admin_comment" (jobstats users keep the latter)
 local OVERWRITE_USER_COMMENT = false -- false: a comment the user set is kept and no answer is written
 local MAX_COMMENT_BYTES = 4096       -- a longer answer is written as a summary (see summarize())
--- COMMENT_SUMMARY: false (default) writes the whole answer (500-700 bytes); true its summary only
+-- COMMENT_SUMMARY: false (default) writes the whole answer (450-700 bytes); true its summary only
 -- (200-270 bytes: the answer_id slurm-sync reads back, and per resource the figures; README.md).
 local COMMENT_SUMMARY = false
 local MAX_SCRIPT_BYTES = 1048576     -- a longer script is not sent (the rest of the request is)
