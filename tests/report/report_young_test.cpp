@@ -38,6 +38,16 @@ class ReportYoung : public ::testing::Test {
     std::error_code ec;
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
+  // `peakcast report ARGS -o page.html` with the small model: its exit code, stderr and page.
+  struct Drawn {
+    int exit_code;
+    std::string log, html;
+  };
+  Drawn report(const std::string& args) {
+    const std::string page = (dir_ / "page.html").string(), err = (dir_ / "stderr").string();
+    const auto r = run(kPeakcast + " report " + args + " -o " + page + kSmallModel, err);
+    return {r.exit_code, slurp(err), fs::exists(page) ? slurp(page) : std::string()};
+  }
   std::string write(const std::vector<Job>& jobs) {
     const std::string path = (dir_ / "trace.jsonl").string();
     const Status s = synth::write_trace_jsonl(jobs, path);
@@ -52,12 +62,9 @@ class ReportYoung : public ::testing::Test {
 // report exited 2 with no page, until 2026-12-07). The history methods can still be evaluated.
 TEST_F(ReportYoung, WithoutATrainableCascadeThePageHasTheOtherSections) {
   const std::string trace = write(young_jobs(4.0, 1.0, 1.5));
-  const std::string page = (dir_ / "page.html").string();
-  const std::string err = (dir_ / "stderr").string();
-  const auto r = run(kPeakcast + " report " + trace + " -o " + page + kSmallModel, err);
-  const std::string log = slurp(err);
-  ASSERT_EQ(r.exit_code, 0) << log;
-  const std::string html = slurp(page);
+  const Drawn d = report(trace);
+  ASSERT_EQ(d.exit_code, 0) << d.log;
+  const std::string &log = d.log, &html = d.html;
   // Drawn: the usage plots and the history methods' errors.
   for (const char* id : {"plot-usage-user", "plot-methods"}) EXPECT_NE(html.find(id), std::string::npos) << id;
   EXPECT_NE(html.find("<td>hier_last1</td>"), std::string::npos);
@@ -86,12 +93,9 @@ TEST_F(ReportYoung, TheDaemonsFirstDayDatabaseGivesAPage) {
       ASSERT_TRUE(ins.ok() && *ins) << j.job_id;
     }
   }
-  const std::string page = (dir_ / "page.html").string();
-  const std::string err = (dir_ / "stderr").string();
-  const auto r = run(kPeakcast + " report --db " + db + " -o " + page + kSmallModel, err);
-  const std::string log = slurp(err);
-  ASSERT_EQ(r.exit_code, 0) << log;
-  const std::string html = slurp(page);
+  const Drawn d = report("--db " + db);
+  ASSERT_EQ(d.exit_code, 0) << d.log;
+  const std::string &log = d.log, &html = d.html;
   for (const char* id : {"plot-usage-user", "plot-methods"}) EXPECT_NE(html.find(id), std::string::npos) << id;
   EXPECT_EQ(html.find("plot-accuracy-mem"), std::string::npos);
   EXPECT_NE(log.find("report: predicted vs actual, bound coverage and recommended requests: not drawn"),
@@ -102,12 +106,9 @@ TEST_F(ReportYoung, TheDaemonsFirstDayDatabaseGivesAPage) {
 // methods have nothing to be scored on. Requested vs used memory is still drawn.
 TEST_F(ReportYoung, WithNoEvaluationEitherTheUsageIsDrawn) {
   const std::string trace = write(young_jobs(2.0, 3.0, 5.0));
-  const std::string page = (dir_ / "page.html").string();
-  const std::string err = (dir_ / "stderr").string();
-  const auto r = run(kPeakcast + " report " + trace + " -o " + page + kSmallModel, err);
-  const std::string log = slurp(err);
-  ASSERT_EQ(r.exit_code, 0) << log;
-  const std::string html = slurp(page);
+  const Drawn d = report(trace);
+  ASSERT_EQ(d.exit_code, 0) << d.log;
+  const std::string &log = d.log, &html = d.html;
   EXPECT_NE(html.find("plot-usage-user"), std::string::npos);
   for (const char* id : {"plot-accuracy-mem", "plot-coverage", "plot-methods"}) {
     EXPECT_EQ(html.find(id), std::string::npos) << id;
