@@ -59,9 +59,7 @@ local BREAKER_BACKOFF_S = 30         -- the daemon is then skipped this long
 local MAX_ANSWER_BYTES = 1048576     -- a longer answer is refused (with or without Content-Length)
 
 local MIB = 1048576
-local NO_VAL = 4294967294           -- slurm.NO_VAL
-local NO_VAL16 = 65534              -- slurm.NO_VAL16
-local INFINITE = 4294967295         -- slurm.INFINITE
+local NO_VAL, NO_VAL16, INFINITE = 4294967294, 65534, 4294967295  -- slurm.NO_VAL, .NO_VAL16, .INFINITE
 
 local unix_ok, unix = pcall(require, "socket.unix")
 local socket_ok, socket = pcall(require, "socket")
@@ -157,6 +155,7 @@ function json.decode(s) return codec.decode(s) end
 local function valid(n, unset)
   return type(n) == "number" and n ~= (unset or NO_VAL) and n ~= INFINITE and n ~= NO_VAL and n >= 0
 end
+local function nonempty(s) if type(s) == "string" and s ~= "" then return s end end
 
 -- The counts of the GPU items in a TRES string such as "gres:gpu:1", "gres:gpu:a100:2", "gpu:2",
 -- "gres/gpu=2", "gres:gpu:2,gres:foo:1", in order (false for an item that states none).
@@ -194,8 +193,10 @@ end
 
 -- The job's GPUs as sacct's ReqTRES counts them: --gpus, --gres/--gpus-per-node (x nodes),
 -- --gpus-per-task (x -n, else x 1), --gpus-per-socket (x --sockets-per-node x nodes; nil without
--- them). stated: only a count the request states, the one memory per GPU is multiplied by: not
--- --gpus-per-socket (its charge per GPU is not observed) nor --gpus-per-task without -n.
+-- them). stated: only a count the allocation will have, the one memory per GPU is charged on: not
+-- --gpus-per-task without -n, nor --gpus-per-socket (N on each socket the job's cores are on,
+-- raised to -B where gres.conf binds GPUs to sockets: 22.05's _set_sock_bits) but for -B 1 and one
+-- CPU a node, on one core (README.md).
 local function gpus_of(d, stated)
   local per_job = gpus_in(d.tres_per_job)
   if per_job then return per_job end
@@ -206,11 +207,11 @@ local function gpus_of(d, stated)
     if valid(d.num_tasks) and d.num_tasks >= 1 then return per_task * d.num_tasks end
     return not stated and per_task or nil
   end
-  local per_socket = gpus_in(d.tres_per_socket)
-  if per_socket and not stated and valid(d.sockets_per_node, NO_VAL16) and d.sockets_per_node >= 1 then
-    return per_socket * d.sockets_per_node * nodes_of(d)
-  end
-  return nil
+  local per_socket, spn = gpus_in(d.tres_per_socket), d.sockets_per_node
+  if not per_socket or not valid(spn, NO_VAL16) or spn < 1 then return nil end
+  local one_core = spn == 1 and cpus_of(d) <= nodes_of(d) and not nonempty(d.cpus_per_tres) and
+                   not (valid(d.ntasks_per_node, NO_VAL16) and d.ntasks_per_node > 1)
+  return (not stated or one_core) and per_socket * spn * nodes_of(d) or nil
 end
 
 -- Whole-job host memory in bytes, and which form was requested ("node", "cpu" or "gpu"), or nil.
@@ -229,8 +230,6 @@ local function mem_of(d, cpus)
   end
   return nil
 end
-
-local function nonempty(s) if type(s) == "string" and s ~= "" then return s end end
 
 -- p[key] of a part_list record, or nil: slurmctld's records may raise on a field they lack.
 local function part_field(p, key)

@@ -113,6 +113,27 @@ r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_task = "gres:
 check("per gpu mem x gpus (--gpus-per-task x -n)", r.req_mem_bytes == 3000 * 1048576, r.req_mem_bytes)
 r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_socket = "gres:gpu:1" }), 1000)
 check("per gpu mem with --gpus-per-socket: none", r.req_mem_bytes == nil, r.req_mem_bytes)
+-- --gpus-per-socket=N allocates N on each socket the job's cores are on (22.05's cons_tres
+-- _set_sock_bits), raised to --sockets-per-node only where gres.conf binds the GPUs to sockets:
+-- not known at submission, but for -B 1 and one CPU a node (one core, one socket), where it is
+-- N x nodes, as ReqTRES and AllocTRES count it (slurm_integration's mapsock1).
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:100", tres_per_socket = "gres:gpu:1", sockets_per_node = 1,
+                          num_tasks = 1 }), 1000)
+check("per gpu mem x --gpus-per-socket, -B 1, one CPU", r.req_mem_bytes == 100 * 1048576 and r.req_gpus == 1,
+      tostring(r.req_mem_bytes) .. " " .. tostring(r.req_gpus))
+r = T.build_record(desc({ mem_per_tres = "gres:gpu:100", tres_per_socket = "gres:gpu:2", sockets_per_node = 1,
+                          num_tasks = 3, min_nodes = 3 }), 1000)
+check("per gpu mem x --gpus-per-socket x nodes, -B 1, one CPU a node", r.req_mem_bytes == 600 * 1048576,
+      r.req_mem_bytes)
+for what, t in pairs({ ["-B 2"] = { sockets_per_node = 2, num_tasks = 1 },
+                       ["-B 1 -n 2"] = { sockets_per_node = 1, num_tasks = 2 },
+                       ["-B 1 -c 2"] = { sockets_per_node = 1, cpus_per_task = 2 },
+                       ["-B 1 --ntasks-per-node=2"] = { sockets_per_node = 1, ntasks_per_node = 2 },
+                       ["-B 1 --cpus-per-gpu=2"] = { sockets_per_node = 1, cpus_per_tres = "gres:gpu:2" } }) do
+  t.mem_per_tres, t.tres_per_socket = "gres:gpu:100", "gres:gpu:1"
+  r = T.build_record(desc(t), 1000)
+  check("per gpu mem with --gpus-per-socket " .. what .. ": none", r.req_mem_bytes == nil, r.req_mem_bytes)
+end
 r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_task = "gres:gpu:1" }), 1000)
 check("per gpu mem with --gpus-per-task, no -n: none", r.req_mem_bytes == nil, r.req_mem_bytes)
 local enc = json.encode(r)

@@ -256,14 +256,24 @@ check "mapexcl: --exclusive with no GPUs asked for: request sent without req_gpu
   [ -z "$(request_field mapexcl req_gpus 2>/dev/null)" ]
 # --gpus-per-socket=1 needs --sockets-per-node (sbatch refuses it alone); ReqTRES counts it x the
 # sockets per node x nodes (gres/gpu=2 here, on the node's 2 sockets: CPUs=2), though -n 1 runs on
-# one socket's core and is allocated 1 (AllocTRES gres/gpu=1). Until 2026-12-06 the hook sent 1
-# (one socket a node). With -N 1 the same request stays pending (Resources) on this node.
+# one socket's core and is allocated 1 (AllocTRES gres/gpu=1), its --mem-per-gpu charged on that
+# one: the hook sends no memory. Until 2026-12-06 the hook sent 1 GPU (one socket a node). With
+# -N 1 the same request stays pending (Resources) on this node. -B 1 with one CPU is on one socket:
+# 1 GPU in ReqTRES and AllocTRES, and its --mem-per-gpu, which the hook sends.
 printf '#!/bin/bash\n# mapsockgpu\ntrue\n' > "$work/mapsockgpu.sh"
-if submit mapsockgpu --gpus-per-socket=1 --sockets-per-node=2 -n 1 -t 5; then
+if submit mapsockgpu --gpus-per-socket=1 --sockets-per-node=2 -n 1 --mem-per-gpu=100M -t 5; then
   ok "sbatch mapsockgpu (job $job_id)"; jid[mapsockgpu]=$job_id
 else bad "sbatch mapsockgpu: $sbatch_err"; fi
 check "mapsockgpu: --gpus-per-socket=1 --sockets-per-node=2: request req_gpus = 2, as ReqTRES counts it" \
   [ "$(request_field mapsockgpu req_gpus)" = 2 ]
+check "mapsockgpu: --mem-per-gpu on GPUs the request does not fix: request sent without req_mem_bytes" \
+  [ -z "$(request_field mapsockgpu req_mem_bytes 2>/dev/null)" ]
+printf '#!/bin/bash\n# mapsock1\ntrue\n' > "$work/mapsock1.sh"
+if submit mapsock1 --gpus-per-socket=1 --sockets-per-node=1 -n 1 --mem-per-gpu=100M -t 5; then
+  ok "sbatch mapsock1 (job $job_id)"; jid[mapsock1]=$job_id
+else bad "sbatch mapsock1: $sbatch_err"; fi
+check "mapsock1: --gpus-per-socket=1 -B 1 -n 1 --mem-per-gpu=100M: request req_gpus = 1, req_mem_bytes = 100 MiB" \
+  [ "$(request_field mapsock1 req_gpus)" = 1 -a "$(request_field mapsock1 req_mem_bytes)" = 104857600 ]
 printf '#!/bin/bash\n# mapmem0\ntrue\n' > "$work/mapmem0.sh"
 if submit mapmem0 --mem=0 -t 5; then ok "sbatch mapmem0 (job $job_id)"; jid[mapmem0]=$job_id
 else bad "sbatch mapmem0: $sbatch_err"; fi
@@ -438,6 +448,12 @@ check "mapexcl: --exclusive with no GPUs asked for is allocated both (ReqTRES no
   gpus_row_is "${jid[mapexcl]:-0}" "" 2
 check "mapsockgpu: --gpus-per-socket=1 --sockets-per-node=2 -n 1: ReqTRES gres/gpu=2, AllocTRES gres/gpu=1" \
   gpus_row_is "${jid[mapsockgpu]:-0}" 2 1
+check "mapsockgpu: --mem-per-gpu=100M is charged on the 1 GPU allocated (AllocTRES gres/gpu=1,mem=100M)" \
+  alloc_row_is "${jid[mapsockgpu]:-0}" "gres/gpu=1,mem=100M"
+check "mapsock1: --gpus-per-socket=1 -B 1 -n 1: ReqTRES gres/gpu=1, AllocTRES gres/gpu=1" \
+  gpus_row_is "${jid[mapsock1]:-0}" 1 1
+check "mapsock1: --mem-per-gpu=100M on its 1 GPU (AllocTRES gres/gpu=1,mem=100M), what the hook sent" \
+  alloc_row_is "${jid[mapsock1]:-0}" "gres/gpu=1,mem=100M"
 check "mapmem0: --mem=0 gets the node's whole memory (AllocTRES mem=2000M)" alloc_row_is "${jid[mapmem0]:-0}" "mem=2000M"
 check "mapcpg: --gpus=2 --cpus-per-gpu=1 --mem-per-cpu=100M is charged on 2 CPUs (AllocTRES cpu=2,...,mem=200M)" \
   alloc_row_is "${jid[mapcpg]:-0}" "cpu=2,gres/gpu=2,mem=200M"
@@ -496,8 +512,8 @@ if [ "$real" = 1 ]; then
   # The GPU count slurm-sync learns is the one the hook sent for the same submission (the requests
   # checked above): the request's, not the node's every GPU --exclusive allocated (AllocTRES
   # gres/gpu=2), so the VRAM capacity a share is learned of is the one the daemon is asked about.
-  declare -A gpus_sent=([mapxgpu]=1 [mapexcl]="" [map200]=1 [mapsockgpu]=2)
-  for n in mapxgpu mapexcl map200 mapsockgpu; do
+  declare -A gpus_sent=([mapxgpu]=1 [mapexcl]="" [map200]=1 [mapsockgpu]=2 [mapsock1]=1)
+  for n in mapxgpu mapexcl map200 mapsockgpu mapsock1; do
     id="${jid[$n]:-}"; [ -n "$id" ] || continue
     got=""
     for i in $(seq 1 60); do got="$(history_field "$id" state)"; [ -n "$got" ] && break; sleep 0.5; done
@@ -505,6 +521,8 @@ if [ "$real" = 1 ]; then
     check "$n: learned with the GPUs the hook sent (req_gpus '${gpus}' = '${gpus_sent[$n]}')" \
       [ -n "$got" -a "$gpus" = "${gpus_sent[$n]}" ]
   done
+  got="$(history_field "${jid[mapsock1]:-0}" req_mem_bytes)"
+  check "mapsock1: learned at the 100M it ran under and the hook sent (req_mem_bytes '${got}')" [ "$got" = 104857600 ]
   cp "$work/alloc200.sh" "$work/alloc200_again.sh"
   if submit alloc200_again --mem=600M -t 5; then
     c="$(comment_of "$job_id")"
