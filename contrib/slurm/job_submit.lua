@@ -175,8 +175,9 @@ local function gpus_in(tres)
   return total
 end
 
--- MB per GPU in a mem_per_tres string (--mem-per-gpu=4G is "gres:gpu:4096"); nil for no GPU.
-local function mb_per_gpu(tres) return gpu_counts(tres)[1] or nil end
+-- MB per GPU in a mem_per_tres string (--mem-per-gpu=4G is "gres:gpu:4096"); nil for no GPU. No
+-- count is 1, as slurmctld reads it (gres.c: "Count is 1 by default"); sbatch always writes one.
+local function mb_per_gpu(tres) local n = gpu_counts(tres)[1]; if n ~= nil then return n or 1 end end
 
 local function nodes_of(d)
   if valid(d.min_nodes) and d.min_nodes >= 1 then return d.min_nodes end

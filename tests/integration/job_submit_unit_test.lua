@@ -134,6 +134,10 @@ for what, t in pairs({ ["-B 2"] = { sockets_per_node = 2, num_tasks = 1 },
   r = T.build_record(desc(t), 1000)
   check("per gpu mem with --gpus-per-socket " .. what .. ": none", r.req_mem_bytes == nil, r.req_mem_bytes)
 end
+-- A count-less item is a count of 1 to slurmctld (gres.c's TRES parser: "No type or explicit
+-- count. Count is 1 by default"), in mem_per_tres 1 MB per GPU. sbatch always writes the MB.
+r = T.build_record(desc({ mem_per_tres = "gres:gpu", tres_per_job = "gres:gpu:2" }), 1000)
+check("per gpu mem without a count: 1 MB per GPU", r.req_mem_bytes == 2 * 1048576, r.req_mem_bytes)
 r = T.build_record(desc({ mem_per_tres = "gres:gpu:1000", tres_per_task = "gres:gpu:1" }), 1000)
 check("per gpu mem with --gpus-per-task, no -n: none", r.req_mem_bytes == nil, r.req_mem_bytes)
 local enc = json.encode(r)
