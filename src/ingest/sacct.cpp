@@ -198,7 +198,11 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.gpus_beyond_request, " job(s) allocated more GPUs than their ReqTRES states (--exclusive "
                               "or an OverSubscribe=EXCLUSIVE partition gives a job every GPU of "
                               "its nodes): their GPU count, the VRAM capacity, is the request's, "
-                              "the one the Slurm hook sends"}});
+                              "the one the Slurm hook sends"},
+      {t.vram_beyond_request, " job(s) used more GPU memory (gres/gpumem) than the GPUs their "
+                              "ReqTRES states hold (the GPUs --exclusive gave them): their VRAM "
+                              "label, a share of the requested GPUs' memory, is clipped at "
+                              "--util-cap"}});
 }
 
 // The job-step join: a step row's usage folds into its job's record whether the step comes

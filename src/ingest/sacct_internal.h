@@ -92,6 +92,7 @@ struct Tally {
   size_t zero_peak = 0;  // a host-memory peak of 0: no sample caught the job (finish_job)
   size_t zero_vram_peak = 0;  // a gres/gpumem peak of 0: not measured (finish_job)
   size_t gpus_beyond_request = 0;  // allocated more GPUs than their ReqTRES states (read_counts)
+  size_t vram_beyond_request = 0;  // of those, a VRAM peak over the requested GPUs' (finish_job)
   std::string first_unfinished, first_jobstats_bad;
 };
 

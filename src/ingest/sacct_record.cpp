@@ -370,6 +370,16 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     if (!j.gpu_mem_bytes) j.gpu_mem_bytes = so.default_gpu_mem_bytes;
     if (!j.gpu_mem_bytes && j.peak_vram_bytes) ++tally.gpu_no_capacity;
   }
+  // gres/gpumem sums the job's processes over every GPU it had, and a job given more GPUs than its
+  // ReqTRES states (--exclusive) may use them: its peak can pass the requested GPUs' memory, the
+  // capacity its label is a share of (the count the hook sends). That share is clipped at
+  // --util-cap like any label; counted so the note says why. (A jobstats label is the busiest
+  // GPU's used / total: never past 1.)
+  if (r.gpus_beyond_request && j.peak_vram_bytes && j.req_gpus && *j.req_gpus > 0 && j.gpu_mem_bytes &&
+      static_cast<double>(*j.peak_vram_bytes) >
+          static_cast<double>(*j.req_gpus) * static_cast<double>(*j.gpu_mem_bytes)) {
+    ++tally.vram_beyond_request;
+  }
   if (r.end) {
     j.end_ms = *r.end;
   } else if (j.start_ms && r.elapsed) {

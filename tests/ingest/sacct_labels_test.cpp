@@ -107,6 +107,38 @@ TEST(SacctLabels, TheGpuCountIsTheOneTheRequestStates) {
   EXPECT_TRUE(has_note(t, "sacct: 2 job(s) allocated more GPUs than their ReqTRES states"));
 }
 
+// gres/gpumem (Slurm 23.02+) sums the job's processes over every GPU it had, and --exclusive
+// gives `--exclusive --gpus=1` the node's every GPU (AllocTRES gres/gpu=2), which it may use: its
+// peak over the 1 GPU its request states (the count the hook sends) can pass 1. The label is that
+// share clipped at --util-cap, as any label, and the reader says how many such jobs it read. A
+// jobstats summary never gives one: its label is the busiest GPU's used / total (Jobstats tests).
+TEST(SacctLabels, AGpuMemoryPeakBeyondTheRequestedGpusIsClippedAndCounted) {
+  const std::string text =
+      "JobID|State|NCPUS|ReqTRES|AllocTRES|TRESUsageInTot\n"
+      "1|COMPLETED|2|cpu=1,gres/gpu=1,mem=500M,node=1|cpu=2,gres/gpu=2,mem=1000M,node=1|\n"
+      "1.batch|COMPLETED|2||cpu=2,gres/gpu=2,mem=1000M,node=1|gres/gpumem=24G,mem=100M\n"
+      "2|COMPLETED|2|cpu=1,gres/gpu=1,mem=500M,node=1|cpu=2,gres/gpu=2,mem=1000M,node=1|\n"
+      "2.batch|COMPLETED|2||cpu=2,gres/gpu=2,mem=1000M,node=1|gres/gpumem=6G,mem=100M\n"
+      "3|COMPLETED|1|cpu=1,gres/gpu=1,mem=500M,node=1|cpu=1,gres/gpu=1,mem=500M,node=1|\n"
+      "3.batch|COMPLETED|1||cpu=1,gres/gpu=1,mem=500M,node=1|gres/gpumem=20G,mem=100M\n";
+  SacctOptions so;
+  so.default_gpu_mem_bytes = 16 * kG;
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "beyond", sacct_options(), so, t));
+  finalize_trace(t, 1.0);
+  const Job* used_both = find_job(t, "1");
+  ASSERT_NE(used_both, nullptr);
+  EXPECT_EQ(used_both->req_gpus, 1);
+  EXPECT_DOUBLE_EQ(used_both->label(Resource::kVram), 1.0);
+  EXPECT_TRUE(used_both->clipped[idx(Resource::kVram)]);
+  ASSERT_NE(find_job(t, "2"), nullptr);  // given 2, within the 1 it asked for
+  EXPECT_DOUBLE_EQ(find_job(t, "2")->label(Resource::kVram), 6.0 / 16.0);
+  ASSERT_NE(find_job(t, "3"), nullptr);  // over its capacity, but allocated no more than it asked
+  EXPECT_TRUE(find_job(t, "3")->clipped[idx(Resource::kVram)]);
+  EXPECT_TRUE(has_note(t, "sacct: 1 job(s) used more GPU memory (gres/gpumem) than the GPUs their "
+                          "ReqTRES states hold"));
+}
+
 // A job whose every step reads a peak of 0 was never caught by jobacct_gather's sampling
 // (JobAcctGatherFrequency): no label, with a note, as a Nextflow peak_rss of 0. Until 2026-12-06
 // evaluate scored it as a 0% label while simulate dropped it. One step at 0 beside a sampled one
