@@ -90,6 +90,49 @@ void summarize_folds(const EvalConfig& config, const std::vector<std::string>& n
   }
 }
 
+// Each fold that ran scored every method but those that refused it (EvalReport::left_out). With
+// `leave_out` (EvalConfig::leave_out_refusals), a method refused by every such fold is left out
+// of the folds, with the first one's refusal. A fold refused by any other method is skipped for
+// every method, as a fold that failed is, so that the means stay over the same blocks.
+void settle_refusals(bool leave_out, FoldsReport& out) {
+  const auto refused_by = [](const EvalReport& f, const std::string& method) -> const std::string* {
+    for (const auto& [m, why] : f.left_out) {
+      if (m == method) return &why;
+    }
+    return nullptr;
+  };
+  const auto left_out = [&](const std::string& method) {
+    return std::any_of(out.left_out.begin(), out.left_out.end(), [&](const auto& l) { return l.first == method; });
+  };
+  for (const EvalReport& f : out.folds) {
+    for (const auto& refusal : f.left_out) {
+      const std::string& method = refusal.first;
+      if (!leave_out || left_out(method)) continue;
+      const auto refuses = [&](const EvalReport& g) { return refused_by(g, method) != nullptr; };
+      if (std::all_of(out.folds.begin(), out.folds.end(), refuses)) {
+        out.left_out.emplace_back(method, fmt::format("fold {}/{}: {}", out.fold_numbers.front(), out.config.folds,
+                                                      *refused_by(out.folds.front(), method)));
+      }
+    }
+  }
+  std::vector<EvalReport> kept;
+  std::vector<size_t> kept_numbers;
+  for (size_t i = 0; i < out.folds.size(); ++i) {
+    const auto refusal = std::find_if(out.folds[i].left_out.begin(), out.folds[i].left_out.end(),
+                                      [&](const auto& l) { return !left_out(l.first); });
+    if (refusal != out.folds[i].left_out.end()) {
+      out.skipped.push_back({out.fold_numbers[i], refusal->second, refusal->first});
+      continue;
+    }
+    kept.push_back(std::move(out.folds[i]));
+    kept_numbers.push_back(out.fold_numbers[i]);
+  }
+  out.folds = std::move(kept);
+  out.fold_numbers = std::move(kept_numbers);
+  std::stable_sort(out.skipped.begin(), out.skipped.end(),
+                   [](const SkippedFold& a, const SkippedFold& b) { return a.fold < b.fold; });
+}
+
 // The first job of the folds' tail: the last test_share of `n` jobs in submit order, cut as the
 // split cuts its blocks.
 size_t tail_begin(size_t n, const FoldsConfig& fc) { return share_position(n, 1.0 - fc.test_share); }
@@ -138,19 +181,23 @@ Result<FoldsReport> evaluate_folds(const std::vector<Job>& jobs, const MethodReg
     c.bootstrap = 0;
     c.latency_jobs = 0;
     c.on_bound_walk = nullptr;  // --bound-walk writes the split's walk only
+    // A refusing method is named in the fold's report (settle_refusals decides what it leaves out).
+    c.leave_out_refusals = true;
     const std::string label = fmt::format("fold {}/{}", k + 1, fc.folds);
     Result<EvalReport> r = evaluate_jobs(prefix, registry, c, progress);
     if (progress) progress("folds", k + 1, fc.folds);
     if (!r) {
-      // A block a method cannot learn from (too few jobs left after the purge) says nothing about
-      // the other folds: leave this one out for every method. Anything else is a real error.
+      // A block that cannot be evaluated (the purge emptied one, or the baseline refused it) says
+      // nothing about the other folds: leave this one out for every method. Anything else is a
+      // real error. A method's refusal is in the report (settle_refusals).
       if (r.status().kind() != ErrorKind::kInvalidInput) return r.status().with_context(label);
-      out.skipped.push_back({k + 1, r.status().message()});
+      out.skipped.push_back({k + 1, r.status().message(), ""});
       continue;
     }
     out.folds.push_back(std::move(r).value());
     out.fold_numbers.push_back(k + 1);
   }
+  settle_refusals(config.leave_out_refusals, out);
   if (out.folds.empty()) {
     return Status::invalid(fmt::format("every one of the {} folds was skipped; fold 1/{}: {}", fc.folds,
                                        fc.folds, out.skipped.front().reason));
@@ -193,6 +240,7 @@ std::string render_folds_table(const FoldsReport& r) {
   for (const SkippedFold& f : r.skipped) {
     s += fmt::format("fold {}/{} skipped (left out of every mean): {}\n", f.fold, r.config.folds, f.reason);
   }
+  for (const auto& [method, reason] : r.left_out) s += folds_left_out_line(method, reason) + "\n";
   s += "folds: the folds that scored the method on the resource (the mean, s.d. and wins are over "
        "them; a fold without a valid test job for the resource, or skipped, is left out)\n"
        "won: folds where the method's MAE on the resource was the lowest; a tie counts as won by "
@@ -202,6 +250,11 @@ std::string render_folds_table(const FoldsReport& r) {
          "scripts, drawn fold by fold\n";
   }
   return s;
+}
+
+std::string folds_left_out_line(const std::string& method, const std::string& reason) {
+  return fmt::format("{}: left out of the folds: it could not be trained on any fold's training blocks ({})",
+                     method, reason);
 }
 
 nlohmann::json to_json(const FoldsReport& r) {
@@ -227,8 +280,15 @@ nlohmann::json to_json(const FoldsReport& r) {
   }
   j["fold_blocks"] = sizes;
   nlohmann::json skipped = nlohmann::json::array();
-  for (const SkippedFold& f : r.skipped) skipped.push_back({{"fold", f.fold}, {"reason", f.reason}});
+  for (const SkippedFold& f : r.skipped) {
+    skipped.push_back({{"fold", f.fold},
+                       {"method", f.method.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.method)},
+                       {"reason", f.reason}});
+  }
   j["skipped_folds"] = skipped;
+  nlohmann::json left_out = nlohmann::json::array();
+  for (const auto& [method, reason] : r.left_out) left_out.push_back({{"method", method}, {"reason", reason}});
+  j["left_out"] = left_out;
   return j;
 }
 

@@ -106,6 +106,10 @@ nlohmann::json to_json(const EvalReport& r) {
   j["results"] = std::move(results);
   j["choices"] = choices_json(r);
   j["notes"] = r.notes;
+  // Always a list, so that a script over many traces can read it without checking for it.
+  nlohmann::json left_out = nlohmann::json::array();
+  for (const auto& [method, reason] : r.left_out) left_out.push_back({{"method", method}, {"reason", reason}});
+  j["left_out"] = std::move(left_out);
   return j;
 }
 

@@ -121,7 +121,18 @@ std::string choices_lines(const EvalReport& r) {
   return out;
 }
 
+// The left-out methods, one line each.
+std::string left_out_lines(const EvalReport& r, const char* prefix) {
+  std::string out;
+  for (const auto& [method, reason] : r.left_out) out += prefix + left_out_line(method, reason) + "\n";
+  return out;
+}
+
 }  // namespace
+
+std::string left_out_line(const std::string& method, const std::string& reason) {
+  return fmt::format("{}: left out: it could not be trained on this trace's training blocks ({})", method, reason);
+}
 
 std::string render_table(const EvalReport& r) {
   const Cells c = cells(r);
@@ -166,6 +177,7 @@ std::string render_table(const EvalReport& r) {
   for (size_t w : width) rule.emplace_back(w, '-');
   out += line(rule);
   for (const auto& row : c.rows) out += line(row);
+  out += left_out_lines(r, "");
   if (any_seeds(r)) {
     out += fmt::format("learned methods: mean +- s.d. over {} seeds ({}..{}); intervals on the "
                        "per-job error averaged over seeds\n",
@@ -200,6 +212,7 @@ std::string render_markdown(const EvalReport& r) {
   for (size_t i = 0; i < c.header.size(); ++i) out += i < 2 ? "---|" : "---:|";
   out += "\n";
   for (const auto& row : c.rows) out += "| " + fmt::format("{}", fmt::join(row, " | ")) + " |\n";
+  if (!r.left_out.empty()) out += "\n" + left_out_lines(r, "- ");
   return out;
 }
 

@@ -15,11 +15,16 @@ namespace peakcast::eval {
 std::string render_table(const EvalReport& report);
 std::string render_markdown(const EvalReport& report);
 std::string render_csv(const EvalReport& report);
+// "METHOD: left out: it could not be trained on this trace's training blocks (REASON)": a method
+// EvalConfig::leave_out_refusals left out (EvalReport::left_out), as the table, the markdown and
+// `peakcast evaluate`'s stderr say it.
+std::string left_out_line(const std::string& method, const std::string& reason);
 // {"trace": {"path", "format"}, "config": {...}, "split": {...}, "reader": {...},
 //  "fallback": {...}, "results": [{"method", "resource", "n", "mae", "mse", "rmse", "acc10",
 //  "mae_diff_vs_hier_last1": {"point", "mean", "lo", "hi", "days", "resamples"} | null,
 //  "subgroups": {"exact_script": {"n", "mae", "mse", "rmse", "acc10"}, "user_only": {...},
-//  "none": {...}}, "routes": {...}}, ...], "choices": {...}, "notes": [...]}
+//  "none": {...}}, "routes": {...}}, ...], "choices": {...}, "notes": [...],
+//  "left_out": [{"method", "reason"}, ...]} (always there; empty when every method was scored)
 nlohmann::json to_json(const EvalReport& report);
 // What each learned method chose, {method: {key: value}} (the report's "choices").
 nlohmann::json choices_json(const EvalReport& report);
