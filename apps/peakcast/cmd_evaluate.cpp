@@ -34,8 +34,19 @@ struct EvaluateArgs {
   double folds_share = 0.5;
 };
 
+// Every requested method was left out: the error names each with its reason.
+Status none_scored(const eval::EvalReport& report) {
+  std::vector<std::string> why;
+  for (const auto& [method, reason] : report.left_out) why.push_back(eval::left_out_line(method, reason));
+  return Status::invalid(fmt::format("{}: no requested method could be scored: {}", report.trace_path,
+                                     fmt::join(why, "; ")));
+}
+
 int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   eval::EvalConfig cfg;
+  // A method that cannot be trained on this trace's blocks (the cascade on a young history) is
+  // left out and said; the others are scored. A script over many traces gets their figures.
+  cfg.leave_out_refusals = true;
   Result<eval::SplitConfig> split = eval::parse_split(a.split);
   if (!split) return fail(split.status());
   cfg.split = *split;
@@ -104,6 +115,10 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   }
   Result<eval::EvalReport> report = eval::evaluate(*trace, registry, cfg, stderr_progress());
   if (!report) return fail(report.status());
+  if (report->results.empty()) return fail(none_scored(*report));
+  for (const auto& [method, reason] : report->left_out) {
+    std::cerr << "peakcast evaluate: " << eval::left_out_line(method, reason) << "\n";
+  }
   if (!a.bound_walk.empty()) {
     if (Status s = write_output(a.bound_walk, walk_text); !s) return fail(s.with_context("--bound-walk"));
     std::string().swap(walk_text);
@@ -118,6 +133,9 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
     Result<eval::FoldsReport> f = eval::evaluate_folds(trace->jobs, registry, cfg, fc, stderr_progress());
     if (!f) return fail(f.status().with_context(a.trace));
     folds = std::move(f).value();
+    for (const auto& [method, reason] : folds->left_out) {
+      std::cerr << "peakcast evaluate: " << eval::folds_left_out_line(method, reason) << "\n";
+    }
     out << "\n" << eval::render_folds_table(*folds);
     out.flush();
   }
@@ -165,8 +183,11 @@ void add_evaluate_command(CLI::App& app, int& exit_code) {
       "cascade) train on the train block and choose on validation; --seeds N trains each N "
       "times and reports mean +- s.d., the interval then on each job's error averaged over seeds. "
       "Routing shares (encoder/bypass/cache) and batch-1 latency per route are reported for the "
-      "cascade.\nExit codes: 0 ok, 2 usage or input error (e.g. a trace "
-      "without submit times), 1 other failures.");
+      "cascade. A method that cannot be trained on the trace's blocks (the cascade on a history too "
+      "young for it) is left out, with its reason on stderr, under the table and in the JSON's "
+      "left_out, and the others are scored.\nExit codes: 0 ok (at least one requested method "
+      "scored), 2 usage or input error (e.g. a trace without submit times, or no requested method "
+      "could be scored: each one's reason is given), 1 other failures.");
   cmd->add_option("TRACE", a->trace, "Job trace (SWF, Nextflow trace, sacct -P, canonical JSONL; "
                                      "gzip accepted; '-' = stdin)")
       ->required();
