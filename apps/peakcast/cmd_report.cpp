@@ -89,7 +89,9 @@ Status measure(const ReportArgs& a, const Learning& learning, const sizing::Reco
   d.workloads.rebuild_runs = a.sizing_rebuild_runs;
   d.workloads.max_bytes = a.sizing_memory_mib << 20;
   d.workloads.max_age_ms = a.sizing_days * kMsPerDay;
-  std::cerr << "report: training the cascade for the per-job plots\n";
+  // Said as an attempt: on a young history the cascade cannot be trained, and the line after
+  // says so (Detail::no_model).
+  std::cerr << "report: trying to train the cascade for the per-job plots\n";
   Result<report::Detail> detail = report::build_detail(jobs, d, stderr_progress());
   if (!detail) return detail.status();
   // A young history: the page goes without the model's sections (their note is among the notes).
@@ -99,6 +101,13 @@ Status measure(const ReportArgs& a, const Learning& learning, const sizing::Reco
   in.recommendations = std::move(detail->recommendations);
   for (std::string& n : detail->notes) in.notes.push_back(std::move(n));
   return Status::ok();
+}
+
+// A method the evaluation left out (EvalReport::left_out, evaluate --json's left_out).
+std::string left_out_note(const std::string& method, const std::string& why) {
+  return fmt::format("{}: left out of the methods, subgroups and routing: it could not be trained on "
+                     "these jobs ({})",
+                     method, why);
 }
 
 eval::MethodRegistry method_registry() {
@@ -141,11 +150,7 @@ Status run_eval(const ReportArgs& a, const Learning& learning, const std::vector
                     "were submitted");
     return Status::ok();
   }
-  for (const auto& [method, why] : r->left_out) {
-    missing(in, fmt::format("{}: left out of the methods, subgroups and routing: it could not be "
-                            "trained on these jobs ({})",
-                            method, why));
-  }
+  for (const auto& [method, why] : r->left_out) missing(in, left_out_note(method, why));
   out = std::move(r).value();
   return Status::ok();
 }
@@ -157,6 +162,10 @@ Status gather(const ReportArgs& a, std::vector<std::pair<std::string, std::strin
     Result<nlohmann::json> e = read_json(a.from_json[0]);
     if (!e) return e.status();
     if (Status s = report::check_eval_json(*e, a.from_json[0]); !s) return s;
+    // Checked by check_eval_json: a list of {method, reason} where present (evaluate writes it).
+    for (const nlohmann::json& l : e->value("left_out", nlohmann::json::array())) {
+      missing(in, left_out_note(l.at("method").get<std::string>(), l.at("reason").get<std::string>()));
+    }
     in.eval = std::move(e.value());
     in.notes.push_back("from " + a.from_json[0] + ": the per-job plots (predicted vs actual, bound "
                        "coverage, memory over time) need the jobs: `peakcast report TRACE` or "

@@ -96,6 +96,18 @@ Status check_eval_json(const json& j, const std::string& source) {
       baseline = b->get<std::string>();
     }
   }
+  // The methods evaluate left out, each said on the page (`peakcast report --from-json`).
+  if (auto l = j.find("left_out"); l != j.end()) {
+    if (!l->is_array()) return Status::invalid(source + ": left_out: not a list");
+    for (size_t i = 0; i < l->size(); ++i) {
+      const json& e = (*l)[i];
+      for (const char* key : {"method", "reason"}) {
+        if (!e.is_object() || !e.contains(key) || !e[key].is_string()) {
+          return Status::invalid(source + ": left_out[" + std::to_string(i) + "]." + key + ": missing or not text");
+        }
+      }
+    }
+  }
   auto results = j.find("results");
   if (results == j.end() || !results->is_array()) return Status::invalid(source + ": results: missing or not a list");
   for (size_t i = 0; i < results->size(); ++i) {

@@ -131,6 +131,25 @@ TEST(ReportEval, ChecksTheEvaluateJsonShape) {
   EXPECT_FALSE(check_eval_json(json::parse(R"({"trace": {}})"), "E.json").is_ok());
 }
 
+// left_out (the methods evaluate could not train, said on the page): a list of {method, reason}.
+TEST(ReportEval, LeftOutIsAListOfMethodsAndReasons) {
+  json eval = sample_eval();
+  eval["left_out"] = json::parse(R"([{"method": "cascade", "reason": "too young"}])");
+  EXPECT_TRUE(check_eval_json(eval, "E.json").is_ok()) << check_eval_json(eval, "E.json").message();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"3", "E.json: left_out: not a list"},
+      {R"([{"method": "cascade"}])", "E.json: left_out[0].reason: missing or not text"},
+      {R"([{"method": 1, "reason": "x"}])", "E.json: left_out[0].method: missing or not text"},
+      {R"(["cascade"])", "E.json: left_out[0].method: missing or not text"},
+  };
+  for (const auto& [value, why] : cases) {
+    eval["left_out"] = json::parse(value);
+    const Status s = check_eval_json(eval, "E.json");
+    EXPECT_FALSE(s.is_ok()) << value;
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  }
+}
+
 // Every field the page reads from an EVAL.json is checked up front: a wrongly typed one was an
 // uncaught type_error ("peakcast: internal error", exit 1) while drawing, not an input error naming
 // the field. The nulls `peakcast evaluate --json` itself writes still pass.
