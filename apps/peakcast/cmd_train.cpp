@@ -84,6 +84,9 @@ int run_train(TrainArgs& a) {
   if (!cascade) return fail(cascade.status());
   a.options.cascade_options = std::move(*cascade);
   a.options.util_cap = a.reader.util_cap;
+  // Before the trace is read (minutes for a large one): a bad --code-option is the command line's
+  // error, not the trace's.
+  if (Status s = eval::check_cascade_options(a.options); !s) return fail(s);
   const std::string source = a.db.empty() ? a.trace : a.db;
   a.options.trained_on = source;
   Result<std::vector<Job>> jobs = load_jobs(a);

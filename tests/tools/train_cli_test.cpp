@@ -69,4 +69,20 @@ TEST_F(TrainCli, ANegativeSeedIsAUsageError) {
   EXPECT_FALSE(fs::exists(out / "manifest.json"));
 }
 
+// A bad --code-option (a value that is no number, a key no code model has) used to be found only
+// once the trace was read (minutes for a large one), and was then said as the trace's fault
+// ("t.jsonl: --code-option ..."). It is a usage error naming the option, before the trace is read.
+TEST_F(TrainCli, ABadCodeOptionIsAUsageErrorBeforeReading) {
+  const fs::path out = dir_ / "model";
+  for (const std::string bad : {"--code-option max_epochs=abc", "--code-option nonsense=1"}) {
+    const CmdResult r = run(train(out.string()) + " " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << bad << ": the trace was read first: " << r.out;
+    EXPECT_EQ(r.out.find(trace_ + ": "), std::string::npos) << bad << ": blamed on the trace: " << r.out;
+  }
+  EXPECT_NE(run(train(out.string()) + " --code-option max_epochs=abc").out.find("max_epochs: 'abc' is not a number"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(out / "manifest.json"));
+}
+
 }  // namespace
