@@ -9,6 +9,7 @@
 #include "tools/learned.h"
 #include "peakcast/core/io.h"
 #include "peakcast/eval/split.h"
+#include "peakcast/ingest/json_line.h"
 #include "peakcast/ingest/jsonl.h"
 #include "peakcast/ingest/reader.h"
 
@@ -107,12 +108,14 @@ Result<std::vector<Job>> parse_request_records(std::string_view text, const std:
   for (std::string_view line : split(text, '\n')) {
     ++line_no;
     if (trim(line).empty()) continue;
-    const nlohmann::json obj = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (obj.is_discarded() || !obj.is_object()) {
+    // Why a line is not JSON, and where on it, as the trace readers say it.
+    Result<nlohmann::json> obj = ingest::parse_json_line(line);
+    if (!obj) return obj.status().with_context(fmt::format("{}:{}", name, line_no));
+    if (!obj->is_object()) {
       return Status::invalid(fmt::format("{}:{}: not a JSON object (one canonical job record per "
                                          "line expected)", name, line_no));
     }
-    Result<Job> job = ingest::job_from_json(obj, po);
+    Result<Job> job = ingest::job_from_json(*obj, po);
     if (!job) return job.status().with_context(fmt::format("{}:{}", name, line_no));
     t.jobs.push_back(std::move(*job));
   }

@@ -1,0 +1,67 @@
+// `peakcast predict`'s errors: a request line or a model file that cannot be read is named, with
+// why. Skipped when the binary was not built.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "support/command.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using peakcast::test_support::CmdResult;
+const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
+
+CmdResult run(const std::string& args) {
+  return peakcast::test_support::run_shell("OMP_WAIT_POLICY=passive " + kBinary + " " + args + " 2>&1");
+}
+
+class PredictCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built (cmake --build ... --target peakcast)";
+    dir_ = fs::temp_directory_path() /
+           ("peakcast_predict_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    jobs_ = (dir_ / "jobs.jsonl").string();
+    std::ofstream(jobs_) << R"({"job_id":"j1","user":"u","submit_time":3000,"req_mem_bytes":1000000000})" << "\n";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  // A history-only model (no training needed).
+  std::string history_model() const {
+    const fs::path model = dir_ / "history-model";
+    fs::create_directories(model);
+    std::ofstream(model / "manifest.json")
+        << R"({"format_version":1,"kind":"history","util_cap":1.0,"experts":{"mem":"last1","vram":"last1"},)"
+        << R"("fallback":{"mem":0.5,"vram":0.5}})";
+    return model.string();
+  }
+  fs::path dir_;
+  std::string jobs_;
+};
+
+// A request line that is not JSON used to be "not a JSON object (one canonical job record per
+// line expected)" whatever was wrong with it, as if it had been valid JSON of another kind; the
+// trace readers say why and where ("json: invalid literal (column 41)"), and so does predict.
+TEST_F(PredictCli, ARequestLineThatIsNotJsonSaysWhyAndWhere) {
+  const std::string model = history_model();
+  std::ofstream(jobs_, std::ios::app) << R"({"job_id":"j2","user":"u","submit_time":NaN})" << "\n";
+  const CmdResult r = run("predict --model " + model + " " + jobs_);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(jobs_ + ":2: json: invalid literal (column 41)"), std::string::npos) << r.out;
+  // Valid JSON that is no object keeps its own message.
+  std::ofstream(jobs_) << "[1, 2]\n";
+  const CmdResult a = run("predict --model " + model + " " + jobs_);
+  EXPECT_EQ(a.exit_code, 2) << a.out;
+  EXPECT_NE(a.out.find(jobs_ + ":1: not a JSON object"), std::string::npos) << a.out;
+}
+
+}  // namespace
