@@ -1,7 +1,9 @@
 #include "db_jobs.h"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,13 @@ Result<std::vector<Job>> load_db_jobs(const std::string& path, double util_cap) 
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::invalid(path + ": no such database (peakcastd --db FILE writes it)");
+  }
+  // Opened by SQLite, any other file (a trace given by mistake) said "file is not a database" as
+  // the system's failure, and an empty one had the daemon's schema written into it.
+  char head[16] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  if (std::string_view(head, sizeof head) != std::string_view("SQLite format 3\0", 16)) {
+    return Status::invalid(path + ": not a peakcastd database (no SQLite header; peakcastd --db FILE writes one)");
   }
   serve::SqliteOptions so;
   so.query_only = true;

@@ -85,4 +85,22 @@ TEST_F(TrainCli, ABadCodeOptionIsAUsageErrorBeforeReading) {
   EXPECT_FALSE(fs::exists(out / "manifest.json"));
 }
 
+// --db names peakcastd's SQLite database. Another file used to end in exit 1 (the system failed)
+// with "PRAGMA journal_mode=WAL: file is not a database", and an empty one had the daemon's
+// schema written into it by a command its --help calls read-only. Both are input errors that
+// leave the file as it was.
+TEST_F(TrainCli, ADbThatIsNoDatabaseIsAnInputErrorAndLeftAsItWas) {
+  const fs::path out = dir_ / "model";
+  const fs::path empty = dir_ / "empty.db";
+  std::ofstream(empty).flush();
+  for (const fs::path& db : {fs::path(trace_), empty}) {
+    const auto size = fs::file_size(db);
+    const CmdResult r = run("train --db " + db.string() + " -o " + out.string() + " --threads 1");
+    EXPECT_EQ(r.exit_code, 2) << db << ": " << r.out;
+    EXPECT_NE(r.out.find(db.string() + ": not a peakcastd database"), std::string::npos) << r.out;
+    EXPECT_EQ(fs::file_size(db), size) << db << " was written";
+  }
+  EXPECT_FALSE(fs::exists(out / "manifest.json"));
+}
+
 }  // namespace
