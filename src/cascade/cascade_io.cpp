@@ -322,7 +322,7 @@ Status load_resource(const std::string& dir, const json& m, Resource r, CascadeM
 Status load_tree_route(const std::string& dir, const json& m, CascadeModel::Impl& impl) {
   const json& t = m.value("tree_route", json(nullptr));
   if (!t.is_object()) return Status::ok();
-  std::array<std::vector<std::string>, kNumResources> boosters;
+  std::array<std::vector<models::Booster>, kNumResources> boosters;
   for (Resource r : kResources) {
     const std::string rn(resource_name(r));
     const json& f = t.value("files", json::object()).value(rn, json(nullptr));
@@ -333,12 +333,13 @@ Status load_tree_route(const std::string& dir, const json& m, CascadeModel::Impl
     files.insert(files.end(), more.begin(), more.end());
     for (const json& file : files) {
       if (!file.is_string()) return Status::invalid("tree_route.bag_files." + rn + ": expected file names");
-      auto bytes = read_file((std::filesystem::path(dir) / file.get<std::string>()).string());
-      if (!bytes) return bytes.status();
-      boosters[idx(r)].push_back(std::move(bytes).value());
+      // Named in its error: a file cut short is the one to restore.
+      auto b = models::Booster::load_file((std::filesystem::path(dir) / file.get<std::string>()).string());
+      if (!b) return b.status();
+      boosters[idx(r)].push_back(std::move(b).value());
     }
   }
-  auto route = TreeRoute::from_json(t.value("route", json(nullptr)), boosters);
+  auto route = TreeRoute::from_json(t.value("route", json(nullptr)), std::move(boosters));
   if (!route) return route.status();
   impl.tree.emplace(std::move(route).value());
   return Status::ok();

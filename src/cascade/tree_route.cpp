@@ -173,8 +173,8 @@ std::vector<std::string> TreeRoute::booster_bytes(Resource r) const {
   return out;
 }
 
-Result<TreeRoute> TreeRoute::from_json(
-    const nlohmann::json& j, const std::array<std::vector<std::string>, kNumResources>& boosters) {
+Result<TreeRoute> TreeRoute::from_json(const nlohmann::json& j,
+                                       std::array<std::vector<models::Booster>, kNumResources> boosters) {
   try {
     TreeRoute t;
     const auto e = history::parse_expert(j.at("h_expert").get<std::string>());
@@ -193,13 +193,11 @@ Result<TreeRoute> TreeRoute::from_json(
       t.columns_.emplace(hashed, feature);
     }
     for (size_t r = 0; r < kNumResources; ++r) {
-      for (const std::string& bytes : boosters[r]) {
-        auto b = models::Booster::load_buffer(bytes);
-        if (!b) return b.status().with_context("tree_route booster");
-        if (b->num_features() > t.width()) {
+      for (models::Booster& b : boosters[r]) {
+        if (b.num_features() > t.width()) {
           return Status::invalid("tree_route: booster reads more features than the column map has");
         }
-        t.boosters_[r].push_back(std::move(b).value());
+        t.boosters_[r].push_back(std::move(b));
       }
     }
     return t;

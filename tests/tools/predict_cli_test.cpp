@@ -64,4 +64,22 @@ TEST_F(PredictCli, ARequestLineThatIsNotJsonSaysWhyAndWhere) {
   EXPECT_NE(a.out.find(jobs_ + ":1: not a JSON object"), std::string::npos) << a.out;
 }
 
+// A cut-short booster of the tree route was reported against manifest.json ("manifest.json:
+// tree_route booster: gbdt model: ... cut short or corrupt"): the file to restore went unnamed.
+TEST_F(PredictCli, ADamagedTreeRouteBoosterIsNamed) {
+  const std::string trace = (dir_ / "t.jsonl").string();
+  ASSERT_EQ(run("synth --jobs 300 --seed 5 --users 6 --days 10 -o " + trace).exit_code, 0);
+  const fs::path model = dir_ / "model";
+  const CmdResult t =
+      run("train " + trace + " -o " + model.string() + " --threads 1 --code-option max_epochs=1");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  const fs::path booster = model / "tree_mem.ubj";
+  ASSERT_TRUE(fs::exists(booster)) << "the model has no tree route: " << t.out;
+  fs::resize_file(booster, 1000);
+  const CmdResult r = run("predict --model " + model.string() + " " + jobs_);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(booster.string() + ": gbdt model: not a complete XGBoost model"), std::string::npos)
+      << r.out;
+}
+
 }  // namespace

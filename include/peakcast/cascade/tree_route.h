@@ -74,11 +74,11 @@ class TreeRoute {
   int rounds(Resource r) const;
 
   // Persistence: the column map and settings as JSON; each booster as its own UBJ buffer, the
-  // bag's in order.
+  // bag's in order. The boosters come back loaded (the caller names a file that is not a model).
   nlohmann::json to_json() const;
   std::vector<std::string> booster_bytes(Resource r) const;
   static Result<TreeRoute> from_json(const nlohmann::json& j,
-                                     const std::array<std::vector<std::string>, kNumResources>& boosters);
+                                     std::array<std::vector<models::Booster>, kNumResources> boosters);
 
  private:
   // Hashed (pre-renumbering) columns of a job, sorted and unique.

@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -171,8 +173,12 @@ Result<Booster> Booster::load_buffer(std::string_view bytes) {
 }
 
 Result<Booster> Booster::load_file(const std::string& path) {
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found(path + ": cannot open gbdt model");
+  if (!in) {
+    return Status::not_found(path + ": cannot open gbdt model" +
+                             (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   auto r = load_buffer(ss.str());
