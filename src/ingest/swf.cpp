@@ -141,6 +141,13 @@ std::optional<std::string> check_row(const Row& row) {
   }
   if (!row.bad.empty()) return row.bad;
   const Fields& f = row.f;
+  // -1 is the standard's unknown; another negative (a used memory of -7) is no value, and read as
+  // unknown it would cost the job its label, request or start without a word.
+  for (int k = kJobNumber; k <= kQueue; ++k) {
+    if (f[k] < 0 && f[k] != -1) {
+      return field_error(k, fmt::format("negative ({}); the standard's unknown is -1", f[k]));
+    }
+  }
   // Times that must be known to place the job on the timeline.
   if (f[kSubmitTime] < 0) return field_error(kSubmitTime, "unknown (-1): the job cannot be placed in time");
   if (f[kRunTime] < 0) return field_error(kRunTime, "unknown (-1): the job's end time is unknown");

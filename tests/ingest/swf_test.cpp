@@ -129,6 +129,31 @@ TEST(Swf, AUsedMemoryOfZeroIsNotMeasured) {
   EXPECT_TRUE(noted);
 }
 
+// The standard's unknown is -1 and nothing else. Another negative number (a used memory of -7)
+// was read as unknown without a word: the job lost its label (or its request, its start) and no
+// reason said so. It is a malformed field, skipped with the file, line and field named.
+TEST(Swf, ANegativeFieldOtherThanUnknownIsSkippedAndNamed) {
+  const std::string path = temp_path("negative.swf");
+  write_text(path,
+             "; UnixStartTime: 1000000000\n"
+             "1 0 1 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1 -1\n"
+             "2 10 1 100 4 -1 -7 4 3600 2000 1 7 3 12 1 -1 -1 -1\n"
+             "3 20 1 100 4 -1 1000 4 3600 -2000 1 7 3 12 1 -1 -1 -1\n"
+             "4 30 -5 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1 -1\n"
+             "5 -3 1 100 4 -1 1000 4 3600 2000 1 7 3 12 1 -1 -1 -1\n");
+  auto trace = read_trace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 1u);
+  EXPECT_EQ(trace->jobs[0].job_id, "1");
+  const auto& r = trace->stats.reasons;
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_NE(r[0].find("negative.swf:3: field 7 (used memory): negative (-7); the standard's unknown is -1"),
+            std::string::npos) << r[0];
+  EXPECT_NE(r[1].find("negative.swf:4: field 10 (requested memory): negative (-2000)"), std::string::npos) << r[1];
+  EXPECT_NE(r[2].find("negative.swf:5: field 3 (wait time): negative (-5)"), std::string::npos) << r[2];
+  EXPECT_NE(r[3].find("negative.swf:6: field 2 (submit time): negative (-3)"), std::string::npos) << r[3];
+}
+
 TEST(Swf, StrictModeFailsOnTheFirstBadLine) {
   ReadOptions o;
   o.strict = true;
