@@ -516,7 +516,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   std::optional<TimeZone> zone;  // ReadOptions::sacct_timezone; a name that is not a zone fails the read
   if (!o.sacct_timezone.empty()) {
     Result<TimeZone> z = TimeZone::load(o.sacct_timezone);
-    if (!z) return z.status();
+    if (!z) return z.status().with_context("--sacct-timezone");
     zone = std::move(*z);
   }
   SacctReader reader(name, o, so.columns_hint, zone ? &*zone : nullptr, out);

@@ -161,6 +161,8 @@ TEST(Sacct, LocalTimesAreReadInTheZoneTheFileWasWrittenIn) {
   const Status s = parse_sacct(text, "unknown", unknown, none);
   EXPECT_FALSE(s);
   EXPECT_NE(s.message().find("Europe/Atlantis"), std::string::npos) << s.message();
+  // Named as the user typed it, as --nextflow-timezone is.
+  EXPECT_TRUE(s.message().starts_with("--sacct-timezone: ")) << s.message();
 }
 
 // Berlin's clocks showed 02:00-03:00 twice on 2023-10-29 (03:00 CEST -> 02:00 CET: 00:00-01:00Z,
