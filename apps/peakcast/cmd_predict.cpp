@@ -29,6 +29,9 @@ Result<std::string> read_input(const std::string& path) {
 }
 
 int run_predict(const PredictArgs& a) {
+  if (a.input == "-" && a.history == "-") {
+    return fail(Status::invalid("JOBS and --history both read standard input (-): give one of them as a file"));
+  }
   Result<std::unique_ptr<cascade::Predictor>> predictor = cascade::load_predictor(a.model);
   if (!predictor) return fail(predictor.status());
   Result<std::string> text = read_input(a.input);
@@ -82,7 +85,7 @@ void add_predict_command(CLI::App& app, int& exit_code) {
       "codes: 0 ok, 2 usage or input error, 1 other failures.");
   cmd->add_option("--model", a->model, "Model directory")->required();
   cmd->add_option("JOBS", a->input, "Canonical JSONL request record(s); '-' = stdin")->required();
-  cmd->add_option("--history", a->history, "Trace of earlier jobs (any supported format)");
+  cmd->add_option("--history", a->history, "Trace of earlier jobs (any supported format; '-' = stdin)");
   add_reader_options(*cmd, a->reader);
   cmd->get_option("--util-cap")
       ->description(

@@ -82,4 +82,20 @@ TEST_F(PredictCli, ADamagedTreeRouteBoosterIsNamed) {
       << r.out;
 }
 
+// JOBS and --history cannot both be standard input: the jobs took all of it, and the history
+// then read nothing and said "-: cannot tell the trace format from its content", as if the
+// trace were at fault. It is a usage error naming both.
+TEST_F(PredictCli, JobsAndHistoryBothFromStandardInputIsAUsageError) {
+  const std::string model = history_model();
+  const CmdResult r = run("predict --model " + model + " - --history - < " + jobs_);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("JOBS and --history both read standard input"), std::string::npos) << r.out;
+  // Either alone is fine.
+  EXPECT_EQ(run("predict --model " + model + " - < " + jobs_).exit_code, 0);
+  const std::string history = (dir_ / "history.jsonl").string();
+  std::ofstream(history) << R"({"job_id":"h1","user":"u","submit_time":1000,"end_time":2000})" << "\n";
+  const CmdResult h = run("predict --model " + model + " " + jobs_ + " --history - < " + history);
+  EXPECT_EQ(h.exit_code, 0) << h.out;
+}
+
 }  // namespace
