@@ -176,6 +176,7 @@ Result<ingest::Trace> load_trace(const std::string& path, const ReaderArgs& a, b
   o.sacct_timezone = a.sacct_timezone;
   o.nextflow_timezone = a.nextflow_timezone;
   o.sizey_rows = sizey_rows;
+  o.progress = stderr_progress();  // a large trace takes minutes to read
   Result<ingest::Trace> trace = ingest::read_trace(path, o);
   if (!trace) return trace;
   std::cerr << eval::render_reader_summary(*trace);

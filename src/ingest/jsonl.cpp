@@ -295,6 +295,7 @@ Status parse_jsonl(std::string_view text, const std::string& name, const ReadOpt
   const std::vector<std::string_view> lines = split_lines(text);
   size_t zero_peaks = 0;
   for (size_t ln = 0; ln < lines.size(); ++ln) {
+    read_progress(o, ln, lines.size());
     std::string_view line = trim(lines[ln]);
     if (ln == 0 && line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
     if (line.empty()) continue;
@@ -321,6 +322,7 @@ Status parse_jsonl(std::string_view text, const std::string& name, const ReadOpt
     }
     out.jobs.push_back(std::move(*job));
   }
+  read_progress(o, lines.size(), lines.size());
   if (zero_peaks > 0) {
     out.notes.push_back(unmeasured_memory_note(
         {{"peak_mem_bytes", zero_peaks}},

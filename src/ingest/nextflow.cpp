@@ -695,9 +695,13 @@ Status parse_nextflow(std::string_view text, const std::string& name, const Read
         "complete to Nextflow's trace.fields for the rest)");
   }
   TaskReader tasks(name, o, zone ? &*zone : nullptr, cols, row.size(), reader.delimiter(), out);
+  const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
+                       (text.ends_with('\n') ? 0 : 1);
   while (next_record(reader, row, line)) {
+    read_progress(o, line - 1, lines);
     if (Status s = tasks.read(row, line, reader.unterminated()); !s) return s;
   }
+  read_progress(o, lines, lines);
   tasks.add_notes();
   return Status::ok();
 }

@@ -211,6 +211,10 @@ Status skip_line(Trace& out, const ReadOptions& o, const std::string& reason) {
   return Status::ok();
 }
 
+void read_progress(const ReadOptions& o, size_t done, size_t total) {
+  if (o.progress) o.progress("read lines", std::min(done, total), total);
+}
+
 void finalize_job(Job& job, double util_cap) {
   // The identity text is redacted here, where every job enters (trace readers, slurm-sync, the
   // daemon's requests), so every consumer reads what peakcastd's store keeps: the same tokens
@@ -229,14 +233,16 @@ void finalize_job(Job& job, double util_cap) {
   compute_labels(job, util_cap);
 }
 
-void finalize_trace(Trace& trace, double util_cap) {
+void finalize_trace(Trace& trace, double util_cap, const ProgressFn& progress) {
   ReadStats& st = trace.stats;
   st.jobs = trace.jobs.size();
   st.labelled = {0, 0};
   st.clipped = {0, 0};
   st.censored = 0;
   trace.has_scripts = false;
+  size_t done = 0;
   for (Job& job : trace.jobs) {
+    if (progress) progress("read jobs", done++, trace.jobs.size());
     finalize_job(job, util_cap);
     if (job.script && !job.script->empty()) trace.has_scripts = true;
     for (Resource r : kResources) {
@@ -245,6 +251,7 @@ void finalize_trace(Trace& trace, double util_cap) {
     }
     if (job.censored) ++st.censored;
   }
+  if (progress) progress("read jobs", trace.jobs.size(), trace.jobs.size());
 }
 
 Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
@@ -296,7 +303,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     case Format::kAuto: st = Status::internal("read_trace: format still auto"); break;
   }
   if (!st) return st;
-  finalize_trace(trace, options.util_cap);
+  finalize_trace(trace, options.util_cap, options.progress);
   if (trace.stats.lines > 0 && trace.jobs.empty()) {
     trace.notes.push_back("no job could be read: every record was skipped (first reasons above)");
   }

@@ -8,7 +8,12 @@
 #include <string_view>
 #include <utility>
 
+#include "peakcast/ingest/reader.h"
+
 namespace peakcast::ingest {
+
+// ReadOptions::progress, when set: `done` of `total` lines of the text read.
+void read_progress(const ReadOptions& o, size_t done, size_t total);
 
 // The note for host-memory peaks of 0 read as not measured (no label), in one wording for every
 // reader, so that "read as not measured" finds it whatever the format:

@@ -527,6 +527,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   const std::vector<std::string_view> lines = split_lines(text);
   std::deque<std::string> rejoined;  // rows a newline split (SacctReader::row_end), kept whole
   for (size_t i = 0; i < lines.size(); ++i) {
+    read_progress(o, i, lines.size());
     std::string_view row = lines[i];
     const size_t last = reader.row_end(lines, i);
     if (last > i) {
@@ -537,6 +538,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
     if (Status s = reader.read_line(row, i + 1); !s) return s;
     i = last;
   }
+  read_progress(o, lines.size(), lines.size());
   return reader.finish(so, *scripts);
 }
 

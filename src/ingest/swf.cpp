@@ -274,6 +274,7 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   const std::vector<std::string_view> lines = split_lines(text);
   for (size_t ln = 0; ln < lines.size(); ++ln) {
+    read_progress(o, ln, lines.size());
     std::string_view line = trim(lines[ln]);
     if (line.empty()) continue;
     if (line.front() == ';') {
@@ -299,6 +300,7 @@ Status parse_swf(std::string_view text, const std::string& name, const ReadOptio
       if (Status s = skip_line(out, o, name + ":" + std::to_string(ln + 1) + ": " + *why); !s) return s;
     }
   }
+  read_progress(o, lines.size(), lines.size());
   add_notes(header, counts, out);
   return Status::ok();
 }

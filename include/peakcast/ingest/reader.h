@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "peakcast/core/job.h"
+#include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
 
 namespace peakcast::ingest {
@@ -48,6 +49,10 @@ struct ReadOptions {
   // read (the protocol orders tasks by seed), and a malformed cpus, time, memory or peak_rss
   // (columns Sizey does not read, or reads as NaN) is left unset instead of skipping the row.
   bool sizey_rows = false;
+  // How far a long read is: "read lines" (lines of the text) while the records are parsed, then
+  // "read jobs" while scripts are redacted and labels computed; each ends at done == total.
+  // Empty: nothing is said.
+  ProgressFn progress;
 };
 
 struct ReadStats {
@@ -94,7 +99,8 @@ Status parse_jsonl(std::string_view text, const std::string& name, const ReadOpt
 void finalize_job(Job& job, double util_cap);
 
 // finalize_job() for every job, and the label counts in stats.
-void finalize_trace(Trace& trace, double util_cap);
+// `progress` hears "read jobs" (ReadOptions::progress).
+void finalize_trace(Trace& trace, double util_cap, const ProgressFn& progress = {});
 
 // Records a skipped line: counts it, keeps the reason while fewer than max_reasons, and in
 // strict mode returns it as an error (else OK).
