@@ -11,6 +11,8 @@
 #include <mutex>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "peakcast/core/log.h"
 #include "peakcast/ingest/redact.h"
 #include "sqlite_internal.h"
@@ -483,8 +485,31 @@ class SqliteStore final : public CompletionStore {
     return out;
   }
 
+  // Another program's database (no schema version of ours, and tables of its own) is refused
+  // before anything is written to it: migrating would add peakcastd's tables to it, and
+  // journal_mode=WAL would change how its owner's file is journalled.
+  Status check_ours(const std::string& path) {
+    auto v = user_version();
+    if (!v) return v.status().with_context(path);
+    if (*v != 0) return Status::ok();
+    StmtPtr tables;
+    if (Status s = prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4", tables); !s) {
+      return s.with_context(path);
+    }
+    std::vector<std::string> names;
+    while (sqlite3_step(tables.get()) == SQLITE_ROW) {
+      names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(tables.get(), 0)));
+    }
+    if (names.empty()) return Status::ok();  // a new file
+    if (names.size() > 3) names.back() = "...";
+    return Status::invalid(fmt::format("{}: not a peakcastd database: it holds tables peakcastd did not "
+                                       "write ({}) and no schema version; left as it was",
+                                       path, fmt::join(names, ", ")));
+  }
+
   Status init(const std::string& path) {
     sqlite3_busy_timeout(db_.get(), options_.busy_timeout_ms);
+    if (Status s = check_ours(path); !s) return s;
     if (Status s = exec("PRAGMA journal_mode=WAL"); !s) return s.with_context(path);
     if (Status s = exec("PRAGMA synchronous=FULL"); !s) return s.with_context(path);
     if (Status s = exec("PRAGMA journal_size_limit=" + std::to_string(options_.max_wal_bytes / 4)); !s) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "peakcast/core/log.h"
 #include "peakcast/serve/store.h"
 #include "serve_test_util.h"
+#include "support/command.h"
 #include "store_test_util.h"
 
 namespace peakcast::serve {
@@ -39,6 +41,31 @@ TEST(SqliteStore, RefusesANewerSchema) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().kind(), ErrorKind::kUnsupported);
   EXPECT_NE(s.status().message().find("newer"), std::string::npos);
+}
+
+// Another program's SQLite file given as --db (peakcastd's, or train/report's read-only --db) is
+// refused and left byte for byte as it was: no peakcastd tables added, its journal mode unchanged.
+TEST(SqliteStore, AnotherProgramsDatabaseIsRefusedAndLeftAsItWas) {
+  TempDir dir;
+  const std::string path = dir.file("other.db");
+  exec_sql(path, "CREATE TABLE jobs (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO jobs VALUES (1, 'x');"
+                 "CREATE TABLE users (id INTEGER)");
+  const std::string before = test_support::slurp(path);
+  for (bool reader : {true, false}) {
+    auto s = open_sqlite_store(path, SqliteOptions{.query_only = reader});
+    ASSERT_FALSE(s.ok()) << (reader ? "reader" : "writer");
+    EXPECT_EQ(s.status().kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(s.status().message().find(path + ": not a peakcastd database"), std::string::npos)
+        << s.status().message();
+    EXPECT_NE(s.status().message().find("(jobs, users)"), std::string::npos) << s.status().message();
+    EXPECT_EQ(test_support::slurp(path), before) << (reader ? "reader" : "writer") << " changed the file";
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  }
+  // An empty SQLite file is a new database, as before.
+  const std::string fresh = dir.file("fresh.db");
+  exec_sql(fresh, "PRAGMA user_version=0");
+  EXPECT_TRUE(open_sqlite_store(fresh).ok());
+  EXPECT_GT(user_version(fresh), 0);
 }
 
 // A database as schema version 5 wrote it (completions keyed by job_id), with one completion.
