@@ -28,13 +28,14 @@ int run_synth(const SynthArgs& a) {
   }
   // Before generating (minutes for millions of jobs): a mistyped path is a usage error.
   if (Status s = check_outputs({{"--output", a.out}}); !s) return fail(s);
-  Result<std::vector<Job>> jobs = synth::generate_trace(o);
+  const ProgressFn progress = stderr_progress();
+  Result<std::vector<Job>> jobs = synth::generate_trace(o, progress);
   if (!jobs) return fail(jobs.status());
   if (a.out == "-") {
     std::string text;
     for (const Job& j : *jobs) text += ingest::job_to_jsonl_line(j) + "\n";
     if (Status s = write_output("-", text); !s) return fail(s);
-  } else if (Status s = synth::write_trace_jsonl(*jobs, a.out); !s) {
+  } else if (Status s = synth::write_trace_jsonl(*jobs, a.out, progress); !s) {
     return fail(s);
   }
   size_t gpu = 0, oom = 0;
@@ -42,8 +43,8 @@ int run_synth(const SynthArgs& a) {
     gpu += j.req_gpus.value_or(0) > 0;
     oom += j.state == "OUT_OF_MEMORY";
   }
-  std::cerr << "wrote " << jobs->size() << " jobs (" << gpu << " with GPUs, " << oom
-            << " OUT_OF_MEMORY) to " << a.out << "\n";
+  std::cerr << fmt::format("wrote {} job{} ({} with GPUs, {} OUT_OF_MEMORY) to {}\n", jobs->size(),
+                           jobs->size() == 1 ? "" : "s", gpu, oom, a.out);
   return kExitOk;
 }
 

@@ -63,7 +63,7 @@ const std::array<std::string_view, 6> kEnvs = {"torch", "ml", "py311", "research
 
 class Generator {
  public:
-  explicit Generator(const SynthOptions& o) : o_(o), rng_(o.seed) {}
+  Generator(const SynthOptions& o, const ProgressFn& progress) : o_(o), progress_(progress), rng_(o.seed) {}
 
   std::vector<Job> run() {
     make_users();
@@ -78,6 +78,7 @@ class Generator {
       t += rng_.exponential(mean_gap) / (submit_rate(t) / rate_norm);
       submit_event(t);
       events += 1;
+      if (progress_) progress_("generate jobs", std::min(jobs_.size(), o_.jobs), o_.jobs);
     }
     std::stable_sort(jobs_.begin(), jobs_.end(),
                      [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
@@ -444,6 +445,7 @@ class Generator {
   }
 
   const SynthOptions& o_;
+  const ProgressFn& progress_;
   Rng rng_;
   std::vector<User> users_;
   std::vector<bool> mem_per_cpu_;
@@ -487,9 +489,9 @@ Status validate(const SynthOptions& o) {
   return {};
 }
 
-Result<std::vector<Job>> generate_trace(const SynthOptions& o) {
+Result<std::vector<Job>> generate_trace(const SynthOptions& o, const ProgressFn& progress) {
   if (Status s = validate(o); !s) return s;
-  return Generator(o).run();
+  return Generator(o, progress).run();
 }
 
 }  // namespace peakcast::synth

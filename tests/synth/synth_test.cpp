@@ -426,5 +426,42 @@ TEST(Synth, JsonlRoundTrip) {
   std::remove(tmpl);
 }
 
+// Millions of jobs take minutes: generating and writing report their progress, in order, to the
+// end, and the trace is the one generated without it.
+TEST(Synth, GeneratingAndWritingReportProgressToTheEnd) {
+  SynthOptions o;
+  o.jobs = 300;
+  o.seed = 5;
+  std::map<std::string, std::vector<std::pair<size_t, size_t>>> calls;
+  const ProgressFn progress = [&](std::string_view stage, size_t done, size_t total) {
+    calls[std::string(stage)].emplace_back(done, total);
+  };
+  auto jobs = generate_trace(o, progress);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  char tmpl[] = "/tmp/peakcast_synth_XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_TRUE(write_trace_jsonl(*jobs, tmpl, progress).is_ok());
+  std::remove(tmpl);
+  ASSERT_EQ(calls.size(), 2u);
+  for (const char* stage : {"generate jobs", "write jobs"}) {
+    const auto& c = calls[stage];
+    ASSERT_GE(c.size(), 2u) << stage;
+    for (size_t i = 0; i < c.size(); ++i) {
+      EXPECT_EQ(c[i].second, 300u) << stage;
+      EXPECT_LE(c[i].first, c[i].second) << stage;
+      if (i > 0) {
+        EXPECT_GE(c[i].first, c[i - 1].first) << stage;
+      }
+    }
+    EXPECT_EQ(c.back().first, 300u) << stage;
+  }
+  std::vector<std::string> a, b;
+  for (const Job& j : *jobs) a.push_back(ingest::job_to_jsonl_line(j));
+  for (const Job& j : make(300, 5)) b.push_back(ingest::job_to_jsonl_line(j));
+  EXPECT_EQ(a, b);
+}
+
 }  // namespace
 }  // namespace peakcast::synth

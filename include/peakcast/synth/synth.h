@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "peakcast/core/job.h"
+#include "peakcast/core/log.h"
 #include "peakcast/core/status.h"
 
 namespace peakcast::synth {
@@ -46,9 +47,11 @@ Status validate(const SynthOptions& o);
 // The trace, sorted by submit time (ties by job id); job ids "1000000", "1000001", ... in that
 // order. Derived fields are filled: script_key (script_sha256 of the script, or workload_key) and
 // labels (compute_labels with cap 1.0), so the jobs can be used without a JSONL round trip.
-Result<std::vector<Job>> generate_trace(const SynthOptions& o);
+// progress, when set: "generate jobs" done of o.jobs, ending at done == total.
+Result<std::vector<Job>> generate_trace(const SynthOptions& o, const ProgressFn& progress = {});
 
 // Canonical JSONL (ingest::job_to_jsonl_line), one job per line, written atomically.
-Status write_trace_jsonl(const std::vector<Job>& jobs, const std::string& path);
+// progress, when set: "write jobs" done of jobs.size().
+Status write_trace_jsonl(const std::vector<Job>& jobs, const std::string& path, const ProgressFn& progress = {});
 
 }  // namespace peakcast::synth
