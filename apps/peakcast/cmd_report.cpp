@@ -151,6 +151,11 @@ Status run_eval(const ReportArgs& a, const Learning& learning, const std::vector
     return Status::ok();
   }
   for (const auto& [method, why] : r->left_out) missing(in, left_out_note(method, why));
+  if (r->results.empty()) {  // every requested method left out (above): no table to draw
+    missing(in, "methods, subgroups and routing: not drawn: no requested method could be scored on "
+                "these jobs (each one's reason above)");
+    return Status::ok();
+  }
   out = std::move(r).value();
   return Status::ok();
 }

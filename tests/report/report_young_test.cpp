@@ -88,6 +88,21 @@ TEST_F(ReportYoung, WithoutATrainableCascadeThePageHasTheOtherSections) {
   EXPECT_EQ(log.find("report: training the cascade"), std::string::npos) << log;
 }
 
+// --methods cascade alone on the young history: every requested method is left out, so the page
+// has no methods section (an empty table until 2026-12-07) and says why, as evaluate's exit 2 does.
+TEST_F(ReportYoung, WhenEveryRequestedMethodIsLeftOutTheMethodsSectionIsNotDrawn) {
+  const std::string trace = write(young_jobs(4.0, 1.0, 1.5));
+  const Drawn d = report(trace + " --methods cascade");
+  ASSERT_EQ(d.exit_code, 0) << d.log;
+  EXPECT_EQ(d.html.find("plot-methods"), std::string::npos);
+  EXPECT_NE(d.html.find("plot-usage-user"), std::string::npos);
+  for (const std::string& text : {d.html, d.log}) {
+    EXPECT_NE(text.find("methods, subgroups and routing: not drawn: no requested method could be "
+                        "scored on these jobs"), std::string::npos) << text.substr(0, 4000);
+    EXPECT_NE(text.find("cascade: left out of the methods"), std::string::npos);
+  }
+}
+
 // `peakcast evaluate --json` on the young history leaves the cascade out (JSON left_out); the
 // page drawn from that file says so, as the page drawn from the trace does.
 TEST_F(ReportYoung, FromEvaluateJsonTheLeftOutCascadeIsSaid) {
