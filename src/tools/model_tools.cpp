@@ -182,7 +182,7 @@ std::string render_prediction(const cascade::JobPrediction& p) {
   if (p.vram) {
     out += resource_lines("vram", *p.vram);
   } else {
-    out += "  vram -    (no GPUs requested)\n";
+    out += "  vram -    (no GPU count: req_gpus is absent or 0)\n";
   }
   return out;
 }

@@ -98,4 +98,18 @@ TEST_F(PredictCli, JobsAndHistoryBothFromStandardInputIsAUsageError) {
   EXPECT_EQ(h.exit_code, 0) << h.out;
 }
 
+// A request without req_gpus was answered "vram - (no GPUs requested)" even when its script asks
+// for a GPU: predict reads the count from req_gpus only (the Slurm hook sends it), so the line
+// names the field instead of stating what the job asked for.
+TEST_F(PredictCli, WithoutAGpuCountTheVramLineNamesTheField) {
+  const std::string model = history_model();
+  std::ofstream(jobs_) << R"({"job_id":"j1","user":"u","submit_time":3000,"req_mem_bytes":1000000000,)"
+                       << R"("script":"#!/bin/bash\n#SBATCH --gres=gpu:a100:1\npython train.py\n"})" << "\n"
+                       << R"({"job_id":"j2","user":"u","submit_time":3000,"req_gpus":0})" << "\n";
+  const CmdResult r = run("predict --model " + model + " " + jobs_);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("vram -    (no GPU count: req_gpus is absent or 0)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no GPUs requested"), std::string::npos) << r.out;
+}
+
 }  // namespace
