@@ -295,7 +295,8 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--protocol", a->protocol, "sizey (default) or chrono");
   cmd->add_option("--seed", a->seed, "First seed of the sizey protocol's random order (default 1996)")
       ->check(non_negative_number());
-  cmd->add_option("--seeds", a->seeds, "Sizey protocol: run seeds SEED .. SEED+N-1 (default 1)");
+  cmd->add_option("--seeds", a->seeds, "Sizey protocol: run seeds SEED .. SEED+N-1 (default 1)")
+      ->check(positive_number());
   cmd->add_option("--threads", a->threads,
                   "Replays (one per seed and policy) run at once on N threads (default 0: all cores); "
                   "each replay is independent, so the figures are the same for any N");

@@ -390,6 +390,9 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   expect_usage_error(sacct + " --protocol chrono", "no submit times");
   expect_usage_error(trace_ + " --protocol chrono --seeds 3", "--seeds: the chrono protocol");
   expect_usage_error(trace_ + " --seeds 1000000000", "--seeds: at most 10000");
+  // A negative --seeds was CLI11's "Could not convert: --seeds = -1".
+  expect_usage_error(trace_ + " --seeds -1", "--seeds: must be above 0, got -1");
+  expect_usage_error(trace_ + " --seeds 0", "--seeds: must be above 0, got 0");
   expect_usage_error(trace_ + " --seed 4294967295 --seeds 2", "the last seed would pass");
   // A negative --seed used to wrap to 4294967295 without a word.
   expect_usage_error(trace_ + " --seed -1", "--seed: must be 0 or more, got -1");
