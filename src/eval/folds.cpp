@@ -286,9 +286,7 @@ nlohmann::json to_json(const FoldsReport& r) {
                        {"reason", f.reason}});
   }
   j["skipped_folds"] = skipped;
-  nlohmann::json left_out = nlohmann::json::array();
-  for (const auto& [method, reason] : r.left_out) left_out.push_back({{"method", method}, {"reason", reason}});
-  j["left_out"] = left_out;
+  j["left_out"] = left_out_json(r.left_out);
   return j;
 }
 

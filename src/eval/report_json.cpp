@@ -38,6 +38,12 @@ nlohmann::json choices_json(const EvalReport& r) {
   return choices;
 }
 
+nlohmann::json left_out_json(const std::vector<std::pair<std::string, std::string>>& left_out) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [method, reason] : left_out) out.push_back({{"method", method}, {"reason", reason}});
+  return out;
+}
+
 nlohmann::json to_json(const EvalReport& r) {
   nlohmann::json j;
   j["trace"] = {{"path", r.trace_path}, {"format", r.trace_format}};
@@ -107,9 +113,7 @@ nlohmann::json to_json(const EvalReport& r) {
   j["choices"] = choices_json(r);
   j["notes"] = r.notes;
   // Always a list, so that a script over many traces can read it without checking for it.
-  nlohmann::json left_out = nlohmann::json::array();
-  for (const auto& [method, reason] : r.left_out) left_out.push_back({{"method", method}, {"reason", reason}});
-  j["left_out"] = std::move(left_out);
+  j["left_out"] = left_out_json(r.left_out);
   return j;
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -29,6 +31,9 @@ nlohmann::json to_json(const EvalReport& report);
 // What each learned method chose, {method: {key: value}} (the report's "choices").
 nlohmann::json choices_json(const EvalReport& report);
 nlohmann::json to_json(const ingest::ReadStats& stats);
+// [{"method", "reason"}, ...] of the methods left out (EvalReport::left_out, FoldsReport::left_out);
+// an empty list when none.
+nlohmann::json left_out_json(const std::vector<std::pair<std::string, std::string>>& left_out);
 
 // Multi-line reader summary: read / skipped / labelled per resource / clipped / censored and
 // the first skip reasons; also the trace's notes.
