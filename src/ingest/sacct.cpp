@@ -187,8 +187,9 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.superseded, " earlier record(s) of requeued jobs replaced by the job's last record"},
       {t.repaired, " row(s) had '|' inside a free-text field; the extra fields were joined back "
                    "into it"},
-      {t.jobstats_used, " job(s) labelled from jobstats summaries in AdminComment (busiest GPU's "
-                        "peak and capacity; host memory where sacct had none)"},
+      {t.jobstats_used, " job(s) labelled from jobstats summaries in AdminComment (VRAM: the "
+                        "busiest GPU's share, or the memory used on more GPUs than requested; host "
+                        "memory where sacct had none)"},
       {t.jobstats_empty, " job(s) with AdminComment JS1:Short or JS1:None (jobstats had no "
                          "samples): labels from sacct alone"},
       {t.jobstats_bad, " malformed jobstats summary(ies) in AdminComment skipped (labels from "
@@ -202,7 +203,12 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.vram_beyond_request, " job(s) used more GPU memory (gres/gpumem) than the GPUs their "
                               "ReqTRES states hold (the GPUs --exclusive gave them): their VRAM "
                               "label, a share of the requested GPUs' memory, is clipped at "
-                              "--util-cap"}});
+                              "--util-cap"},
+      {t.jobstats_beyond_request, " job(s) used more GPUs than their ReqTRES states (jobstats saw "
+                                  "memory used on the GPUs --exclusive gave them): their VRAM label "
+                                  "is the memory used on all of them over the requested GPUs' "
+                                  "memory, clipped at --util-cap, not the busiest GPU's share; "
+                                  "first " + t.first_jobstats_beyond}});
 }
 
 // The job-step join: a step row's usage folds into its job's record whether the step comes
@@ -469,6 +475,9 @@ class SacctReader {
     }
     finish_job(r, so, tally_);
     Job& j = r.job;
+    if (r.jobstats_beyond_request && tally_.jobstats_beyond_request++ == 0) {
+      tally_.first_jobstats_beyond = where(name_, r.line) + " " + j.job_id;
+    }
     auto script = scripts.find(sacct::script_keys(j.job_id, r.job_id_raw));
     if (!script) return script.status();
     j.script = std::move(script.value());

@@ -82,6 +82,8 @@ struct Record {
   bool superseded = false;
   bool rejected = false;  // a step row of it was malformed (StepJoin::reject_step)
   std::optional<jobstats::Summary> jobstats;  // AdminComment's summary, when it had one
+  bool vram_from_jobstats = false;  // the VRAM peak and capacity are the summary's (finish_job)
+  bool jobstats_beyond_request = false;  // that peak is the memory used on more GPUs than requested
 };
 
 // Counts behind the notes the reader leaves for the user.
@@ -93,7 +95,8 @@ struct Tally {
   size_t zero_vram_peak = 0;  // a gres/gpumem peak of 0: not measured (finish_job)
   size_t gpus_beyond_request = 0;  // allocated more GPUs than their ReqTRES states (read_counts)
   size_t vram_beyond_request = 0;  // of those, a VRAM peak over the requested GPUs' (finish_job)
-  std::string first_unfinished, first_jobstats_bad;
+  size_t jobstats_beyond_request = 0;  // a jobstats VRAM peak summed over more GPUs than requested
+  std::string first_unfinished, first_jobstats_bad, first_jobstats_beyond;
 };
 
 // A step row's usage folded into its job's (peaks: the larger; flags: either; ReqMem: the first).

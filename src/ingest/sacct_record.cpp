@@ -1,5 +1,6 @@
 // One sacct row's fields and a record's final Job: the sacct reader's field rules (sacct.h);
 // sacct.cpp reads the rows and joins steps to jobs (sacct_internal.h lists the files).
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -175,19 +176,38 @@ std::optional<uint64_t> tres_mem_mb(std::string_view tres) {
   return std::nullopt;
 }
 
-// A jobstats summary's labels (jobstats.h): the busiest GPU's peak and capacity; host memory
-// only where sacct had none. `gpus_unasked`: the job's TRES say it asked for no GPU and was
-// given some (--exclusive: read_counts), so the GPUs the summary saw are not its request and
-// give it no GPU count or VRAM label (the Slurm hook sends it as a job without GPUs).
-void apply_jobstats(const jobstats::Summary& s, bool gpus_unasked, Job& j, Tally& tally) {
+// A jobstats summary's labels (jobstats.h): VRAM as a share of the requested GPUs' memory, the
+// capacity the Slurm hook sends; host memory only where sacct had none. `gpus_unasked`: the job's
+// TRES say it asked for no GPU and was given some (--exclusive: read_counts), so the GPUs the
+// summary saw are not its request and give it no GPU count or VRAM label (the Slurm hook sends it
+// as a job without GPUs).
+//
+// The VRAM peak is the busiest GPU's (highest used / total) times the requested GPUs, so that the
+// label is that GPU's utilization, the card that runs out first; or, where the summary saw more
+// GPUs than the request states (--exclusive gives a job every GPU of its node, and jobstats
+// samples each), the memory used on all of them where that is more: a job that asked for one GPU
+// and used two needed both, and the busiest alone would tell the daemon it fits in a share of the
+// one it asks for. That share can pass 1 and is clipped at --util-cap, as a gres/gpumem one is
+// (finish_job); the job is counted and named in a note.
+void apply_jobstats(const jobstats::Summary& s, bool gpus_unasked, Record& r, Tally& tally) {
+  Job& j = r.job;
   bool used = false;
   const jobstats::Gpu* g = gpus_unasked ? nullptr : jobstats::busiest_gpu(s);
   if (g) {
     if (!j.req_gpus || *j.req_gpus <= 0) j.req_gpus = static_cast<int>(s.gpus.size());
-    const double peak = static_cast<double>(g->used_bytes) * static_cast<double>(*j.req_gpus);
+    double peak = static_cast<double>(g->used_bytes) * static_cast<double>(*j.req_gpus);
+    bool beyond = false;
+    if (s.gpus.size() > static_cast<size_t>(*j.req_gpus)) {
+      double all = 0;
+      for (const jobstats::Gpu& each : s.gpus) all += static_cast<double>(each.used_bytes);
+      beyond = all > peak;
+      peak = std::max(peak, all);
+    }
     if (peak < kMaxBytes) {
       j.peak_vram_bytes = static_cast<uint64_t>(peak);
       if (g->total_bytes) j.gpu_mem_bytes = g->total_bytes;
+      r.vram_from_jobstats = true;
+      r.jobstats_beyond_request = beyond;
       used = true;
     }
   }
@@ -347,7 +367,7 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
     j.state = "OUT_OF_MEMORY";
     ++tally.over_memory_kill;
   }
-  if (r.jobstats) apply_jobstats(*r.jobstats, r.gpus_beyond_request && !j.req_gpus, j, tally);
+  if (r.jobstats) apply_jobstats(*r.jobstats, r.gpus_beyond_request && !j.req_gpus, r, tally);
   // A host-memory peak of 0 is no measurement: jobacct_gather samples the tasks' resident memory
   // every JobAcctGatherFrequency (task=30 s by default), and a job whose every step ended before a
   // sample reads 0 (its processes held memory). No label, as a Nextflow peak_rss of 0
@@ -373,9 +393,9 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   // gres/gpumem sums the job's processes over every GPU it had, and a job given more GPUs than its
   // ReqTRES states (--exclusive) may use them: its peak can pass the requested GPUs' memory, the
   // capacity its label is a share of (the count the hook sends). That share is clipped at
-  // --util-cap like any label; counted so the note says why. (A jobstats label is the busiest
-  // GPU's used / total: never past 1.)
-  if (r.gpus_beyond_request && j.peak_vram_bytes && j.req_gpus && *j.req_gpus > 0 && j.gpu_mem_bytes &&
+  // --util-cap like any label; counted so the note says why. (A jobstats label has a note of its
+  // own: apply_jobstats.)
+  if (r.gpus_beyond_request && !r.vram_from_jobstats && j.peak_vram_bytes && j.req_gpus && *j.req_gpus > 0 && j.gpu_mem_bytes &&
       static_cast<double>(*j.peak_vram_bytes) >
           static_cast<double>(*j.req_gpus) * static_cast<double>(*j.gpu_mem_bytes)) {
     ++tally.vram_beyond_request;

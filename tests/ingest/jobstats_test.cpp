@@ -246,6 +246,62 @@ TEST(Jobstats, GpusTheJobDidNotAskForGiveNoVramLabel) {
   EXPECT_DOUBLE_EQ(nogres->label(Resource::kVram), 0.0);
 }
 
+// An --exclusive job is given every GPU of its node (AllocTRES) beyond the GPUs it asked for
+// (ReqTRES, the count the Slurm hook sends), and jobstats samples each of them. Its VRAM label is a
+// share of the requested GPUs' memory, as for gres/gpumem (SacctLabels tests): the memory used on
+// all of them over the requested GPUs' capacity, never less than the busiest GPU's share. A job
+// that used two GPUs when it asked for one needed both: the busiest alone (6 of 16 GiB) would
+// tell the daemon it fits in 37.5% of the one it asks for. A note counts and names such jobs.
+TEST(Jobstats, AnExclusiveJobThatUsedMoreGpusThanItAskedForIsLabelledOverTheRequestedOnes) {
+  auto summary = [](const std::string& used) {
+    return jobstats::encode_admin_comment(
+        R"({"gpus": 4, "nodes": {"n1": {"gpu_total_memory": {"0": 17179869184, "1": 17179869184,
+        "2": 17179869184, "3": 17179869184}, "gpu_used_memory": )" + used + R"(}}})");
+  };
+  const std::string path = testing::TempDir() + "/exclusive_multi_gpu.txt";
+  {
+    std::ofstream f(path);
+    f << "JobID|State|ReqTRES|AllocTRES|AdminComment\n"
+      // asked for 1, given 2, used both: 6 + 4 GiB over 16 GiB
+      << "1|COMPLETED|cpu=1,gres/gpu=1,mem=1G,node=1|cpu=2,gres/gpu=2,mem=2G,node=1|"
+      << summary(R"({"0": 6442450944, "1": 4294967296})") << "\n"
+      // asked for 2, given 4, used three: 10 + 8 + 6 GiB over 2 x 16 GiB
+      << "2|COMPLETED|cpu=1,gres/gpu=2,mem=1G,node=1|cpu=4,gres/gpu=4,mem=4G,node=1|"
+      << summary(R"({"0": 10737418240, "1": 8589934592, "2": 6442450944, "3": 0})") << "\n"
+      // asked for 1, given 2, used one: the busiest GPU's share, as before
+      << "3|COMPLETED|cpu=1,gres/gpu=1,mem=1G,node=1|cpu=2,gres/gpu=2,mem=2G,node=1|"
+      << summary(R"({"0": 0, "1": 6442450944})") << "\n"
+      // asked for 1, given 2, used 12 + 10 GiB: more than the one it asked for holds, clipped
+      << "4|COMPLETED|cpu=1,gres/gpu=1,mem=1G,node=1|cpu=2,gres/gpu=2,mem=2G,node=1|"
+      << summary(R"({"0": 12884901888, "1": 10737418240})") << "\n"
+      // asked for 2 and given 2 (no --exclusive): the busiest GPU's share, as before
+      << "5|COMPLETED|cpu=1,gres/gpu=2,mem=1G,node=1|cpu=1,gres/gpu=2,mem=1G,node=1|"
+      << summary(R"({"0": 6442450944, "1": 4294967296})") << "\n";
+  }
+  ReadOptions o;
+  o.format = Format::kSacct;
+  auto trace = read_trace(path, o);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  ASSERT_EQ(trace->jobs.size(), 5u);
+  const Job* both = find_job(*trace, "1");
+  ASSERT_NE(both, nullptr);
+  EXPECT_EQ(both->req_gpus, 1);
+  EXPECT_EQ(both->gpu_mem_bytes, 16 * kG);
+  EXPECT_EQ(both->peak_vram_bytes, 10 * kG);
+  EXPECT_DOUBLE_EQ(both->label(Resource::kVram), 10.0 / 16.0);
+  EXPECT_DOUBLE_EQ(find_job(*trace, "2")->label(Resource::kVram), 24.0 / 32.0);
+  EXPECT_DOUBLE_EQ(find_job(*trace, "3")->label(Resource::kVram), 6.0 / 16.0);
+  const Job* over = find_job(*trace, "4");
+  ASSERT_NE(over, nullptr);
+  EXPECT_DOUBLE_EQ(over->label(Resource::kVram), 1.0);
+  EXPECT_TRUE(over->clipped[idx(Resource::kVram)]);
+  EXPECT_DOUBLE_EQ(find_job(*trace, "5")->label(Resource::kVram), 6.0 / 16.0);
+  const std::string note = note_with(*trace, "3 job(s) used more GPUs than their ReqTRES states");
+  EXPECT_NE(note, "") << "notes: " << (trace->notes.empty() ? "" : trace->notes.back());
+  EXPECT_NE(note.find("exclusive_multi_gpu.txt:2 1"), std::string::npos) << note;
+  EXPECT_EQ(note_with(*trace, "(gres/gpumem)"), "") << "not counted again as a gres/gpumem peak";
+}
+
 TEST(Jobstats, StrictModeDoesNotRejectAMalformedSummary) {
   // A broken summary is the monitoring's fault, not a malformed sacct row.
   ReadOptions o;

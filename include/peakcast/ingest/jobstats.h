@@ -16,6 +16,10 @@
 // - VRAM: the busiest GPU (highest used / total) gives the per-GPU capacity (gpu_mem_bytes) and
 //   the job's peak as that GPU's peak times the job's GPU count, so that the VRAM label
 //   peak / (gpus × capacity) is the busiest GPU's utilization: the one that runs out first.
+//   Where the summary holds more GPUs than the request states (--exclusive gives a job every GPU
+//   of its node), the peak is the memory used on all of them where that is more: the label stays
+//   a share of the requested GPUs' memory, the capacity the Slurm hook sends, and may pass 1
+//   (clipped at --util-cap; a note counts and names such jobs).
 //   It replaces sacct's gres/gpumem, which Slurm sums over GPUs.
 // - Host memory: the sum of used_memory over nodes, only when sacct has no peak of its own; the
 //   sum of total_memory, only when sacct has no request.

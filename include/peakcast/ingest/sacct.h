@@ -42,8 +42,8 @@
 // - Comment, else AdminComment: where peakcast's Slurm hook wrote the daemon's answer (a JSON
 //   object with "answer_id"), the id becomes Job::answer_id; any other comment is left alone.
 // - AdminComment: a jobstats summary (`JS1:` + base64(gzip(JSON)), jobstats.h) gives VRAM
-//   labels (busiest GPU) and host memory where sacct has none; a malformed one is counted in a
-//   note and left out, never fatal.
+//   labels (the busiest GPU, or all used on more GPUs than requested: jobstats.h) and host
+//   memory where sacct has none; a malformed one is counted in a note and left out, never fatal.
 // - Malformed rows are skipped through skip_line() ("file:line: field: why"); a bad job row
 //   drops its steps with it, and steps whose job row never appears are skipped each.
 #pragma once
