@@ -168,6 +168,9 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
                            "bound (censored)"},
       {t.unfinished, " job(s) still running or pending (End=Unknown) left out, first " +
                          t.first_unfinished},
+      {t.unknown_state, " job(s) with a State that is no Slurm job state, read as finished: a "
+                        "label from a job still running or cut short would be wrong; first " +
+                            t.first_unknown_state},
       {t.one_node_assumed, " job(s) with a per-node ReqMem (`n` suffix) and no NNodes column: "
                            "taken as one node"},
       {t.no_cpu_count, " job(s) with a per-CPU ReqMem (`c` suffix) and no CPU count "
@@ -475,6 +478,9 @@ class SacctReader {
     }
     finish_job(r, so, tally_);
     Job& j = r.job;
+    if (r.unknown_state && tally_.unknown_state++ == 0) {
+      tally_.first_unknown_state = where(name_, r.line) + " " + j.job_id + " (" + quoted(j.state) + ")";
+    }
     if (r.jobstats_beyond_request && tally_.jobstats_beyond_request++ == 0) {
       tally_.first_jobstats_beyond = where(name_, r.line) + " " + j.job_id;
     }

@@ -79,6 +79,7 @@ struct Record {
   std::string exit_code;  // the job row's ExitCode, "exit:signal"; empty without the column
   bool gpus_beyond_request = false;  // AllocTRES has more GPUs than ReqTRES (read_counts)
   bool unfinished = false;
+  bool unknown_state = false;  // a State no Slurm version prints (read as finished, noted)
   bool superseded = false;
   bool rejected = false;  // a step row of it was malformed (StepJoin::reject_step)
   std::optional<jobstats::Summary> jobstats;  // AdminComment's summary, when it had one
@@ -96,7 +97,8 @@ struct Tally {
   size_t gpus_beyond_request = 0;  // allocated more GPUs than their ReqTRES states (read_counts)
   size_t vram_beyond_request = 0;  // of those, a VRAM peak over the requested GPUs' (finish_job)
   size_t jobstats_beyond_request = 0;  // a jobstats VRAM peak summed over more GPUs than requested
-  std::string first_unfinished, first_jobstats_bad, first_jobstats_beyond;
+  size_t unknown_state = 0;            // a State no Slurm version prints
+  std::string first_unfinished, first_jobstats_bad, first_jobstats_beyond, first_unknown_state;
 };
 
 // A step row's usage folded into its job's (peaks: the larger; flags: either; ReqMem: the first).

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "peakcast/core/job.h"
 #include "peakcast/core/units.h"
 #include "peakcast/ingest/bounds.h"
 #include "sacct_internal.h"
@@ -16,7 +17,7 @@ constexpr uint64_t kMiB = 1024ull * 1024ull;
 // States of jobs that have not finished: no label yet, left out (not malformed).
 constexpr std::string_view kUnfinished[] = {
     "RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "COMPLETING",
-    "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"};
+    "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"};
 
 bool is_unknown_time(std::string_view v) { return v == "Unknown" || v == "None"; }
 
@@ -291,6 +292,7 @@ std::optional<FieldError> read_job_row(const Row& row, const TimeZone* zone, Rec
     if (row.get(kState).empty()) return FieldError{kState, "empty"};
     j.state = normalize_state(row.get(kState));
     for (auto s : kUnfinished) r.unfinished = r.unfinished || j.state == s;
+    r.unknown_state = !is_slurm_state(j.state);
   }
   if (auto e = read_job_times(row, zone, r)) return e;
   if (auto e = read_time_limit(row, j)) return e;

@@ -80,6 +80,49 @@ TEST(SacctVersions, TresStringsWithTypedGpusAndOtherTres) {
   EXPECT_FALSE(mixed->gpu_mem_bytes) << "a100 comes in two sizes";
 }
 
+// job_state_string of 20.11 to 24.05: the base states, and the flags printed in their place. A
+// job still pending, running or between runs is left out (and counted) even where the listing
+// has no End column to say so; every finished state is kept, "CANCELLED by <uid>" as CANCELLED.
+TEST(SacctVersions, StatesOfEveryVersion) {
+  const std::string finished[] = {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
+                                  "BOOT_FAIL", "DEADLINE", "TIMEOUT", "CANCELLED by 1234",
+                                  "REVOKED", "SPECIAL_EXIT"};
+  const std::string going[] = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
+                               "REQUEUE_FED", "RESIZING", "COMPLETING", "CONFIGURING",
+                               "STAGE_OUT", "STOPPED", "SIGNALING", "RESV_DEL_HOLD"};
+  std::string text = "JobID|State|ReqMem|MaxRSS\n";
+  int id = 1;
+  for (const auto& s : finished) text += std::to_string(id++) + "|" + s + "|1G|100M\n";
+  const int first_going = id;
+  for (const auto& s : going) text += std::to_string(id++) + "|" + s + "|1G|100M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "states", sacct_options(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  ASSERT_EQ(t.jobs.size(), std::size(finished));
+  EXPECT_EQ(find_job(t, "9")->state, "CANCELLED");
+  EXPECT_EQ(find_job(t, "3")->state, "OUT_OF_MEMORY");
+  for (int i = first_going; i < id; ++i) {
+    EXPECT_EQ(find_job(t, std::to_string(i)), nullptr) << going[i - first_going] << " is not finished";
+  }
+  EXPECT_TRUE(has_note(t, std::to_string(std::size(going)) + " job(s) still running or pending"));
+}
+
+// A state no Slurm version prints ("?" is job_state_string's answer for an unknown base state; a
+// site's own tool may write anything) is read as finished, as before, but said in a note naming
+// the first, so a label from a job that may still be running or was cut short is not silent.
+TEST(SacctVersions, AStateNoSlurmPrintsIsNamedInANote) {
+  const std::string text =
+      "JobID|State|ReqMem|MaxRSS\n"
+      "1|COMPLETED|1G|100M\n"
+      "2|?|1G|100M\n"
+      "3|LAUNCH_FAILED|1G|100M\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "odd", sacct_options(), t));
+  EXPECT_EQ(t.jobs.size(), 3u);
+  EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a State that is no Slurm job state"));
+  EXPECT_TRUE(has_note(t, "first odd:3 2 (\"?\")"));
+}
+
 // Durations as sacct prints them (secs2time_str, mins2time_str): days ("1-02:03:04"), and the
 // Timelimit words: UNLIMITED (INFINITE), Partition_Limit (NO_VAL); TimelimitRaw the same words or
 // minutes. Elapsed with days gives the end where End is absent.

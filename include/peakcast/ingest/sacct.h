@@ -37,7 +37,8 @@
 //   Submit column a finished job must have an end (End or Start + Elapsed) not before Submit,
 //   and every job a Start not after its end; otherwise the row is malformed.
 // - State: normalize_state() of the job row; any step that ended OUT_OF_MEMORY makes the job
-//   OUT_OF_MEMORY (its label is censored). No State column: jobs are COMPLETED (with a note).
+//   OUT_OF_MEMORY (its label is censored). No State column: jobs are COMPLETED (with a note). A
+//   state no Slurm version prints is read as finished and counted in a note naming the first.
 // - Identity: JobName is job_name, and becomes `workload` for jobs with no script attached.
 // - Comment, else AdminComment: where peakcast's Slurm hook wrote the daemon's answer (a JSON
 //   object with "answer_id"), the id becomes Job::answer_id; any other comment is left alone.
