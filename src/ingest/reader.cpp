@@ -143,6 +143,11 @@ std::optional<Format> detect_in(std::string_view content, bool complete) {
       }
       return Format::kAuto;
     }
+    // sacct with another `--delimiter`, or without -P (columns padded with spaces): its reader
+    // takes the first where it can, and says why it cannot otherwise.
+    for (char delim : {'\t', ';', ',', ' '}) {
+      if (header_has(line, delim, "jobid") || header_has(line, delim, "jobidraw")) return Format::kSacct;
+    }
     // Nextflow's trace.sep: a tab by default, often a comma, at times a semicolon.
     for (char delim : {'\t', ',', ';'}) {
       if (line.find(delim) == std::string_view::npos) continue;

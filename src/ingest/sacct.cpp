@@ -101,6 +101,27 @@ bool looks_like_header(const std::vector<std::string_view>& fields) {
   return named;
 }
 
+// The delimiter of a first line that names sacct's columns with another delimiter than '|' or the
+// unit separator (`sacct -P --delimiter=X` prints X between names): the character after its first
+// name; nullopt when the line starts with no name or holds nothing else.
+std::optional<char> first_name_delimiter(std::string_view line) {
+  line = trim(line);
+  size_t i = 0;
+  while (i < line.size() && std::isalnum(static_cast<unsigned char>(line[i]))) ++i;
+  if (i == 0 || i == line.size()) return std::nullopt;
+  return line[i];
+}
+
+// Whether a delimiter can only occur in the free-text fields, as '|' (names, comments): a tab or
+// punctuation no field sacct fills holds. TRES strings hold ',', '=', '/' and ':'; times '-', ':'
+// and '.'; job ids '_', '+', '.', '[', ']', '%' and '-'; NodeList ',', '[', ']'; "CANCELLED by 0"
+// a space; user names '@', '.', '-', '_'.
+bool free_text_only(char d) {
+  if (d == '\t') return true;
+  if (!std::ispunct(static_cast<unsigned char>(d))) return false;
+  return std::string_view(",=/:.-_+[]%()@'\"").find(d) == std::string_view::npos;
+}
+
 std::vector<std::string> header_names(std::vector<std::string_view> fields, bool& trailing) {
   trailing = fields.size() > 1 && trim(fields.back()).empty();
   if (trailing) fields.pop_back();
@@ -373,9 +394,8 @@ class SacctReader {
       }
     }
     if (!layout_) {
-      return Status::invalid(where(name_, lineno) +
-                             ": header: the first line is not a sacct header (no JobID column)" +
-                             std::string(hint_));
+      if (std::optional<char> d = first_name_delimiter(text)) return read_other_header(text, *d, lineno);
+      return no_header(lineno);
     }
     if (!first_layout_) {
       first_layout_ = layout_;
@@ -425,6 +445,38 @@ class SacctReader {
   }
 
  private:
+  Status no_header(size_t lineno) const {
+    return Status::invalid(where(name_, lineno) +
+                           ": header: the first line is not a sacct header (no JobID column)" +
+                           std::string(hint_));
+  }
+
+  // A first line naming sacct's columns with another delimiter `d` than '|' or the unit separator
+  // (`sacct -P --delimiter`), or padded with spaces (sacct without -P): read where only free text
+  // can hold `d` (a tab, a ';'), refused saying why otherwise.
+  Status read_other_header(std::string_view text, char d, size_t lineno) {
+    if (d == ' ') {
+      const std::vector<std::string_view> words = split(text, ' ');
+      const bool named = std::any_of(words.begin(), words.end(), [](std::string_view f) {
+        const std::string k = column_key(f);
+        return k == "jobid" || k == "jobidraw";
+      });
+      if (!named) return no_header(lineno);
+      return Status::invalid(where(name_, lineno) +
+                             ": header: columns padded with spaces (sacct without -P or -p), which "
+                             "cuts a field at its width (a '+' marks the cut) and cannot be split "
+                             "back; export with sacct -P");
+    }
+    std::vector<std::string_view> fields = split(text, d);
+    if (!looks_like_header(fields)) return no_header(lineno);
+    if (free_text_only(d)) return read_header(fields, lineno, d);
+    return Status::invalid(where(name_, lineno) + ": header: fields delimited by '" + std::string(1, d) +
+                           "' (sacct --delimiter), which sacct's own fields hold (TRES strings such "
+                           "as cpu=1,mem=1G, times, job ids, node lists), so the rows cannot be "
+                           "split; export with sacct -P (its '|'), or --delimiter set to a tab or "
+                           "$'\\x1f'");
+  }
+
   Status read_header(const std::vector<std::string_view>& fields, size_t lineno, char delimiter) {
     bool trailing = false;
     std::vector<std::string> names = header_names(fields, trailing);

@@ -69,6 +69,17 @@ TEST(Reader, DetectsSacctDelimitedByTheUnitSeparator) {
   EXPECT_EQ(detect_format("a\x1f" "b\n"), Format::kAuto);
 }
 
+// sacct with another `--delimiter`, or without -P (columns padded with spaces), is still sacct:
+// its reader takes the first where it can and says why it cannot otherwise
+// (SacctVersions.ADelimiterOtherThanThePipe), rather than "no known format".
+TEST(Reader, DetectsSacctWithAnotherDelimiterOrWithoutP) {
+  EXPECT_EQ(detect_format("JobID\tState\n1\tCOMPLETED\n"), Format::kSacct);
+  EXPECT_EQ(detect_format("JobID;State\n1;COMPLETED\n"), Format::kSacct);
+  EXPECT_EQ(detect_format("JobIDRaw,State\n1,COMPLETED\n"), Format::kSacct);
+  EXPECT_EQ(detect_format("       JobID      State \n------------ ---------- \n"), Format::kSacct);
+  EXPECT_EQ(detect_format("task_id\thash\tname\tstatus\n1\tab/12\tx\tCOMPLETED\n"), Format::kNextflow);
+}
+
 TEST(Reader, ContentWinsOverTheFileName) {
   // SWF content under a .jsonl name is still read as SWF.
   auto text = read_file(golden("small.swf"));

@@ -215,6 +215,44 @@ TEST(SacctVersions, UsageInEveryUnitAndUnderNoconvert) {
   EXPECT_EQ(find_job(t, "5")->req_mem_bytes, 4000 * kM);
 }
 
+// `sacct -P --delimiter=X` puts X between fields and names (print_fields.c). A tab or a ';' holds
+// no field sacct fills but free text (names, comments), as '|' does: read. A ',' is in every TRES
+// string (cpu=1,mem=1G) and a NodeList, so such rows cannot be split: refused at the header,
+// saying why, not read as columns shifted. Output without -P (fixed-width columns, cut at their
+// width with a '+') cannot be read back either: refused so.
+TEST(SacctVersions, ADelimiterOtherThanThePipe) {
+  for (char d : {'\t', ';'}) {
+    std::string text = "JobID|State|ReqMem|ReqTRES|MaxRSS|JobName\n"
+                       "1|COMPLETED|1G|cpu=1,mem=1G||a|b\n"
+                       "1.batch|COMPLETED|||300M|batch\n";
+    for (char& c : text) {
+      if (c == '|') c = d;
+    }
+    Trace t;
+    ASSERT_TRUE(parse_sacct(text, "delim", sacct_options(), t)) << int(d);
+    EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+    ASSERT_EQ(t.jobs.size(), 1u) << int(d);
+    EXPECT_EQ(t.jobs[0].peak_mem_bytes, 300 * kM);
+    EXPECT_EQ(t.jobs[0].req_mem_bytes, 1 * kG);
+    EXPECT_EQ(t.jobs[0].job_name, std::string("a") + d + "b");  // the extra one, joined back
+  }
+  const std::string comma = "JobID,State,ReqTRES,MaxRSS\n1,COMPLETED,cpu=1,mem=1G,\n";
+  Trace c;
+  const Status s = parse_sacct(comma, "comma.txt", sacct_options(), c);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("comma.txt:1: header: fields delimited by ','"), std::string::npos)
+      << s.message();
+  const std::string fixed =
+      "       JobID    JobName      State     MaxRSS \n"
+      "------------ ---------- ---------- ---------- \n"
+      "4242         long-name+  COMPLETED            \n";
+  Trace f;
+  const Status fs = parse_sacct(fixed, "fixed.txt", sacct_options(), f);
+  ASSERT_FALSE(fs);
+  EXPECT_NE(fs.message().find("fixed.txt:1: header: columns padded with spaces"), std::string::npos)
+      << fs.message();
+}
+
 // Columns in any order, optional ones missing, and a header repeated where two sacct runs were
 // concatenated (with other columns): each part is read by its own header.
 TEST(SacctVersions, ColumnsInAnyOrderAndConcatenatedRuns) {

@@ -10,7 +10,10 @@
 //   sacct outputs concatenated) switches to the new header. A header delimited by the ASCII unit
 //   separator (`sacct -P --delimiter=$'\x1f'`, as slurm-sync asks) delimits its rows so: a '|' in
 //   a job's name or comment is then text, and a row that a newline in a name or comment split
-//   over lines (sacct prints them as they are) is rejoined (SacctReader::row_end).
+//   over lines (sacct prints them as they are) is rejoined (SacctReader::row_end). A first line
+//   naming the columns with another delimiter is read where only free text can hold it (a tab,
+//   ';'), and refused saying why where sacct's own fields hold it (',', ':', ...), as is output
+//   without -P (columns padded with spaces).
 // - Job rows (`123`, `123_4`, `123+0`) are joined with their step rows (`123_4.batch`,
 //   `.extern`, `.0`, ...). Each hetjob component is its own job. A job row seen twice (sacct -D
 //   after a requeue) keeps the last record, steps going to the record they follow.
