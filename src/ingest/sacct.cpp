@@ -29,13 +29,13 @@ constexpr std::pair<std::string_view, Col> kColumnNames[] = {
     {"allocnodes", kNNodes},   {"reqmem", kReqMem},           {"reqtres", kReqTres},
     {"alloctres", kAllocTres}, {"maxrss", kMaxRss},           {"tresusageintot", kTresTot},
     {"tresusageinmax", kTresMax},  {"comment", kComment},         {"admincomment", kAdminComment},
-    {"exitcode", kExitCode}};
+    {"exitcode", kExitCode},   {"cluster", kCluster}};
 
 constexpr std::string_view kDisplayNames[kNumCols] = {
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "State", "Submit", "Start",
     "End", "Elapsed", "ElapsedRaw", "Timelimit", "TimelimitRaw", "NCPUS", "ReqCPUS", "NNodes",
     "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax",
-    "Comment", "AdminComment", "ExitCode"};
+    "Comment", "AdminComment", "ExitCode", "Cluster"};
 
 // Columns whose text is free and may contain '|'.
 constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",
@@ -415,8 +415,11 @@ class SacctReader {
     if (parts.job.empty() || !std::isdigit(static_cast<unsigned char>(parts.job.front()))) {
       return skip(lineno, "JobID: " + quoted(id) + " is not a job id");
     }
-    const std::string key(parts.job);
-    if (parts.step.empty()) return read_job(row, key, lineno);
+    // `sacct -L` (or -M a,b) lists several clusters, whose job ids overlap: a job is its id on
+    // its cluster, where the listing names it; not a requeued record of another cluster's job.
+    std::string key(parts.job);
+    if (std::string_view cluster = row.get(kCluster); !cluster.empty()) (key += '@') += cluster;
+    if (parts.step.empty()) return read_job(row, parts.job, key, lineno);
     if (join_.rejected(key)) return Status::ok();
     Usage u;
     if (auto e = read_usage(row, u)) {
@@ -505,10 +508,10 @@ class SacctReader {
                            "`sacct -n` output without a header");
   }
 
-  Status read_job(const Row& row, const std::string& key, size_t lineno) {
+  Status read_job(const Row& row, std::string_view job_id, const std::string& key, size_t lineno) {
     Record r;
     r.line = lineno;
-    r.job.job_id = key;
+    r.job.job_id = std::string(job_id);
     if (auto e = read_job_row(row, zone_, r)) {
       join_.reject_job(key);
       return fail(lineno, *e);

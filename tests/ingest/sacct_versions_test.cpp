@@ -253,6 +253,29 @@ TEST(SacctVersions, ADelimiterOtherThanThePipe) {
       << fs.message();
 }
 
+// `sacct -L` (or -M a,b) lists several clusters, whose job ids overlap; with a Cluster column
+// each cluster's job 7 is its own job, not a requeued record of the other's.
+TEST(SacctVersions, TheSameJobIdOnTwoClustersIsTwoJobs) {
+  const std::string text =
+      "JobID|Cluster|State|ReqMem|MaxRSS\n"
+      "7|alpha|COMPLETED|1G|\n"
+      "7.batch|alpha|COMPLETED||100M\n"
+      "7|beta|COMPLETED|2G|\n"
+      "7.batch|beta|COMPLETED||300M\n"
+      "8.batch|alpha|COMPLETED||50M\n"
+      "8|alpha|COMPLETED|1G|\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "clusters", sacct_options(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  ASSERT_EQ(t.jobs.size(), 3u);
+  EXPECT_EQ(t.jobs[0].peak_mem_bytes, 100 * kM);
+  EXPECT_EQ(t.jobs[0].req_mem_bytes, 1 * kG);
+  EXPECT_EQ(t.jobs[1].peak_mem_bytes, 300 * kM);
+  EXPECT_EQ(t.jobs[1].req_mem_bytes, 2 * kG);
+  EXPECT_EQ(t.jobs[2].peak_mem_bytes, 50 * kM);
+  EXPECT_FALSE(has_note(t, "requeued"));
+}
+
 // Columns in any order, optional ones missing, and a header repeated where two sacct runs were
 // concatenated (with other columns): each part is read by its own header.
 TEST(SacctVersions, ColumnsInAnyOrderAndConcatenatedRuns) {

@@ -16,7 +16,8 @@
 //   without -P (columns padded with spaces).
 // - Job rows (`123`, `123_4`, `123+0`) are joined with their step rows (`123_4.batch`,
 //   `.extern`, `.0`, ...). Each hetjob component is its own job. A job row seen twice (sacct -D
-//   after a requeue) keeps the last record, steps going to the record they follow.
+//   after a requeue) keeps the last record, steps going to the record they follow. With a
+//   Cluster column (sacct -L), a job is its id on its cluster.
 // - Job peak memory = max over all rows of the row's peak: TRESUsageInTot `mem=` when present,
 //   else MaxRSS, else TRESUsageInMax `mem=`. Bare numbers are bytes (`--noconvert`).
 //   Peak VRAM = max over rows of `gres/gpumem` in TRESUsageInTot, else TRESUsageInMax (Slurm ≥
