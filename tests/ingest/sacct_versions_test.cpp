@@ -156,6 +156,34 @@ TEST(SacctVersions, DurationsWithDaysAndTheTimelimitWords) {
   EXPECT_FALSE(find_job(r, "3")->req_time_s);
 }
 
+// A job cancelled before it started: Start prints "Unknown" (slurm_make_time_str of 0) or "None",
+// End the cancellation; no step, no peak. It is kept with no label, not refused, and a job whose
+// End is "Unknown" (still running) is left out. Windows line ends (a dump copied through
+// another system) are read as '\n'.
+TEST(SacctVersions, AJobCancelledBeforeItStartedAndWindowsLineEnds) {
+  const std::string text =
+      "JobID|State|Submit|Start|End|Elapsed|ReqMem|AllocTRES|MaxRSS\r\n"
+      "1|CANCELLED by 1000|2024-05-01T10:00:00|Unknown|2024-05-01T10:05:00|00:00:00|1G||\r\n"
+      "2|CANCELLED by 0|2024-05-01T10:00:00|None|2024-05-01T10:06:00|00:00:00|1G||\r\n"
+      "3|RUNNING|2024-05-01T10:00:00|2024-05-01T10:01:00|Unknown|00:10:00|1G|mem=1G|\r\n"
+      "4|COMPLETED|2024-05-01T10:00:00|2024-05-01T10:01:00|2024-05-01T10:11:00|00:10:00|1G|mem=1G|\r\n"
+      "4.batch|COMPLETED|2024-05-01T10:01:00|2024-05-01T10:01:00|2024-05-01T10:11:00|00:10:00|||512M\r\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "never", sacct_options(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  ASSERT_EQ(t.jobs.size(), 3u);
+  const Job* never = find_job(t, "1");
+  ASSERT_NE(never, nullptr);
+  EXPECT_EQ(never->state, "CANCELLED");
+  EXPECT_FALSE(never->start_ms);
+  EXPECT_FALSE(never->peak_mem_bytes);
+  EXPECT_EQ(never->end_ms, 1714557900000);
+  EXPECT_FALSE(find_job(t, "2")->start_ms);
+  EXPECT_EQ(find_job(t, "3"), nullptr);
+  EXPECT_EQ(find_job(t, "4")->peak_mem_bytes, 512 * kM);
+  EXPECT_EQ(find_job(t, "4")->req_mem_bytes, 1 * kG);
+}
+
 // Job ids of every version: an array task (123_4) and its steps, a pending array's record
 // (123_[5-9%2], left out as pending), a hetjob's components (124+0, 124+1) each its own job, a
 // 23.02+ interactive step (125.interactive), a heterogeneous step (125.0+1: step 0, component 1)
