@@ -228,11 +228,11 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
                               "ReqTRES states hold (the GPUs --exclusive gave them): their VRAM "
                               "label, a share of the requested GPUs' memory, is clipped at "
                               "--util-cap"},
-      {t.jobstats_beyond_request, " job(s) used more GPUs than their ReqTRES states (jobstats saw "
-                                  "memory used on the GPUs --exclusive gave them): their VRAM label "
-                                  "is the memory used on all of them over the requested GPUs' "
-                                  "memory, clipped at --util-cap, not the busiest GPU's share; "
-                                  "first " + t.first_jobstats_beyond}});
+      {t.jobstats_beyond_request,
+       " job(s) used more GPUs than their ReqTRES states (jobstats saw memory used on the GPUs "
+       "--exclusive gave them): their VRAM label is the memory used on all of them over the "
+       "requested GPUs' memory, clipped at --util-cap, not the busiest GPU's share; first " +
+           t.first_jobstats_beyond}});
 }
 
 // The job-step join: a step row's usage folds into its job's record whether the step comes
@@ -394,7 +394,9 @@ class SacctReader {
       }
     }
     if (!layout_) {
-      if (std::optional<char> d = first_name_delimiter(text)) return read_other_header(text, *d, lineno);
+      if (std::optional<char> d = first_name_delimiter(text)) {
+        return read_other_header(text, *d, lineno);
+      }
       return no_header(lineno);
     }
     if (!first_layout_) {
@@ -473,11 +475,11 @@ class SacctReader {
     std::vector<std::string_view> fields = split(text, d);
     if (!looks_like_header(fields)) return no_header(lineno);
     if (free_text_only(d)) return read_header(fields, lineno, d);
-    return Status::invalid(where(name_, lineno) + ": header: fields delimited by '" + std::string(1, d) +
-                           "' (sacct --delimiter), which sacct's own fields hold (TRES strings such "
-                           "as cpu=1,mem=1G, times, job ids, node lists), so the rows cannot be "
-                           "split; export with sacct -P (its '|'), or --delimiter set to a tab or "
-                           "$'\\x1f'");
+    return Status::invalid(where(name_, lineno) + ": header: fields delimited by '" +
+                           std::string(1, d) + "' (sacct --delimiter), which sacct's own fields "
+                           "hold (TRES strings such as cpu=1,mem=1G, times, job ids, node lists), "
+                           "so the rows cannot be split; export with sacct -P (its '|'), or "
+                           "--delimiter set to a tab or $'\\x1f'");
   }
 
   Status read_header(const std::vector<std::string_view>& fields, size_t lineno, char delimiter) {
@@ -534,7 +536,8 @@ class SacctReader {
     finish_job(r, so, tally_);
     Job& j = r.job;
     if (r.unknown_state && tally_.unknown_state++ == 0) {
-      tally_.first_unknown_state = where(name_, r.line) + " " + j.job_id + " (" + quoted(j.state) + ")";
+      tally_.first_unknown_state =
+          where(name_, r.line) + " " + j.job_id + " (" + quoted(j.state) + ")";
     }
     if (r.jobstats_beyond_request && tally_.jobstats_beyond_request++ == 0) {
       tally_.first_jobstats_beyond = where(name_, r.line) + " " + j.job_id;

@@ -397,7 +397,8 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   // capacity its label is a share of (the count the hook sends). That share is clipped at
   // --util-cap like any label; counted so the note says why. (A jobstats label has a note of its
   // own: apply_jobstats.)
-  if (r.gpus_beyond_request && !r.vram_from_jobstats && j.peak_vram_bytes && j.req_gpus && *j.req_gpus > 0 && j.gpu_mem_bytes &&
+  if (r.gpus_beyond_request && !r.vram_from_jobstats && j.peak_vram_bytes && j.req_gpus &&
+      *j.req_gpus > 0 && j.gpu_mem_bytes &&
       static_cast<double>(*j.peak_vram_bytes) >
           static_cast<double>(*j.req_gpus) * static_cast<double>(*j.gpu_mem_bytes)) {
     ++tally.vram_beyond_request;
