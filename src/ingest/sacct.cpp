@@ -163,6 +163,13 @@ std::string where(const std::string& name, size_t line) {
   return name + ":" + std::to_string(line);
 }
 
+// A delimiter as a note names it: "'|'", "a tab", "the unit separator".
+std::string delimiter_name(char d) {
+  if (d == '\t') return "a tab";
+  if (d == sacct::kUnitSeparator) return "the unit separator";
+  return "'" + std::string(1, d) + "'";
+}
+
 void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trace& out) {
   if (!submit_everywhere) {
     out.notes.push_back(
@@ -209,8 +216,8 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
                          "NVML reads per process (MIG, some GPUs); not told from a GPU left "
                          "unused, so no VRAM label"},
       {t.superseded, " earlier record(s) of requeued jobs replaced by the job's last record"},
-      {t.repaired, " row(s) had '|' inside a free-text field; the extra fields were joined back "
-                   "into it"},
+      {t.repaired, " row(s) had " + delimiter_name(first.delimiter) + " inside a free-text "
+                   "field; the extra fields were joined back into it"},
       {t.jobstats_used, " job(s) labelled from jobstats summaries in AdminComment (VRAM: the "
                         "busiest GPU's share, or the memory used on more GPUs than requested; host "
                         "memory where sacct had none)"},

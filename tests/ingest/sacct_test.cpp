@@ -435,7 +435,7 @@ TEST(SacctRows, AUnitSeparatorHeaderDelimitsItsRows) {
   ASSERT_NE(two, nullptr);
   EXPECT_EQ(two->job_name, "plain");
   EXPECT_EQ(two->peak_mem_bytes, 7 * kM);
-  EXPECT_FALSE(has_note(t, "had '|' inside a free-text field"));  // nothing needed repair
+  EXPECT_FALSE(has_note(t, "inside a free-text field"));  // nothing needed repair
 
   // The same row under a '|' header: two free-text columns hold '|', and it cannot be read.
   Trace pipes;

@@ -263,6 +263,8 @@ TEST(SacctVersions, ADelimiterOtherThanThePipe) {
     EXPECT_EQ(t.jobs[0].peak_mem_bytes, 300 * kM);
     EXPECT_EQ(t.jobs[0].req_mem_bytes, 1 * kG);
     EXPECT_EQ(t.jobs[0].job_name, std::string("a") + d + "b");  // the extra one, joined back
+    EXPECT_TRUE(has_note(t, d == ';' ? "1 row(s) had ';' inside a free-text field"
+                                     : "1 row(s) had a tab inside a free-text field"));
   }
   const std::string comma = "JobID,State,ReqTRES,MaxRSS\n1,COMPLETED,cpu=1,mem=1G,\n";
   Trace c;
