@@ -1,6 +1,8 @@
 // Requested vs used memory over time per user, account and partition: daily sums of the jobs
 // that ended that day, the 8 largest groups by requested memory by name and the rest as one
 // "other (N users)" group (with a "*" added while a user, account or partition is called so).
+// A kind of group no job records (a Nextflow trace's accounts and partitions) is not drawn: its one
+// line would repeat the totals.
 #include <algorithm>
 #include <ctime>
 #include <map>
@@ -19,6 +21,7 @@ constexpr size_t kTopGroups = 8;    // named in a plot
 constexpr size_t kTableGroups = 20;  // named in the table
 constexpr int64_t kDay = 86400;
 constexpr const char* kDims[] = {"user", "account", "partition"};
+constexpr const char* kArticles[] = {"a", "an", "a"};
 
 // The start of the UTC day a job ended on: the plots' x, and the unit the cap keeps whole.
 int64_t day_of(const UsagePoint& p) {
@@ -32,6 +35,40 @@ std::string date_of(int64_t day_start_s) {
 
 const std::string& group_of(const UsagePoint& p, int dim) {
   return dim == 0 ? p.user : (dim == 1 ? p.account : p.partition);
+}
+
+// The kinds of group the plots and the table show: those some job records. Where none does, the
+// users' alone, every job as "(no user)", so that the totals are still drawn.
+std::vector<int> shown_dims(const std::vector<UsagePoint>& usage) {
+  std::vector<int> dims;
+  for (int dim = 0; dim < 3; ++dim) {
+    if (std::any_of(usage.begin(), usage.end(), [dim](const UsagePoint& p) { return !group_of(p, dim).empty(); })) {
+      dims.push_back(dim);
+    }
+  }
+  if (dims.empty()) dims.push_back(0);
+  return dims;
+}
+
+// The sentence saying which kinds no job records, and so are not shown; empty when all are.
+std::string unrecorded_dims(const std::vector<UsagePoint>& usage) {
+  std::vector<int> missing;
+  for (int dim = 0; dim < 3; ++dim) {
+    const bool recorded = std::any_of(usage.begin(), usage.end(),
+                                      [dim](const UsagePoint& p) { return !group_of(p, dim).empty(); });
+    if (!recorded) missing.push_back(dim);
+  }
+  if (missing.empty()) return {};
+  std::string what, per;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    const char* sep = i == 0 ? "" : (i + 1 == missing.size() ? " or " : ", ");
+    what += fmt::format("{}{} {}", sep, kArticles[missing[i]], kDims[missing[i]]);
+    per += fmt::format("{}{}", sep, kDims[missing[i]]);
+  }
+  if (missing.size() == 3) {
+    return "No job here records " + what + ": the plot and the table show every job as (no user).";
+  }
+  return "No job here records " + what + ": there is no plot or table row per " + per + ".";
 }
 
 // The groups of one dimension by name ("" for the jobs without one), largest requested total first.
@@ -93,14 +130,17 @@ struct DaySums {
 std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
   std::vector<Plot> out;
   if (usage.empty()) return out;
-  for (int dim = 0; dim < 3; ++dim) {
+  for (const int dim : shown_dims(usage)) {
     const std::vector<std::string> ranked = ranked_groups(usage, dim);
     const GroupLabels label(ranked, dim);
+    // The rest is one line only when it holds two or more groups: one alone is named (until
+    // 2026-12-07 LANL's ninth partition was drawn as "other (1 partitions)").
+    const size_t named = ranked.size() > kTopGroups + 1 ? kTopGroups : ranked.size();
     std::map<std::string, bool> top;
-    for (size_t i = 0; i < ranked.size() && i < kTopGroups; ++i) top[ranked[i]] = true;
+    for (size_t i = 0; i < named; ++i) top[ranked[i]] = true;
     // Not "other", nor "other (N users)" where a user is called so: a user, account or partition
     // may be, and its line would take the rest's sums.
-    const std::string rest = ranked.size() > kTopGroups ? label.rest(ranked.size() - kTopGroups) : std::string();
+    const std::string rest = named < ranked.size() ? label.rest(ranked.size() - named) : std::string();
     std::map<std::pair<std::string, int64_t>, DaySums> sums;
     for (const UsagePoint& p : usage) {
       const std::string& g = group_of(p, dim);
@@ -150,12 +190,16 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
 }
 
 std::string usage_table(const std::vector<UsagePoint>& usage) {
-  std::string t =
+  std::string t;
+  if (const std::string unrecorded = unrecorded_dims(usage); !unrecorded.empty()) {
+    t += "<p class=\"explain\">" + html_escape(unrecorded) + "</p>\n";
+  }
+  t +=
       "<table class=\"sortable\"><thead><tr><th>by</th><th>group</th><th>jobs</th>"
       "<th>requested GB (mean)</th><th>used GB (mean)</th><th>used / requested</th>"
       "<th>test jobs with a recommendation</th><th>their request GB (mean)</th>"
       "<th>recommended GB (mean)</th></tr></thead><tbody>\n";
-  for (int dim = 0; dim < 3; ++dim) {
+  for (const int dim : shown_dims(usage)) {
     // Largest requested total first, as the plot ranks them; past kTableGroups one "other" row,
     // so that a site with thousands of users still reads at a glance.
     const std::vector<std::string> ranked = ranked_groups(usage, dim);

@@ -722,5 +722,56 @@ TEST(ReportHtml, PageCarriesEveryPlotAndNoFetch) {
   EXPECT_NE(page->find("class=\"sortable\""), std::string::npos);
 }
 
+// A trace that records no account and no partition (a Nextflow trace): the account and
+// partition plots each drew one "(no account)" line repeating the user plot's sums, and the table a
+// row each repeating the user's row. A kind of group no job has is neither drawn nor tabulated,
+// and the section says which and why.
+TEST(ReportUsage, AKindOfGroupNoJobHasIsNeitherDrawnNorTabulated) {
+  ReportInput in;
+  in.usage = {{"eager", "", "", 86400, 8.0, 2.0, std::nullopt},
+              {"eager", "", "", 2 * 86400, 8.0, 3.0, std::nullopt}};
+  const std::set<std::string> ids = plot_ids(in);
+  EXPECT_TRUE(ids.count("usage-user"));
+  EXPECT_FALSE(ids.count("usage-account"));
+  EXPECT_FALSE(ids.count("usage-partition"));
+  const std::string t = usage_table(in.usage);
+  EXPECT_NE(t.find("<td>user</td><td>eager</td>"), std::string::npos) << t;
+  EXPECT_EQ(t.find("<td>account</td>"), std::string::npos) << t;
+  EXPECT_EQ(t.find("<td>partition</td>"), std::string::npos) << t;
+  EXPECT_NE(t.find("No job here records an account or a partition"), std::string::npos) << t;
+  // One job with a partition: that kind is drawn, the jobs without one as "(no partition)".
+  in.usage[1].partition = "cpu";
+  const std::set<std::string> with_one = plot_ids(in);
+  EXPECT_TRUE(with_one.count("usage-partition"));
+  EXPECT_FALSE(with_one.count("usage-account"));
+  const std::string t2 = usage_table(in.usage);
+  EXPECT_NE(t2.find("<td>partition</td><td>(no partition)</td>"), std::string::npos) << t2;
+  EXPECT_NE(t2.find("No job here records an account:"), std::string::npos) << t2;
+  // No kind named at all: the user plot still draws every job's sums, as "(no user)".
+  for (UsagePoint& u : in.usage) u = {"", "", "", u.end_time_s, u.requested_gb, u.used_gb, std::nullopt};
+  EXPECT_EQ(plot_ids(in), (std::set<std::string>{"usage-user"}));
+}
+
+// LANL's nine partitions: the plot named eight and drew the ninth alone as "other (1
+// partitions)", one name hidden behind a count. The rest is one line only when it holds two or
+// more groups, as the table folds its rest.
+TEST(ReportUsage, OneGroupPastTheEighthIsNamedNotFolded) {
+  ReportInput in;
+  for (int u = 0; u < 9; ++u) {
+    in.usage.push_back({"u" + std::to_string(u), "acct", "part", 86400, u + 1.0, 0.5, std::nullopt});
+  }
+  size_t checked = 0;
+  for (const Plot& p : make_plots(in)) {
+    if (p.id != "usage-user") continue;
+    std::set<std::string> groups;
+    for (const json& row : p.spec.at("data").at("values")) groups.insert(row.at("group"));
+    EXPECT_EQ(groups.size(), 9u);
+    EXPECT_TRUE(groups.count("u0")) << "the smallest is named";
+    EXPECT_FALSE(groups.count("other (1 users)"));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1u);
+}
+
 }  // namespace
 }  // namespace peakcast::report
