@@ -128,6 +128,7 @@ Status check_eval_json(const json& j, const std::string& source) {
       for (const char* key : {"point", "lo", "hi"}) {
         if (Status s = number_if_present(*d, key, where + ".mae_diff_vs_" + baseline); !s) return s;
       }
+      if (Status s = count_if_present(*d, "days", where + ".mae_diff_vs_" + baseline); !s) return s;
     }
     if (auto r = e.find("routing"); r != e.end() && r->is_object()) {
       for (const char* key : {"encoder_share", "tree_share", "bypass_share", "cache_share"}) {
@@ -188,11 +189,22 @@ std::string methods_table(const json& eval) {
     const json sd = seed_sd_mae(e);
     row += cell(sd.is_number() ? num(sd, "{:.4f}") : "–");
     row += pct_cell(e.value("acc10", json()));
-    if (e.contains(diff_key) && e[diff_key].is_object()) {
+    if (e.at("method") == baseline) {
+      row += cell("(baseline)");  // against itself: 0 [0, 0], which reads as a measurement
+    } else if (e.contains(diff_key) && e[diff_key].is_object()) {
       const json& d = e[diff_key];
-      row += fmt::format("<td data-sort=\"{}\">{} [{}, {}]</td>", d.value("point", 0.0),
-                         num(d.value("point", json()), "{:+.4f}"), num(d.value("lo", json()), "{:+.4f}"),
-                         num(d.value("hi", json()), "{:+.4f}"));
+      // A day-block bootstrap over one submit day resamples that day alone: its "interval" is the
+      // point (a test block within a day: the Nextflow traces), not a certain difference.
+      const json days = d.value("days", json());
+      if (days.is_number() && days.get<double>() < 2) {
+        const int64_t n = days.get<int64_t>();
+        row += fmt::format("<td data-sort=\"{}\">{} (no interval: {} submit day{})</td>", d.value("point", 0.0),
+                           num(d.value("point", json()), "{:+.4f}"), n, n == 1 ? "" : "s");
+      } else {
+        row += fmt::format("<td data-sort=\"{}\">{} [{}, {}]</td>", d.value("point", 0.0),
+                           num(d.value("point", json()), "{:+.4f}"), num(d.value("lo", json()), "{:+.4f}"),
+                           num(d.value("hi", json()), "{:+.4f}"));
+      }
     } else {
       row += cell("–");
     }

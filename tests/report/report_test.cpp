@@ -773,5 +773,22 @@ TEST(ReportUsage, OneGroupPastTheEighthIsNamedNotFolded) {
   EXPECT_EQ(checked, 1u);
 }
 
+// The baseline's own row compared the baseline with itself ("+0.0000 [+0.0000, +0.0000]"), and a
+// test block within one submit day gave a day-block bootstrap "interval" that is a point
+// ("-0.0105 [-0.0105, -0.0105]" on the eager trace), which read as a certain difference.
+TEST(ReportEval, TheBaselineRowAndAOneDayIntervalSayWhatTheyAre) {
+  json eval = sample_eval();
+  eval["results"][0]["mae_diff_vs_hier_last1"] = {{"point", 0.0}, {"lo", 0.0}, {"hi", 0.0}, {"days", 1}};
+  eval["results"][1]["mae_diff_vs_hier_last1"] = {{"point", -0.03}, {"lo", -0.03}, {"hi", -0.03}, {"days", 1}};
+  const std::string one_day = methods_table(eval);
+  EXPECT_EQ(one_day.find("[+0.0000, +0.0000]"), std::string::npos) << one_day;
+  EXPECT_NE(one_day.find("<td>(baseline)</td>"), std::string::npos) << one_day;
+  EXPECT_EQ(one_day.find("[-0.0300, -0.0300]"), std::string::npos) << one_day;
+  EXPECT_NE(one_day.find("-0.0300 (no interval: 1 submit day)"), std::string::npos) << one_day;
+  eval["results"][1]["mae_diff_vs_hier_last1"] = {{"point", -0.03}, {"lo", -0.05}, {"hi", -0.01}, {"days", 9}};
+  const std::string days = methods_table(eval);
+  EXPECT_NE(days.find("-0.0300 [-0.0500, -0.0100]"), std::string::npos) << days;
+}
+
 }  // namespace
 }  // namespace peakcast::report
