@@ -149,10 +149,29 @@ std::string section_tables(const std::string& id, const ReportInput& in) {
   return {};
 }
 
+// The text lines of `key` of `o`, where it is a list (others ignored: the page only shows them).
+std::vector<std::string> text_lines(const json& o, const char* key) {
+  std::vector<std::string> out;
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_array()) return out;
+  for (const json& n : *it) {
+    if (n.is_string()) out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
 std::string header(const ReportInput& in, const std::vector<Plot>& plots) {
   std::string h = "<header><h1>" + html_escape(in.title) + "</h1><p class=\"meta\">" +
                   html_escape(in.source) + " · made " + now_utc() + " by peakcast report</p>";
   std::vector<std::string> notes = in.notes;
+  // What the trace's reader and the evaluation said (a user taken from a file name, a test block
+  // of one submit day whose intervals say little): EVAL.json carries them, the page showed none.
+  if (in.eval && in.eval->is_object()) {
+    if (auto r = in.eval->find("reader"); r != in.eval->end() && r->is_object()) {
+      for (const std::string& n : text_lines(*r, "notes")) notes.push_back("trace: " + n);
+    }
+    for (const std::string& n : text_lines(*in.eval, "notes")) notes.push_back("evaluation: " + n);
+  }
   if (in.recommendations) {
     for (const std::string& n : in.recommendations->totals.notes) notes.push_back("recommendations: " + n);
   }

@@ -790,5 +790,20 @@ TEST(ReportEval, TheBaselineRowAndAOneDayIntervalSayWhatTheyAre) {
   EXPECT_NE(days.find("-0.0300 [-0.0500, -0.0100]"), std::string::npos) << days;
 }
 
+// Evaluate's notes (a test block of one submit day, a Nextflow trace's user taken from its file
+// name) are in EVAL.json, but the page showed none of them.
+TEST(ReportHtml, TheEvaluationsAndTheReadersNotesAreOnThePage) {
+  if (!have_plotting_library()) GTEST_SKIP() << "built without the plotting library (npm missing)";
+  ReportInput in;
+  in.eval = sample_eval();
+  (*in.eval)["notes"] = {"mem: the test block spans only 1 submit day(s)", 7};
+  (*in.eval)["reader"] = {{"notes", {"Nextflow trace has no user column"}}};
+  auto page = render_html(in);
+  ASSERT_TRUE(page.ok()) << page.status().message();
+  const std::string header = page->substr(0, page->find("</header>"));
+  EXPECT_NE(header.find("<li>evaluation: mem: the test block spans only 1 submit day(s)</li>"), std::string::npos);
+  EXPECT_NE(header.find("<li>trace: Nextflow trace has no user column</li>"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace peakcast::report
