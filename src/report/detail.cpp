@@ -77,6 +77,14 @@ void add_usage(const std::vector<Job>& jobs,
     }
     d.usage.push_back(std::move(u));
   }
+  if (d.usage.empty() && !jobs.empty()) {
+    // No section, and nothing on the page said why (a VRAM trace's: GPUMemNet records no memory peak).
+    const bool vram = std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.peak_vram_bytes.has_value(); }) &&
+                      std::none_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.peak_mem_bytes.has_value(); });
+    d.notes.push_back(fmt::format(
+        "no usage section: none of the {} jobs has both a memory request and a recorded memory peak{}",
+        jobs.size(), vram ? " (this trace records VRAM only; the usage section is of host memory)" : ""));
+  }
   if (auto note = keep_whole_usage_days(d.usage, max_points)) d.notes.push_back(std::move(*note));
 }
 

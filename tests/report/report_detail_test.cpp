@@ -164,5 +164,32 @@ TEST(ReportDetail, ARecommendationIsDrawnOnItsOwnRunOnly) {
   EXPECT_FALSE(d->usage.front().recommended_gb) << "the earlier run took the test run's recommendation";
 }
 
+
+// A trace that records VRAM only (the GPUMemNet jobs: a memory request, no memory peak) has no
+// usage section, and the page said nothing of why.
+TEST(ReportDetail, WithoutAMemoryPeakTheNotesSayWhyNoUsageSection) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 5; ++i) {
+    Job j;
+    j.job_id = "g" + std::to_string(i);
+    j.user = "u01";
+    j.submit_ms = i * 1000;
+    j.end_ms = i * 1000 + 60'000;
+    j.req_mem_bytes = uint64_t{32} << 30;
+    j.req_gpus = 1;
+    j.gpu_mem_bytes = uint64_t{40} << 30;
+    j.peak_vram_bytes = uint64_t{10} << 30;
+    jobs.push_back(j);
+  }
+  auto d = build_detail(jobs, small_model());  // too few to train: only the usage is tried
+  ASSERT_TRUE(d) << d.status().message();
+  EXPECT_TRUE(d->usage.empty());
+  const auto note = std::find_if(d->notes.begin(), d->notes.end(),
+                                 [](const std::string& n) { return n.starts_with("no usage section"); });
+  ASSERT_NE(note, d->notes.end());
+  EXPECT_NE(note->find("none of the 5 jobs has both a memory request and a recorded memory peak"), std::string::npos) << *note;
+  EXPECT_NE(note->find("VRAM only"), std::string::npos) << *note;
+}
+
 }  // namespace
 }  // namespace peakcast::report
