@@ -130,6 +130,15 @@ struct DaySums {
 std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
   std::vector<Plot> out;
   if (usage.empty()) return out;
+  // x is the UTC day: a local-time axis put each day's sum on the evening before west of
+  // Greenwich, with hour ticks between the days. A tick a day where the days are few, at most ten
+  // (Vega picks the time interval nearest the count).
+  int64_t first_day = day_of(usage.front()), last_day = first_day;
+  for (const UsagePoint& p : usage) {
+    first_day = std::min(first_day, day_of(p));
+    last_day = std::max(last_day, day_of(p));
+  }
+  const int64_t day_ticks = std::clamp<int64_t>((last_day - first_day) / kDay, 1, 10);
   for (const int dim : shown_dims(usage)) {
     const std::vector<std::string> ranked = ranked_groups(usage, dim);
     const GroupLabels label(ranked, dim);
@@ -171,15 +180,19 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
                                           {"bind", "legend"}}})},
                  {"mark", {{"type", "line"}, {"point", true}}},
                  {"encoding",
-                  {{"x", {{"field", "t"}, {"type", "temporal"}, {"title", "day"}}},
+                  {{"x", {{"field", "t"}, {"type", "temporal"}, {"timeUnit", "utcyearmonthdate"},
+                          {"title", "day (UTC)"}, {"axis", {{"tickCount", day_ticks}}}}},
                    {"y", {{"field", "gb"}, {"type", "quantitative"}, {"title", "GB"}}},
                    {"color", {{"field", "group"}, {"type", "nominal"}, {"title", dim_name}}},
+                   // The legend draws each line's dashes (circles with dashed rims hardly tell
+                   // "used (peak)" from "recommended").
                    {"strokeDash", {{"field", "kind"}, {"type", "nominal"}, {"title", "memory"},
-                                   {"sort", {"requested", "used (peak)", "recommended"}}}},
+                                   {"sort", {"requested", "used (peak)", "recommended"}},
+                                   {"legend", {{"symbolType", "stroke"}, {"symbolStrokeWidth", 2}, {"symbolSize", 300}}}}},
                    {"opacity", {{"condition", {{"param", "pick_" + dim_name}, {"value", 1}}},
                                 {"value", 0.15}}},
                    {"tooltip", json::array({{{"field", "group"}, {"type", "nominal"}, {"title", dim_name}},
-                                            {{"field", "t"}, {"type", "temporal"}, {"title", "day"}},
+                                            {{"field", "t"}, {"type", "temporal"}, {"timeUnit", "utcyearmonthdate"}, {"title", "day (UTC)"}},
                                             {{"field", "kind"}, {"type", "nominal"}, {"title", "memory"}},
                                             {{"field", "gb"}, {"type", "quantitative"}, {"title", "GB"}, {"format", ",.1f"}},
                                             {{"field", "jobs"}, {"type", "quantitative"}, {"title", "jobs"}}})}}},

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peakcast/report/report.h"
 #include "report_test_util.h"
 
 namespace {
@@ -437,6 +439,45 @@ TEST_F(ReportPage, TextColumnsSortWithNumericCollation) {
   ASSERT_FALSE(out.contains("error")) << out.dump();
   EXPECT_EQ(out.at("by_method"), nlohmann::json({"job_2", "job_10", "node1", "node9", "node10"})) << out.dump();
   EXPECT_EQ(out.at("by_mae"), nlohmann::json({"0.5000", "9.0000", "10.0000", "20.0000", "100.0000"})) << out.dump();
+}
+
+// The usage plots sum each UTC day, but their x axis was a local-time scale with hourly ticks:
+// in a browser west of Greenwich a day's sum sat on the evening before ("Mon 24" then "06 PM"),
+// and everywhere the hour ticks between two days read as if the sums were hourly. Drawn with the
+// browser in Los Angeles' time zone, the axis shows the UTC days and no hours.
+TEST_F(ReportPage, TheUsageAxisShowsUtcDaysWhateverTheBrowsersZone) {
+  if (!peakcast::report::have_plotting_library()) GTEST_SKIP() << "built without the plotting library";
+  peakcast::report::ReportInput in;
+  const int64_t jun25 = 1719273600;  // 2024-06-25 00:00 UTC
+  for (int day = 0; day < 3; ++day) {
+    in.usage.push_back({"eager", "", "", jun25 + day * 86400 + 3600, 8.0 + day, 2.0, std::nullopt});
+  }
+  auto html = peakcast::report::render_html(in);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  const fs::path page = work_ / "days.html";
+  std::ofstream(page) << *html;
+  const fs::path profile = work_ / "profile-days";
+  fs::create_directories(profile);
+  const auto r = run("TZ=America/Los_Angeles " + chromium_ + " " + chromium_flags(profile) +
+                         " --dump-dom file://" + page.string(),
+                     (work_ / "days.log").string());
+  ASSERT_EQ(r.exit_code, 0);
+  const size_t at = r.out.find("id=\"plot-usage-user\"");
+  ASSERT_NE(at, std::string::npos) << r.out.substr(0, 2000);
+  const std::string plot = r.out.substr(at, r.out.find("</section>", at) - at);
+  std::vector<std::string> labels;
+  const std::regex text("<text[^>]*>([^<]+)</text>");
+  for (auto it = std::sregex_iterator(plot.begin(), plot.end(), text); it != std::sregex_iterator(); ++it) {
+    labels.push_back((*it)[1]);
+  }
+  const auto has = [&](const std::string& l) { return std::find(labels.begin(), labels.end(), l) != labels.end(); };
+  std::string all;
+  for (const std::string& l : labels) all += "[" + l + "] ";
+  for (const char* day : {"Jun 25, 2024", "Jun 26, 2024", "Jun 27, 2024"}) EXPECT_TRUE(has(day)) << day << ": " << all;
+  for (const std::string& l : labels) {
+    EXPECT_FALSE(std::regex_search(l, std::regex("\\d (AM|PM)$"))) << "an hour tick: " << l;
+  }
+  EXPECT_FALSE(has("Mon 24")) << all;
 }
 
 TEST(ReportCli, BadInputsAreUsageErrors) {

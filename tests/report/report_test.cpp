@@ -805,5 +805,38 @@ TEST(ReportHtml, TheEvaluationsAndTheReadersNotesAreOnThePage) {
   EXPECT_NE(header.find("<li>trace: Nextflow trace has no user column</li>"), std::string::npos);
 }
 
+
+// The usage plots' x is the UTC day a job ended on: a local-time axis put each day's sum on the
+// evening before west of Greenwich, with hour ticks between days. And the memory legend showed
+// dashed circles, which tell "used (peak)" from "recommended" apart hardly at all: it draws the
+// lines' own dashes.
+TEST(ReportUsage, TheDayAxisIsUtcDaysAndTheLegendDrawsTheDashes) {
+  ReportInput in;
+  for (int day = 0; day < 3; ++day) in.usage.push_back({"u", "a", "p", 86400 * (10 + day), 8.0, 2.0, std::nullopt});
+  size_t checked = 0;
+  for (const Plot& p : make_plots(in)) {
+    if (!p.id.starts_with("usage-")) continue;
+    const json& enc = p.spec.at("encoding");
+    EXPECT_EQ(enc.at("x").value("timeUnit", ""), "utcyearmonthdate") << p.id;
+    EXPECT_EQ(enc.at("x").at("axis").at("tickCount"), 2) << "one tick a day over two days";
+    EXPECT_EQ(enc.at("x").value("title", ""), "day (UTC)");
+    EXPECT_EQ(enc.at("strokeDash").at("legend").value("symbolType", ""), "stroke");
+    bool tooltip_day = false;
+    for (const json& t : enc.at("tooltip")) {
+      if (t.at("field") == "t") tooltip_day = t.value("timeUnit", "") == "utcyearmonthdate";
+    }
+    EXPECT_TRUE(tooltip_day) << p.id;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3u);
+  // Over months, at most ten ticks.
+  in.usage.push_back({"u", "a", "p", 86400 * 200, 8.0, 2.0, std::nullopt});
+  for (const Plot& p : make_plots(in)) {
+    if (p.id == "usage-user") {
+      EXPECT_EQ(p.spec.at("encoding").at("x").at("axis").at("tickCount"), 10);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace peakcast::report
