@@ -178,9 +178,17 @@ std::string methods_table(const json& eval) {
   std::string baseline = "hier_last1";
   if (eval.contains("config") && eval["config"].is_object()) baseline = eval["config"].value("baseline", baseline);
   const std::string diff_key = "mae_diff_vs_" + baseline;
+  // How many day-block resamples the interval drew (report's default 1,000, evaluate's 10,000:
+  // the same trace's interval ends differ in the last digit).
+  std::string resamples;
+  if (eval.contains("config") && eval["config"].is_object()) {
+    if (const json b = eval["config"].value("bootstrap", json()); b.is_number_integer() && b.get<int64_t>() > 0) {
+      resamples = fmt::format(", {} day-block resamples", b.get<int64_t>());
+    }
+  }
   std::string t = "<table class=\"sortable\"><thead><tr><th>method</th><th>resource</th>"
                   "<th>scored jobs</th><th>MAE</th><th>s.d.</th><th>Acc@10%</th>"
-                  "<th>ΔMAE vs " + html_escape(baseline) + " [95% CI]</th>"
+                  "<th>ΔMAE vs " + html_escape(baseline) + " [95% CI" + resamples + "]</th>"
                   "<th>encoder / tree / bypass / cache</th></tr></thead><tbody>\n";
   for (const json& e : eval.at("results")) {
     std::string row = "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +

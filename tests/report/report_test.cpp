@@ -838,5 +838,17 @@ TEST(ReportUsage, TheDayAxisIsUtcDaysAndTheLegendDrawsTheDashes) {
   }
 }
 
+
+// `peakcast report` resamples 1,000 times by default, `peakcast evaluate` 10,000: the same trace's
+// interval ends differ in the last digit (LANL hier_median3: +0.0066 on the page, +0.0069 from
+// evaluate), and the page did not say how many it drew.
+TEST(ReportEval, TheIntervalSaysHowManyResamplesItDrew) {
+  json eval = sample_eval();
+  eval["config"]["bootstrap"] = 1000;
+  EXPECT_NE(methods_table(eval).find("[95% CI, 1000 day-block resamples]"), std::string::npos) << methods_table(eval);
+  eval["config"].erase("bootstrap");
+  EXPECT_NE(methods_table(eval).find("[95% CI]</th>"), std::string::npos) << "unknown: not said";
+}
+
 }  // namespace
 }  // namespace peakcast::report
