@@ -15,6 +15,10 @@ std::string diff_cell(const ResultRow& row, const std::string& baseline) {
   if (row.method == baseline) return "(baseline)";
   if (!row.mae_diff_vs_baseline) return "-";
   const BootstrapInterval& b = *row.mae_diff_vs_baseline;
+  // A day-block bootstrap over one submit day resamples that day alone: its "interval" is the
+  // point, which would read as a certain difference (the report's table says the same).
+  if (b.days < 2)
+    return fmt::format("{:+.4f} (no interval: {} submit day{})", b.point, b.days, b.days == 1 ? "" : "s");
   return fmt::format("{:+.4f} [{:+.4f}, {:+.4f}]", b.point, b.lo, b.hi);
 }
 

@@ -403,5 +403,24 @@ TEST(Evaluate, UnknownMethodListsValidNames) {
   EXPECT_NE(rep.status().message().find("hier_last1"), std::string::npos);
 }
 
+// A day-block bootstrap over one submit day resamples that day alone: its interval is the point,
+// and the table and markdown say there is none rather than print "[-0.0105, -0.0105]".
+TEST(Evaluate, AOneDayIntervalIsSaidToBeNone) {
+  EvalReport rep;
+  for (size_t days : {1, 4}) {
+    ResultRow row;
+    row.method = days == 1 ? "one_day" : "four_days";
+    row.metrics.n = 10;
+    row.mae_diff_vs_baseline = BootstrapInterval{-0.0105, -0.0105, days == 1 ? -0.0105 : -0.02,
+                                                 days == 1 ? -0.0105 : -0.001, days, 100};
+    rep.results.push_back(row);
+  }
+  for (const std::string& text : {render_table(rep), render_markdown(rep)}) {
+    EXPECT_NE(text.find("-0.0105 (no interval: 1 submit day)"), std::string::npos) << text;
+    EXPECT_EQ(text.find("[-0.0105, -0.0105]"), std::string::npos) << text;
+    EXPECT_NE(text.find("-0.0105 [-0.0200, -0.0010]"), std::string::npos) << text;
+  }
+}
+
 }  // namespace
 }  // namespace peakcast::eval
