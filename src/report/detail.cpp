@@ -114,6 +114,36 @@ Detail without_model(const std::vector<Job>& jobs, const DetailOptions& o, const
   return d;
 }
 
+// How many test jobs peakcastd would have given a memory recommendation, and by which rule; where
+// none, why (a recommendation needs a memory request and a memory bound).
+std::string recommendations_said(const std::vector<Job>& test, const std::vector<DaemonAnswer>& answers,
+                                 size_t stored, const sizing::WorkloadSizerOptions& w) {
+  const size_t n = std::min(test.size(), answers.size());
+  size_t with_rec = 0, own_rec = 0, requested = 0, labelled = 0;
+  for (size_t i = 0; i < n; ++i) {
+    with_rec += answers[i].recommended_bytes ? 1 : 0;
+    own_rec += answers[i].recommended_bytes && answers[i].source == "workload" ? 1 : 0;
+    requested += test[i].req_mem_bytes ? 1 : 0;
+    labelled += test[i].is_valid(Resource::kMem) ? 1 : 0;
+  }
+  if (with_rec == 0) {
+    const char* why = requested == 0 ? "none has a memory request: a recommendation lowers one"
+                      : labelled == 0  ? "none has a memory peak: no memory bound to recommend from"
+                                       : "none for a new script before the bound has evidence";
+    return fmt::format("no memory recommendation for any of the {} test jobs ({})", n, why);
+  }
+  return fmt::format(
+      "memory recommendations for {} of the {} test jobs, {} of them by their workload's own sizing "
+      "policy (once {} of its runs had completed; the policies warmed up on each script's most recent "
+      "runs among the {} earlier completions, at most {} in all{}), the others from the bound (none "
+      "for a new script before the bound has evidence, nor without a memory request)",
+      with_rec, n, own_rec, sizing::kPeakcastMinHistory, stored, w.rebuild_runs,
+      w.max_age_ms > 0 ? fmt::format("; --sizing-days {:g}: each answers from its script's runs of about the "
+                                     "last {:g} to {:g} days",
+                                     w.max_age_days(), w.max_age_days(), 2 * w.max_age_days())
+                       : std::string());
+}
+
 }  // namespace
 
 Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
@@ -208,24 +238,12 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     bounds += fmt::format("{}{}: {} of {} test jobs had a bound", bounds.empty() ? "" : "; ",
                           resource_name(r), with_bound, valid);
   }
-  const size_t with_rec = static_cast<size_t>(std::count_if(
-      answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.recommended_bytes; }));
-  const size_t own_rec = static_cast<size_t>(std::count_if(
-      answers.begin(), answers.end(), [](const DaemonAnswer& a) { return a.source == "workload"; }));
   d.notes.push_back(fmt::format(
       "upper bounds and recommended requests: what peakcastd would have answered (its online {:.0f}% "
       "bound, warmed up on the completions of {} earlier jobs, then updated with each completion); "
-      "{}; {} memory recommendations, {} of them by their workload's own sizing policy (once {} of "
-      "its runs had completed; the policies warmed up on each script's most recent runs among the "
-      "{} earlier completions, at most {} in all{}), the others from the bound (none for a new script "
-      "before the bound has evidence, nor without a memory request)",
+      "{}; {}",
       100 * o.bound_coverage, warm.size(), bounds.empty() ? "no test job had a label" : bounds,
-      with_rec, own_rec, sizing::kPeakcastMinHistory, stored.size(), o.workloads.rebuild_runs,
-      o.workloads.max_age_ms > 0
-          ? fmt::format("; --sizing-days {:g}: each answers from its script's runs of about the last "
-                        "{:g} to {:g} days",
-                        o.workloads.max_age_days(), o.workloads.max_age_days(), 2 * o.workloads.max_age_days())
-          : std::string()));
+      recommendations_said(test, answers, stored.size(), o.workloads)));
   return d;
 }
 

@@ -74,10 +74,10 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
   out.totals.results = sizing::summarize_seeds({{"users' requests", asked}, {"peakcastd's", answered}});
   out.totals.notes.push_back(fmt::format(
       "peakcastd's requests would have wasted {:.1f} GB·h ({:.1f} reserved unused, {:.1f} in {} "
-      "out-of-memory attempts of {} jobs) against {:.1f} GB·h and {} failed attempts at the users' "
+      "out-of-memory attempts of {} job{}) against {:.1f} GB·h and {} failed attempts at the users' "
       "own requests",
       answered.waste_gbh, answered.over_gbh, answered.failed_gbh, answered.failures,
-      answered.failed_jobs, asked.waste_gbh, asked.failures));
+      answered.failed_jobs, answered.failed_jobs == 1 ? "" : "s", asked.waste_gbh, asked.failures));
   out.totals.notes.push_back(fmt::format(
       "{} test jobs with a memory request, a peak and a run time; {} of them had a recommendation "
       "({} below the request), the others run at their request",

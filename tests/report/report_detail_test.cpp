@@ -191,5 +191,21 @@ TEST(ReportDetail, WithoutAMemoryPeakTheNotesSayWhyNoUsageSection) {
   EXPECT_NE(note->find("VRAM only"), std::string::npos) << *note;
 }
 
+// Where no test job got a memory recommendation, the notes say why rather than "0 memory
+// recommendations, 0 of them by their workload's own sizing policy, the others from the bound".
+TEST(ReportDetail, WithoutAMemoryRequestTheNotesSayWhyNoRecommendation) {
+  std::vector<Job> jobs = synth_jobs();
+  for (Job& j : jobs) j.req_mem_bytes.reset();
+  auto d = build_detail(jobs, small_model());
+  ASSERT_TRUE(d) << d.status().message();
+  const auto note = std::find_if(d->notes.begin(), d->notes.end(), [](const std::string& n) {
+    return n.starts_with("upper bounds and recommended requests");
+  });
+  ASSERT_NE(note, d->notes.end());
+  EXPECT_NE(note->find("no memory recommendation for any of the "), std::string::npos) << *note;
+  EXPECT_NE(note->find("(none has a memory request: a recommendation lowers one)"), std::string::npos) << *note;
+  EXPECT_EQ(note->find("0 memory recommendations"), std::string::npos) << *note;
+}
+
 }  // namespace
 }  // namespace peakcast::report
