@@ -168,6 +168,44 @@ std::optional<Format> detect_in(std::string_view content, bool complete) {
   return swf_comment_seen ? Format::kSwf : Format::kAuto;
 }
 
+// The form of Slurm's own job documents, which are no trace: "sacct --json" for a JSON object
+// whose first key is "jobs" or "meta" (23.02+ data_parser puts the jobs first, openapi/dbv0.0.37
+// of 21.08 its meta) and which holds meta's "plugin" and "version" keys; "sacct --yaml" for a
+// `---` document whose first key is `jobs:` or `meta:`. Empty for anything else: a JSONL trace's
+// first object holds a job's own keys first.
+std::string_view slurm_document_form(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  text.remove_prefix(first);
+  if (text.front() == '{') {
+    std::string_view rest = text.substr(1);
+    rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n")));
+    const bool slurm_key = rest.starts_with("\"jobs\"") || rest.starts_with("\"meta\"");
+    const auto holds = [text](std::string_view key) { return text.find(key) != std::string_view::npos; };
+    if (slurm_key && holds("\"jobs\"") && holds("\"meta\"") && holds("\"plugin\"") &&
+        holds("\"version\"")) {
+      return "sacct --json";
+    }
+    return {};
+  }
+  const size_t nl = text.find('\n');
+  if (nl == std::string_view::npos || trim(text.substr(0, nl)) != "---") return {};
+  std::string_view lines = text.substr(nl + 1);
+  lines.remove_prefix(std::min(lines.size(), lines.find_first_not_of(" \t\r\n")));
+  if (lines.starts_with("jobs:") || lines.starts_with("meta:")) return "sacct --yaml";
+  return {};
+}
+
+// A Slurm job document refused as what it is, naming the export peakcast reads.
+Status slurm_document_refused(const std::string& path, std::string_view form) {
+  return Status::invalid(
+      path + ": " + std::string(form) + " output (Slurm's job document), which peakcast does not read; "
+      "export the jobs as a sacct table: sacct -P --format=JobID,JobName,User,Account,Partition,"
+      "State,Submit,Start,End,NCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,"
+      "TimelimitRaw (docs/formats.md, \"Slurm sacct -P\", says what each field gives)");
+}
+
 }  // namespace
 
 Format detect_format(std::string_view content) { return *detect_in(content, true); }
@@ -281,6 +319,9 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
       // A gzip whose text is of no format may be one whose data is corrupt past the prefix:
       // that is the truer answer, and gzip tells it only at its end; past the bound, the
       // message says how much was judged.
+      if (std::string_view form = slurm_document_form(text); !form.empty()) {
+        return slurm_document_refused(path, form);
+      }
       std::string judged = "its content";
       if (in->compressed()) {
         const size_t left = kNoFormatGzipCheckBytes - std::min(kNoFormatGzipCheckBytes, text.size());
@@ -297,6 +338,9 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     }
   }
   if (Status s = in->read_rest(text); !s) return s;
+  if (std::string_view form = slurm_document_form(text); !form.empty()) {
+    return slurm_document_refused(path, form);
+  }
   trace.format = format;
 
   Status st;

@@ -1,0 +1,106 @@
+// sacct's other output forms: `--json`/`--yaml` documents (refused, naming the file and the
+// `-P` export to use), `-n` listings in another delimiter read by `--columns`, sizes printed
+// below `--units`' resolution (`0.00G`), and the ReqGRES/AllocGRES columns of Slurm <= 20.11.
+#include <string>
+
+#include "golden_util.h"  // gtest first
+#include "peakcast/core/job.h"
+#include "peakcast/ingest/reader.h"
+#include "peakcast/ingest/sacct.h"
+#include "sacct_test_util.h"
+
+namespace peakcast::ingest {
+namespace {
+
+using namespace sacct_testing;
+using test_util::temp_path;
+using test_util::write_text;
+
+std::string reasons(const Trace& t) {
+  std::string all;
+  for (const std::string& r : t.stats.reasons) all += r + "\n";
+  return all;
+}
+
+// `sacct --json` (21.08, openapi/dbv0.0.37's populate_response_format): meta first, pretty-printed
+// over many lines, so each line alone is no JSON object.
+constexpr std::string_view kJson2108 = R"({
+   "meta": {
+     "plugin": {
+       "type": "openapi\/dbv0.0.37",
+       "name": "Slurm OpenAPI DB v0.0.37"
+     },
+     "Slurm": {
+       "version": {
+         "major": 21,
+         "micro": 5,
+         "minor": 8
+       },
+       "release": "21.08.5"
+     }
+   },
+   "errors": [
+   ],
+   "jobs": [
+     {
+       "account": "lab",
+       "job_id": 7
+     }
+   ]
+}
+)";
+
+// 23.02+ (data_parser): the jobs come first, meta after them.
+constexpr std::string_view kJson2311 =
+    R"({"jobs":[{"account":"lab","job_id":7}],"meta":{"plugin":{"type":"","name":"","data_parser":"data_parser/v0.0.40","accounting_storage":"accounting_storage/slurmdbd"},"client":{"source":"/dev/pts/0","user":"u","group":"g"},"command":["sacct","--json"],"slurm":{"version":{"major":"23","micro":"4","minor":"11"},"release":"23.11.4","cluster":"c"}},"errors":[],"warnings":[]})"
+    "\n";
+
+constexpr std::string_view kYaml = "---\n"
+                                   "jobs:\n"
+                                   "- account: lab\n"
+                                   "  job_id: 7\n"
+                                   "meta:\n"
+                                   "  plugin:\n"
+                                   "    type: \"\"\n"
+                                   "  slurm:\n"
+                                   "    version:\n"
+                                   "      major: 23\n";
+
+void expect_refused(std::string_view text, const std::string& name, Format format,
+                    std::string_view form) {
+  const std::string path = temp_path(name);
+  write_text(path, text);
+  ReadOptions o;
+  o.format = format;
+  Result<Trace> t = read_trace(path, o);
+  ASSERT_FALSE(t.ok()) << name << " was read, " << (t.ok() ? reasons(*t) : "");
+  const std::string& m = t.status().message();
+  EXPECT_TRUE(m.starts_with(path + ": ")) << m;
+  EXPECT_NE(m.find(std::string(form)), std::string::npos) << m;
+  EXPECT_NE(m.find("sacct -P --format="), std::string::npos) << m;
+  EXPECT_NE(m.find("docs/formats.md"), std::string::npos) << m;
+}
+
+// Until 2026-12-07 a `--json` document was read as JSONL, every line skipped with a JSON error
+// ("no job could be read"), and a `--yaml` one was "cannot tell the trace format".
+TEST(SacctForms, JsonAndYamlDocumentsAreRefusedNamingTheFileAndTheExportToUse) {
+  expect_refused(kJson2108, "sacct2108.json", Format::kAuto, "sacct --json");
+  expect_refused(kJson2311, "sacct2311.json", Format::kAuto, "sacct --json");
+  expect_refused(kJson2108, "sacct2108.txt", Format::kJsonl, "sacct --json");
+  expect_refused(kJson2108, "sacct2108.sacct", Format::kSacct, "sacct --json");
+  expect_refused(kYaml, "sacct.yaml", Format::kAuto, "sacct --yaml");
+  expect_refused(kYaml, "sacct.yaml", Format::kSacct, "sacct --yaml");
+}
+
+// A JSONL trace whose first record merely holds such words is still read as JSONL.
+TEST(SacctForms, AJsonlTraceIsNotTakenForASacctDocument) {
+  const std::string path = temp_path("meta.jsonl");
+  write_text(path, R"({"job_id":"jobs","user":"meta","job_name":"plugin version","submit_time":0,"end_time":10})"
+                   "\n");
+  Result<Trace> t = read_trace(path, ReadOptions{});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->jobs.size(), 1u) << reasons(*t);
+}
+
+}  // namespace
+}  // namespace peakcast::ingest
