@@ -344,7 +344,34 @@ class SacctReader {
     if (!l) return l.status();
     layout_ = *l;
     for (const std::string& c : columns) columns_.push_back(column_key(c));
+    delimiter_open_ = columns.size() > 1;
     return Status::ok();
+  }
+
+  // `sacct -n` output read by --columns has no header to tell its delimiter: the first row that
+  // is no header tells it, under the header's rules. The unit separator or '|' where the row
+  // holds one; else a tab or ';' (which only free text holds, as for a header); a row with none
+  // of them is refused saying why: padded with spaces (sacct without -P), or delimited by what
+  // sacct's own fields hold (',').
+  Status settle_delimiter(std::string_view line, size_t lineno) {
+    if (!delimiter_open_ || trim(line).empty()) return Status::ok();
+    for (char d : {sacct::kUnitSeparator, '|', '\t', ';', ','}) {
+      if (line.find(d) != std::string_view::npos && looks_like_header(split(line, d))) {
+        return Status::ok();  // read_line reads (or refuses) the header, which settles it
+      }
+    }
+    delimiter_open_ = false;
+    for (char d : {sacct::kUnitSeparator, '|', '\t', ';'}) {
+      if (line.find(d) != std::string_view::npos) {
+        layout_->delimiter = d;
+        return Status::ok();
+      }
+    }
+    const std::string at = where(name_, lineno) + ": row: ";
+    if (trim(line).find("  ") != std::string_view::npos) return padded_refused(at);
+    if (line.find(',') != std::string_view::npos) return delimiter_refused(at, ',');
+    return Status::invalid(at + "no '|' (nor a tab, ';' or the unit separator) between the " +
+                           std::to_string(layout_->ncols) + " --columns; export with sacct -P");
   }
 
   // The last of the lines from `i` on that make one row. sacct prints a job's name and comment
@@ -474,19 +501,27 @@ class SacctReader {
         return k == "jobid" || k == "jobidraw";
       });
       if (!named) return no_header(lineno);
-      return Status::invalid(where(name_, lineno) +
-                             ": header: columns padded with spaces (sacct without -P or -p), which "
-                             "cuts a field at its width (a '+' marks the cut) and cannot be split "
-                             "back; export with sacct -P");
+      return padded_refused(where(name_, lineno) + ": header: ");
     }
     std::vector<std::string_view> fields = split(text, d);
     if (!looks_like_header(fields)) return no_header(lineno);
     if (free_text_only(d)) return read_header(fields, lineno, d);
-    return Status::invalid(where(name_, lineno) + ": header: fields delimited by '" +
-                           std::string(1, d) + "' (sacct --delimiter), which sacct's own fields "
-                           "hold (TRES strings such as cpu=1,mem=1G, times, job ids, node lists), "
-                           "so the rows cannot be split; export with sacct -P (its '|'), or "
-                           "--delimiter set to a tab or $'\\x1f'");
+    return delimiter_refused(where(name_, lineno) + ": header: ", d);
+  }
+
+  // A listing whose columns are padded with spaces, or delimited by `d`, which sacct's fields
+  // hold; `at` is "file:line: header: " or "... row: ".
+  static Status padded_refused(const std::string& at) {
+    return Status::invalid(at + "columns padded with spaces (sacct without -P or -p), which cuts a "
+                                "field at its width (a '+' marks the cut) and cannot be split "
+                                "back; export with sacct -P");
+  }
+  static Status delimiter_refused(const std::string& at, char d) {
+    return Status::invalid(at + "fields delimited by '" + std::string(1, d) +
+                           "' (sacct --delimiter), which sacct's own fields hold (TRES strings "
+                           "such as cpu=1,mem=1G, times, job ids, node lists), so the rows cannot "
+                           "be split; export with sacct -P (its '|'), or --delimiter set to a tab "
+                           "or $'\\x1f'");
   }
 
   Status read_header(const std::vector<std::string_view>& fields, size_t lineno, char delimiter) {
@@ -497,6 +532,7 @@ class SacctReader {
     if (!l) return l.status();
     l->delimiter = delimiter;
     layout_ = *l;
+    delimiter_open_ = false;
     if (!first_layout_) first_layout_ = layout_;
     submit_everywhere_ = submit_everywhere_ && layout_->has(kSubmit);
     return Status::ok();
@@ -577,6 +613,7 @@ class SacctReader {
   std::optional<Layout> layout_, first_layout_;
   std::vector<std::string> columns_;  // --columns, as column keys; empty without it
   bool submit_everywhere_ = true;
+  bool delimiter_open_ = false;  // --columns: the delimiter is still to be told (settle_delimiter)
   Tally tally_;
   StepJoin join_;
 };
@@ -609,6 +646,7 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
   for (size_t i = 0; i < lines.size(); ++i) {
     read_progress(o, i, lines.size());
     std::string_view row = lines[i];
+    if (Status s = reader.settle_delimiter(row, i + 1); !s) return s;
     const size_t last = reader.row_end(lines, i);
     if (last > i) {
       std::string& r = rejoined.emplace_back(lines[i]);

@@ -102,5 +102,41 @@ TEST(SacctForms, AJsonlTraceIsNotTakenForASacctDocument) {
   EXPECT_EQ(t->jobs.size(), 1u) << reasons(*t);
 }
 
+ReadOptions with_columns() {
+  ReadOptions o = sacct_options();
+  o.columns = {"JobID", "JobName", "State", "ReqMem", "MaxRSS"};
+  return o;
+}
+
+// `sacct -n -P --delimiter=X` read by --columns: the delimiter is the header path's. Until
+// 2026-12-07 the header-less path split on '|' only, and every row of another was skipped as
+// "expected 5 fields, found 1".
+TEST(SacctForms, AHeaderlessListingIsReadInTheDelimitersAHeaderIs) {
+  for (char d : {'\t', ';', sacct::kUnitSeparator, '|'}) {
+    std::string text = "1|a b|COMPLETED|4G|\n1.batch|batch|COMPLETED||1G\n";
+    for (char& c : text) {
+      if (c == '|') c = d;
+    }
+    Trace t;
+    ASSERT_TRUE(parse_sacct(text, "n", with_columns(), t)) << int(d);
+    EXPECT_EQ(t.stats.skipped, 0u) << int(d) << "\n" << reasons(t);
+    ASSERT_EQ(t.jobs.size(), 1u) << int(d);
+    EXPECT_EQ(t.jobs[0].job_name, "a b");
+    EXPECT_EQ(t.jobs[0].peak_mem_bytes, kG);
+  }
+}
+
+TEST(SacctForms, AHeaderlessListingInADelimiterSacctsFieldsHoldIsRefusedSayingWhy) {
+  Trace t;
+  Status st = parse_sacct("1,a,COMPLETED,4G,\n1.batch,batch,COMPLETED,,1G\n", "n", with_columns(), t);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.message().find("n:1: "), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("delimited by ','"), std::string::npos) << st.message();
+  Trace padded;
+  st = parse_sacct("         1          a  COMPLETED         4G            \n", "n", with_columns(), padded);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.message().find("padded with spaces"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace peakcast::ingest

@@ -3,7 +3,8 @@
 //
 // What parse_sacct does with a sacct table (Slurm 22.05 field formats; docs/formats.md):
 // - Columns are named by the header line (case-insensitive, `%N` widths ignored) or, for `-n`
-//   output, by ReadOptions.columns. A `-p` trailing `|` is dropped. A row with more fields than
+//   output, by ReadOptions.columns (whose delimiter the first row tells, as a header's would). A
+//   `-p` trailing `|` is dropped. A row with more fields than
 //   columns is repaired when the extra `|` can be attributed to one free-text column (the last
 //   column when it is free text, else the only free-text column: JobName, Comment, AdminComment,
 //   SubmitLine, WorkDir, Constraints); otherwise the row is skipped. A repeated header line (two
