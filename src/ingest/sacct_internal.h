@@ -54,6 +54,7 @@ struct Row {
 // What one row (job or step) says about the outcome.
 struct Usage {
   std::optional<uint64_t> peak_mem;
+  bool peak_below_unit = false;  // peak_mem 0 as printed in a unit (0.00G): above 0, size unknown
   std::optional<uint64_t> peak_vram;
   bool oom = false;
   bool cancelled_by_root = false;  // a row "CANCELLED by 0": OverMemoryKill's step (see finish_job)
@@ -94,6 +95,7 @@ struct Tally {
   size_t superseded = 0, repaired = 0, gpu_no_capacity = 0, with_script = 0;
   size_t jobstats_used = 0, jobstats_empty = 0, jobstats_bad = 0, over_memory_kill = 0;
   size_t zero_peak = 0;  // a host-memory peak of 0: no sample caught the job (finish_job)
+  size_t peak_below_unit = 0;  // a host-memory peak printed as 0 in a unit: 0.00G (finish_job)
   size_t zero_vram_peak = 0;  // a gres/gpumem peak of 0: not measured (finish_job)
   size_t gpus_beyond_request = 0;  // allocated more GPUs than their ReqTRES states (read_counts)
   size_t vram_beyond_request = 0;  // of those, a VRAM peak over the requested GPUs' (finish_job)

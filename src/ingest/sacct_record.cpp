@@ -229,6 +229,7 @@ void merge_usage(Usage& into, const Usage& u) {
     if (b && (!a || *b > *a)) a = b;
   };
   max_opt(into.peak_mem, u.peak_mem);
+  into.peak_below_unit = into.peak_below_unit || u.peak_below_unit;
   max_opt(into.peak_vram, u.peak_vram);
   into.oom = into.oom || u.oom;
   into.cancelled_by_root = into.cancelled_by_root || u.cancelled_by_root;
@@ -237,8 +238,12 @@ void merge_usage(Usage& into, const Usage& u) {
 
 // Reads the usage fields a job or step row may carry. Sizes without a suffix are bytes.
 std::optional<FieldError> read_usage(const Row& row, Usage& u) {
-  auto tres_size = [&](Col c, std::string_view key,
-                       std::optional<uint64_t>& out) -> std::optional<FieldError> {
+  // A size with the text it was read from (a 0 printed in a unit is told from a 0 so).
+  struct Size {
+    std::optional<uint64_t> bytes;
+    std::string_view text;
+  };
+  auto tres_size = [&](Col c, std::string_view key, Size& out) -> std::optional<FieldError> {
     const std::string_view tres = row.get(c);
     if (tres.empty()) return std::nullopt;
     auto v = sacct::tres_value(tres, key);
@@ -249,21 +254,25 @@ std::optional<FieldError> read_usage(const Row& row, Usage& u) {
     if (!v || v->empty() || *v == "NONE") return std::nullopt;
     auto bytes = parse_size(*v);
     if (!bytes) return FieldError{c, std::string(key) + "=" + quoted(*v) + " is not a size"};
-    out = bytes;
+    out = {bytes, *v};
     return std::nullopt;
   };
-  std::optional<uint64_t> tot, max_rss, tres_max;
+  Size tot, max_rss, tres_max;
   if (auto e = tres_size(kTresTot, "mem", tot)) return e;
   if (auto e = tres_size(kTresMax, "mem", tres_max)) return e;
   if (std::string_view v = row.get(kMaxRss); !v.empty()) {
-    max_rss = parse_size(v);
-    if (!max_rss) return FieldError{kMaxRss, quoted(v) + " is not a size"};
+    max_rss = {parse_size(v), v};
+    if (!max_rss.bytes) return FieldError{kMaxRss, quoted(v) + " is not a size"};
   }
-  u.peak_mem = tot ? tot : (max_rss ? max_rss : tres_max);
-  std::optional<uint64_t> vram_tot, vram_max;
+  const Size& peak = tot.bytes ? tot : (max_rss.bytes ? max_rss : tres_max);
+  u.peak_mem = peak.bytes;
+  // sacct prints a size of 0 as "0" (convert_num_unit2); a 0 in a unit ("0.00G" under
+  // --units=G) is a peak above 0 below the unit's last printed decimal.
+  u.peak_below_unit = peak.bytes == uint64_t{0} && peak.text != "0";
+  Size vram_tot, vram_max;
   if (auto e = tres_size(kTresTot, "gres/gpumem", vram_tot)) return e;
   if (auto e = tres_size(kTresMax, "gres/gpumem", vram_max)) return e;
-  u.peak_vram = vram_tot ? vram_tot : vram_max;
+  u.peak_vram = vram_tot.bytes ? vram_tot.bytes : vram_max.bytes;
   if (row.layout->has(kState)) {
     u.oom = normalize_state(row.get(kState)) == "OUT_OF_MEMORY";
     u.cancelled_by_root = row.get(kState) == "CANCELLED by 0";
@@ -375,9 +384,12 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   // sample reads 0 (its processes held memory). No label, as a Nextflow peak_rss of 0
   // (nextflow.cpp). An OUT_OF_MEMORY job keeps it: its label is the censored cap either way, and a
   // peak left unset beside a gres/gpumem one would read as a GPU-memory kill (censored_for).
+  // One printed as 0 in a unit (0.00G) is a peak above 0 too small for the unit to show: its
+  // size is unknown within the unit's resolution (up to 5.12 MiB under --units=G, 5.24 GiB
+  // under T), so no label either, counted apart (the cause and the remedy differ).
   if (j.peak_mem_bytes && *j.peak_mem_bytes == 0 && j.state != "OUT_OF_MEMORY") {
     j.peak_mem_bytes.reset();
-    ++tally.zero_peak;
+    ++(r.usage.peak_below_unit ? tally.peak_below_unit : tally.zero_peak);
   }
   if (j.req_gpus && *j.req_gpus > 0 && !j.gpu_mem_bytes) {
     std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);

@@ -138,5 +138,37 @@ TEST(SacctForms, AHeaderlessListingInADelimiterSacctsFieldsHoldIsRefusedSayingWh
   EXPECT_NE(st.message().find("padded with spaces"), std::string::npos) << st.message();
 }
 
+// Under --units=G (or T, M) sacct prints a peak below half its last decimal as 0.00G
+// (convert_num_unit2: "%.2f" of the scaled value; a peak of 0 prints "0"): a peak above 0 and
+// under 5.12 MiB, not one no sample caught. Until 2026-12-07 it was read as 0, "not measured", in
+// the note on jobs shorter than JobAcctGatherFrequency. Its size is unknown within the printed
+// resolution, so the job has no memory label, and a note of its own counts them and says how to
+// export the sizes whole.
+TEST(SacctForms, APeakPrintedAsZeroInALargeUnitIsNoLabelWithANoteOfItsOwn) {
+  const std::string text =
+      "JobID|State|ReqMem|MaxRSS|TRESUsageInTot\n"
+      "1|COMPLETED|4G||\n"
+      "1.batch|COMPLETED||0.00G|\n"
+      "2|COMPLETED|4G||\n"
+      "2.batch|COMPLETED|||cpu=00:00:01,mem=0.00T\n"
+      "3|COMPLETED|4G||\n"
+      "3.batch|COMPLETED||0.00G|\n"
+      "3.0|COMPLETED||1.50G|\n"
+      "4|COMPLETED|4G||\n"
+      "4.batch|COMPLETED||0|\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "units", sacct_options(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  ASSERT_EQ(t.jobs.size(), 4u);
+  EXPECT_FALSE(find_job(t, "1")->peak_mem_bytes);
+  EXPECT_FALSE(find_job(t, "2")->peak_mem_bytes);
+  EXPECT_EQ(find_job(t, "3")->peak_mem_bytes, static_cast<uint64_t>(1.5 * kG));
+  EXPECT_FALSE(find_job(t, "4")->peak_mem_bytes);
+  EXPECT_TRUE(has_note(t, "memory of 0 read as not measured (MaxRSS/TRESUsageIn mem= of every "
+                          "step in 1 job(s))"));
+  EXPECT_TRUE(has_note(t, "sacct: 2 job(s) with a memory peak printed as 0 in a unit "
+                          "(MaxRSS 0.00G under --units=G)"));
+}
+
 }  // namespace
 }  // namespace peakcast::ingest
