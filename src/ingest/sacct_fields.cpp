@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -134,6 +135,62 @@ std::optional<int> tres_gpus(std::string_view tres) {
   }
   if (!total) return std::nullopt;
   return static_cast<int>(*total);
+}
+
+namespace {
+
+// A GRES string's items: split at the ',' outside an item's `(IDX:...)`, which holds ',' itself;
+// each without its indexes.
+std::vector<std::string_view> gres_items(std::string_view gres) {
+  std::vector<std::string_view> items;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= gres.size(); ++i) {
+    const char c = i < gres.size() ? gres[i] : ',';
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    if (c != ',' || depth > 0) continue;
+    std::string_view item = gres.substr(start, i - start);
+    item = trim(item.substr(0, item.find('(')));
+    if (item.starts_with("gres/")) item.remove_prefix(5);
+    items.push_back(item);
+    start = i + 1;
+  }
+  return items;
+}
+
+bool all_digits(std::string_view v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+std::optional<int> gres_gpus(std::string_view gres) {
+  int64_t total = 0;
+  for (std::string_view item : gres_items(gres)) {
+    const std::vector<std::string_view> parts = split(item, ':');
+    if (parts.front() != "gpu") continue;
+    int64_t n = 1;
+    if (all_digits(parts.back()) && parts.size() > 1) {
+      auto v = parse_int(parts.back());
+      if (!v) return std::nullopt;
+      n = *v;
+    } else if (parts.size() > 2) {
+      return std::nullopt;  // gpu:type:count with a count that is no number
+    }
+    total += n;
+    if (total > std::numeric_limits<int>::max()) return std::nullopt;
+  }
+  return static_cast<int>(total);
+}
+
+std::optional<std::string> gres_gpu_type(std::string_view gres) {
+  for (std::string_view item : gres_items(gres)) {
+    const std::vector<std::string_view> parts = split(item, ':');
+    if (parts.front() != "gpu" || parts.size() < 2 || all_digits(parts[1])) continue;
+    if (!parts[1].empty()) return lower(parts[1]);
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> tres_gpu_type(std::string_view tres) {

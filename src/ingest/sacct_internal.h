@@ -28,7 +28,7 @@ enum Col : int {
   kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
   kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
   kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kComment, kAdminComment, kExitCode, kCluster,
-  kNumCols
+  kReqGres, kAllocGres, kNumCols
 };
 
 struct Layout {
@@ -78,6 +78,7 @@ struct Record {
   std::optional<int64_t> end, elapsed, nodes;
   std::optional<double> ncpus, req_cpus;
   std::string req_tres, alloc_tres;
+  std::optional<std::string> gres_gpu_type;  // ReqGRES/AllocGRES's, where they gave the GPU count
   std::string exit_code;  // the job row's ExitCode, "exit:signal"; empty without the column
   bool gpus_beyond_request = false;  // AllocTRES has more GPUs than ReqTRES (read_counts)
   bool unfinished = false;

@@ -102,6 +102,25 @@ std::optional<FieldError> read_time_limit(const Row& row, Job& j) {
   return std::nullopt;
 }
 
+// The GPU count of a row whose TRES give none, from Slurm <= 20.11's ReqGRES/AllocGRES
+// (`gpu:2`, `gpu:tesla:2`, `gpu:2(IDX:0-1)`): on one node ReqGRES, the request, as ReqTRES before
+// AllocTRES; on more, AllocGRES only, the job's count (node_scheduler.c _get_gres_alloc: per-node
+// count times nodes), since ReqGRES may be `--gres`'s per-node one. A malformed GPU count in
+// either is a damaged row. Called after r.nodes is read.
+std::optional<FieldError> read_gres_gpus(const Row& row, Record& r) {
+  const bool one_node = r.nodes.value_or(1) <= 1;
+  for (Col c : {kReqGres, kAllocGres}) {
+    std::string_view gres = row.get(c);
+    if (gres.find("gpu") == std::string_view::npos) continue;
+    auto gpus = sacct::gres_gpus(gres);
+    if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(gres)};
+    if (r.job.req_gpus || (c == kReqGres && !one_node)) continue;
+    r.job.req_gpus = gpus;
+    r.gres_gpu_type = sacct::gres_gpu_type(gres);
+  }
+  return std::nullopt;
+}
+
 // CPU and node counts, the TRES strings, and the GPU count they give.
 std::optional<FieldError> read_counts(const Row& row, Record& r) {
   auto count = [&](Col c, std::optional<double>& out) -> std::optional<FieldError> {
@@ -147,7 +166,8 @@ std::optional<FieldError> read_counts(const Row& row, Record& r) {
   }
   r.job.req_gpus = r.req_tres.empty() ? allocated : requested;
   r.gpus_beyond_request = !r.req_tres.empty() && allocated.value_or(0) > requested.value_or(0);
-  return std::nullopt;
+  if (requested || allocated) return std::nullopt;
+  return read_gres_gpus(row, r);
 }
 
 // A finished job needs an end at or after its submission (history is ordered by it) and
@@ -394,6 +414,7 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   if (j.req_gpus && *j.req_gpus > 0 && !j.gpu_mem_bytes) {
     std::optional<std::string> type = sacct::tres_gpu_type(r.alloc_tres);
     if (!type) type = sacct::tres_gpu_type(r.req_tres);
+    if (!type) type = r.gres_gpu_type;
     if (type) {
       if (auto it = so.gpu_mem_by_type.find(*type); it != so.gpu_mem_by_type.end()) {
         j.gpu_mem_bytes = it->second;

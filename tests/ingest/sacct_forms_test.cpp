@@ -170,5 +170,39 @@ TEST(SacctForms, APeakPrintedAsZeroInALargeUnitIsNoLabelWithANoteOfItsOwn) {
                           "(MaxRSS 0.00G under --units=G)"));
 }
 
+// Slurm <= 20.11 lists a job's generic resources as ReqGRES/AllocGRES, printed as stored
+// (print.c print_fields_str): `name[:type]:count` items joined by ',', AllocGRES's count the
+// job's (node_scheduler.c _get_gres_alloc: the per-node count times the nodes), a detail string
+// adding the indexes (`gpu:2(IDX:0-1)`). Where the row has no TRES GPU count, the GPU count is
+// read from them: on one node ReqGRES, as ReqTRES before AllocTRES; on more, AllocGRES only
+// (ReqGRES may be `--gres`'s per-node count); a GPU type names the capacity as a TRES one does. Until 2026-12-07 the
+// columns were ignored and such jobs had no GPU count.
+TEST(SacctForms, GpusFromReqGresAndAllocGresWhereNoTresCountsThem) {
+  const std::string text =
+      "JobID|NNodes|ReqGRES|AllocGRES|ReqTRES|MaxRSS\n"
+      "1|1|gpu:2|gpu:2||\n"
+      "2|1|gpu:tesla:2|gpu:tesla:2||\n"
+      "3|1||gpu:a100_80g:2(IDX:0,2)||\n"
+      "4|2|gpu:1,mps:100|gpu:2,mps:200||\n"
+      "5|1|gpu:2|gpu:2|cpu=1,gres/gpu=4,mem=1G|\n"
+      "6|1|mps:100|mps:100||\n"
+      "7|1|gpu:tesla:x2|||\n"
+      "8|2|gpu:1|||\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "gres", sacct_options(), t));
+  EXPECT_EQ(find_job(t, "1")->req_gpus, 2);
+  EXPECT_EQ(find_job(t, "2")->req_gpus, 2);
+  EXPECT_EQ(find_job(t, "3")->req_gpus, 2);
+  EXPECT_EQ(find_job(t, "3")->gpu_mem_bytes, 80 * kG);
+  EXPECT_EQ(find_job(t, "4")->req_gpus, 2);
+  EXPECT_FALSE(find_job(t, "8")->req_gpus) << "per node or the job's: not told";
+  EXPECT_EQ(find_job(t, "5")->req_gpus, 4) << "TRES counts them";
+  EXPECT_FALSE(find_job(t, "6")->req_gpus);
+  EXPECT_EQ(find_job(t, "7"), nullptr);
+  ASSERT_EQ(t.stats.skipped, 1u);
+  EXPECT_NE(reasons(t).find("gres:8: ReqGRES: bad GPU count in \"gpu:tesla:x2\""), std::string::npos)
+      << reasons(t);
+}
+
 }  // namespace
 }  // namespace peakcast::ingest

@@ -30,7 +30,8 @@
 //   malformed AllocTRES `mem=` makes the row malformed. CPUs from
 //   ReqCPUS, else NCPUS, else ReqTRES/AllocTRES `cpu=`. GPUs from ReqTRES, the count the request
 //   states and the Slurm hook sends (--exclusive allocates every GPU of the node, which AllocTRES
-//   shows: a note counts such jobs), else AllocTRES where the row has no ReqTRES; walltime from
+//   shows: a note counts such jobs), else AllocTRES where the row has no ReqTRES; where neither
+//   counts GPUs, Slurm <= 20.11's ReqGRES (one node) else AllocGRES (gres_gpus); walltime from
 //   Timelimit, else TimelimitRaw (minutes).
 // - Times: Submit/Start/End in ISO form or epoch. ISO without an offset is sacct's local time:
 //   the wall clock of ReadOptions::sacct_timezone (TimeZone::utc_of_local), else read as UTC;
@@ -129,6 +130,15 @@ std::optional<int> tres_gpus(std::string_view tres);
 
 // The first GPU type named in a TRES string ("gres/gpu:a100=1" -> "a100"), lower-case.
 std::optional<std::string> tres_gpu_type(std::string_view tres);
+
+// The GPU count of a ReqGRES/AllocGRES string (Slurm <= 20.11): `name[:type]:count` items joined
+// by ',' (`gpu:2`, `gpu:tesla:2,mps:100`), each maybe with its indexes (`gpu:2(IDX:0,2)`); the
+// `gpu` items' counts summed (a `gpu` or `gpu:type` item without a count is one), 0 where none
+// names a GPU. nullopt when a GPU item's count is malformed (`gpu:tesla:x2`).
+std::optional<int> gres_gpus(std::string_view gres);
+
+// The first GPU type such a string names ("gpu:tesla:2" -> "tesla"), lower-case.
+std::optional<std::string> gres_gpu_type(std::string_view gres);
 
 // Capacity of one GPU from its GRES type: a size written in the name ("a100_80g", "a100-40gb",
 // "h100.80GB") or a type that comes in one size only (t4, l4, a10, a40, l40, l40s, rtx8000,
