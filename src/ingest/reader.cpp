@@ -182,7 +182,9 @@ std::string_view slurm_document_form(std::string_view text) {
     std::string_view rest = text.substr(1);
     rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n")));
     const bool slurm_key = rest.starts_with("\"jobs\"") || rest.starts_with("\"meta\"");
-    const auto holds = [text](std::string_view key) { return text.find(key) != std::string_view::npos; };
+    const auto holds = [text](std::string_view key) {
+      return text.find(key) != std::string_view::npos;
+    };
     if (slurm_key && holds("\"jobs\"") && holds("\"meta\"") && holds("\"plugin\"") &&
         holds("\"version\"")) {
       return "sacct --json";
@@ -200,8 +202,9 @@ std::string_view slurm_document_form(std::string_view text) {
 // A Slurm job document refused as what it is, naming the export peakcast reads.
 Status slurm_document_refused(const std::string& path, std::string_view form) {
   return Status::invalid(
-      path + ": " + std::string(form) + " output (Slurm's job document), which peakcast does not read; "
-      "export the jobs as a sacct table: sacct -P --format=JobID,JobName,User,Account,Partition,"
+      path + ": " + std::string(form) +
+      " output (Slurm's job document), which peakcast does not read; export the jobs as a "
+      "sacct table: sacct -P --format=JobID,JobName,User,Account,Partition,"
       "State,Submit,Start,End,NCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,"
       "TimelimitRaw (docs/formats.md, \"Slurm sacct -P\", says what each field gives)");
 }

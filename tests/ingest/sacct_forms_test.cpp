@@ -52,7 +52,11 @@ constexpr std::string_view kJson2108 = R"({
 
 // 23.02+ (data_parser): the jobs come first, meta after them.
 constexpr std::string_view kJson2311 =
-    R"({"jobs":[{"account":"lab","job_id":7}],"meta":{"plugin":{"type":"","name":"","data_parser":"data_parser/v0.0.40","accounting_storage":"accounting_storage/slurmdbd"},"client":{"source":"/dev/pts/0","user":"u","group":"g"},"command":["sacct","--json"],"slurm":{"version":{"major":"23","micro":"4","minor":"11"},"release":"23.11.4","cluster":"c"}},"errors":[],"warnings":[]})"
+    R"({"jobs":[{"account":"lab","job_id":7}],"meta":{"plugin":{"type":"","name":"",)"
+    R"("data_parser":"data_parser/v0.0.40","accounting_storage":"accounting_storage/slurmdbd"},)"
+    R"("client":{"source":"/dev/pts/0","user":"u","group":"g"},"command":["sacct","--json"],)"
+    R"("slurm":{"version":{"major":"23","micro":"4","minor":"11"},"release":"23.11.4",)"
+    R"("cluster":"c"}},"errors":[],"warnings":[]})"
     "\n";
 
 constexpr std::string_view kYaml = "---\n"
@@ -95,7 +99,8 @@ TEST(SacctForms, JsonAndYamlDocumentsAreRefusedNamingTheFileAndTheExportToUse) {
 // A JSONL trace whose first record merely holds such words is still read as JSONL.
 TEST(SacctForms, AJsonlTraceIsNotTakenForASacctDocument) {
   const std::string path = temp_path("meta.jsonl");
-  write_text(path, R"({"job_id":"jobs","user":"meta","job_name":"plugin version","submit_time":0,"end_time":10})"
+  write_text(path, R"({"job_id":"jobs","user":"meta","job_name":"plugin version",)"
+                   R"("submit_time":0,"end_time":10})"
                    "\n");
   Result<Trace> t = read_trace(path, ReadOptions{});
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -128,12 +133,14 @@ TEST(SacctForms, AHeaderlessListingIsReadInTheDelimitersAHeaderIs) {
 
 TEST(SacctForms, AHeaderlessListingInADelimiterSacctsFieldsHoldIsRefusedSayingWhy) {
   Trace t;
-  Status st = parse_sacct("1,a,COMPLETED,4G,\n1.batch,batch,COMPLETED,,1G\n", "n", with_columns(), t);
+  Status st =
+      parse_sacct("1,a,COMPLETED,4G,\n1.batch,batch,COMPLETED,,1G\n", "n", with_columns(), t);
   ASSERT_FALSE(st);
   EXPECT_NE(st.message().find("n:1: "), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("delimited by ','"), std::string::npos) << st.message();
   Trace padded;
-  st = parse_sacct("         1          a  COMPLETED         4G            \n", "n", with_columns(), padded);
+  st = parse_sacct("         1          a  COMPLETED         4G            \n", "n", with_columns(),
+                   padded);
   ASSERT_FALSE(st);
   EXPECT_NE(st.message().find("padded with spaces"), std::string::npos) << st.message();
 }
@@ -175,8 +182,8 @@ TEST(SacctForms, APeakPrintedAsZeroInALargeUnitIsNoLabelWithANoteOfItsOwn) {
 // job's (node_scheduler.c _get_gres_alloc: the per-node count times the nodes), a detail string
 // adding the indexes (`gpu:2(IDX:0-1)`). Where the row has no TRES GPU count, the GPU count is
 // read from them: on one node ReqGRES, as ReqTRES before AllocTRES; on more, AllocGRES only
-// (ReqGRES may be `--gres`'s per-node count); a GPU type names the capacity as a TRES one does. Until 2026-12-07 the
-// columns were ignored and such jobs had no GPU count.
+// (ReqGRES may be `--gres`'s per-node count); a GPU type names the capacity as a TRES one
+// does. Until 2026-12-07 the columns were ignored and such jobs had no GPU count.
 TEST(SacctForms, GpusFromReqGresAndAllocGresWhereNoTresCountsThem) {
   const std::string text =
       "JobID|NNodes|ReqGRES|AllocGRES|ReqTRES|MaxRSS\n"
@@ -200,7 +207,8 @@ TEST(SacctForms, GpusFromReqGresAndAllocGresWhereNoTresCountsThem) {
   EXPECT_FALSE(find_job(t, "6")->req_gpus);
   EXPECT_EQ(find_job(t, "7"), nullptr);
   ASSERT_EQ(t.stats.skipped, 1u);
-  EXPECT_NE(reasons(t).find("gres:8: ReqGRES: bad GPU count in \"gpu:tesla:x2\""), std::string::npos)
+  EXPECT_NE(reasons(t).find("gres:8: ReqGRES: bad GPU count in \"gpu:tesla:x2\""),
+            std::string::npos)
       << reasons(t);
 }
 
