@@ -361,9 +361,14 @@ class SacctReader {
   Status settle_delimiter(std::string_view line, size_t lineno) {
     if (!delimiter_open_ || trim(line).empty()) return Status::ok();
     for (char d : {sacct::kUnitSeparator, '|', '\t', ';', ','}) {
-      if (line.find(d) != std::string_view::npos && looks_like_header(split(line, d))) {
-        return Status::ok();  // read_line reads (or refuses) the header, which settles it
+      if (line.find(d) == std::string_view::npos || !looks_like_header(split(line, d))) continue;
+      // The listing has its header after all: read_line reads it in its delimiter (and
+      // check_columns holds it to --columns), which settles the delimiter.
+      if (!free_text_only(d) && d != '|' && d != sacct::kUnitSeparator) {
+        return delimiter_refused(where(name_, lineno) + ": header: ", d);
       }
+      layout_->delimiter = d;
+      return Status::ok();
     }
     delimiter_open_ = false;
     for (char d : {sacct::kUnitSeparator, '|', '\t', ';'}) {

@@ -131,6 +131,24 @@ TEST(SacctForms, AHeaderlessListingIsReadInTheDelimitersAHeaderIs) {
   }
 }
 
+// A listing given --columns that has its header after all is read by it, in its delimiter, as
+// check_columns allows; one in ',' is refused at the header as without --columns.
+TEST(SacctForms, AListingGivenColumnsWithItsOwnHeaderInATabIsReadByIt) {
+  Trace t;
+  ASSERT_TRUE(parse_sacct("JobID\tJobName\tState\tReqMem\tMaxRSS\n1\ta\tCOMPLETED\t4G\t\n"
+                          "1.batch\tbatch\tCOMPLETED\t\t1G\n",
+                          "h", with_columns(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].peak_mem_bytes, kG);
+  Trace comma;
+  Status st = parse_sacct("JobID,JobName,State,ReqMem,MaxRSS\n1,a,COMPLETED,4G,\n", "h",
+                          with_columns(), comma);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.message().find("h:1: header: fields delimited by ','"), std::string::npos)
+      << st.message();
+}
+
 TEST(SacctForms, AHeaderlessListingInADelimiterSacctsFieldsHoldIsRefusedSayingWhy) {
   Trace t;
   Status st =
