@@ -216,6 +216,10 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
                           "--units=G): a peak above 0 below the unit's last decimal (5.12 MiB "
                           "under G), its size unknown, so no memory label; export with "
                           "--noconvert (bytes) for those jobs' labels"},
+      {t.vram_below_unit, " job(s) with a gres/gpumem peak printed as 0 in a unit (0.00G under "
+                          "--units=G): a peak above 0 too small for the unit, its size unknown, "
+                          "so no VRAM label; export with --noconvert (bytes) for those jobs' "
+                          "labels"},
       {t.zero_vram_peak, " job(s) with a gres/gpumem peak of 0 (every step): no GPU memory "
                          "caught by jobacct_gather's samples (JobAcctGatherFrequency), or none "
                          "NVML reads per process (MIG, some GPUs); not told from a GPU left "

@@ -56,6 +56,7 @@ struct Usage {
   std::optional<uint64_t> peak_mem;
   bool peak_below_unit = false;  // peak_mem 0 as printed in a unit (0.00G): above 0, size unknown
   std::optional<uint64_t> peak_vram;
+  bool vram_below_unit = false;  // peak_vram 0 as printed in a unit, as peak_below_unit
   bool oom = false;
   bool cancelled_by_root = false;  // a row "CANCELLED by 0": OverMemoryKill's step (see finish_job)
   std::optional<ReqMem> req_mem;
@@ -98,6 +99,7 @@ struct Tally {
   size_t zero_peak = 0;  // a host-memory peak of 0: no sample caught the job (finish_job)
   size_t peak_below_unit = 0;  // a host-memory peak printed as 0 in a unit: 0.00G (finish_job)
   size_t zero_vram_peak = 0;  // a gres/gpumem peak of 0: not measured (finish_job)
+  size_t vram_below_unit = 0;  // a gres/gpumem peak printed as 0 in a unit (finish_job)
   size_t gpus_beyond_request = 0;  // allocated more GPUs than their ReqTRES states (read_counts)
   size_t vram_beyond_request = 0;  // of those, a VRAM peak over the requested GPUs' (finish_job)
   size_t jobstats_beyond_request = 0;  // a jobstats VRAM peak summed over more GPUs than requested

@@ -250,6 +250,7 @@ void merge_usage(Usage& into, const Usage& u) {
   };
   max_opt(into.peak_mem, u.peak_mem);
   into.peak_below_unit = into.peak_below_unit || u.peak_below_unit;
+  into.vram_below_unit = into.vram_below_unit || u.vram_below_unit;
   max_opt(into.peak_vram, u.peak_vram);
   into.oom = into.oom || u.oom;
   into.cancelled_by_root = into.cancelled_by_root || u.cancelled_by_root;
@@ -292,7 +293,9 @@ std::optional<FieldError> read_usage(const Row& row, Usage& u) {
   Size vram_tot, vram_max;
   if (auto e = tres_size(kTresTot, "gres/gpumem", vram_tot)) return e;
   if (auto e = tres_size(kTresMax, "gres/gpumem", vram_max)) return e;
-  u.peak_vram = vram_tot.bytes ? vram_tot.bytes : vram_max.bytes;
+  const Size& vram = vram_tot.bytes ? vram_tot : vram_max;
+  u.peak_vram = vram.bytes;
+  u.vram_below_unit = vram.bytes == uint64_t{0} && vram.text != "0";
   if (row.layout->has(kState)) {
     u.oom = normalize_state(row.get(kState)) == "OUT_OF_MEMORY";
     u.cancelled_by_root = row.get(kState) == "CANCELLED by 0";
@@ -386,7 +389,7 @@ void finish_job(Record& r, const SacctOptions& so, Tally& tally) {
   // may still give one), and no GPU-memory kill read into an OOM job's 0 (censored_for).
   if (j.peak_vram_bytes && *j.peak_vram_bytes == 0) {
     j.peak_vram_bytes.reset();
-    ++tally.zero_vram_peak;
+    ++(r.usage.vram_below_unit ? tally.vram_below_unit : tally.zero_vram_peak);
   }
   if (r.usage.oom) j.state = "OUT_OF_MEMORY";
   // JobAcctGatherParams=OverMemoryKill (no cgroup enforcement): slurmstepd kills a job over its

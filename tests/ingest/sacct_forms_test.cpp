@@ -195,6 +195,25 @@ TEST(SacctForms, APeakPrintedAsZeroInALargeUnitIsNoLabelWithANoteOfItsOwn) {
                           "(MaxRSS 0.00G under --units=G)"));
 }
 
+// The same for a gres/gpumem peak (23.02+; sacct converts TRES usage in --units too): until
+// 2026-12-07 a 0.00G was counted with the GPU memory no sample caught.
+TEST(SacctForms, AGpuMemoryPeakPrintedAsZeroInAUnitHasANoteOfItsOwn) {
+  const std::string text =
+      "JobID|State|AllocTRES|TRESUsageInTot\n"
+      "1|COMPLETED|cpu=1,gres/gpu:a100_80g=1,gres/gpu=1,mem=4G|\n"
+      "1.batch|COMPLETED||cpu=00:00:01,gres/gpumem=0.00G,mem=1.00G\n"
+      "2|COMPLETED|cpu=1,gres/gpu:a100_80g=1,gres/gpu=1,mem=4G|\n"
+      "2.batch|COMPLETED||cpu=00:00:01,gres/gpumem=0,mem=1.00G\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "units", sacct_options(), t));
+  EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  ASSERT_EQ(t.jobs.size(), 2u);
+  EXPECT_FALSE(find_job(t, "1")->peak_vram_bytes);
+  EXPECT_FALSE(find_job(t, "2")->peak_vram_bytes);
+  EXPECT_TRUE(has_note(t, "sacct: 1 job(s) with a gres/gpumem peak of 0 (every step)"));
+  EXPECT_TRUE(has_note(t, "sacct: 1 job(s) with a gres/gpumem peak printed as 0 in a unit"));
+}
+
 // Slurm <= 20.11 lists a job's generic resources as ReqGRES/AllocGRES, printed as stored
 // (print.c print_fields_str): `name[:type]:count` items joined by ',', AllocGRES's count the
 // job's (node_scheduler.c _get_gres_alloc: the per-node count times the nodes), a detail string
