@@ -1,5 +1,6 @@
 // peakcast evaluate TRACE: the history baselines (and later the cascade) under the event-time
 // protocol; a table on stdout, machine-readable results to files.
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <span>
@@ -12,6 +13,7 @@
 #include "peakcast/eval/folds.h"
 #include "peakcast/eval/report.h"
 #include "peakcast/tools/learned_methods.h"
+#include "peakcast/tools/model_tools.h"
 
 namespace peakcast::app {
 namespace {
@@ -40,6 +42,25 @@ Status none_scored(const eval::EvalReport& report) {
   for (const auto& [method, reason] : report.left_out) why.push_back(eval::left_out_line(method, reason));
   return Status::invalid(fmt::format("{}: no requested method could be scored: {}", report.trace_path,
                                      fmt::join(why, "; ")));
+}
+
+// The code-model and cascade settings of the run's learned methods, checked without jobs: with
+// the encoder that code_only and the cascade use where one of them runs (the others have their
+// own encoder, whose options are the declared ones).
+Status check_code_models(const eval::EvalConfig& cfg, const eval::MethodRegistry& registry) {
+  const auto any_reads = [&](bool eval::MethodReads::*option) {
+    return std::any_of(cfg.methods.begin(), cfg.methods.end(),
+                       [&](const std::string& m) { return registry.reads(m).*option; });
+  };
+  if (!any_reads(&eval::MethodReads::code_options)) return Status::ok();
+  eval::TrainOptions check;
+  check.util_cap = cfg.util_cap;
+  check.threads = cfg.threads;
+  check.seed = cfg.seed;
+  check.code_options = cfg.code_options;
+  if (any_reads(&eval::MethodReads::encoder) && !cfg.encoder.empty()) check.encoder = cfg.encoder;
+  if (any_reads(&eval::MethodReads::cascade_options)) check.cascade_options = cfg.cascade_options;
+  return eval::check_cascade_options(check);
 }
 
 int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
@@ -92,7 +113,11 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
       !s) {
     return fail(s);
   }
-  // Before reading the trace (minutes for a large one): one fold is no rolling origin.
+  // Before reading the trace (minutes for a large one): the settings of the code models the run
+  // trains, the encoder's own among them (qwen2 needs base=DIR), as `train` checks them. Found
+  // at training instead, such a mistake left the method out as if the trace were too young.
+  if (Status s = check_code_models(cfg, registry); !s) return fail(s);
+  // Before reading the trace: one fold is no rolling origin.
   if (a.folds == 1) return fail(Status::invalid("--folds: needs at least 2 folds (0: no folds), got 1"));
   Result<ingest::Trace> trace = load_trace(a.trace, a.reader);
   if (!trace) return fail(trace.status());

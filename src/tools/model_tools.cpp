@@ -12,6 +12,7 @@
 #include "peakcast/ingest/json_line.h"
 #include "peakcast/ingest/jsonl.h"
 #include "peakcast/ingest/reader.h"
+#include "peakcast/models/code/code_model.h"
 
 namespace peakcast::eval {
 namespace {
@@ -96,7 +97,10 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
 
 Status check_cascade_options(const TrainOptions& o) {
   Result<cascade::CascadeConfig> cfg = cascade_config_of(o);
-  return cfg ? Status::ok() : cfg.status();
+  if (!cfg) return cfg.status();
+  // The encoder's own options (qwen2's base=DIR and the files in it): training would find them
+  // wrong only after the jobs were read.
+  return models::code::check_encoder_options(cfg->code);
 }
 
 Result<std::vector<Job>> parse_request_records(std::string_view text, const std::string& name,

@@ -100,6 +100,24 @@ TEST_F(Cli, OptionsNoMethodReadsAreSaidToChangeNothing) {
   EXPECT_EQ(read.out.find("changes nothing"), std::string::npos) << read.out;
 }
 
+// `--encoder qwen2` without base=DIR used to be found only once the trace was read and the
+// cascade's training blocks built, and then the cascade was left out (exit 0) as if the trace had
+// been too young for it. The encoder's options are checked before the trace is read: exit 2, the
+// encoder's message, nothing read (with a trace that does not exist, the encoder's error first).
+TEST_F(Cli, EvaluateChecksTheEncodersOptionsBeforeReading) {
+  const std::string quick = " --bootstrap 0 --latency-jobs 0 --threads 1 --code-option max_epochs=1";
+  const std::string missing_trace = (dir_ / "no_such_trace.jsonl").string();
+  for (const std::string& args : {trace_ + " --methods hier_last1,cascade --encoder qwen2",
+                                  trace_ + " --methods code_only --code-option encoder=qwen2",
+                                  missing_trace + " --methods cascade --encoder qwen2"}) {
+    const CmdResult r = peakcast::test_support::run_shell(kBinary + " evaluate " + args + quick + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("encoder qwen2: needs base=DIR"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << args << ": the trace was read first: " << r.out;
+    EXPECT_EQ(r.out.find("no_such_trace"), std::string::npos) << args << ": the trace came first: " << r.out;
+  }
+}
+
 // --bound-walk writes the walk behind the coverage column: re-walking it gives the JSON's
 // figures; an unwritable path is a usage error before anything runs.
 TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {

@@ -103,4 +103,59 @@ TEST_F(TrainCli, ADbThatIsNoDatabaseIsAnInputErrorAndLeftAsItWas) {
   EXPECT_FALSE(fs::exists(out / "manifest.json"));
 }
 
+// `--encoder qwen2` without base=DIR, or with a folder that lacks what the encoder loads, used to
+// be refused only once the whole trace was read (minutes for 300,000 jobs), when the code model
+// was built. The encoder checks its options before the trace is read: a usage error, the trace
+// not read, and with a trace that does not exist the encoder's error still comes first.
+TEST_F(TrainCli, AQwen2EncoderWithoutItsBaseIsAUsageErrorBeforeReading) {
+  const fs::path out = dir_ / "model";
+  const fs::path empty_base = dir_ / "empty-base";
+  fs::create_directories(empty_base);
+  struct Case {
+    std::string args, says;
+  };
+  const Case cases[] = {
+      {"--encoder qwen2", "encoder qwen2: needs base=DIR (a Hugging Face Qwen2 folder)"},
+      {"--code-option encoder=qwen2", "encoder qwen2: needs base=DIR"},
+      {"--encoder qwen2 --code-option base=" + (dir_ / "no-such-base").string(), "no-such-base: no such folder"},
+      {"--encoder qwen2 --code-option base=" + empty_base.string(),
+       "has no model.safetensors (or model.safetensors.index.json), config.json, tokenizer.json"},
+  };
+  for (const Case& c : cases) {
+    const CmdResult r = run(train(out.string()) + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << ": " << r.out;
+    EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << c.args << ": the trace was read first: " << r.out;
+    EXPECT_EQ(r.out.find("read lines"), std::string::npos) << c.args << ": " << r.out;
+    EXPECT_EQ(r.out.find("read jobs"), std::string::npos) << c.args << ": " << r.out;
+  }
+  const std::string missing_trace = (dir_ / "no-such-trace.jsonl").string();
+  const CmdResult r = run("train " + missing_trace + " -o " + out.string() + " --encoder qwen2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("encoder qwen2: needs base=DIR"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no-such-trace"), std::string::npos) << "the trace came first: " << r.out;
+  EXPECT_FALSE(fs::exists(out / "manifest.json"));
+}
+
+// A base that holds what the encoder loads passes the check: the error is then the trace's. The
+// shared tiny fixture has no tokenizer.json of its own; without tokenizer=FILE that is said.
+TEST_F(TrainCli, AQwen2BaseThatHoldsItsFilesPassesTheCheck) {
+  const std::string fixtures = PEAKCAST_SOURCE_DIR "/../shared/data/qwen2/";
+  if (!fs::exists(fixtures + "tiny-f32")) GTEST_SKIP() << "../shared/data/qwen2 absent";
+  const std::string missing_trace = (dir_ / "no-such-trace.jsonl").string();
+  const std::string train_missing =
+      "train " + missing_trace + " -o " + (dir_ / "model").string() + " --encoder qwen2 --code-option base=" +
+      fixtures + "tiny-f32";
+  CmdResult r = run(train_missing);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("has no tokenizer.json (or give tokenizer=FILE)"), std::string::npos) << r.out;
+  r = run(train_missing + " --code-option tokenizer=" + fixtures + "no-such-tokenizer.json");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("no-such-tokenizer.json: no such file"), std::string::npos) << r.out;
+  r = run(train_missing + " --code-option tokenizer=" + fixtures + "tokenizer.json.gz");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out.find("encoder qwen2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no-such-trace"), std::string::npos) << r.out;
+}
+
 }  // namespace

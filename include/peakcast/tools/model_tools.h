@@ -49,6 +49,8 @@ Result<cascade::CascadeModel> train_cascade_on_jobs(const std::vector<Job>& jobs
 // Whether the options (encoder, code and cascade options, util cap, threads, seed) make a valid
 // cascade configuration: the check train_cascade_on_jobs makes before it trains, without jobs, so
 // that a bad option fails before a long read and a refusal of the jobs later is about the jobs.
+// The encoder checks its own options too (models::code::check_encoder_options: qwen2 needs
+// base=DIR holding its files), without loading anything.
 Status check_cascade_options(const TrainOptions& options);
 
 // Canonical JSONL request records (one per non-blank line; outcome fields optional) -> jobs with

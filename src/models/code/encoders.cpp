@@ -7,11 +7,13 @@
 #include <torch/nn.h>
 
 #include "peakcast/features/tokenizer.h"
+#include "peakcast/models/code/code_model.h"
 #include "peakcast/models/code/encoder.h"
 
 namespace peakcast::models::code {
 
-EncoderFactory qwen2_encoder_factory();  // qwen2_encoder.cpp
+EncoderFactory qwen2_encoder_factory();       // qwen2_encoder.cpp
+EncoderOptionsCheck qwen2_options_check();     // qwen2_encoder.cpp
 
 namespace {
 
@@ -173,24 +175,37 @@ EncoderFactory factory_of() {
 
 }  // namespace
 
-void EncoderRegistry::add(const std::string& name, EncoderFactory factory) {
-  if (!factories_.emplace(name, std::move(factory)).second)
+void EncoderRegistry::add(const std::string& name, EncoderFactory factory, EncoderOptionsCheck check) {
+  if (!entries_.emplace(name, Entry{std::move(factory), std::move(check)}).second)
     throw std::logic_error("encoder registered twice: " + name);
 }
 
+const EncoderRegistry::Entry* EncoderRegistry::find(const std::string& name, Status& unknown) const {
+  auto it = entries_.find(name);
+  if (it != entries_.end()) return &it->second;
+  std::string valid;
+  for (const auto& n : names()) valid += (valid.empty() ? "" : ", ") + n;
+  unknown = Status::invalid(fmt::format("encoder: unknown name '{}' (valid: {})", name, valid));
+  return nullptr;
+}
+
 Result<std::shared_ptr<ScriptEncoder>> EncoderRegistry::create(const CodeModelConfig& cfg) const {
-  auto it = factories_.find(cfg.encoder);
-  if (it == factories_.end()) {
-    std::string valid;
-    for (const auto& n : names()) valid += (valid.empty() ? "" : ", ") + n;
-    return Status::invalid(fmt::format("encoder: unknown name '{}' (valid: {})", cfg.encoder, valid));
-  }
-  return it->second(cfg);
+  Status unknown;
+  const Entry* e = find(cfg.encoder, unknown);
+  if (!e) return unknown;
+  return e->factory(cfg);
+}
+
+Status EncoderRegistry::check(const CodeModelConfig& cfg) const {
+  Status unknown;
+  const Entry* e = find(cfg.encoder, unknown);
+  if (!e) return unknown;
+  return e->check ? e->check(cfg) : Status::ok();
 }
 
 std::vector<std::string> EncoderRegistry::names() const {
   std::vector<std::string> out;
-  for (const auto& [n, f] : factories_) out.push_back(n);
+  for (const auto& [n, e] : entries_) out.push_back(n);
   return out;
 }
 
@@ -207,8 +222,10 @@ void register_builtins(EncoderRegistry& registry) {
   registry.add("bag", factory_of<BagEncoder>());
   registry.add("textcnn", factory_of<TextCnnEncoder>());
   registry.add("bilstm", factory_of<BiLstmEncoder>());
-  registry.add("qwen2", qwen2_encoder_factory());
+  registry.add("qwen2", qwen2_encoder_factory(), qwen2_options_check());
 }
+
+Status check_encoder_options(const CodeModelConfig& cfg) { return EncoderRegistry::builtin().check(cfg); }
 
 torch::Tensor masked_smooth_l1(const torch::Tensor& pred, const torch::Tensor& target,
                                const torch::Tensor& mask, double vram_weight, double beta,

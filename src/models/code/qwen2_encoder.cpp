@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -50,11 +53,42 @@ Result<torch::Device> parse_device(const std::string& name) {
   }
 }
 
+constexpr std::string_view kNeedsBase = "encoder qwen2: needs base=DIR (a Hugging Face Qwen2 folder)";
+
+// What open_base and the adapters will read, looked at without reading it: commands run this
+// before they read a trace, so that a missing base is not found after minutes of reading.
+Status check_options(const CodeModelConfig& cfg) {
+  namespace fs = std::filesystem;
+  if (cfg.base.empty()) return Status::invalid(std::string(kNeedsBase));
+  auto device = parse_device(cfg.device);
+  if (!device) return device.status();
+  if (auto dtype = parse_dtype(cfg.dtype, *device); !dtype) return dtype.status();
+  if (auto targets = qwen2::parse_lora_targets(cfg.lora_targets); !targets) return targets.status();
+  std::error_code ec;
+  const fs::path base(cfg.base);
+  if (!fs::is_directory(base, ec)) {
+    return Status::not_found(fmt::format("encoder qwen2: base={}: {}", cfg.base,
+                                         fs::exists(base, ec) ? "not a folder (a Hugging Face Qwen2 folder)"
+                                                              : "no such folder"));
+  }
+  std::vector<std::string> missing;
+  if (!fs::exists(base / "model.safetensors", ec) && !fs::exists(base / "model.safetensors.index.json", ec))
+    missing.push_back("model.safetensors (or model.safetensors.index.json)");
+  if (!fs::exists(base / "config.json", ec)) missing.push_back("config.json");
+  if (cfg.tokenizer.empty() && !fs::exists(base / "tokenizer.json", ec))
+    missing.push_back("tokenizer.json (or give tokenizer=FILE)");
+  if (!missing.empty()) {
+    return Status::not_found(fmt::format("encoder qwen2: base={} has no {}", cfg.base, fmt::join(missing, ", ")));
+  }
+  if (!cfg.tokenizer.empty() && !fs::is_regular_file(cfg.tokenizer, ec))
+    return Status::not_found(fmt::format("encoder qwen2: tokenizer={}: no such file", cfg.tokenizer));
+  return Status::ok();
+}
+
 Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<const Base>> cache;
-  if (cfg.base.empty())
-    return Status::invalid("encoder qwen2: needs base=DIR (a Hugging Face Qwen2 folder)");
+  if (cfg.base.empty()) return Status::invalid(std::string(kNeedsBase));
   auto device = parse_device(cfg.device);
   if (!device) return device.status();
   auto dtype = parse_dtype(cfg.dtype, *device);
@@ -217,5 +251,6 @@ Result<std::shared_ptr<ScriptEncoder>> make_qwen2_encoder(const CodeModelConfig&
 }  // namespace
 
 EncoderFactory qwen2_encoder_factory() { return make_qwen2_encoder; }
+EncoderOptionsCheck qwen2_options_check() { return check_options; }
 
 }  // namespace peakcast::models::code

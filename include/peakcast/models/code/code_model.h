@@ -107,6 +107,13 @@ Result<std::vector<CodeModel>> train_code_models(const std::vector<const Job*>& 
                                                  const CodeModelConfig& cfg,
                                                  const ProgressFn& progress = {});
 
+// Whether cfg.encoder is a registered encoder and its own options make sense (qwen2: base=DIR
+// given and holding config.json, the weights and a tokenizer; device, dtype and LoRA targets
+// parse), without building it or loading anything: the check a command makes before it reads a
+// trace (minutes for a large one), so that training does not fail on an option after the read.
+// Unknown names list the valid ones, as EncoderRegistry::create does.
+Status check_encoder_options(const CodeModelConfig& cfg);
+
 // Torch intra-op threads for this process (Debian's build defaults to one). n >= 1.
 void set_torch_threads(int n);
 int torch_threads();

@@ -54,22 +54,32 @@ class ScriptEncoder : public torch::nn::Module {
 
 using EncoderFactory =
     std::function<Result<std::shared_ptr<ScriptEncoder>>(const CodeModelConfig& cfg)>;
+// An encoder's own check of its options, cheap (no weights read): the files it will open exist,
+// the names it will parse parse. Empty: the declared bounds (CodeModelConfig::validate) suffice.
+using EncoderOptionsCheck = std::function<Status(const CodeModelConfig& cfg)>;
 
 // Name -> factory. No self-registering statics: register_builtins() adds bag, textcnn, bilstm,
 // qwen2.
 class EncoderRegistry {
  public:
   // Throws std::logic_error on a duplicate name (a programming error, not input).
-  void add(const std::string& name, EncoderFactory factory);
+  void add(const std::string& name, EncoderFactory factory, EncoderOptionsCheck check = {});
   // Unknown names come back as kInvalidInput listing the valid ones.
   Result<std::shared_ptr<ScriptEncoder>> create(const CodeModelConfig& cfg) const;
+  // The named encoder's check of cfg (check_encoder_options, code_model.h); unknown names as create.
+  Status check(const CodeModelConfig& cfg) const;
   std::vector<std::string> names() const;
 
   // The built-ins, registered once (thread-safe initialisation).
   static const EncoderRegistry& builtin();
 
  private:
-  std::map<std::string, EncoderFactory> factories_;
+  struct Entry {
+    EncoderFactory factory;
+    EncoderOptionsCheck check;
+  };
+  const Entry* find(const std::string& name, Status& unknown) const;
+  std::map<std::string, Entry> entries_;
 };
 
 void register_builtins(EncoderRegistry& registry);
