@@ -128,8 +128,8 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   if (a.folds > 0) {
     if (Status s = eval::check_folds(trace->jobs.size(), fc); !s) return fail(s);
   }
-  // The walk is written once the run has succeeded (atomically, as the other outputs): a failed
-  // run leaves an earlier file of that name as it was.
+  // The walk is written once the run, folds included, has succeeded (atomically, as the other
+  // outputs): a failed run leaves an earlier file of that name as it was.
   std::string walk_text;
   size_t walk_lines = 0;
   if (!a.bound_walk.empty()) {
@@ -144,12 +144,6 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
   for (const auto& [method, reason] : report->left_out) {
     std::cerr << "peakcast evaluate: " << eval::left_out_line(method, reason) << "\n";
   }
-  if (!a.bound_walk.empty()) {
-    if (Status s = write_output(a.bound_walk, walk_text); !s) return fail(s.with_context("--bound-walk"));
-    std::string().swap(walk_text);
-    if (a.bound_walk != "-") std::cerr << "wrote " << a.bound_walk << " (" << walk_lines << " walked jobs)\n";
-  }
-
   std::ostream& out = human_output({a.json, a.markdown, a.csv, a.bound_walk});
   out << eval::render_table(*report);
   out.flush();
@@ -163,6 +157,13 @@ int run_evaluate(const EvaluateArgs& a, const eval::MethodRegistry& registry) {
     }
     out << "\n" << eval::render_folds_table(*folds);
     out.flush();
+  }
+  // Every output once the whole run, --folds included, has succeeded: a failed run leaves earlier
+  // files of these names as they were (until 2026-12-07 the walk was written before the folds ran).
+  if (!a.bound_walk.empty()) {
+    if (Status s = write_output(a.bound_walk, walk_text); !s) return fail(s.with_context("--bound-walk"));
+    std::string().swap(walk_text);
+    if (a.bound_walk != "-") std::cerr << "wrote " << a.bound_walk << " (" << walk_lines << " walked jobs)\n";
   }
   if (!a.json.empty()) {
     nlohmann::json j = to_json(*report);

@@ -163,8 +163,9 @@ TEST_F(Cli, BoundWalkReproducesTheCoverageFigures) {
 
 // Outputs are checked before the run, so a typo costs no hours: a folder that does not exist, a
 // folder given as a file, two outputs naming one file, two on standard output. A run that fails
-// leaves an earlier --bound-walk file as it was (it was emptied at the start), and the trace is
-// never read when an output is wrong.
+// leaves an earlier --bound-walk file as it was (it was emptied at the start), also when it is
+// --folds that fails after the split has scored, and the trace is never read when an output is
+// wrong.
 TEST_F(Cli, OutputsAreCheckedBeforeTheRunAndAFailedRunKeepsEarlierFiles) {
   const std::string missing_trace = (dir_ / "no_such_trace.jsonl").string();
   const std::string ok = (dir_ / "a.json").string();
@@ -205,6 +206,34 @@ TEST_F(Cli, OutputsAreCheckedBeforeTheRunAndAFailedRunKeepsEarlierFiles) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("cascade: left out"), std::string::npos) << r.out;
   EXPECT_NE(slurp(walk).find("\"method\":\"hier_last1\""), std::string::npos);
+
+  // The split scores, then --folds fails: the first 24 of 40 jobs end just before the split's
+  // validation block begins (kept by its purge) but after every fold's, whose train blocks the
+  // purge empties. Exit 2, and no output replaced: the walk used to be written before the folds
+  // ran, so a failed run left a new walk (and an earlier --json) behind.
+  const std::string purged = (dir_ / "purged.jsonl").string();
+  {
+    std::ofstream t(purged);
+    for (int i = 0; i < 40; ++i) {
+      const int submit = 1700000000 + 100 * i;
+      const int end = i < 24 ? 1700000000 + 100 * 24 - 1 : submit + 10;
+      t << "{\"job_id\":\"j" << i << "\",\"user\":\"u" << i % 3 << "\",\"submit_time\":" << submit
+        << ",\"end_time\":" << end << ",\"req_mem_bytes\":1000000000,\"peak_mem_bytes\":" << 300000000 + 10000000 * (i % 7)
+        << "}\n";
+    }
+  }
+  const std::string json = (dir_ / "eval.json").string();
+  const std::string purged_run = purged + " --methods hier_last1 --bootstrap 0 --latency-jobs 0 --bound-walk " + walk +
+                                 " --json " + json;
+  r = err(purged_run);
+  ASSERT_EQ(r.exit_code, 0) << "the split alone scores: " << r.out;
+  { std::ofstream(walk) << "kept\n"; }
+  { std::ofstream(json) << "kept\n"; }
+  r = err(purged_run + " --folds 2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("every one of the 2 folds was skipped"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(walk), "kept\n");
+  EXPECT_EQ(slurp(json), "kept\n");
 }
 
 // A trace with no label for either resource trains nothing: an error, not a model that answers
