@@ -69,6 +69,9 @@ struct SeedResults {
   std::map<std::string, LatencyStats> latency;
   std::vector<std::pair<std::string, std::string>> first_choices;
   std::array<std::vector<BoundCoverage>, kNumResources> bounds;  // requested methods (coverage.h)
+  // The first seed's bound walk per scored resource (EvalConfig::on_bound_walk), held until
+  // every seed is scored: a method a later seed refuses is left out, and so is its walk.
+  std::vector<std::pair<Resource, std::vector<WalkRecord>>> walks;
   size_t seeds = 1;
 };
 
@@ -143,7 +146,7 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
       const bool dump = k == 0 && config.on_bound_walk != nullptr;
       std::vector<WalkRecord> walk;
       res.bounds[idx(r)].push_back(bound_coverage(ctx.data, **method, ctx.test, preds, r, dump ? &walk : nullptr));
-      if (dump) config.on_bound_walk(name, r, walk);
+      if (dump) res.walks.emplace_back(r, std::move(walk));
     }
     if (k == 0 && requested) {
       res.first_choices = (*method)->choices();
@@ -316,6 +319,7 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
       if (scored.jobs[ri].empty()) continue;
       for (double& e : abs_err[m][ri]) e /= static_cast<double>(res.seeds);
     }
+    for (const auto& [r, walk] : res.walks) config.on_bound_walk(run[m], r, walk);
     if (!requested) continue;
     add_rows(run[m], scored, config, res, rows);
     if (!res.first_choices.empty()) {

@@ -42,7 +42,8 @@ struct EvalConfig {
   // predict() call. 0 turns the pass off.
   size_t latency_jobs = 2000;
   // When set, called once per requested method and scored resource (first seed, the split only)
-  // with the walk behind its coverage figures (`--bound-walk`).
+  // with the walk behind its coverage figures (`--bound-walk`), after every seed of the method
+  // was scored: a method left out (leave_out_refusals), at any seed, has no walk.
   std::function<void(const std::string& method, Resource r, std::span<const WalkRecord> walk)> on_bound_walk;
   // When set, a requested method other than the baseline that refuses its training blocks as
   // input (kInvalidInput: a young history the cascade's purges leave too few jobs) is left out of
