@@ -8,7 +8,6 @@
 #include <fstream>
 #include <regex>
 #include <string>
-#include <unistd.h>
 
 #include "support/command.h"
 
@@ -21,7 +20,7 @@ using peakcast::test_support::slurp;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
 CmdResult run_all(const std::string& args) {  // stdout and stderr together
-  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>&1 </dev/null");
+  return peakcast::test_support::run_peakcast(args, "2>&1 </dev/null");
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -30,10 +29,7 @@ class CliBasics : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
-    dir_ = fs::temp_directory_path() /
-           ("peakcast_cli_basics_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = peakcast::test_support::fresh_test_dir("cli_basics");
   }
   void TearDown() override {
     std::error_code ec;

@@ -4,7 +4,6 @@
 // exit 0; with no requested method left to score, exit 2 with every reason. Until 2026-12-07 the
 // refusal stopped the run (exit 2) and no method's figures were printed.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <set>
@@ -32,9 +31,7 @@ class EvaluateYoung : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
-    dir_ = fs::temp_directory_path() / ("peakcast_evaluate_young_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = peakcast::test_support::fresh_test_dir("evaluate_young");
     trace_ = (dir_ / "young.jsonl").string();
     const peakcast::Status s =
         peakcast::synth::write_trace_jsonl(peakcast::test_support::young_jobs(4.0, 1.0, 1.5), trace_);
@@ -51,8 +48,8 @@ class EvaluateYoung : public ::testing::Test {
   // `peakcast evaluate TRACE ARGS`: exit code, stdout and stderr apart.
   Ran evaluate(const std::string& args) {
     const std::string err = (dir_ / "stderr").string();
-    const auto r = peakcast::test_support::run_shell(kBinary + " evaluate " + trace_ + " " + args + kQuick +
-                                                     " 2>" + err + " </dev/null");
+    const auto r = peakcast::test_support::run_peakcast("evaluate " + trace_ + " " + args + kQuick,
+                                                        "2>" + err + " </dev/null");
     return {r.exit_code, r.out, slurp(err)};
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <unistd.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -23,21 +22,18 @@ namespace {
 namespace fs = std::filesystem;
 
 using peakcast::test_support::CmdResult;
+using peakcast::test_support::run_peakcast;
 using peakcast::test_support::slurp;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
-CmdResult run(const std::string& args) {
-  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>/dev/null");
-}
+// stdout alone: the JSON a test parses.
+CmdResult run(const std::string& args) { return run_peakcast(args, "2>/dev/null"); }
 
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built (cmake --build ... --target peakcast)";
-    dir_ = fs::temp_directory_path() /
-           ("peakcast_cli_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = peakcast::test_support::fresh_test_dir("cli_test");
     trace_ = (dir_ / "trace.jsonl").string();
     ASSERT_EQ(run("synth --jobs 1200 --seed 3 --users 12 --days 25 -o " + trace_).exit_code, 0);
   }
@@ -85,17 +81,15 @@ TEST_F(Cli, EvaluateHistoryAndXgboostAsJson) {
 // run goes on. With a method that reads it, no such note.
 TEST_F(Cli, OptionsNoMethodReadsAreSaidToChangeNothing) {
   const std::string common = "evaluate " + trace_ + " --bootstrap 0 --latency-jobs 0 --threads 1 ";
-  const CmdResult unread = peakcast::test_support::run_shell(
-      kBinary + " " + common + "--methods hier_last1 --code-option max_epochs=1 --encoder textcnn 2>&1");
+  const CmdResult unread = run_peakcast(common + "--methods hier_last1 --code-option max_epochs=1 --encoder textcnn");
   ASSERT_EQ(unread.exit_code, 0) << unread.out;
   EXPECT_NE(unread.out.find("note: --code-option sets the code model of code_only, textcnn, bilstm, "
                             "cascade; --methods has none of them"),
             std::string::npos) << unread.out;
   EXPECT_NE(unread.out.find("note: --encoder sets the code model of code_only, cascade;"), std::string::npos)
       << unread.out;
-  const CmdResult read = peakcast::test_support::run_shell(
-      kBinary + " " + common + "--methods hier_last1,textcnn --code-option max_epochs=1 "
-      "--code-option token_dim=8 --code-option fused_dim=16 2>&1");
+  const CmdResult read = run_peakcast(common + "--methods hier_last1,textcnn --code-option max_epochs=1 "
+                                      "--code-option token_dim=8 --code-option fused_dim=16");
   ASSERT_EQ(read.exit_code, 0) << read.out;
   EXPECT_EQ(read.out.find("changes nothing"), std::string::npos) << read.out;
 }
@@ -110,7 +104,7 @@ TEST_F(Cli, EvaluateChecksTheEncodersOptionsBeforeReading) {
   for (const std::string& args : {trace_ + " --methods hier_last1,cascade --encoder qwen2",
                                   trace_ + " --methods code_only --code-option encoder=qwen2",
                                   missing_trace + " --methods cascade --encoder qwen2"}) {
-    const CmdResult r = peakcast::test_support::run_shell(kBinary + " evaluate " + args + quick + " 2>&1");
+    const CmdResult r = run_peakcast("evaluate " + args + quick);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("encoder qwen2: needs base=DIR"), std::string::npos) << args << ": " << r.out;
     EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << args << ": the trace was read first: " << r.out;
@@ -170,7 +164,7 @@ TEST_F(Cli, OutputsAreCheckedBeforeTheRunAndAFailedRunKeepsEarlierFiles) {
   const std::string missing_trace = (dir_ / "no_such_trace.jsonl").string();
   const std::string ok = (dir_ / "a.json").string();
   const auto err = [&](const std::string& args) {
-    return peakcast::test_support::run_shell(kBinary + " evaluate " + args + " 2>&1");
+    return run_peakcast("evaluate " + args);
   };
   CmdResult r = err(missing_trace + " --json " + (dir_ / "no" / "x.json").string());
   EXPECT_EQ(r.exit_code, 2);
@@ -186,8 +180,7 @@ TEST_F(Cli, OutputsAreCheckedBeforeTheRunAndAFailedRunKeepsEarlierFiles) {
   r = err(missing_trace + " --json - --csv -");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("both write to standard output"), std::string::npos) << r.out;
-  r = peakcast::test_support::run_shell(kBinary + " simulate " + missing_trace + " --json " +
-                                        (dir_ / "no" / "s.json").string() + " 2>&1");
+  r = run_peakcast("simulate " + missing_trace + " --json " + (dir_ / "no" / "s.json").string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("--json: cannot write"), std::string::npos) << r.out;
 
@@ -255,13 +248,11 @@ TEST_F(Cli, TrainRefusesATraceWithoutLabelsAndWarnsOfAResourceWithout) {
   }
   const std::string small = " --threads 1 --code-option max_epochs=1 --code-option token_dim=8 "
                             "--code-option user_dim=8 --code-option fused_dim=32";
-  CmdResult r = peakcast::test_support::run_shell(kBinary + " train " + no_labels + " -o " +
-                                                  (dir_ / "m0").string() + small + " 2>&1");
+  CmdResult r = run_peakcast("train " + no_labels + " -o " + (dir_ / "m0").string() + small);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("has a label"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "m0" / "manifest.json"));
-  r = peakcast::test_support::run_shell(kBinary + " train " + vram_only + " -o " +
-                                        (dir_ / "m1").string() + small + " 2>&1");
+  r = run_peakcast("train " + vram_only + " -o " + (dir_ / "m1").string() + small);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("warning: no train job has a mem label"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("has a vram label"), std::string::npos) << r.out;
@@ -310,8 +301,7 @@ TEST_F(Cli, CascadeOptionReachesTheTrainedCascade) {
   for (const auto& [resource, files] : bag.items()) EXPECT_EQ(files.size(), 1u) << resource;
 
   // A mistyped key is a usage error naming the valid ones, before anything is read or written.
-  const CmdResult bad = peakcast::test_support::run_shell(kBinary + " train /nonexistent.jsonl -o " + model +
-                                                          "2 --cascade-option tree_bags=1 2>&1");
+  const CmdResult bad = run_peakcast("train /nonexistent.jsonl -o " + model + "2 --cascade-option tree_bags=1");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--cascade-option tree_bags: unknown cascade option (valid: "), std::string::npos)
       << bad.out;
@@ -319,9 +309,8 @@ TEST_F(Cli, CascadeOptionReachesTheTrainedCascade) {
   EXPECT_EQ(run("evaluate " + trace_ + " --methods hier_last1 --cascade-option tree_bag").exit_code, 2);
   EXPECT_EQ(run("report " + trace_ + " -o " + (dir_ / "r.html").string() + " --cascade-option coverage=2").exit_code, 2);
   EXPECT_FALSE(fs::exists(dir_ / "r.html"));
-  const CmdResult note = peakcast::test_support::run_shell(
-      kBinary + " evaluate " + trace_ + " --methods hier_last1 --bootstrap 0 --latency-jobs 0 "
-      "--cascade-option tree_bag=1 2>&1");
+  const CmdResult note = run_peakcast("evaluate " + trace_ + " --methods hier_last1 --bootstrap 0 --latency-jobs 0 "
+                                         "--cascade-option tree_bag=1");
   EXPECT_EQ(note.exit_code, 0) << note.out;
   EXPECT_NE(note.out.find("note: --cascade-option sets the cascade's own settings; --methods has no cascade"),
             std::string::npos) << note.out;
@@ -389,8 +378,7 @@ TEST_F(Cli, ANegativeSeedIsAUsageError) {
   for (const std::string cmd : {"evaluate", "report"}) {
     const std::string out = (dir_ / (cmd + ".out")).string();
     const std::string output = cmd == "evaluate" ? " --json " : " -o ";
-    const CmdResult r = peakcast::test_support::run_shell(kBinary + " " + cmd + " " + trace_ + output + out +
-                                                          " --seed -1 2>&1");
+    const CmdResult r = run_peakcast(cmd + " " + trace_ + output + out + " --seed -1");
     EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
     EXPECT_NE(r.out.find("--seed: must be 0 or more, got -1"), std::string::npos) << cmd << ": " << r.out;
     EXPECT_FALSE(fs::exists(out)) << cmd;
@@ -403,8 +391,7 @@ TEST_F(Cli, ASeedBeyondWhatTheLearnersTakeIsAUsageError) {
   for (const std::string cmd : {"evaluate", "report"}) {
     const std::string out = (dir_ / (cmd + ".big.out")).string();
     const std::string output = cmd == "evaluate" ? " --json " : " -o ";
-    const CmdResult r = peakcast::test_support::run_shell(kBinary + " " + cmd + " " + trace_ + output + out +
-                                                          " --seed 9223372036854775808 2>&1");
+    const CmdResult r = run_peakcast(cmd + " " + trace_ + output + out + " --seed 9223372036854775808");
     EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
     EXPECT_NE(r.out.find("--seed: must be a whole number from 0 to 4611686018427387904"), std::string::npos)
         << cmd << ": " << r.out;
@@ -418,8 +405,7 @@ TEST_F(Cli, ANanShareOrCoverageIsAUsageError) {
   struct Case { std::string cmd, output, option; };
   for (const Case& c : {Case{"evaluate", " --json ", "--folds-share"}, Case{"report", " -o ", "--bound-coverage"}}) {
     const std::string out = (dir_ / (c.cmd + ".nan.out")).string();
-    const CmdResult r = peakcast::test_support::run_shell(kBinary + " " + c.cmd + " " + trace_ + c.output + out +
-                                                          " " + c.option + " nan 2>&1");
+    const CmdResult r = run_peakcast(c.cmd + " " + trace_ + c.output + out + " " + c.option + " nan");
     EXPECT_EQ(r.exit_code, 2) << c.cmd << ": " << r.out;
     EXPECT_NE(r.out.find(c.option + ": must be a number from"), std::string::npos) << c.cmd << ": " << r.out;
     EXPECT_FALSE(fs::exists(out)) << c.cmd;
@@ -430,8 +416,7 @@ TEST_F(Cli, ANanShareOrCoverageIsAUsageError) {
 // default of 1: a model that learned labels up to 2 sees a history run at 1.5 as 1.5.
 TEST(CliPredict, HistoryIsReadWithTheModelsCap) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
-  const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_cap_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = peakcast::test_support::fresh_test_dir("cli_cap");
   const std::string model = (dir / "model").string();
   fs::create_directories(model);
   std::ofstream(model + "/manifest.json")
@@ -462,8 +447,7 @@ namespace {
 // the first run stores both finished jobs, the second finds them known (idempotent by job id).
 TEST(CliSlurmSync, StoresFinishedJobsOnceWithAPersistedCursor) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
-  const fs::path dir = fs::temp_directory_path() / ("peakcast_cli_sync_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = peakcast::test_support::fresh_test_dir("cli_sync");
   // Two jobs that ended five minutes ago (within the next poll's overlap), in a stand-in that
   // lists by -S/-E as sacct does.
   const auto iso = [](std::time_t t) {
@@ -485,7 +469,7 @@ TEST(CliSlurmSync, StoresFinishedJobsOnceWithAPersistedCursor) {
   const std::string args =
       "slurm-sync --db " + (dir / "h.db").string() + " --sacct " + sacct.string();
   // The first poll reads the default week a day at a time, with a line of progress per window.
-  CmdResult first = peakcast::test_support::run_shell(kBinary + " " + args + " 2>&1");
+  CmdResult first = run_peakcast(args);
   EXPECT_EQ(first.exit_code, 0) << first.out;
   EXPECT_NE(first.out.find("2 finished job(s)"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find(": 2 new"), std::string::npos) << first.out;

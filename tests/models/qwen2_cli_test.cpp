@@ -1,6 +1,5 @@
 // `peakcast tokenize` and `peakcast embed` end to end on the fixtures: ids equal the golden file,
 // embed equals reference.json, bad input exits 2. Skipped when the binary or the data is absent.
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -21,9 +20,8 @@ using peakcast::models::qwen2::testing::kQwen2Dir;
 using peakcast::test_support::CmdResult;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
-CmdResult run(const std::string& args) {
-  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>/dev/null");
-}
+// stdout alone: the JSON lines a test parses.
+CmdResult run(const std::string& args) { return peakcast::test_support::run_peakcast(args, "2>/dev/null"); }
 
 std::vector<nlohmann::json> lines(const std::string& text) {
   std::vector<nlohmann::json> out;

@@ -1,6 +1,5 @@
 // `peakcast simulate` end to end on a small Nextflow trace written here: the table, the JSON
 // that `peakcast report --sim` reads, seeds, and clear errors. Skips when the binary is not built.
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -20,19 +19,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using peakcast::test_support::CmdResult;
+using peakcast::test_support::run_peakcast;
+using peakcast::test_support::slurp;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
-CmdResult run(const std::string& args) {
-  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>&1");
-}
 
 class SimulateCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built";
-    dir_ = fs::temp_directory_path() / ("peakcast_sim_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = peakcast::test_support::fresh_test_dir("sim_cli");
     trace_ = (dir_ / "trace_toy.csv").string();
     std::ofstream out(trace_);
     out << "task_id,process,status,memory,submit,complete,realtime,rss,peak_rss,rchar\n";
@@ -90,8 +86,8 @@ class SimulateCli : public ::testing::Test {
   CmdResult expect_sizey_figures_of_the_toy(const std::string& variant) const {
     const std::string toy_json = (dir_ / "toy.json").string(), variant_json = (dir_ / "variant.json").string();
     const std::string args = " --policies max_so_far,peakcast --seeds 2 --json ";
-    auto toy = run("simulate " + trace_ + args + toy_json);
-    auto r = run("simulate " + variant + args + variant_json);
+    auto toy = run_peakcast("simulate " + trace_ + args + toy_json);
+    auto r = run_peakcast("simulate " + variant + args + variant_json);
     EXPECT_EQ(toy.exit_code, 0) << toy.out;
     EXPECT_EQ(r.exit_code, 0) << r.out;
     if (toy.exit_code == 0 && r.exit_code == 0) expect_same_results(toy_json, variant_json);
@@ -100,14 +96,14 @@ class SimulateCli : public ::testing::Test {
   // `peakcast simulate ARGS --json FILE` exits 0: its output and the JSON it wrote.
   std::pair<CmdResult, nlohmann::json> run_with_json(const std::string& args) const {
     const std::string json = (dir_ / "run.json").string();
-    auto r = run("simulate " + args + " --json " + json);
+    auto r = run_peakcast("simulate " + args + " --json " + json);
     EXPECT_EQ(r.exit_code, 0) << r.out;
     std::ifstream in(json);
     return {r, r.exit_code == 0 ? nlohmann::json::parse(in) : nlohmann::json()};
   }
   // `peakcast simulate ARGS` exits 2 (a usage or input error) and says `why`.
   void expect_usage_error(const std::string& args, const std::string& why) const {
-    const auto r = run("simulate " + args);
+    const auto r = run_peakcast("simulate " + args);
     EXPECT_EQ(r.exit_code, 2) << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   }
@@ -117,7 +113,7 @@ class SimulateCli : public ::testing::Test {
 
 TEST_F(SimulateCli, TableAndJsonForEveryPolicyAndSeed) {
   const std::string json = (dir_ / "sim.json").string();
-  auto r = run("simulate " + trace_ + " --seed 5 --seeds 2 --json " + json);
+  auto r = run_peakcast("simulate " + trace_ + " --seed 5 --seeds 2 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("waste_GBh"), std::string::npos);
   EXPECT_NE(r.out.find("peakcast"), std::string::npos);
@@ -172,7 +168,7 @@ TEST_F(SimulateCli, ChronoRowsCarryNoSeed) {
   // chrono replays in event time with no random order: a seed in its rows would be the --seed
   // default it never used (it used to write 1996 there).
   const std::string json = (dir_ / "chrono.json").string();
-  auto r = run("simulate " + trace_ + " --protocol chrono --policies presets,peakcast --seed 7 --json " + json);
+  auto r = run_peakcast("simulate " + trace_ + " --protocol chrono --policies presets,peakcast --seed 7 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.find(" 7 "), std::string::npos) << r.out;
   std::ifstream in(json);
@@ -201,7 +197,7 @@ TEST_F(SimulateCli, SizeyNeedsNoTimeColumnsAndChronoSaysWhatIsMissing) {
   // Sizey's protocol reads no times (ingest::ReadOptions::sizey_rows), so their absence is no
   // news here; chrono says what is missing (below).
   EXPECT_EQ(thin.out.find("not placed in time"), std::string::npos) << thin.out;
-  auto chrono = run("simulate " + narrow + " --protocol chrono");
+  auto chrono = run_peakcast("simulate " + narrow + " --protocol chrono");
   EXPECT_NE(chrono.exit_code, 0);
   EXPECT_NE(chrono.out.find("no submit times"), std::string::npos) << chrono.out;
   EXPECT_NE(chrono.out.find("trace.fields"), std::string::npos) << chrono.out;
@@ -211,15 +207,15 @@ TEST_F(SimulateCli, TasksWithoutARequestAreCountedAndPresetsFallsBackToTheLarges
   // The SORT process without a memory directive (Nextflow writes '-'): presets has no request to
   // give, so it gives the largest peak the type has shown, and the run says how many tasks that is.
   const std::string unrequested = write_unrequested();
-  auto r = run("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --per-workload");
+  auto r = run_peakcast("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --per-workload");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("note: 40 of 80 tasks have no memory request"), std::string::npos) << r.out;
-  auto full = run("simulate " + trace_ + " --policies presets --seeds 1");
+  auto full = run_peakcast("simulate " + trace_ + " --policies presets --seeds 1");
   ASSERT_EQ(full.exit_code, 0) << full.out;
   EXPECT_EQ(full.out.find("no memory request"), std::string::npos) << full.out;
   // Per workload, presets on SORT equals max_so_far on SORT (the same warm start and order).
   const std::string json = (dir_ / "unrequested.json").string();
-  r = run("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --json " + json);
+  r = run_peakcast("simulate " + unrequested + " --policies presets,max_so_far --seeds 1 --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
@@ -244,21 +240,21 @@ TEST_F(SimulateCli, TasksWithoutARequestGetTheSlurmDefaultWhenGiven) {
   const std::string unrequested = write_unrequested();
   const std::string given = (dir_ / "given.json").string();
   const std::string asked = (dir_ / "asked.json").string();
-  auto r = run("simulate " + unrequested + " --def-mem-per-node 8G --json " + given);
+  auto r = run_peakcast("simulate " + unrequested + " --def-mem-per-node 8G --json " + given);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("note: 40 of 80 tasks have no memory request; each is given 8G (--def-mem-per-node), "
                        "as Slurm gives a job submitted without --mem its DefMemPerNode."),
             std::string::npos)
       << r.out;
-  r = run("simulate " + trace_ + " --json " + asked);
+  r = run_peakcast("simulate " + trace_ + " --json " + asked);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::ifstream gi(given), ai(asked);
   const auto g = nlohmann::json::parse(gi), a = nlohmann::json::parse(ai);
   EXPECT_EQ(g["results"], a["results"]);
   // A bare number is MB, as in slurm.conf: 8192 MB is the same 8 GiB.
-  r = run("simulate " + unrequested + " --policies presets --def-mem-per-cpu 8192");
+  r = run_peakcast("simulate " + unrequested + " --policies presets --def-mem-per-cpu 8192");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto full = run("simulate " + trace_ + " --policies presets");
+  auto full = run_peakcast("simulate " + trace_ + " --policies presets");
   ASSERT_EQ(full.exit_code, 0) << full.out;
   EXPECT_EQ(r.out.substr(r.out.find("policy ")), full.out.substr(full.out.find("policy "))) << r.out;
   // Slurm takes one or the other; a size must be one.
@@ -292,7 +288,7 @@ TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {
     }
   }
   const std::string json = (dir_ / "left_out.json").string();
-  auto r = run("simulate " + trace_ + " --policies max_so_far --json " + json);
+  auto r = run_peakcast("simulate " + trace_ + " --policies max_so_far --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string line = "left out of Sizey's protocol: WF:TINY (3 tasks < 34)";
   EXPECT_NE(r.out.find("peakcast simulate: " + line), std::string::npos) << r.out;
@@ -305,33 +301,29 @@ TEST_F(SimulateCli, ATaskTypeLeftOutIsSaidInTheJsonAsOnStderr) {
 // --json -: standard output is the JSON alone (the tables go to standard error), so a pipe to jq
 // works.
 TEST_F(SimulateCli, JsonToStandardOutputIsJsonAlone) {
-  auto r = peakcast::test_support::run_shell(kBinary + " simulate " + trace_ + " --policies peakcast,vpa --json - 2>/dev/null");
+  auto r = run_peakcast("simulate " + trace_ + " --policies peakcast,vpa --json -", "2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out.substr(0, 400);
   EXPECT_EQ(j["results"].size(), 2u);
-  auto tables = peakcast::test_support::run_shell(kBinary + " simulate " + trace_ + " --policies peakcast,vpa --json - 2>&1 >/dev/null");
+  auto tables = run_peakcast("simulate " + trace_ + " --policies peakcast,vpa --json -", "2>&1 >/dev/null");
   EXPECT_NE(tables.out.find("peakcast"), std::string::npos) << tables.out;  // the table, on stderr
 }
 
 TEST_F(SimulateCli, SameSeedSameNumbers) {
-  auto a = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
-  auto b = run("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
+  auto a = run_peakcast("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
+  auto b = run_peakcast("simulate " + trace_ + " --policies peakcast,vpa --seed 3");
   ASSERT_EQ(a.exit_code, 0) << a.out;
   EXPECT_EQ(a.out, b.out);
   // The replays of several seeds on one thread or several: the same JSON, byte for byte (stderr's
   // progress lines carry times).
   const std::string one_json = (dir_ / "threads1.json").string(), three_json = (dir_ / "threads3.json").string();
   const std::string args = " --policies peakcast,vpa,max_so_far --seed 3 --seeds 3 --json ";
-  auto one = run("simulate " + trace_ + args + one_json + " --threads 1");
-  auto three = run("simulate " + trace_ + args + three_json + " --threads 3");
+  auto one = run_peakcast("simulate " + trace_ + args + one_json + " --threads 1");
+  auto three = run_peakcast("simulate " + trace_ + args + three_json + " --threads 3");
   ASSERT_EQ(one.exit_code, 0) << one.out;
   ASSERT_EQ(three.exit_code, 0) << three.out;
   EXPECT_NE(one.out.find("mean over 3 seeds"), std::string::npos) << one.out;
-  const auto slurp = [](const std::string& path) {
-    std::ifstream f(path);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
   const std::string json = slurp(one_json);
   EXPECT_EQ(nlohmann::json::parse(json)["results"].size(), 9u);
   EXPECT_EQ(json, slurp(three_json));
@@ -368,13 +360,13 @@ TEST_F(SimulateCli, TasksAreTypedByScriptAsTheDaemonSizesThem) {
 }
 
 TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
-  auto r = run("simulate " + trace_ + " --policies oracle");
+  auto r = run_peakcast("simulate " + trace_ + " --policies oracle");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("unknown sizing policy 'oracle'"), std::string::npos) << r.out;
   expect_usage_error(trace_ + " --protocol random", "--protocol");
   expect_usage_error(trace_ + " --failure-price -1", "--failure-price: must be a number of GBh from 0 to 1e9");
   expect_usage_error(trace_ + " --failure-price inf", "--failure-price: must be a number of GBh from 0 to 1e9");
-  r = run("simulate " + trace_ + " --policies peakcast --failure-price 0.5");
+  r = run_peakcast("simulate " + trace_ + " --policies peakcast --failure-price 0.5");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   // sacct without Submit (as the Yale traces): no event order and no run time. The chrono
   // protocol used to replay it with every run time 0 and report 0 GB*h for every policy.
@@ -397,9 +389,9 @@ TEST_F(SimulateCli, BadArgumentsAreClearErrors) {
   // A negative --seed used to wrap to 4294967295 without a word.
   expect_usage_error(trace_ + " --seed -1", "--seed: must be 0 or more, got -1");
   expect_usage_error(trace_ + " --threads -2", "--threads: must be 0 (all cores) or more, got -2");
-  r = run("simulate " + (dir_ / "missing.csv").string());
+  r = run_peakcast("simulate " + (dir_ / "missing.csv").string());
   EXPECT_NE(r.exit_code, 0);
-  r = run("simulate --help");
+  r = run_peakcast("simulate --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--protocol"), std::string::npos);
 }

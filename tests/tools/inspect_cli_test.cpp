@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "support/command.h"
 
@@ -13,11 +12,9 @@ namespace {
 namespace fs = std::filesystem;
 
 using peakcast::test_support::CmdResult;
+using peakcast::test_support::run_peakcast;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
-CmdResult run(const std::string& args) {
-  return peakcast::test_support::run_shell(kBinary + " " + args + " 2>&1");
-}
 
 // A --json path that cannot be written used to be found only after reading the trace and
 // replaying its history (minutes on a large sacct dump), the table already printed, and it
@@ -25,17 +22,16 @@ CmdResult run(const std::string& args) {
 // with a usage error naming the option.
 TEST(InspectCli, AnUnwritableJsonOutputIsAUsageErrorBeforeReading) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built (cmake --build ... --target peakcast)";
-  const fs::path dir = fs::temp_directory_path() / ("peakcast_inspect_cli_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = peakcast::test_support::fresh_test_dir("inspect_cli");
   const std::string trace = (dir / "t.jsonl").string();
-  ASSERT_EQ(run("synth --jobs 200 --seed 2 --users 5 --days 5 -o " + trace).exit_code, 0);
+  ASSERT_EQ(run_peakcast("synth --jobs 200 --seed 2 --users 5 --days 5 -o " + trace).exit_code, 0);
   for (const fs::path& out : {dir / "missing" / "s.json", dir}) {
-    const CmdResult r = run("inspect " + trace + " --json " + out.string());
+    const CmdResult r = run_peakcast("inspect " + trace + " --json " + out.string());
     EXPECT_EQ(r.exit_code, 2) << out << ": " << r.out;
     EXPECT_NE(r.out.find("--json"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("read " + trace), std::string::npos) << "the trace was read first: " << r.out;
   }
-  const CmdResult ok = run("inspect " + trace + " --json " + (dir / "s.json").string());
+  const CmdResult ok = run_peakcast("inspect " + trace + " --json " + (dir / "s.json").string());
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
   EXPECT_TRUE(fs::exists(dir / "s.json"));
   std::error_code ec;

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "support/command.h"
 
@@ -14,20 +13,15 @@ namespace {
 namespace fs = std::filesystem;
 
 using peakcast::test_support::CmdResult;
+using peakcast::test_support::run_peakcast;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
-CmdResult run(const std::string& args) {
-  return peakcast::test_support::run_shell("OMP_WAIT_POLICY=passive " + kBinary + " " + args + " 2>&1");
-}
 
 class PredictCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built (cmake --build ... --target peakcast)";
-    dir_ = fs::temp_directory_path() /
-           ("peakcast_predict_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    dir_ = peakcast::test_support::fresh_test_dir("predict_cli");
     jobs_ = (dir_ / "jobs.jsonl").string();
     std::ofstream(jobs_) << R"({"job_id":"j1","user":"u","submit_time":3000,"req_mem_bytes":1000000000})" << "\n";
   }
@@ -54,12 +48,12 @@ class PredictCli : public ::testing::Test {
 TEST_F(PredictCli, ARequestLineThatIsNotJsonSaysWhyAndWhere) {
   const std::string model = history_model();
   std::ofstream(jobs_, std::ios::app) << R"({"job_id":"j2","user":"u","submit_time":NaN})" << "\n";
-  const CmdResult r = run("predict --model " + model + " " + jobs_);
+  const CmdResult r = run_peakcast("predict --model " + model + " " + jobs_);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find(jobs_ + ":2: json: invalid literal (column 41)"), std::string::npos) << r.out;
   // Valid JSON that is no object keeps its own message.
   std::ofstream(jobs_) << "[1, 2]\n";
-  const CmdResult a = run("predict --model " + model + " " + jobs_);
+  const CmdResult a = run_peakcast("predict --model " + model + " " + jobs_);
   EXPECT_EQ(a.exit_code, 2) << a.out;
   EXPECT_NE(a.out.find(jobs_ + ":1: not a JSON object"), std::string::npos) << a.out;
 }
@@ -68,15 +62,15 @@ TEST_F(PredictCli, ARequestLineThatIsNotJsonSaysWhyAndWhere) {
 // tree_route booster: gbdt model: ... cut short or corrupt"): the file to restore went unnamed.
 TEST_F(PredictCli, ADamagedTreeRouteBoosterIsNamed) {
   const std::string trace = (dir_ / "t.jsonl").string();
-  ASSERT_EQ(run("synth --jobs 300 --seed 5 --users 6 --days 10 -o " + trace).exit_code, 0);
+  ASSERT_EQ(run_peakcast("synth --jobs 300 --seed 5 --users 6 --days 10 -o " + trace).exit_code, 0);
   const fs::path model = dir_ / "model";
   const CmdResult t =
-      run("train " + trace + " -o " + model.string() + " --threads 1 --code-option max_epochs=1");
+      run_peakcast("train " + trace + " -o " + model.string() + " --threads 1 --code-option max_epochs=1");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   const fs::path booster = model / "tree_mem.ubj";
   ASSERT_TRUE(fs::exists(booster)) << "the model has no tree route: " << t.out;
   fs::resize_file(booster, 1000);
-  const CmdResult r = run("predict --model " + model.string() + " " + jobs_);
+  const CmdResult r = run_peakcast("predict --model " + model.string() + " " + jobs_);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find(booster.string() + ": gbdt model: not a complete XGBoost model"), std::string::npos)
       << r.out;
@@ -87,14 +81,14 @@ TEST_F(PredictCli, ADamagedTreeRouteBoosterIsNamed) {
 // trace were at fault. It is a usage error naming both.
 TEST_F(PredictCli, JobsAndHistoryBothFromStandardInputIsAUsageError) {
   const std::string model = history_model();
-  const CmdResult r = run("predict --model " + model + " - --history - < " + jobs_);
+  const CmdResult r = run_peakcast("predict --model " + model + " - --history - < " + jobs_);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("JOBS and --history both read standard input"), std::string::npos) << r.out;
   // Either alone is fine.
-  EXPECT_EQ(run("predict --model " + model + " - < " + jobs_).exit_code, 0);
+  EXPECT_EQ(run_peakcast("predict --model " + model + " - < " + jobs_).exit_code, 0);
   const std::string history = (dir_ / "history.jsonl").string();
   std::ofstream(history) << R"({"job_id":"h1","user":"u","submit_time":1000,"end_time":2000})" << "\n";
-  const CmdResult h = run("predict --model " + model + " " + jobs_ + " --history - < " + history);
+  const CmdResult h = run_peakcast("predict --model " + model + " " + jobs_ + " --history - < " + history);
   EXPECT_EQ(h.exit_code, 0) << h.out;
 }
 
@@ -106,7 +100,7 @@ TEST_F(PredictCli, WithoutAGpuCountTheVramLineNamesTheField) {
   std::ofstream(jobs_) << R"({"job_id":"j1","user":"u","submit_time":3000,"req_mem_bytes":1000000000,)"
                        << R"("script":"#!/bin/bash\n#SBATCH --gres=gpu:a100:1\npython train.py\n"})" << "\n"
                        << R"({"job_id":"j2","user":"u","submit_time":3000,"req_gpus":0})" << "\n";
-  const CmdResult r = run("predict --model " + model + " " + jobs_);
+  const CmdResult r = run_peakcast("predict --model " + model + " " + jobs_);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("vram -    (no GPU count: req_gpus is absent or 0)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("no GPUs requested"), std::string::npos) << r.out;

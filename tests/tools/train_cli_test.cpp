@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "support/command.h"
 
@@ -14,20 +13,17 @@ namespace {
 namespace fs = std::filesystem;
 
 using peakcast::test_support::CmdResult;
+using peakcast::test_support::run_peakcast;
 const std::string& kBinary = peakcast::test_support::kPeakcastBinary;
 
-CmdResult run(const std::string& args) {
-  return peakcast::test_support::run_shell("OMP_WAIT_POLICY=passive " + kBinary + " " + args + " 2>&1");
-}
 
 class TrainCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " not built (cmake --build ... --target peakcast)";
-    dir_ = fs::temp_directory_path() / ("peakcast_train_cli_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    dir_ = peakcast::test_support::fresh_test_dir("train_cli");
     trace_ = (dir_ / "t.jsonl").string();
-    ASSERT_EQ(run("synth --jobs 300 --seed 5 --users 6 --days 10 -o " + trace_).exit_code, 0);
+    ASSERT_EQ(run_peakcast("synth --jobs 300 --seed 5 --users 6 --days 10 -o " + trace_).exit_code, 0);
   }
   void TearDown() override {
     std::error_code ec;
@@ -47,14 +43,14 @@ TEST_F(TrainCli, AModelDirectoryThatCannotBeWrittenIsRefusedBeforeTraining) {
   const fs::path file = dir_ / "a-file";
   std::ofstream(file) << "x";
   for (const fs::path& out : {file, file / "model"}) {
-    const CmdResult r = run(train(out.string()));
+    const CmdResult r = run_peakcast(train(out.string()));
     EXPECT_EQ(r.exit_code, 2) << out << ": " << r.out;
     EXPECT_NE(r.out.find("--output"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << "the trace was read first: " << r.out;
   }
   // A new directory (and its missing parents) is fine.
   const fs::path fresh = dir_ / "new" / "model";
-  const CmdResult r = run(train(fresh.string()));
+  const CmdResult r = run_peakcast(train(fresh.string()));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(fs::exists(fresh / "manifest.json"));
 }
@@ -63,7 +59,7 @@ TEST_F(TrainCli, AModelDirectoryThatCannotBeWrittenIsRefusedBeforeTraining) {
 // naming the option, found before the trace is read.
 TEST_F(TrainCli, ANegativeSeedIsAUsageError) {
   const fs::path out = dir_ / "model";
-  const CmdResult r = run(train(out.string()) + " --seed -1");
+  const CmdResult r = run_peakcast(train(out.string()) + " --seed -1");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--seed: must be 0 or more, got -1"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(out / "manifest.json"));
@@ -75,12 +71,12 @@ TEST_F(TrainCli, ANegativeSeedIsAUsageError) {
 TEST_F(TrainCli, ABadCodeOptionIsAUsageErrorBeforeReading) {
   const fs::path out = dir_ / "model";
   for (const std::string bad : {"--code-option max_epochs=abc", "--code-option nonsense=1"}) {
-    const CmdResult r = run(train(out.string()) + " " + bad);
+    const CmdResult r = run_peakcast(train(out.string()) + " " + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
     EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << bad << ": the trace was read first: " << r.out;
     EXPECT_EQ(r.out.find(trace_ + ": "), std::string::npos) << bad << ": blamed on the trace: " << r.out;
   }
-  EXPECT_NE(run(train(out.string()) + " --code-option max_epochs=abc").out.find("max_epochs: 'abc' is not a number"),
+  EXPECT_NE(run_peakcast(train(out.string()) + " --code-option max_epochs=abc").out.find("max_epochs: 'abc' is not a number"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(out / "manifest.json"));
 }
@@ -95,7 +91,7 @@ TEST_F(TrainCli, ADbThatIsNoDatabaseIsAnInputErrorAndLeftAsItWas) {
   std::ofstream(empty).flush();
   for (const fs::path& db : {fs::path(trace_), empty}) {
     const auto size = fs::file_size(db);
-    const CmdResult r = run("train --db " + db.string() + " -o " + out.string() + " --threads 1");
+    const CmdResult r = run_peakcast("train --db " + db.string() + " -o " + out.string() + " --threads 1");
     EXPECT_EQ(r.exit_code, 2) << db << ": " << r.out;
     EXPECT_NE(r.out.find(db.string() + ": not a peakcastd database"), std::string::npos) << r.out;
     EXPECT_EQ(fs::file_size(db), size) << db << " was written";
@@ -122,7 +118,7 @@ TEST_F(TrainCli, AQwen2EncoderWithoutItsBaseIsAUsageErrorBeforeReading) {
        "has no model.safetensors (or model.safetensors.index.json), config.json, tokenizer.json"},
   };
   for (const Case& c : cases) {
-    const CmdResult r = run(train(out.string()) + " " + c.args);
+    const CmdResult r = run_peakcast(train(out.string()) + " " + c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.out;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << ": " << r.out;
     EXPECT_EQ(r.out.find("read " + trace_), std::string::npos) << c.args << ": the trace was read first: " << r.out;
@@ -130,7 +126,7 @@ TEST_F(TrainCli, AQwen2EncoderWithoutItsBaseIsAUsageErrorBeforeReading) {
     EXPECT_EQ(r.out.find("read jobs"), std::string::npos) << c.args << ": " << r.out;
   }
   const std::string missing_trace = (dir_ / "no-such-trace.jsonl").string();
-  const CmdResult r = run("train " + missing_trace + " -o " + out.string() + " --encoder qwen2");
+  const CmdResult r = run_peakcast("train " + missing_trace + " -o " + out.string() + " --encoder qwen2");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("encoder qwen2: needs base=DIR"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("no-such-trace"), std::string::npos) << "the trace came first: " << r.out;
@@ -146,13 +142,13 @@ TEST_F(TrainCli, AQwen2BaseThatHoldsItsFilesPassesTheCheck) {
   const std::string train_missing =
       "train " + missing_trace + " -o " + (dir_ / "model").string() + " --encoder qwen2 --code-option base=" +
       fixtures + "tiny-f32";
-  CmdResult r = run(train_missing);
+  CmdResult r = run_peakcast(train_missing);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("has no tokenizer.json (or give tokenizer=FILE)"), std::string::npos) << r.out;
-  r = run(train_missing + " --code-option tokenizer=" + fixtures + "no-such-tokenizer.json");
+  r = run_peakcast(train_missing + " --code-option tokenizer=" + fixtures + "no-such-tokenizer.json");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("no-such-tokenizer.json: no such file"), std::string::npos) << r.out;
-  r = run(train_missing + " --code-option tokenizer=" + fixtures + "tokenizer.json.gz");
+  r = run_peakcast(train_missing + " --code-option tokenizer=" + fixtures + "tokenizer.json.gz");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_EQ(r.out.find("encoder qwen2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no-such-trace"), std::string::npos) << r.out;
