@@ -47,11 +47,15 @@ std::vector<Plot> accuracy_plots(const std::vector<PredictedJob>& preds) {
                       {"route", p.route}, {"level", p.level}, {"censored", p.censored}});
     }
     const std::string res(resource_name(r));
+    // Slurm's words for the resource, and what its utilization is a share of (docs/formats.md).
+    const std::string said = r == Resource::kVram ? "VRAM" : "memory";
+    const std::string actual = r == Resource::kVram ? "actual utilization (peak / the requested GPUs' memory)"
+                                                    : "actual utilization (peak / requested memory)";
     json points = {
         {"mark", {{"type", "point"}, {"filled", true}, {"opacity", 0.45}, {"size", 18}}},
         {"encoding",
          {{"x", field("predicted", "quantitative", "predicted utilization")},
-          {"y", field("actual", "quantitative", "actual utilization (peak / request)")},
+          {"y", field("actual", "quantitative", actual)},
           {"color", field("route", "nominal", "route")},
           {"tooltip", json::array({field("job", "nominal", "job"),
                                    tooltip_num("actual", "actual", ".3f"),
@@ -63,8 +67,8 @@ std::vector<Plot> accuracy_plots(const std::vector<PredictedJob>& preds) {
         {"data", {{"values", json::array({{{"v", 0.0}}, {{"v", 1.0}}})}}},
         {"mark", {{"type", "line"}, {"color", "#888"}, {"strokeDash", {4, 4}}}},
         {"encoding", {{"x", field("v", "quantitative", "predicted utilization")},
-                      {"y", field("v", "quantitative", "actual utilization (peak / request)")}}}};
-    json spec = base("Predicted vs actual " + res + " utilization (test jobs)", rows);
+                      {"y", field("v", "quantitative", actual)}}}};
+    json spec = base("Predicted vs actual " + said + " utilization (test jobs)", rows);
     if (shown < n) {
       spec["title"] = {{"text", spec["title"]},
                        {"subtitle", fmt::format("{} of {} test jobs, evenly spaced in submit order; "
@@ -72,7 +76,7 @@ std::vector<Plot> accuracy_plots(const std::vector<PredictedJob>& preds) {
     }
     spec["height"] = 320;
     spec["layer"] = json::array({points, diagonal});
-    out.push_back({"accuracy-" + res, "accuracy", "Predicted vs actual: " + res, spec});
+    out.push_back({"accuracy-" + res, "accuracy", "Predicted vs actual: " + said, spec});
   }
   return out;
 }
@@ -118,7 +122,8 @@ std::vector<Plot> subgroup_plots(const json& eval) {
   }
   std::vector<Plot> out;
   for (auto& [res, rows] : by_resource) {
-    json spec = base("MAE by history at submission and method: " + res, rows);
+    const std::string said = res == "vram" ? "VRAM" : res == "mem" ? "memory" : res;
+    json spec = base("MAE by history at submission and method: " + said, rows);
     spec["mark"] = {{"type", "bar"}, {"tooltip", true}};
     spec["encoding"] = {
         {"x", {{"field", "method"}, {"type", "nominal"}, {"title", "method"}, {"sort", nullptr}}},
@@ -131,7 +136,7 @@ std::vector<Plot> subgroup_plots(const json& eval) {
                                  tooltip_num("mae", "MAE", ".4f"),
                                  tooltip_num("acc10", "Acc@10%", ".1%"),
                                  tooltip_num("n", "jobs", "d")})}};
-    out.push_back({"subgroups-" + res, "methods", "Error by subgroup: " + res, spec});
+    out.push_back({"subgroups-" + res, "methods", "Error by subgroup: " + said, spec});
   }
   return out;
 }

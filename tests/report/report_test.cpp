@@ -254,6 +254,11 @@ TEST(ReportPlots, EachSectionOnlyWithItsData) {
   EXPECT_TRUE(plot_ids(in).empty());
   in.eval = sample_eval();
   EXPECT_EQ(plot_ids(in), (std::set<std::string>{"methods", "subgroups-mem", "routing", "latency"}));
+  for (const Plot& p : make_plots(in)) {
+    if (p.id == "subgroups-mem") {
+      EXPECT_EQ(p.title, "Error by subgroup: memory");
+    }
+  }
   in.sim = *parse_sim(sample_sim(), "SIM.json");
   EXPECT_TRUE(plot_ids(in).count("sizing-waste"));
   EXPECT_TRUE(plot_ids(in).count("sizing-failures"));
@@ -294,11 +299,19 @@ TEST(ReportPlots, AccuracyPointsAreCappedAndTheTitleSaysSo) {
       for (const json& r : rows) ids.insert(r.at("job").get<std::string>());
       EXPECT_EQ(ids.size(), kAccuracyPoints) << "no job twice";
       EXPECT_GT(std::stoul(rows.back().at("job").get<std::string>()), n - 4) << "spread to the last";
+      // Slurm's words for the resource, and what its utilization is a share of.
+      EXPECT_NE(p.spec.at("title").dump().find("Predicted vs actual memory utilization"), std::string::npos)
+          << p.spec.at("title");
+      EXPECT_NE(p.spec.dump().find("peak / requested memory"), std::string::npos);
     }
     if (p.id == "accuracy-vram") {
       vram = true;
       EXPECT_EQ(p.spec.at("data").at("values").size(), 1u);
       EXPECT_EQ(p.spec.at("title").dump().find(" of "), std::string::npos) << "all shown";
+      EXPECT_NE(p.spec.at("title").dump().find("Predicted vs actual VRAM utilization"), std::string::npos)
+          << p.spec.at("title");
+      EXPECT_NE(p.spec.dump().find("peak / the requested GPUs' memory"), std::string::npos);
+      EXPECT_EQ(p.title, "Predicted vs actual: VRAM");
     }
     if (p.id == "coverage") {
       EXPECT_EQ(p.spec.at("data").at("values").at(0).at("n"), n) << "coverage counts every job";
