@@ -1,8 +1,11 @@
-// Running the peakcast binary (and Chromium) from the report tests, and a young history to run it on.
+// Running the peakcast binary (and Chromium) from the report tests, a young history to run it on,
+// and the plots a report input draws.
 #pragma once
 
+#include <set>
 #include <string>
 
+#include "peakcast/report/report.h"
 #include "support/command.h"
 #include "support/young_history.h"
 
@@ -15,6 +18,13 @@ using peakcast::test_support::slurp;
 inline CmdResult run(const std::string& cmd, const std::string& stderr_path = "") {
   return peakcast::test_support::run_shell(
       cmd + (stderr_path.empty() ? " 2>&1" : " 2>" + stderr_path) + " </dev/null");
+}
+
+// The ids of the plots the report would draw for `in`.
+inline std::set<std::string> plot_ids(const peakcast::report::ReportInput& in) {
+  std::set<std::string> ids;
+  for (const peakcast::report::Plot& p : peakcast::report::make_plots(in)) ids.insert(p.id);
+  return ids;
 }
 
 // A young history (report_young_test.cpp): tests/support/young_history.h.
