@@ -171,7 +171,10 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
       if (s.recommended_jobs) add("recommended", s.recommended + (s.requested - s.recommended_requested));
     }
     const std::string dim_name = kDims[dim];
-    json spec = {{"title", "Requested vs used memory per " + dim_name + " (GB, jobs ending each day)"},
+    // Anchored at the plot's left edge: centred, a long title over a plot narrowed by a wide legend
+    // (LANL's partition names) ran off the plot's left side.
+    json spec = {{"title", {{"text", "Requested vs used memory per " + dim_name + " (GB, jobs ending each day)"},
+                            {"anchor", "start"}}},
                  {"width", "container"},
                  {"height", 260},
                  {"data", {{"values", rows}}},

@@ -326,5 +326,22 @@ TEST(ReportUsage, TheDayAxisIsUtcDaysAndTheLegendDrawsTheDashes) {
   }
 }
 
+// The title starts at the plot's left edge: centred, a long title over a plot a wide legend had
+// narrowed (LANL's partition names) ran off its left side in Chromium ("equested vs used ...").
+TEST(ReportUsage, TheTitleStartsAtThePlotsLeftEdge) {
+  ReportInput in;
+  in.usage.push_back({"u", "a", "scavenge_development", 86400 * 10, 8.0, 2.0, std::nullopt});
+  size_t checked = 0;
+  for (const Plot& p : make_plots(in)) {
+    if (!p.id.starts_with("usage-")) continue;
+    const json& title = p.spec.at("title");
+    ASSERT_TRUE(title.is_object()) << p.id << ": " << title;
+    EXPECT_EQ(title.value("anchor", ""), "start") << p.id;
+    EXPECT_TRUE(title.value("text", "").starts_with("Requested vs used memory per ")) << title;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3u);
+}
+
 }  // namespace
 }  // namespace peakcast::report
