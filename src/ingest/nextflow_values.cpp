@@ -18,12 +18,6 @@ namespace {
 
 constexpr double kMaxMs = kMaxEpochSeconds * 1000 / 4;  // each duration alone; sums stay in range
 
-bool all_digits(std::string_view v) {
-  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0;
-  });
-}
-
 // The human form's milliseconds; `exact` when every part is in ms.
 std::optional<double> parse_human_ms(std::string_view v, bool& exact) {
   double total = 0;

@@ -159,10 +159,6 @@ std::vector<std::string_view> gres_items(std::string_view gres) {
   return items;
 }
 
-bool all_digits(std::string_view v) {
-  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 }  // namespace
 
 std::optional<int> gres_gpus(std::string_view gres) {

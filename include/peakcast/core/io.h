@@ -21,6 +21,9 @@ std::vector<std::string_view> split(std::string_view s, char delim);
 
 std::string_view trim(std::string_view s);
 
+// Whether `s` is one or more ASCII digits (a count or an epoch written bare).
+bool all_digits(std::string_view s);
+
 // ASCII lower case (field names, units, file names; not locale-aware).
 std::string lower(std::string_view s);
 
