@@ -37,14 +37,17 @@ const std::string& group_of(const UsagePoint& p, int dim) {
   return dim == 0 ? p.user : (dim == 1 ? p.account : p.partition);
 }
 
+// Whether some job records a group of this kind (a user, an account, a partition).
+bool recorded(const std::vector<UsagePoint>& usage, int dim) {
+  return std::any_of(usage.begin(), usage.end(), [dim](const UsagePoint& p) { return !group_of(p, dim).empty(); });
+}
+
 // The kinds of group the plots and the table show: those some job records. Where none does, the
 // users' alone, every job as "(no user)", so that the totals are still drawn.
 std::vector<int> shown_dims(const std::vector<UsagePoint>& usage) {
   std::vector<int> dims;
   for (int dim = 0; dim < 3; ++dim) {
-    if (std::any_of(usage.begin(), usage.end(), [dim](const UsagePoint& p) { return !group_of(p, dim).empty(); })) {
-      dims.push_back(dim);
-    }
+    if (recorded(usage, dim)) dims.push_back(dim);
   }
   if (dims.empty()) dims.push_back(0);
   return dims;
@@ -54,9 +57,7 @@ std::vector<int> shown_dims(const std::vector<UsagePoint>& usage) {
 std::string unrecorded_dims(const std::vector<UsagePoint>& usage) {
   std::vector<int> missing;
   for (int dim = 0; dim < 3; ++dim) {
-    const bool recorded = std::any_of(usage.begin(), usage.end(),
-                                      [dim](const UsagePoint& p) { return !group_of(p, dim).empty(); });
-    if (!recorded) missing.push_back(dim);
+    if (!recorded(usage, dim)) missing.push_back(dim);
   }
   if (missing.empty()) return {};
   std::string what, per;
