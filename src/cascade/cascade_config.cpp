@@ -78,6 +78,8 @@ const std::vector<CascadeSpec>& cascade_specs() {
       {"allow_history_only", &C::allow_history_only, {-kInf}, {kInf},
        "false: the policy is always a grid entry"},
       {"q_source", &C::q_source, {-kInf}, {kInf}, "Q's source", "auto|code_model|tree_route"},
+      {"q_source_margin_se", &C::q_source_margin_se, {0}, {kInf},
+       "auto: standard errors the tree route's Q must win by over the code model's (0: lower MAE)"},
       {"min_component_examples", &C::min_component_examples, {2}, {kInf},
        "fewer examples: a constant instead of a booster"},
       {"tau_grid", &C::tau_grid, {0}, {2}, "gate thresholds tried (> 1: never bypass)"},

@@ -225,6 +225,26 @@ std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows,
   return out;
 }
 
+bool tree_route_q_better(const std::vector<QErrors>& rows, double margin_se) {
+  if (rows.empty()) return false;
+  if (margin_se <= 0.0) {
+    double code = 0.0, tree = 0.0;
+    for (const QErrors& r : rows) {
+      code += r.code;
+      tree += r.tree;
+    }
+    return tree < code;
+  }
+  std::vector<double> d;  // tree minus code: < 0 where the tree route is better
+  std::vector<uint64_t> cluster;
+  for (const QErrors& r : rows) {
+    d.push_back(r.tree - r.code);
+    cluster.push_back(r.cluster);
+  }
+  const history::MeanSe gain = history::clustered_mean_and_se(d, cluster);
+  return gain.mean + margin_se * history::small_sample_factor(gain.df) * gain.se < 0.0;
+}
+
 void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
                    const std::vector<models::code::CodePrediction>& q, PolicyCandidates& cand,
                    const CascadeConfig& cfg, CascadeModel::Impl& out) {

@@ -39,6 +39,20 @@ inline constexpr size_t kMinLevelJobs = 10;
 // is consulted only with exact-script history (another script's usage is weak evidence).
 std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows, double margin_se);
 
+// One gate/fusion-set job's errors (scored_error) under Q from the code model and from the tree
+// route, and the script it belongs to (its jobs share their errors).
+struct QErrors {
+  double code, tree;
+  uint64_t cluster;
+};
+// Whether Q comes from the tree route rather than the code model (the default). `margin_se` 0:
+// the lower mean error (a tie keeps the code model). Above 0: the tree route only where its mean
+// error is lower by more than `margin_se` cluster-robust standard errors of the paired
+// difference (widened by history::small_sample_factor), as history_alone_by_level asks of the
+// fused cascade: on a small block a dozen jobs of a few scripts would otherwise decide the source
+// of every new script's Q.
+bool tree_route_q_better(const std::vector<QErrors>& rows, double margin_se);
+
 // On the policy set (positions into input.jobs, with Q for each), per resource: the expert, tau,
 // trust coefficient and floor with the lowest MAE over jobs valid for the resource (ties within
 // 1e-12 go to fewer encoder calls, then to the earlier grid entry); then the conformal half-widths

@@ -249,29 +249,38 @@ std::vector<models::code::CodePrediction> tree_q(const TreeRoute& tree, const Tr
   return out;
 }
 
-// Per resource, the Q source with the lower MAE on the jobs at `positions` (valid labels; a lower
-// bound scored one-sided: scored_error); ties and empty sets keep the code model.
+// Per resource, the Q source on the jobs at `positions` (valid labels; a lower bound scored
+// one-sided: scored_error): the code model unless tree_route_q_better says the tree route, with
+// `margin_se` standard errors clustered by script; empty sets keep the code model. `mae` gets
+// both sources' MAE there.
 std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
                                                    const std::vector<size_t>& positions,
                                                    const std::vector<models::code::CodePrediction>& q_code,
                                                    const std::vector<models::code::CodePrediction>& q_tree,
+                                                   double margin_se,
                                                    std::array<std::array<double, 2>, kNumResources>& mae) {
   std::array<QSource, kNumResources> out{QSource::kCodeModel, QSource::kCodeModel};
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
     double ec = 0.0, et = 0.0;
-    size_t n = 0;
+    std::vector<QErrors> rows;
     for (size_t k = 0; k < positions.size(); ++k) {
       const Job& job = *in.jobs[positions[k]].job;
       if (!job.is_valid(r)) continue;
       const double y = std::clamp(job.label(r), 0.0, in.util_cap);
       const bool exact = label_exact(job, r, in.util_cap);
-      ec += scored_error(static_cast<double>(q_code[k].util[ri]), y, exact);
-      et += scored_error(static_cast<double>(q_tree[k].util[ri]), y, exact);
-      ++n;
+      const double c = scored_error(static_cast<double>(q_code[k].util[ri]), y, exact);
+      const double t = scored_error(static_cast<double>(q_tree[k].util[ri]), y, exact);
+      ec += c;
+      et += t;
+      // A job without a script key is a script of its own.
+      const uint64_t cluster = std::hash<std::string>{}(job.script_key.empty() ? "j:" + job.job_id
+                                                                               : "s:" + job.script_key);
+      rows.push_back({c, t, cluster});
     }
-    mae[ri] = {n ? ec / static_cast<double>(n) : 0.0, n ? et / static_cast<double>(n) : 0.0};
-    if (n > 0 && et < ec) out[ri] = QSource::kTreeRoute;
+    const auto n = static_cast<double>(rows.size());
+    mae[ri] = {rows.empty() ? 0.0 : ec / n, rows.empty() ? 0.0 : et / n};
+    if (tree_route_q_better(rows, margin_se)) out[ri] = QSource::kTreeRoute;
   }
   return out;
 }
@@ -462,7 +471,7 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   }
   const auto q_gf_tree = tree_q(tree, in, b.gate_fusion);
   const auto q_policy_tree = tree_q(tree, in, b.policy);
-  impl->q_source = choose_q_source(in, b.gate_fusion, q_gf_code, q_gf_tree, rep.q_mae);
+  impl->q_source = choose_q_source(in, b.gate_fusion, q_gf_code, q_gf_tree, cfg.q_source_margin_se, rep.q_mae);
   if (cfg.q_source != "auto") {
     const QSource forced = cfg.q_source == "tree_route" ? QSource::kTreeRoute : QSource::kCodeModel;
     impl->q_source = {forced, forced};

@@ -57,6 +57,9 @@ struct CascadeConfig {
   bool allow_history_only = true;       // false: the policy is always a grid entry
   // Q's source: "auto" (the better on the gate/fusion set), "code_model" or "tree_route".
   std::string q_source = "auto";
+  // With "auto", how many cluster-robust standard errors (by script) the tree route's Q must beat
+  // the code model's by on the gate/fusion set to be chosen; 0 = the lower MAE.
+  double q_source_margin_se = 0.0;
 
   // ---- serving ----
   size_t cache_capacity = 65536;        // exact-cache entries (LRU); 0 disables the cache
