@@ -83,7 +83,7 @@ void add_usage(const std::vector<Job>& jobs,
                       std::none_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.peak_mem_bytes.has_value(); });
     d.notes.push_back(fmt::format(
         "no usage section: none of the {} jobs has both a memory request and a recorded memory peak{}",
-        jobs.size(), vram ? " (this trace records VRAM only; the usage section is of host memory)" : ""));
+        grouped(jobs.size()), vram ? " (this trace records VRAM only; the usage section is of host memory)" : ""));
   }
   if (auto note = keep_whole_usage_days(d.usage, max_points)) d.notes.push_back(std::move(*note));
 }
@@ -100,9 +100,9 @@ Detail without_model(const std::vector<Job>& jobs, const DetailOptions& o, const
     std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(runs.size() / 2), runs.end());
     const double ms_per_h = 3.6e6;
     history = fmt::format(
-        " (the {} jobs were submitted over {:.1f} h and ran {:.1f} h at the median)", jobs.size(),
-        static_cast<double>(jobs.back().submit_ms - jobs.front().submit_ms) / ms_per_h,
-        static_cast<double>(runs[runs.size() / 2]) / ms_per_h);
+        " (the {} jobs were submitted over {} h and ran {} h at the median)", grouped(jobs.size()),
+        grouped(static_cast<double>(jobs.back().submit_ms - jobs.front().submit_ms) / ms_per_h, 1),
+        grouped(static_cast<double>(runs[runs.size() / 2]) / ms_per_h, 1));
   }
   d.no_model = fmt::format(
       "predicted vs actual, bound coverage and recommended requests: not drawn: the cascade could "
@@ -130,14 +130,15 @@ std::string recommendations_said(const std::vector<Job>& test, const std::vector
     const char* why = requested == 0 ? "none has a memory request: a recommendation lowers one"
                       : labelled == 0  ? "none has a memory peak: no memory bound to recommend from"
                                        : "none for a new script before the bound has evidence";
-    return fmt::format("no memory recommendation for any of the {} test jobs ({})", n, why);
+    return fmt::format("no memory recommendation for any of the {} test jobs ({})", grouped(n), why);
   }
   return fmt::format(
       "memory recommendations for {} of the {} test jobs, {} of them by their workload's own sizing "
       "policy (once {} of its runs had completed; the policies warmed up on each script's most recent "
       "runs among the {} earlier completions, at most {} in all{}), the others from the bound (none "
       "for a new script before the bound has evidence, nor without a memory request)",
-      with_rec, n, own_rec, sizing::kPeakcastMinHistory, stored, w.rebuild_runs,
+      grouped(with_rec), grouped(n), grouped(own_rec), sizing::kPeakcastMinHistory, grouped(stored),
+      grouped(w.rebuild_runs),
       w.max_age_ms > 0 ? fmt::format("; --sizing-days {:g}: each answers from its script's runs of about the "
                                      "last {:g} to {:g} days",
                                      w.max_age_days(), w.max_age_days(), 2 * w.max_age_days())
@@ -155,7 +156,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const Job& a, const Job& b) { return a.submit_ms < b.submit_ms; });
   if (jobs.size() < 20) {
-    return without_model(jobs, o, fmt::format("{} jobs are too few to train and test on", jobs.size()));
+    return without_model(jobs, o, fmt::format("{} jobs are too few to train and test on", grouped(jobs.size())));
   }
   const size_t cut = static_cast<size_t>(static_cast<double>(jobs.size()) * (1.0 - o.test_share));
   const int64_t first_test_submit = jobs[cut].submit_ms;
@@ -175,7 +176,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     return without_model(jobs, o, fmt::format(
         "none of the {} jobs submitted before the last {:.0f}% had ended by the first one after; "
         "nothing to train on",
-        running.size(), 100 * o.test_share));
+        grouped(running.size()), 100 * o.test_share));
   }
   eval::TrainOptions to;
   to.seed = o.seed;
@@ -224,7 +225,7 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
       "per-job plots: the cascade trained on the {} jobs that had ended by the first submission of "
       "the last {:.0f}% ({} still running then left out) and predicted the {} after, each with the "
       "history that had ended before its submission",
-      fit.size(), 100 * o.test_share, still_running, test.size()));
+      grouped(fit.size()), 100 * o.test_share, grouped(still_running), grouped(test.size())));
   // Per resource: the test jobs it was measured for, and how many of them had a bound.
   std::string bounds;
   for (Resource r : kResources) {
@@ -236,13 +237,13 @@ Result<Detail> build_detail(const std::vector<Job>& all, const DetailOptions& o,
     }
     if (valid == 0) continue;
     bounds += fmt::format("{}{}: {} of {} test jobs had a bound", bounds.empty() ? "" : "; ",
-                          resource_name(r), with_bound, valid);
+                          resource_name(r), grouped(with_bound), grouped(valid));
   }
   d.notes.push_back(fmt::format(
       "upper bounds and recommended requests: what peakcastd would have answered (its online {:.0f}% "
       "bound, warmed up on the completions of {} earlier jobs, then updated with each completion); "
       "{}; {}",
-      100 * o.bound_coverage, warm.size(), bounds.empty() ? "no test job had a label" : bounds,
+      100 * o.bound_coverage, grouped(warm.size()), bounds.empty() ? "no test job had a label" : bounds,
       recommendations_said(test, answers, stored.size(), o.workloads)));
   return d;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -31,6 +32,26 @@ std::vector<Asset> plotting_library();
 // The licence texts of the plotting library and the packages installed with it
 // (cmake/ReportAssets.cmake), each once, headed by the packages that ship it.
 std::string_view plotting_library_notices();
+
+// Numbers as the page shows them to a person: the whole part in groups of three digits split by
+// commas ("12,120", "20,191.6"), on every machine alike (no locale). What a program reads (the
+// JSON inside the page, a cell's data-sort) keeps plain numbers. `decimals` places, as fmt's
+// {:.Nf} rounds them.
+std::string grouped(double v, int decimals = 0);
+// `plain`, a number as fmt or std::to_string writes it, with its leading whole part grouped.
+std::string group_thousands(std::string plain);
+template <std::integral T>
+std::string grouped(T n) {
+  return group_thousands(std::to_string(n));
+}
+// A table cell showing `text`, which leads with a number as grouped() writes it. Where that number
+// has a separator, the cell carries `sort_value` plain in data-sort: the page's sort reads a cell
+// through parseFloat, which reads "12,120" as 12.
+std::string number_cell(const std::string& text, double sort_value);
+template <std::integral T>
+std::string number_cell(T n) {
+  return number_cell(grouped(n), static_cast<double>(n));
+}
 
 // Text safe inside HTML element content and attribute values.
 std::string html_escape(std::string_view s);

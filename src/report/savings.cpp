@@ -49,7 +49,7 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
     RecommendationOutcome::Partition other;
     // Called what no partition is, as the usage section's rest (a partition called "other (6
     // partitions)" read as the rest's row until 2026-12-06).
-    other.name = fmt::format("other ({} partitions)", out.partitions.size() - (kPartitionRows - 1));
+    other.name = fmt::format("other ({} partitions)", grouped(out.partitions.size() - (kPartitionRows - 1)));
     while (by_partition.contains(other.name)) other.name += "*";
     for (size_t i = kPartitionRows - 1; i < out.partitions.size(); ++i) {
       other.asked.add(out.partitions[i].asked);
@@ -63,9 +63,9 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
       why_none->push_back(fmt::format(
           "no savings section: none of the {} test jobs has a memory request, a recorded peak and a "
           "run time{}",
-          test.size(),
+          grouped(test.size()),
           killed > 0 ? fmt::format(" but for {} killed for memory, whose peak is not known (only that "
-                                   "it was above the memory they held)", killed)
+                                   "it was above the memory they held)", grouped(killed))
                      : std::string()));
     }
     return std::nullopt;
@@ -73,20 +73,21 @@ std::optional<RecommendationOutcome> recommendation_outcome(const std::vector<Jo
   out.totals.source = "the test block";
   out.totals.results = sizing::summarize_seeds({{"users' requests", asked}, {"peakcastd's", answered}});
   out.totals.notes.push_back(fmt::format(
-      "peakcastd's requests would have wasted {:.1f} GB·h ({:.1f} reserved unused, {:.1f} in {} "
-      "out-of-memory attempts of {} job{}) against {:.1f} GB·h and {} failed attempts at the users' "
+      "peakcastd's requests would have wasted {} GB·h ({} reserved unused, {} in {} "
+      "out-of-memory attempts of {} job{}) against {} GB·h and {} failed attempts at the users' "
       "own requests",
-      answered.waste_gbh, answered.over_gbh, answered.failed_gbh, answered.failures,
-      answered.failed_jobs, answered.failed_jobs == 1 ? "" : "s", asked.waste_gbh, asked.failures));
+      grouped(answered.waste_gbh, 1), grouped(answered.over_gbh, 1), grouped(answered.failed_gbh, 1),
+      grouped(answered.failures), grouped(answered.failed_jobs), answered.failed_jobs == 1 ? "" : "s",
+      grouped(asked.waste_gbh, 1), grouped(asked.failures)));
   out.totals.notes.push_back(fmt::format(
       "{} test jobs with a memory request, a peak and a run time; {} of them had a recommendation "
       "({} below the request), the others run at their request",
-      asked.jobs, recommended, lower));
+      grouped(asked.jobs), grouped(recommended), grouped(lower)));
   if (killed > 0) {
     out.totals.notes.push_back(fmt::format(
         "{} test jobs killed for memory are left out: their peak is not known, only that it was "
         "above the memory they held, so no request's outcome can be told",
-        killed));
+        grouped(killed)));
   }
   return out;
 }
@@ -105,11 +106,15 @@ std::string partition_table(const std::vector<RecommendationOutcome::Partition>&
   std::string none = "(no partition)";
   while (std::any_of(partitions.begin(), partitions.end(), [&](const auto& p) { return p.name == none; })) none += "*";
   for (const RecommendationOutcome::Partition& p : partitions) {
-    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>"
-                     "<td>{} / {}</td><td>{} / {}</td></tr>\n",
-                     html_escape(p.name.empty() ? none : p.name), p.asked.jobs, p.asked.waste_gbh,
-                     p.answered.waste_gbh, p.asked.waste_gbh - p.answered.waste_gbh, p.asked.failures,
-                     p.answered.failures, p.asked.failed_jobs, p.answered.failed_jobs);
+    const auto gbh = [](double v) { return number_cell(grouped(v, 1), v); };
+    // A pair "users' / peakcastd's" sorts by its first.
+    const auto pair = [](size_t a, size_t b) {
+      return number_cell(grouped(a) + " / " + grouped(b), static_cast<double>(a));
+    };
+    t += "<tr><td>" + html_escape(p.name.empty() ? none : p.name) + "</td>" + number_cell(p.asked.jobs) +
+         gbh(p.asked.waste_gbh) + gbh(p.answered.waste_gbh) + gbh(p.asked.waste_gbh - p.answered.waste_gbh) +
+         pair(p.asked.failures, p.answered.failures) + pair(p.asked.failed_jobs, p.answered.failed_jobs) +
+         "</tr>\n";
   }
   return t + "</tbody></table>\n";
 }

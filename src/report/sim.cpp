@@ -84,11 +84,12 @@ std::vector<Plot> sim_plots(const SimResults& sim, const std::string& section) {
   }
   json tooltip = json::array({{{"field", "policy"}, {"type", "nominal"}},
                               {{"field", "waste_gbh"}, {"type", "quantitative"}, {"title", "waste (GB·h)"}, {"format", ",.1f"}},
-                              {{"field", "failures"}, {"type", "quantitative"}},
-                              {{"field", "retries"}, {"type", "quantitative"}},
-                              {{"field", "failed_jobs"}, {"type", "quantitative"}, {"title", "failed jobs"}},
-                              {{"field", "jobs"}, {"type", "quantitative"}},
-                              {{"field", "seeds"}, {"type", "quantitative"}, {"title", "seeds (means over them)"}}});
+                              // Means over seeds may be fractional; a single run's are whole.
+                              {{"field", "failures"}, {"type", "quantitative"}, {"format", ",.1~f"}},
+                              {{"field", "retries"}, {"type", "quantitative"}, {"format", ",.1~f"}},
+                              {{"field", "failed_jobs"}, {"type", "quantitative"}, {"title", "failed jobs"}, {"format", ",.1~f"}},
+                              {{"field", "jobs"}, {"type", "quantitative"}, {"format", ",.1~f"}},
+                              {{"field", "seeds"}, {"type", "quantitative"}, {"title", "seeds (means over them)"}, {"format", ",d"}}});
   // Both sections draw these two plots: the description (the plot's aria-label) says whose.
   const std::string who = section == "recommendations"
                               ? "peakcastd's requests against the users' own: "
@@ -115,14 +116,16 @@ std::string sim_table(const SimResults& sim) {
   const bool seeded = std::any_of(sim.results.begin(), sim.results.end(),
                                   [](const sizing::SeedSummary& p) { return p.seeds > 1; });
   // Means over seeds are fractional; a single run's counts are whole.
-  const auto count = [&](double v) { return seeded ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v); };
+  const auto count = [&](double v) { return number_cell(grouped(v, seeded ? 1 : 0), v); };
+  const auto gbh = [](double v) { return number_cell(grouped(v, 1), v); };
   std::string t;
   if (const auto& c = sim.comparison; c && std::isfinite(c->waste_ratio)) {
     t += fmt::format("<p class=\"explain\"><b>{} against the best baseline</b> ({}, the least waste{}): "
-                     "{:.2f}× its waste ({:.1f} against {:.1f} GB·h), {:.1f} failed attempts against {:.1f}.</p>\n",
+                     "{:.2f}× its waste ({} against {} GB·h), {} failed attempts against {}.</p>\n",
                      html_escape(c->policy), html_escape(c->best_baseline),
-                     c->seeds > 1 ? fmt::format(", means over {} seeds", c->seeds) : std::string(), c->waste_ratio,
-                     c->waste_gbh, c->baseline_waste_gbh, c->failures, c->baseline_failures);
+                     c->seeds > 1 ? fmt::format(", means over {} seeds", grouped(c->seeds)) : std::string(),
+                     c->waste_ratio, grouped(c->waste_gbh, 1), grouped(c->baseline_waste_gbh, 1),
+                     grouped(c->failures, 1), grouped(c->baseline_failures, 1));
   }
   t += "<table class=\"sortable\"><thead><tr><th>policy</th>";
   t += seeded ? "<th>seeds</th><th>mean waste (GB·h)</th><th>waste range (GB·h)</th>" : "<th>waste (GB·h)</th>";
@@ -131,15 +134,16 @@ std::string sim_table(const SimResults& sim) {
   for (const sizing::SeedSummary& p : sim.results) {
     t += "<tr><td>" + html_escape(p.policy) + "</td>";
     if (seeded) {
-      t += fmt::format("<td>{}</td><td>{:.1f}</td><td>{:.1f} – {:.1f}</td>", p.seeds, p.waste_gbh.mean,
-                       p.waste_gbh.min, p.waste_gbh.max);
+      // A range sorts by its low end.
+      t += number_cell(p.seeds) + gbh(p.waste_gbh.mean) +
+           number_cell(grouped(p.waste_gbh.min, 1) + " – " + grouped(p.waste_gbh.max, 1), p.waste_gbh.min);
     } else {
-      t += fmt::format("<td>{:.1f}</td>", p.waste_gbh.mean);
+      t += gbh(p.waste_gbh.mean);
     }
     const double jobs = p.jobs.mean;
-    t += fmt::format("<td>{:.1f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", base - p.waste_gbh.mean,
-                     count(p.failures.mean), count(p.retries.mean), count(p.failed_jobs.mean),
-                     jobs == std::floor(jobs) ? fmt::format("{:.0f}", jobs) : fmt::format("{:.1f}", jobs));
+    t += gbh(base - p.waste_gbh.mean) + count(p.failures.mean) + count(p.retries.mean) +
+         count(p.failed_jobs.mean) + number_cell(grouped(jobs, jobs == std::floor(jobs) ? 0 : 1), jobs) +
+         "</tr>\n";
   }
   return t + "</tbody></table>\n";
 }

@@ -72,7 +72,7 @@ std::vector<Plot> accuracy_plots(const std::vector<PredictedJob>& preds) {
     if (shown < n) {
       spec["title"] = {{"text", spec["title"]},
                        {"subtitle", fmt::format("{} of {} test jobs, evenly spaced in submit order; "
-                                                "the coverage below counts them all", shown, n)}};
+                                                "the coverage below counts them all", grouped(shown), grouped(n))}};
     }
     spec["height"] = 320;
     spec["layer"] = json::array({points, diagonal});
@@ -105,7 +105,7 @@ Plot methods_plot(const json& eval) {
                                tooltip_num("mae", "MAE", ".4f"),
                                tooltip_num("mae_sd", "s.d. over seeds", ".4f"),
                                tooltip_num("acc10", "Acc@10%", ".1%"),
-                               tooltip_num("n", "scored jobs", "d")})}};
+                               tooltip_num("n", "scored jobs", ",d")})}};
   return {"methods", "methods", "Error by method", spec};
 }
 
@@ -135,7 +135,7 @@ std::vector<Plot> subgroup_plots(const json& eval) {
                                  field("subgroup", "nominal", "subgroup"),
                                  tooltip_num("mae", "MAE", ".4f"),
                                  tooltip_num("acc10", "Acc@10%", ".1%"),
-                                 tooltip_num("n", "jobs", "d")})}};
+                                 tooltip_num("n", "jobs", ",d")})}};
     out.push_back({"subgroups-" + res, "methods", "Error by subgroup: " + said, spec});
   }
   return out;
@@ -163,8 +163,8 @@ std::vector<Plot> coverage_plots(const std::vector<PredictedJob>& preds) {
                                           tooltip_num("nominal", "nominal coverage", ".1%"),
                                           tooltip_num("lo", "95% interval from", ".1%"),
                                           tooltip_num("hi", "95% interval to", ".1%"),
-                                          tooltip_num("n", "jobs", "d"),
-                                          tooltip_num("scripts", "scripts", "d")})}}}};
+                                          tooltip_num("n", "jobs", ",d"),
+                                          tooltip_num("scripts", "scripts", ",d")})}}}};
   // The script-bootstrap interval of the observed share.
   json whiskers = {{"mark", {{"type", "rule"}, {"color", "#444"}}},
                    {"encoding",
@@ -219,7 +219,7 @@ std::vector<Plot> routing_plots(const json& eval) {
         {"color", field("route", "nominal", "route")},
         {"tooltip", json::array({field("row", "nominal", "method · resource"),
                                  field("route", "nominal", "route"),
-                                 tooltip_num("jobs", "jobs", "d"),
+                                 tooltip_num("jobs", "jobs", ",d"),
                                  tooltip_num("share", "share", ".1%")})}};
     out.push_back({"routing", "routing", "Routing shares", spec});
   }
@@ -234,9 +234,9 @@ std::vector<Plot> routing_plots(const json& eval) {
         {"color", field("method", "nominal", "method")},
         {"tooltip", json::array({field("method", "nominal", "method"),
                                  field("route", "nominal", "route"),
-                                 tooltip_num("p50", "p50 (µs)", ".1f"),
-                                 tooltip_num("p99", "p99 (µs)", ".1f"),
-                                 tooltip_num("n", "timed jobs", "d")})}};
+                                 tooltip_num("p50", "p50 (µs)", ",.1f"),
+                                 tooltip_num("p99", "p99 (µs)", ",.1f"),
+                                 tooltip_num("n", "timed jobs", ",d")})}};
     out.push_back({"latency", "routing", "Latency per route", spec});
   }
   return out;

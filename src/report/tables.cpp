@@ -21,6 +21,12 @@ std::string num(const json& v, const char* f) {
 
 std::string cell(const std::string& text) { return "<td>" + text + "</td>"; }
 
+// A count the page reads from EVAL.json (check_eval_json: a whole number, or absent).
+std::string count_cell(const json& v) {
+  if (!v.is_number()) return cell("–");
+  return number_cell(grouped(v.get<double>()), v.get<double>());
+}
+
 std::string pct_cell(const json& v) {
   if (!v.is_number()) return cell("–");
   return fmt::format("<td data-sort=\"{}\">{:.1f}%</td>", v.get<double>(), 100 * v.get<double>());
@@ -183,7 +189,7 @@ std::string methods_table(const json& eval) {
   std::string resamples;
   if (eval.contains("config") && eval["config"].is_object()) {
     if (const json b = eval["config"].value("bootstrap", json()); b.is_number_integer() && b.get<int64_t>() > 0) {
-      resamples = fmt::format(", {} day-block resamples", b.get<int64_t>());
+      resamples = fmt::format(", {} day-block resamples", grouped(b.get<int64_t>()));
     }
   }
   std::string t = "<table class=\"sortable\"><thead><tr><th>method</th><th>resource</th>"
@@ -193,7 +199,7 @@ std::string methods_table(const json& eval) {
   for (const json& e : eval.at("results")) {
     std::string row = "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +
                       cell(html_escape(e.at("resource").get<std::string>())) +
-                      cell(num(e.value("n", json()), "{:.0f}")) + cell(num(e.at("mae"), "{:.4f}"));
+                      count_cell(e.value("n", json())) + cell(num(e.at("mae"), "{:.4f}"));
     const json sd = seed_sd_mae(e);
     row += cell(sd.is_number() ? num(sd, "{:.4f}") : "–");
     row += pct_cell(e.value("acc10", json()));
@@ -238,7 +244,7 @@ std::string subgroups_table(const json& eval) {
     for (auto it = e["subgroups"].begin(); it != e["subgroups"].end(); ++it) {
       t += "<tr>" + cell(html_escape(e.at("method").get<std::string>())) +
            cell(html_escape(e.at("resource").get<std::string>())) + cell(html_escape(it.key())) +
-           cell(num(it->value("n", json()), "{:.0f}")) + cell(num(it->value("mae", json()), "{:.4f}")) +
+           count_cell(it->value("n", json())) + cell(num(it->value("mae", json()), "{:.4f}")) +
            pct_cell(it->value("acc10", json())) + "</tr>\n";
     }
   }
@@ -286,10 +292,11 @@ std::string coverage_table(const std::vector<PredictedJob>& preds) {
                   "<th>95% interval (scripts resampled)</th><th>nominal</th>"
                   "<th>observed − nominal</th></tr></thead><tbody>\n";
   for (const CoverageRow& c : coverage_rows(preds)) {
-    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-sort=\"{}\">{:.1f}%</td>"
+    t += fmt::format("<tr><td>{}</td><td>{}</td>{}{}<td data-sort=\"{}\">{:.1f}%</td>"
                      "<td data-sort=\"{}\">{:.1f}–{:.1f}%</td>"
                      "<td data-sort=\"{}\">{:.1f}%</td><td data-sort=\"{}\">{:+.1f} pp</td></tr>\n",
-                     c.resource, html_escape(c.route), c.n, c.scripts, c.observed, 100 * c.observed,
+                     c.resource, html_escape(c.route), number_cell(c.n), number_cell(c.scripts),
+                     c.observed, 100 * c.observed,
                      c.lo, 100 * c.lo, 100 * c.hi, c.nominal, 100 * c.nominal,
                      c.observed - c.nominal, 100 * (c.observed - c.nominal));
   }

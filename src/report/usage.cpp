@@ -96,7 +96,7 @@ class GroupLabels {
   // The group of the `others` smallest, "other (N users)", starred the same way: a user may be
   // called that too (until 2026-12-06 one was, in a plot, summed with the rest).
   std::string rest(size_t others) const {
-    return unused(fmt::format("other ({} {}s)", others, kDims[dim_]));
+    return unused(fmt::format("other ({} {}s)", grouped(others), kDims[dim_]));
   }
 
  private:
@@ -199,7 +199,7 @@ std::vector<Plot> usage_plots(const std::vector<UsagePoint>& usage) {
                                             {{"field", "t"}, {"type", "temporal"}, {"timeUnit", "utcyearmonthdate"}, {"title", "day (UTC)"}},
                                             {{"field", "kind"}, {"type", "nominal"}, {"title", "memory"}},
                                             {{"field", "gb"}, {"type", "quantitative"}, {"title", "GB"}, {"format", ",.1f"}},
-                                            {{"field", "jobs"}, {"type", "quantitative"}, {"title", "jobs"}}})}}},
+                                            {{"field", "jobs"}, {"type", "quantitative"}, {"title", "jobs"}, {"format", ",d"}}})}}},
                  {"config", {{"view", {{"stroke", nullptr}}}, {"font", "system-ui, sans-serif"}}}};
     out.push_back({"usage-" + dim_name, "usage", "Memory per " + dim_name, spec});
   }
@@ -235,14 +235,16 @@ std::string usage_table(const std::vector<UsagePoint>& usage) {
           i < named ? label(ranked[i]) : label.rest(ranked.size() - named);
       const double n = static_cast<double>(s.jobs);
       const double k = static_cast<double>(s.recommended_jobs);
-      const std::string their_request = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended_requested / k) : "";
-      const std::string rec = s.recommended_jobs ? fmt::format("{:.2f}", s.recommended / k) : "";
+      const auto gb = [](double v) { return number_cell(grouped(v, 2), v); };
+      const std::string their_request = s.recommended_jobs ? gb(s.recommended_requested / k) : "<td></td>";
+      const std::string rec = s.recommended_jobs ? gb(s.recommended / k) : "<td></td>";
       t += fmt::format(
-          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td>"
-          "<td data-sort=\"{:.6f}\">{:.1f}%</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          kDims[dim], html_escape(name), s.jobs, s.requested / n, s.used / n,
+          "<tr><td>{}</td><td>{}</td>{}{}{}"
+          "<td data-sort=\"{:.6f}\">{:.1f}%</td>{}{}{}</tr>\n",
+          kDims[dim], html_escape(name), number_cell(s.jobs), gb(s.requested / n), gb(s.used / n),
           s.requested > 0 ? s.used / s.requested : 0.0,
-          s.requested > 0 ? 100.0 * s.used / s.requested : 0.0, s.recommended_jobs, their_request, rec);
+          s.requested > 0 ? 100.0 * s.used / s.requested : 0.0, number_cell(s.recommended_jobs),
+          their_request, rec);
     }
   }
   return t + "</tbody></table>\n";
@@ -266,8 +268,8 @@ std::optional<std::string> keep_whole_usage_days(std::vector<UsagePoint>& usage,
     return fmt::format(
         "the usage plots and table show the {} jobs that ended on the last {} day{} ({}{} UTC) of the {} "
         "jobs with a memory request and a peak: the most recent whole days that fit in {} jobs",
-        kept, days, days == 1 ? "" : "s", date_of(first_day),
-        days == 1 ? std::string() : " to " + date_of(last_day), total, max_points);
+        grouped(kept), grouped(days), days == 1 ? "" : "s", date_of(first_day),
+        days == 1 ? std::string() : " to " + date_of(last_day), grouped(total), grouped(max_points));
   }
   // The last day alone holds more than max_points: every how-manyth of its jobs, in their order.
   const int64_t last_day = per_day.rbegin()->first;
@@ -283,7 +285,7 @@ std::optional<std::string> keep_whole_usage_days(std::vector<UsagePoint>& usage,
       "the usage plots and table show the last day ({} UTC) alone, and of its {} jobs (more than the {} "
       "a page keeps) an even sample of {}, so that day's sums are of the sample only ({} jobs with a "
       "memory request and a peak in all)",
-      date_of(last_day), on_last_day, max_points, usage.size(), total);
+      date_of(last_day), grouped(on_last_day), grouped(max_points), grouped(usage.size()), grouped(total));
 }
 
 }  // namespace peakcast::report

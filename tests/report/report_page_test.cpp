@@ -212,7 +212,7 @@ TEST_F(ReportPage, TraceReportDrawsEveryPlotWithoutAConsoleError) {
   EXPECT_TRUE(std::regex_search(html, std::regex("vram: \\d+ of \\d+ test jobs had a bound")));
   EXPECT_TRUE(std::regex_search(html, std::regex("; memory recommendations for [1-9]\\d* of the \\d+ test jobs")));
   // And what its recommendations would have saved against the users' own requests.
-  EXPECT_TRUE(std::regex_search(html, std::regex("peakcastd&#39;s requests would have wasted [0-9.]+ GB·h \\([0-9.]+ reserved unused")))
+  EXPECT_TRUE(std::regex_search(html, std::regex("peakcastd&#39;s requests would have wasted [0-9.,]+ GB·h \\([0-9.,]+ reserved unused")))
       << html.substr(0, 3000);
   EXPECT_NE(r.out.find("report: peakcastd's requests would have wasted"), std::string::npos) << r.out;
   check_page(chromium_, page, work_);
@@ -439,6 +439,46 @@ TEST_F(ReportPage, TextColumnsSortWithNumericCollation) {
   ASSERT_FALSE(out.contains("error")) << out.dump();
   EXPECT_EQ(out.at("by_method"), nlohmann::json({"job_2", "job_10", "node1", "node9", "node10"})) << out.dump();
   EXPECT_EQ(out.at("by_mae"), nlohmann::json({"0.5000", "9.0000", "10.0000", "20.0000", "100.0000"})) << out.dump();
+}
+
+// Sorts the methods table by its scored-jobs column, ascending then descending, and reports the
+// column's text in the order each gave.
+const char* kCountSortHarness = R"html(<!doctype html>
+<html><body><iframe id="f" src="PAGE" width="1200" height="800"></iframe><pre id="out">pending</pre>
+<script>
+document.getElementById('f').addEventListener('load', function () {
+  var out = {};
+  try {
+    var t = this.contentDocument.querySelector('#methods table.sortable');
+    var ths = t.tHead.rows[0].cells;
+    function col(c) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return r.cells[c].textContent; }); }
+    ths[2].click();
+    out.asc = col(2);
+    ths[2].click();
+    out.desc = col(2);
+  } catch (e) { out.error = String(e); }
+  document.getElementById('out').textContent = JSON.stringify(out);
+});
+</script></body></html>
+)html";
+
+// Counts of 1,000 and more are shown with separators, and still sort as numbers: the page's sort
+// reads a cell through parseFloat, which reads "12,120" as 12.
+TEST_F(ReportPage, SeparatedCountsSortAsNumbers) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& [method, n] : std::vector<std::pair<std::string, int>>{{"a", 12120}, {"b", 999}, {"c", 1000}}) {
+    results.push_back({{"method", method}, {"resource", "mem"}, {"mae", 0.1}, {"n", n}});
+  }
+  const fs::path eval = work_ / "counts-eval.json";
+  std::ofstream(eval) << nlohmann::json{{"results", results}}.dump();
+  const fs::path page = work_ / "counts.html";
+  const auto r = run(kPeakcast + " report --from-json " + eval.string() + " -o " + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json out = drive(kCountSortHarness, page);
+  ASSERT_TRUE(out.is_object());
+  ASSERT_FALSE(out.contains("error")) << out.dump();
+  EXPECT_EQ(out.at("asc"), nlohmann::json({"999", "1,000", "12,120"})) << out.dump();
+  EXPECT_EQ(out.at("desc"), nlohmann::json({"12,120", "1,000", "999"})) << out.dump();
 }
 
 // The usage plots sum each UTC day, but their x axis was a local-time scale with hourly ticks:
