@@ -292,6 +292,8 @@ std::string job_to_jsonl_line(const Job& job) {
 }
 
 Status parse_jsonl(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out) {
+  // `sacct --json` is one pretty-printed object: read as JSONL, every line would be skipped.
+  if (Status s = refuse_slurm_document(text, name); !s) return s;
   const std::vector<std::string_view> lines = split_lines(text);
   size_t zero_peaks = 0;
   for (size_t ln = 0; ln < lines.size(); ++ln) {

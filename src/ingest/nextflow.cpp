@@ -659,6 +659,7 @@ void note_missing_columns(const Columns& c, Trace& out) {
 
 Status parse_nextflow(std::string_view text, const std::string& name, const ReadOptions& o,
                       Trace& out) {
+  if (Status s = refuse_slurm_document(text, name); !s) return s;
   // ReadOptions::nextflow_timezone: a name that is not a zone fails the read, not each row.
   std::optional<TimeZone> zone;
   if (!o.nextflow_timezone.empty()) {

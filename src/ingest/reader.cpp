@@ -199,19 +199,20 @@ std::string_view slurm_document_form(std::string_view text) {
   return {};
 }
 
-// A Slurm job document refused as what it is, naming the export peakcast reads.
-Status slurm_document_refused(const std::string& path, std::string_view form) {
+}  // namespace
+
+Format detect_format(std::string_view content) { return *detect_in(content, true); }
+
+Status refuse_slurm_document(std::string_view text, const std::string& name) {
+  const std::string_view form = slurm_document_form(text);
+  if (form.empty()) return Status::ok();
   return Status::invalid(
-      path + ": " + std::string(form) +
+      name + ": " + std::string(form) +
       " output (Slurm's job document), which peakcast does not read; export the jobs as a "
       "sacct table: sacct -P --format=JobID,JobName,User,Account,Partition,"
       "State,Submit,Start,End,NCPUS,NNodes,ReqMem,ReqTRES,AllocTRES,MaxRSS,TRESUsageInTot,"
       "TimelimitRaw (docs/formats.md, \"Slurm sacct -P\", says what each field gives)");
 }
-
-}  // namespace
-
-Format detect_format(std::string_view content) { return *detect_in(content, true); }
 
 namespace {
 
@@ -322,9 +323,7 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
       // A gzip whose text is of no format may be one whose data is corrupt past the prefix:
       // that is the truer answer, and gzip tells it only at its end; past the bound, the
       // message says how much was judged.
-      if (std::string_view form = slurm_document_form(text); !form.empty()) {
-        return slurm_document_refused(path, form);
-      }
+      if (Status s = refuse_slurm_document(text, path); !s) return s;
       std::string judged = "its content";
       if (in->compressed()) {
         const size_t left = kNoFormatGzipCheckBytes - std::min(kNoFormatGzipCheckBytes, text.size());
@@ -341,9 +340,6 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options) {
     }
   }
   if (Status s = in->read_rest(text); !s) return s;
-  if (std::string_view form = slurm_document_form(text); !form.empty()) {
-    return slurm_document_refused(path, form);
-  }
   trace.format = format;
 
   Status st;

@@ -1,5 +1,5 @@
 // What the trace readers share and reader.h does not promise its callers: the wording of the
-// notes that every format gives.
+// notes that every format gives, and the refusal of Slurm's job documents.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,13 @@
 #include "peakcast/ingest/reader.h"
 
 namespace peakcast::ingest {
+
+// Slurm's own job documents (`sacct --json`, `sacct --yaml`) are no trace: where `text` is one,
+// an error naming `name`, the form and the `sacct -P` export to use; OK otherwise. Every parser
+// in reader.h calls it before its first line, so that a caller of parse_sacct() or parse_jsonl()
+// hears the one reason rather than a JSON error on every line; read_trace() calls it too where it
+// cannot tell a file's format (a YAML document is of none).
+Status refuse_slurm_document(std::string_view text, const std::string& name);
 
 // ReadOptions::progress, when set: `done` of `total` lines of the text read.
 void read_progress(const ReadOptions& o, size_t done, size_t total);

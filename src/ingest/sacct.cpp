@@ -641,7 +641,9 @@ Status parse_sacct(std::string_view text, const std::string& name, const ReadOpt
 
 Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o,
                    const SacctOptions& so, Trace& out) {
-  // Scripts first: a bad --scripts path should fail before any work.
+  // `sacct --json`/`--yaml` whatever --format says: no header or row of it is a table's.
+  if (Status s = refuse_slurm_document(text, name); !s) return s;
+  // Scripts next: a bad --scripts path should fail before any work.
   auto scripts = sacct::ScriptSources::open(o);
   if (!scripts) return scripts.status();
   std::optional<TimeZone> zone;  // ReadOptions::sacct_timezone; a name that is not a zone fails the read

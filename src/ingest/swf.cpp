@@ -267,6 +267,7 @@ void add_notes(const Header& header, const SwfCounts& counts, Trace& out) {
 }  // namespace
 
 Status parse_swf(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out) {
+  if (Status s = refuse_slurm_document(text, name); !s) return s;
   Header header;
   SwfCounts counts;
   // A UTF-8 byte-order mark (as the other readers do): left in, it hid a first header line

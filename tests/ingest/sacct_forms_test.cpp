@@ -96,6 +96,30 @@ TEST(SacctForms, JsonAndYamlDocumentsAreRefusedNamingTheFileAndTheExportToUse) {
   expect_refused(kYaml, "sacct.yaml", Format::kSacct, "sacct --yaml");
 }
 
+// The parsers refuse the documents themselves (reader.h), as read_trace() does, with the same
+// message: a library caller of parse_sacct() or parse_jsonl() hears the one reason. Until
+// 2026-12-07 only read_trace() checked: parse_jsonl() skipped every line of a `--json` document
+// with a JSON error and parse_sacct() refused its first line as a header without JobID.
+TEST(SacctForms, TheParsersThemselvesRefuseJsonAndYamlDocuments) {
+  const auto expect_refused_by = [](const Status& st, const Trace& t, std::string_view form) {
+    ASSERT_FALSE(st.is_ok()) << form << ": read, " << reasons(t);
+    const std::string& m = st.message();
+    EXPECT_TRUE(m.starts_with("doc: " + std::string(form) + " output")) << m;
+    EXPECT_NE(m.find("sacct -P --format="), std::string::npos) << m;
+    EXPECT_EQ(t.stats.skipped, 0u) << reasons(t);
+  };
+  for (std::string_view json : {kJson2108, kJson2311}) {
+    Trace s, j, n, w;
+    expect_refused_by(parse_sacct(json, "doc", sacct_options(), s), s, "sacct --json");
+    expect_refused_by(parse_jsonl(json, "doc", ReadOptions{}, j), j, "sacct --json");
+    expect_refused_by(parse_nextflow(json, "doc", ReadOptions{}, n), n, "sacct --json");
+    expect_refused_by(parse_swf(json, "doc", ReadOptions{}, w), w, "sacct --json");
+  }
+  Trace s, j;
+  expect_refused_by(parse_sacct(kYaml, "doc", sacct_options(), s), s, "sacct --yaml");
+  expect_refused_by(parse_jsonl(kYaml, "doc", ReadOptions{}, j), j, "sacct --yaml");
+}
+
 // A JSONL trace whose first record merely holds such words is still read as JSONL.
 TEST(SacctForms, AJsonlTraceIsNotTakenForASacctDocument) {
   const std::string path = temp_path("meta.jsonl");

@@ -86,7 +86,9 @@ Result<Trace> read_trace(const std::string& path, const ReadOptions& options = {
 Format detect_format(std::string_view content);
 
 // Per-format parsers over already-decompressed text; `name` is used in messages. They fill
-// jobs and stats but leave script_key and labels to finalize_trace().
+// jobs and stats but leave script_key and labels to finalize_trace(). Each refuses Slurm's own
+// job document (`sacct --json`, `sacct --yaml`) whole, naming `name` and the `sacct -P` export to
+// use (docs/formats.md), as read_trace() does, rather than skipping its every line.
 Status parse_swf(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
 Status parse_nextflow(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
 Status parse_sacct(std::string_view text, const std::string& name, const ReadOptions& o, Trace& out);
