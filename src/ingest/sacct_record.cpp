@@ -103,18 +103,19 @@ std::optional<FieldError> read_time_limit(const Row& row, Job& j) {
 }
 
 // The GPU count of a row whose TRES give none, from Slurm <= 20.11's ReqGRES/AllocGRES
-// (`gpu:2`, `gpu:tesla:2`, `gpu:2(IDX:0-1)`): on one node ReqGRES, the request, as ReqTRES before
-// AllocTRES; on more, AllocGRES only, the job's count (node_scheduler.c _get_gres_alloc: per-node
-// count times nodes), since ReqGRES may be `--gres`'s per-node one. A malformed GPU count in
-// either is a damaged row. Called after r.nodes is read.
+// (`gpu:2`, `gpu:tesla:2`, `gpu:2(IDX:0-1)`): ReqGRES, the request, as ReqTRES before AllocTRES,
+// else AllocGRES. Both are the job's count on every node count: slurmctld writes ReqGRES when it
+// allocates the job, as `--gres`'s per-node count times the job's nodes (17.11's node_scheduler.c
+// _fill_in_gres_fields), AllocGRES likewise (_get_gres_alloc), and slurmdbd keeps them as sent
+// (slurmdbd_defs.h's job-start message documents gres_req as the whole job's, on all its nodes).
+// A malformed GPU count in either is a damaged row.
 std::optional<FieldError> read_gres_gpus(const Row& row, Record& r) {
-  const bool one_node = r.nodes.value_or(1) <= 1;
   for (Col c : {kReqGres, kAllocGres}) {
     std::string_view gres = row.get(c);
     if (gres.find("gpu") == std::string_view::npos) continue;
     auto gpus = sacct::gres_gpus(gres);
     if (!gpus || *gpus > kMaxCount) return FieldError{c, "bad GPU count in " + quoted(gres)};
-    if (r.job.req_gpus || (c == kReqGres && !one_node)) continue;
+    if (r.job.req_gpus) continue;
     r.job.req_gpus = gpus;
     r.gres_gpu_type = sacct::gres_gpu_type(gres);
   }

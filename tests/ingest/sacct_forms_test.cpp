@@ -239,31 +239,38 @@ TEST(SacctForms, AGpuMemoryPeakPrintedAsZeroInAUnitHasANoteOfItsOwn) {
 }
 
 // Slurm <= 20.11 lists a job's generic resources as ReqGRES/AllocGRES, printed as stored
-// (print.c print_fields_str): `name[:type]:count` items joined by ',', AllocGRES's count the
-// job's (node_scheduler.c _get_gres_alloc: the per-node count times the nodes), a detail string
-// adding the indexes (`gpu:2(IDX:0-1)`). Where the row has no TRES GPU count, the GPU count is
-// read from them: on one node ReqGRES, as ReqTRES before AllocTRES; on more, AllocGRES only
-// (ReqGRES may be `--gres`'s per-node count); a GPU type names the capacity as a TRES one
-// does. Until 2026-12-07 the columns were ignored and such jobs had no GPU count.
+// (print.c print_fields_str): `name[:type]:count` items joined by ',', a detail string adding the
+// indexes (`gpu:2(IDX:0-1)`). Both counts are the job's on any node count: slurmctld writes
+// ReqGRES at allocation as `--gres`'s per-node count times the nodes (node_scheduler.c
+// _fill_in_gres_fields), AllocGRES likewise (_get_gres_alloc), and slurmdbd keeps them as sent.
+// Where the row has no TRES GPU count, the GPU count is read from them: ReqGRES, as ReqTRES before
+// AllocTRES, else AllocGRES; a GPU type names the capacity as a TRES one does. Until 2026-12-07
+// the columns were ignored and such jobs had no GPU count; until 2026-12-07 ReqGRES was read on
+// one node only (taken for a possibly per-node count), and a job on more had AllocGRES's count or
+// none (jobs 8 and 9).
 TEST(SacctForms, GpusFromReqGresAndAllocGresWhereNoTresCountsThem) {
   const std::string text =
       "JobID|NNodes|ReqGRES|AllocGRES|ReqTRES|MaxRSS\n"
       "1|1|gpu:2|gpu:2||\n"
       "2|1|gpu:tesla:2|gpu:tesla:2||\n"
       "3|1||gpu:a100_80g:2(IDX:0,2)||\n"
-      "4|2|gpu:1,mps:100|gpu:2,mps:200||\n"
+      "4|2|gpu:4,mps:200|gpu:4,mps:200||\n"
       "5|1|gpu:2|gpu:2|cpu=1,gres/gpu=4,mem=1G|\n"
       "6|1|mps:100|mps:100||\n"
       "7|1|gpu:tesla:x2|||\n"
-      "8|2|gpu:1|||\n";
+      "8|2|gpu:2|||\n"
+      "9|2|gpu:2|gpu:4||\n"
+      "10|3||gpu:6||\n";
   Trace t;
   ASSERT_TRUE(parse_sacct(text, "gres", sacct_options(), t));
   EXPECT_EQ(find_job(t, "1")->req_gpus, 2);
   EXPECT_EQ(find_job(t, "2")->req_gpus, 2);
   EXPECT_EQ(find_job(t, "3")->req_gpus, 2);
   EXPECT_EQ(find_job(t, "3")->gpu_mem_bytes, 80 * kG);
-  EXPECT_EQ(find_job(t, "4")->req_gpus, 2);
-  EXPECT_FALSE(find_job(t, "8")->req_gpus) << "per node or the job's: not told";
+  EXPECT_EQ(find_job(t, "4")->req_gpus, 4) << "the job's count, not per node";
+  EXPECT_EQ(find_job(t, "8")->req_gpus, 2) << "ReqGRES is the job's count on two nodes too";
+  EXPECT_EQ(find_job(t, "9")->req_gpus, 2) << "the request before the allocation";
+  EXPECT_EQ(find_job(t, "10")->req_gpus, 6) << "AllocGRES, the job's count";
   EXPECT_EQ(find_job(t, "5")->req_gpus, 4) << "TRES counts them";
   EXPECT_FALSE(find_job(t, "6")->req_gpus);
   EXPECT_EQ(find_job(t, "7"), nullptr);

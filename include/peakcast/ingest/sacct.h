@@ -31,8 +31,8 @@
 //   ReqCPUS, else NCPUS, else ReqTRES/AllocTRES `cpu=`. GPUs from ReqTRES, the count the request
 //   states and the Slurm hook sends (--exclusive allocates every GPU of the node, which AllocTRES
 //   shows: a note counts such jobs), else AllocTRES where the row has no ReqTRES; where neither
-//   counts GPUs, Slurm <= 20.11's ReqGRES (one node) else AllocGRES (gres_gpus); walltime from
-//   Timelimit, else TimelimitRaw (minutes).
+//   counts GPUs, Slurm <= 20.11's ReqGRES else AllocGRES, each the job's count on any node count
+//   (gres_gpus); walltime from Timelimit, else TimelimitRaw (minutes).
 // - A `sacct --json`/`--yaml` document is refused whole, naming the export to use.
 // - Times: Submit/Start/End in ISO form or epoch. ISO without an offset is sacct's local time:
 //   the wall clock of ReadOptions::sacct_timezone (TimeZone::utc_of_local), else read as UTC;
