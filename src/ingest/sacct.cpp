@@ -30,13 +30,13 @@ constexpr std::pair<std::string_view, Col> kColumnNames[] = {
     {"alloctres", kAllocTres}, {"maxrss", kMaxRss},           {"tresusageintot", kTresTot},
     {"tresusageinmax", kTresMax},  {"comment", kComment},         {"admincomment", kAdminComment},
     {"exitcode", kExitCode},   {"cluster", kCluster},         {"reqgres", kReqGres},
-    {"allocgres", kAllocGres}};
+    {"allocgres", kAllocGres}, {"reqnodes", kReqNodes}};
 
 constexpr std::string_view kDisplayNames[kNumCols] = {
     "JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "State", "Submit", "Start",
     "End", "Elapsed", "ElapsedRaw", "Timelimit", "TimelimitRaw", "NCPUS", "ReqCPUS", "NNodes",
     "ReqMem", "ReqTRES", "AllocTRES", "MaxRSS", "TRESUsageInTot", "TRESUsageInMax",
-    "Comment", "AdminComment", "ExitCode", "Cluster", "ReqGRES", "AllocGRES"};
+    "Comment", "AdminComment", "ExitCode", "Cluster", "ReqGRES", "AllocGRES", "ReqNodes"};
 
 // Columns whose text is free and may contain '|'.
 constexpr std::string_view kFreeText[] = {"jobname", "comment", "admincomment", "systemcomment",

@@ -28,7 +28,7 @@ enum Col : int {
   kJobId, kJobIdRaw, kJobName, kUser, kAccount, kPartition, kState, kSubmit, kStart, kEnd,
   kElapsed, kElapsedRaw, kTimelimit, kTimelimitRaw, kNcpus, kReqCpus, kNNodes, kReqMem,
   kReqTres, kAllocTres, kMaxRss, kTresTot, kTresMax, kComment, kAdminComment, kExitCode, kCluster,
-  kReqGres, kAllocGres, kNumCols
+  kReqGres, kAllocGres, kReqNodes, kNumCols
 };
 
 struct Layout {
@@ -76,7 +76,7 @@ struct Record {
   size_t line = 0;
   std::string job_id_raw;
   Usage usage;
-  std::optional<int64_t> end, elapsed, nodes;
+  std::optional<int64_t> end, elapsed, nodes;  // nodes: NNodes/AllocNodes, else ReqNodes
   std::optional<double> ncpus, req_cpus;
   std::string req_tres, alloc_tres;
   std::optional<std::string> gres_gpu_type;  // ReqGRES/AllocGRES's, where they gave the GPU count

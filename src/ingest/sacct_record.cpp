@@ -139,6 +139,16 @@ std::optional<FieldError> read_counts(const Row& row, Record& r) {
       return FieldError{kNNodes, quoted(v) + " is not a count"};
     }
   }
+  // ReqNodes where NNodes/AllocNodes gives no count (a listing without that column): sacct prints
+  // it from ReqTRES `node=` (print.c PRINT_REQ_NODES), the count NNodes falls back to for a job
+  // never allocated, through convert_num_unit (`1K` for 1024 nodes). Where NNodes is 0, so is it.
+  if (std::string_view v = row.get(kReqNodes); !v.empty() && r.nodes.value_or(0) == 0) {
+    const std::optional<uint64_t> n = parse_size(v);
+    if (!n || static_cast<double>(*n) > kMaxCount) {
+      return FieldError{kReqNodes, quoted(v) + " is not a count"};
+    }
+    if (*n > 0) r.nodes = static_cast<int64_t>(*n);
+  }
   r.req_tres = std::string(row.get(kReqTres));
   r.alloc_tres = std::string(row.get(kAllocTres));
   // AllocTRES mem= is the job's memory limit where present (finish_job): a malformed one is a

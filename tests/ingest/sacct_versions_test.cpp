@@ -50,6 +50,37 @@ TEST(SacctVersions, ReqMemUpTo2011PerNodeAndPerCpuInEveryUnit) {
   EXPECT_TRUE(has_note(t, "1 job(s) with ReqMem 0"));
 }
 
+// ReqNodes is ReqTRES `node=` (print.c PRINT_REQ_NODES, printed through convert_num_unit: `1K`
+// for 1024 nodes), the count NNodes falls back to for a job never allocated. In a listing without
+// NNodes (or AllocNodes) it gives a per-node ReqMem its nodes; NNodes, the nodes allocated, comes
+// first where the row has it. Until 2026-12-07 the column was ignored and such a job was taken as
+// one node (jobs 1 and 2: 4000M and 1G).
+TEST(SacctVersions, ReqNodesCountsAPerNodeRequestsNodesWithoutNNodes) {
+  const std::string text =
+      "JobID|ReqNodes|ReqMem|MaxRSS\n"
+      "1|2|4000Mn|\n"
+      "1.batch|1|4000Mn|100M\n"
+      "2|1K|1Gn|\n"
+      "3|0|1Gn|\n"
+      "4|two|1Gn|\n";
+  Trace t;
+  ASSERT_TRUE(parse_sacct(text, "reqnodes", sacct_options(), t));
+  ASSERT_EQ(t.jobs.size(), 3u) << reasons(t);
+  EXPECT_EQ(find_job(t, "1")->req_mem_bytes, 8000 * kM);
+  EXPECT_EQ(find_job(t, "2")->req_mem_bytes, 1024 * kG);
+  EXPECT_EQ(find_job(t, "3")->req_mem_bytes, 1 * kG);
+  EXPECT_TRUE(has_note(t, "1 job(s) with a per-node ReqMem")) << "job 3: one node assumed";
+  ASSERT_EQ(t.stats.skipped, 1u);
+  EXPECT_NE(reasons(t).find("reqnodes:6: ReqNodes: \"two\" is not a count"), std::string::npos)
+      << reasons(t);
+
+  Trace both;
+  ASSERT_TRUE(parse_sacct("JobID|NNodes|ReqNodes|ReqMem\n5|3|2|1Gn\n", "both", sacct_options(),
+                          both));
+  ASSERT_EQ(both.jobs.size(), 1u) << reasons(both);
+  EXPECT_EQ(find_job(both, "5")->req_mem_bytes, 3 * kG) << "NNodes, the nodes allocated";
+}
+
 // TRES strings name typed GPUs beside the untyped count (`gres/gpu:a100=2,gres/gpu=2`, Slurm's
 // AccountingStorageTRES=gres/gpu,gres/gpu:a100), and other TRES: billing, energy, fs/disk,
 // gres/gpumem and gres/gpuutil (23.02+). Each is read by its exact name; the GPU count is the

@@ -33,6 +33,8 @@
 //   shows: a note counts such jobs), else AllocTRES where the row has no ReqTRES; where neither
 //   counts GPUs, Slurm <= 20.11's ReqGRES else AllocGRES, each the job's count on any node count
 //   (gres_gpus); walltime from Timelimit, else TimelimitRaw (minutes).
+//   A per-node ReqMem counts NNodes/AllocNodes, else ReqNodes (ReqTRES `node=`), else one node
+//   (with a note).
 // - A `sacct --json`/`--yaml` document is refused whole, naming the export to use.
 // - Times: Submit/Start/End in ISO form or epoch. ISO without an offset is sacct's local time:
 //   the wall clock of ReadOptions::sacct_timezone (TimeZone::utc_of_local), else read as UTC;
