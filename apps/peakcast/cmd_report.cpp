@@ -211,7 +211,7 @@ Status gather(const ReportArgs& a, std::vector<std::pair<std::string, std::strin
           "{} of the {} stored completions ran at a memory limit below their user's request (the "
           "hook's LOWER_MEM_TO_RECOMMENDATION), {} of them killed for memory there; their "
           "utilization is a share of the user's request, as peakcastd learned them",
-          lowered, jobs->size(), killed));
+          fmt::group_digits(lowered), fmt::group_digits(jobs->size()), fmt::group_digits(killed)));
     }
     return Status::ok();
   }
