@@ -401,26 +401,29 @@ TEST_F(ReportPage, TablesSortByMouseAndKeyboardAndSayHow) {
   EXPECT_EQ(out.at("space_class"), "desc") << "Space sorts the other way";
 }
 
-// Sorts the methods table by its method column, then by its MAE column (ascending each), and
-// reports both columns' text in the order they came.
-const char* kCollationHarness = R"html(<!doctype html>
+// Clicks the methods table's column headers in the order CLICKS lists (a JS array of column
+// indices) and reports, after each click, the clicked column's text in the order it came.
+const char* kClickColumnsHarness = R"html(<!doctype html>
 <html><body><iframe id="f" src="PAGE" width="1200" height="800"></iframe><pre id="out">pending</pre>
 <script>
 document.getElementById('f').addEventListener('load', function () {
-  var out = {};
+  var out = {after: []};
   try {
     var t = this.contentDocument.querySelector('#methods table.sortable');
     var ths = t.tHead.rows[0].cells;
     function col(c) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return r.cells[c].textContent; }); }
-    ths[0].click();
-    out.by_method = col(0);
-    ths[3].click();
-    out.by_mae = col(3);
+    CLICKS.forEach(function (c) { ths[c].click(); out.after.push(col(c)); });
   } catch (e) { out.error = String(e); }
   document.getElementById('out').textContent = JSON.stringify(out);
 });
 </script></body></html>
 )html";
+
+std::string click_columns(const std::string& clicks) {
+  std::string harness = kClickColumnsHarness;
+  harness.replace(harness.find("CLICKS"), 6, clicks);
+  return harness;
+}
 
 // Names with numbers in them (nodes, job names, users) sort as a person counts: node9 before
 // node10, job_2 before job_10; number columns still sort as numbers (9 before 10 before 100).
@@ -434,33 +437,13 @@ TEST_F(ReportPage, TextColumnsSortWithNumericCollation) {
   const fs::path page = work_ / "collate.html";
   const auto r = run(kPeakcast + " report --from-json " + eval.string() + " -o " + page.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json out = drive(kCollationHarness, page);
+  const nlohmann::json out = drive(click_columns("[0, 3]"), page);  // by method, then by MAE
   ASSERT_TRUE(out.is_object());
   ASSERT_FALSE(out.contains("error")) << out.dump();
-  EXPECT_EQ(out.at("by_method"), nlohmann::json({"job_2", "job_10", "node1", "node9", "node10"})) << out.dump();
-  EXPECT_EQ(out.at("by_mae"), nlohmann::json({"0.5000", "9.0000", "10.0000", "20.0000", "100.0000"})) << out.dump();
+  ASSERT_EQ(out.at("after").size(), 2u) << out.dump();
+  EXPECT_EQ(out.at("after")[0], nlohmann::json({"job_2", "job_10", "node1", "node9", "node10"})) << out.dump();
+  EXPECT_EQ(out.at("after")[1], nlohmann::json({"0.5000", "9.0000", "10.0000", "20.0000", "100.0000"})) << out.dump();
 }
-
-// Sorts the methods table by its scored-jobs column, ascending then descending, and reports the
-// column's text in the order each gave.
-const char* kCountSortHarness = R"html(<!doctype html>
-<html><body><iframe id="f" src="PAGE" width="1200" height="800"></iframe><pre id="out">pending</pre>
-<script>
-document.getElementById('f').addEventListener('load', function () {
-  var out = {};
-  try {
-    var t = this.contentDocument.querySelector('#methods table.sortable');
-    var ths = t.tHead.rows[0].cells;
-    function col(c) { return Array.prototype.map.call(t.tBodies[0].rows, function (r) { return r.cells[c].textContent; }); }
-    ths[2].click();
-    out.asc = col(2);
-    ths[2].click();
-    out.desc = col(2);
-  } catch (e) { out.error = String(e); }
-  document.getElementById('out').textContent = JSON.stringify(out);
-});
-</script></body></html>
-)html";
 
 // Counts of 1,000 and more are shown with separators, and still sort as numbers: the page's sort
 // reads a cell through parseFloat, which reads "12,120" as 12.
@@ -474,11 +457,12 @@ TEST_F(ReportPage, SeparatedCountsSortAsNumbers) {
   const fs::path page = work_ / "counts.html";
   const auto r = run(kPeakcast + " report --from-json " + eval.string() + " -o " + page.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json out = drive(kCountSortHarness, page);
+  const nlohmann::json out = drive(click_columns("[2, 2]"), page);  // the scored jobs, both ways
   ASSERT_TRUE(out.is_object());
   ASSERT_FALSE(out.contains("error")) << out.dump();
-  EXPECT_EQ(out.at("asc"), nlohmann::json({"999", "1,000", "12,120"})) << out.dump();
-  EXPECT_EQ(out.at("desc"), nlohmann::json({"12,120", "1,000", "999"})) << out.dump();
+  ASSERT_EQ(out.at("after").size(), 2u) << out.dump();
+  EXPECT_EQ(out.at("after")[0], nlohmann::json({"999", "1,000", "12,120"})) << out.dump();
+  EXPECT_EQ(out.at("after")[1], nlohmann::json({"12,120", "1,000", "999"})) << out.dump();
 }
 
 // The usage plots sum each UTC day, but their x axis was a local-time scale with hourly ticks:
