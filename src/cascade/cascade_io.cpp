@@ -200,7 +200,8 @@ Result<QSource> q_source_from_json(const json& j) {
   const std::string s = j.is_string() ? j.get<std::string>() : std::string();
   if (s == q_source_name(QSource::kCodeModel)) return QSource::kCodeModel;
   if (s == q_source_name(QSource::kTreeRoute)) return QSource::kTreeRoute;
-  return Status::invalid("unknown Q source (valid: code_model, tree_route)");
+  if (s == q_source_name(QSource::kMean)) return QSource::kMean;
+  return Status::invalid("unknown Q source (valid: code_model, tree_route, mean)");
 }
 
 // The gate and fusion of one resource: their manifest entries, boosters written beside it.
@@ -468,9 +469,10 @@ Result<CascadeModel> CascadeModel::load_checked(const std::string& dir, const js
   }
   if (Status st = load_tree_route(dir, m, *impl); !st) return st;
   for (Resource r : kResources) {
-    if (impl->q_source[idx(r)] == QSource::kTreeRoute && !impl->tree)
-      return Status::invalid("q_source." + std::string(resource_name(r)) +
-                             ": tree_route chosen but the manifest has no tree_route");
+    if (uses_tree_route(impl->q_source[idx(r)]) && !impl->tree)
+      return Status::invalid("q_source." + std::string(resource_name(r)) + ": " +
+                             std::string(q_source_name(impl->q_source[idx(r)])) +
+                             " chosen but the manifest has no tree_route");
   }
   if (m.contains("features")) {
     const json& g = m["features"].value("gate", json::array());

@@ -56,21 +56,28 @@ std::array<GateDecision, kNumResources> decide(const CascadeModel::Impl& m, cons
   return pre;
 }
 
-// Whether some resource needs Q from `source`.
-bool needs_q(const CascadeModel::Impl& m, const std::array<GateDecision, kNumResources>& pre, QSource source) {
+// Whether some resource needs Q from the code model (uses = uses_code_model) or from the tree
+// route (uses_tree_route).
+bool needs_q(const CascadeModel::Impl& m, const std::array<GateDecision, kNumResources>& pre,
+             bool (*uses)(QSource)) {
   for (size_t ri = 0; ri < pre.size(); ++ri)
-    if (pre[ri].active && !pre[ri].bypass && m.q_source[ri] == source) return true;
+    if (pre[ri].active && !pre[ri].bypass && uses(m.q_source[ri])) return true;
   return false;
 }
 
-// Fills Q of the resources served by the tree route.
+// Completes Q of the resources the tree route serves: its Q alone (tree_route) or the mean of it
+// and the code model's, which `q` holds on entry (mean).
 void add_tree_q(const CascadeModel::Impl& m, const Job& job, const HistoryViews& views,
                 const std::array<GateDecision, kNumResources>& pre, models::code::CodePrediction& q) {
   for (Resource r : kResources) {
     const auto ri = idx(r);
-    if (!pre[ri].active || pre[ri].bypass || m.q_source[ri] != QSource::kTreeRoute) continue;
+    if (!pre[ri].active || pre[ri].bypass || !uses_tree_route(m.q_source[ri])) continue;
     if (!m.tree) throw std::logic_error("cascade: tree route chosen but not present");
-    q.util[ri] = static_cast<float>(std::clamp(m.tree->predict(job, views[ri], r), 0.0, m.util_cap));
+    // As training saw it (cascade_train.cpp tree_q, chosen_q): the tree's Q as a float.
+    const float t = static_cast<float>(std::clamp(m.tree->predict(job, views[ri], r), 0.0, m.util_cap));
+    q.util[ri] = m.q_source[ri] == QSource::kMean
+                     ? static_cast<float>(0.5 * (static_cast<double>(q.util[ri]) + static_cast<double>(t)))
+                     : t;
   }
 }
 
@@ -107,7 +114,10 @@ ResourcePrediction finish(const CascadeModel::Impl& m, const Job& job, Resource 
   if (!pre.bypass) {
     p.q_origin = tree ? QOrigin::kTreeRoute : from_cache ? QOrigin::kCache : QOrigin::kCodeModel;
   }
-  const char* src = tree ? "tree route" : from_cache ? "cached code model" : "code model";
+  const bool mean = m.q_source[ri] == QSource::kMean;
+  const char* src = tree ? "tree route"
+                    : mean ? (from_cache ? "mean of cached code model and tree route" : "mean of code model and tree route")
+                    : from_cache ? "cached code model" : "code model";
   if (v.level == history::Level::kNone) {
     p.route = tree ? Route::kTree : Route::kNoHistory;
     p.rationale = res + ": no history for this script or user; " + src + " Q = " + fixed3(p.util);
@@ -194,7 +204,12 @@ CascadeModel::CascadeModel(CascadeModel&&) noexcept = default;
 CascadeModel& CascadeModel::operator=(CascadeModel&&) noexcept = default;
 
 std::string_view q_source_name(QSource s) {
-  return s == QSource::kTreeRoute ? "tree_route" : "code_model";
+  switch (s) {
+    case QSource::kTreeRoute: return "tree_route";
+    case QSource::kMean: return "mean";
+    case QSource::kCodeModel: break;
+  }
+  return "code_model";
 }
 
 Result<CascadeModel> CascadeModel::train(const TrainingInput& input, const CascadeConfig& config,
@@ -212,8 +227,8 @@ JobPrediction CascadeModel::predict(const Job& job, const history::HistoryStore&
 JobPrediction CascadeModel::predict_views(const Job& job, const HistoryViews& views) const {
   const Impl& m = *impl_;
   const auto pre = decide(m, job, views);
-  const bool code = needs_q(m, pre, QSource::kCodeModel);
-  const bool tree = needs_q(m, pre, QSource::kTreeRoute);
+  const bool code = needs_q(m, pre, uses_code_model);
+  const bool tree = needs_q(m, pre, uses_tree_route);
   if (!code && !tree) return assemble(m, job, views, pre, nullptr, false);
   models::code::CodePrediction q{};
   bool from_cache = false;
@@ -251,8 +266,8 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
   std::vector<size_t> to_run_pos;
   for (size_t i = 0; i < n; ++i) {
     pre[i] = decide(m, *jobs[i], views[i]);
-    if (needs_q(m, pre[i], QSource::kTreeRoute)) source[i] = 2;  // Q from the tree route only, so far
-    if (!needs_q(m, pre[i], QSource::kCodeModel)) continue;
+    if (needs_q(m, pre[i], uses_tree_route)) source[i] = 2;  // Q from the tree route only, so far
+    if (!needs_q(m, pre[i], uses_code_model)) continue;
     if (use_cache) {
       keys[i] = exact_cache_key(*jobs[i]);
       if (auto hit = m.cache->get(keys[i])) {
@@ -276,10 +291,12 @@ std::vector<JobPrediction> CascadeModel::predict_views_batch(std::span<const Job
     q[to_run_pos[k]] = fresh[k];
     if (use_cache) m.cache->put(keys[to_run_pos[k]], fresh[k]);
   }
+  // Copied before add_tree_q changes any: a mean's code-model half is the code model's own Q.
+  for (size_t i = 0; i < n; ++i)
+    if (same_as[i] < n) q[i] = q[same_as[i]];
   std::vector<JobPrediction> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    if (same_as[i] < n) q[i] = q[same_as[i]];
     add_tree_q(m, *jobs[i], views[i], pre[i], q[i]);
     const models::code::CodePrediction* qp = source[i] >= 0 ? &q[i] : nullptr;
     out.push_back(assemble(m, *jobs[i], views[i], pre[i], qp, source[i] == 1));

@@ -225,15 +225,15 @@ std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows,
   return out;
 }
 
-bool tree_route_q_better(const std::vector<QErrors>& rows, double margin_se) {
-  if (rows.empty()) return false;
+QSource q_source_by_margin(const std::vector<QErrors>& rows, double margin_se, QSource unclear) {
+  if (rows.empty()) return QSource::kCodeModel;
   if (margin_se <= 0.0) {
     double code = 0.0, tree = 0.0;
     for (const QErrors& r : rows) {
       code += r.code;
       tree += r.tree;
     }
-    return tree < code;
+    return tree < code ? QSource::kTreeRoute : QSource::kCodeModel;
   }
   std::vector<double> d;  // tree minus code: < 0 where the tree route is better
   std::vector<uint64_t> cluster;
@@ -242,7 +242,10 @@ bool tree_route_q_better(const std::vector<QErrors>& rows, double margin_se) {
     cluster.push_back(r.cluster);
   }
   const history::MeanSe gain = history::clustered_mean_and_se(d, cluster);
-  return gain.mean + margin_se * history::small_sample_factor(gain.df) * gain.se < 0.0;
+  const double margin = margin_se * history::small_sample_factor(gain.df) * gain.se;
+  if (gain.mean + margin < 0.0) return QSource::kTreeRoute;
+  if (gain.mean - margin > 0.0) return QSource::kCodeModel;
+  return unclear;
 }
 
 void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
@@ -274,9 +277,10 @@ void choose_policy(const TrainingInput& in, const std::vector<size_t>& pos,
     best.policy_fused_mae = best_rows.empty() ? 0.0 : fused_mae;
     best.policy_n = best_rows.size();
     best.policy_mae = best_score.mae;
-    // The jobs not bypassed need Q: an encoder job where the code model gives it, none where the
-    // tree route does (the routing's tree_share, as the daemon's route `tree`).
-    const bool code_q = out.q_source[ri] == QSource::kCodeModel;
+    // The jobs not bypassed need Q: an encoder job where the code model gives it (alone or in the
+    // mean), none where the tree route alone does (the routing's tree_share, as the daemon's
+    // route `tree`).
+    const bool code_q = uses_code_model(out.q_source[ri]);
     best.policy_encoder_share =
         best_rows.empty() || !code_q
             ? 0.0

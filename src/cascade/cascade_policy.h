@@ -45,13 +45,13 @@ struct QErrors {
   double code, tree;
   uint64_t cluster;
 };
-// Whether Q comes from the tree route rather than the code model (the default). `margin_se` 0:
-// the lower mean error (a tie keeps the code model). Above 0: the tree route only where its mean
-// error is lower by more than `margin_se` cluster-robust standard errors of the paired
-// difference (widened by history::small_sample_factor), as history_alone_by_level asks of the
-// fused cascade: on a small block a dozen jobs of a few scripts would otherwise decide the source
-// of every new script's Q.
-bool tree_route_q_better(const std::vector<QErrors>& rows, double margin_se);
+// Where Q comes from. `margin_se` 0: the source with the lower mean error (a tie, or no rows,
+// keeps the code model). Above 0: a source only where its mean error is lower than the other's
+// by more than `margin_se` cluster-robust standard errors of the paired difference (widened by
+// history::small_sample_factor), as history_alone_by_level asks of the fused cascade: on a small
+// block a dozen jobs of a few scripts would otherwise decide the source of every new script's Q.
+// Where neither is clearly better, `unclear` (the code model, or the mean of both).
+QSource q_source_by_margin(const std::vector<QErrors>& rows, double margin_se, QSource unclear);
 
 // On the policy set (positions into input.jobs, with Q for each), per resource: the expert, tau,
 // trust coefficient and floor with the lowest MAE over jobs valid for the resource (ties within

@@ -250,14 +250,14 @@ std::vector<models::code::CodePrediction> tree_q(const TreeRoute& tree, const Tr
 }
 
 // Per resource, the Q source on the jobs at `positions` (valid labels; a lower bound scored
-// one-sided: scored_error): the code model unless tree_route_q_better says the tree route, with
-// `margin_se` standard errors clustered by script; empty sets keep the code model. `mae` gets
-// both sources' MAE there.
+// one-sided: scored_error): q_source_by_margin with `margin_se` standard errors clustered by
+// script and `unclear` where neither source clears them; empty sets keep the code model. `mae`
+// gets both sources' MAE there.
 std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
                                                    const std::vector<size_t>& positions,
                                                    const std::vector<models::code::CodePrediction>& q_code,
                                                    const std::vector<models::code::CodePrediction>& q_tree,
-                                                   double margin_se,
+                                                   double margin_se, QSource unclear,
                                                    std::array<std::array<double, 2>, kNumResources>& mae) {
   std::array<QSource, kNumResources> out{QSource::kCodeModel, QSource::kCodeModel};
   for (Resource r : kResources) {
@@ -280,7 +280,7 @@ std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
     }
     const auto n = static_cast<double>(rows.size());
     mae[ri] = {rows.empty() ? 0.0 : ec / n, rows.empty() ? 0.0 : et / n};
-    if (tree_route_q_better(rows, margin_se)) out[ri] = QSource::kTreeRoute;
+    out[ri] = q_source_by_margin(rows, margin_se, unclear);
   }
   return out;
 }
@@ -291,7 +291,9 @@ std::vector<models::code::CodePrediction> chosen_q(const std::array<QSource, kNu
                                                    const std::vector<models::code::CodePrediction>& q_tree) {
   for (size_t k = 0; k < q_code.size(); ++k) {
     for (size_t ri = 0; ri < static_cast<size_t>(kNumResources); ++ri) {
+      const double c = q_code[k].util[ri], t = q_tree[k].util[ri];
       if (source[ri] == QSource::kTreeRoute) q_code[k].util[ri] = q_tree[k].util[ri];
+      if (source[ri] == QSource::kMean) q_code[k].util[ri] = static_cast<float>(0.5 * (c + t));
     }
   }
   return q_code;
@@ -471,9 +473,13 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   }
   const auto q_gf_tree = tree_q(tree, in, b.gate_fusion);
   const auto q_policy_tree = tree_q(tree, in, b.policy);
-  impl->q_source = choose_q_source(in, b.gate_fusion, q_gf_code, q_gf_tree, cfg.q_source_margin_se, rep.q_mae);
+  const QSource unclear = cfg.q_source_unclear == "mean" ? QSource::kMean : QSource::kCodeModel;
+  impl->q_source = choose_q_source(in, b.gate_fusion, q_gf_code, q_gf_tree, cfg.q_source_margin_se, unclear,
+                                   rep.q_mae);
   if (cfg.q_source != "auto") {
-    const QSource forced = cfg.q_source == "tree_route" ? QSource::kTreeRoute : QSource::kCodeModel;
+    const QSource forced = cfg.q_source == "tree_route" ? QSource::kTreeRoute
+                           : cfg.q_source == "mean"     ? QSource::kMean
+                                                        : QSource::kCodeModel;
     impl->q_source = {forced, forced};
   }
   const auto q_gf = chosen_q(impl->q_source, q_gf_code, q_gf_tree);
@@ -495,7 +501,7 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   //    policy saw the train-block route's outputs; the refit only adds data.
   const std::vector<size_t> all_pos = concat(train_pos, concat(b.gate_fusion, b.policy));
   impl->priors = priors_of(in, all_pos);
-  if (impl->q_source[0] == QSource::kTreeRoute || impl->q_source[1] == QSource::kTreeRoute) {
+  if (uses_tree_route(impl->q_source[0]) || uses_tree_route(impl->q_source[1])) {
     std::array<int, kNumResources> rounds{tree.rounds(Resource::kMem), tree.rounds(Resource::kVram)};
     impl->tree.emplace(fit_tree(in, all_pos, {}, impl->priors, cfg, &rounds));
   }

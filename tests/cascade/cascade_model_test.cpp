@@ -555,6 +555,66 @@ TEST(CascadeTreeRoute, JobsWhoseQComesFromTheTreeRouteTakeTheTreeRoute) {
   EXPECT_EQ(route_name(Route::kTree), "tree");
 }
 
+// Q as the mean of both sources (q_source mean): a job without history is answered with the mean
+// of the code model's Q and the tree route's, the same in a batch (a job twice in one batch, whose
+// second copy reuses the first's code-model output) and after a save and load; the code model ran,
+// so the job keeps the code model's route.
+TEST(CascadeTreeRoute, AMeanSourceServesTheMeanOfBothQs) {
+  const std::vector<Job> jobs = synth_jobs(1500, 11);
+  const TrainingInput input = make_input(jobs, roles_by_share(jobs.size(), 0.6, 0.2));
+  auto train = [&](const char* source) {
+    CascadeConfig cfg = tiny_config();
+    cfg.q_source = source;
+    cfg.allow_history_only = false;
+    auto m = CascadeModel::train(input, cfg);
+    if (!m.ok()) throw std::runtime_error(m.status().message());
+    return std::move(m).value();
+  };
+  const CascadeModel code = train("code_model"), tree = train("tree_route"), mean = train("mean");
+  for (Resource r : kResources) ASSERT_EQ(mean.q_source()[idx(r)], QSource::kMean);
+  // The code model ran for the jobs not bypassed: the policy counts them as encoder jobs.
+  EXPECT_GT(mean.policy()[0].policy_encoder_share, 0.0);
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("peakcast-cascade-mean-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(mean.save(dir).is_ok());
+  auto loaded = CascadeModel::load(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(loaded->q_source()[0], QSource::kMean);
+  std::vector<const Job*> batch;
+  size_t checked = 0;
+  for (const TrainingJob& t : input.jobs) {
+    if (t.role != Role::kTest) continue;
+    const JobPrediction c = code.predict_views(*t.job, HistoryViews{});
+    const JobPrediction tr = tree.predict_views(*t.job, HistoryViews{});
+    const JobPrediction m = mean.predict_views(*t.job, HistoryViews{});
+    ASSERT_EQ(tr.mem.route, Route::kTree);
+    EXPECT_NEAR(m.mem.util, 0.5 * (c.mem.util + tr.mem.util), 1e-6) << t.job->job_id;
+    EXPECT_NE(c.mem.util, tr.mem.util) << "the two sources must differ for the mean to show";
+    EXPECT_EQ(m.mem.route, Route::kNoHistory);
+    EXPECT_TRUE(m.mem.q_origin == QOrigin::kCodeModel || m.mem.q_origin == QOrigin::kCache);
+    EXPECT_NE(m.mem.rationale.find("mean of "), std::string::npos) << m.mem.rationale;
+    EXPECT_NE(m.mem.rationale.find("code model and tree route"), std::string::npos) << m.mem.rationale;
+    EXPECT_EQ(loaded->predict_views(*t.job, HistoryViews{}).mem.util, m.mem.util) << t.job->job_id;
+    if (batch.size() < 8) batch.push_back(t.job);
+    ++checked;
+  }
+  ASSERT_GT(checked, 0u);
+  batch.push_back(batch.front());  // the same job again: its code-model output is reused
+  const std::vector<HistoryViews> none(batch.size());
+  mean.clear_cache();
+  const auto out = mean.predict_views_batch(batch, none);
+  EXPECT_EQ(out.back().mem.q_origin, QOrigin::kCache);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_NEAR(out[i].mem.util, 0.5 * (code.predict_views(*batch[i], HistoryViews{}).mem.util +
+                                        tree.predict_views(*batch[i], HistoryViews{}).mem.util),
+                1e-6)
+        << i;
+    EXPECT_EQ(out[i].mem.util, mean.predict_views(*batch[i], HistoryViews{}).mem.util) << i;
+  }
+}
+
 TEST(CascadeConfigTest, JsonRoundTripAndUnknownKeys) {
   CascadeConfig c = tiny_config();
   c.tau_grid = {0.3, 0.7};

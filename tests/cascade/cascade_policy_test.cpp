@@ -125,18 +125,22 @@ TEST(ResourcePolicyText, HistoryOnlyInWordsPerLevel) {
 namespace peakcast::cascade {
 namespace {
 
-// Q's source: without a margin the lower mean error (a tie keeps the code model); with one, the
-// tree route must win by that many standard errors clustered by script.
-TEST(TreeRouteQBetter, LowerMeanWithoutAMarginClearWinWithOne) {
-  EXPECT_FALSE(tree_route_q_better({}, 0.0));
-  EXPECT_FALSE(tree_route_q_better({}, 2.0));
-  EXPECT_FALSE(tree_route_q_better({{0.1, 0.1, 1}, {0.2, 0.2, 2}}, 0.0));  // a tie
+// Q's source: without a margin the lower mean error (a tie keeps the code model); with one, a
+// source must win by that many standard errors clustered by script, and where neither does the
+// `unclear` source answers.
+TEST(QSourceByMargin, LowerMeanWithoutAMarginClearWinWithOne) {
+  constexpr QSource kCode = QSource::kCodeModel, kTree = QSource::kTreeRoute, kMean = QSource::kMean;
+  EXPECT_EQ(q_source_by_margin({}, 0.0, kMean), kCode);
+  EXPECT_EQ(q_source_by_margin({}, 2.0, kMean), kCode);
+  EXPECT_EQ(q_source_by_margin({{0.1, 0.1, 1}, {0.2, 0.2, 2}}, 0.0, kMean), kCode);  // a tie
   // Eleven jobs of two scripts, the tree route better on one by a lot: the lower mean, but two
   // pieces of evidence.
   std::vector<QErrors> few;
   for (uint64_t i = 0; i < 11; ++i) few.push_back({0.02, i < 6 ? 0.001 : 0.021, i < 6 ? 1u : 2u});
-  EXPECT_TRUE(tree_route_q_better(few, 0.0));
-  EXPECT_FALSE(tree_route_q_better(few, 2.0));
+  EXPECT_EQ(q_source_by_margin(few, 0.0, kCode), kTree);
+  EXPECT_EQ(q_source_by_margin(few, 0.0, kMean), kTree);  // no margin: never unclear
+  EXPECT_EQ(q_source_by_margin(few, 2.0, kCode), kCode);
+  EXPECT_EQ(q_source_by_margin(few, 2.0, kMean), kMean);
   // The same gain on 60 scripts of noisy errors is clear.
   std::mt19937 rng(7);
   std::normal_distribution<double> z(0.0, 0.005);
@@ -145,11 +149,16 @@ TEST(TreeRouteQBetter, LowerMeanWithoutAMarginClearWinWithOne) {
     const double c = 0.05 + z(rng);
     many.push_back({c, c - 0.01 + z(rng), i % 60});
   }
-  EXPECT_TRUE(tree_route_q_better(many, 2.0));
-  // And a tree route worse by as much is never chosen.
+  EXPECT_EQ(q_source_by_margin(many, 2.0, kMean), kTree);
+  // And a tree route worse by as much is never chosen, nor mixed in where the code model's win
+  // is clear.
   for (QErrors& r : many) r.tree = r.code + (r.code - r.tree);
-  EXPECT_FALSE(tree_route_q_better(many, 0.0));
-  EXPECT_FALSE(tree_route_q_better(many, 2.0));
+  EXPECT_EQ(q_source_by_margin(many, 0.0, kMean), kCode);
+  EXPECT_EQ(q_source_by_margin(many, 2.0, kMean), kCode);
+  // The code model better on two scripts by a lot: not clear either way with a margin.
+  for (QErrors& r : few) std::swap(r.code, r.tree);
+  EXPECT_EQ(q_source_by_margin(few, 0.0, kMean), kCode);
+  EXPECT_EQ(q_source_by_margin(few, 2.0, kMean), kMean);
 }
 
 }  // namespace

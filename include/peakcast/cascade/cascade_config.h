@@ -55,11 +55,14 @@ struct CascadeConfig {
   // choice on a small block must show a clear gain. 0 = plain lowest MAE.
   double history_margin_se = 2.0;
   bool allow_history_only = true;       // false: the policy is always a grid entry
-  // Q's source: "auto" (the better on the gate/fusion set), "code_model" or "tree_route".
+  // Q's source: "auto" (the better on the gate/fusion set), "code_model", "tree_route" or
+  // "mean" (of both).
   std::string q_source = "auto";
-  // With "auto", how many cluster-robust standard errors (by script) the tree route's Q must beat
-  // the code model's by on the gate/fusion set to be chosen; 0 = the lower MAE.
+  // With "auto", how many cluster-robust standard errors (by script) a source's Q must beat the
+  // other's by on the gate/fusion set to be chosen; 0 = the lower MAE.
   double q_source_margin_se = 0.0;
+  // With "auto" and a margin, the source where neither wins by it: "code_model" or "mean".
+  std::string q_source_unclear = "code_model";
 
   // ---- serving ----
   size_t cache_capacity = 65536;        // exact-cache entries (LRU); 0 disables the cache

@@ -14,7 +14,8 @@
 // said bypass keeps H even then (each resource's policy is chosen independently on validation).
 // Q comes from the exact cache when (script text, user, request) was seen before (route cache).
 // A resource whose Q comes from the tree route (q_source tree_route) takes route tree instead of
-// encoder, cache or no_history: the code model does not run for it.
+// encoder, cache or no_history: the code model does not run for it. One whose Q is the mean of
+// both (q_source mean) runs both and keeps the code model's route (encoder, cache, no_history).
 //
 // Upper bound: upper_util = min(cap, util + q_{r,route}), q the split-conformal quantile of |y -
 // prediction| on the policy half of validation at `coverage`, per resource and route class
@@ -50,10 +51,14 @@ namespace peakcast::cascade {
 // 5: the code model and the tree route read redacted text (ingest::finalize_job).
 inline constexpr int kCascadeFormatVersion = 5;
 
-// Where a resource's Q comes from: the neural code model (the study's) or the tree route
-// (tree_route.h), whichever did better on the gate/fusion set.
-enum class QSource : int { kCodeModel = 0, kTreeRoute = 1 };
-std::string_view q_source_name(QSource s);  // "code_model", "tree_route"
+// Where a resource's Q comes from: the neural code model (the study's), the tree route
+// (tree_route.h), whichever did better on the gate/fusion set, or the mean of both where neither
+// did clearly better (CascadeConfig::q_source_unclear).
+enum class QSource : int { kCodeModel = 0, kTreeRoute = 1, kMean = 2 };
+std::string_view q_source_name(QSource s);  // "code_model", "tree_route", "mean"
+// Whether a Q from `s` needs the code model's output / the tree route's.
+constexpr bool uses_code_model(QSource s) { return s != QSource::kTreeRoute; }
+constexpr bool uses_tree_route(QSource s) { return s != QSource::kCodeModel; }
 
 // The frozen choice for one resource, and how it did on the policy set.
 struct ResourcePolicy {
