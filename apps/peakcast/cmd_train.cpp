@@ -71,6 +71,9 @@ Status check_model_dir(const std::string& out) {
   return Status::ok();
 }
 
+// Fewer policy-set jobs than this for a resource: train warns that the choices rest on few jobs.
+constexpr size_t kFewPolicyJobs = 100;
+
 int run_train(TrainArgs& a) {
   if (a.trace.empty() == a.db.empty()) {
     return fail(Status::invalid("train: give a TRACE or --db FILE (one of the two)"));
@@ -121,6 +124,15 @@ int run_train(TrainArgs& a) {
         resource_name(r), history::expert_name(p.expert), p.tau, p.history_only[0] ? "yes" : "no",
         p.history_only[1] ? "yes" : "no", history::expert_name(p.history_expert), p.policy_mae,
         p.policy_history_mae, p.policy_n, 100.0 * p.policy_encoder_share);
+    // On a short history a dozen jobs decide Q's source and the policy for every job after them
+    // (docs/evaluation.md, "Traces nothing here was designed on": a 215-task trace).
+    if (p.policy_n < kFewPolicyJobs) {
+      std::cerr << fmt::format(
+          "warning: {0}'s policy was chosen on {1} validation jobs (fewer than {2}): on so short a history the "
+          "cascade's choices rest on a few jobs and may lose to history alone; check it with `peakcast evaluate "
+          "{3} --methods hier_last1,cascade --seeds 5 --folds 5` before serving it, or train on a longer history\n",
+          resource_name(r), p.policy_n, kFewPolicyJobs, a.db.empty() ? a.trace : "--db " + a.db);
+    }
   }
   std::cout << model->describe() << "\n";
   std::cerr << "wrote " << a.out << "\n";
@@ -138,7 +150,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "policy is chosen on the rest), the earlier jobs train the code model (train jobs that ended "
       "after validation began are purged). Writes MODEL_DIR: manifest (format version, config, "
       "feature statistics, policy), XGBoost models, Torch weights. `peakcast predict --model "
-      "MODEL_DIR` uses it.\n--db FILE trains on the completions peakcastd stored in its "
+      "MODEL_DIR` uses it. It warns where a resource's policy was chosen on fewer than 100 "
+      "validation jobs: on so short a history compare the cascade with hier_last1 in `peakcast "
+      "evaluate` before serving it.\n--db FILE trains on the completions peakcastd stored in its "
       "database instead of a trace (read-only; safe while the daemon runs): the scripts when the "
       "daemon ran with --store-scripts, otherwise the identity text (job name), so a site "
       "retrains on its own cluster without exporting anything.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.");
