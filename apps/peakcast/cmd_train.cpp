@@ -127,11 +127,14 @@ int run_train(TrainArgs& a) {
     // On a short history a dozen jobs decide Q's source and the policy for every job after them
     // (docs/evaluation.md, "Traces nothing here was designed on": a 215-task trace).
     if (p.policy_n < kFewPolicyJobs) {
+      const std::string check =
+          a.db.empty() ? "peakcast evaluate " + a.trace + " --methods hier_last1,cascade --seeds 5 --folds 5"
+                       : "peakcast report --db " + a.db + " --methods hier_last1,cascade -o report.html";
       std::cerr << fmt::format(
           "warning: {0}'s policy was chosen on {1} validation jobs (fewer than {2}): on so short a history the "
-          "cascade's choices rest on a few jobs and may lose to history alone; check it with `peakcast evaluate "
-          "{3} --methods hier_last1,cascade --seeds 5 --folds 5` before serving it, or train on a longer history\n",
-          resource_name(r), p.policy_n, kFewPolicyJobs, a.db.empty() ? a.trace : "--db " + a.db);
+          "cascade's choices rest on a few jobs and may lose to history alone; check it with `{3}` before "
+          "serving it, or train on a longer history\n",
+          resource_name(r), p.policy_n, kFewPolicyJobs, check);
     }
   }
   std::cout << model->describe() << "\n";
@@ -151,8 +154,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "after validation began are purged). Writes MODEL_DIR: manifest (format version, config, "
       "feature statistics, policy), XGBoost models, Torch weights. `peakcast predict --model "
       "MODEL_DIR` uses it. It warns where a resource's policy was chosen on fewer than 100 "
-      "validation jobs: on so short a history compare the cascade with hier_last1 in `peakcast "
-      "evaluate` before serving it.\n--db FILE trains on the completions peakcastd stored in its "
+      "validation jobs: on so short a history compare the cascade with hier_last1 (`peakcast "
+      "evaluate`, or `peakcast report --db`) before serving it.\n--db FILE trains on the completions peakcastd stored in its "
       "database instead of a trace (read-only; safe while the daemon runs): the scripts when the "
       "daemon ran with --store-scripts, otherwise the identity text (job name), so a site "
       "retrains on its own cluster without exporting anything.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.");

@@ -94,6 +94,15 @@ TEST_F(TrainDb, WithoutStoredScriptsTheCodeModelReadsIdentityText) {
   EXPECT_NE(r.out.find("0 with their script"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("identity text"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(fs::path(model) / "manifest.json"));
+  // 900 jobs leave the policy to fewer than 100 validation jobs: the warning names the check for
+  // a database (evaluate reads no --db), and that command runs.
+  const std::string check = "peakcast report --db " + db + " --methods hier_last1,cascade -o report.html";
+  EXPECT_NE(r.out.find("warning: mem's policy was chosen on "), std::string::npos) << r.out;
+  ASSERT_NE(r.out.find("`" + check + "`"), std::string::npos) << r.out;
+  const std::string page = (dir_ / "report.html").string();
+  const auto c = run(kPeakcast + " report --db " + db + " --methods hier_last1,cascade -o " + page +
+                     " --bootstrap 20 --latency-jobs 10" + kSmallModel);
+  EXPECT_EQ(c.exit_code, 0) << c.out;
 }
 
 TEST_F(TrainDb, ReportFromTheDatabase) {
