@@ -158,7 +158,18 @@ models::GbdtParams CascadeConfig::default_tree_params() {
   return p;
 }
 
-Status CascadeConfig::validate() const { return options::validate(cascade_specs(), *this); }
+Status CascadeConfig::validate() const {
+  if (Status st = options::validate(cascade_specs(), *this); !st) return st;
+  // Settings that would be silently ignored: refused, so that a run says what it measured.
+  if (q_source != "auto" && q_source_margin_se > 0.0) {
+    return Status::invalid("q_source_margin_se: applies to q_source=auto only (q_source is " + q_source + ")");
+  }
+  if (q_source_unclear != "code_model" && (q_source != "auto" || q_source_margin_se <= 0.0)) {
+    return Status::invalid("q_source_unclear: applies to q_source=auto with q_source_margin_se > 0 only (without a "
+                           "margin the lower error always decides)");
+  }
+  return Status::ok();
+}
 
 nlohmann::json to_json(const models::GbdtParams& p) {
   return options::to_json(models::gbdt_param_specs(), p);

@@ -97,5 +97,31 @@ TEST(CascadeOption, HelpNamesEverySettableKeyWithItsDefault) {
   }
 }
 
+// Q-source settings that would change nothing are refused when the configuration is checked (after
+// every option is set, in any order), naming the setting: a margin with a forced source, a
+// fallback without a margin.
+TEST(CascadeOption, QSourceSettingsThatWouldChangeNothingAreRefused) {
+  const auto check = [](const std::vector<std::pair<std::string, std::string>>& opts) {
+    CascadeConfig c;
+    for (const auto& [k, v] : opts) {
+      if (Status st = set_cascade_option(c, k, v); !st) return "set: " + st.message();
+    }
+    const Status st = c.validate();
+    return st ? std::string() : st.message();
+  };
+  EXPECT_EQ(check({{"q_source_margin_se", "2"}, {"q_source_unclear", "mean"}}), "");
+  EXPECT_EQ(check({{"q_source_unclear", "mean"}, {"q_source_margin_se", "2"}}), "");  // either order
+  EXPECT_EQ(check({{"q_source", "mean"}}), "");
+  EXPECT_EQ(check({{"q_source_margin_se", "2"}}), "");
+  EXPECT_NE(check({{"q_source_unclear", "mean"}}).find("q_source_unclear: applies to q_source=auto with "
+                                                       "q_source_margin_se > 0"),
+            std::string::npos);
+  EXPECT_NE(check({{"q_source", "tree_route"}, {"q_source_margin_se", "2"}}).find(
+                "q_source_margin_se: applies to q_source=auto only (q_source is tree_route)"),
+            std::string::npos);
+  EXPECT_NE(check({{"q_source", "code_model"}, {"q_source_margin_se", "1"}, {"q_source_unclear", "mean"}}),
+            "");
+}
+
 }  // namespace
 }  // namespace peakcast::cascade
