@@ -200,8 +200,8 @@ void add_notes(const Tally& t, const Layout& first, bool submit_everywhere, Trac
       {t.unknown_state, " job(s) with a State that is no Slurm job state, read as finished: a "
                         "label from a job still running or cut short would be wrong; first " +
                             t.first_unknown_state},
-      {t.one_node_assumed, " job(s) with a per-node ReqMem (`n` suffix) and no NNodes column: "
-                           "taken as one node"},
+      {t.one_node_assumed, " job(s) with a per-node ReqMem (`n` suffix) and no node count (no NNodes, "
+                           "AllocNodes or ReqNodes column, or an empty or 0 one): taken as one node"},
       {t.no_cpu_count, " job(s) with a per-CPU ReqMem (`c` suffix) and no CPU count "
                        "(NCPUS/ReqCPUS): memory request unknown"},
       {t.zero_req_mem, " job(s) with ReqMem 0 (no limit): memory request unknown"}});
