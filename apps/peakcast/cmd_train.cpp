@@ -131,10 +131,10 @@ int run_train(TrainArgs& a) {
           a.db.empty() ? "peakcast evaluate " + a.trace + " --methods hier_last1,cascade --seeds 5 --folds 5"
                        : "peakcast report --db " + a.db + " --methods hier_last1,cascade -o report.html";
       std::cerr << fmt::format(
-          "warning: {0}'s policy was chosen on {1} validation jobs (fewer than {2}): on so short a history the "
+          "warning: {0}'s policy was chosen on {1} validation job{4} (fewer than {2}): on so short a history the "
           "cascade's choices rest on a few jobs and may lose to history alone; check it with `{3}` before "
           "serving it, or train on a longer history\n",
-          resource_name(r), p.policy_n, kFewPolicyJobs, check);
+          resource_name(r), p.policy_n, kFewPolicyJobs, check, p.policy_n == 1 ? "" : "s");
     }
   }
   std::cout << model->describe() << "\n";
