@@ -9,9 +9,8 @@
 namespace peakcast::eval {
 
 size_t ScriptTallies::index(const std::string& key) {
-  const size_t fresh = tallies.size();
-  const size_t t = key.empty() ? fresh : index_.try_emplace(key, fresh).first->second;
-  if (t == fresh) tallies.emplace_back();
+  const size_t t = index_.index(key);
+  if (t == tallies.size()) tallies.emplace_back();
   return t;
 }
 

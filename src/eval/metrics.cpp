@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "peakcast/core/stats.h"
@@ -60,37 +61,31 @@ uint64_t draw_below(std::mt19937_64& rng, uint64_t bound) {
   return static_cast<uint64_t>(m >> 64);
 }
 
-std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> day,
-                                                      std::span<const double> abs_err_method,
-                                                      std::span<const double> abs_err_baseline,
-                                                      size_t resamples, uint64_t seed,
-                                                      double level) {
-  if (day.size() != abs_err_method.size() || day.size() != abs_err_baseline.size()) {
-    throw std::invalid_argument("paired_day_bootstrap: spans differ in length");
-  }
-  if (day.empty() || resamples == 0) return std::nullopt;
-  // Per-day sums, days in ascending order so the draws do not depend on job order.
-  struct DaySums {
-    double method = 0, baseline = 0;
-    size_t n = 0;
-  };
-  std::map<int64_t, DaySums> by_day;
-  double total_m = 0, total_b = 0;
-  for (size_t i = 0; i < day.size(); ++i) {
-    DaySums& d = by_day[day[i]];
-    d.method += abs_err_method[i];
-    d.baseline += abs_err_baseline[i];
-    ++d.n;
-    total_m += abs_err_method[i];
-    total_b += abs_err_baseline[i];
-  }
-  std::vector<DaySums> days;
-  days.reserve(by_day.size());
-  for (auto& [_, d] : by_day) days.push_back(d);
+size_t ScriptIndex::index(const std::string& key) {
+  const size_t fresh = size_;
+  const size_t i = key.empty() ? fresh : index_.try_emplace(key, fresh).first->second;
+  if (i == fresh) ++size_;
+  return i;
+}
 
+namespace {
+
+// One block of a paired bootstrap: both methods' summed errors over its jobs.
+struct BlockSums {
+  double method = 0, baseline = 0;
+  size_t n = 0;
+};
+
+void check_lengths(size_t a, size_t b, size_t c, const char* who) {
+  if (a != b || a != c) throw std::invalid_argument(std::string(who) + ": spans differ in length");
+}
+
+// The paired block bootstrap over `blocks` (each with a job): each resample draws blocks.size()
+// blocks with replacement. The point is the difference of the summed errors over all `jobs`.
+BootstrapInterval resample_blocks(const std::vector<BlockSums>& blocks, size_t jobs, double total_m,
+                                  double total_b, size_t resamples, uint64_t seed, double level) {
   BootstrapInterval out;
-  out.point = (total_m - total_b) / static_cast<double>(day.size());
-  out.days = days.size();
+  out.point = (total_m - total_b) / static_cast<double>(jobs);
   out.resamples = resamples;
   std::mt19937_64 rng(seed);
   std::vector<double> diffs;
@@ -99,13 +94,13 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
   for (size_t b = 0; b < resamples; ++b) {
     double sm = 0, sb = 0;
     size_t n = 0;
-    for (size_t k = 0; k < days.size(); ++k) {
-      const DaySums& d = days[draw_below(rng, days.size())];
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const BlockSums& d = blocks[draw_below(rng, blocks.size())];
       sm += d.method;
       sb += d.baseline;
       n += d.n;
     }
-    const double diff = (sm - sb) / static_cast<double>(n);  // n > 0: every day has a job
+    const double diff = (sm - sb) / static_cast<double>(n);  // n > 0: every block has a job
     diffs.push_back(diff);
     sum += diff;
   }
@@ -114,6 +109,63 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
   out.mean = sum / static_cast<double>(resamples);
   out.lo = quantile_sorted(diffs, alpha);
   out.hi = quantile_sorted(diffs, 1.0 - alpha);
+  return out;
+}
+
+}  // namespace
+
+std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> day,
+                                                      std::span<const double> abs_err_method,
+                                                      std::span<const double> abs_err_baseline,
+                                                      size_t resamples, uint64_t seed,
+                                                      double level) {
+  check_lengths(day.size(), abs_err_method.size(), abs_err_baseline.size(), "paired_day_bootstrap");
+  if (day.empty() || resamples == 0) return std::nullopt;
+  // Per-day sums, days in ascending order so the draws do not depend on job order.
+  std::map<int64_t, BlockSums> by_day;
+  double total_m = 0, total_b = 0;
+  for (size_t i = 0; i < day.size(); ++i) {
+    BlockSums& d = by_day[day[i]];
+    d.method += abs_err_method[i];
+    d.baseline += abs_err_baseline[i];
+    ++d.n;
+    total_m += abs_err_method[i];
+    total_b += abs_err_baseline[i];
+  }
+  std::vector<BlockSums> days;
+  days.reserve(by_day.size());
+  for (auto& [_, d] : by_day) days.push_back(d);
+  BootstrapInterval out = resample_blocks(days, day.size(), total_m, total_b, resamples, seed, level);
+  out.days = days.size();
+  return out;
+}
+
+std::optional<BootstrapInterval> paired_script_bootstrap(std::span<const std::string> script_key,
+                                                         std::span<const double> abs_err_method,
+                                                         std::span<const double> abs_err_baseline,
+                                                         size_t resamples, uint64_t seed,
+                                                         double level) {
+  check_lengths(script_key.size(), abs_err_method.size(), abs_err_baseline.size(),
+                "paired_script_bootstrap");
+  if (script_key.empty() || resamples == 0) return std::nullopt;
+  // Per-script sums in first-appearance order (the scored jobs' order is the same for every
+  // method compared on them, so is the scripts').
+  ScriptIndex index;
+  std::vector<BlockSums> scripts;
+  double total_m = 0, total_b = 0;
+  for (size_t i = 0; i < script_key.size(); ++i) {
+    const size_t s = index.index(script_key[i]);
+    if (s == scripts.size()) scripts.emplace_back();
+    BlockSums& d = scripts[s];
+    d.method += abs_err_method[i];
+    d.baseline += abs_err_baseline[i];
+    ++d.n;
+    total_m += abs_err_method[i];
+    total_b += abs_err_baseline[i];
+  }
+  BootstrapInterval out =
+      resample_blocks(scripts, script_key.size(), total_m, total_b, resamples, seed, level);
+  out.scripts = scripts.size();
   return out;
 }
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "peakcast/eval/metrics.h"
@@ -99,6 +101,90 @@ TEST(Bootstrap, DisabledOrEmpty) {
   const Paired p = sample();
   EXPECT_FALSE(paired_day_bootstrap(p.day, p.a, p.b, 0, 1));
   EXPECT_FALSE(paired_day_bootstrap({}, {}, {}, 100, 1));
+}
+
+// A test block within one submit day (the Nextflow traces') is one block for the day bootstrap:
+// its "interval" is the point. Its scripts are blocks still: the method wins on script a and loses
+// as much on script b, so the interval over the scripts spans 0 around the day one's point.
+TEST(ScriptBootstrap, AWinOnOneScriptAndALossOnAnotherSpanZero) {
+  std::vector<int64_t> day(10, 3);
+  std::vector<std::string> script;
+  std::vector<double> method, baseline;
+  for (int k = 0; k < 10; ++k) {
+    script.push_back(k < 5 ? "a" : "b");
+    method.push_back(k < 5 ? 0.1 : 0.3 + 0.01 * k);
+    baseline.push_back(k < 5 ? 0.3 : 0.1);
+  }
+  const auto by_day = paired_day_bootstrap(day, method, baseline, 1000, 11);
+  const auto by_script = paired_script_bootstrap(script, method, baseline, 1000, 11);
+  ASSERT_TRUE(by_day && by_script);
+  EXPECT_EQ(by_day->days, 1u);
+  EXPECT_EQ(by_day->lo, by_day->hi);
+  EXPECT_EQ(by_script->point, by_day->point);  // the same jobs' difference
+  EXPECT_EQ(by_script->scripts, 2u);
+  EXPECT_EQ(by_script->days, 0u);
+  EXPECT_EQ(by_script->resamples, 1000u);
+  EXPECT_LT(by_script->lo, 0.0);
+  EXPECT_GT(by_script->hi, 0.0);
+  // A resample of a twice: -0.2; of b twice: +0.27 (each a quarter of the draws, so the ends).
+  EXPECT_NEAR(by_script->lo, -0.2, 1e-9);
+  EXPECT_NEAR(by_script->hi, 0.27, 1e-9);
+}
+
+// Many scripts, the method better on each: the whole interval lies below 0. A job without a script
+// key is a script of its own (as for the bound's coverage interval).
+TEST(ScriptBootstrap, ManyScriptsAllWonLieBelowZero) {
+  std::vector<std::string> script;
+  std::vector<double> method, baseline;
+  for (int s = 0; s < 20; ++s) {
+    for (int k = 0; k < 4; ++k) {
+      script.push_back("script" + std::to_string(s));
+      baseline.push_back(0.2 + 0.01 * ((s * 7 + k) % 9));
+      method.push_back(baseline.back() - 0.02 - 0.005 * (s % 4));
+    }
+  }
+  for (int k = 0; k < 3; ++k) {
+    script.emplace_back();
+    baseline.push_back(0.5);
+    method.push_back(0.45);
+  }
+  const auto x = paired_script_bootstrap(script, method, baseline, 2000, 4);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->scripts, 23u);
+  EXPECT_LE(x->lo, x->point);
+  EXPECT_GE(x->hi, x->point);
+  EXPECT_LT(x->lo, x->hi);
+  EXPECT_LT(x->hi, 0.0);
+}
+
+// The same resampling as the day bootstrap's: with one job a day and one job a script, in the same
+// order, the two draw the same blocks from the same seed (and another seed draws others).
+TEST(ScriptBootstrap, DrawsAsTheDayBootstrapDoesFromItsSeed) {
+  const Paired p = sample();
+  std::vector<int64_t> day;
+  std::vector<std::string> script;
+  for (size_t i = 0; i < p.a.size(); ++i) {
+    day.push_back(static_cast<int64_t>(i));
+    script.push_back("s" + std::to_string(i));
+  }
+  const auto d = paired_day_bootstrap(day, p.a, p.b, 500, 9);
+  const auto s = paired_script_bootstrap(script, p.a, p.b, 500, 9);
+  const auto other = paired_script_bootstrap(script, p.a, p.b, 500, 10);
+  ASSERT_TRUE(d && s && other);
+  EXPECT_EQ(s->scripts, p.a.size());
+  EXPECT_EQ(s->point, d->point);
+  EXPECT_EQ(s->mean, d->mean);
+  EXPECT_EQ(s->lo, d->lo);
+  EXPECT_EQ(s->hi, d->hi);
+  EXPECT_NE(other->mean, s->mean);
+}
+
+TEST(ScriptBootstrap, DisabledEmptyOrMismatched) {
+  const std::vector<std::string> script = {"a", "b"};
+  const std::vector<double> a = {0.1, 0.2}, b = {0.2, 0.1}, one = {0.1};
+  EXPECT_FALSE(paired_script_bootstrap(script, a, b, 0, 1));
+  EXPECT_FALSE(paired_script_bootstrap({}, {}, {}, 100, 1));
+  EXPECT_THROW(paired_script_bootstrap(script, a, one, 100, 1), std::invalid_argument);
 }
 
 RC_GTEST_PROP(Bootstrap, SameErrorsGiveZeroAndMeanInsideInterval, ()) {

@@ -20,12 +20,12 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "peakcast/eval/method.h"
+#include "peakcast/eval/metrics.h"
 #include "peakcast/sizing/bound_walk.h"
 #include "peakcast/sizing/online_bound.h"
 
@@ -58,14 +58,14 @@ struct ScriptTally {
 };
 
 // One ScriptTally per script key, in first-appearance order; a job without a key ("") is a
-// script of its own. The one definition of "a job's script" for the coverage interval.
+// script of its own (ScriptIndex, metrics.h: the MAE difference's script bootstrap reads the same).
 struct ScriptTallies {
   // The index in `tallies` of `key`'s tally (a new one for a new key or for "").
   size_t index(const std::string& key);
   std::vector<ScriptTally> tallies;
 
  private:
-  std::unordered_map<std::string, size_t> index_;
+  ScriptIndex index_;
 };
 
 // A percentile interval of the coverage at each nominal level (kCoverageLevels order).

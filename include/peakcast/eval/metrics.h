@@ -1,4 +1,5 @@
-// Point metrics and the paired day-block bootstrap (docs/method.md §8).
+// Point metrics and the paired bootstraps of the MAE difference: by submit day (docs/method.md
+// §8) and, for a test block within one day, by script (docs/evaluation.md "Bootstrap intervals").
 #pragma once
 
 #include <cstddef>
@@ -6,6 +7,8 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace peakcast::eval {
@@ -58,8 +61,23 @@ struct BootstrapInterval {
   double mean = 0.0;    // mean of the resampled differences
   double lo = 0.0;      // (1 - level)/2 quantile
   double hi = 0.0;      // 1 - (1 - level)/2 quantile
-  size_t days = 0;      // distinct days resampled
+  size_t days = 0;      // distinct days resampled (paired_day_bootstrap; 0 by script)
   size_t resamples = 0;
+  size_t scripts = 0;   // distinct scripts resampled (paired_script_bootstrap; 0 by day)
+};
+
+// One index per script key, in first-appearance order; a job without a key ("") is a script of
+// its own. The one definition of "a job's script" for the script bootstraps (the MAE
+// difference's here, the bound coverage's in coverage.h).
+class ScriptIndex {
+ public:
+  // The index of `key`'s script: a new one (== size() before the call) for a new key or for "".
+  size_t index(const std::string& key);
+  size_t size() const { return size_; }
+
+ private:
+  std::unordered_map<std::string, size_t> index_;
+  size_t size_ = 0;
 };
 
 // Quantile of sorted values by linear interpolation between order statistics (R type 7); 0 when
@@ -80,5 +98,18 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
                                                       std::span<const double> abs_err_baseline,
                                                       size_t resamples, uint64_t seed,
                                                       double level = 0.95);
+
+// The same paired bootstrap with the test block's scripts as the blocks (ScriptIndex: a job
+// without a key is a script of its own): each resample draws as many scripts as there are, with
+// replacement, and takes every job of a drawn script for BOTH methods. In a workflow a script's
+// jobs come as a burst and share their fate, so a block within one submit day (one block for
+// paired_day_bootstrap, an "interval" that is its point) still has an interval. The point is
+// paired_day_bootstrap's on the same jobs; the draws depend only on (seed, number of scripts).
+// nullopt when there are no jobs or resamples == 0.
+std::optional<BootstrapInterval> paired_script_bootstrap(std::span<const std::string> script_key,
+                                                         std::span<const double> abs_err_method,
+                                                         std::span<const double> abs_err_baseline,
+                                                         size_t resamples, uint64_t seed,
+                                                         double level = 0.95);
 
 }  // namespace peakcast::eval
