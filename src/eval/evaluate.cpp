@@ -58,6 +58,7 @@ struct Scored {
   // Per resource: index into the test jobs of each valid one.
   std::array<std::vector<size_t>, kNumResources> jobs;
   std::array<std::vector<int64_t>, kNumResources> day;
+  std::array<std::vector<std::string>, kNumResources> script;  // script_key ("" for none)
 };
 
 // What one method's seeds produced, per resource, before it becomes result rows.
@@ -184,8 +185,8 @@ void add_rows(const std::string& name, const Scored& scored, const EvalConfig& c
   }
 }
 
-// Paired day-block bootstrap against the baseline (run[0]); same seed per resource, so every
-// method is compared on the same resampled days.
+// Paired day-block and script bootstraps against the baseline (run[0]); same seed per resource,
+// so every method is compared on the same resampled days, and on the same resampled scripts.
 void add_intervals(const std::vector<std::string>& run, const Scored& scored,
                    const std::vector<std::array<std::vector<double>, kNumResources>>& abs_err,
                    const EvalConfig& config, std::vector<ResultRow>& rows) {
@@ -193,9 +194,12 @@ void add_intervals(const std::vector<std::string>& run, const Scored& scored,
     const auto ri = idx(row.resource);
     const size_t m = static_cast<size_t>(
         std::find(run.begin(), run.end(), row.method) - run.begin());
+    const uint64_t seed = config.seed + static_cast<uint64_t>(ri);
     row.mae_diff_vs_baseline =
-        paired_day_bootstrap(scored.day[ri], abs_err[m][ri], abs_err[0][ri], config.bootstrap,
-                             config.seed + static_cast<uint64_t>(ri));
+        paired_day_bootstrap(scored.day[ri], abs_err[m][ri], abs_err[0][ri], config.bootstrap, seed);
+    if (m == 0) continue;  // the baseline against itself: no script interval to show
+    row.mae_diff_by_script = paired_script_bootstrap(scored.script[ri], abs_err[m][ri],
+                                                     abs_err[0][ri], config.bootstrap, seed);
   }
 }
 
@@ -204,7 +208,16 @@ void add_bootstrap_notes(const Scored& scored, const EvalConfig& config, EvalRep
     const auto& d = scored.day[idx(r)];
     if (config.bootstrap == 0 || d.empty()) continue;
     const size_t days = std::set<int64_t>(d.begin(), d.end()).size();
-    if (days < 5) {
+    if (days < 2) {
+      const auto& keys = scored.script[idx(r)];
+      ScriptIndex scripts;
+      for (const std::string& k : keys) scripts.index(k);
+      report.notes.push_back(fmt::format(
+          "{}: the test block spans only {} submit day, so the day-block bootstrap has one block "
+          "and its interval is the point; the tables give the bootstrap's over the block's {} "
+          "scripts instead, marked \"(by script)\"",
+          resource_name(r), days, scripts.size()));
+    } else if (days < 5) {
       report.notes.push_back(fmt::format(
           "{}: the test block spans only {} submit day(s), so the day-block bootstrap interval "
           "is (nearly) a point and says little about uncertainty",
@@ -222,7 +235,7 @@ std::vector<const JobContext*> test_jobs(const EvalData& data) {
   return test;
 }
 
-// Per resource, the test jobs with a label and their submit days.
+// Per resource, the test jobs with a label, their submit days and their scripts.
 Scored scored_jobs(const std::vector<const JobContext*>& test) {
   Scored scored;
   for (size_t t = 0; t < test.size(); ++t) {
@@ -230,6 +243,7 @@ Scored scored_jobs(const std::vector<const JobContext*>& test) {
       if (test[t]->job->is_valid(r)) {
         scored.jobs[idx(r)].push_back(t);
         scored.day[idx(r)].push_back(utc_day(test[t]->job->submit_ms));
+        scored.script[idx(r)].push_back(test[t]->job->script_key);
       }
     }
   }

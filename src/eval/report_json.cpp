@@ -1,3 +1,5 @@
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "peakcast/eval/report.h"
@@ -10,6 +12,19 @@ namespace {
 nlohmann::json metrics_json(const Metrics& m) {
   if (m.n == 0) return {{"n", 0}, {"mae", nullptr}, {"mse", nullptr}, {"rmse", nullptr}, {"acc10", nullptr}};
   return {{"n", m.n}, {"mae", m.mae}, {"mse", m.mse}, {"rmse", m.rmse}, {"acc10", m.acc10}};
+}
+
+// A bootstrap interval of the MAE difference, or null; with "days" or "scripts" by what it resampled.
+nlohmann::json interval_json(const std::optional<BootstrapInterval>& b, bool by_script) {
+  if (!b) return nullptr;
+  nlohmann::json j = {{"point", b->point}, {"mean", b->mean}, {"lo", b->lo}, {"hi", b->hi},
+                      {"resamples", b->resamples}};
+  if (by_script) {
+    j["scripts"] = b->scripts;
+  } else {
+    j["days"] = b->days;
+  }
+  return j;
 }
 
 nlohmann::json per_resource(const std::array<size_t, kNumResources>& v) {
@@ -73,13 +88,8 @@ nlohmann::json to_json(const EvalReport& r) {
     nlohmann::json e = metrics_json(row.metrics);
     e["method"] = row.method;
     e["resource"] = std::string(resource_name(row.resource));
-    if (row.mae_diff_vs_baseline) {
-      const BootstrapInterval& b = *row.mae_diff_vs_baseline;
-      e[diff_key] = {{"point", b.point}, {"mean", b.mean}, {"lo", b.lo},
-                     {"hi", b.hi},       {"days", b.days}, {"resamples", b.resamples}};
-    } else {
-      e[diff_key] = nullptr;
-    }
+    e[diff_key] = interval_json(row.mae_diff_vs_baseline, false);
+    e[diff_key + "_by_script"] = interval_json(row.mae_diff_by_script, true);
     nlohmann::json sub;
     for (size_t g = 0; g < kSubgroupNames.size(); ++g) {
       sub[std::string(kSubgroupNames[g])] = metrics_json(row.subgroups[g]);

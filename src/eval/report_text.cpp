@@ -11,15 +11,29 @@ namespace peakcast::eval {
 
 namespace {
 
+// The interval of the MAE difference the printers show: the day bootstrap's, or where it has a
+// single submit day (one block to resample, so its "interval" is the point) the script
+// bootstrap's, which still has blocks where the day has at least two scripts. nullptr for none.
+const BootstrapInterval* shown_interval(const ResultRow& row) {
+  if (!row.mae_diff_vs_baseline) return nullptr;
+  if (row.mae_diff_vs_baseline->days >= 2) return &*row.mae_diff_vs_baseline;
+  if (row.mae_diff_by_script && row.mae_diff_by_script->scripts >= 2) return &*row.mae_diff_by_script;
+  return &*row.mae_diff_vs_baseline;
+}
+
 std::string diff_cell(const ResultRow& row, const std::string& baseline) {
   if (row.method == baseline) return "(baseline)";
-  if (!row.mae_diff_vs_baseline) return "-";
-  const BootstrapInterval& b = *row.mae_diff_vs_baseline;
-  // A day-block bootstrap over one submit day resamples that day alone: its "interval" is the
-  // point, which would read as a certain difference (the report's table says the same).
-  if (b.days < 2)
-    return fmt::format("{:+.4f} (no interval: {} submit day{})", b.point, b.days, b.days == 1 ? "" : "s");
-  return fmt::format("{:+.4f} [{:+.4f}, {:+.4f}]", b.point, b.lo, b.hi);
+  const BootstrapInterval* b = shown_interval(row);
+  if (b == nullptr) return "-";
+  if (b->scripts >= 2) return fmt::format("{:+.4f} [{:+.4f}, {:+.4f}] (by script)", b->point, b->lo, b->hi);
+  // One submit day and at most one script: no block to draw, so no interval (the report's table
+  // says the same); "[p, p]" would read as a certain difference.
+  if (b->days < 2) {
+    std::string none = fmt::format("{:+.4f} (no interval: {} submit day{}", b->point, b->days, b->days == 1 ? "" : "s");
+    if (row.mae_diff_by_script) none += fmt::format(", {} script", row.mae_diff_by_script->scripts);
+    return none + ")";
+  }
+  return fmt::format("{:+.4f} [{:+.4f}, {:+.4f}]", b->point, b->lo, b->hi);
 }
 
 std::string sub_cell(const Metrics& m) {
@@ -149,7 +163,7 @@ std::string render_table(const EvalReport& r) {
   if (!r.trace_path.empty()) out += fmt::format("trace {} ({})\n", r.trace_path, r.trace_format);
   out += split_line(r) + "\n" + fallback_line(r) + "\n";
   if (r.bootstrap > 0) {
-    std::vector<std::string> days;
+    std::vector<std::string> days, scripts;
     for (Resource res : kResources) {
       for (const ResultRow& row : r.results) {
         if (row.resource == res && row.mae_diff_vs_baseline) {
@@ -157,10 +171,24 @@ std::string render_table(const EvalReport& r) {
           break;
         }
       }
+      // The baseline's own row has no script interval: the first row that shows one.
+      for (const ResultRow& row : r.results) {
+        const BootstrapInterval* b = row.resource == res ? shown_interval(row) : nullptr;
+        if (b != nullptr && b->scripts > 0) {
+          scripts.push_back(fmt::format("{} {}", resource_name(res), b->scripts));
+          break;
+        }
+      }
+    }
+    std::string by_script;
+    if (!scripts.empty()) {
+      by_script = fmt::format("; where a test block is one submit day, over its scripts ({}), "
+                              "marked \"(by script)\"",
+                              fmt::join(scripts, ", "));
     }
     out += fmt::format(
-        "intervals: paired day-block bootstrap over submit days ({}), {} resamples, seed {}\n",
-        fmt::join(days, ", "), r.bootstrap, r.seed);
+        "intervals: paired day-block bootstrap over submit days ({}), {} resamples, seed {}{}\n",
+        fmt::join(days, ", "), r.bootstrap, r.seed, by_script);
   }
   out += fmt::format(
       "threads {} (XGBoost, LibTorch): the figures repeat on the same CPU with the same thread "
@@ -225,12 +253,14 @@ std::string render_csv(const EvalReport& r) {
       "method,resource,n,mae,mse,rmse,acc10,mae_diff_point,mae_diff_lo,mae_diff_hi,"
       "exact_script_n,exact_script_mae,user_only_n,user_only_mae,none_n,none_mae,seeds,mae_sd,"
       "acc10_sd,encoder_share,tree_share,bypass_share,cache_share,coverage_0.9,coverage_0.9_lo,"
-      "coverage_0.9_hi,bound_width_0.9,bound_scripts\n";
+      "coverage_0.9_hi,bound_width_0.9,bound_scripts,mae_diff_over,mae_diff_blocks\n";
   for (const ResultRow& row : r.results) {
     std::string diff = ",,";
-    if (row.mae_diff_vs_baseline) {
-      const auto& b = *row.mae_diff_vs_baseline;
-      diff = fmt::format("{:.6g},{:.6g},{:.6g}", b.point, b.lo, b.hi);
+    // What the interval resampled: "days" or, for a test block of one submit day, "scripts".
+    std::string over = ",";
+    if (const BootstrapInterval* b = shown_interval(row)) {
+      diff = fmt::format("{:.6g},{:.6g},{:.6g}", b->point, b->lo, b->hi);
+      over = b->scripts > 0 ? fmt::format("scripts,{}", b->scripts) : fmt::format("days,{}", b->days);
     }
     out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}", row.method,
                        resource_name(row.resource), row.metrics.n, row.metrics.mae,
@@ -253,7 +283,7 @@ std::string render_csv(const EvalReport& r) {
                         : fmt::format(",{:.6g},,", b.coverage[1]);
       out += fmt::format(",{:.6g},{}", b.width[1], b.scripts);
     }
-    out += "\n";
+    out += "," + over + "\n";
   }
   return out;
 }

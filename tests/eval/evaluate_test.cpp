@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -308,7 +309,8 @@ TEST(Evaluate, JsonFieldNames) {
   EXPECT_NE(render_markdown(*rep).find("| hier_ewma | mem |"), std::string::npos);
   const std::string csv = render_csv(*rep);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 15);
-  // Every line has the header's columns; the bound's coverage closes each row.
+  // Every line has the header's columns; the bound's coverage, then what the interval resampled,
+  // close each row.
   std::istringstream lines(csv);
   std::string header;
   std::getline(lines, header);
@@ -420,6 +422,115 @@ TEST(Evaluate, AOneDayIntervalIsSaidToBeNone) {
     EXPECT_EQ(text.find("[-0.0105, -0.0105]"), std::string::npos) << text;
     EXPECT_NE(text.find("-0.0105 [-0.0200, -0.0010]"), std::string::npos) << text;
   }
+}
+
+// A test block within one submit day (the Nextflow traces') is one block for the day bootstrap,
+// whose "interval" is its point, so the tables said there was none. The bootstrap over the block's
+// scripts has one: in the JSON beside the day one (null in the baseline's row), and in the tables
+// where the day one has a single day, marked "(by script)".
+TEST(Evaluate, AOneDayBlockGetsTheIntervalOverItsScripts) {
+  std::vector<Job> jobs = random_trace(400, 3);
+  for (size_t i = 0; i < jobs.size(); i += 7) jobs[i].script_key.clear();  // a script of its own
+  MethodRegistry reg = builtins();
+  EvalConfig cfg;
+  cfg.methods = {"hier_last1", "global_median", "hier_median3"};
+  cfg.bootstrap = 200;
+  Result<EvalReport> rep = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(rep.ok()) << rep.status().message();
+  // The scripts of each resource's scored test jobs, counted from the split.
+  Result<Split> split = make_split(jobs, cfg.split);
+  ASSERT_TRUE(split.ok());
+  std::array<std::set<std::string>, kNumResources> keys;
+  std::array<size_t, kNumResources> keyless{};
+  for (size_t i = 0; i < split->order.size(); ++i) {
+    const Job& job = *split->order[i];
+    if (split->block[i] != Block::kTest) continue;
+    for (Resource r : kResources) {
+      if (!job.is_valid(r)) continue;
+      if (job.script_key.empty()) {
+        ++keyless[idx(r)];
+      } else {
+        keys[idx(r)].insert(job.script_key);
+      }
+    }
+  }
+  const nlohmann::json j = to_json(*rep);
+  ASSERT_EQ(j.at("results").size(), 6u);
+  for (const nlohmann::json& e : j.at("results")) {
+    const nlohmann::json& day = e.at("mae_diff_vs_hier_last1");
+    const nlohmann::json& by_script = e.at("mae_diff_vs_hier_last1_by_script");
+    EXPECT_EQ(day.at("days"), 1);
+    if (e.at("method") == "hier_last1") {
+      EXPECT_TRUE(by_script.is_null());
+      continue;
+    }
+    const size_t r = e.at("resource") == "mem" ? 0 : 1;
+    ASSERT_TRUE(by_script.is_object()) << e.at("method");
+    EXPECT_EQ(by_script.at("scripts").get<size_t>(), keys[r].size() + keyless[r]);
+    EXPECT_GT(keyless[r], 0u);
+    EXPECT_EQ(by_script.at("resamples"), 200);
+    EXPECT_EQ(by_script.at("point").get<double>(), day.at("point").get<double>());
+    EXPECT_LT(by_script.at("lo").get<double>(), by_script.at("hi").get<double>());
+  }
+  const ResultRow* gm = find_row(*rep, "global_median", Resource::kMem);
+  ASSERT_TRUE(gm && gm->mae_diff_by_script);
+  const BootstrapInterval& s = *gm->mae_diff_by_script;
+  const std::string cell = fmt::format("{:+.4f} [{:+.4f}, {:+.4f}] (by script)", s.point, s.lo, s.hi);
+  const std::string table = render_table(*rep);
+  for (const std::string& text : {table, render_markdown(*rep)}) {
+    EXPECT_NE(text.find(cell), std::string::npos) << text;
+    EXPECT_EQ(text.find("no interval"), std::string::npos) << text;
+  }
+  EXPECT_NE(table.find(fmt::format("; where a test block is one submit day, over its scripts (mem {}, vram {})",
+                                   keys[0].size() + keyless[0], keys[1].size() + keyless[1])),
+            std::string::npos)
+      << table;
+  const std::string csv = render_csv(*rep);
+  EXPECT_NE(csv.find(fmt::format("global_median,mem,{},", gm->metrics.n)), std::string::npos);
+  EXPECT_NE(csv.find(fmt::format(",{:.6g},{:.6g},{:.6g},", s.point, s.lo, s.hi)), std::string::npos) << csv;
+  EXPECT_NE(csv.find(fmt::format(",scripts,{}\n", s.scripts)), std::string::npos) << csv;
+  // The bootstrap off: the key is there, null.
+  cfg.bootstrap = 0;
+  Result<EvalReport> off = evaluate_jobs(jobs, reg, cfg);
+  ASSERT_TRUE(off.ok());
+  for (const nlohmann::json& e : to_json(*off).at("results")) {
+    ASSERT_TRUE(e.contains("mae_diff_vs_hier_last1_by_script"));
+    EXPECT_TRUE(e.at("mae_diff_vs_hier_last1_by_script").is_null());
+  }
+}
+
+// Over two or more submit days the tables keep the day interval (the script one stays in the
+// JSON); over one day with a single script neither has an interval to give.
+TEST(Evaluate, TheTablesShowTheScriptIntervalOnlyForOneDay) {
+  EvalReport rep;
+  rep.bootstrap = 100;
+  for (size_t days : {1, 4}) {
+    ResultRow row;
+    row.method = days == 1 ? "one_day" : "four_days";
+    row.metrics.n = 10;
+    row.mae_diff_vs_baseline = BootstrapInterval{-0.0105, -0.0105, days == 1 ? -0.0105 : -0.02,
+                                                 days == 1 ? -0.0105 : -0.001, days, 100};
+    row.mae_diff_by_script = BootstrapInterval{-0.0105, -0.011, -0.03, 0.002, 0, 100, 7};
+    rep.results.push_back(row);
+  }
+  ResultRow single = rep.results[0];
+  single.method = "one_script";
+  single.mae_diff_by_script->scripts = 1;
+  rep.results.push_back(single);
+  const std::string table = render_table(rep);
+  for (const std::string& text : {table, render_markdown(rep)}) {
+    EXPECT_NE(text.find("-0.0105 [-0.0300, +0.0020] (by script)"), std::string::npos) << text;
+    EXPECT_NE(text.find("-0.0105 [-0.0200, -0.0010]"), std::string::npos) << text;
+    EXPECT_EQ(text.find("-0.0105 [-0.0200, -0.0010] (by script)"), std::string::npos) << text;
+    EXPECT_NE(text.find("-0.0105 (no interval: 1 submit day, 1 script)"), std::string::npos) << text;
+  }
+  EXPECT_NE(table.find("over its scripts (mem 7)"), std::string::npos) << table;
+  const std::string csv = render_csv(rep);
+  EXPECT_NE(csv.find("one_day,mem,10,0,0,0,0,-0.0105,-0.03,0.002,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("four_days,mem,10,0,0,0,0,-0.0105,-0.02,-0.001,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",days,4\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",scripts,7\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",days,1\n"), std::string::npos) << csv;  // one script: the day's point
 }
 
 }  // namespace

@@ -69,6 +69,10 @@ struct ResultRow {
   Metrics metrics_sd;                                     // s.d. over seeds (n as metrics)
   size_t seeds = 1;                                       // training runs behind the row
   std::optional<BootstrapInterval> mae_diff_vs_baseline;  // nullopt when bootstrap disabled
+  // The same difference bootstrapped over the test block's scripts (paired_script_bootstrap):
+  // what the tables show where the day bootstrap has one submit day. nullopt when bootstrap is
+  // disabled and in the baseline's own row.
+  std::optional<BootstrapInterval> mae_diff_by_script;
   std::array<Metrics, 3> subgroups;                       // indexed like kSubgroupNames
   std::map<std::string, size_t> routes;                   // route -> scored test jobs
   std::optional<Routing> routing;                         // cascade-vocabulary routes only

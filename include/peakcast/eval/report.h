@@ -24,6 +24,9 @@ std::string left_out_line(const std::string& method, const std::string& reason);
 // {"trace": {"path", "format"}, "config": {...}, "split": {...}, "reader": {...},
 //  "fallback": {...}, "results": [{"method", "resource", "n", "mae", "mse", "rmse", "acc10",
 //  "mae_diff_vs_hier_last1": {"point", "mean", "lo", "hi", "days", "resamples"} | null,
+//  "mae_diff_vs_hier_last1_by_script": {"point", "mean", "lo", "hi", "scripts", "resamples"} | null
+//  (the same difference bootstrapped over the test block's scripts, ResultRow::mae_diff_by_script;
+//  null with the bootstrap off and in the baseline's own row; always there),
 //  "subgroups": {"exact_script": {"n", "mae", "mse", "rmse", "acc10"}, "user_only": {...},
 //  "none": {...}}, "routes": {...}}, ...], "choices": {...}, "notes": [...],
 //  "left_out": [{"method", "reason"}, ...]} (always there; empty when every method was scored)
