@@ -1,5 +1,6 @@
 // The report's tables (sorted in the page by clicking a header: html.cpp's script reads each
 // cell's data-sort, else its text) and the checks and sums behind them.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -126,15 +127,20 @@ Status check_eval_json(const json& j, const std::string& source) {
     if (!e.contains("mae") || !e["mae"].is_number()) return Status::invalid(where + ".mae: missing or not a number");
     if (Status s = count_if_present(e, "n", where); !s) return s;
     if (Status s = number_if_present(e, "acc10", where); !s) return s;
+    const std::string diff_key = "mae_diff_vs_" + baseline;
     for (const std::string& key : std::vector<std::string>{"subgroups", "routes", "latency_us", "routing",
-                                                           "mae_diff_vs_" + baseline}) {
+                                                           diff_key, diff_key + "_by_script"}) {
       if (Status s = object_if_present(e, key, where); !s) return s;
     }
-    if (auto d = e.find("mae_diff_vs_" + baseline); d != e.end() && d->is_object()) {
-      for (const char* key : {"point", "lo", "hi"}) {
-        if (Status s = number_if_present(*d, key, where + ".mae_diff_vs_" + baseline); !s) return s;
+    // The day bootstrap's interval and, since 2026-12-07, the script bootstrap's (older files
+    // lack it).
+    for (const auto& [key, blocks] : {std::pair{diff_key, "days"}, std::pair{diff_key + "_by_script", "scripts"}}) {
+      if (auto d = e.find(key); d != e.end() && d->is_object()) {
+        for (const char* number : {"point", "lo", "hi"}) {
+          if (Status s = number_if_present(*d, number, where + "." + key); !s) return s;
+        }
+        if (Status s = count_if_present(*d, blocks, where + "." + key); !s) return s;
       }
-      if (Status s = count_if_present(*d, "days", where + ".mae_diff_vs_" + baseline); !s) return s;
     }
     if (auto r = e.find("routing"); r != e.end() && r->is_object()) {
       for (const char* key : {"encoder_share", "tree_share", "bypass_share", "cache_share"}) {
@@ -180,16 +186,33 @@ json seed_sd_mae(const json& row) {
   return row["sd"].value("mae", json());
 }
 
+// A row's script-bootstrap interval of the MAE difference where it has one over two or more
+// scripts; null otherwise (an older EVAL.json, the bootstrap off, or a block of one script).
+const json& by_script(const json& row, const std::string& diff_key) {
+  static const json none;
+  const auto s = row.find(diff_key + "_by_script");
+  if (s == row.end() || !s->is_object()) return none;
+  const json scripts = s->value("scripts", json());
+  return scripts.is_number() && scripts.get<double>() >= 2 ? *s : none;
+}
+
 std::string methods_table(const json& eval) {
   std::string baseline = "hier_last1";
   if (eval.contains("config") && eval["config"].is_object()) baseline = eval["config"].value("baseline", baseline);
   const std::string diff_key = "mae_diff_vs_" + baseline;
-  // How many day-block resamples the interval drew (report's default 1,000, evaluate's 10,000:
-  // the same trace's interval ends differ in the last digit).
-  std::string resamples;
+  // Where a row shows a script interval (below), the header says so beside the day-block one.
+  const bool any_by_script = std::any_of(eval.at("results").begin(), eval.at("results").end(), [&](const json& e) {
+    const json days = e.contains(diff_key) && e[diff_key].is_object() ? e[diff_key].value("days", json()) : json();
+    return days.is_number() && days.get<double>() < 2 && !by_script(e, diff_key).is_null();
+  });
+  // How many resamples the interval drew (report's default 1,000, evaluate's 10,000: the same
+  // trace's interval ends differ in the last digit).
+  std::string resamples = any_by_script ? "; by script where marked" : "";
   if (eval.contains("config") && eval["config"].is_object()) {
     if (const json b = eval["config"].value("bootstrap", json()); b.is_number_integer() && b.get<int64_t>() > 0) {
-      resamples = fmt::format(", {} day-block resamples", grouped(b.get<int64_t>()));
+      resamples = any_by_script ? fmt::format(", {} resamples of the days, or of the scripts where marked",
+                                              grouped(b.get<int64_t>()))
+                                : fmt::format(", {} day-block resamples", grouped(b.get<int64_t>()));
     }
   }
   std::string t = "<table class=\"sortable\"><thead><tr><th>method</th><th>resource</th>"
@@ -208,9 +231,15 @@ std::string methods_table(const json& eval) {
     } else if (e.contains(diff_key) && e[diff_key].is_object()) {
       const json& d = e[diff_key];
       // A day-block bootstrap over one submit day resamples that day alone: its "interval" is the
-      // point (a test block within a day: the Nextflow traces), not a certain difference.
+      // point (a test block within a day: the Nextflow traces), not a certain difference. There
+      // the bootstrap over the block's scripts still has blocks to draw: its interval, marked.
       const json days = d.value("days", json());
-      if (days.is_number() && days.get<double>() < 2) {
+      const json& s = by_script(e, diff_key);
+      if (days.is_number() && days.get<double>() < 2 && !s.is_null()) {
+        row += fmt::format("<td data-sort=\"{}\">{} [{}, {}] (by script)</td>", s.value("point", 0.0),
+                           num(s.value("point", json()), "{:+.4f}"), num(s.value("lo", json()), "{:+.4f}"),
+                           num(s.value("hi", json()), "{:+.4f}"));
+      } else if (days.is_number() && days.get<double>() < 2) {
         const int64_t n = days.get<int64_t>();
         row += fmt::format("<td data-sort=\"{}\">{} (no interval: {} submit day{})</td>", d.value("point", 0.0),
                            num(d.value("point", json()), "{:+.4f}"), n, n == 1 ? "" : "s");

@@ -520,6 +520,47 @@ TEST(ReportEval, TheBaselineRowAndAOneDayIntervalSayWhatTheyAre) {
   EXPECT_NE(days.find("-0.0300 [-0.0500, -0.0100]"), std::string::npos) << days;
 }
 
+// Where the day bootstrap had one submit day, the page said there was no interval; EVAL.json now
+// carries the bootstrap over the block's scripts, and the page shows it, marked, and says so in the
+// header. An EVAL.json from before (no such key) still loads and reads as it did.
+TEST(ReportEval, AOneDayBlockShowsTheIntervalOverItsScripts) {
+  json eval = sample_eval();
+  eval["config"]["bootstrap"] = 1000;
+  eval["results"][1]["mae_diff_vs_hier_last1"] = {{"point", -0.03}, {"lo", -0.03}, {"hi", -0.03}, {"days", 1}};
+  eval["results"][1]["mae_diff_vs_hier_last1_by_script"] = {
+      {"point", -0.03}, {"mean", -0.031}, {"lo", -0.06}, {"hi", 0.004}, {"scripts", 12}, {"resamples", 1000}};
+  ASSERT_TRUE(check_eval_json(eval, "E.json").is_ok());
+  const std::string one_day = methods_table(eval);
+  EXPECT_NE(one_day.find("-0.0300 [-0.0600, +0.0040] (by script)</td>"), std::string::npos) << one_day;
+  EXPECT_EQ(one_day.find("no interval"), std::string::npos) << one_day;
+  EXPECT_NE(one_day.find("[95% CI, 1,000 resamples of the days, or of the scripts where marked]"), std::string::npos)
+      << one_day;
+  // Over several days the day interval stays, and so does the header.
+  eval["results"][1]["mae_diff_vs_hier_last1"] = {{"point", -0.03}, {"lo", -0.05}, {"hi", -0.01}, {"days", 9}};
+  const std::string days = methods_table(eval);
+  EXPECT_NE(days.find("-0.0300 [-0.0500, -0.0100]</td>"), std::string::npos) << days;
+  EXPECT_EQ(days.find("(by script)"), std::string::npos) << days;
+  EXPECT_NE(days.find("[95% CI, 1,000 day-block resamples]"), std::string::npos) << days;
+  // A wrongly typed script interval is an input error naming the field.
+  eval["results"][1]["mae_diff_vs_hier_last1_by_script"]["lo"] = "x";
+  const Status bad = check_eval_json(eval, "E.json");
+  EXPECT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("E.json: results[1].mae_diff_vs_hier_last1_by_script.lo"), std::string::npos)
+      << bad.message();
+  eval["results"][1]["mae_diff_vs_hier_last1_by_script"] = {{"point", -0.03}, {"lo", -0.06}, {"hi", 0.004}, {"scripts", 2.5}};
+  EXPECT_FALSE(check_eval_json(eval, "E.json").is_ok());
+  // An older EVAL.json, without the key: it loads, and one day reads as before.
+  eval["results"][1].erase("mae_diff_vs_hier_last1_by_script");
+  eval["results"][1]["mae_diff_vs_hier_last1"] = {{"point", -0.03}, {"lo", -0.03}, {"hi", -0.03}, {"days", 1}};
+  ASSERT_TRUE(check_eval_json(eval, "E.json").is_ok());
+  ReportInput in;
+  in.eval = eval;
+  EXPECT_NO_THROW(make_plots(in));
+  const std::string old = methods_table(eval);
+  EXPECT_NE(old.find("-0.0300 (no interval: 1 submit day)"), std::string::npos) << old;
+  EXPECT_NE(old.find("[95% CI, 1,000 day-block resamples]"), std::string::npos) << old;
+}
+
 // Evaluate's notes (a test block of one submit day, a Nextflow trace's user taken from its file
 // name) are in EVAL.json, but the page showed none of them.
 TEST(ReportHtml, TheEvaluationsAndTheReadersNotesAreOnThePage) {
