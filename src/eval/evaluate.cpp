@@ -212,11 +212,15 @@ void add_bootstrap_notes(const Scored& scored, const EvalConfig& config, EvalRep
       const auto& keys = scored.script[idx(r)];
       ScriptIndex scripts;
       for (const std::string& k : keys) scripts.index(k);
+      const std::string instead =
+          scripts.size() < 2 ? std::string("; its one script gives no other")
+                             : fmt::format("; the tables give the bootstrap's over the block's {} "
+                                           "scripts instead, marked \"(by script)\"",
+                                           scripts.size());
       report.notes.push_back(fmt::format(
           "{}: the test block spans only {} submit day, so the day-block bootstrap has one block "
-          "and its interval is the point; the tables give the bootstrap's over the block's {} "
-          "scripts instead, marked \"(by script)\"",
-          resource_name(r), days, scripts.size()));
+          "and its interval is the point{}",
+          resource_name(r), days, instead));
     } else if (days < 5) {
       report.notes.push_back(fmt::format(
           "{}: the test block spans only {} submit day(s), so the day-block bootstrap interval "

@@ -485,6 +485,12 @@ TEST(Evaluate, AOneDayBlockGetsTheIntervalOverItsScripts) {
                                    keys[0].size() + keyless[0], keys[1].size() + keyless[1])),
             std::string::npos)
       << table;
+  EXPECT_NE(table.find(fmt::format("note: mem: the test block spans only 1 submit day, so the day-block "
+                                   "bootstrap has one block and its interval is the point; the tables give "
+                                   "the bootstrap's over the block's {} scripts instead",
+                                   keys[0].size() + keyless[0])),
+            std::string::npos)
+      << table;
   const std::string csv = render_csv(*rep);
   EXPECT_NE(csv.find(fmt::format("global_median,mem,{},", gm->metrics.n)), std::string::npos);
   EXPECT_NE(csv.find(fmt::format(",{:.6g},{:.6g},{:.6g},", s.point, s.lo, s.hi)), std::string::npos) << csv;
