@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -69,6 +71,7 @@ struct SeedResults {
   std::array<std::map<std::string, size_t>, kNumResources> first_routes;
   std::map<std::string, LatencyStats> latency;
   std::vector<std::pair<std::string, std::string>> first_choices;
+  std::vector<std::vector<std::pair<std::string, std::string>>> later_choices;  // seeds 2.. (requested)
   std::array<std::vector<BoundCoverage>, kNumResources> bounds;  // requested methods (coverage.h)
   // The first seed's bound walk per scored resource (EvalConfig::on_bound_walk), held until
   // every seed is scored: a method a later seed refuses is left out, and so is its walk.
@@ -118,6 +121,38 @@ struct MethodRun {
   const ProgressFn& progress;
 };
 
+// With several seeds the choices shown are the first seed's. A choice that is a name (Q's source,
+// an expert; not a number such as an MAE, which differs by seed anyway) and that the seeds did not
+// all make alike gets KEY.seeds = "VALUE:COUNT,..." over every seed, most often first: on a short
+// history one seed's choice can decide the test block (docs/evaluation.md, "Traces nothing here
+// was designed on"), and the first seed's alone hides that.
+void add_seed_counts(std::vector<std::pair<std::string, std::string>>& first,
+                     const std::vector<std::vector<std::pair<std::string, std::string>>>& later) {
+  const auto is_number = [](const std::string& v) {
+    if (v.empty()) return false;
+    char* end = nullptr;
+    std::strtod(v.c_str(), &end);
+    return end == v.c_str() + v.size();
+  };
+  std::vector<std::pair<std::string, std::string>> counts;
+  for (const auto& [key, value] : first) {
+    if (is_number(value)) continue;
+    std::map<std::string, size_t> made{{value, 1}};
+    for (const auto& seed : later) {
+      for (const auto& [k, v] : seed) {
+        if (k == key) ++made[v];
+      }
+    }
+    if (made.size() < 2) continue;
+    std::vector<std::pair<std::string, size_t>> order(made.begin(), made.end());
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string text;
+    for (const auto& [v, n] : order) text += (text.empty() ? "" : ",") + v + ":" + std::to_string(n);
+    counts.emplace_back(key + ".seeds", text);
+  }
+  first.insert(first.end(), counts.begin(), counts.end());
+}
+
 // Fits and scores one method once per seed (once for a method that does not draw); the first
 // seed also gives its choices and, for a requested method, the latency pass.
 Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, SeedResults& res,
@@ -152,6 +187,8 @@ Status run_seeds(const MethodRun& ctx, const std::string& name, bool requested, 
     if (k == 0 && requested) {
       res.first_choices = (*method)->choices();
       if (ctx.latency_jobs > 0) res.latency = time_predictions(**method, ctx.test, ctx.latency_jobs);
+    } else if (requested) {
+      res.later_choices.push_back((*method)->choices());
     }
     if (ctx.progress && res.seeds > 1) ctx.progress("seeds " + name, k + 1, res.seeds);
   }
@@ -341,7 +378,10 @@ Result<EvalReport> evaluate_jobs(const std::vector<Job>& jobs, const MethodRegis
     if (!requested) continue;
     add_rows(run[m], scored, config, res, rows);
     if (!res.first_choices.empty()) {
-      if (res.seeds > 1) res.first_choices.emplace_back("choices_from_seed", std::to_string(config.seed));
+      if (res.seeds > 1) {
+        add_seed_counts(res.first_choices, res.later_choices);
+        res.first_choices.emplace_back("choices_from_seed", std::to_string(config.seed));
+      }
       report.choices.emplace_back(run[m], std::move(res.first_choices));
     }
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -121,6 +122,59 @@ TEST(LeftOut, AMethodALaterSeedRefusesHasNoBoundWalk) {
       EXPECT_EQ(walked, (std::set<std::string>{"hier_last1", "late_picky"}));
     }
   }
+}
+
+// A seeded method whose named choice depends on its seed (every third seed picks "b"), with a
+// number among its choices that differs every seed.
+class ChoosesBySeed : public Method {
+ public:
+  ChoosesBySeed(uint64_t seed, std::unique_ptr<Method> inner) : seed_(seed), inner_(std::move(inner)) {}
+  std::string_view name() const override { return "by_seed"; }
+  bool seeded() const override { return true; }
+  Status fit(const EvalData& data, const ProgressFn& progress) override { return inner_->fit(data, progress); }
+  Prediction predict(const Job& job, const HistoryViews& view) const override { return inner_->predict(job, view); }
+  std::vector<std::pair<std::string, std::string>> choices() const override {
+    return {{"pick", seed_ % 3 == 0 ? "b" : "a"}, {"same", "x y"}, {"score", fmt::format("{:.3f}", 0.1 * seed_)}};
+  }
+
+ private:
+  uint64_t seed_;
+  std::unique_ptr<Method> inner_;
+};
+
+// With several seeds the choices shown are the first seed's; a named choice the seeds did not all
+// make alike also says how many seeds made each (on a short history one seed's Q source decided
+// the test block, and the first seed's choice alone hid it). Numbers and agreed choices get none.
+TEST(SeedChoices, ANamedChoiceTheSeedsDisagreeOnIsCounted) {
+  MethodRegistry reg;
+  register_builtins(reg);
+  reg.add("by_seed", "global_median with seed-dependent choices (test)", [](const MethodOptions& o) {
+    MethodRegistry builtins;
+    register_builtins(builtins);
+    return std::make_unique<ChoosesBySeed>(o.seed, std::move(builtins.create("global_median", o)).value());
+  });
+  const auto choices_of = [&](uint64_t seed, size_t seeds) {
+    EvalConfig c = leaving_out({"hier_last1", "by_seed"});
+    c.seed = seed;
+    c.seeds = seeds;
+    auto r = evaluate_jobs(random_trace(300, 3), reg, c);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    std::map<std::string, std::string> out;
+    if (!r.ok()) return out;
+    for (const auto& [method, list] : r->choices) {
+      if (method == "by_seed") out.insert(list.begin(), list.end());
+    }
+    return out;
+  };
+  const auto three = choices_of(42, 3);  // 42: b, 43: a, 44: a
+  EXPECT_EQ(three.at("pick"), "b");       // the first seed's, as before
+  EXPECT_EQ(three.at("pick.seeds"), "a:2,b:1");
+  EXPECT_EQ(three.count("score.seeds"), 0u);
+  EXPECT_EQ(three.count("same.seeds"), 0u);
+  EXPECT_EQ(three.at("choices_from_seed"), "42");
+  const auto agreed = choices_of(43, 2);  // 43: a, 44: a
+  EXPECT_EQ(agreed.count("pick.seeds"), 0u);
+  EXPECT_EQ(choices_of(42, 1).count("pick.seeds"), 0u);
 }
 
 // A method every fold refuses is left out of the folds, with the first fold's reason, and the
