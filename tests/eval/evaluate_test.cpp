@@ -405,9 +405,9 @@ TEST(Evaluate, UnknownMethodListsValidNames) {
   EXPECT_NE(rep.status().message().find("hier_last1"), std::string::npos);
 }
 
-// A day-block bootstrap over one submit day resamples that day alone: its interval is the point,
-// and the table and markdown say there is none rather than print "[-0.0105, -0.0105]".
-TEST(Evaluate, AOneDayIntervalIsSaidToBeNone) {
+// Two rows of the same MAE difference: "one_day" (its day interval the point) and "four_days"
+// ([-0.02, -0.001]).
+EvalReport one_and_four_days() {
   EvalReport rep;
   for (size_t days : {1, 4}) {
     ResultRow row;
@@ -417,6 +417,13 @@ TEST(Evaluate, AOneDayIntervalIsSaidToBeNone) {
                                                  days == 1 ? -0.0105 : -0.001, days, 100};
     rep.results.push_back(row);
   }
+  return rep;
+}
+
+// A day-block bootstrap over one submit day resamples that day alone: its interval is the point,
+// and the table and markdown say there is none rather than print "[-0.0105, -0.0105]".
+TEST(Evaluate, AOneDayIntervalIsSaidToBeNone) {
+  const EvalReport rep = one_and_four_days();
   for (const std::string& text : {render_table(rep), render_markdown(rep)}) {
     EXPECT_NE(text.find("-0.0105 (no interval: 1 submit day)"), std::string::npos) << text;
     EXPECT_EQ(text.find("[-0.0105, -0.0105]"), std::string::npos) << text;
@@ -508,16 +515,10 @@ TEST(Evaluate, AOneDayBlockGetsTheIntervalOverItsScripts) {
 // Over two or more submit days the tables keep the day interval (the script one stays in the
 // JSON); over one day with a single script neither has an interval to give.
 TEST(Evaluate, TheTablesShowTheScriptIntervalOnlyForOneDay) {
-  EvalReport rep;
+  EvalReport rep = one_and_four_days();
   rep.bootstrap = 100;
-  for (size_t days : {1, 4}) {
-    ResultRow row;
-    row.method = days == 1 ? "one_day" : "four_days";
-    row.metrics.n = 10;
-    row.mae_diff_vs_baseline = BootstrapInterval{-0.0105, -0.0105, days == 1 ? -0.0105 : -0.02,
-                                                 days == 1 ? -0.0105 : -0.001, days, 100};
+  for (ResultRow& row : rep.results) {
     row.mae_diff_by_script = BootstrapInterval{-0.0105, -0.011, -0.03, 0.002, 0, 100, 7};
-    rep.results.push_back(row);
   }
   ResultRow single = rep.results[0];
   single.method = "one_script";
