@@ -147,18 +147,19 @@ int run_train(TrainArgs& a) {
 void add_train_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train the cascade on a job trace and save it");
-  cmd->footer(
+  cmd->footer(fmt::format(
       "Trains the reliability-gated cascade on a whole trace: the last --validation share of the "
       "jobs by submit time is the validation block (gate and fusion fit on its first half, the "
       "policy is chosen on the rest), the earlier jobs train the code model (train jobs that ended "
       "after validation began are purged). Writes MODEL_DIR: manifest (format version, config, "
       "feature statistics, policy), XGBoost models, Torch weights. `peakcast predict --model "
-      "MODEL_DIR` uses it. It warns where a resource's policy was chosen on fewer than 100 "
+      "MODEL_DIR` uses it. It warns where a resource's policy was chosen on fewer than {} "
       "validation jobs: on so short a history compare the cascade with hier_last1 (`peakcast "
       "evaluate`, or `peakcast report --db`) before serving it.\n--db FILE trains on the completions peakcastd stored in its "
       "database instead of a trace (read-only; safe while the daemon runs): the scripts when the "
       "daemon ran with --store-scripts, otherwise the identity text (job name), so a site "
-      "retrains on its own cluster without exporting anything.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.");
+      "retrains on its own cluster without exporting anything.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.",
+      kFewPolicyJobs));
   cmd->add_option("TRACE", a->trace, "Job trace (any supported format with submit times)");
   cmd->add_option("--db", a->db, "Train on peakcastd's database (its --db FILE) instead of a trace");
   cmd->add_option("-o,--output", a->out, "Model directory to write")->required();

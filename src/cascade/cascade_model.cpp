@@ -75,9 +75,7 @@ void add_tree_q(const CascadeModel::Impl& m, const Job& job, const HistoryViews&
     if (!m.tree) throw std::logic_error("cascade: tree route chosen but not present");
     // As training saw it (cascade_train.cpp tree_q, chosen_q): the tree's Q as a float.
     const float t = static_cast<float>(std::clamp(m.tree->predict(job, views[ri], r), 0.0, m.util_cap));
-    q.util[ri] = m.q_source[ri] == QSource::kMean
-                     ? static_cast<float>(0.5 * (static_cast<double>(q.util[ri]) + static_cast<double>(t)))
-                     : t;
+    q.util[ri] = m.q_source[ri] == QSource::kMean ? mean_q(q.util[ri], t) : t;
   }
 }
 

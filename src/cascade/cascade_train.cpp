@@ -291,9 +291,8 @@ std::vector<models::code::CodePrediction> chosen_q(const std::array<QSource, kNu
                                                    const std::vector<models::code::CodePrediction>& q_tree) {
   for (size_t k = 0; k < q_code.size(); ++k) {
     for (size_t ri = 0; ri < static_cast<size_t>(kNumResources); ++ri) {
-      const double c = q_code[k].util[ri], t = q_tree[k].util[ri];
       if (source[ri] == QSource::kTreeRoute) q_code[k].util[ri] = q_tree[k].util[ri];
-      if (source[ri] == QSource::kMean) q_code[k].util[ri] = static_cast<float>(0.5 * (c + t));
+      if (source[ri] == QSource::kMean) q_code[k].util[ri] = mean_q(q_code[k].util[ri], q_tree[k].util[ri]);
     }
   }
   return q_code;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -80,12 +79,25 @@ void check_lengths(size_t a, size_t b, size_t c, const char* who) {
   if (a != b || a != c) throw std::invalid_argument(std::string(who) + ": spans differ in length");
 }
 
-// The paired block bootstrap over `blocks` (each with a job): each resample draws blocks.size()
-// blocks with replacement. The point is the difference of the summed errors over all `jobs`.
-BootstrapInterval resample_blocks(const std::vector<BlockSums>& blocks, size_t jobs, double total_m,
-                                  double total_b, size_t resamples, uint64_t seed, double level) {
+// The paired block bootstrap: job i belongs to block block_of[i] (every one of the n_blocks holds
+// a job), and each resample draws n_blocks blocks with replacement, taking both methods' errors
+// over every job of a drawn block. The point is the difference of the mean errors over all jobs.
+BootstrapInterval resample_blocks(std::span<const size_t> block_of, size_t n_blocks,
+                                  std::span<const double> abs_err_method,
+                                  std::span<const double> abs_err_baseline, size_t resamples,
+                                  uint64_t seed, double level) {
+  std::vector<BlockSums> blocks(n_blocks);
+  double total_m = 0, total_b = 0;
+  for (size_t i = 0; i < block_of.size(); ++i) {
+    BlockSums& d = blocks[block_of[i]];
+    d.method += abs_err_method[i];
+    d.baseline += abs_err_baseline[i];
+    ++d.n;
+    total_m += abs_err_method[i];
+    total_b += abs_err_baseline[i];
+  }
   BootstrapInterval out;
-  out.point = (total_m - total_b) / static_cast<double>(jobs);
+  out.point = (total_m - total_b) / static_cast<double>(block_of.size());
   out.resamples = resamples;
   std::mt19937_64 rng(seed);
   std::vector<double> diffs;
@@ -121,21 +133,16 @@ std::optional<BootstrapInterval> paired_day_bootstrap(std::span<const int64_t> d
                                                       double level) {
   check_lengths(day.size(), abs_err_method.size(), abs_err_baseline.size(), "paired_day_bootstrap");
   if (day.empty() || resamples == 0) return std::nullopt;
-  // Per-day sums, days in ascending order so the draws do not depend on job order.
-  std::map<int64_t, BlockSums> by_day;
-  double total_m = 0, total_b = 0;
+  // Days in ascending order, so the draws do not depend on job order.
+  std::vector<int64_t> days(day.begin(), day.end());
+  std::sort(days.begin(), days.end());
+  days.erase(std::unique(days.begin(), days.end()), days.end());
+  std::vector<size_t> block_of(day.size());
   for (size_t i = 0; i < day.size(); ++i) {
-    BlockSums& d = by_day[day[i]];
-    d.method += abs_err_method[i];
-    d.baseline += abs_err_baseline[i];
-    ++d.n;
-    total_m += abs_err_method[i];
-    total_b += abs_err_baseline[i];
+    block_of[i] = static_cast<size_t>(std::lower_bound(days.begin(), days.end(), day[i]) - days.begin());
   }
-  std::vector<BlockSums> days;
-  days.reserve(by_day.size());
-  for (auto& [_, d] : by_day) days.push_back(d);
-  BootstrapInterval out = resample_blocks(days, day.size(), total_m, total_b, resamples, seed, level);
+  BootstrapInterval out =
+      resample_blocks(block_of, days.size(), abs_err_method, abs_err_baseline, resamples, seed, level);
   out.days = days.size();
   return out;
 }
@@ -148,24 +155,14 @@ std::optional<BootstrapInterval> paired_script_bootstrap(std::span<const std::st
   check_lengths(script_key.size(), abs_err_method.size(), abs_err_baseline.size(),
                 "paired_script_bootstrap");
   if (script_key.empty() || resamples == 0) return std::nullopt;
-  // Per-script sums in first-appearance order (the scored jobs' order is the same for every
-  // method compared on them, so is the scripts').
+  // Scripts in first-appearance order (the scored jobs' order is the same for every method
+  // compared on them, so is the scripts').
   ScriptIndex index;
-  std::vector<BlockSums> scripts;
-  double total_m = 0, total_b = 0;
-  for (size_t i = 0; i < script_key.size(); ++i) {
-    const size_t s = index.index(script_key[i]);
-    if (s == scripts.size()) scripts.emplace_back();
-    BlockSums& d = scripts[s];
-    d.method += abs_err_method[i];
-    d.baseline += abs_err_baseline[i];
-    ++d.n;
-    total_m += abs_err_method[i];
-    total_b += abs_err_baseline[i];
-  }
+  std::vector<size_t> block_of(script_key.size());
+  for (size_t i = 0; i < script_key.size(); ++i) block_of[i] = index.index(script_key[i]);
   BootstrapInterval out =
-      resample_blocks(scripts, script_key.size(), total_m, total_b, resamples, seed, level);
-  out.scripts = scripts.size();
+      resample_blocks(block_of, index.size(), abs_err_method, abs_err_baseline, resamples, seed, level);
+  out.scripts = index.size();
   return out;
 }
 
