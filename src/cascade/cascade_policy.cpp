@@ -226,7 +226,13 @@ std::array<bool, 2> history_alone_by_level(const std::vector<LevelErrors>& rows,
 }
 
 QSource q_source_by_margin(const std::vector<QErrors>& rows, double margin_se, QSource unclear) {
-  if (rows.empty()) return QSource::kCodeModel;
+  // Evidence is the jobs where the two Qs differ, as for history_alone_by_level: with fewer than
+  // kMinLevelJobs of them (none included) the default stands, the code model (a block whose
+  // gate/fusion half was purged to one job would otherwise let that job pick the source of every
+  // new script's Q).
+  const auto differ = static_cast<size_t>(std::count_if(
+      rows.begin(), rows.end(), [](const QErrors& r) { return std::abs(r.tree - r.code) > kTieTol; }));
+  if (differ < kMinLevelJobs) return QSource::kCodeModel;
   if (margin_se <= 0.0) {
     double code = 0.0, tree = 0.0;
     for (const QErrors& r : rows) {

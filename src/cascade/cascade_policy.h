@@ -45,8 +45,9 @@ struct QErrors {
   double code, tree;
   uint64_t cluster;
 };
-// Where Q comes from. `margin_se` 0: the source with the lower mean error (a tie, or no rows,
-// keeps the code model). Above 0: a source only where its mean error is lower than the other's
+// Where Q comes from. Fewer than kMinLevelJobs jobs on which the two differ (none included): the
+// default, the code model. `margin_se` 0: the source with the lower mean error (a tie keeps the
+// code model). Above 0: a source only where its mean error is lower than the other's
 // by more than `margin_se` cluster-robust standard errors of the paired difference (widened by
 // history::small_sample_factor), as history_alone_by_level asks of the fused cascade: on a small
 // block a dozen jobs of a few scripts would otherwise decide the source of every new script's Q.

@@ -252,13 +252,14 @@ std::vector<models::code::CodePrediction> tree_q(const TreeRoute& tree, const Tr
 // Per resource, the Q source on the jobs at `positions` (valid labels; a lower bound scored
 // one-sided: scored_error): q_source_by_margin with `margin_se` standard errors clustered by
 // script and `unclear` where neither source clears them; empty sets keep the code model. `mae`
-// gets both sources' MAE there.
+// gets both sources' MAE there and `n` the number of jobs.
 std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
                                                    const std::vector<size_t>& positions,
                                                    const std::vector<models::code::CodePrediction>& q_code,
                                                    const std::vector<models::code::CodePrediction>& q_tree,
                                                    double margin_se, QSource unclear,
-                                                   std::array<std::array<double, 2>, kNumResources>& mae) {
+                                                   std::array<std::array<double, 2>, kNumResources>& mae,
+                                                   std::array<size_t, kNumResources>& n_jobs) {
   std::array<QSource, kNumResources> out{QSource::kCodeModel, QSource::kCodeModel};
   for (Resource r : kResources) {
     const auto ri = static_cast<size_t>(idx(r));
@@ -280,6 +281,7 @@ std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
     }
     const auto n = static_cast<double>(rows.size());
     mae[ri] = {rows.empty() ? 0.0 : ec / n, rows.empty() ? 0.0 : et / n};
+    n_jobs[ri] = rows.size();
     out[ri] = q_source_by_margin(rows, margin_se, unclear);
   }
   return out;
@@ -474,7 +476,7 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
   const auto q_policy_tree = tree_q(tree, in, b.policy);
   const QSource unclear = cfg.q_source_unclear == "mean" ? QSource::kMean : QSource::kCodeModel;
   impl->q_source = choose_q_source(in, b.gate_fusion, q_gf_code, q_gf_tree, cfg.q_source_margin_se, unclear,
-                                   rep.q_mae);
+                                   rep.q_mae, rep.q_n);
   if (cfg.q_source != "auto") {
     const QSource forced = cfg.q_source == "tree_route" ? QSource::kTreeRoute
                            : cfg.q_source == "mean"     ? QSource::kMean

@@ -106,8 +106,11 @@ class CascadeMethod final : public Method {
       if (p.policy_n == 0) continue;
       const std::string res(resource_name(r));
       out.emplace_back(res + ".q_source", std::string(cascade::q_source_name(rep.q_source[idx(r)])));
-      out.emplace_back(res + ".q_mae_code_model", fmt6(rep.q_mae[idx(r)][0]));
-      out.emplace_back(res + ".q_mae_tree_route", fmt6(rep.q_mae[idx(r)][1]));
+      // With no job to choose on there is no error to show: "none", not an error of 0.
+      const size_t qn = rep.q_n[idx(r)];
+      out.emplace_back(res + ".q_source_n", std::to_string(qn));
+      out.emplace_back(res + ".q_mae_code_model", qn == 0 ? "none" : fmt6(rep.q_mae[idx(r)][0]));
+      out.emplace_back(res + ".q_mae_tree_route", qn == 0 ? "none" : fmt6(rep.q_mae[idx(r)][1]));
       out.emplace_back(res + ".history_only", std::string(cascade::ResourcePolicy::levels_name(p.history_only)));
       out.emplace_back(res + ".history_expert", std::string(history::expert_name(p.history_expert)));
       out.emplace_back(res + ".q_alone", std::string(cascade::ResourcePolicy::levels_name(p.q_alone)));

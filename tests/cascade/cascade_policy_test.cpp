@@ -161,5 +161,22 @@ TEST(QSourceByMargin, LowerMeanWithoutAMarginClearWinWithOne) {
   EXPECT_EQ(q_source_by_margin(few, 2.0, kMean), kMean);
 }
 
+// MA-DOS's split chose Q's source on one gate/fusion job (the rest purged), and the seed decided
+// which source that one job favoured: fewer than kMinLevelJobs jobs where the two Qs differ keep
+// the code model, however many tie and whatever falls back where a margin is not cleared.
+TEST(QSourceByMargin, FewerThanTenDifferingJobsChooseNothing) {
+  constexpr QSource kCode = QSource::kCodeModel, kTree = QSource::kTreeRoute, kMean = QSource::kMean;
+  std::vector<QErrors> rows;
+  for (uint64_t i = 0; i + 1 < kMinLevelJobs; ++i) rows.push_back({0.05, 0.001, i});  // tree far better
+  EXPECT_EQ(q_source_by_margin(rows, 0.0, kMean), kCode);
+  EXPECT_EQ(q_source_by_margin(rows, 2.0, kMean), kCode);
+  EXPECT_EQ(q_source_by_margin({{0.05, 0.001, 1}}, 0.0, kCode), kCode);
+  for (uint64_t i = 0; i < 100; ++i) rows.push_back({0.01, 0.01, 100 + i});  // ties are no evidence
+  EXPECT_EQ(q_source_by_margin(rows, 0.0, kCode), kCode);
+  rows.push_back({0.05, 0.001, 999});  // the tenth differing job
+  EXPECT_EQ(q_source_by_margin(rows, 0.0, kCode), kTree);
+  EXPECT_EQ(q_source_by_margin(rows, 2.0, kMean), kTree);  // ten scripts, all far better: clear
+}
+
 }  // namespace
 }  // namespace peakcast::cascade

@@ -320,6 +320,12 @@ TEST_F(LearnedOnSynth, JsonCarriesSeedsRoutingAndLatency) {
   const auto& ch = j.at("choices").at("cascade");
   EXPECT_TRUE(ch.contains("mem.expert"));
   EXPECT_EQ(ch.at("script_text"), "scripts");
+  // Q's source says how many gate/fusion jobs it was chosen on, and their errors beside it.
+  const std::string q_n = ch.at("mem.q_source_n").get<std::string>();
+  ASSERT_FALSE(q_n.empty());
+  EXPECT_TRUE(std::all_of(q_n.begin(), q_n.end(), [](char c) { return c >= '0' && c <= '9'; })) << q_n;
+  EXPECT_GE(std::stoul(q_n), 10u);
+  EXPECT_NE(ch.at("mem.q_mae_code_model"), "none");
   const std::string table = render_table(*report_);
   EXPECT_NE(table.find("enc/tree/bypass/cache"), std::string::npos);
   EXPECT_NE(table.find("latency per route"), std::string::npos);

@@ -114,6 +114,10 @@ struct CascadeTrainReport {
   std::array<QSource, kNumResources> q_source{QSource::kCodeModel, QSource::kCodeModel};
   // MAE of Q on the gate/fusion set per resource: {code model, tree route}.
   std::array<std::array<double, 2>, kNumResources> q_mae{};
+  // How many gate/fusion-set jobs (valid for the resource) the source was chosen on: 0 where the
+  // set had none (every one still running when the policy set began: purged), and the code model
+  // was kept by default.
+  std::array<size_t, kNumResources> q_n{};
   // Train-block jobs (the code model's fit and early-stopping sets) with a label per resource, an
   // OOM's lower bound included: what Q and the tree route learned from. A resource with none is
   // not predicted (JobPrediction: vram null; mem the fallback, saying so, with no bound).
