@@ -21,6 +21,8 @@ using testing::roles_by_share;
 using testing::synth_jobs;
 using testing::tiny_config;
 
+constexpr size_t kMinQSourceJobsForTest = 10;  // cascade_policy.h's kMinLevelJobs
+
 // The train and test rows of the memory resource, from a small synthetic trace.
 struct Rows {
   std::vector<Job> jobs;
@@ -173,6 +175,33 @@ TEST(TreeRouteBag, ASavedModelKeepsTheBagAndAnOldManifestLoads) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("bag_files"), std::string::npos) << bad.status().message();
   std::filesystem::remove_all(dir);
+}
+
+// A burst that is still running when the policy set begins leaves the gate/fusion set empty
+// (MA-DOS's folds): Q's source is then not chosen on anything, the code model stands, and the
+// report says it was chosen on no job. The same trace with those jobs ended in time chooses on them.
+TEST(QSourceEvidence, AGateFusionSetPurgedToNothingKeepsTheCodeModel) {
+  std::vector<Job> jobs = synth_jobs(800, 9);
+  const std::vector<Role> roles = roles_by_share(jobs.size(), 0.6, 0.2);
+  const CascadeConfig cfg = tiny_config();
+  const auto mem = static_cast<size_t>(idx(Resource::kMem));
+  {
+    const TrainingInput in = make_input(jobs, roles);
+    auto trained = CascadeModel::train(in, cfg);
+    ASSERT_TRUE(trained.ok()) << trained.status().message();
+    EXPECT_GE(trained->report().q_n[mem], kMinQSourceJobsForTest);
+    EXPECT_FALSE(trained->report().sets.gate_fusion.empty());
+  }
+  std::vector<size_t> val;
+  for (size_t i = 0; i < roles.size(); ++i) if (roles[i] == Role::kValidation) val.push_back(i);
+  const int64_t never = jobs.back().submit_ms + 86'400'000;
+  for (size_t k = 0; k < (val.size() + 1) / 2; ++k) jobs[val[k]].end_ms = never;  // still running
+  const TrainingInput in = make_input(jobs, roles);
+  auto trained = CascadeModel::train(in, cfg);
+  ASSERT_TRUE(trained.ok()) << trained.status().message();
+  EXPECT_TRUE(trained->report().sets.gate_fusion.empty());
+  EXPECT_EQ(trained->report().q_n[mem], 0u);
+  EXPECT_EQ(trained->q_source()[mem], QSource::kCodeModel);
 }
 
 }  // namespace
