@@ -251,8 +251,9 @@ std::vector<models::code::CodePrediction> tree_q(const TreeRoute& tree, const Tr
 
 // Per resource, the Q source on the jobs at `positions` (valid labels; a lower bound scored
 // one-sided: scored_error): q_source_by_margin with `margin_se` standard errors clustered by
-// script and `unclear` where neither source clears them; empty sets keep the code model. `mae`
-// gets both sources' MAE there and `n` the number of jobs.
+// script and `unclear` where neither source clears them; fewer than kMinLevelJobs jobs on which the
+// two differ (an empty set too) keep the code model. `mae` gets both sources' MAE there and
+// `n_jobs` the number of jobs.
 std::array<QSource, kNumResources> choose_q_source(const TrainingInput& in,
                                                    const std::vector<size_t>& positions,
                                                    const std::vector<models::code::CodePrediction>& q_code,
