@@ -100,15 +100,15 @@ Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& i
 
 namespace peakcast::cascade {
 
-// One resource's value once the pieces are known; the same code decides in policy selection and
-// in predict, so the policy is chosen for exactly what is served. gamma and q are read only
-// when not bypassed; mad is the exact-script MAD.
 // Q of QSource::kMean: the mean of the code model's and the tree route's, one definition for
 // training (chosen_q) and serving (add_tree_q).
 inline float mean_q(float code, float tree) {
   return static_cast<float>(0.5 * (static_cast<double>(code) + static_cast<double>(tree)));
 }
 
+// One resource's value once the pieces are known; the same code decides in policy selection and
+// in predict, so the policy is chosen for exactly what is served. gamma and q are read only
+// when not bypassed; mad is the exact-script MAD.
 inline double resolve_util(history::Level level, bool bypass, double h, double q, double gamma,
                            double mad, const ResourcePolicy& p, double cap) {
   double v;

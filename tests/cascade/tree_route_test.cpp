@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cascade/cascade_policy.h"
 #include "cascade_fixtures.h"
 #include "peakcast/cascade/tree_route.h"
 #include "peakcast/core/io.h"
@@ -20,8 +21,6 @@ using testing::make_input;
 using testing::roles_by_share;
 using testing::synth_jobs;
 using testing::tiny_config;
-
-constexpr size_t kMinQSourceJobsForTest = 10;  // cascade_policy.h's kMinLevelJobs
 
 // The train and test rows of the memory resource, from a small synthetic trace.
 struct Rows {
@@ -189,7 +188,7 @@ TEST(QSourceEvidence, AGateFusionSetPurgedToNothingKeepsTheCodeModel) {
     const TrainingInput in = make_input(jobs, roles);
     auto trained = CascadeModel::train(in, cfg);
     ASSERT_TRUE(trained.ok()) << trained.status().message();
-    EXPECT_GE(trained->report().q_n[mem], kMinQSourceJobsForTest);
+    EXPECT_GE(trained->report().q_n[mem], kMinLevelJobs);
     EXPECT_FALSE(trained->report().sets.gate_fusion.empty());
   }
   std::vector<size_t> val;

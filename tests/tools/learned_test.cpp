@@ -14,6 +14,7 @@
 #include "peakcast/eval/report.h"
 #include "peakcast/synth/synth.h"
 #include "peakcast/tools/learned_methods.h"
+#include "cascade/cascade_policy.h"
 #include "tools/learned.h"
 
 namespace peakcast::eval {
@@ -324,7 +325,7 @@ TEST_F(LearnedOnSynth, JsonCarriesSeedsRoutingAndLatency) {
   const std::string q_n = ch.at("mem.q_source_n").get<std::string>();
   ASSERT_FALSE(q_n.empty());
   EXPECT_TRUE(std::all_of(q_n.begin(), q_n.end(), [](char c) { return c >= '0' && c <= '9'; })) << q_n;
-  EXPECT_GE(std::stoul(q_n), 10u);
+  EXPECT_GE(std::stoul(q_n), cascade::kMinLevelJobs);
   EXPECT_NE(ch.at("mem.q_mae_code_model"), "none");
   const std::string table = render_table(*report_);
   EXPECT_NE(table.find("enc/tree/bypass/cache"), std::string::npos);
