@@ -53,6 +53,21 @@ Result<torch::Device> parse_device(const std::string& name) {
   }
 }
 
+// Where the base runs and in what precision: the device and dtype options, read the same way by
+// the early check and by open_base.
+struct Placement {
+  torch::Device device;
+  torch::ScalarType dtype;
+};
+
+Result<Placement> placement_of(const CodeModelConfig& cfg) {
+  auto device = parse_device(cfg.device);
+  if (!device) return device.status();
+  auto dtype = parse_dtype(cfg.dtype, *device);
+  if (!dtype) return dtype.status();
+  return Placement{*device, *dtype};
+}
+
 constexpr std::string_view kNeedsBase = "encoder qwen2: needs base=DIR (a Hugging Face Qwen2 folder)";
 
 // What open_base and the adapters will read, looked at without reading it: commands run this
@@ -60,9 +75,7 @@ constexpr std::string_view kNeedsBase = "encoder qwen2: needs base=DIR (a Huggin
 Status check_options(const CodeModelConfig& cfg) {
   namespace fs = std::filesystem;
   if (cfg.base.empty()) return Status::invalid(std::string(kNeedsBase));
-  auto device = parse_device(cfg.device);
-  if (!device) return device.status();
-  if (auto dtype = parse_dtype(cfg.dtype, *device); !dtype) return dtype.status();
+  if (auto placement = placement_of(cfg); !placement) return placement.status();
   if (auto targets = qwen2::parse_lora_targets(cfg.lora_targets); !targets) return targets.status();
   std::error_code ec;
   const fs::path base(cfg.base);
@@ -89,13 +102,12 @@ Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<const Base>> cache;
   if (cfg.base.empty()) return Status::invalid(std::string(kNeedsBase));
-  auto device = parse_device(cfg.device);
-  if (!device) return device.status();
-  auto dtype = parse_dtype(cfg.dtype, *device);
-  if (!dtype) return dtype.status();
+  auto placement = placement_of(cfg);
+  if (!placement) return placement.status();
+  const torch::ScalarType dtype = placement->dtype;
   const std::string tok_path = cfg.tokenizer.empty() ? cfg.base + "/tokenizer.json" : cfg.tokenizer;
   const std::string key = fmt::format("{}|{}|{}|{}|{}", cfg.base, tok_path, cfg.max_added_token_id,
-                                      cfg.device, static_cast<int>(*dtype));
+                                      cfg.device, static_cast<int>(dtype));
   std::lock_guard<std::mutex> lock(mu);
   if (auto hit = cache[key].lock()) return hit;
   // Each file is read once, for its hash and for what is loaded from it, so the pin says what
@@ -118,7 +130,7 @@ Result<std::shared_ptr<const Base>> open_base(const CodeModelConfig& cfg) {
   }
   auto qcfg = qwen2::parse_qwen2_config(config_text, config_path);
   if (!qcfg) return qcfg.status().with_context("encoder qwen2: base");
-  auto model = Qwen2Model::load(*qcfg, *ckpt, cfg.base, *dtype, *device);
+  auto model = Qwen2Model::load(*qcfg, *ckpt, cfg.base, dtype, placement->device);
   if (!model) return model.status().with_context("encoder qwen2: base");
   auto tok = features::BpeTokenizer::from_json(tok_text, tok_path, {.max_added_token_id = cfg.max_added_token_id});
   if (!tok) return tok.status().with_context("encoder qwen2: tokenizer");
