@@ -137,6 +137,7 @@ int run_train(TrainArgs& a) {
           resource_name(r), p.policy_n, kFewPolicyJobs, check, p.policy_n == 1 ? "" : "s");
     }
   }
+  for (const std::string& note : model->training_notes()) std::cerr << "note: " << note << "\n";
   std::cout << model->describe() << "\n";
   std::cerr << "wrote " << a.out << "\n";
   return kExitOk;
@@ -155,7 +156,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "feature statistics, policy), XGBoost models, Torch weights. `peakcast predict --model "
       "MODEL_DIR` uses it. It warns where a resource's policy was chosen on fewer than {} "
       "validation jobs: on so short a history compare the cascade with hier_last1 (`peakcast "
-      "evaluate`, or `peakcast report --db`) before serving it.\n--db FILE trains on the completions peakcastd stored in its "
+      "evaluate`, or `peakcast report --db`) before serving it. Notes say where a choice kept its default for want "
+      "of jobs: gate and fusion fit on fewer than min_component_examples validation jobs (constants then), or Q's "
+      "source left at the code model for want of labelled jobs to compare it and the tree route on.\n--db FILE trains on the completions peakcastd stored in its "
       "database instead of a trace (read-only; safe while the daemon runs): the scripts when the "
       "daemon ran with --store-scripts, otherwise the identity text (job name), so a site "
       "retrains on its own cluster without exporting anything.\nExit codes: 0 ok, 2 usage or input error, 1 other failures.",

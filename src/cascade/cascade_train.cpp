@@ -416,6 +416,31 @@ void log_training(const Blocks& b, const CascadeModel::Impl& m) {
 
 }  // namespace
 
+std::vector<std::string> CascadeModel::training_notes() const {
+  const CascadeModel::Impl& m = *impl_;
+  std::vector<std::string> notes;
+  const size_t gf = m.report.sets.gate_fusion.size();
+  const size_t purged = m.report.sets.gate_fusion_purged;
+  if (gf < m.cfg.min_component_examples) {
+    notes.push_back(fmt::format(
+        "gate and fusion were fit on {} validation job{} ({} more were still running when the policy set "
+        "began and were left out, so that the policy is chosen on jobs they never saw): with fewer than {} "
+        "each is a constant, and a history level they saw too few jobs of gets Q alone",
+        gf, gf == 1 ? "" : "s", purged, m.cfg.min_component_examples));
+  }
+  if (m.cfg.q_source == "auto") {
+    for (Resource r : kResources) {
+      const auto ri = static_cast<size_t>(idx(r));
+      if (m.policy[ri].policy_n == 0 || m.report.q_n[ri] >= kMinLevelJobs) continue;
+      notes.push_back(fmt::format(
+          "{}: Q comes from the code model by default: the gate/fusion set held {} job{} with a label to compare "
+          "it and the tree route on (fewer than {})",
+          resource_name(r), m.report.q_n[ri], m.report.q_n[ri] == 1 ? "" : "s", kMinLevelJobs));
+    }
+  }
+  return notes;
+}
+
 Result<std::unique_ptr<CascadeModel::Impl>> train_cascade(const TrainingInput& in,
                                                           const CascadeConfig& cfg_in,
                                                           const ProgressFn& progress) {

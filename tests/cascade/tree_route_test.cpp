@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -190,6 +192,9 @@ TEST(QSourceEvidence, AGateFusionSetPurgedToNothingKeepsTheCodeModel) {
     ASSERT_TRUE(trained.ok()) << trained.status().message();
     EXPECT_GE(trained->report().q_n[mem], kMinLevelJobs);
     EXPECT_FALSE(trained->report().sets.gate_fusion.empty());
+    // Enough jobs to compare the sources on: no note says the code model was kept by default.
+    for (const std::string& note : trained->training_notes())
+      EXPECT_EQ(note.find("mem: Q comes from the code model by default"), std::string::npos) << note;
   }
   std::vector<size_t> val;
   for (size_t i = 0; i < roles.size(); ++i) if (roles[i] == Role::kValidation) val.push_back(i);
@@ -201,6 +206,19 @@ TEST(QSourceEvidence, AGateFusionSetPurgedToNothingKeepsTheCodeModel) {
   EXPECT_TRUE(trained->report().sets.gate_fusion.empty());
   EXPECT_EQ(trained->report().q_n[mem], 0u);
   EXPECT_EQ(trained->q_source()[mem], QSource::kCodeModel);
+  // peakcast train says why: the gate/fusion set was purged to nothing, and Q's source had no
+  // labelled job to be chosen on.
+  const std::vector<std::string> notes = trained->training_notes();
+  const std::string all = fmt::format("{}", fmt::join(notes, "\n"));
+  EXPECT_NE(all.find(fmt::format("gate and fusion were fit on 0 validation jobs ({} more were still running",
+                                 trained->report().sets.gate_fusion_purged)),
+            std::string::npos) << all;
+  EXPECT_GT(trained->report().sets.gate_fusion_purged, 0u);
+  EXPECT_NE(all.find(fmt::format("with fewer than {} each is a constant", cfg.min_component_examples)),
+            std::string::npos) << all;
+  EXPECT_NE(all.find(fmt::format("mem: Q comes from the code model by default: the gate/fusion set held 0 jobs "
+                                 "with a label to compare it and the tree route on (fewer than {})", kMinLevelJobs)),
+            std::string::npos) << all;
 }
 
 }  // namespace

@@ -155,8 +155,9 @@ TEST_F(TrainCli, AQwen2BaseThatHoldsItsFilesPassesTheCheck) {
 }
 
 // A short history: the policy of a 300-job trace is chosen on about 30 jobs, and train says so,
-// naming the check to run; a history five times as long trains mem without the warning (its
-// VRAM, on the few GPU jobs, may still get it: the warning is per resource).
+// naming the check to run, and notes that gate and fusion saw too few jobs to be boosters; a
+// history five times as long trains mem without either (its VRAM, on the few GPU jobs, may still
+// get the warning: it is per resource).
 TEST_F(TrainCli, APolicyChosenOnFewJobsIsWarnedAbout) {
   const CmdResult few = run_peakcast(train((dir_ / "few").string()));
   ASSERT_EQ(few.exit_code, 0) << few.out;
@@ -165,6 +166,9 @@ TEST_F(TrainCli, APolicyChosenOnFewJobsIsWarnedAbout) {
   EXPECT_NE(few.out.find("(fewer than 100)", w), std::string::npos) << few.out;
   EXPECT_NE(few.out.find("peakcast evaluate " + trace_ + " --methods hier_last1,cascade", w), std::string::npos)
       << few.out;
+  // And what the choices rested on: a gate/fusion set under min_component_examples (30).
+  EXPECT_NE(few.out.find("note: gate and fusion were fit on "), std::string::npos) << few.out;
+  EXPECT_NE(few.out.find("with fewer than 30 each is a constant"), std::string::npos) << few.out;
   const std::string longer = (dir_ / "long.jsonl").string();
   ASSERT_EQ(run_peakcast("synth --jobs 1500 --seed 5 --users 6 --days 10 -o " + longer).exit_code, 0);
   const CmdResult many = run_peakcast("train " + longer + " -o " + (dir_ / "many").string() +
@@ -172,6 +176,7 @@ TEST_F(TrainCli, APolicyChosenOnFewJobsIsWarnedAbout) {
   ASSERT_EQ(many.exit_code, 0) << many.out;
   EXPECT_NE(many.out.find("mem: expert "), std::string::npos) << many.out;
   EXPECT_EQ(many.out.find("mem's policy was chosen on"), std::string::npos) << many.out;
+  EXPECT_EQ(many.out.find("note: gate and fusion were fit on "), std::string::npos) << many.out;
 }
 
 }  // namespace

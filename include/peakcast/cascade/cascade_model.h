@@ -173,6 +173,13 @@ class CascadeModel final : public Predictor {
   // Training-time report (sets by id, code-model report, policy); after load() the sets are those
   // in training_sets.json and timings are 0.
   const CascadeTrainReport& report() const;
+  // What a short history left the training's choices to rest on, one sentence each (empty when
+  // every choice had the evidence it asks for): a gate/fusion set smaller than
+  // min_component_examples (gate and fusion are then constants), and per trained resource a Q
+  // source left at the code model because the gate/fusion set held fewer than kMinLevelJobs
+  // labelled jobs to compare the two sources on (q_source auto). `peakcast train` prints them.
+  // Meaningful after train(), not after load().
+  std::vector<std::string> training_notes() const;
   void clear_cache() const;
   size_t cache_size() const;
 
