@@ -422,11 +422,14 @@ std::vector<std::string> CascadeModel::training_notes() const {
   const size_t gf = m.report.sets.gate_fusion.size();
   const size_t purged = m.report.sets.gate_fusion_purged;
   if (gf < m.cfg.min_component_examples) {
+    const std::string left_out =
+        purged == 0 ? std::string()
+                    : fmt::format(" ({} more were still running when the policy set began and were left out, so "
+                                  "that the policy is chosen on jobs they never saw)", purged);
     notes.push_back(fmt::format(
-        "gate and fusion were fit on {} validation job{} ({} more were still running when the policy set "
-        "began and were left out, so that the policy is chosen on jobs they never saw): with fewer than {} "
-        "each is a constant, and a history level they saw too few jobs of gets Q alone",
-        gf, gf == 1 ? "" : "s", purged, m.cfg.min_component_examples));
+        "gate and fusion were fit on {} validation job{}{}: with fewer than {} each is a constant, and a history "
+        "level they saw too few jobs of gets Q alone",
+        gf, gf == 1 ? "" : "s", left_out, m.cfg.min_component_examples));
   }
   if (m.cfg.q_source == "auto") {
     for (Resource r : kResources) {
