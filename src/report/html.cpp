@@ -47,7 +47,9 @@ constexpr const char* kApp = R"js(
     for(var i=0;i<plots.length;i++){var p=plots[i];var el=document.getElementById('plot-'+p.id);
       try{await vegaEmbed(el,p.spec,{mode:'vega-lite',renderer:'svg',actions:false});}
       catch(e){console.error('plot '+p.id+': '+e);}
-      if(drew(el))status.drawn++;else status.empty.push(p.id);}
+      // The placeholder's height keeps the page from jumping while plots draw; a drawn plot
+      // (a routing chart of three bars is a third of it) takes its own height.
+      if(drew(el)){status.drawn++;el.style.minHeight='0';}else status.empty.push(p.id);}
     var s=document.getElementById('render-status');s.textContent=JSON.stringify(status);
     s.setAttribute('data-done','1');}
   // Text by numeric collation: node9 before node10, job_2 before job_10.

@@ -109,6 +109,9 @@ void expect_every_plot_drew(const std::string& dom, size_t expected_plots) {
       if (kind != "axis" && kind != "legend" && kind != "title") ++marks;
     }
     EXPECT_GT(marks, 0u) << "plot " << id << " drew no data marks";
+    // A drawn plot gives up the placeholder's 260px: a short chart leaves no blank below it.
+    const std::string tag = body.substr(0, body.find('>'));
+    EXPECT_NE(tag.find("min-height: 0px"), std::string::npos) << "plot " << id << " keeps its placeholder height: " << tag;
   }
 }
 
