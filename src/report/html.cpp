@@ -93,8 +93,8 @@ constexpr Section kSections[] = {
      "interval column resample the jobs' scripts (a script's jobs are missed together): where "
      "few scripts ran, a few points above or below nominal is chance."},
     {"routing", "Routing and latency",
-     "How each method answered (route shares of scored test jobs) and the batch-1 prediction "
-     "latency per route."},
+     "How each method answered (route shares of scored test jobs) and, where it was timed "
+     "(`--latency-jobs`, 0 = not timed), the batch-1 prediction latency per route."},
     {"usage", "Requested vs used memory",
      "Memory requested and peak used by the jobs ending each day, per user, account and "
      "partition (the 8 largest by request; the rest as other); with the requests peakcastd would "
